@@ -1,0 +1,1 @@
+"""boto3 adapters; clients are always injected."""

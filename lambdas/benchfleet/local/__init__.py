@@ -1,0 +1,1 @@
+"""Local mode: MariaDB servers on this machine, the local runner and the DuckDB store."""

@@ -1,0 +1,1 @@
+"""One thin module per Lambda: parse typed input, call benchfleet, return."""
