@@ -1,0 +1,228 @@
+/**
+ * The one place that reads CDK context. Every key, its type, its default and its meaning is here
+ * (and in cdk/README.md); constructs receive typed props and never call tryGetContext themselves.
+ */
+import { Node } from 'constructs';
+
+export type ResultsStoreKind = 'timestream' | 'athena';
+export type TargetSubnetType = 'public' | 'private';
+
+/** One entry of the `schedules` context list: a comparison spec started on a schedule. */
+export interface ScheduleConfig {
+  /** [A-Za-z0-9_-], unique; becomes part of the schedule name and `{"schedule": name}` in the input. */
+  readonly name: string;
+  /** EventBridge Scheduler expression: `cron(...)`, `rate(...)` or `at(...)`. */
+  readonly expression: string;
+  /** Repository-relative path of a comparison spec (YAML or JSON), e.g. workloads/comparisons/x.yaml. */
+  readonly spec: string;
+  /** IANA time zone for cron expressions (default UTC). */
+  readonly timezone?: string;
+}
+
+export interface BenchfleetConfig {
+  readonly stackName: string;
+  /** Deploy to this account/region (needed only with `vpcId`: lookups need a concrete env). */
+  readonly account?: string;
+  readonly region?: string;
+  readonly resultsStore: ResultsStoreKind;
+  /** true: buckets, tables and log groups are retained by `cdk destroy`. */
+  readonly keepResults: boolean;
+  readonly timestreamMemoryRetentionHours: number;
+  readonly timestreamMagneticRetentionDays: number;
+  /** Move raw results under runs/ to Intelligent-Tiering after this many days (0 = never). */
+  readonly resultsInfrequentAccessDays: number;
+  /** Delete raw results under runs/ after this many days (0 = never). */
+  readonly resultsExpirationDays: number;
+  readonly accessLogsExpirationDays: number;
+  readonly logRetentionDays: number;
+  /** Existing VPC to use instead of creating one (looked up at synth; needs account/region). */
+  readonly vpcId?: string;
+  readonly maxAzs: number;
+  /** Which subnets of an existing VPC targets use: public (default) or private with egress. */
+  readonly subnetType: TargetSubnetType;
+  /** Execution timeout of the state machine, in hours. */
+  readonly maxRunHours: number;
+  /** Version of the public Powertools V3 python3.13 arm64 layer (pinned with the architecture). */
+  readonly powertoolsLayerVersion: number;
+  readonly apiThrottleRateLimit: number;
+  readonly apiThrottleBurstLimit: number;
+  readonly schedules: readonly ScheduleConfig[];
+}
+
+export const DEFAULTS: BenchfleetConfig = {
+  stackName: 'Benchfleet',
+  resultsStore: 'timestream',
+  keepResults: false,
+  timestreamMemoryRetentionHours: 72,
+  timestreamMagneticRetentionDays: 365,
+  resultsInfrequentAccessDays: 30,
+  resultsExpirationDays: 0,
+  accessLogsExpirationDays: 90,
+  logRetentionDays: 30,
+  maxAzs: 2,
+  subnetType: 'public',
+  maxRunHours: 48,
+  powertoolsLayerVersion: 27,
+  apiThrottleRateLimit: 10,
+  apiThrottleBurstLimit: 20,
+  schedules: [],
+};
+
+/** Values CloudWatch Logs accepts as retention (RetentionDays enum values). */
+const LOG_RETENTION_DAYS = [
+  1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288,
+  3653,
+];
+
+class ConfigError extends Error {
+  constructor(key: string, message: string) {
+    super(`context "${key}": ${message}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Context values arrive as JSON from cdk.json or as strings from `-c key=value`. */
+function raw(node: Node, key: string): unknown {
+  return node.tryGetContext(key);
+}
+
+function str(node: Node, key: string, fallback: string): string {
+  const v = raw(node, key);
+  if (v === undefined || v === null || v === '') return fallback;
+  if (typeof v !== 'string') throw new ConfigError(key, `expected a string, got ${JSON.stringify(v)}`);
+  return v;
+}
+
+function optStr(node: Node, key: string): string | undefined {
+  const v = raw(node, key);
+  if (v === undefined || v === null || v === '') return undefined;
+  if (typeof v !== 'string') throw new ConfigError(key, `expected a string, got ${JSON.stringify(v)}`);
+  return v;
+}
+
+function bool(node: Node, key: string, fallback: boolean): boolean {
+  const v = raw(node, key);
+  if (v === undefined || v === null || v === '') return fallback;
+  if (typeof v === 'boolean') return v;
+  if (v === 'true') return true;
+  if (v === 'false') return false;
+  throw new ConfigError(key, `expected true or false, got ${JSON.stringify(v)}`);
+}
+
+function int(node: Node, key: string, fallback: number, min: number, max: number): number {
+  const v = raw(node, key);
+  if (v === undefined || v === null || v === '') return fallback;
+  const n = typeof v === 'number' ? v : typeof v === 'string' ? Number(v) : NaN;
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new ConfigError(key, `expected an integer in [${min}, ${max}], got ${JSON.stringify(v)}`);
+  }
+  return n;
+}
+
+function oneOf<T extends string>(node: Node, key: string, fallback: T, allowed: readonly T[]): T {
+  const v = str(node, key, fallback);
+  if (!(allowed as readonly string[]).includes(v)) {
+    throw new ConfigError(key, `expected one of ${allowed.join(', ')}, got ${JSON.stringify(v)}`);
+  }
+  return v as T;
+}
+
+const SCHEDULE_NAME = /^[A-Za-z0-9_-]{1,40}$/;
+const SCHEDULE_EXPRESSION = /^(cron|rate|at)\(.+\)$/;
+
+function schedules(node: Node): ScheduleConfig[] {
+  let v = raw(node, 'schedules');
+  if (v === undefined || v === null || v === '') return [];
+  if (typeof v === 'string') {
+    try {
+      v = JSON.parse(v);
+    } catch {
+      throw new ConfigError('schedules', 'expected a JSON list');
+    }
+  }
+  if (!Array.isArray(v)) throw new ConfigError('schedules', 'expected a list');
+  const seen = new Set<string>();
+  return v.map((item: unknown, i: number): ScheduleConfig => {
+    const where = `schedules[${i}]`;
+    if (typeof item !== 'object' || item === null) throw new ConfigError(where, 'expected an object');
+    const { name, expression, spec, timezone } = item as Record<string, unknown>;
+    if (typeof name !== 'string' || !SCHEDULE_NAME.test(name)) {
+      throw new ConfigError(`${where}.name`, 'expected 1-40 characters of [A-Za-z0-9_-]');
+    }
+    if (seen.has(name)) throw new ConfigError(`${where}.name`, `duplicate schedule name ${name}`);
+    seen.add(name);
+    if (typeof expression !== 'string' || !SCHEDULE_EXPRESSION.test(expression)) {
+      throw new ConfigError(`${where}.expression`, 'expected cron(...), rate(...) or at(...)');
+    }
+    if (typeof spec !== 'string' || spec === '') {
+      throw new ConfigError(`${where}.spec`, 'expected a repository-relative path to a spec file');
+    }
+    if (timezone !== undefined && typeof timezone !== 'string') {
+      throw new ConfigError(`${where}.timezone`, 'expected an IANA time zone name');
+    }
+    return { name, expression, spec, ...(timezone === undefined ? {} : { timezone }) };
+  });
+}
+
+/** Read and validate every context key; throws with the key's name on bad input. */
+export function readConfig(node: Node): BenchfleetConfig {
+  const logRetentionDays = int(node, 'logRetentionDays', DEFAULTS.logRetentionDays, 1, 3653);
+  if (!LOG_RETENTION_DAYS.includes(logRetentionDays)) {
+    throw new ConfigError('logRetentionDays', `expected one of ${LOG_RETENTION_DAYS.join(', ')}`);
+  }
+  const stackName = str(node, 'stackName', DEFAULTS.stackName);
+  if (!/^[A-Za-z][A-Za-z0-9-]{0,40}$/.test(stackName)) {
+    throw new ConfigError('stackName', 'expected a letter then up to 40 of [A-Za-z0-9-]');
+  }
+  const vpcId = optStr(node, 'vpcId');
+  if (vpcId !== undefined && !/^vpc-[0-9a-f]{8,17}$/.test(vpcId)) {
+    throw new ConfigError('vpcId', `expected vpc-<hex>, got ${JSON.stringify(vpcId)}`);
+  }
+  return {
+    stackName,
+    account: optStr(node, 'account'),
+    region: optStr(node, 'region'),
+    resultsStore: oneOf(node, 'resultsStore', DEFAULTS.resultsStore, ['timestream', 'athena']),
+    keepResults: bool(node, 'keepResults', DEFAULTS.keepResults),
+    // Memory retention must cover the longest run: writes older than it go to the magnetic store.
+    timestreamMemoryRetentionHours: int(
+      node,
+      'timestreamMemoryRetentionHours',
+      DEFAULTS.timestreamMemoryRetentionHours,
+      1,
+      8766,
+    ),
+    timestreamMagneticRetentionDays: int(
+      node,
+      'timestreamMagneticRetentionDays',
+      DEFAULTS.timestreamMagneticRetentionDays,
+      1,
+      73000,
+    ),
+    resultsInfrequentAccessDays: int(
+      node,
+      'resultsInfrequentAccessDays',
+      DEFAULTS.resultsInfrequentAccessDays,
+      0,
+      36500,
+    ),
+    resultsExpirationDays: int(node, 'resultsExpirationDays', DEFAULTS.resultsExpirationDays, 0, 36500),
+    accessLogsExpirationDays: int(
+      node,
+      'accessLogsExpirationDays',
+      DEFAULTS.accessLogsExpirationDays,
+      1,
+      36500,
+    ),
+    logRetentionDays,
+    vpcId,
+    maxAzs: int(node, 'maxAzs', DEFAULTS.maxAzs, 1, 6),
+    subnetType: oneOf(node, 'subnetType', DEFAULTS.subnetType, ['public', 'private']),
+    // Step Functions Standard executions can run up to one year; 8760 h keeps us inside that.
+    maxRunHours: int(node, 'maxRunHours', DEFAULTS.maxRunHours, 1, 8760),
+    powertoolsLayerVersion: int(node, 'powertoolsLayerVersion', DEFAULTS.powertoolsLayerVersion, 1, 10000),
+    apiThrottleRateLimit: int(node, 'apiThrottleRateLimit', DEFAULTS.apiThrottleRateLimit, 1, 10000),
+    apiThrottleBurstLimit: int(node, 'apiThrottleBurstLimit', DEFAULTS.apiThrottleBurstLimit, 1, 5000),
+    schedules: schedules(node),
+  };
+}

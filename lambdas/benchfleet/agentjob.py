@@ -1,0 +1,42 @@
+"""The agent's job for one plan step: the only place a workload becomes sysbench options.
+
+Both backends build jobs here: the local runner passes them to the agent subprocess, the AWS
+start-step Lambda passes them as the SSM document's JobJson parameter.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchfleet.plan import PlanStep
+from benchfleet.spec import Workload
+
+
+def sysbench_options(workload: Workload) -> dict[str, Any]:
+    """Options common to prepare and run; threads, time and connection are added per step."""
+    options: dict[str, Any] = {
+        "tables": workload.tables,
+        "table-size": workload.table_size,
+        "percentile": workload.percentile,
+        "rand-type": workload.rand_type,
+        # A database error ends the step as a failure instead of being counted and skipped.
+        "mysql-ignore-errors": "none",
+    }
+    options.update({name.replace("_", "-"): value for name, value in workload.options.items()})
+    return options
+
+
+def agent_job(*, run_id: str, target_id: str, repetition: int, workload: Workload, step: PlanStep,
+              db: dict[str, Any], config_hash: str | None = None) -> dict[str, Any]:
+    return {
+        "run_id": run_id,
+        "target_id": target_id,
+        "repetition": repetition,
+        "workload": workload.name,
+        "step": {"name": step.name, "kind": step.kind, "threads": step.threads,
+                 "duration_s": step.duration_s},
+        "report_interval_s": workload.report_interval_s,
+        "sysbench": {"test": workload.test, "options": sysbench_options(workload)},
+        "db": db,
+        "config_hash": config_hash,
+    }

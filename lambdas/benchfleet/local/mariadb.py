@@ -1,0 +1,278 @@
+"""One private MariaDB server per local target, from the distribution package.
+
+Each server lives in a temporary data dir under ``<home>/servers/``, listens on a free loopback port
+only, and is registered in a small JSON file next to its data dir. The owner stops it and removes the
+data dir on every exit path; if the owner itself is killed (SIGKILL, a crash, a closed terminal),
+the kernel kills the server with it (PR_SET_PDEATHSIG) and the next benchfleet command reaps what
+is registered but unowned, so a run after a crash finds nothing left over.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchfleet.mysqlcnf import render
+
+_PR_SET_PDEATHSIG = 1
+_START_TIMEOUT_S = 90.0
+_STOP_TIMEOUT_S = 60.0
+
+
+class LocalServerError(RuntimeError):
+    """The local MariaDB server could not be set up; the message says why (with its error log)."""
+
+
+@dataclass(frozen=True)
+class Connection:
+    """How the agent reaches a database: the same shape for local servers and AWS endpoints."""
+
+    host: str
+    port: int
+    user: str
+    password: str
+    database: str = "sbtest"
+
+    def as_job(self) -> dict[str, object]:
+        return {"host": self.host, "port": self.port, "user": self.user, "password": self.password,
+                "database": self.database}
+
+
+def find_binary(*names: str) -> str:
+    for name in names:
+        path = shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/local/sbin:/sbin")
+        if path:
+            return path
+    raise LocalServerError(
+        f"{names[0]} not found: install the distribution's mariadb-server package (make demo does)")
+
+
+def _pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie child still answers kill(0); it is dead for our purposes.
+    with contextlib.suppress(OSError):
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        return state != "Z"
+    return True
+
+
+def _die_with_parent() -> None:
+    """preexec_fn: the server gets SIGTERM when benchfleet dies, however it dies."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def reap_leftovers(home: Path) -> list[str]:
+    """Stop and remove servers whose owning benchfleet process is gone. Returns what was removed."""
+    removed = []
+    servers = home / "servers"
+    if not servers.is_dir():
+        return removed
+    for record in sorted(servers.glob("*.json")):
+        try:
+            info = json.loads(record.read_text())
+        except (OSError, ValueError):
+            info = {}
+        if _pid_alive(info.get("owner_pid")):
+            continue
+        _terminate(info.get("server_pid"))
+        datadir = Path(info.get("dir") or record.with_suffix(""))
+        if datadir.parent == servers:
+            shutil.rmtree(datadir, ignore_errors=True)
+        record.unlink(missing_ok=True)
+        removed.append(datadir.name)
+    # Data dirs without a record: a crash between mkdir and writing the record.
+    for leftover in servers.iterdir():
+        if leftover.is_dir() and not leftover.with_suffix(".json").exists():
+            shutil.rmtree(leftover, ignore_errors=True)
+            removed.append(leftover.name)
+    return removed
+
+
+def _terminate(pid: int | None, timeout: float = _STOP_TIMEOUT_S) -> None:
+    if not _pid_alive(pid):
+        return
+    assert pid is not None
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while _pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if _pid_alive(pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+class LocalServer:
+    """A MariaDB server for one target: ``with LocalServer(...) as conn:`` starts and always removes it."""
+
+    def __init__(self, home: Path, name: str, cnf_source: str, memory_mb: int,
+                 cpus: Sequence[int] | None = None, cnf_name: str = "cnf") -> None:
+        self.home = home
+        self.name = name
+        self.cnf_source = cnf_source
+        self.cnf_name = cnf_name
+        self.memory_mb = memory_mb
+        self.cpus = list(cpus) if cpus else None
+        self.dir: Path | None = None
+        self.process: subprocess.Popen[bytes] | None = None
+        self.connection: Connection | None = None
+        self.rendered = render(cnf_source, "mariadb", memory_mb * 1024 * 1024, cnf_name)
+
+    @property
+    def config_hash(self) -> str:
+        return self.rendered.sha256
+
+    def __enter__(self) -> Connection:
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> Connection:
+        servers = self.home / "servers"
+        servers.mkdir(parents=True, exist_ok=True)
+        reap_leftovers(self.home)
+        self.dir = servers / f"{self.name}-{os.getpid()}-{secrets.token_hex(3)}"
+        self.dir.mkdir()
+        self._register(server_pid=None)
+        port = free_port()
+        cnf = self._write_cnf(port)
+        self._run([find_binary("mariadb-install-db", "mysql_install_db"), f"--defaults-file={cnf}",
+                   "--auth-root-authentication-method=normal", "--skip-test-db"], "initialise the data dir")
+        log = (self.dir / "server.out").open("wb")
+        affinity = self.cpus
+
+        def preexec() -> None:
+            _die_with_parent()
+            if affinity:
+                os.sched_setaffinity(0, affinity)
+
+        self.process = subprocess.Popen(  # noqa: S603 - fixed argv, no shell
+            [find_binary("mariadbd", "mysqld"), f"--defaults-file={cnf}"],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=preexec)
+        log.close()
+        self._register(server_pid=self.process.pid)
+        self._wait_ready(port)
+        password = secrets.token_urlsafe(18)
+        self._bootstrap(password)
+        self.connection = Connection("127.0.0.1", port, "sbtest", password)
+        return self.connection
+
+    def stop(self) -> None:
+        """Stop the server and remove its data dir; safe to call more than once."""
+        if self.process is not None:
+            _terminate(self.process.pid)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=5)
+            self.process = None
+        if self.dir is not None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir.with_suffix(".json").unlink(missing_ok=True)
+            self.dir = None
+
+    def _register(self, server_pid: int | None) -> None:
+        assert self.dir is not None
+        record = {"owner_pid": os.getpid(), "server_pid": server_pid, "dir": str(self.dir)}
+        self.dir.with_suffix(".json").write_text(json.dumps(record))
+
+    def _write_cnf(self, port: int) -> Path:
+        assert self.dir is not None
+        user = "root" if os.geteuid() == 0 else None
+        # Our own settings come last so that a workload cnf cannot move the server off loopback
+        # or out of its private data dir.
+        private = [
+            f"datadir = {self.dir / 'data'}",
+            f"socket = {self.dir / 'mysqld.sock'}",
+            f"pid-file = {self.dir / 'mysqld.pid'}",
+            f"log-error = {self.dir / 'error.log'}",
+            f"port = {port}",
+            "bind-address = 127.0.0.1",
+            "skip-name-resolve",
+        ]
+        if user:
+            private.append(f"user = {user}")
+        path = self.dir / "my.cnf"
+        path.write_text(self.rendered.text + "# benchfleet local server\n" + "\n".join(private) + "\n"
+                        + f"[client]\nsocket = {self.dir / 'mysqld.sock'}\n")
+        return path
+
+    def _run(self, argv: list[str], what: str) -> None:
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)  # noqa: S603
+        if result.returncode != 0:
+            raise LocalServerError(f"could not {what} for {self.name}: {result.stderr.strip()[-2000:]}")
+
+    def _wait_ready(self, port: int) -> None:
+        assert self.dir is not None and self.process is not None
+        deadline = time.monotonic() + _START_TIMEOUT_S
+        sock = self.dir / "mysqld.sock"
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise LocalServerError(f"MariaDB for {self.name} exited at start:\n{self._error_log()}")
+            if sock.exists():
+                with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+                    return
+            time.sleep(0.1)
+        raise LocalServerError(f"MariaDB for {self.name} did not accept connections in "
+                               f"{_START_TIMEOUT_S:.0f} s:\n{self._error_log()}")
+
+    def _bootstrap(self, password: str) -> None:
+        assert self.dir is not None
+        # The anonymous ''@'localhost' account would shadow sbtest over 127.0.0.1: drop it, and create
+        # the user for both host spellings.
+        sql = (
+            "DELETE FROM mysql.global_priv WHERE User='';"
+            "CREATE DATABASE IF NOT EXISTS sbtest;"
+            f"CREATE USER 'sbtest'@'localhost' IDENTIFIED BY '{password}';"
+            f"CREATE USER 'sbtest'@'127.0.0.1' IDENTIFIED BY '{password}';"
+            "GRANT ALL ON sbtest.* TO 'sbtest'@'localhost';"
+            "GRANT ALL ON sbtest.* TO 'sbtest'@'127.0.0.1';"
+            "FLUSH PRIVILEGES;"
+        )
+        self._run([find_binary("mariadb", "mysql"), f"--socket={self.dir / 'mysqld.sock'}", "-uroot",
+                   "-e", sql], "create the benchmark user")
+
+    def _error_log(self) -> str:
+        assert self.dir is not None
+        for name in ("error.log", "server.out"):
+            path = self.dir / name
+            if path.exists() and path.stat().st_size:
+                return "\n".join(path.read_text(errors="replace").splitlines()[-15:])
+        return "(no error log)"
+
+
+@contextlib.contextmanager
+def running_server(home: Path, name: str, cnf_source: str, memory_mb: int,
+                   cpus: Sequence[int] | None = None) -> Iterator[tuple[LocalServer, Connection]]:
+    server = LocalServer(home, name, cnf_source, memory_mb, cpus)
+    with server as conn:
+        yield server, conn

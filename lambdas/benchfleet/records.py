@@ -1,0 +1,183 @@
+"""The data model's rows, read from the agent's raw JSON lines.
+
+The agent writes JSON lines; this module is the one reader of them, used by the local runner and by
+the collect Lambda alike, so raw files in ``.benchfleet/raw`` or S3 always rebuild the same rows.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+Phase = Literal["prepare", "warmup", "measure"]
+
+
+class RecordError(ValueError):
+    """Agent output that is not what the agent writes (names the source and line)."""
+
+
+class _Row(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    run_id: str
+    target_id: str
+    repetition: int = Field(ge=1)
+    workload: str
+    step: str
+    phase: Phase
+    threads: int = Field(ge=1)
+
+
+class Sample(_Row):
+    """One second of one step: sysbench's interval rates and /proc/stat CPU shares of that second."""
+
+    time: datetime
+    second: float
+    tps: float
+    qps: float
+    reads_per_s: float
+    writes_per_s: float
+    other_per_s: float
+    latency_ms: float = Field(description="latency_pct percentile of the events of this second, ms")
+    latency_pct: int
+    errors_per_s: float
+    reconnects_per_s: float
+    cpu_steal_pct: float | None = None
+    cpu_user_pct: float | None = None
+    cpu_system_pct: float | None = None
+    cpu_iowait_pct: float | None = None
+
+
+class StepSummary(_Row):
+    """One step: sysbench's own final figures (exact over the step) plus per-second derived figures."""
+
+    time: datetime
+    total_time_s: float
+    transactions: int
+    tps: float
+    queries: int
+    qps: float
+    reads: int
+    writes: int
+    other: int
+    ignored_errors: int
+    errors_per_s: float
+    reconnects: int
+    reconnects_per_s: float
+    events: int
+    latency_min_ms: float
+    latency_avg_ms: float
+    latency_max_ms: float
+    latency_pct: int | None = None
+    latency_pct_ms: float | None = Field(None, description="sysbench's percentile over the whole step")
+    sysbench_version: str | None = None
+    samples: int = Field(0, description="per-second samples of the step")
+    tps_cv: float | None = Field(None, description="jitter: stdev/mean of per-second tps")
+    steal_mean_pct: float | None = Field(None, description="mean of per-second CPU steal %")
+
+
+class Fingerprint(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    run_id: str
+    target_id: str
+    repetition: int
+    time: datetime
+    cpu_model: str | None = None
+    vcpus: int | None = None
+    cpus_usable: int | None = None
+    memory_mb: int | None = None
+    arch: str | None = None
+    kernel: str | None = None
+    os: str | None = None
+    sysbench_version: str | None = None
+    engine_version: str | None = None
+    config_hash: str | None = None
+
+
+class AgentError(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    run_id: str | None = None
+    target_id: str | None = None
+    repetition: int | None = None
+    step: str | None = None
+    stage: str
+    message: str
+    exit_code: int | None = None
+    output_tail: str | None = None
+
+
+class AgentOutput(BaseModel):
+    samples: list[Sample] = []
+    summaries: list[StepSummary] = []
+    fingerprints: list[Fingerprint] = []
+    errors: list[AgentError] = []
+
+
+def _ts(value: Any) -> Any:
+    if isinstance(value, int | float):
+        return datetime.fromtimestamp(value, tz=UTC)
+    return value
+
+
+def parse_agent_lines(text: str, source: str = "agent output") -> AgentOutput:
+    """Rows from the agent's JSON lines; summaries get their per-second derived figures."""
+    out = AgentOutput()
+    raw_summaries: list[dict[str, Any]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            if not isinstance(record, dict):
+                raise ValueError("not an object")
+            kind = record.get("type")
+            record = {**record, "time": _ts(record.get("time"))}
+            if kind == "sample":
+                out.samples.append(Sample.model_validate(record))
+            elif kind == "summary":
+                raw_summaries.append(record)
+            elif kind == "fingerprint":
+                out.fingerprints.append(Fingerprint.model_validate(record))
+            elif kind == "error":
+                out.errors.append(AgentError.model_validate(record))
+            elif kind != "prepared":
+                raise ValueError(f"unknown record type {kind!r}")
+        except (ValueError, ValidationError) as e:
+            detail = e.errors()[0] if isinstance(e, ValidationError) else None
+            what = f"{'.'.join(map(str, detail['loc']))}: {detail['msg']}" if detail else str(e)
+            raise RecordError(f"{source}:{number}: {what}") from None
+    for record in raw_summaries:
+        out.summaries.append(_summary(record, out.samples, source))
+    return out
+
+
+def _summary(record: dict[str, Any], samples: list[Sample], source: str) -> StepSummary:
+    mine = [s for s in samples if (s.target_id, s.repetition, s.step) ==
+            (record.get("target_id"), record.get("repetition"), record.get("step"))]
+    tps = [s.tps for s in mine]
+    steal = [s.cpu_steal_pct for s in mine if s.cpu_steal_pct is not None]
+    derived = {"samples": len(mine), "tps_cv": cv(tps),
+               "steal_mean_pct": round(statistics.fmean(steal), 4) if steal else None}
+    try:
+        return StepSummary.model_validate({**record, **derived})
+    except ValidationError as e:
+        detail = e.errors()[0]
+        raise RecordError(f"{source}: summary of {record.get('step')}: "
+                          f"{'.'.join(map(str, detail['loc']))}: {detail['msg']}") from None
+
+
+def cv(values: list[float]) -> float | None:
+    """Coefficient of variation (sample stdev / mean); None below two values or at mean 0."""
+    if len(values) < 2:
+        return None
+    mean = statistics.fmean(values)
+    if mean == 0 or math.isnan(mean):
+        return None
+    return round(statistics.stdev(values) / mean, 6)

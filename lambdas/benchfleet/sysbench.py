@@ -1,0 +1,313 @@
+"""sysbench 1.0.x: the command builder and the one output parser.
+
+This module is shipped next to the agent (workloads/agent/) and runs on benchmark targets, so it is
+standard library only and stays Python 3.8 compatible (no ``match``, no ``X | Y`` at run time).
+
+The parser understands what sysbench 1.0.x prints for ``run``:
+- interval lines (``--report-interval``), with any ``--percentile`` and with ``--rate`` queue lines;
+- the final summary (SQL statistics, General statistics, Latency, Threads fairness);
+- the latency histogram (``--histogram=on``);
+- FATAL/ALERT lines, which are failures even when sysbench exits 0.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+
+__all__ = [
+    "Interval",
+    "SysbenchOutput",
+    "SysbenchParseError",
+    "Summary",
+    "build_command",
+    "parse_interval",
+    "parse_output",
+]
+
+# Option names sysbench accepts are lower-case words joined by dashes or underscores; anything else
+# (spaces, '=', shell metacharacters) is refused before it could reach a command line.
+_OPTION_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
+_TEST_NAME = re.compile(r"^[A-Za-z0-9_./-]{1,200}$")
+_COMMANDS = ("prepare", "run", "cleanup", "help")
+
+
+class SysbenchParseError(ValueError):
+    """sysbench output that cannot be read as sysbench 1.0.x output."""
+
+
+@dataclass
+class Interval:
+    """One ``--report-interval`` line: rates over the interval that ends at ``second``.
+
+    ``latency_ms`` is the ``latency_pct`` percentile of the latencies of the events that completed
+    in this interval (sysbench prints ``lat (ms,95%)``); ``latency_pct`` 0 means sysbench was run
+    with ``--percentile=0`` and the figure is then meaningless (sysbench prints 0.00).
+    """
+
+    second: float
+    threads: int
+    tps: float
+    qps: float
+    reads_per_s: float
+    writes_per_s: float
+    other_per_s: float
+    latency_pct: int
+    latency_ms: float
+    errors_per_s: float
+    reconnects_per_s: float
+    queue: Optional[int] = None
+    concurrency: Optional[int] = None
+
+
+@dataclass
+class Summary:
+    """sysbench's own final figures for a whole run (exact over the run, not derived by us)."""
+
+    reads: int = 0
+    writes: int = 0
+    other: int = 0
+    total_queries: int = 0
+    transactions: int = 0
+    tps: float = 0.0
+    queries: int = 0
+    qps: float = 0.0
+    ignored_errors: int = 0
+    errors_per_s: float = 0.0
+    reconnects: int = 0
+    reconnects_per_s: float = 0.0
+    total_time_s: float = 0.0
+    events: int = 0
+    latency_min_ms: float = 0.0
+    latency_avg_ms: float = 0.0
+    latency_max_ms: float = 0.0
+    latency_pct: Optional[int] = None
+    latency_pct_ms: Optional[float] = None
+    latency_sum_ms: float = 0.0
+    fairness_events_avg: Optional[float] = None
+    fairness_events_stddev: Optional[float] = None
+    fairness_time_avg_s: Optional[float] = None
+    fairness_time_stddev_s: Optional[float] = None
+
+
+@dataclass
+class SysbenchOutput:
+    """Everything read from one sysbench invocation's output."""
+
+    version: Optional[str] = None
+    threads: Optional[int] = None
+    intervals: List[Interval] = field(default_factory=list)
+    summary: Optional[Summary] = None
+    histogram: List[Tuple[float, int]] = field(default_factory=list)
+    errors: List[str] = field(default_factory=list)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+
+def build_command(
+    test: str,
+    command: str,
+    options: Mapping[str, Any],
+    sysbench: str = "sysbench",
+) -> List[str]:
+    """argv for ``sysbench TEST [--opt=value ...] COMMAND``; never passed through a shell.
+
+    Booleans become ``on``/``off``, lists are comma-joined (``--mysql-host=a,b``), ``None`` drops the
+    option. Names are checked so that a spec cannot smuggle extra arguments in.
+    """
+    if not _TEST_NAME.match(test) or test.startswith("-"):
+        raise ValueError("invalid sysbench test name: {!r}".format(test))
+    if command not in _COMMANDS:
+        raise ValueError("invalid sysbench command: {!r}".format(command))
+    argv = [sysbench, test]
+    for name in sorted(options):
+        value = options[name]
+        if value is None:
+            continue
+        if not _OPTION_NAME.match(name):
+            raise ValueError("invalid sysbench option name: {!r}".format(name))
+        argv.append("--{}={}".format(name, _format_value(name, value)))
+    argv.append(command)
+    return argv
+
+
+def _format_value(name: str, value: Any) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, (list, tuple)):
+        return ",".join(_format_value(name, v) for v in value)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    text = str(value)
+    if "\n" in text or "\0" in text:
+        raise ValueError("invalid value for sysbench option {}: {!r}".format(name, text))
+    return text
+
+
+_F = r"[0-9]+(?:\.[0-9]+)?"
+_INTERVAL = re.compile(
+    rf"^\[\s*(?P<second>{_F})s\s*\]\s+thds:\s*(?P<threads>\d+)\s+"
+    rf"tps:\s*(?P<tps>{_F})\s+qps:\s*(?P<qps>{_F})\s+"
+    rf"\(r/w/o:\s*(?P<r>{_F})/(?P<w>{_F})/(?P<o>{_F})\)\s+"
+    rf"lat\s*\(ms,\s*(?P<pct>\d+)%\)\s*:\s*(?P<lat>{_F}|nan|-?inf)\s+"
+    rf"err/s:?\s*(?P<err>{_F})\s+reconn/s:?\s*(?P<reconn>{_F})"
+)
+_QUEUE = re.compile(r"^\[\s*(?P<second>[0-9.]+)s\s*\]\s+queue length:\s*(?P<q>\d+),\s*concurrency:\s*(?P<c>\d+)")
+_VERSION = re.compile(r"^sysbench\s+(?P<v>\d+\.\d+\.\d+\S*)")
+_THREADS = re.compile(r"^Number of threads:\s*(\d+)")
+_COUNT_RATE = re.compile(r"^\s*(?P<k>transactions|queries|ignored errors|reconnects):\s+(?P<n>\d+)\s+\((?P<r>[0-9.]+) per sec\.\)")
+_KEYVAL = re.compile(r"^\s*(?P<k>[A-Za-z][A-Za-z ()/]*?):\s+(?P<v>\S.*?)\s*$")
+_PERCENTILE = re.compile(r"^\s*(?P<p>\d+)th percentile:\s+(?P<v>[0-9.]+)")
+_HIST_ROW = re.compile(r"^\s*(?P<v>[0-9.]+)\s+\|\**\s+(?P<n>\d+)\s*$")
+_FAILURE = re.compile(r"^(?:FATAL|ALERT)\b|^\S.*\bFATAL:")
+
+
+def parse_interval(line: str) -> Optional[Interval]:
+    """Read one interval line; ``None`` for any other line (the agent feeds every line here)."""
+    m = _INTERVAL.match(line.strip())
+    if not m:
+        return None
+    lat = m.group("lat")
+    return Interval(
+        second=float(m.group("second")),
+        threads=int(m.group("threads")),
+        tps=float(m.group("tps")),
+        qps=float(m.group("qps")),
+        reads_per_s=float(m.group("r")),
+        writes_per_s=float(m.group("w")),
+        other_per_s=float(m.group("o")),
+        latency_pct=int(m.group("pct")),
+        latency_ms=float(lat) if lat[0].isdigit() else 0.0,
+        errors_per_s=float(m.group("err")),
+        reconnects_per_s=float(m.group("reconn")),
+    )
+
+
+def parse_output(text: str) -> SysbenchOutput:
+    """Parse a whole sysbench output (run log). Raises SysbenchParseError if it is not sysbench's.
+
+    Failures sysbench printed are kept in ``errors`` rather than raised: the caller decides that an
+    output with errors, or without a summary, is a failed step.
+    """
+    out = SysbenchOutput()
+    summary = Summary()
+    seen_summary = False
+    section = ""
+    in_histogram = False
+    recognised = False
+    for raw in text.splitlines():
+        line = raw.rstrip()
+        stripped = line.strip()
+        if not stripped:
+            in_histogram = False
+            continue
+        interval = parse_interval(stripped)
+        if interval is not None:
+            recognised = True
+            out.intervals.append(interval)
+            continue
+        queue = _QUEUE.match(stripped)
+        if queue is not None:
+            recognised = True
+            _attach_queue(out.intervals, float(queue.group("second")), int(queue.group("q")), int(queue.group("c")))
+            continue
+        if _FAILURE.search(stripped):
+            out.errors.append(stripped)
+            continue
+        m = _VERSION.match(stripped)
+        if m:
+            recognised = True
+            out.version = m.group("v")
+            continue
+        m = _THREADS.match(stripped)
+        if m:
+            out.threads = int(m.group(1))
+            continue
+        if stripped.startswith("Latency histogram"):
+            in_histogram = True
+            recognised = True
+            continue
+        if in_histogram:
+            row = _HIST_ROW.match(line)
+            if row:
+                out.histogram.append((float(row.group("v")), int(row.group("n"))))
+            continue
+        if stripped.endswith(":") and not stripped.startswith("["):
+            section = stripped[:-1].strip().lower()
+            if section in ("sql statistics", "general statistics", "latency (ms)", "threads fairness"):
+                recognised = True
+                seen_summary = True
+            continue
+        seen_summary = _read_summary_line(summary, section, stripped) or seen_summary
+    if not recognised and not out.errors:
+        raise SysbenchParseError("no sysbench output found (no version line, interval or summary)")
+    if seen_summary:
+        out.summary = summary
+    return out
+
+
+def _attach_queue(intervals: List[Interval], second: float, queue: int, concurrency: int) -> None:
+    for interval in reversed(intervals):
+        if interval.second == second:
+            interval.queue = queue
+            interval.concurrency = concurrency
+            return
+
+
+def _read_summary_line(s: Summary, section: str, line: str) -> bool:
+    m = _COUNT_RATE.match(line)
+    if m:
+        key, n, rate = m.group("k"), int(m.group("n")), float(m.group("r"))
+        if key == "transactions":
+            s.transactions, s.tps = n, rate
+        elif key == "queries":
+            s.queries, s.qps = n, rate
+        elif key == "ignored errors":
+            s.ignored_errors, s.errors_per_s = n, rate
+        else:
+            s.reconnects, s.reconnects_per_s = n, rate
+        return True
+    m = _PERCENTILE.match(line)
+    if m and section == "latency (ms)":
+        s.latency_pct, s.latency_pct_ms = int(m.group("p")), float(m.group("v"))
+        return True
+    m = _KEYVAL.match(line)
+    if not m:
+        return False
+    key, value = m.group("k").strip().lower(), m.group("v")
+    if section == "sql statistics":
+        target = {"read": "reads", "write": "writes", "other": "other", "total": "total_queries"}.get(key)
+        if target:
+            setattr(s, target, int(value))
+            return True
+    elif section == "general statistics":
+        if key == "total time":
+            s.total_time_s = float(value.rstrip("s"))
+            return True
+        if key == "total number of events":
+            s.events = int(value)
+            return True
+    elif section == "latency (ms)":
+        target = {"min": "latency_min_ms", "avg": "latency_avg_ms", "max": "latency_max_ms", "sum": "latency_sum_ms"}.get(key)
+        if target:
+            setattr(s, target, float(value))
+            return True
+    elif section == "threads fairness":
+        avg, _, stddev = value.partition("/")
+        if key == "events (avg/stddev)":
+            s.fairness_events_avg, s.fairness_events_stddev = float(avg), float(stddev)
+            return True
+        if key == "execution time (avg/stddev)":
+            s.fairness_time_avg_s, s.fairness_time_stddev_s = float(avg), float(stddev)
+            return True
+    return False
+
+
+def iter_intervals(lines: Iterable[str]) -> Iterable[Interval]:
+    """Interval lines of a stream, in order (for live consumers)."""
+    for line in lines:
+        interval = parse_interval(line)
+        if interval is not None:
+            yield interval

@@ -1,0 +1,294 @@
+#!/usr/bin/env python3
+"""benchfleet agent: the one thing that measures.
+
+Runs on a benchmark target (through SSM Run Command) or on this machine (as a subprocess of the local
+runner). It takes one *job* -- one plan step -- as JSON, runs sysbench for it, samples /proc/stat at
+every sysbench interval line, and writes JSON lines to stdout (and to ``--out`` if given):
+
+  {"type": "fingerprint", ...}   prepare step: the environment the figures were measured on
+  {"type": "sample", ...}        one per sysbench interval (1 s): rates, latency, CPU steal/user/...
+  {"type": "summary", ...}       one per step: sysbench's own final figures for the step
+  {"type": "error", ...}         a failure; the agent then exits non-zero
+
+Standard library only, Python 3.8+: targets run whatever python3 their distribution ships. sysbench
+parsing and cnf rendering come from benchfleet's own modules, shipped beside this file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import time
+from typing import Any, Dict, IO, List, Optional
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BUNDLE = os.path.dirname(HERE)  # workloads/
+# The parser is benchfleet's: in a checkout it is in lambdas/, in the agent bundle beside this file.
+for candidate in (HERE, os.path.join(os.path.dirname(BUNDLE), "lambdas")):
+    if os.path.exists(os.path.join(candidate, "benchfleet", "sysbench.py")):
+        sys.path.insert(0, candidate)
+        break
+
+from benchfleet.sysbench import Interval, build_command, parse_interval, parse_output  # noqa: E402
+
+EXIT_FAILED = 3
+EXIT_BAD_JOB = 2
+_CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+class JobError(ValueError):
+    """The job document is not usable."""
+
+
+class Emitter:
+    """Writes records as JSON lines, flushed at once so a reader sees every second as it happens."""
+
+    def __init__(self, job: Dict[str, Any], out: Optional[IO[str]]) -> None:
+        self.base = {k: job.get(k) for k in ("run_id", "target_id", "repetition", "workload")}
+        step = job.get("step") or {}
+        self.base.update({"step": step.get("name"), "phase": step.get("kind"), "threads": step.get("threads")})
+        self.out = out
+
+    def emit(self, kind: str, **fields: Any) -> None:
+        record = {"type": kind}
+        record.update(self.base)
+        record.update(fields)
+        line = json.dumps(record, separators=(",", ":"), sort_keys=False)
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+        if self.out is not None:
+            self.out.write(line + "\n")
+            self.out.flush()
+
+    def error(self, stage: str, message: str, **fields: Any) -> int:
+        self.emit("error", stage=stage, message=message, time=time.time(), **fields)
+        return EXIT_FAILED
+
+
+def read_cpu_times(path: str = "/proc/stat") -> Optional[List[int]]:
+    """The aggregate ``cpu`` line of /proc/stat as jiffies, or None where there is no /proc."""
+    try:
+        with open(path) as f:
+            first = f.readline().split()
+    except OSError:
+        return None
+    if not first or first[0] != "cpu":
+        return None
+    values = [int(v) for v in first[1:9]]
+    values += [0] * (8 - len(values))
+    return values
+
+
+def cpu_percentages(before: Optional[List[int]], after: Optional[List[int]]) -> Dict[str, Optional[float]]:
+    """Share of all CPU time between two readings spent in steal, user (+nice), system (+irq), iowait."""
+    empty = {"cpu_steal_pct": None, "cpu_user_pct": None, "cpu_system_pct": None, "cpu_iowait_pct": None}
+    if before is None or after is None:
+        return empty
+    delta = dict(zip(_CPU_FIELDS, (a - b for a, b in zip(after, before))))
+    total = sum(delta.values())
+    if total <= 0:
+        return empty
+
+    def pct(*names: str) -> float:
+        return round(100.0 * sum(delta[n] for n in names) / total, 3)
+
+    return {"cpu_steal_pct": pct("steal"), "cpu_user_pct": pct("user", "nice"),
+            "cpu_system_pct": pct("system", "irq", "softirq"), "cpu_iowait_pct": pct("iowait")}
+
+
+def sysbench_argv(job: Dict[str, Any], command: str, extra: Dict[str, Any]) -> List[str]:
+    bench = job.get("sysbench") or {}
+    test = bench.get("test")
+    if not isinstance(test, str) or not test:
+        raise JobError("sysbench.test is missing")
+    if test.startswith("lua/"):
+        test = os.path.join(BUNDLE, test)
+        if not os.path.exists(test):
+            raise JobError("Lua script {} is not in the agent bundle".format(bench.get("test")))
+    db = job.get("db") or {}
+    password = db.get("password")
+    if password is None and db.get("password_env"):
+        password = os.environ.get(str(db["password_env"]), "")
+    options = dict(bench.get("options") or {})
+    options.update({"mysql-host": db.get("host", "127.0.0.1"), "mysql-port": db.get("port", 3306),
+                    "mysql-user": db.get("user", "sbtest"), "mysql-password": password,
+                    "mysql-db": db.get("database", "sbtest")})
+    options.update(extra)
+    return build_command(test, command, options, sysbench=job.get("sysbench_binary") or "sysbench")
+
+
+def _version_of(argv: List[str]) -> Optional[str]:
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = (out.stdout or out.stderr).strip()
+    return text.splitlines()[0] if text else None
+
+
+def _engine_version(job: Dict[str, Any]) -> Optional[str]:
+    db = job.get("db") or {}
+    client = shutil.which("mariadb") or shutil.which("mysql")
+    if not client:
+        return None
+    env = dict(os.environ, MYSQL_PWD=str(db.get("password") or os.environ.get(str(db.get("password_env") or ""), "")))
+    try:
+        out = subprocess.run([client, "-h", str(db.get("host", "127.0.0.1")), "-P", str(db.get("port", 3306)),
+                              "-u", str(db.get("user", "sbtest")), "-N", "-B", "-e", "SELECT VERSION()"],
+                             capture_output=True, text=True, timeout=30, env=env, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None
+
+
+def fingerprint(job: Dict[str, Any]) -> Dict[str, Any]:
+    """What the figures were measured on; stored with every result."""
+    cpu_model, vcpus = None, os.cpu_count()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.lower().startswith(("model name", "cpu model")):
+                    cpu_model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    memory_mb = None
+    try:
+        with open("/proc/meminfo") as f:
+            m = re.search(r"MemTotal:\s+(\d+) kB", f.read())
+            memory_mb = int(m.group(1)) // 1024 if m else None
+    except OSError:
+        pass
+    try:
+        affinity = len(os.sched_getaffinity(0))
+    except AttributeError:
+        affinity = vcpus
+    return {"cpu_model": cpu_model or platform.processor() or None, "vcpus": vcpus, "cpus_usable": affinity,
+            "memory_mb": memory_mb, "arch": platform.machine(), "kernel": platform.release(),
+            "os": _os_name(), "python": platform.python_version(),
+            "sysbench_version": _version_of([job.get("sysbench_binary") or "sysbench", "--version"]),
+            "engine_version": _engine_version(job), "config_hash": job.get("config_hash"),
+            "hostname_hash": hashlib.sha256(platform.node().encode()).hexdigest()[:12]}
+
+
+def _os_name() -> Optional[str]:
+    try:
+        with open("/etc/os-release") as f:
+            for line in f:
+                if line.startswith("PRETTY_NAME="):
+                    return line.split("=", 1)[1].strip().strip('"')
+    except OSError:
+        pass
+    return None
+
+
+def run_prepare(job: Dict[str, Any], emit: Emitter) -> int:
+    emit.emit("fingerprint", time=time.time(), **fingerprint(job))
+    step = job["step"]
+    started = time.time()
+    for command in ("cleanup", "prepare"):
+        argv = sysbench_argv(job, command, {"threads": step.get("threads") or 1})
+        result = subprocess.run(argv, capture_output=True, text=True, check=False)
+        text = (result.stdout or "") + (result.stderr or "")
+        failures = [l for l in text.splitlines() if "FATAL" in l]
+        # cleanup of tables that are not there yet is not a failure; any prepare problem is.
+        if command == "prepare" and (result.returncode != 0 or failures):
+            return emit.error("prepare", "; ".join(failures[:5]) or "sysbench prepare failed",
+                              exit_code=result.returncode, output_tail=text[-4000:])
+    emit.emit("prepared", time=time.time(), seconds=round(time.time() - started, 3))
+    return 0
+
+
+def run_step(job: Dict[str, Any], emit: Emitter) -> int:
+    step = job["step"]
+    duration = int(step["duration_s"])
+    argv = sysbench_argv(job, "run", {"threads": int(step["threads"]), "time": duration,
+                                      "report-interval": int(job.get("report_interval_s") or 1)})
+    started = time.time()
+    before = read_cpu_times()
+    lines: List[str] = []
+    try:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+    except OSError as e:
+        return emit.error("run", "cannot start sysbench: {}".format(e))
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        lines.append(line)
+        interval = parse_interval(line)
+        if interval is None:
+            continue
+        # Sampled when sysbench reports, so each CPU figure covers the same second as the rates.
+        after = read_cpu_times()
+        emit.emit("sample", time=time.time(), **_sample_fields(interval), **cpu_percentages(before, after))
+        before = after
+    code = proc.wait()
+    text = "".join(lines)
+    parsed = parse_output(text)
+    if code != 0 or parsed.errors:
+        return emit.error("run", "; ".join(parsed.errors[:5]) or "sysbench exited with code {}".format(code),
+                          exit_code=code, output_tail=text[-4000:])
+    if parsed.summary is None:
+        return emit.error("run", "sysbench printed no final summary", exit_code=code, output_tail=text[-4000:])
+    if parsed.summary.events == 0:
+        return emit.error("run", "sysbench completed no event in {} s".format(duration), exit_code=code,
+                          output_tail=text[-4000:])
+    fields = dict(parsed.summary.__dict__)
+    emit.emit("summary", time=time.time(), started=started, sysbench_version=parsed.version,
+              histogram=parsed.histogram or None, **fields)
+    return 0
+
+
+def _sample_fields(interval: Interval) -> Dict[str, Any]:
+    return {"second": interval.second, "tps": interval.tps, "qps": interval.qps,
+            "reads_per_s": interval.reads_per_s, "writes_per_s": interval.writes_per_s,
+            "other_per_s": interval.other_per_s, "latency_ms": interval.latency_ms,
+            "latency_pct": interval.latency_pct, "errors_per_s": interval.errors_per_s,
+            "reconnects_per_s": interval.reconnects_per_s}
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--job", help="path of the job JSON file ('-' for standard input)")
+    source.add_argument("--job-json", help="the job as a JSON string")
+    parser.add_argument("--out", help="also append the JSON lines to this file")
+    args = parser.parse_args(argv)
+    try:
+        if args.job_json is not None:
+            job = json.loads(args.job_json)
+        elif args.job == "-":
+            job = json.load(sys.stdin)
+        else:
+            with open(args.job) as f:
+                job = json.load(f)
+        if not isinstance(job, dict) or not isinstance(job.get("step"), dict):
+            raise JobError("the job must be an object with a 'step' object")
+        kind = job["step"].get("kind")
+        if kind not in ("prepare", "warmup", "measure"):
+            raise JobError("step.kind must be prepare, warmup or measure, not {!r}".format(kind))
+    except (OSError, ValueError) as e:
+        sys.stdout.write(json.dumps({"type": "error", "stage": "job", "message": str(e)}) + "\n")
+        return EXIT_BAD_JOB
+    out = open(args.out, "a") if args.out else None
+    emit = Emitter(job, out)
+    try:
+        return run_prepare(job, emit) if kind == "prepare" else run_step(job, emit)
+    except JobError as e:
+        return emit.error("job", str(e)) and EXIT_BAD_JOB
+    except KeyboardInterrupt:
+        emit.error("run", "interrupted")
+        return 130
+    finally:
+        if out is not None:
+            out.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
