@@ -18,9 +18,9 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 __all__ = [
     "Interval",
+    "Summary",
     "SysbenchOutput",
     "SysbenchParseError",
-    "Summary",
     "build_command",
     "parse_interval",
     "parse_output",
@@ -157,7 +157,8 @@ _INTERVAL = re.compile(
 _QUEUE = re.compile(r"^\[\s*(?P<second>[0-9.]+)s\s*\]\s+queue length:\s*(?P<q>\d+),\s*concurrency:\s*(?P<c>\d+)")
 _VERSION = re.compile(r"^sysbench\s+(?P<v>\d+\.\d+\.\d+\S*)")
 _THREADS = re.compile(r"^Number of threads:\s*(\d+)")
-_COUNT_RATE = re.compile(r"^\s*(?P<k>transactions|queries|ignored errors|reconnects):\s+(?P<n>\d+)\s+\((?P<r>[0-9.]+) per sec\.\)")
+_COUNT_RATE = re.compile(
+    r"^\s*(?P<k>transactions|queries|ignored errors|reconnects):\s+(?P<n>\d+)\s+\((?P<r>[0-9.]+) per sec\.\)")
 _KEYVAL = re.compile(r"^\s*(?P<k>[A-Za-z][A-Za-z ()/]*?):\s+(?P<v>\S.*?)\s*$")
 _PERCENTILE = re.compile(r"^\s*(?P<p>\d+)th percentile:\s+(?P<v>[0-9.]+)")
 _HIST_ROW = re.compile(r"^\s*(?P<v>[0-9.]+)\s+\|\**\s+(?P<n>\d+)\s*$")
@@ -290,7 +291,8 @@ def _read_summary_line(s: Summary, section: str, line: str) -> bool:
             s.events = int(value)
             return True
     elif section == "latency (ms)":
-        target = {"min": "latency_min_ms", "avg": "latency_avg_ms", "max": "latency_max_ms", "sum": "latency_sum_ms"}.get(key)
+        target = {"min": "latency_min_ms", "avg": "latency_avg_ms", "max": "latency_max_ms",
+                  "sum": "latency_sum_ms"}.get(key)
         if target:
             setattr(s, target, float(value))
             return True

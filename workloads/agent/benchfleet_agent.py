@@ -26,7 +26,7 @@ import shutil
 import subprocess
 import sys
 import time
-from typing import Any, Dict, IO, List, Optional
+from typing import IO, Any, Dict, List, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUNDLE = os.path.dirname(HERE)  # workloads/
@@ -197,7 +197,7 @@ def run_prepare(job: Dict[str, Any], emit: Emitter) -> int:
         argv = sysbench_argv(job, command, {"threads": step.get("threads") or 1})
         result = subprocess.run(argv, capture_output=True, text=True, check=False)
         text = (result.stdout or "") + (result.stderr or "")
-        failures = [l for l in text.splitlines() if "FATAL" in l]
+        failures = [line for line in text.splitlines() if "FATAL" in line]
         # cleanup of tables that are not there yet is not a failure; any prepare problem is.
         if command == "prepare" and (result.returncode != 0 or failures):
             return emit.error("prepare", "; ".join(failures[:5]) or "sysbench prepare failed",

@@ -89,7 +89,7 @@ def free_port() -> int:
 
 def reap_leftovers(home: Path) -> list[str]:
     """Stop and remove servers whose owning benchfleet process is gone. Returns what was removed."""
-    removed = []
+    removed: list[str] = []
     servers = home / "servers"
     if not servers.is_dir():
         return removed
@@ -177,7 +177,7 @@ class LocalServer:
             if affinity:
                 os.sched_setaffinity(0, affinity)
 
-        self.process = subprocess.Popen(  # noqa: S603 - fixed argv, no shell
+        self.process = subprocess.Popen(
             [find_binary("mariadbd", "mysqld"), f"--defaults-file={cnf}"],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=preexec)
         log.close()
@@ -227,7 +227,7 @@ class LocalServer:
         return path
 
     def _run(self, argv: list[str], what: str) -> None:
-        result = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)  # noqa: S603
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
         if result.returncode != 0:
             raise LocalServerError(f"could not {what} for {self.name}: {result.stderr.strip()[-2000:]}")
 

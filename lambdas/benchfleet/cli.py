@@ -1,0 +1,288 @@
+"""The ``benchfleet`` command (contract in DESIGN.md; tests and docs rely on it).
+
+Exit codes: 0 success, 1 a run or command failed, 2 bad input (spec, arguments, files), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from benchfleet.plan import Plan, make_plan
+from benchfleet.spec import LoadedSpec, SpecError, json_schema, load_spec
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class CliError(Exception):
+    def __init__(self, message: str, code: int = EXIT_FAILED) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def home() -> Path:
+    """The data dir: ``.benchfleet/`` under the current directory unless BENCHFLEET_HOME is set."""
+    return Path(os.environ.get("BENCHFLEET_HOME") or Path.cwd() / ".benchfleet")
+
+
+def _price_lookup() -> Callable[[object], float | None] | None:
+    try:
+        from benchfleet import pricing
+    except ImportError:
+        return None
+    return getattr(pricing, "price_per_hour", None)
+
+
+def _load(path: str, scale: str = "full", local: bool = False) -> tuple[LoadedSpec, Plan]:
+    from benchfleet.scale import apply_scale
+
+    loaded = apply_scale(load_spec(path), scale)
+    if local and not loaded.spec.is_local:
+        from benchfleet import scale as scale_module
+
+        as_local = getattr(scale_module, "as_local", None)
+        if as_local is None:
+            raise CliError("this version cannot run cloud targets locally", EXIT_USAGE)
+        loaded = as_local(loaded)
+    return loaded, make_plan(loaded, _price_lookup())
+
+
+# ---- commands -------------------------------------------------------------------------------------
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    if args.schema:
+        print(json.dumps(json_schema(), indent=2))
+        return EXIT_OK
+    if not args.spec:
+        raise CliError("validate needs a SPEC file (or --schema)", EXIT_USAGE)
+    loaded, _ = _load(args.spec)
+    print(f"{args.spec}: valid: {len(loaded.spec.targets)} target(s) x workload {loaded.workload.name} "
+          f"({len(loaded.workload.threads)} step(s)) x {loaded.spec.repetitions} repetition(s)")
+    return EXIT_OK
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    _, plan = _load(args.spec, args.scale, args.local)
+    summary = plan.summary()
+    if args.format == "json":
+        print(json.dumps(summary, indent=2))
+        return EXIT_OK
+    from benchfleet.ui import print_plan
+
+    print_plan(summary)
+    return EXIT_OK
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    if args.remote:
+        raise CliError("--remote needs the deployed API; see README 'Running in AWS'", EXIT_USAGE)
+    loaded, plan = _load(args.spec, args.scale, args.local)
+    if not loaded.spec.is_local:
+        raise CliError(f"{args.spec} has cloud targets: run it with --remote, or try it here with "
+                       "--local --scale smoke", EXIT_USAGE)
+    if plan.over_budget:
+        raise CliError(f"estimated cost ${plan.estimated_cost_usd:.2f} is over the budget "
+                       f"${plan.budget_usd:.2f}", EXIT_USAGE)
+    from benchfleet.local.mariadb import reap_leftovers
+    from benchfleet.local.runner import run_local
+    from benchfleet.local.store import open_store
+    from benchfleet.ui import RichObserver, console, print_comparison
+
+    data = home()
+    removed = reap_leftovers(data)
+    if removed:
+        console.print(f"[yellow]removed {len(removed)} server(s) left by an earlier crash: {', '.join(removed)}")
+    with open_store(data) as store:
+        observer = RichObserver(plan)
+        with observer:
+            result = run_local(loaded, plan, store, data, observer)
+        report = _write_report(store, result.run_id, None)
+        print_comparison(result.run_id, _results(store, result.run_id))
+        if report:
+            console.print(f"report: {report}")
+        if result.status != "succeeded":
+            console.print(f"[red]run {result.run_id} {result.status}: {result.message}")
+            return EXIT_FAILED
+        console.print(f"run {result.run_id} succeeded")
+    return EXIT_OK
+
+
+def _write_report(store: Any, run_id: str, path: Path | None) -> Path | None:
+    from benchfleet import report
+
+    write_report = getattr(report, "write_report", None)
+    if write_report is None:
+        return None
+    target = path or home() / "reports" / f"{run_id}.html"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return Path(write_report(store, run_id, target))
+
+
+def _results(store: Any, run_id: str) -> dict[str, Any]:
+    from benchfleet.stats import comparison_table
+
+    run = store.run(run_id)
+    summaries = store.summaries(run["run_id"])
+    doc: dict[str, Any] = {
+        "run": {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in run.items() if k != "spec"},
+        "comparison": comparison_table(summaries),
+        "steps": [{k: s[k] for k in ("target_id", "repetition", "step", "threads", "phase", "tps", "qps",
+                                     "latency_pct", "latency_pct_ms", "samples", "tps_cv", "steal_mean_pct",
+                                     "errors_per_s", "reconnects_per_s", "total_time_s")}
+                  for s in summaries],
+        "targets": [{k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in t.items()}
+                    for t in store.targets(run["run_id"])],
+    }
+    from benchfleet import stats
+
+    run_comparison = getattr(stats, "run_comparison", None)
+    if run_comparison is not None:
+        doc["statistics"] = run_comparison(store, run["run_id"])
+    return doc
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    from benchfleet.local.store import open_store
+
+    with open_store(home()) as store:
+        runs = store.runs()
+    if args.format == "json":
+        print(json.dumps(runs, indent=2, default=str))
+        return EXIT_OK
+    from benchfleet.ui import print_runs
+
+    print_runs(runs)
+    return EXIT_OK
+
+
+def cmd_results(args: argparse.Namespace) -> int:
+    from benchfleet.local.store import RunNotFound, open_store
+
+    with open_store(home()) as store:
+        try:
+            doc = _results(store, args.run)
+        except RunNotFound as e:
+            raise CliError(str(e), EXIT_USAGE) from None
+    if args.format == "json":
+        print(json.dumps(doc, indent=2, default=str))
+    elif args.format == "csv":
+        print(_csv(doc["steps"]), end="")
+    else:
+        from benchfleet.ui import print_comparison
+
+        print_comparison(doc["run"]["run_id"], doc)
+    return EXIT_OK
+
+
+def _csv(rows: list[dict[str, Any]]) -> str:
+    buffer = io.StringIO()
+    if rows:
+        writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    return buffer.getvalue()
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from benchfleet.local.store import RunNotFound, open_store
+
+    with open_store(home()) as store:
+        try:
+            run_id = store.run(args.run)["run_id"]
+        except RunNotFound as e:
+            raise CliError(str(e), EXIT_USAGE) from None
+        path = _write_report(store, run_id, Path(args.output) if args.output else None)
+    if path is None:
+        raise CliError("the HTML report is not available in this installation")
+    print(path)
+    return EXIT_OK
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from benchfleet.importer import import_logs
+    from benchfleet.local.store import open_store
+    from benchfleet.ui import print_comparison
+
+    with open_store(home()) as store:
+        run_id = import_logs(store, [Path(p) for p in args.paths], args.target, args.run)
+        print_comparison(run_id, _results(store, run_id))
+    return EXIT_OK
+
+
+# ---- parser ---------------------------------------------------------------------------------------
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="benchfleet", description="Benchmark MySQL-compatible databases "
+                                "with sysbench, on this machine or on AWS.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    s = sub.add_parser("validate", help="check a spec; exit 2 naming the field if it is wrong")
+    s.add_argument("spec", nargs="?")
+    s.add_argument("--schema", action="store_true", help="print the spec's JSON Schema")
+    s.set_defaults(func=cmd_validate)
+
+    for name, func, helptext in (("plan", cmd_plan, "steps, estimated wall time and cost"),
+                                 ("run", cmd_run, "run a comparison")):
+        s = sub.add_parser(name, help=helptext)
+        s.add_argument("spec")
+        s.add_argument("--scale", choices=("full", "smoke"), default="full",
+                       help="smoke: a small version of the same comparison, under a minute locally")
+        s.add_argument("--local", action="store_true", help="run here (cloud targets become local servers)")
+        if name == "plan":
+            s.add_argument("--format", choices=("table", "json"), default="table")
+        else:
+            s.add_argument("--remote", action="store_true", help="run through the deployed API")
+        s.set_defaults(func=func)
+
+    s = sub.add_parser("runs", help="list runs")
+    s.add_argument("--format", choices=("table", "json"), default="table")
+    s.set_defaults(func=cmd_runs)
+
+    s = sub.add_parser("results", help="step summaries and comparison of a run")
+    s.add_argument("run", help="run id (a unique prefix is enough)")
+    s.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    s.set_defaults(func=cmd_results)
+
+    s = sub.add_parser("report", help="write the self-contained HTML report of a run")
+    s.add_argument("run")
+    s.add_argument("-o", "--output", help="file to write (default .benchfleet/reports/<run>.html)")
+    s.set_defaults(func=cmd_report)
+
+    s = sub.add_parser("import", help="import existing sysbench logs as a run")
+    s.add_argument("paths", nargs="+", metavar="PATH", help="sysbench output files or folders of them")
+    s.add_argument("--target", required=True, help="target id the logs belong to")
+    s.add_argument("--run", help="name of the imported run (default: import-<target>)")
+    s.set_defaults(func=cmd_import)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        code: int = args.func(args)
+        return code
+    except SpecError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except CliError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return e.code
+    except KeyboardInterrupt:
+        print("interrupted: servers stopped and their data removed", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as e:  # the last line of defence: a message, never a stack trace
+        if os.environ.get("BENCHFLEET_DEBUG"):
+            raise
+        print(f"error: {type(e).__name__}: {e} (set BENCHFLEET_DEBUG=1 for details)", file=sys.stderr)
+        return EXIT_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,166 @@
+"""The local backend: walk a plan on this machine, one target at a time.
+
+Per target and repetition: a fresh private MariaDB server, then one agent subprocess per plan step.
+Every line the agent writes lands in ``<home>/raw/<raw_key>`` before anything is derived from it;
+after each step the raw file is read back with the one agent-output reader and loaded into DuckDB.
+The server goes away on every exit path (``with LocalServer``), Ctrl-C and SIGTERM included.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Protocol
+
+from benchfleet.agentjob import agent_job
+from benchfleet.local.mariadb import Connection, LocalServer
+from benchfleet.local.store import DuckDBStore
+from benchfleet.naming import new_run_id, raw_key
+from benchfleet.plan import Plan, PlanStep
+from benchfleet.records import AgentOutput, parse_agent_lines
+from benchfleet.spec import LoadedSpec, LocalTarget, repo_root, workloads_dir
+
+
+class StepFailed(RuntimeError):
+    """The agent reported an error: the run stops, and the message is the agent's."""
+
+
+class Observer(Protocol):
+    """What the runner tells its user; the CLI draws it with rich, tests record it."""
+
+    def target_started(self, target_id: str, repetition: int, steps: list[PlanStep]) -> None: ...
+    def step_started(self, target_id: str, repetition: int, step: PlanStep) -> None: ...
+    def sample(self, target_id: str, step: PlanStep, second: float, tps: float) -> None: ...
+    def step_finished(self, target_id: str, repetition: int, step: PlanStep, output: AgentOutput) -> None: ...
+    def message(self, text: str) -> None: ...
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    status: str
+    message: str | None = None
+    cost_usd: float = 0.0
+    raw_files: list[Path] = field(default_factory=list)
+
+
+def agent_path() -> Path:
+    return repo_root() / "workloads" / "agent" / "benchfleet_agent.py"
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (a closed terminal, `kill`, CI cancelling) cleans up exactly like Ctrl-C."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def run_local(loaded: LoadedSpec, plan: Plan, store: DuckDBStore, home: Path, observer: Observer,
+              run_id: str | None = None) -> RunResult:
+    run_id = run_id or new_run_id(loaded.spec.name)
+    spec_doc = loaded.spec.model_dump(mode="json")
+    spec_doc["workload"] = loaded.workload.model_dump(mode="json")
+    store.create_run(run_id, loaded.spec.name, spec_doc, plan.mode, plan.estimated_cost_usd)
+    result = RunResult(run_id=run_id, status="running")
+    try:
+        with _sigterm_as_interrupt():
+            for target in loaded.spec.targets:
+                if not isinstance(target, LocalTarget):
+                    raise StepFailed(f"target {target.id} is kind {target.kind}: run it with --remote")
+                target_plan = next(t for t in plan.targets if t.target_id == target.id)
+                for repetition in range(1, plan.repetitions + 1):
+                    _run_target(loaded, target, repetition, target_plan.steps, run_id, store, home,
+                                observer, result)
+        result.status = "succeeded"
+    except KeyboardInterrupt:
+        result.status, result.message = "aborted", "interrupted; servers stopped and removed"
+        raise
+    except StepFailed as e:
+        result.status, result.message = "failed", str(e)
+    except Exception as e:
+        result.status, result.message = "failed", f"{type(e).__name__}: {e}"
+        raise
+    finally:
+        store.finish_run(run_id, result.status, result.message, round(result.cost_usd, 4))
+    return result
+
+
+def _run_target(loaded: LoadedSpec, target: LocalTarget, repetition: int, steps: list[PlanStep],
+                run_id: str, store: DuckDBStore, home: Path, observer: Observer, result: RunResult) -> None:
+    cnf_path = workloads_dir() / "mysql" / f"{target.mysql_config}.cnf"
+    server = LocalServer(home, f"{target.id}-r{repetition}", cnf_path.read_text(), target.memory_mb,
+                         target.cpus, cnf_name=cnf_path.name)
+    observer.target_started(target.id, repetition, steps)
+    started = time.monotonic()
+    if server.rendered.skipped:
+        observer.message(f"{target.id}: {cnf_path.name} options not applied on MariaDB: "
+                         + ", ".join(server.rendered.skipped))
+    with server as conn:
+        meta = {"kind": target.kind, "instance_type": f"local-{len(target.cpus or [])}cpu-{target.memory_mb}mb"
+                if target.cpus else f"local-{target.memory_mb}mb", "engine": target.engine,
+                "mysql_config": target.mysql_config, "region": "local", "storage": None,
+                "cpus": ",".join(map(str, target.cpus)) if target.cpus else None,
+                "price_per_hour": target.price_per_hour or 0.0}
+        for step in steps:
+            observer.step_started(target.id, repetition, step)
+            output = _run_step(loaded, target, repetition, step, run_id, conn, server.config_hash,
+                               home, observer, result)
+            if step.kind == "prepare":
+                store.add_target(run_id, target.id, repetition, meta,
+                                 output.fingerprints[0] if output.fingerprints else None)
+            store.add_output(output)
+            observer.step_finished(target.id, repetition, step, output)
+            if step.cooldown_s:
+                time.sleep(step.cooldown_s)
+    # Actual cost: the target's price for the time it existed (local targets are usually free).
+    result.cost_usd += (target.price_per_hour or 0.0) * (time.monotonic() - started) / 3600
+
+
+def _run_step(loaded: LoadedSpec, target: LocalTarget, repetition: int, step: PlanStep, run_id: str,
+              conn: Connection, config_hash: str, home: Path, observer: Observer,
+              result: RunResult) -> AgentOutput:
+    job = agent_job(run_id=run_id, target_id=target.id, repetition=repetition, workload=loaded.workload,
+                    step=step, db=conn.as_job(), config_hash=config_hash)
+    raw = home / "raw" / raw_key(run_id, target.id, repetition, step.name).removeprefix("runs/")
+    raw.parent.mkdir(parents=True, exist_ok=True)
+    result.raw_files.append(raw)
+    # The job goes in on stdin: it carries the database password, which argv would show to `ps`.
+    with raw.open("w") as sink:
+        agent = subprocess.Popen([sys.executable, str(agent_path()), "--job", "-"], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, text=True, bufsize=1)
+        assert agent.stdin is not None and agent.stdout is not None
+        agent.stdin.write(json.dumps(job))
+        agent.stdin.close()
+        try:
+            for line in agent.stdout:
+                sink.write(line)
+                sink.flush()
+                if line.startswith('{"type":"sample"'):
+                    record = json.loads(line)
+                    observer.sample(target.id, step, record["second"], record["tps"])
+        finally:
+            code = agent.wait()
+    output = parse_agent_lines(raw.read_text(), str(raw))
+    if code != 0 or output.errors:
+        first = output.errors[0].message if output.errors else f"agent exited with code {code}"
+        raise StepFailed(f"{target.id} repetition {repetition} step {step.name}: {first}")
+    return output
