@@ -1,0 +1,21 @@
+-- Dataset "per-second samples": one row per second of every warm-up and measure step.
+-- View: per-second throughput with CPU steal (and per-second latency percentile).
+-- Dialect: Athena engine v3 (Trino). ${database} is replaced at synth by the Glue database.
+-- Runs unchanged on DuckDB (tests/unit/test_dataset_sql.py).
+-- elapsed_s counts seconds from the first sample of the run x target x repetition, so repetitions
+-- and targets overlay on one time axis.
+WITH targets AS (
+    SELECT run_id, target_id, max(kind) AS kind, max(instance_type) AS instance_type
+    FROM "${database}"."targets"
+    GROUP BY run_id, target_id
+)
+SELECT s.run_id, r.name AS run_name, s.target_id, t.kind, t.instance_type, s.repetition, s.workload,
+       s.step, s.phase, s.threads, s.time,
+       date_diff('second', min(s.time) OVER (PARTITION BY s.run_id, s.target_id, s.repetition), s.time)
+           AS elapsed_s,
+       s.tps, s.qps, s.latency_ms, s.latency_pct, s.errors_per_s, s.reconnects_per_s,
+       s.cpu_steal_pct, s.cpu_user_pct, s.cpu_system_pct, s.cpu_iowait_pct
+FROM "${database}"."samples" s
+LEFT JOIN "${database}"."runs" r ON r.run_id = s.run_id
+LEFT JOIN targets t ON t.run_id = s.run_id AND t.target_id = s.target_id
+WHERE s.phase IN ('warmup', 'measure')

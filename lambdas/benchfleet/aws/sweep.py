@@ -1,0 +1,300 @@
+"""Find and remove what a run left behind, by tag: the failure handler and the hourly janitor.
+
+Every resource a run creates carries ``benchfleet:run-id`` and ``benchfleet:expires-at``
+(``benchfleet.naming``). Two callers remove them:
+
+- ``teardown_run``: everything of one run, whatever its expiry (the run failed, timed out or was
+  cancelled; StopExecution skips the state machine's Catch, so its Teardown never ran);
+- ``janitor_sweep``: everything whose run is no longer running, or that is past its expiry.
+  A running run's resources before their expiry are never touched.
+
+Both are idempotent and safe to run at the same time as each other and as the state machine's own
+Teardown: removing something that is already being removed, or is gone, counts as success.
+
+EC2 instances are found with a server-side tag filter; RDS cannot filter on tags, so DB instances
+and clusters are listed and their ``TagList`` read (DescribeDBInstances / DescribeDBClusters
+include it). DB instances go before clusters: a cluster refuses deletion while it still has members
+that are not deleting.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from botocore.exceptions import ClientError
+
+from benchfleet.naming import TAG_EXPIRES_AT, TAG_RUN_ID, TAG_TARGET_ID
+
+Kind = Literal["ec2-instance", "db-instance", "db-cluster"]
+Outcome = Literal["removed", "already-gone"]
+
+# Removal order: members before the clusters that hold them; EC2 clients anywhere.
+_ORDER: dict[str, int] = {"ec2-instance": 0, "db-instance": 1, "db-cluster": 2}
+_LIVE_EC2_STATES = ["pending", "running", "stopping", "stopped"]
+_GONE_CODES = {
+    "InvalidInstanceID.NotFound", "DBInstanceNotFound", "DBInstanceNotFoundFault",
+    "DBClusterNotFoundFault", "DBClusterNotFound",
+}
+_BUSY_CODES = {"InvalidDBInstanceState", "InvalidDBInstanceStateFault", "InvalidDBClusterStateFault",
+               "InvalidDBClusterState"}
+
+
+@dataclass(frozen=True)
+class Resource:
+    kind: Kind
+    id: str
+    region: str
+    run_id: str
+    target_id: str | None
+    expires_at: datetime | None
+    state: str
+    deletion_protection: bool = False
+    cluster_id: str | None = None
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": self.kind, "id": self.id, "region": self.region, "run_id": self.run_id,
+                "target_id": self.target_id, "state": self.state,
+                "expires_at": self.expires_at.strftime("%Y-%m-%dT%H:%M:%SZ") if self.expires_at else None}
+
+
+@dataclass
+class SweepReport:
+    removed: list[Resource] = field(default_factory=list)
+    already_gone: list[Resource] = field(default_factory=list)
+    kept: list[tuple[Resource, str]] = field(default_factory=list)
+    failed: list[tuple[Resource, str]] = field(default_factory=list)
+
+    def merge(self, other: SweepReport) -> None:
+        self.removed += other.removed
+        self.already_gone += other.already_gone
+        self.kept += other.kept
+        self.failed += other.failed
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "removed": [r.describe() for r in self.removed],
+            "already_gone": [r.describe() for r in self.already_gone],
+            "kept": [{**r.describe(), "reason": why} for r, why in self.kept],
+            "failed": [{**r.describe(), "error": err} for r, err in self.failed],
+        }
+
+
+@dataclass(frozen=True)
+class RegionClients:
+    region: str
+    ec2: Any
+    rds: Any
+
+
+ClientsFor = Callable[[str], RegionClients]
+
+
+def parse_expiry(value: str | None) -> datetime | None:
+    """``benchfleet:expires-at`` as an aware datetime; None when absent or unreadable (an unreadable
+    expiry never makes a resource removable on its own: its run must also have ended)."""
+    if not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _tag_map(tags: Iterable[dict[str, str]] | None) -> dict[str, str]:
+    return {t["Key"]: t["Value"] for t in tags or [] if "Key" in t and "Value" in t}
+
+
+def _code(error: ClientError) -> str:
+    return str(error.response.get("Error", {}).get("Code", ""))
+
+
+# ---- finding ------------------------------------------------------------------------------------
+
+def find_tagged(clients: RegionClients, run_id: str | None = None) -> list[Resource]:
+    """Every live EC2 instance, DB instance and DB cluster in one region that carries a run id tag
+    (that run's only, when ``run_id`` is given). Untagged resources are never returned."""
+    found: list[Resource] = []
+    tag_filter = ({"Name": f"tag:{TAG_RUN_ID}", "Values": [run_id]} if run_id
+                  else {"Name": "tag-key", "Values": [TAG_RUN_ID]})
+    pages = clients.ec2.get_paginator("describe_instances").paginate(
+        Filters=[tag_filter, {"Name": "instance-state-name", "Values": _LIVE_EC2_STATES}])
+    for page in pages:
+        for reservation in page.get("Reservations", []):
+            for inst in reservation.get("Instances", []):
+                tags = _tag_map(inst.get("Tags"))
+                if TAG_RUN_ID not in tags or (run_id and tags[TAG_RUN_ID] != run_id):
+                    continue
+                found.append(Resource(
+                    kind="ec2-instance", id=inst["InstanceId"], region=clients.region,
+                    run_id=tags[TAG_RUN_ID], target_id=tags.get(TAG_TARGET_ID),
+                    expires_at=parse_expiry(tags.get(TAG_EXPIRES_AT)),
+                    state=str(inst.get("State", {}).get("Name", ""))))
+    for page in clients.rds.get_paginator("describe_db_instances").paginate():
+        for db in page.get("DBInstances", []):
+            tags = _tag_map(db.get("TagList"))
+            if TAG_RUN_ID not in tags or (run_id and tags[TAG_RUN_ID] != run_id):
+                continue
+            found.append(Resource(
+                kind="db-instance", id=db["DBInstanceIdentifier"], region=clients.region,
+                run_id=tags[TAG_RUN_ID], target_id=tags.get(TAG_TARGET_ID),
+                expires_at=parse_expiry(tags.get(TAG_EXPIRES_AT)),
+                state=str(db.get("DBInstanceStatus", "")),
+                deletion_protection=bool(db.get("DeletionProtection")),
+                cluster_id=db.get("DBClusterIdentifier")))
+    for page in clients.rds.get_paginator("describe_db_clusters").paginate():
+        for cluster in page.get("DBClusters", []):
+            tags = _tag_map(cluster.get("TagList"))
+            if TAG_RUN_ID not in tags or (run_id and tags[TAG_RUN_ID] != run_id):
+                continue
+            found.append(Resource(
+                kind="db-cluster", id=cluster["DBClusterIdentifier"], region=clients.region,
+                run_id=tags[TAG_RUN_ID], target_id=tags.get(TAG_TARGET_ID),
+                expires_at=parse_expiry(tags.get(TAG_EXPIRES_AT)),
+                state=str(cluster.get("Status", "")),
+                deletion_protection=bool(cluster.get("DeletionProtection"))))
+    return found
+
+
+# ---- removing -----------------------------------------------------------------------------------
+
+def _still_there(clients: RegionClients, res: Resource) -> bool:
+    """After a 'busy' error: is the resource neither gone nor already deleting?"""
+    try:
+        if res.kind == "db-instance":
+            dbs = clients.rds.describe_db_instances(DBInstanceIdentifier=res.id)["DBInstances"]
+            return bool(dbs) and dbs[0].get("DBInstanceStatus") != "deleting"
+        clusters = clients.rds.describe_db_clusters(DBClusterIdentifier=res.id)["DBClusters"]
+        return bool(clusters) and clusters[0].get("Status") != "deleting"
+    except ClientError as e:
+        if _code(e) in _GONE_CODES:
+            return False
+        raise
+
+
+def remove(clients: RegionClients, res: Resource) -> Outcome:
+    """Terminate or delete one resource; deletion protection off, no final snapshot.
+    Raises ClientError when the resource could not be removed and is still there."""
+    if res.state in ("shutting-down", "terminated", "deleting"):
+        return "already-gone"
+    try:
+        if res.kind == "ec2-instance":
+            try:
+                clients.ec2.terminate_instances(InstanceIds=[res.id])
+            except ClientError as e:
+                if _code(e) != "OperationNotPermitted":  # termination protection: lift it, retry
+                    raise
+                clients.ec2.modify_instance_attribute(InstanceId=res.id,
+                                                      DisableApiTermination={"Value": False})
+                clients.ec2.terminate_instances(InstanceIds=[res.id])
+        elif res.kind == "db-instance":
+            if res.deletion_protection:
+                clients.rds.modify_db_instance(DBInstanceIdentifier=res.id, DeletionProtection=False,
+                                               ApplyImmediately=True)
+            kwargs: dict[str, Any] = {"DBInstanceIdentifier": res.id, "SkipFinalSnapshot": True}
+            if not res.cluster_id:  # automated backups belong to the cluster for Aurora members
+                kwargs["DeleteAutomatedBackups"] = True
+            clients.rds.delete_db_instance(**kwargs)
+        else:
+            if res.deletion_protection:
+                clients.rds.modify_db_cluster(DBClusterIdentifier=res.id, DeletionProtection=False,
+                                              ApplyImmediately=True)
+            clients.rds.delete_db_cluster(DBClusterIdentifier=res.id, SkipFinalSnapshot=True)
+    except ClientError as e:
+        code = _code(e)
+        if code in _GONE_CODES:
+            return "already-gone"
+        if code in _BUSY_CODES and res.kind != "ec2-instance" and not _still_there(clients, res):
+            return "already-gone"
+        raise
+    return "removed"
+
+
+def remove_all(clients_for: ClientsFor, resources: Iterable[Resource]) -> SweepReport:
+    report = SweepReport()
+    for res in sorted(resources, key=lambda r: (r.region, _ORDER[r.kind], r.id)):
+        try:
+            outcome = remove(clients_for(res.region), res)
+        except ClientError as e:
+            report.failed.append((res, f"{_code(e)}: {e.response.get('Error', {}).get('Message', '')}"))
+            continue
+        (report.removed if outcome == "removed" else report.already_gone).append(res)
+    return report
+
+
+# ---- the two callers ----------------------------------------------------------------------------
+
+def teardown_run(run_id: str, clients_for: ClientsFor, regions: Iterable[str]) -> SweepReport:
+    """Remove everything tagged with ``run_id`` in ``regions``, whatever its expiry."""
+    report = SweepReport()
+    for region in dict.fromkeys(regions):
+        report.merge(remove_all(clients_for, find_tagged(clients_for(region), run_id)))
+    return report
+
+
+def removal_reason(res: Resource, running: set[str], now: datetime) -> str | None:
+    """Why the janitor may remove ``res`` (None: keep it). Expiry wins over a running run: expiry
+    is the plan's wall time plus a margin, so a run still going past it has lost its way."""
+    if res.expires_at is not None and res.expires_at <= now:
+        return "expired"
+    if res.run_id not in running:
+        return "run not running"
+    return None
+
+
+def janitor_sweep(clients_for: ClientsFor, regions: Iterable[str], running_runs: Callable[[], set[str]],
+                  now: datetime | None = None) -> SweepReport:
+    """Remove tagged resources whose run is no longer running or that are past their expiry.
+
+    Resources are listed *before* the running runs are: anything found was created by a run that
+    had started by then, so if that run is still running it is in the list (listing runs first would
+    let a run that starts in between lose its fresh resources). If the running runs cannot be
+    listed, nothing is removed (``running_runs`` raises)."""
+    now = now or datetime.now(UTC)
+    found: list[Resource] = []
+    for region in dict.fromkeys(regions):
+        found += find_tagged(clients_for(region))
+    if not found:
+        return SweepReport()
+    running = running_runs()
+    report = SweepReport()
+    doomed = []
+    for res in found:
+        why = removal_reason(res, running, now)
+        if why is None:
+            report.kept.append((res, "run is running and not expired"))
+        else:
+            doomed.append(res)
+    report.merge(remove_all(clients_for, doomed))
+    return report
+
+
+def run_id_of(execution_name: str, execution_input: str | None) -> str:
+    """The run id of an execution: ``run_id`` of its input when it carries one (the API sets it to
+    the execution name), else the execution name (scheduled executions)."""
+    if execution_input:
+        try:
+            data = json.loads(execution_input)
+        except ValueError:
+            data = None
+        if isinstance(data, dict) and isinstance(data.get("run_id"), str) and data["run_id"]:
+            return str(data["run_id"])
+    return execution_name
+
+
+def running_executions(sfn: Any, state_machine_arn: str) -> set[str]:
+    """Run ids of the state machine's running executions: each one's name and, when its input names
+    another run id, that too (so a run is protected however its id was chosen)."""
+    names: set[str] = set()
+    pages = sfn.get_paginator("list_executions").paginate(stateMachineArn=state_machine_arn,
+                                                          statusFilter="RUNNING")
+    for page in pages:
+        for execution in page.get("executions", []):
+            names.add(str(execution["name"]))
+            described = sfn.describe_execution(executionArn=execution["executionArn"])
+            names.add(run_id_of(str(execution["name"]), described.get("input")))
+    return names

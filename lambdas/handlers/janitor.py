@@ -1,0 +1,58 @@
+"""Hourly janitor: remove whatever a run left behind once that run is no longer running or its
+resources are past ``benchfleet:expires-at``. Publishes what it removed and what it could not; the
+CDK app alarms on ``RemovalFailures`` and on this function's errors.
+
+Environment: ``STATE_MACHINE_ARN``; ``SWEEP_REGIONS`` (comma separated, default the function's own
+region) — every region a spec may put targets in.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from typing import Any
+
+import boto3
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit
+
+from benchfleet.aws.sweep import RegionClients, SweepReport, janitor_sweep, running_executions
+
+logger = Logger()
+metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "Benchfleet"))
+
+
+def regions() -> list[str]:
+    configured = [r.strip() for r in os.environ.get("SWEEP_REGIONS", "").split(",") if r.strip()]
+    return configured or [os.environ.get("AWS_REGION") or boto3.session.Session().region_name or "us-east-1"]
+
+
+def clients_for(region: str) -> RegionClients:
+    return RegionClients(region=region, ec2=boto3.client("ec2", region_name=region),
+                         rds=boto3.client("rds", region_name=region))
+
+
+def publish(report: SweepReport) -> None:
+    metrics.add_metric(name="ResourcesRemoved", unit=MetricUnit.Count, value=len(report.removed))
+    metrics.add_metric(name="ResourcesAlreadyGone", unit=MetricUnit.Count, value=len(report.already_gone))
+    metrics.add_metric(name="ResourcesKept", unit=MetricUnit.Count, value=len(report.kept))
+    metrics.add_metric(name="RemovalFailures", unit=MetricUnit.Count, value=len(report.failed))
+
+
+def sweep(now: datetime | None = None) -> SweepReport:
+    sfn = boto3.client("stepfunctions")
+    arn = os.environ["STATE_MACHINE_ARN"]
+    return janitor_sweep(clients_for, regions(), lambda: running_executions(sfn, arn),
+                         now or datetime.now(UTC))
+
+
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    report = sweep()
+    publish(report)
+    summary = report.summary()
+    if report.removed or report.failed:
+        logger.info("janitor sweep", extra=summary)
+    for item in summary["failed"]:
+        logger.error("could not remove", extra=item)
+    return summary

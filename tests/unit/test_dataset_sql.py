@@ -1,0 +1,177 @@
+"""The QuickSight datasets' SQL (cdk/lib/sql/athena/*.sql) run against the data model.
+
+The Glue tables of the athena store and the local DuckDB store share table and column names
+(tests/functional/test_athena_store.py checks that), so each dataset query runs here on a DuckDB
+store filled through DuckDBStore's own methods. Dialect shim, the only difference the queries hit:
+
+- ``"${database}".`` -> ``"main".`` (the Glue database name is substituted at synth);
+- ``json_extract_scalar(`` (Trino) -> ``json_extract_string(`` (DuckDB): same JSONPath, same result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchfleet.local.store import DuckDBStore
+from benchfleet.records import AgentOutput, Fingerprint, Sample, StepSummary
+
+SQL_DIR = Path(__file__).resolve().parents[2] / "cdk/lib/sql/athena"
+RUN = "graviton-vs-intel-20261102t101500-ab12"
+T0 = datetime(2026, 11, 2, 10, 15, tzinfo=UTC)
+TPS = {("m6i-large", 8): 1000.0, ("m6i-large", 16): 1500.0, ("m6g-large", 8): 1100.0,
+       ("m6g-large", 16): 1200.0}
+PRICE = {"m6i-large": 0.096, "m6g-large": 0.077}
+
+EXPECTED_COLUMNS = {
+    "step_results": ["run_id", "run_name", "started_at", "target_id", "kind", "instance_type", "engine",
+                     "region", "workload", "threads", "repetitions", "tps_mean", "tps_min", "tps_max",
+                     "latency_pct", "latency_pct_ms_min", "latency_pct_ms_max", "tps_cv_mean",
+                     "steal_mean_pct", "errors", "baseline_target", "baseline_tps_mean", "relative_pct",
+                     "price_per_hour", "cost_per_1000_tps"],
+    "target_costs": ["run_id", "run_name", "started_at", "target_id", "kind", "instance_type", "vcpus",
+                     "memory_mb", "arch", "peak_threads", "peak_tps_mean", "repetitions", "price_per_hour",
+                     "cost_per_1000_tps", "transactions_per_usd"],
+    "samples": ["run_id", "run_name", "target_id", "kind", "instance_type", "repetition", "workload",
+                "step", "phase", "threads", "time", "elapsed_s", "tps", "qps", "latency_ms", "latency_pct",
+                "errors_per_s", "reconnects_per_s", "cpu_steal_pct", "cpu_user_pct", "cpu_system_pct",
+                "cpu_iowait_pct"],
+    "cloud_metrics": ["run_id", "run_name", "target_id", "kind", "instance_type", "time", "elapsed_s",
+                      "metric", "value", "unit"],
+}
+
+
+def athena_to_duckdb(sql: str) -> str:
+    """The documented dialect shim (module docstring)."""
+    return sql.replace('"${database}".', '"main".').replace("json_extract_scalar(", "json_extract_string(")
+
+
+def dataset(name: str) -> str:
+    return athena_to_duckdb((SQL_DIR / f"{name}.sql").read_text())
+
+
+def step_output(target: str, rep: int, threads: int, start: datetime) -> AgentOutput:
+    """A 3 s warm-up and a 10 s measure step as the agent would report them."""
+    base = TPS[(target, threads)] + (rep - 1) * 10  # repetitions differ a little
+    samples = []
+    for phase, seconds, offset in (("warmup", 3, 0), ("measure", 10, 3)):
+        for i in range(seconds):
+            samples.append(Sample(
+                run_id=RUN, target_id=target, repetition=rep, workload="oltp-read-write", threads=threads,
+                step=f"{phase}-t{threads}", phase=phase, time=start + timedelta(seconds=offset + i + 1),
+                second=float(i + 1), tps=base + (i % 3) - 1, qps=20 * base, reads_per_s=14 * base,
+                writes_per_s=4 * base, other_per_s=2 * base, latency_ms=5.0 + threads / 4, latency_pct=95,
+                errors_per_s=0.0, reconnects_per_s=0.0, cpu_steal_pct=0.5 if target == "m6i-large" else 0.0,
+                cpu_user_pct=60.0, cpu_system_pct=20.0, cpu_iowait_pct=1.0))
+    summary = StepSummary(
+        run_id=RUN, target_id=target, repetition=rep, workload="oltp-read-write", threads=threads,
+        step=f"measure-t{threads}", phase="measure", time=start + timedelta(seconds=13),
+        total_time_s=10.0, transactions=int(base * 10), tps=base, queries=int(base * 200), qps=base * 20,
+        reads=int(base * 140), writes=int(base * 40), other=int(base * 20), ignored_errors=0,
+        errors_per_s=0.0, reconnects=0, reconnects_per_s=0.0, events=int(base * 10), latency_min_ms=1.2,
+        latency_avg_ms=4.0, latency_max_ms=40.0, latency_pct=95, latency_pct_ms=6.0 + threads / 4 + rep,
+        sysbench_version="1.0.20", samples=10, tps_cv=0.01, steal_mean_pct=0.5)
+    return AgentOutput(samples=samples, summaries=[summary])
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DuckDBStore]:
+    db = DuckDBStore(tmp_path_factory.mktemp("sql") / "benchfleet.duckdb")
+    spec = {"name": "graviton-vs-intel", "workload": "oltp-read-write", "repetitions": 2,
+            "baseline": "m6i-large",
+            "targets": [{"id": "m6g-large", "kind": "ec2", "instance_type": "m6g.large"},
+                        {"id": "m6i-large", "kind": "ec2", "instance_type": "m6i.large"}]}
+    db.create_run(RUN, "graviton-vs-intel", spec, mode="aws", estimated_cost_usd=1.2)
+    for target, arch in (("m6i-large", "x86_64"), ("m6g-large", "aarch64")):
+        for rep in (1, 2):
+            fp = Fingerprint(run_id=RUN, target_id=target, repetition=rep, time=T0, cpu_model="x",
+                             vcpus=2, cpus_usable=2, memory_mb=8192, arch=arch, sysbench_version="1.0.20")
+            db.add_target(RUN, target, rep, {"kind": "ec2", "instance_type": target.replace("-", "."),
+                                             "engine": "mysql-8.0", "region": "us-east-1",
+                                             "price_per_hour": PRICE[target]}, fp)
+            for threads in (8, 16):
+                db.add_output(step_output(target, rep, threads, T0 + timedelta(minutes=threads + rep)))
+    # DuckDBStore has no cloud-metric writer (collect writes them in the cloud); plain SQL through it.
+    for minute in range(5):
+        db.query("INSERT INTO cloud_metrics VALUES (?, ?, 'm6i-large', 'WriteLatency', ?, 'Milliseconds')",
+                 [T0 + timedelta(minutes=minute), RUN, 1.5 + minute / 10])
+    db.finish_run(RUN, "succeeded", actual_cost_usd=1.1)
+    yield db
+    db.close()
+
+
+def run(store: DuckDBStore, name: str) -> list[dict[str, Any]]:
+    return store.query(dataset(name))
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_COLUMNS))
+def test_dataset_returns_rows_with_the_expected_columns(store, name):
+    rows = run(store, name)
+    assert rows, name
+    assert list(rows[0]) == EXPECTED_COLUMNS[name]
+
+
+def test_every_sql_file_is_covered():
+    assert {p.stem for p in SQL_DIR.glob("*.sql")} == set(EXPECTED_COLUMNS)
+
+
+def test_each_file_carries_a_dialect_note():
+    for path in SQL_DIR.glob("*.sql"):
+        assert "Dialect:" in path.read_text(), path.name
+
+
+def test_step_results_relative_and_cost(store):
+    rows = {(r["target_id"], r["threads"]): r for r in run(store, "step_results")}
+    assert len(rows) == 4
+    base = rows[("m6i-large", 8)]
+    assert base["repetitions"] == 2
+    assert base["tps_mean"] == pytest.approx(1005.0)  # mean of 1000 and 1010
+    assert (base["tps_min"], base["tps_max"]) == (1000.0, 1010.0)
+    assert (base["latency_pct_ms_min"], base["latency_pct_ms_max"]) == (9.0, 10.0)  # range, not a mean
+    assert base["baseline_target"] == "m6i-large" and base["relative_pct"] == pytest.approx(0.0)
+    cand = rows[("m6g-large", 16)]
+    assert cand["relative_pct"] == pytest.approx(100 * (1205.0 / 1505.0 - 1))
+    assert cand["cost_per_1000_tps"] == pytest.approx(0.077 * 1000 / 1205.0)
+    assert cand["instance_type"] == "m6g.large" and cand["run_name"] == "graviton-vs-intel"
+
+
+def test_baseline_falls_back_to_the_first_target_of_the_spec(tmp_path):
+    db = DuckDBStore(tmp_path / "b.duckdb")
+    try:
+        db.create_run(RUN, "n", {"targets": [{"id": "m6g-large"}, {"id": "m6i-large"}]}, "aws", None)
+        for target in ("m6i-large", "m6g-large"):
+            db.add_output(step_output(target, 1, 8, T0))
+        rows = {r["target_id"]: r for r in db.query(dataset("step_results"))}
+        assert rows["m6i-large"]["baseline_target"] == "m6g-large"
+        assert rows["m6g-large"]["relative_pct"] == pytest.approx(0.0)
+        assert rows["m6i-large"]["cost_per_1000_tps"] is None  # no target row: unpriced, not zero
+    finally:
+        db.close()
+
+
+def test_target_costs_pick_the_peak(store):
+    rows = {r["target_id"]: r for r in run(store, "target_costs")}
+    assert rows["m6i-large"]["peak_threads"] == 16
+    assert rows["m6i-large"]["peak_tps_mean"] == pytest.approx(1505.0)
+    assert rows["m6i-large"]["cost_per_1000_tps"] == pytest.approx(0.096 * 1000 / 1505.0)
+    assert rows["m6g-large"]["transactions_per_usd"] == pytest.approx(1205.0 * 3600 / 0.077)
+
+
+def test_samples_exclude_nothing_but_prepare_and_count_elapsed_seconds(store):
+    rows = run(store, "samples")
+    assert len(rows) == 2 * 2 * 2 * 13
+    assert {r["phase"] for r in rows} == {"warmup", "measure"}
+    first = [r for r in rows if (r["target_id"], r["repetition"]) == ("m6i-large", 1)]
+    assert min(r["elapsed_s"] for r in first) == 0
+    assert all(r["cpu_steal_pct"] == 0.5 for r in first)
+
+
+def test_cloud_metrics_over_time(store):
+    rows = sorted(run(store, "cloud_metrics"), key=lambda r: r["time"])
+    assert [r["elapsed_s"] for r in rows] == [0, 60, 120, 180, 240]
+    assert {r["metric"] for r in rows} == {"WriteLatency"}
+    assert rows[0]["instance_type"] == "m6i.large"
