@@ -79,7 +79,7 @@ def teardown(event: dict[str, Any]) -> dict[str, Any]:
         execution_input = described.get("input")
     run_id = run_id_of(detail.name, execution_input)
     if not RUN_ID.match(run_id):
-        logger.warning("execution name is not a run id; nothing of ours carries it", extra={"name": run_id})
+        logger.warning("execution name is not a run id; nothing of ours carries it", extra={"run_id": run_id})
         return {"skipped": "not a run id", "run_id": run_id}
     regions = [home_region(), *spec_regions(execution_input)]
     report = teardown_run(run_id, clients_for, regions)
@@ -95,4 +95,6 @@ def teardown(event: dict[str, Any]) -> dict[str, Any]:
 
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return teardown(event)
+    result = teardown(event)
+    metrics.add_metric(name="TeardownsSkipped", unit=MetricUnit.Count, value=int("skipped" in result))
+    return result
