@@ -12,7 +12,16 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 SLUG = r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"
 _OPTION_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
@@ -183,8 +192,12 @@ class ComparisonSpec(_Model):
 
     name: str = Field(pattern=SLUG, description="Comparison name, [a-z0-9-]; runs are grouped by it")
     description: str = Field("", max_length=2000)
-    workload: Annotated[str, Field(pattern=SLUG)] | Workload = Field(
-        description="A workload file in workloads/ (by name) or an inline workload")
+    # A string names a workload file, a mapping is an inline workload; the discriminator keeps the
+    # errors of the branch the user meant instead of both.
+    workload: Annotated[
+        Annotated[Annotated[str, Field(pattern=SLUG)], Tag("by-name")] | Annotated[Workload, Tag("inline")],
+        Discriminator(lambda v: "by-name" if isinstance(v, str) else "inline"),
+    ] = Field(description="A workload file in workloads/ (by name) or an inline workload")
     repetitions: int = Field(1, ge=1, le=20, description="Each on its own host where the kind allows")
     budget_usd: float | None = Field(None, ge=0, le=1_000_000, description="Refuse to start above this")
     baseline: str | None = Field(None, pattern=SLUG, description="Target id relative figures refer to")
@@ -229,7 +242,7 @@ def _loc(loc: tuple[int | str, ...]) -> str:
     for item in loc:
         if isinstance(item, int):
             parts.append(f"[{item}]")
-        elif item in TARGET_KINDS or item.startswith(("function-", "json-or-python")):
+        elif item in TARGET_KINDS or item in ("by-name", "inline") or item.startswith(("function-", "json-")):
             continue  # the discriminator's own branch name adds nothing for a reader
         else:
             parts.append(f".{item}" if parts else str(item))

@@ -236,6 +236,8 @@ def parse_output(text: str) -> SysbenchOutput:
                 out.histogram.append((float(row.group("v")), int(row.group("n"))))
             continue
         if stripped.endswith(":") and not stripped.startswith("["):
+            if stripped.lower() == "queries performed:":
+                continue  # a heading inside "SQL statistics", not a section of its own
             section = stripped[:-1].strip().lower()
             if section in ("sql statistics", "general statistics", "latency (ms)", "threads fairness"):
                 recognised = True

@@ -1,0 +1,32 @@
+"""Shared test setup. Test tiers (what each folder holds):
+
+- unit/: pure domain code, no servers, no AWS; fast.
+- functional/: AWS adapters and Lambda handlers against moto (botocore Stubber where moto falls short).
+- statemachine/: the ASL definitions executed offline by moto's Step Functions executor.
+- integration/: real MariaDB servers and the real sysbench binary on this machine (marked integration).
+- browser/: the HTML report in headless Chromium (marked browser).
+- cdk/: jest tests of the CDK app (run by `npm test`).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO / "tests" / "fixtures"
+SHARED_FIXTURES = REPO.parent / "shared" / "fixtures"
+
+for path in (REPO / "lambdas",):
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
+
+
+@pytest.fixture
+def bf_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private data dir for one test."""
+    home = tmp_path / "bfhome"
+    monkeypatch.setenv("BENCHFLEET_HOME", str(home))
+    return home

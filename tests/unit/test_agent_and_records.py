@@ -1,0 +1,126 @@
+"""The agent's pieces that need no server, and the one reader of its JSON lines."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchfleet.agentjob import agent_job
+from benchfleet.mysqlcnf import CnfError, render
+from benchfleet.plan import PlanStep
+from benchfleet.records import RecordError, parse_agent_lines
+from benchfleet.spec import Workload
+from tests.conftest import REPO
+
+AGENT = REPO / "workloads" / "agent" / "benchfleet_agent.py"
+spec = importlib.util.spec_from_file_location("benchfleet_agent", AGENT)
+assert spec and spec.loader
+agent = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(agent)
+
+BASE = {"run_id": "r", "target_id": "a", "repetition": 1, "workload": "w", "step": "t0002", "phase": "measure",
+        "threads": 2}
+
+
+def sample(second: float, tps: float, steal: float | None = 1.0) -> str:
+    return json.dumps({"type": "sample", **BASE, "time": 1_700_000_000 + second, "second": second, "tps": tps,
+                       "qps": tps * 20, "reads_per_s": 1, "writes_per_s": 1, "other_per_s": 1, "latency_ms": 2.5,
+                       "latency_pct": 95, "errors_per_s": 0, "reconnects_per_s": 0, "cpu_steal_pct": steal})
+
+
+SUMMARY = json.dumps({"type": "summary", **BASE, "time": 1_700_000_010, "total_time_s": 3.0, "transactions": 300,
+                      "tps": 100.0, "queries": 6000, "qps": 2000.0, "reads": 4200, "writes": 1200, "other": 600,
+                      "ignored_errors": 0, "errors_per_s": 0, "reconnects": 0, "reconnects_per_s": 0,
+                      "events": 300, "latency_min_ms": 1, "latency_avg_ms": 2, "latency_max_ms": 9,
+                      "latency_pct": 95, "latency_pct_ms": 3.1})
+
+
+def test_cpu_percentages_from_proc_stat_deltas() -> None:
+    before = [100, 0, 50, 800, 10, 0, 0, 40]
+    after = [160, 0, 70, 880, 20, 0, 0, 50]  # +60 user, +20 system, +80 idle, +10 iowait, +10 steal = 180
+    pct = agent.cpu_percentages(before, after)
+    assert pct == {"cpu_steal_pct": round(1000 / 180, 3), "cpu_user_pct": round(6000 / 180, 3),
+                   "cpu_system_pct": round(2000 / 180, 3), "cpu_iowait_pct": round(1000 / 180, 3)}
+    assert agent.cpu_percentages(None, after)["cpu_steal_pct"] is None
+    assert agent.cpu_percentages(after, after)["cpu_user_pct"] is None
+
+
+def test_proc_stat_is_read_here() -> None:
+    values = agent.read_cpu_times()
+    assert values is not None and len(values) == 8 and sum(values) > 0
+
+
+def test_summary_gets_jitter_and_mean_steal_from_its_seconds() -> None:
+    out = parse_agent_lines("\n".join([sample(1, 90, 1.0), sample(2, 110, 3.0), SUMMARY]))
+    (s,) = out.summaries
+    assert s.samples == 2 and s.steal_mean_pct == 2.0
+    assert s.tps_cv == pytest.approx(14.1421356 / 100, abs=1e-6)  # stdev(90,110)=14.14, mean 100
+    assert s.tps == 100.0  # sysbench's own figure, not the mean of seconds
+
+
+@pytest.mark.parametrize(("text", "fragment"), [
+    ("not json", ":1:"),
+    ('{"type": "sample"}', ":1: run_id"),
+    ('{"type": "bogus"}', "unknown record type"),
+    ("[1, 2]", "not an object"),
+])
+def test_malformed_agent_output_names_the_line(text: str, fragment: str) -> None:
+    with pytest.raises(RecordError) as e:
+        parse_agent_lines(sample(1, 1) + "\n" + text, "raw.jsonl")
+    assert "raw.jsonl:2" in str(e.value) and fragment.replace(":1", "") in str(e.value)
+
+
+def test_job_carries_workload_options_and_nothing_reserved() -> None:
+    workload = Workload(name="w", test="oltp_read_only", options={"db_ps_mode": "disable"}, rand_type="pareto")
+    step = PlanStep(index=2, name="t0008", kind="measure", threads=8, duration_s=30)
+    job = agent_job(run_id="r", target_id="a", repetition=2, workload=workload, step=step,
+                    db={"host": "h", "port": 1, "user": "u", "password": "p", "database": "d"})
+    assert job["step"] == {"name": "t0008", "kind": "measure", "threads": 8, "duration_s": 30}
+    opts = job["sysbench"]["options"]
+    assert opts["db-ps-mode"] == "disable" and opts["rand-type"] == "pareto" and opts["percentile"] == 95
+    argv = agent.sysbench_argv(job, "run", {"threads": 8, "time": 30})
+    assert argv[:2] == ["sysbench", "oltp_read_only"] and argv[-1] == "run"
+    assert "--mysql-password=p" in argv and "--threads=8" in argv and "--mysql-ignore-errors=none" in argv
+
+
+def run_agent(job: object) -> tuple[int, list[dict[str, object]]]:
+    proc = subprocess.run([sys.executable, str(AGENT), "--job", "-"], input=json.dumps(job), capture_output=True,
+                          text=True, timeout=60)
+    return proc.returncode, [json.loads(line) for line in proc.stdout.splitlines()]
+
+
+def test_bad_job_is_an_error_record_and_exit_2() -> None:
+    code, records = run_agent({"step": {"kind": "dance"}})
+    assert code == 2 and records[-1]["type"] == "error" and "step.kind" in records[-1]["message"]
+
+
+def test_sysbench_failure_is_an_error_record_never_a_silent_zero(tmp_path: Path) -> None:
+    fake = tmp_path / "sysbench"
+    fake.write_text("#!/bin/sh\necho 'sysbench 1.0.20'\necho 'FATAL: error 2013: Lost connection to MySQL server'\n"
+                    "exit 0\n")
+    fake.chmod(0o755)
+    job = {"run_id": "r", "target_id": "a", "repetition": 1, "workload": "w", "sysbench_binary": str(fake),
+           "step": {"name": "t0001", "kind": "measure", "threads": 1, "duration_s": 1},
+           "sysbench": {"test": "oltp_read_only", "options": {}}, "db": {}}
+    code, records = run_agent(job)
+    assert code == 3
+    assert records[-1]["type"] == "error" and "Lost connection" in records[-1]["message"]
+    fake.write_text("#!/bin/sh\necho 'sysbench 1.0.20'\nexit 0\n")
+    code, records = run_agent(job)
+    assert code == 3 and "no final summary" in records[-1]["message"]
+
+
+def test_cnf_renders_memory_shares_and_reports_engine_only_options() -> None:
+    source = "[mysqld]\ninnodb_buffer_pool_size = 80%\nskip-log-bin\n[mysqld:mysql]\ninnodb_dedicated_server=OFF\n"
+    r = render(source, "mariadb-10.11", 1024 * 1024 * 1024)
+    assert r.options == [("innodb_buffer_pool_size", "819M"), ("skip_log_bin", "")]
+    assert r.skipped == ["innodb_dedicated_server (only for mysql)"] and "not applied on mariadb" in r.text
+    assert ("innodb_dedicated_server", "OFF") in render(source, "mysql-8.0", 2**30).options
+    for bad in ("max_connections = 50%\n", "innodb_buffer_pool_size = 95%\n", "[client]\nx=1\n"):
+        with pytest.raises(CnfError):
+            render("[mysqld]\n" + bad, "mariadb", 2**30)

@@ -1,0 +1,102 @@
+"""Spec and workload validation: errors name the file, the field path and the problem (exit 2)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchfleet.cli import main
+from benchfleet.spec import SpecError, json_schema, load_spec, parse_spec
+from tests.conftest import REPO
+
+DEMO = REPO / "workloads" / "comparisons" / "demo-durability.yaml"
+INLINE = {"name": "w", "test": "oltp_read_only", "threads": [1]}
+
+
+def spec(**over: object) -> dict[str, object]:
+    base: dict[str, object] = {"name": "s", "workload": dict(INLINE), "targets": [{"id": "a", "kind": "local"}]}
+    base.update(over)
+    return base
+
+
+def problems(data: object) -> list[tuple[str, str]]:
+    with pytest.raises(SpecError) as e:
+        parse_spec(data, "f.yaml")
+    return e.value.problems
+
+
+def test_demo_spec_loads_with_defaults_and_its_workload() -> None:
+    loaded = load_spec(DEMO)
+    assert [t.id for t in loaded.spec.targets] == ["durable", "relaxed"]
+    assert loaded.workload.threads == [1, 2, 4] and loaded.workload.report_interval_s == 1
+    assert loaded.spec.is_local and loaded.spec.repetitions == 2
+
+
+@pytest.mark.parametrize(("data", "path", "fragment"), [
+    (spec(targets=[{"id": "a", "kind": "local"}, {"id": "a", "kind": "local"}]), "", "used twice"),
+    (spec(targets=[{"id": "m", "kind": "ec2"}]), "targets[0].instance_type", "required"),
+    (spec(targets=[{"id": "m", "kind": "rds", "instance_type": "m5.large"}]), "targets[0].instance_class", "required"),
+    (spec(targets=[{"id": "m", "kind": "existing"}]), "targets[0].host", "required"),
+    (spec(targets=[{"id": "m", "kind": "gcp"}]), "targets[0]", "kind must be one of"),
+    (spec(targets=[{"id": "m"}]), "targets[0]", "kind is required"),
+    (spec(targets=[{"id": "Bad_Id", "kind": "local"}]), "targets[0].id", "pattern"),
+    (spec(targets=[{"id": "a;rm -rf /", "kind": "local"}]), "targets[0].id", "pattern"),
+    (spec(workload=dict(INLINE, threads=[0, 2])), "workload.threads[0]", "greater than or equal to 1"),
+    (spec(workload=dict(INLINE, threads=[2, 2])), "workload.threads", "unique"),
+    (spec(workload=dict(INLINE, duration_s=3 * 86400)), "workload.duration_s", "less than or equal"),
+    (spec(workload=dict(INLINE, percentile=100)), "workload.percentile", "less than or equal to 99"),
+    (spec(workload=dict(INLINE, test="../../etc/passwd")), "workload.test", "built-in test name"),
+    (spec(workload=dict(INLINE, options={"mysql-host": "evil"})), "workload.options", "own keys"),
+    (spec(workload=dict(INLINE, options={"x": "a;b"})), "workload.options", "characters"),
+    (spec(colour="red"), "colour", "unknown key"),
+    (spec(repetitions=0), "repetitions", "greater than or equal to 1"),
+    (spec(baseline="nope"), "", "baseline"),
+    (spec(targets=[]), "targets", "at least 1"),
+    (spec(targets=[{"id": "a", "kind": "local", "cpus": [0, 1000]}]), "targets[0].cpus", "does not exist"),
+])
+def test_bad_specs_name_the_field(data: dict[str, object], path: str, fragment: str) -> None:
+    found = problems(data)
+    assert any(p == path and fragment in msg for p, msg in found), found
+
+
+def test_a_spec_must_be_a_mapping() -> None:
+    assert "mapping" in problems(["not", "a", "spec"])[0][1]
+
+
+def test_files_are_checked(tmp_path: Path) -> None:
+    f = tmp_path / "s.yaml"
+    f.write_text("name: s\nworkload: no-such-workload\ntargets: [{id: a, kind: local, mysql_config: nope}]\n")
+    with pytest.raises(SpecError) as e:
+        load_spec(f)
+    assert str(f) in str(e.value) and "no workload named 'no-such-workload'" in str(e.value)
+    f.write_text(json.dumps(spec(targets=[{"id": "a", "kind": "local", "mysql_config": "nope"}])))
+    with pytest.raises(SpecError) as e:
+        load_spec(f)
+    assert e.value.problems == [("targets[0].mysql_config", "no file workloads/mysql/nope.cnf")]
+
+
+def test_invalid_yaml_names_the_line(tmp_path: Path) -> None:
+    f = tmp_path / "s.yaml"
+    f.write_text("name: s\ntargets: [\n  - {id: a\n")
+    with pytest.raises(SpecError) as e:
+        load_spec(f)
+    assert "invalid YAML at line" in str(e.value)
+
+
+def test_validate_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(DEMO)]) == 0
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(spec(targets=[{"id": "m", "kind": "ec2"}])))
+    assert main(["validate", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}: targets[0].instance_type: Field required" in err and "Traceback" not in err
+    assert main(["validate", str(tmp_path / "missing.yaml")]) == 2
+
+
+def test_json_schema_is_exported() -> None:
+    schema = json_schema()
+    assert schema["title"] == "benchfleet comparison spec"
+    assert {"name", "workload", "targets"} <= set(schema["required"])
+    assert "LocalTarget" in schema["$defs"] and "Ec2Target" in schema["$defs"]

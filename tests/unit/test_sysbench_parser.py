@@ -1,0 +1,102 @@
+"""The one sysbench parser on real outputs: the published study's logs and our own captures."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchfleet.sysbench import SysbenchParseError, build_command, parse_interval, parse_output
+from tests.conftest import FIXTURES, SHARED_FIXTURES
+
+STUDY = SHARED_FIXTURES / "percona-2021-arm-m6"
+OURS = FIXTURES / "sysbench-1.0.20"
+
+
+def test_study_log_summary_matches_what_sysbench_printed() -> None:
+    out = parse_output((STUDY / "c5.large" / "OLTP_READ_only_test_8_thread.log").read_text())
+    s = out.summary
+    assert out.version == "1.0.18" and out.threads == 8 and out.intervals == [] and out.errors == []
+    assert s is not None
+    assert (s.reads, s.writes, s.other, s.total_queries) == (5277244, 0, 753892, 6031136)
+    assert (s.transactions, s.tps, s.queries, s.qps) == (376946, 1256.46, 6031136, 20103.37)
+    assert (s.ignored_errors, s.reconnects, s.events) == (0, 0, 376946)
+    assert s.total_time_s == pytest.approx(300.0049)
+    assert (s.latency_min_ms, s.latency_avg_ms, s.latency_max_ms) == (1.33, 6.37, 29.44)
+    assert (s.latency_pct, s.latency_pct_ms, s.latency_sum_ms) == (95, 8.58, 2399328.49)
+    assert (s.fairness_events_avg, s.fairness_events_stddev) == (47118.25, 385.71)
+    assert (s.fairness_time_avg_s, s.fairness_time_stddev_s) == (299.9161, 0.01)
+
+
+@pytest.mark.parametrize("path", sorted(STUDY.glob("*/*.log")), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_study_log_parses_consistently(path) -> None:
+    out = parse_output(path.read_text())
+    s = out.summary
+    assert s is not None and not out.errors
+    threads = int(path.stem.split("_")[-2])
+    assert out.threads == threads
+    # sysbench's rate is its count over its total time: the parser must not mix fields up.
+    assert s.tps == pytest.approx(s.transactions / s.total_time_s, rel=2e-3)
+    assert s.qps == pytest.approx(s.queries / s.total_time_s, rel=2e-3)
+    assert s.reads + s.writes + s.other == s.total_queries
+    assert s.latency_min_ms <= s.latency_avg_ms <= s.latency_pct_ms <= s.latency_max_ms
+
+
+def test_interval_lines_of_the_real_binary() -> None:
+    out = parse_output((OURS / "run_ri.log").read_text())
+    assert out.version == "1.0.20" and [i.second for i in out.intervals] == [1.0, 2.0, 3.0]
+    first = out.intervals[0]
+    assert (first.threads, first.tps, first.qps) == (2, 850.33, 17029.58)
+    assert (first.reads_per_s, first.writes_per_s, first.other_per_s) == (11925.60, 3401.32, 1702.66)
+    assert (first.latency_pct, first.latency_ms, first.errors_per_s, first.reconnects_per_s) == (95, 2.91, 0, 0)
+    assert out.summary is not None and out.summary.transactions == 2912
+
+
+def test_histogram_and_other_percentile() -> None:
+    out = parse_output((OURS / "run_hist.log").read_text())
+    assert out.summary is not None and out.summary.latency_pct == 99 and out.summary.latency_pct_ms == 4.41
+    assert out.histogram and sum(n for _, n in out.histogram) == out.summary.events
+    assert out.intervals == []
+
+
+def test_percentile_disabled_keeps_no_percentile() -> None:
+    out = parse_output((OURS / "run_p0.log").read_text())
+    assert out.summary is not None and out.summary.latency_pct is None and out.summary.latency_pct_ms is None
+    assert out.intervals and all(i.latency_pct == 0 for i in out.intervals)
+
+
+def test_rate_limited_run_keeps_queue_figures() -> None:
+    out = parse_output((OURS / "run_rate.log").read_text())
+    assert [i.queue for i in out.intervals] == [0, 0, 0]
+    assert [i.concurrency for i in out.intervals] == [0, 1, 0]
+
+
+def test_failure_is_kept_not_hidden() -> None:
+    out = parse_output((OURS / "run_auth_failure.log").read_text())
+    assert out.summary is None
+    assert any("Access denied" in e for e in out.errors)
+
+
+def test_errors_and_reconnects_per_second_are_kept() -> None:
+    line = ("[ 7s ] thds: 64 tps: 10.00 qps: 200.00 (r/w/o: 140.00/40.00/20.00) lat (ms,99%): 1235.62 "
+            "err/s: 3.00 reconn/s: 1.00")
+    i = parse_interval(line)
+    assert i is not None and (i.latency_pct, i.latency_ms, i.errors_per_s, i.reconnects_per_s) == (99, 1235.62, 3, 1)
+
+
+def test_not_sysbench_output_is_an_error() -> None:
+    with pytest.raises(SysbenchParseError):
+        parse_output("hello\nworld\n")
+
+
+def test_command_builder_never_lets_a_value_become_an_argument() -> None:
+    argv = build_command("oltp_read_only", "run", {"threads": 4, "mysql-host": "127.0.0.1", "histogram": True,
+                                                   "skip-this": None})
+    assert argv == ["sysbench", "oltp_read_only", "--histogram=on", "--mysql-host=127.0.0.1", "--threads=4", "run"]
+    for bad in ({"threads; rm -rf /": 1}, {"--x": 1}, {"a b": 1}):
+        with pytest.raises(ValueError):
+            build_command("oltp_read_only", "run", bad)
+    with pytest.raises(ValueError):
+        build_command("oltp_read_only", "run", {"mysql-db": "x\nrun"})
+    with pytest.raises(ValueError):
+        build_command("--help", "run", {})
+    with pytest.raises(ValueError):
+        build_command("oltp_read_only", "rm", {})
