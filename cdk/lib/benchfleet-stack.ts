@@ -1,0 +1,140 @@
+/**
+ * The benchfleet stack: one construct per concern, wired together here and nowhere else.
+ */
+import { CfnOutput, Stack, StackProps } from 'aws-cdk-lib';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import { NagSuppressions } from 'cdk-nag';
+import { Construct } from 'constructs';
+import { BenchfleetApi } from './api';
+import { BenchfleetConfig } from './config';
+import { applyWildcardSuppressions } from './nag';
+import { Network } from './network';
+import { Orchestration } from './orchestration';
+import { ResultsStore } from './results-store';
+import { Schedules } from './schedules';
+import { TargetFleet } from './target-fleet';
+
+export interface BenchfleetStackProps extends StackProps {
+  readonly config: BenchfleetConfig;
+  /** Override the ASL file (tests); default statemachines/benchmark-run.asl.json. */
+  readonly definitionPath?: string;
+}
+
+export class BenchfleetStack extends Stack {
+  public readonly results: ResultsStore;
+  public readonly network: Network;
+  public readonly fleet: TargetFleet;
+  public readonly orchestration: Orchestration;
+  public readonly api: BenchfleetApi;
+  public readonly schedules: Schedules;
+
+  constructor(scope: Construct, id: string, props: BenchfleetStackProps) {
+    super(scope, id, props);
+    const config = props.config;
+    const logRetention = config.logRetentionDays as logs.RetentionDays;
+
+    this.results = new ResultsStore(this, 'Results', {
+      kind: config.resultsStore,
+      keepResults: config.keepResults,
+      timestreamMemoryRetentionHours: config.timestreamMemoryRetentionHours,
+      timestreamMagneticRetentionDays: config.timestreamMagneticRetentionDays,
+      infrequentAccessDays: config.resultsInfrequentAccessDays,
+      expirationDays: config.resultsExpirationDays,
+      accessLogsExpirationDays: config.accessLogsExpirationDays,
+    });
+    const removalPolicy = this.results.removalPolicy;
+
+    this.network = new Network(this, 'Network', {
+      vpcId: config.vpcId,
+      subnetType: config.subnetType,
+      maxAzs: config.maxAzs,
+      logRetention,
+      removalPolicy,
+    });
+
+    this.fleet = new TargetFleet(this, 'Targets', {
+      vpc: this.network.vpc,
+      subnets: this.network.subnets,
+      resultsBucket: this.results.bucket,
+      removalPolicy,
+    });
+
+    this.orchestration = new Orchestration(this, 'Orchestration', {
+      results: this.results,
+      fleet: {
+        vpcArn: this.formatArn({ service: 'ec2', resource: 'vpc', resourceName: this.network.vpc.vpcId }),
+        securityGroupIds: [
+          this.fleet.clientSecurityGroup.securityGroupId,
+          this.fleet.dbSecurityGroup.securityGroupId,
+        ],
+        launchTemplateId: this.fleet.launchTemplate.launchTemplateId ?? '*',
+        dbSubnetGroupName: this.fleet.dbSubnetGroup.subnetGroupName,
+        targetRoleArn: this.fleet.role.roleArn,
+        agentDocumentArn: this.fleet.agentDocumentArn,
+      },
+      environment: {
+        ...this.results.environment,
+        ...this.fleet.environment(this.network.subnetIds),
+      },
+      agentDocumentName: this.fleet.agentDocumentName,
+      maxRunHours: config.maxRunHours,
+      powertoolsLayerVersion: config.powertoolsLayerVersion,
+      logRetention,
+      removalPolicy,
+      definitionPath: props.definitionPath,
+    });
+
+    this.api = new BenchfleetApi(this, 'Api', {
+      handler: this.orchestration.functions.functions.api,
+      throttleRateLimit: config.apiThrottleRateLimit,
+      throttleBurstLimit: config.apiThrottleBurstLimit,
+      logRetention,
+      removalPolicy,
+    });
+
+    this.schedules = new Schedules(this, 'Schedules', {
+      schedules: config.schedules,
+      stateMachine: this.orchestration.stateMachine,
+      namePrefix: this.stackName,
+    });
+
+    new CfnOutput(this, 'ApiUrl', { value: this.api.url });
+    new CfnOutput(this, 'ResultsBucketName', { value: this.results.bucket.bucketName });
+    new CfnOutput(this, 'StateMachineArn', { value: this.orchestration.stateMachine.stateMachineArn });
+    new CfnOutput(this, 'AgentDocumentName', { value: this.fleet.agentDocumentName });
+    if (this.results.records !== undefined) {
+      new CfnOutput(this, 'TimestreamDatabase', {
+        value: this.results.records.environment.TIMESTREAM_DATABASE ?? '',
+      });
+    }
+
+    this.suppressFrameworkFindings();
+    applyWildcardSuppressions(this);
+  }
+
+  /** Findings on resources CDK itself adds (singleton providers), suppressed where they are. */
+  private suppressFrameworkFindings(): void {
+    const provider = this.node.tryFindChild('Custom::S3AutoDeleteObjectsCustomResourceProvider');
+    if (provider !== undefined) {
+      NagSuppressions.addResourceSuppressions(
+        provider,
+        [
+          {
+            id: 'AwsSolutions-IAM4',
+            reason:
+              'CDK-owned auto-delete provider (keepResults=false): AWSLambdaBasicExecutionRole only lets ' +
+              'it write its own logs while it empties the buckets on cdk destroy.',
+            appliesTo: [
+              'Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole',
+            ],
+          },
+          {
+            id: 'AwsSolutions-L1',
+            reason: 'CDK-owned auto-delete provider; its Node.js runtime is chosen and updated by aws-cdk-lib.',
+          },
+        ],
+        true,
+      );
+    }
+  }
+}

@@ -1,0 +1,252 @@
+/**
+ * The Python Lambdas: one function per module in lambdas/handlers/ (statemachines/README.md), all
+ * from the same plain asset of lambdas/ (no Docker at synth) plus the public Powertools V3 layer,
+ * arm64 + python3.13 pinned together with the layer version. One role per function, holding only
+ * what that handler does (see ROLE_GRANTS).
+ */
+import * as path from 'path';
+import { Aws, Duration, RemovalPolicy } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import { NagSuppressions } from 'cdk-nag';
+import { Construct } from 'constructs';
+import { allowWildcard } from './nag';
+import { ALL_HANDLERS, HandlerModule, pascal, REPO_ROOT, SERVICE_NAME } from './naming';
+import { FleetResources, Permissions } from './permissions';
+import { ResultsStore } from './results-store';
+
+/** Public Powertools layer: account 017000801446, python3.13, arm64 (must match ARCHITECTURE). */
+export const POWERTOOLS_LAYER_NAME = 'AWSLambdaPowertoolsPythonV3-python313-arm64';
+export const RUNTIME = lambda.Runtime.PYTHON_3_13;
+export const ARCHITECTURE = lambda.Architecture.ARM_64;
+
+/** What never ships in the function asset. local/, report/ and cli.py import duckdb/plotly/rich,
+ *  which no Lambda may import (DESIGN.md dependency rule). */
+export const ASSET_EXCLUDES = [
+  '**/__pycache__',
+  '**/*.pyc',
+  '*.egg-info',
+  '**/.pytest_cache',
+  '**/.mypy_cache',
+  '**/.ruff_cache',
+  'benchfleet/local',
+  'benchfleet/report',
+  'benchfleet/cli.py',
+];
+
+type Grant =
+  | 'describe'
+  | 'targetCreate'
+  | 'targetDelete'
+  | 'commandSend'
+  | 'commandRead'
+  | 'cloudMetrics'
+  | 'tagRead'
+  | 'databaseSecrets'
+  | 'runsRead'
+  | 'runsReadWrite'
+  | 'storeWrite'
+  | 'storeRead'
+  | 'executions';
+
+interface HandlerSpec {
+  readonly description: string;
+  readonly timeout: Duration;
+  readonly memoryMiB: number;
+  readonly grants: readonly Grant[];
+}
+
+/** Per handler: what it is for and exactly what it may do. */
+export const HANDLERS: Record<HandlerModule, HandlerSpec> = {
+  plan: {
+    description: 'Validate, expand and estimate a comparison spec; refuse it above budget',
+    timeout: Duration.seconds(60),
+    memoryMiB: 512,
+    grants: ['describe', 'runsReadWrite'],
+  },
+  provision: {
+    description: 'Create one target (EC2 / RDS / Aurora + client), tagged with its run',
+    timeout: Duration.seconds(120),
+    memoryMiB: 256,
+    grants: ['describe', 'targetCreate', 'runsReadWrite'],
+  },
+  readiness: {
+    description: 'Report whether a target and its SSM agent are ready',
+    timeout: Duration.seconds(60),
+    memoryMiB: 256,
+    grants: ['describe', 'commandRead', 'runsReadWrite'],
+  },
+  start_step: {
+    description: 'Send the agent document to a target for one benchmark step',
+    timeout: Duration.seconds(60),
+    memoryMiB: 256,
+    grants: ['describe', 'commandSend', 'databaseSecrets', 'runsRead'],
+  },
+  step_status: {
+    description: 'Poll the Run Command invocation of a step',
+    timeout: Duration.seconds(60),
+    memoryMiB: 256,
+    grants: ['commandRead', 'runsRead'],
+  },
+  collect: {
+    description: 'Raw step output in S3 to the record store; CloudWatch window to cloud_metrics',
+    timeout: Duration.minutes(5),
+    memoryMiB: 1024,
+    grants: ['runsReadWrite', 'storeWrite', 'cloudMetrics'],
+  },
+  teardown: {
+    description: 'Idempotently delete one target',
+    timeout: Duration.minutes(2),
+    memoryMiB: 256,
+    grants: ['describe', 'targetDelete', 'runsReadWrite'],
+  },
+  summarize: {
+    description: 'Write summary.json and the terminal run status',
+    timeout: Duration.minutes(5),
+    memoryMiB: 1024,
+    grants: ['runsReadWrite', 'storeRead'],
+  },
+  api: {
+    description: 'REST API: start, list, show, cancel runs and return results',
+    timeout: Duration.seconds(29),
+    memoryMiB: 512,
+    grants: ['executions', 'runsReadWrite', 'storeRead'],
+  },
+  teardown_by_tag: {
+    description: 'Tear down every resource of a FAILED / TIMED_OUT / ABORTED execution by tag',
+    timeout: Duration.minutes(5),
+    memoryMiB: 256,
+    grants: ['describe', 'tagRead', 'targetDelete', 'runsReadWrite'],
+  },
+  janitor: {
+    description: 'Hourly: delete benchfleet resources past their expires-at tag',
+    timeout: Duration.minutes(5),
+    memoryMiB: 256,
+    grants: ['describe', 'tagRead', 'targetDelete'],
+  },
+};
+
+export interface BenchfleetFunctionsProps {
+  readonly powertoolsLayerVersion: number;
+  readonly logRetention: logs.RetentionDays;
+  readonly removalPolicy: RemovalPolicy;
+  /** Environment every function receives (statemachines/README.md contract). */
+  readonly environment: Record<string, string>;
+  readonly results: ResultsStore;
+  readonly fleet: FleetResources;
+  /** The benchmark state machine (api starts, lists, describes and stops its executions). */
+  readonly stateMachineArn: string;
+  /** ARN pattern of its executions (arn:...:execution:NAME:*). */
+  readonly executionArnPattern: string;
+}
+
+export class BenchfleetFunctions extends Construct {
+  public readonly functions: Record<HandlerModule, lambda.Function>;
+  public readonly roles: Record<HandlerModule, iam.Role>;
+
+  constructor(scope: Construct, id: string, props: BenchfleetFunctionsProps) {
+    super(scope, id);
+    const layer = lambda.LayerVersion.fromLayerVersionArn(
+      this,
+      'PowertoolsLayer',
+      `arn:aws:lambda:${Aws.REGION}:017000801446:layer:${POWERTOOLS_LAYER_NAME}:${props.powertoolsLayerVersion}`,
+    );
+    const code = lambda.Code.fromAsset(path.join(REPO_ROOT, 'lambdas'), { exclude: ASSET_EXCLUDES });
+    const permissions = new Permissions(this, props.fleet);
+
+    const functions: Partial<Record<HandlerModule, lambda.Function>> = {};
+    const roles: Partial<Record<HandlerModule, iam.Role>> = {};
+    for (const module of ALL_HANDLERS) {
+      const spec = HANDLERS[module];
+      const id = pascal(module);
+      const logGroup = new logs.LogGroup(this, `${id}Logs`, {
+        retention: props.logRetention,
+        removalPolicy: props.removalPolicy,
+      });
+      const role = new iam.Role(this, `${id}Role`, {
+        assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+        description: `benchfleet ${module} Lambda`,
+      });
+      allowWildcard(role, 'unscopedApis'); // X-Ray (Tracing.ACTIVE)
+      // Instead of AWSLambdaBasicExecutionRole (any log group): this function's log group only.
+      logGroup.grantWrite(role);
+      const fn = new lambda.Function(this, id, {
+        description: spec.description,
+        runtime: RUNTIME,
+        architecture: ARCHITECTURE,
+        handler: `handlers.${module}.handler`,
+        code,
+        layers: [layer],
+        role,
+        timeout: spec.timeout,
+        memorySize: spec.memoryMiB,
+        tracing: lambda.Tracing.ACTIVE,
+        loggingFormat: lambda.LoggingFormat.JSON,
+        applicationLogLevelV2: lambda.ApplicationLogLevel.INFO,
+        systemLogLevelV2: lambda.SystemLogLevel.WARN,
+        logGroup,
+        environment: { ...props.environment, POWERTOOLS_SERVICE_NAME: SERVICE_NAME },
+      });
+      for (const grant of spec.grants) {
+        this.apply(grant, role, permissions, props);
+      }
+      NagSuppressions.addResourceSuppressions(fn, [
+        {
+          id: 'AwsSolutions-L1',
+          reason:
+            'python3.13 is pinned together with the public Powertools layer built for python3.13/arm64 ' +
+            '(DESIGN.md: pin layer version and architecture together); move both at once.',
+        },
+      ]);
+      functions[module] = fn;
+      roles[module] = role;
+    }
+    this.functions = functions as Record<HandlerModule, lambda.Function>;
+    this.roles = roles as Record<HandlerModule, iam.Role>;
+  }
+
+  private apply(grant: Grant, role: iam.Role, p: Permissions, props: BenchfleetFunctionsProps): void {
+    switch (grant) {
+      case 'describe':
+        return p.grantDescribe(role);
+      case 'targetCreate':
+        return p.grantTargetCreate(role);
+      case 'targetDelete':
+        return p.grantTargetDelete(role);
+      case 'commandSend':
+        return p.grantCommandSend(role);
+      case 'commandRead':
+        return p.grantCommandRead(role);
+      case 'cloudMetrics':
+        return p.grantCloudMetrics(role);
+      case 'tagRead':
+        return p.grantTagRead(role);
+      case 'databaseSecrets':
+        return p.grantDatabaseSecretsRead(role);
+      case 'runsRead':
+        return props.results.grantReadRuns(role);
+      case 'runsReadWrite':
+        return props.results.grantReadWriteRuns(role);
+      case 'storeWrite':
+        return props.results.records?.grantWrite(role);
+      case 'storeRead':
+        return props.results.records?.grantRead(role);
+      case 'executions':
+        allowWildcard(role, 'executions');
+        role.addToPrincipalPolicy(
+          new iam.PolicyStatement({
+            actions: ['states:StartExecution', 'states:ListExecutions'],
+            resources: [props.stateMachineArn],
+          }),
+        );
+        role.addToPrincipalPolicy(
+          new iam.PolicyStatement({
+            actions: ['states:DescribeExecution', 'states:StopExecution', 'states:GetExecutionHistory'],
+            resources: [props.executionArnPattern],
+          }),
+        );
+        return;
+    }
+  }
+}

@@ -1,0 +1,97 @@
+/**
+ * cdk-nag suppressions for IAM wildcards, registered by the code that adds the wildcard statement,
+ * on the role that holds it, with the reason the wildcard is needed (each at most once per role).
+ */
+import { NagPackSuppression, NagSuppressions } from 'cdk-nag';
+import { IConstruct } from 'constructs';
+
+const ARN = 'arn:<AWS::Partition>';
+const REGIONAL = `${ARN}:%s:<AWS::Region>:<AWS::AccountId>`;
+const regional = (service: string): string => REGIONAL.replace('%s', service);
+
+export const WILDCARDS = {
+  unscopedApis: {
+    appliesTo: ['Resource::*'],
+    reason:
+      'Only actions that support no resource-level permissions use "*": EC2/RDS/SSM Describe*/List*, ' +
+      'ssm:GetCommandInvocation, cloudwatch:GetMetricData, tag:GetResources, timestream:DescribeEndpoints, ' +
+      'X-Ray PutTraceSegments/PutTelemetryRecords and CloudWatch Logs delivery management.',
+  },
+  runsPrefix: {
+    appliesTo: [{ regex: '/^Resource::<[A-Za-z0-9]*Results[A-Za-z0-9]*\\.Arn>\\/runs\\/\\*$/' }],
+    reason:
+      'Raw results are keyed runs/<run_id>/<target_id>/... with run ids chosen at run time; access is ' +
+      'limited to the runs/ prefix of the results bucket.',
+  },
+  instances: {
+    appliesTo: [`Resource::${regional('ec2')}:instance/*`],
+    reason:
+      'Instance ids exist only at run time; every statement on instance/* is conditioned on the ' +
+      'benchfleet:run-id tag (aws:RequestTag to launch, aws:ResourceTag / ssm:resourceTag to use or delete).',
+  },
+  launchResources: {
+    appliesTo: [
+      `Resource::${regional('ec2')}:volume/*`,
+      `Resource::${regional('ec2')}:network-interface/*`,
+      `Resource::${regional('ec2')}:subnet/*`,
+    ],
+    reason:
+      'RunInstances creates volumes and network interfaces at run time: volumes must carry the run tags and ' +
+      'be encrypted; subnets and interfaces are limited to the benchfleet VPC (ec2:Vpc).',
+  },
+  ubuntuImages: {
+    appliesTo: [`Resource::${ARN}:ec2:<AWS::Region>::image/*`],
+    reason: "Ubuntu AMI ids change with every release; limited to Canonical's owner id (ec2:Owner).",
+  },
+  ubuntuAmiParameters: {
+    appliesTo: [`Resource::${ARN}:ssm:<AWS::Region>::parameter/aws/service/canonical/ubuntu/*`],
+    reason: "Canonical's public AMI parameters, one per release and architecture (read only).",
+  },
+  databases: {
+    appliesTo: ['db', 'cluster', 'pg', 'cluster-pg', 'og'].map((t) => `Resource::${regional('rds')}:${t}:*`),
+    reason:
+      'DB instance, cluster and parameter group names exist only at run time: creating requires the run ' +
+      'tags (aws:RequestTag), modifying and deleting require the run-id tag on the resource (aws:ResourceTag); ' +
+      'option groups are only referenced by CreateDBInstance.',
+  },
+  rdsSecrets: {
+    appliesTo: [`Resource::${regional('secretsmanager')}:secret:rds!*`],
+    reason:
+      'RDS names the managed master password secret rds!<id> when it creates the database; the prefix ' +
+      'limits access to RDS-managed secrets.',
+  },
+  executions: {
+    appliesTo: [{ regex: '/^Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:[A-Za-z0-9-]+:\\*$/' }],
+    reason: 'Execution names are chosen per run (Idempotency-Key); limited to executions of this state machine.',
+  },
+} satisfies Record<string, Omit<NagPackSuppression, 'id'>>;
+
+export type WildcardKind = keyof typeof WILDCARDS;
+
+/** Wildcards registered per principal; applied once its policies exist (see applyWildcardSuppressions). */
+const pending = new Map<IConstruct, Set<WildcardKind>>();
+
+/**
+ * Record that `principal` holds a wildcard of this kind. The AwsSolutions-IAM5 suppression is attached
+ * by applyWildcardSuppressions(), after construction, because a role's DefaultPolicy only exists once
+ * its first statement is added and suppressions are copied to the children present at that time.
+ */
+export function allowWildcard(principal: IConstruct, kind: WildcardKind): void {
+  const kinds = pending.get(principal) ?? new Set<WildcardKind>();
+  kinds.add(kind);
+  pending.set(principal, kinds);
+}
+
+/** Attach the recorded suppressions to every principal under `scope` (call at the end of a stack). */
+export function applyWildcardSuppressions(scope: IConstruct): void {
+  for (const [principal, kinds] of pending) {
+    const path = principal.node.path;
+    if (path !== scope.node.path && !path.startsWith(`${scope.node.path}/`)) continue;
+    NagSuppressions.addResourceSuppressions(
+      principal,
+      [...kinds].map((kind) => ({ id: 'AwsSolutions-IAM5', ...WILDCARDS[kind] })),
+      true,
+    );
+    pending.delete(principal);
+  }
+}

@@ -1,0 +1,64 @@
+/**
+ * One source of truth for names shared by the CDK app, the ASL and the Lambdas
+ * (statemachines/README.md is the contract these mirror).
+ */
+import * as path from 'path';
+
+/** Repository root: cdk/lib/ -> ../.. (works from ts-node, jest and compiled output alike). */
+export const REPO_ROOT = path.resolve(__dirname, '..', '..');
+
+/** Tags every run-created resource carries; IAM conditions create/delete on them. */
+export const TAG_RUN_ID = 'benchfleet:run-id';
+export const TAG_TARGET_ID = 'benchfleet:target-id';
+export const TAG_EXPIRES_AT = 'benchfleet:expires-at';
+/** Tag keys a run may set on the resources it creates (aws:TagKeys). */
+export const ALLOWED_RUN_TAG_KEYS = ['benchfleet:*', 'Name'];
+
+/** Powertools service name: one service, one log/trace namespace. */
+export const SERVICE_NAME = 'benchfleet';
+
+/** Canonical's AWS account: targets boot Ubuntu LTS AMIs from the public SSM parameters. */
+export const UBUNTU_AMI_OWNER = '099720109477';
+
+/** Handlers the state machine calls, with the definitionSubstitutions key carrying each ARN. */
+export const STATE_MACHINE_HANDLERS = {
+  plan: 'PlanFunctionArn',
+  provision: 'ProvisionFunctionArn',
+  readiness: 'ReadinessFunctionArn',
+  start_step: 'StartStepFunctionArn',
+  step_status: 'StepStatusFunctionArn',
+  collect: 'CollectFunctionArn',
+  teardown: 'TeardownFunctionArn',
+  summarize: 'SummarizeFunctionArn',
+} as const;
+
+export type StateMachineHandler = keyof typeof STATE_MACHINE_HANDLERS;
+
+/** Handlers triggered by something other than the state machine. */
+export const OTHER_HANDLERS = ['api', 'teardown_by_tag', 'janitor'] as const;
+export type OtherHandler = (typeof OTHER_HANDLERS)[number];
+
+export type HandlerModule = StateMachineHandler | OtherHandler;
+
+export const ALL_HANDLERS: readonly HandlerModule[] = [
+  ...(Object.keys(STATE_MACHINE_HANDLERS) as StateMachineHandler[]),
+  ...OTHER_HANDLERS,
+];
+
+/** Non-function substitutions of the ASL. */
+export const SUBSTITUTION_RESULTS_BUCKET = 'ResultsBucket';
+export const SUBSTITUTION_AGENT_DOCUMENT = 'AgentDocumentName';
+
+/** Where the ASL lives, relative to the repository root. */
+export const ASL_PATH = 'statemachines/benchmark-run.asl.json';
+
+/** Prefix of raw results in the results bucket: runs/<run_id>/<target_id>/rep-<n>/<step>.jsonl. */
+export const RUNS_PREFIX = 'runs/';
+
+/** "start_step" -> "StartStep" (construct ids). */
+export function pascal(module: string): string {
+  return module
+    .split('_')
+    .map((p) => p.charAt(0).toUpperCase() + p.slice(1))
+    .join('');
+}

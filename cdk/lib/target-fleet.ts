@@ -1,0 +1,339 @@
+/**
+ * What a benchmark target needs before a run creates it: the instance role and profile, the
+ * security groups, the launch template (IMDSv2, encrypted EBS), the DB subnet group, the agent
+ * bundle in S3, the SSM Command document that runs the agent, and the CloudWatch agent
+ * configuration (per-second CPU steal). The run's Lambdas create instances and databases from these.
+ */
+import * as fs from 'fs';
+import * as path from 'path';
+import { Annotations, AssetHashType, DockerImage, ILocalBundling, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import * as ec2 from 'aws-cdk-lib/aws-ec2';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as rds from 'aws-cdk-lib/aws-rds';
+import * as s3 from 'aws-cdk-lib/aws-s3';
+import * as s3assets from 'aws-cdk-lib/aws-s3-assets';
+import * as ssm from 'aws-cdk-lib/aws-ssm';
+import { NagSuppressions } from 'cdk-nag';
+import { Construct } from 'constructs';
+import { allowWildcard } from './nag';
+import { REPO_ROOT, RUNS_PREFIX } from './naming';
+
+/** Domain modules the agent imports, shipped next to workloads/ at the same relative paths. */
+export const AGENT_LAMBDA_MODULES = ['__init__.py', 'sysbench.py', 'mysqlcnf.py'];
+/** Where the bundle is unpacked on a target; the agent runs from here. */
+export const AGENT_HOME = '/opt/benchfleet';
+/** Run Command's own limit for aws:runShellScript (DESIGN.md "Facts checked"). */
+export const MAX_EXECUTION_TIMEOUT_SECONDS = 172800;
+
+const SKIP = new Set(['__pycache__', '.pytest_cache', '.mypy_cache', '.ruff_cache', '.DS_Store']);
+
+function copyTree(from: string, to: string): void {
+  fs.mkdirSync(to, { recursive: true });
+  for (const entry of fs.readdirSync(from, { withFileTypes: true })) {
+    if (SKIP.has(entry.name) || entry.name.endsWith('.pyc')) continue;
+    const src = path.join(from, entry.name);
+    const dst = path.join(to, entry.name);
+    if (entry.isDirectory()) copyTree(src, dst);
+    else if (entry.isFile()) fs.copyFileSync(src, dst);
+  }
+}
+
+/**
+ * Builds the agent bundle with plain file copies at synth time, so no Docker engine is needed:
+ * workloads/ plus the stdlib-only domain modules the agent imports, at their repository paths.
+ */
+class AgentBundler implements ILocalBundling {
+  public readonly missing: string[] = [];
+
+  public tryBundle(outputDir: string): boolean {
+    copyTree(path.join(REPO_ROOT, 'workloads'), path.join(outputDir, 'workloads'));
+    const target = path.join(outputDir, 'lambdas', 'benchfleet');
+    fs.mkdirSync(target, { recursive: true });
+    for (const module of AGENT_LAMBDA_MODULES) {
+      const src = path.join(REPO_ROOT, 'lambdas', 'benchfleet', module);
+      if (fs.existsSync(src)) fs.copyFileSync(src, path.join(target, module));
+      else this.missing.push(`lambdas/benchfleet/${module}`);
+    }
+    return true;
+  }
+}
+
+export interface TargetFleetProps {
+  readonly vpc: ec2.IVpc;
+  readonly subnets: ec2.SubnetSelection;
+  readonly resultsBucket: s3.IBucket;
+  /** Root volume of instances launched from the template (the Lambdas may add data volumes). */
+  readonly rootVolumeGiB?: number;
+  readonly removalPolicy: RemovalPolicy;
+}
+
+export class TargetFleet extends Construct {
+  public readonly role: iam.Role;
+  public readonly instanceProfile: iam.InstanceProfile;
+  public readonly clientSecurityGroup: ec2.SecurityGroup;
+  public readonly dbSecurityGroup: ec2.SecurityGroup;
+  public readonly launchTemplate: ec2.LaunchTemplate;
+  public readonly dbSubnetGroup: rds.SubnetGroup;
+  public readonly agentBundle: s3assets.Asset;
+  public readonly cloudWatchAgentConfig: ssm.StringParameter;
+  public readonly agentDocument: ssm.CfnDocument;
+
+  constructor(scope: Construct, id: string, props: TargetFleetProps) {
+    super(scope, id);
+    const stack = Stack.of(this);
+
+    // Instance role: SSM agent + CloudWatch agent, the agent bundle, and results under runs/.
+    this.role = new iam.Role(this, 'InstanceRole', {
+      assumedBy: new iam.ServicePrincipal('ec2.amazonaws.com'),
+      description: 'benchfleet targets: SSM and CloudWatch agents, agent bundle, results under runs/',
+      managedPolicies: [
+        iam.ManagedPolicy.fromAwsManagedPolicyName('AmazonSSMManagedInstanceCore'),
+        iam.ManagedPolicy.fromAwsManagedPolicyName('CloudWatchAgentServerPolicy'),
+      ],
+    });
+    NagSuppressions.addResourceSuppressions(this.role, [
+      {
+        id: 'AwsSolutions-IAM4',
+        reason:
+          'AmazonSSMManagedInstanceCore (Run Command transport) and CloudWatchAgentServerPolicy ' +
+          '(per-second steal metrics) are the AWS-maintained minimum for the two agents on a target.',
+        appliesTo: [
+          'Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonSSMManagedInstanceCore',
+          'Policy::arn:<AWS::Partition>:iam::aws:policy/CloudWatchAgentServerPolicy',
+        ],
+      },
+    ]);
+    this.instanceProfile = new iam.InstanceProfile(this, 'InstanceProfile', { role: this.role });
+
+    allowWildcard(this.role, 'runsPrefix');
+    // Run Command uploads the agent's output to runs/<run>/...; it checks the bucket's encryption first.
+    this.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ['s3:PutObject'],
+        resources: [props.resultsBucket.arnForObjects(`${RUNS_PREFIX}*`)],
+      }),
+    );
+    this.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ['s3:GetEncryptionConfiguration'],
+        resources: [props.resultsBucket.bucketArn],
+      }),
+    );
+
+    this.clientSecurityGroup = new ec2.SecurityGroup(this, 'ClientSecurityGroup', {
+      vpc: props.vpc,
+      description: 'benchfleet benchmark clients and EC2 targets: no inbound, outbound for SSM and packages',
+      allowAllOutbound: true,
+    });
+    this.dbSecurityGroup = new ec2.SecurityGroup(this, 'DbSecurityGroup', {
+      vpc: props.vpc,
+      description: 'benchfleet RDS/Aurora targets: MySQL from benchmark clients only',
+      allowAllOutbound: false,
+    });
+    this.dbSecurityGroup.addIngressRule(
+      this.clientSecurityGroup,
+      ec2.Port.tcp(3306),
+      'MySQL from benchfleet clients',
+    );
+
+    this.dbSubnetGroup = new rds.SubnetGroup(this, 'DbSubnetGroup', {
+      vpc: props.vpc,
+      vpcSubnets: props.subnets,
+      description: 'benchfleet RDS and Aurora targets',
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+
+    this.launchTemplate = new ec2.LaunchTemplate(this, 'LaunchTemplate', {
+      // No AMI: provision picks Ubuntu LTS for the instance family's architecture at run time.
+      instanceProfile: this.instanceProfile,
+      securityGroup: this.clientSecurityGroup,
+      requireImdsv2: true,
+      httpTokens: ec2.LaunchTemplateHttpTokens.REQUIRED,
+      httpPutResponseHopLimit: 1,
+      instanceMetadataTags: true, // the agent can read its run tags from IMDS
+      blockDevices: [
+        {
+          deviceName: '/dev/sda1', // Ubuntu's root device
+          volume: ec2.BlockDeviceVolume.ebs(props.rootVolumeGiB ?? 30, {
+            encrypted: true,
+            volumeType: ec2.EbsDeviceVolumeType.GP3,
+            deleteOnTermination: true,
+          }),
+        },
+      ],
+    });
+
+    const bundler = new AgentBundler();
+    this.agentBundle = new s3assets.Asset(this, 'AgentBundle', {
+      path: path.join(REPO_ROOT, 'workloads'),
+      // Hash what is shipped (workloads/ and the copied modules), not the source folder alone.
+      assetHashType: AssetHashType.OUTPUT,
+      bundling: {
+        // Never pulled: AgentBundler always succeeds locally (no Docker engine at synth).
+        image: DockerImage.fromRegistry('benchfleet-local-bundling-only'),
+        local: bundler,
+      },
+    });
+    if (bundler.missing.length > 0) {
+      Annotations.of(this).addWarningV2(
+        'benchfleet:agent-bundle-incomplete',
+        `agent bundle built without ${bundler.missing.join(', ')} (not in the checkout yet)`,
+      );
+    }
+    this.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ['s3:GetObject'],
+        resources: [
+          stack.formatArn({
+            service: 's3',
+            region: '',
+            account: '',
+            resource: this.agentBundle.s3BucketName,
+            resourceName: this.agentBundle.s3ObjectKey,
+          }),
+        ],
+      }),
+    );
+
+    // The CloudWatch agent reads its configuration from SSM; CloudWatchAgentServerPolicy only allows
+    // parameters named AmazonCloudWatch-*.
+    this.cloudWatchAgentConfig = new ssm.StringParameter(this, 'CloudWatchAgentConfig', {
+      parameterName: `AmazonCloudWatch-${stack.stackName}-targets`,
+      description: 'benchfleet targets: per-second CPU steal/user/system/iowait (CWAgent namespace)',
+      stringValue: JSON.stringify(cloudWatchAgentConfig()),
+    });
+
+    this.agentDocument = new ssm.CfnDocument(this, 'AgentDocument', {
+      documentType: 'Command',
+      documentFormat: 'JSON',
+      content: agentDocumentContent(this.agentBundle.httpUrl, this.cloudWatchAgentConfig.parameterName),
+    });
+  }
+
+  public get agentDocumentName(): string {
+    return this.agentDocument.ref;
+  }
+
+  public get agentDocumentArn(): string {
+    return Stack.of(this).formatArn({
+      service: 'ssm',
+      resource: 'document',
+      resourceName: this.agentDocument.ref,
+    });
+  }
+
+  /** Environment variables the Lambdas read (statemachines/README.md). */
+  public environment(subnetIds: string[]): Record<string, string> {
+    return {
+      TARGET_INSTANCE_PROFILE_ARN: this.instanceProfile.instanceProfileArn,
+      TARGET_ROLE_ARN: this.role.roleArn,
+      CLIENT_SECURITY_GROUP_ID: this.clientSecurityGroup.securityGroupId,
+      DB_SECURITY_GROUP_ID: this.dbSecurityGroup.securityGroupId,
+      SUBNET_IDS: subnetIds.join(','),
+      DB_SUBNET_GROUP_NAME: this.dbSubnetGroup.subnetGroupName,
+      AGENT_DOCUMENT_NAME: this.agentDocumentName,
+      AGENT_BUNDLE_S3_URI: this.agentBundle.s3ObjectUrl,
+      LAUNCH_TEMPLATE_ID: this.launchTemplate.launchTemplateId ?? '',
+      CLOUDWATCH_AGENT_CONFIG_PARAMETER: this.cloudWatchAgentConfig.parameterName,
+    };
+  }
+}
+
+/** Per-second CPU time split; InstanceId lets collect query one target's steal. */
+export function cloudWatchAgentConfig(): Record<string, unknown> {
+  return {
+    agent: { metrics_collection_interval: 1, logfile: '/opt/aws/amazon-cloudwatch-agent/logs/agent.log' },
+    metrics: {
+      namespace: 'CWAgent',
+      append_dimensions: { InstanceId: '${aws:InstanceId}' },
+      metrics_collected: {
+        cpu: {
+          measurement: ['cpu_usage_steal', 'cpu_usage_user', 'cpu_usage_system', 'cpu_usage_iowait'],
+          totalcpu: true,
+          metrics_collection_interval: 1,
+        },
+      },
+    },
+  };
+}
+
+/**
+ * The Run Command document that runs one agent job: install/start the CloudWatch agent (idempotent),
+ * download and unpack the bundle, run the agent. JobJson reaches the shell only through an
+ * environment variable (interpolationType ENV_VAR) and may not contain single quotes (fallback for
+ * older SSM agents), so a job cannot inject shell code.
+ */
+export function agentDocumentContent(bundleHttpUrl: string, cloudWatchConfigParameter: string): Record<string, unknown> {
+  const download = `${AGENT_HOME}/download`;
+  const bundle = `${AGENT_HOME}/bundle`;
+  return {
+    schemaVersion: '2.2',
+    description:
+      'benchfleet agent: runs one benchmark job (sysbench + /proc/stat sampling) and prints JSON lines.',
+    parameters: {
+      JobJson: {
+        type: 'String',
+        description: "The agent's job as JSON (workloads/agent). Single quotes are not allowed.",
+        allowedPattern: "^[^']+$",
+        interpolationType: 'ENV_VAR',
+      },
+      BundleUri: {
+        type: 'String',
+        description: 'HTTPS S3 URL of the agent bundle (zip). Defaults to the bundle deployed with the stack.',
+        default: bundleHttpUrl,
+        allowedPattern: '^https://[^\\s\'"]+$',
+      },
+      executionTimeout: {
+        type: 'String',
+        description: `Seconds the agent may run (Run Command maximum ${MAX_EXECUTION_TIMEOUT_SECONDS}).`,
+        default: '3600',
+        allowedPattern: '^[1-9][0-9]{0,5}$',
+      },
+    },
+    mainSteps: [
+      {
+        action: 'aws:runShellScript',
+        name: 'prepare',
+        precondition: { StringEquals: ['platformType', 'Linux'] },
+        inputs: { runCommand: [`rm -rf ${download}`, `mkdir -p ${download}`] },
+      },
+      {
+        action: 'aws:configurePackage',
+        name: 'installCloudWatchAgent',
+        precondition: { StringEquals: ['platformType', 'Linux'] },
+        inputs: { name: 'AmazonCloudWatchAgent', action: 'Install' },
+      },
+      {
+        action: 'aws:downloadContent',
+        name: 'downloadBundle',
+        precondition: { StringEquals: ['platformType', 'Linux'] },
+        inputs: {
+          sourceType: 'S3',
+          sourceInfo: '{"path": "{{ BundleUri }}"}',
+          destinationPath: download,
+        },
+      },
+      {
+        action: 'aws:runShellScript',
+        name: 'runAgent',
+        precondition: { StringEquals: ['platformType', 'Linux'] },
+        inputs: {
+          timeoutSeconds: '{{ executionTimeout }}',
+          runCommand: [
+            'set -eu',
+            // SSM agents older than 3.3.2746 do not export SSM_<parameter>.
+            `if [ -z "\${SSM_JobJson+x}" ]; then SSM_JobJson='{{ JobJson }}'; fi`,
+            `zip="$(find ${download} -type f | head -n 1)"`,
+            `rm -rf ${bundle} && mkdir -p ${bundle}`,
+            `python3 -m zipfile -e "$zip" ${bundle}`,
+            'ctl=/opt/aws/amazon-cloudwatch-agent/bin/amazon-cloudwatch-agent-ctl',
+            `if ! "$ctl" -a status | grep -q '"status": "running"'; then ` +
+              `"$ctl" -a fetch-config -m ec2 -s -c ssm:${cloudWatchConfigParameter}; fi`,
+            `cd ${bundle}`,
+            'exec python3 workloads/agent/benchfleet_agent.py --job-json "$SSM_JobJson"',
+          ],
+        },
+      },
+    ],
+  };
+}
