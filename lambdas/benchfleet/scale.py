@@ -1,10 +1,57 @@
-"""Scales of a spec: ``full`` as written, ``smoke`` small enough to try any spec locally in a minute."""
+"""Scales of a spec, and trying a cloud spec on this machine.
+
+``full`` is the spec as written. ``smoke`` keeps a spec's shape -- its test (built-in or Lua), its
+options, its distribution, its targets and configs, the low and high ends of its thread sweep -- and
+shrinks everything that costs time, so that any workload runs locally in well under a minute:
+a few thousand rows, a 2 s warm-up, 5 s steps, no cooldown, one repetition. Smoke figures show that a
+spec works, never how fast anything is.
+
+``as_local`` turns every target of a spec into a ``kind: local`` MariaDB target with the same id and
+mysql config, so that ``benchfleet run SPEC --scale smoke --local`` can try an EC2, RDS or Aurora
+spec here before it costs anything.
+"""
 
 from __future__ import annotations
 
-from benchfleet.spec import LoadedSpec
+from benchfleet.spec import ComparisonSpec, LoadedSpec, LocalTarget, Workload
 
 SCALES = ("full", "smoke")
+
+# Smoke limits. Each is small enough for a 2-core machine; together a workload stays under a minute
+# (prepare ~1 s, warm-up 2 s, at most two 5 s steps, plus server start-up).
+SMOKE_MAX_TABLES = 2
+SMOKE_MAX_TABLE_SIZE = 2000
+SMOKE_MAX_PREPARE_THREADS = 2
+SMOKE_MAX_WARMUP_S = 2
+SMOKE_DURATION_S = 5
+SMOKE_MAX_THREADS = 8
+
+# Memory of the local server that stands in for a cloud target (as_local): enough for any cnf's
+# percentage-sized buffers, small enough to leave room for two servers and sysbench on a laptop.
+LOCAL_STAND_IN_MEMORY_MB = 512
+
+
+def smoke_threads(threads: list[int]) -> list[int]:
+    """At most two steps: the sweep's lowest thread count and its highest up to SMOKE_MAX_THREADS.
+
+    ``[1..128]`` -> ``[1, 8]``; ``[3]`` -> ``[3]``; ``[15]`` -> ``[8]``; ``[64, 256]`` -> ``[8]``.
+    """
+    small = sorted(t for t in threads if t <= SMOKE_MAX_THREADS)
+    if not small:
+        return [SMOKE_MAX_THREADS]
+    return sorted({small[0], small[-1]})
+
+
+def smoke_workload(w: Workload) -> Workload:
+    return w.model_copy(update={
+        "tables": min(w.tables, SMOKE_MAX_TABLES),
+        "table_size": min(w.table_size, SMOKE_MAX_TABLE_SIZE),
+        "prepare_threads": min(w.prepare_threads, SMOKE_MAX_PREPARE_THREADS),
+        "warmup_s": min(w.warmup_s, SMOKE_MAX_WARMUP_S),
+        "threads": smoke_threads(w.threads),
+        "duration_s": min(w.duration_s, SMOKE_DURATION_S),
+        "cooldown_s": 0,
+    })
 
 
 def apply_scale(loaded: LoadedSpec, scale: str) -> LoadedSpec:
@@ -13,11 +60,28 @@ def apply_scale(loaded: LoadedSpec, scale: str) -> LoadedSpec:
         raise ValueError(f"unknown scale {scale!r}: expected one of {', '.join(SCALES)}")
     if scale == "full":
         return loaded
-    w = loaded.workload
-    threads = sorted({t for t in (min(w.threads), max(w.threads)) if t <= 8} or {1})
-    smoke = w.model_copy(update={
-        "tables": min(w.tables, 2), "table_size": min(w.table_size, 2000),
-        "prepare_threads": min(w.prepare_threads, 2), "warmup_s": min(w.warmup_s, 2),
-        "threads": threads, "duration_s": min(w.duration_s, 5), "cooldown_s": 0})
-    spec = loaded.spec.model_copy(update={"repetitions": 1})
+    smoke = smoke_workload(loaded.workload)
+    # The spec's own copy of an inline workload follows, so that spec and workload stay one thing.
+    update: dict[str, object] = {"repetitions": 1}
+    if isinstance(loaded.spec.workload, Workload):
+        update["workload"] = smoke
+    spec = loaded.spec.model_copy(update=update)
     return loaded.model_copy(update={"workload": smoke, "spec": spec})
+
+
+def as_local(loaded: LoadedSpec, memory_mb: int = LOCAL_STAND_IN_MEMORY_MB) -> LoadedSpec:
+    """Every target as a local MariaDB target with the same id and mysql_config.
+
+    Local targets are kept as they are. The stand-ins get ``memory_mb`` (cnf percentages are sized
+    from it) and no CPU pinning; instance types, storage, regions and prices do not carry over, and
+    engine-only cnf groups are rendered for MariaDB (the rendered file says what was skipped).
+    A spec-level budget is dropped: local targets cost nothing.
+    """
+    targets = [
+        t if isinstance(t, LocalTarget)
+        else LocalTarget(id=t.id, kind="local", mysql_config=t.mysql_config, memory_mb=memory_mb)
+        for t in loaded.spec.targets
+    ]
+    spec = ComparisonSpec.model_validate({**loaded.spec.model_dump(), "targets": [
+        t.model_dump() for t in targets], "budget_usd": None})
+    return loaded.model_copy(update={"spec": spec})
