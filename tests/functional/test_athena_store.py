@@ -101,7 +101,8 @@ def keys(s3: Any, prefix: str = "tables/") -> list[str]:
 
 def test_samples_land_under_the_run_partition_and_parse_back_to_the_same_rows(store, aws):
     rows = [sample(second=s) for s in (1, 2, 3)] + [sample(rep=2, second=1)]
-    written = store.write_samples(rows)
+    assert store.write_samples(rows) == 4  # rows stored (the ResultsStore protocol)
+    written = store.keys_written
 
     assert len(written) == 2  # one object per target x repetition x step
     assert keys(aws["s3"]) == sorted(written)
@@ -144,28 +145,31 @@ def test_partition_registered_by_another_writer_is_not_an_error(store, aws):
 
 def test_a_retried_write_rewrites_the_same_object(store, aws):
     rows = [sample(second=s) for s in range(1, 6)]
-    first = store.write_samples(rows)
-    second = store.write_samples(rows)
+    store.write_samples(rows)
+    store.write_samples(rows)
+    first, second = store.keys_written
     assert first == second
     assert len(keys(aws["s3"], "tables/samples/")) == 1
     # A different batch of the same step is a different object, never an overwrite.
-    third = store.write_samples([sample(second=6)])
-    assert third != first
+    store.write_samples([sample(second=6)])
+    assert store.keys_written[-1] != first
     assert len(keys(aws["s3"], "tables/samples/")) == 2
 
 
 def test_cloud_metrics_targets_and_runs(store, aws):
+    CloudMetric = pytest.importorskip("benchfleet.aws.timestream").CloudMetric
     metrics = [
-        {"time": T0, "run_id": RUN, "target_id": "aurora-r6g", "metric": "WriteLatency", "value": 1.7,
-         "unit": "Milliseconds"},
-        {"time": T0 + timedelta(minutes=1), "run_id": RUN, "target_id": "aurora-r6g",
-         "metric": "CommitLatency", "value": 2.4, "unit": "Milliseconds"},
+        CloudMetric(time=T0, run_id=RUN, target_id="aurora-r6g", repetition=1, step="measure-t8",
+                    metric="WriteLatency", value=1.7, unit="Milliseconds"),
+        CloudMetric(time=T0 + timedelta(minutes=1), run_id=RUN, target_id="aurora-r6g", repetition=1,
+                    step="measure-t8", metric="CommitLatency", value=2.4, unit="Milliseconds"),
     ]
-    (mkey,) = store.write_cloud_metrics(metrics)
+    assert store.write_cloud_metrics(metrics) == 2
+    (mkey,) = store.keys_written
     assert mkey.startswith(f"tables/cloud_metrics/run_id={RUN}/aurora-r6g.")
     lines = read_lines(aws["s3"], mkey)
-    assert lines[0] == {"time": athena_timestamp(T0), "target_id": "aurora-r6g", "metric": "WriteLatency",
-                        "value": 1.7, "unit": "Milliseconds"}
+    assert lines[0] == {"time": athena_timestamp(T0), "target_id": "aurora-r6g", "repetition": 1,
+                        "step": "measure-t8", "metric": "WriteLatency", "value": 1.7, "unit": "Milliseconds"}
     assert lines[0]["time"] == "2026-11-02 10:15:00.000000"
 
     (tkey,) = store.write_targets([{"run_id": RUN, "target_id": "aurora-r6g", "repetition": 1,
@@ -224,9 +228,22 @@ def test_glue_columns_match_the_local_duckdb_schema(tmp_path):
             local = [r["column_name"] for r in db.query(
                 "SELECT column_name FROM information_schema.columns WHERE table_name = ? "
                 "ORDER BY ordinal_position", [table])]
-            assert set(local) - {"run_id"} == {n for n, _ in columns}, table
+            # cloud_metrics in the cloud also carry the step window they were collected for.
+            extra = {"repetition", "step"} if table == "cloud_metrics" else set()
+            assert set(local) - {"run_id"} == {n for n, _ in columns} - extra, table
     finally:
         db.close()
+
+
+def test_from_settings_is_the_factory_results_store_calls(aws, monkeypatch):
+    settings = pytest.importorskip("benchfleet.aws.settings").Settings(results_bucket=BUCKET,
+                                                                        results_store="athena")
+    monkeypatch.setenv("GLUE_DATABASE", DATABASE)
+    monkeypatch.setenv("ATHENA_WORKGROUP", WORKGROUP)
+    results_store = pytest.importorskip("benchfleet.aws.results_store")
+    store = results_store.store_from_settings(settings, lambda service: aws[service])
+    assert isinstance(store, AthenaStore)
+    assert store.write_samples([sample()]) == 1
 
 
 def test_from_env_names_what_is_missing(aws):

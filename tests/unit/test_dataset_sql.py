@@ -10,6 +10,7 @@ store filled through DuckDBStore's own methods. Dialect shim, the only differenc
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -27,22 +28,10 @@ TPS = {("m6i-large", 8): 1000.0, ("m6i-large", 16): 1500.0, ("m6g-large", 8): 11
        ("m6g-large", 16): 1200.0}
 PRICE = {"m6i-large": 0.096, "m6g-large": 0.077}
 
-EXPECTED_COLUMNS = {
-    "step_results": ["run_id", "run_name", "started_at", "target_id", "kind", "instance_type", "engine",
-                     "region", "workload", "threads", "repetitions", "tps_mean", "tps_min", "tps_max",
-                     "latency_pct", "latency_pct_ms_min", "latency_pct_ms_max", "tps_cv_mean",
-                     "steal_mean_pct", "errors", "baseline_target", "baseline_tps_mean", "relative_pct",
-                     "price_per_hour", "cost_per_1000_tps"],
-    "target_costs": ["run_id", "run_name", "started_at", "target_id", "kind", "instance_type", "vcpus",
-                     "memory_mb", "arch", "peak_threads", "peak_tps_mean", "repetitions", "price_per_hour",
-                     "cost_per_1000_tps", "transactions_per_usd"],
-    "samples": ["run_id", "run_name", "target_id", "kind", "instance_type", "repetition", "workload",
-                "step", "phase", "threads", "time", "elapsed_s", "tps", "qps", "latency_ms", "latency_pct",
-                "errors_per_s", "reconnects_per_s", "cpu_steal_pct", "cpu_user_pct", "cpu_system_pct",
-                "cpu_iowait_pct"],
-    "cloud_metrics": ["run_id", "run_name", "target_id", "kind", "instance_type", "time", "elapsed_s",
-                      "metric", "value", "unit"],
-}
+DATASETS = json.loads((SQL_DIR.parent / "datasets.json").read_text())["datasets"]
+# Declared once in cdk/lib/sql/datasets.json (the QuickSight InputColumns the CDK app sends).
+EXPECTED_COLUMNS = {name: [c for c, _ in d["columns"]] for name, d in DATASETS.items()}
+QUICKSIGHT_TYPES = {"STRING": (str,), "INTEGER": (int,), "DECIMAL": (float, int), "DATETIME": (datetime,)}
 
 
 def athena_to_duckdb(sql: str) -> str:
@@ -113,6 +102,10 @@ def test_dataset_returns_rows_with_the_expected_columns(store, name):
     rows = run(store, name)
     assert rows, name
     assert list(rows[0]) == EXPECTED_COLUMNS[name]
+    for column, qs_type in DATASETS[name]["columns"]:
+        values = [r[column] for r in rows if r[column] is not None]
+        assert values, f"{name}.{column} is always null in the fixture"
+        assert all(isinstance(v, QUICKSIGHT_TYPES[qs_type]) for v in values), f"{name}.{column}"
 
 
 def test_every_sql_file_is_covered():

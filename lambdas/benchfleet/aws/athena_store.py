@@ -26,14 +26,17 @@ import json
 import os
 import time as _time
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from pydantic import BaseModel
 
 from benchfleet.records import Sample, StepSummary
+
+if TYPE_CHECKING:
+    from benchfleet.aws.settings import Settings
 
 TABLES_PREFIX = "tables/"
 PARTITION_KEY = "run_id"
@@ -42,7 +45,8 @@ PARTITION_KEY = "run_id"
 # cdk/lib/sql/glue-tables.json declares the same columns with their types; a functional test checks it.
 SAMPLE_COLUMNS: tuple[str, ...] = tuple(f for f in Sample.model_fields if f != PARTITION_KEY)
 SUMMARY_COLUMNS: tuple[str, ...] = tuple(f for f in StepSummary.model_fields if f != PARTITION_KEY)
-CLOUD_METRIC_COLUMNS: tuple[str, ...] = ("time", "target_id", "metric", "value", "unit")
+CLOUD_METRIC_COLUMNS: tuple[str, ...] = ("time", "target_id", "repetition", "step", "metric", "value",
+                                         "unit")
 TARGET_COLUMNS: tuple[str, ...] = (
     "target_id", "repetition", "kind", "instance_type", "engine", "mysql_config", "region", "storage",
     "cpus", "price_per_hour", "cpu_model", "vcpus", "cpus_usable", "memory_mb", "arch", "kernel", "os",
@@ -108,9 +112,10 @@ def partition_prefix(table: str, run_id: str) -> str:
 class AthenaStore:
     """Writes the data model's rows to S3 for Athena and reads them back through Athena.
 
-    Implements the results-store interface (``write_samples``, ``write_summaries``,
-    ``write_cloud_metrics``) plus ``write_targets`` and ``write_run``, which the dashboards'
-    datasets join on (target prices and fingerprints, run names and baselines).
+    Implements benchfleet.aws.results_store.ResultsStore (``write_samples``, ``write_summaries``,
+    ``write_cloud_metrics``: each returns the rows stored; a retry is harmless) plus ``write_targets``
+    and ``write_run``, which the dashboards' datasets join on (target prices and fingerprints, run
+    names and baselines). ``keys_written`` lists the objects put, in order.
     """
 
     def __init__(self, bucket: str, database: str, workgroup: str, *, s3: Any = None, glue: Any = None,
@@ -122,6 +127,7 @@ class AthenaStore:
         self.glue = glue or boto3.client("glue")
         self.athena = athena or boto3.client("athena")
         self.poll_seconds = poll_seconds
+        self.keys_written: list[str] = []
         self._registered: set[tuple[str, str]] = set()
         self._descriptors: dict[str, dict[str, Any]] = {}
 
@@ -135,15 +141,17 @@ class AthenaStore:
         return cls(env["RESULTS_BUCKET"], env["GLUE_DATABASE"], env["ATHENA_WORKGROUP"], **clients)
 
     # ---- writes --------------------------------------------------------------------------------
-    def write_samples(self, samples: Sequence[Sample]) -> list[str]:
-        """Per-second samples, one object per run x target x repetition x step. Returns the keys."""
-        return self._write_steps("samples", SAMPLE_COLUMNS, samples)
+    def write_samples(self, samples: Sequence[Sample]) -> int:
+        """Per-second samples, one object per run x target x repetition x step."""
+        self._write_steps("samples", SAMPLE_COLUMNS, samples)
+        return len(samples)
 
-    def write_summaries(self, summaries: Sequence[StepSummary]) -> list[str]:
-        return self._write_steps("step_summaries", SUMMARY_COLUMNS, summaries)
+    def write_summaries(self, summaries: Sequence[StepSummary]) -> int:
+        self._write_steps("step_summaries", SUMMARY_COLUMNS, summaries)
+        return len(summaries)
 
-    def write_cloud_metrics(self, metrics: Sequence[Row]) -> list[str]:
-        """Rows with time, run_id, target_id, metric, value, unit (mappings or pydantic models)."""
+    def write_cloud_metrics(self, metrics: Sequence[Row]) -> int:
+        """CloudMetric rows (time, run_id, target_id, repetition, step, metric, value, unit)."""
         groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
         for metric in metrics:
             row = _as_dict(metric)
@@ -152,7 +160,7 @@ class AthenaStore:
         for (run_id, target_id), rows in groups.items():
             body = json_lines(rows, CLOUD_METRIC_COLUMNS)
             keys.append(self._put("cloud_metrics", run_id, f"{target_id}.{_digest(body)}.jsonl", body))
-        return keys
+        return len(metrics)
 
     def write_targets(self, targets: Sequence[Row]) -> list[str]:
         """One row per run x target x repetition (the DuckDB ``targets`` columns); replaces earlier."""
@@ -188,6 +196,7 @@ class AthenaStore:
         content_type = "application/x-ndjson" if name.endswith(".jsonl") else "application/json"
         self.s3.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType=content_type)
         self.register_partition(table, run_id)
+        self.keys_written.append(key)
         return key
 
     # ---- partitions ----------------------------------------------------------------------------
@@ -261,6 +270,18 @@ class AthenaStore:
             token = page.get("NextToken")
             if not token:
                 return rows
+
+
+def from_settings(settings: Settings, client: Callable[[str], Any],
+                  env: Mapping[str, str] | None = None) -> AthenaStore:
+    """The factory benchfleet.aws.results_store.store_from_settings calls for RESULTS_STORE=athena.
+
+    RESULTS_BUCKET comes from the settings; GLUE_DATABASE and ATHENA_WORKGROUP (set by the CDK app's
+    athena store) from the environment.
+    """
+    env = os.environ if env is None else env
+    return AthenaStore.from_env({**env, "RESULTS_BUCKET": settings.results_bucket or env.get("RESULTS_BUCKET", "")},
+                                s3=client("s3"), glue=client("glue"), athena=client("athena"))
 
 
 def _run_id(row: Mapping[str, Any]) -> str:
