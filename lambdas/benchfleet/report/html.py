@@ -1,0 +1,290 @@
+"""One self-contained HTML file per run: Plotly's JS inlined, data embedded, no network needed."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from benchfleet import stats
+from benchfleet.local.store import DuckDBStore
+from benchfleet.report import charts
+from benchfleet.report.data import fingerprint_values, timeline
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#222;background:#f6f7f9}
+main{max-width:1280px;margin:0 auto;padding:18px 24px 48px}
+h1{font-size:22px;margin:8px 0 2px} h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd;
+padding-bottom:4px} .sub{color:#666;font-size:13px;margin-bottom:12px}
+.card{background:#fff;border:1px solid #e1e4e8;border-radius:6px;padding:10px 12px;margin:10px 0}
+table{border-collapse:collapse;font-size:12.5px;width:100%;background:#fff}
+th,td{border-bottom:1px solid #eee;padding:4px 8px;text-align:right;white-space:nowrap}
+th{background:#fafbfc;position:sticky;top:0;font-weight:600} td.l,th.l{text-align:left}
+.scroll{max-height:480px;overflow:auto;border:1px solid #e1e4e8;border-radius:6px}
+.kv{display:grid;grid-template-columns:max-content auto;gap:2px 16px;font-size:13px}
+.kv div:nth-child(odd){color:#666} .faster{color:#17803d;font-weight:600} .slower{color:#b42318;font-weight:600}
+.muted{color:#888} .note{font-size:12px;color:#555;margin:4px 0} details pre{font-size:12px;overflow:auto}
+.chart{min-height:260px}
+"""
+
+
+def write_report(store: DuckDBStore, run_id: str, path: Path | str) -> Path:
+    """Write the HTML report of ``run_id`` (a unique prefix is enough) to ``path``; returns the path."""
+    path = Path(path)
+    html = render_report(store, run_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(html, encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def render_report(store: DuckDBStore, run_id: str) -> str:
+    """The report's HTML as a string."""
+    import plotly.offline
+
+    comparison = stats.run_comparison(store, run_id)
+    run = store.run(comparison["run"]["run_id"])
+    series = timeline(store, run["run_id"])
+    order = [t["target_id"] for t in comparison["targets"]]
+    palette = charts.colors(order)
+
+    figures: list[tuple[str, str, charts.Figure | None, str]] = [
+        ("throughput", "Throughput vs threads", charts.throughput(comparison, palette),
+         "Mean over repetitions of sysbench's tps for each step; the band spans the lowest and highest "
+         "repetition. Hover for the 95% confidence interval of the mean."),
+        ("latency", "Latency vs threads", charts.latency(comparison, palette),
+         "sysbench's latency percentile over each whole step; the point is the median repetition, the "
+         "bars reach the best and worst repetition. Percentiles are never averaged."),
+    ]
+    if len(order) > 1:
+        figures.append(("relative", f"Relative to the baseline ({comparison['baseline']})",
+                        charts.relative(comparison, palette),
+                        "100 x (mean tps / baseline mean tps - 1) at the same thread count. Error bars: "
+                        "95% confidence interval (Welch, on the log ratio). A verdict needs the whole "
+                        "interval on one side of 0."))
+    figures.append(("timeline", "Throughput over time and CPU steal", charts.timeline(series, palette),
+                    "Warm-up and every measure step of each repetition, one after the other. Steal is the "
+                    "share of CPU time the hypervisor gave to someone else: when it rises, throughput "
+                    "falls for reasons that are not the database's."))
+    cost_fig = charts.cost(comparison, palette)
+    figures.append(("cost", "Cost per 1000 TPS", cost_fig if cost_fig["data"][0]["x"] else None,
+                    "Price per hour (on-demand list price of instance, client and storage) divided by "
+                    "peak throughput in thousands of transactions per second."))
+
+    n_charts = sum(1 for f in figures if f[2] is not None)
+    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+             f"<meta name='viewport' content='width=device-width, initial-scale=1'>"
+             f"<title>benchfleet - {escape(run['name'])} - {escape(run['run_id'])}</title>"
+             f"<style>{_CSS}</style><script>{plotly.offline.get_plotlyjs()}</script></head>"
+             f"<body data-charts='{n_charts}'><main>"]
+    parts.append(_header(run, comparison))
+    parts.append(_targets_table(comparison))
+    parts.append(_summary_table(comparison))
+    for key, title, fig, note in figures:
+        parts.append(f"<h2>{escape(title)}</h2><p class='note'>{escape(note)}</p>")
+        if fig is None:
+            parts.append("<p class='muted'>No priced target: set price_per_hour on local targets or use "
+                         "instance types the price tables know.</p>")
+            continue
+        parts.append(f"<div class='card'><div id='chart-{key}' class='chart'></div></div>")
+        parts.append(_figure_script(f"chart-{key}", fig))
+        if key == "cost":
+            parts.append(_cost_table(comparison))
+    parts.append(_jitter_table(comparison))
+    parts.append(_speedup_tables(comparison))
+    parts.append(_notes(comparison, run))
+    parts.append("</main></body></html>")
+    return "".join(parts)
+
+
+def _json(value: Any) -> str:
+    """JSON safe inside a <script> element."""
+    return (json.dumps(value, separators=(",", ":"), allow_nan=False, default=str)
+            .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+
+
+def _figure_script(div_id: str, fig: charts.Figure) -> str:
+    return (f"<script>(function(){{var f={_json(fig)};Plotly.newPlot({_json(div_id)},f.data,f.layout,"
+            f"{{responsive:true,displaylogo:false}});}})();</script>")
+
+
+# ---- formatting -----------------------------------------------------------------------------------
+
+def _n(value: Any, digits: int = 1, prefix: str = "", suffix: str = "") -> str:
+    if value is None:
+        return "<span class='muted'>-</span>"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{prefix}{value:,}{suffix}"
+    return f"{prefix}{float(value):,.{digits}f}{suffix}"
+
+
+def _pct(value: Any, digits: int = 1) -> str:
+    return "<span class='muted'>-</span>" if value is None else f"{float(value):+.{digits}f}%"
+
+
+def _money(value: Any, digits: int = 4) -> str:
+    return _n(value, digits, prefix="$")
+
+
+def _e(value: Any) -> str:
+    return "<span class='muted'>-</span>" if value in (None, "") else escape(str(value))
+
+
+def _table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
+    head = "".join(f"<th class='l'>{escape(h)}</th>" if i < left else f"<th>{escape(h)}</th>"
+                   for i, h in enumerate(headers))
+    body = "".join("<tr>" + "".join(f"<td class='l'>{c}</td>" if i < left else f"<td>{c}</td>"
+                                    for i, c in enumerate(r)) + "</tr>" for r in rows)
+    return f"<div class='scroll'><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
+
+
+def _when(value: Any) -> str:
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S UTC")
+    return _e(value)
+
+
+# ---- sections -------------------------------------------------------------------------------------
+
+def _header(run: dict[str, Any], comparison: dict[str, Any]) -> str:
+    spec = run.get("spec") or {}
+    workload = spec.get("workload")
+    workload_text = workload.get("name") if isinstance(workload, dict) else workload
+    duration = None
+    if isinstance(run.get("started_at"), datetime) and isinstance(run.get("ended_at"), datetime):
+        duration = (run["ended_at"] - run["started_at"]).total_seconds()
+    kv = [
+        ("Run", _e(run["run_id"])), ("Status", _e(run.get("status"))), ("Mode", _e(run.get("mode"))),
+        ("Started", _when(run.get("started_at"))), ("Ended", _when(run.get("ended_at"))),
+        ("Wall time", _n(duration / 60, 1, suffix=" min") if duration is not None else _e(None)),
+        ("Workload", _e(workload_text)), ("Repetitions", _e(spec.get("repetitions"))),
+        ("Baseline", _e(comparison.get("baseline"))),
+        ("Estimated cost", _money(run.get("estimated_cost_usd"), 2)),
+        ("Actual cost", _money(run.get("actual_cost_usd"), 2)),
+    ]
+    if spec.get("description"):
+        kv.insert(0, ("Description", _e(spec["description"])))
+    grid = "".join(f"<div>{escape(k)}</div><div>{v}</div>" for k, v in kv)
+    spec_json = escape(json.dumps(spec, indent=2, default=str))
+    msg = f"<p class='note'>{_e(run.get('message'))}</p>" if run.get("message") else ""
+    return (f"<h1>{escape(run['name'])}</h1><div class='sub'>benchfleet report - "
+            f"{len(comparison['targets'])} targets, {len(comparison['rows'])} target x threads results</div>"
+            f"<div class='card'><div class='kv'>{grid}</div>{msg}"
+            f"<details><summary>Spec</summary><pre>{spec_json}</pre></details></div>")
+
+
+def _targets_table(comparison: dict[str, Any]) -> str:
+    rows = []
+    for t in comparison["targets"]:
+        tid = t["target_id"]
+        type_ = t.get("instance_type") or t.get("instance_class") or (
+            f"cpus {t['cpus']}" if t.get("cpus") else "")
+        rows.append([
+            escape(tid), _e(t.get("kind")), _e(type_), _e(t.get("region")), _e(t.get("engine")),
+            _e(fingerprint_values(comparison, tid, "engine_version")), _e(t.get("mysql_config")),
+            _e(fingerprint_values(comparison, tid, "config_hash")),
+            _e(fingerprint_values(comparison, tid, "cpu_model")),
+            _e(fingerprint_values(comparison, tid, "vcpus")),
+            _e(fingerprint_values(comparison, tid, "memory_mb")),
+            _e(fingerprint_values(comparison, tid, "arch")), _e(fingerprint_values(comparison, tid, "kernel")),
+            _e(fingerprint_values(comparison, tid, "sysbench_version")), _e(t.get("storage")),
+            _money(t.get("price_per_hour"), 4)])
+    return "<h2>Targets and environment fingerprints</h2>" + _table(
+        ["target", "kind", "type", "region", "engine", "version", "config", "config hash", "CPU model",
+         "vCPUs", "memory MB", "arch", "kernel", "sysbench", "storage", "$/hour"], rows, left=15)
+
+
+def _summary_table(comparison: dict[str, Any]) -> str:
+    rows = []
+    pct = next((r["latency_pct"] for r in comparison["rows"] if r.get("latency_pct")), 95)
+    for r in comparison["rows"]:
+        tps = r["tps"]
+        rel = r.get("relative") or {}
+        verdict = rel.get("verdict")
+        css = "faster" if verdict == "faster" else "slower" if verdict == "slower" else "muted"
+        ci = (f"{_n(tps['ci_low'])} - {_n(tps['ci_high'])}" if tps["ci_low"] is not None
+              else "<span class='muted'>n&lt;2</span>")
+        rel_ci = (f"{_pct(rel.get('ci_low_pct'))} .. {_pct(rel.get('ci_high_pct'))}"
+                  if rel.get("ci_low_pct") is not None else "<span class='muted'>-</span>")
+        lat = r["latency_step_pct_ms"]
+        rows.append([
+            escape(r["target_id"]), _n(r["threads"]), _n(r["repetitions"]), _n(tps["mean"]), ci,
+            f"{_n(tps['min'])} - {_n(tps['max'])}", _n(lat["median"], 2),
+            f"{_n(lat['min'], 2)} - {_n(lat['max'], 2)}", _pct(rel.get("pct")), rel_ci,
+            f"<span class='{css}'>{_e(verdict) if verdict else '-'}</span>",
+            _n(r["steal_mean_pct"], 2), _money(r["cost_per_1000_tps"])])
+    return "<h2>Results by target and threads</h2>" + _table(
+        ["target", "threads", "reps", "tps mean", "95% CI", "min - max", f"p{pct} ms median",
+         f"p{pct} range", "vs baseline", "95% CI", "verdict", "steal %", "$/h per 1k TPS"], rows)
+
+
+def _jitter_table(comparison: dict[str, Any]) -> str:
+    rows = []
+    for r in comparison["rows"]:
+        j = r["jitter"]
+        rows.append([
+            escape(r["target_id"]), _n(r["threads"]),
+            _n(None if j["tps_cv_mean"] is None else 100 * j["tps_cv_mean"], 2, suffix="%"),
+            _n(None if j["tps_cv_max"] is None else 100 * j["tps_cv_max"], 2, suffix="%"),
+            _n(r["tps_per_second_median"]["mean"]),
+            _n(r["latency_series_p95_ms"]["median"], 2), _n(r["latency_series_p99_ms"]["median"], 2),
+            f"{_n(r['latency_series_p99_ms']['min'], 2)} - {_n(r['latency_series_p99_ms']['max'], 2)}",
+            _n(None if j["latency_series_cv_mean"] is None else 100 * j["latency_series_cv_mean"], 1,
+               suffix="%"),
+            _n(r["steal_mean_pct"], 2), _n(r["steal_max_pct"], 1), _n(r["errors_per_s_mean"], 2)])
+    return ("<h2>Jitter</h2><p class='note'>Within each measure step, second by second (warm-up excluded): "
+            "CV = stdev / mean of per-second tps; latency p95/p99 over seconds = the 95th/99th percentile "
+            "of the per-second latency percentile (the worst seconds), median (and range) over "
+            "repetitions.</p>" + _table(
+                ["target", "threads", "tps CV mean", "tps CV max", "median tps/s", "lat p95 over s ms",
+                 "lat p99 over s ms", "p99 over s range", "latency CV", "steal mean %", "steal max %",
+                 "errors/s"], rows))
+
+
+def _cost_table(comparison: dict[str, Any]) -> str:
+    rows = []
+    for t in comparison["targets"]:
+        peak = t.get("peak") or {}
+        rows.append([escape(t["target_id"]), _money(t.get("price_per_hour")), _n(peak.get("threads")),
+                     _n(peak.get("tps_mean")), _money(peak.get("cost_per_1000_tps")),
+                     _n(peak.get("transactions_per_usd"), 0)])
+    return _table(["target", "$/hour", "peak at threads", "peak tps", "$/h per 1000 TPS",
+                   "transactions per $"], rows)
+
+
+def _speedup_tables(comparison: dict[str, Any]) -> str:
+    groups = comparison.get("speedup") or []
+    out = ["<h2>Speedup by size</h2>"]
+    if not groups:
+        out.append("<p class='muted'>No family with two or more sizes in this run (same kind, family, "
+                   "engine and configuration; local targets by pinned CPU count).</p>")
+        return "".join(out)
+    out.append("<p class='note'>Peak mean tps over the thread sweep divided by that of the smallest size "
+               "of the same family and configuration; per thread count on the right.</p>")
+    for g in groups:
+        threads = sorted({int(k) for r in g["rows"] for k in r["by_threads"]})
+        rows = [[escape(r["target_id"]), _n(r["size"], 0), _n(r["peak_tps"]), _n(r["peak_threads"]),
+                 _n(r["speedup"], 2, suffix="x"), *[_n(r["by_threads"].get(str(th)), 2, suffix="x")
+                                                    for th in threads]] for r in g["rows"]]
+        out.append(f"<div class='card'><div class='note'>{escape(g['group'])}</div>" + _table(
+            ["target", "size (vCPUs)", "peak tps", "at threads", "speedup",
+             *[f"{th} thr" for th in threads]], rows) + "</div>")
+    return "".join(out)
+
+
+def _notes(comparison: dict[str, Any], run: dict[str, Any]) -> str:
+    from benchfleet import pricing
+
+    try:
+        stamps = pricing.load_prices().stamps()
+        prices = ", ".join(f"{k} as of {v}" for k, v in stamps.items())
+    except (OSError, ValueError):
+        prices = "price tables not found"
+    items = "".join(f"<li><b>{escape(k)}</b>: {escape(v)}</li>" for k, v in comparison["notes"].items())
+    return (f"<h2>What the figures are</h2><div class='card note'><ul>{items}"
+            f"<li><b>prices</b>: on-demand list prices ({escape(prices)}); a target's own "
+            f"price_per_hour overrides them</li></ul></div>"
+            f"<p class='muted note'>benchfleet - run {escape(run['run_id'])}</p>")

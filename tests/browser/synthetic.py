@@ -1,0 +1,98 @@
+"""Realistic synthetic runs written through DuckDBStore's own methods and the records models.
+
+Throughput follows a saturation curve in threads (per target capacity), per-second noise, one
+repetition with a steal episode; latency grows with threads; summaries agree with the samples.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from benchfleet.local.store import DuckDBStore
+from benchfleet.records import AgentOutput, Fingerprint, Sample, StepSummary
+
+TARGETS: list[dict[str, Any]] = [
+    {"id": "m6i-large", "kind": "ec2", "instance_type": "m6i.large", "capacity": 2400.0, "vcpus": 2,
+     "cpu_model": "Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz", "arch": "x86_64", "price": 0.107},
+    {"id": "m6g-large", "kind": "ec2", "instance_type": "m6g.large", "capacity": 2050.0, "vcpus": 2,
+     "cpu_model": "Neoverse-N1", "arch": "aarch64", "price": 0.088},
+    {"id": "m6i-xlarge", "kind": "ec2", "instance_type": "m6i.xlarge", "capacity": 4500.0, "vcpus": 4,
+     "cpu_model": "Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz", "arch": "x86_64", "price": 0.203},
+]
+
+
+def spec_of(name: str, targets: list[dict[str, Any]], reps: int, threads: list[int]) -> dict[str, Any]:
+    return {"name": name, "workload": {"name": "ro-sweep", "test": "oltp_read_only", "threads": threads,
+                                       "duration_s": 60, "warmup_s": 30},
+            "repetitions": reps, "baseline": targets[0]["id"],
+            "targets": [{"id": t["id"], "kind": t["kind"], "instance_type": t["instance_type"],
+                         "engine": "mysql-8.0", "mysql_config": "default", "region": "us-east-1"}
+                        for t in targets]}
+
+
+def fill_store(store: DuckDBStore, run_id: str = "demo-run-20261122t100000-abcd",
+               targets: list[dict[str, Any]] | None = None, reps: int = 3,
+               threads: tuple[int, ...] = (1, 2, 4, 8, 16), seconds: int = 60, warmup_s: int = 30,
+               seed: int = 7) -> str:
+    targets = targets or TARGETS
+    rng = random.Random(seed)
+    name = run_id.rsplit("-", 2)[0]
+    store.create_run(run_id, name, spec_of(name, targets, reps, list(threads)), "aws", 1.23)
+    start = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
+    for t in targets:
+        for rep in range(1, reps + 1):
+            host = rng.gauss(1.0, 0.02)  # each repetition on its own host
+            steal_episode = rep == 2 and t["id"] == targets[0]["id"]
+            clock = start + timedelta(hours=rep)
+            samples: list[Sample] = []
+            summaries: list[StepSummary] = []
+            steps = [("warmup", "warmup", max(threads), warmup_s)] + [
+                ("measure", f"t{th:04d}", th, seconds) for th in threads]
+            for phase, step, th, duration in steps:
+                base = t["capacity"] * host * th / (th + 1.5) * (1 + 0.1 * (th <= t["vcpus"]))
+                step_samples = []
+                for sec in range(1, duration + 1):
+                    steal = max(0.0, rng.gauss(0.3, 0.2))
+                    if steal_episode and phase == "measure" and 20 <= sec <= 35:
+                        steal = rng.uniform(20, 35)
+                    tps = max(1.0, rng.gauss(base, base * 0.03) * (1 - steal / 100))
+                    lat = 1000 * th / tps * rng.uniform(1.3, 1.9)
+                    step_samples.append(Sample(
+                        run_id=run_id, target_id=t["id"], repetition=rep, workload="ro-sweep", step=step,
+                        phase=phase, threads=th, time=clock + timedelta(seconds=sec), second=float(sec),
+                        tps=round(tps, 2), qps=round(tps * 16, 2), reads_per_s=round(tps * 14, 2),
+                        writes_per_s=0.0, other_per_s=round(tps * 2, 2), latency_ms=round(lat, 2),
+                        latency_pct=95, errors_per_s=0.0, reconnects_per_s=0.0, cpu_steal_pct=round(steal, 2),
+                        cpu_user_pct=60.0, cpu_system_pct=15.0, cpu_iowait_pct=0.1))
+                clock += timedelta(seconds=duration + 5)
+                samples.extend(step_samples)
+                tps_values = [s.tps for s in step_samples]
+                mean_tps = statistics.fmean(tps_values)
+                transactions = int(mean_tps * duration)
+                lats = sorted(s.latency_ms for s in step_samples)
+                summaries.append(StepSummary(
+                    run_id=run_id, target_id=t["id"], repetition=rep, workload="ro-sweep", step=step,
+                    phase=phase, threads=th, time=clock, total_time_s=float(duration),
+                    transactions=transactions, tps=round(mean_tps, 2), queries=transactions * 16,
+                    qps=round(mean_tps * 16, 2), reads=transactions * 14, writes=0, other=transactions * 2,
+                    ignored_errors=0, errors_per_s=0.0, reconnects=0, reconnects_per_s=0.0,
+                    events=transactions, latency_min_ms=round(lats[0] / 3, 2),
+                    latency_avg_ms=round(statistics.fmean(lats) / 1.5, 2), latency_max_ms=round(lats[-1] * 3, 2),
+                    latency_pct=95, latency_pct_ms=round(lats[int(0.9 * len(lats))], 2),
+                    sysbench_version="1.0.20", samples=len(step_samples),
+                    tps_cv=statistics.stdev(tps_values) / mean_tps,
+                    steal_mean_pct=statistics.fmean(s.cpu_steal_pct or 0 for s in step_samples)))
+            store.add_output(AgentOutput(samples=samples, summaries=summaries))
+            store.add_target(run_id, t["id"], rep, {
+                "kind": t["kind"], "instance_type": t["instance_type"], "engine": "mysql-8.0",
+                "mysql_config": "default", "region": "us-east-1", "storage": "gp3:100",
+                "price_per_hour": t["price"]}, Fingerprint(
+                run_id=run_id, target_id=t["id"], repetition=rep, time=start, cpu_model=t["cpu_model"],
+                vcpus=t["vcpus"], cpus_usable=t["vcpus"], memory_mb=8 * 1024 * t["vcpus"] // 2,
+                arch=t["arch"], kernel="6.8.0-1019-aws", os="Ubuntu 24.04", sysbench_version="1.0.20",
+                engine_version="8.0.40", config_hash="3f2a9c1d"))
+    store.finish_run(run_id, "succeeded", actual_cost_usd=1.02)
+    return run_id
