@@ -1,0 +1,270 @@
+"""benchfleet.stats on hand-computed cases: t quantiles, CI, Welch relative difference and verdicts,
+CV, percentiles (never averaged), cost per 1000 TPS, speedup, and a whole run from a DuckDB store."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from benchfleet import stats
+from benchfleet.local.store import DuckDBStore
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "browser"))
+from synthetic import TARGETS, fill_store
+
+# ---- Student's t ----------------------------------------------------------------------------------
+
+# Two-sided 95 % critical values from any printed t table.
+@pytest.mark.parametrize(("df", "expected"), [
+    (1, 12.7062), (2, 4.3027), (3, 3.1824), (4, 2.7764), (5, 2.5706), (9, 2.2622), (10, 2.2281),
+    (20, 2.0860), (30, 2.0423), (60, 2.0003), (120, 1.9799), (1000, 1.9623), (10**7, 1.9600)])
+def test_t_quantile_matches_the_table(df: int, expected: float) -> None:
+    assert stats.t_quantile(0.975, df) == pytest.approx(expected, abs=5e-5)
+
+
+def test_t_quantile_other_levels_and_symmetry() -> None:
+    assert stats.t_quantile(0.995, 5) == pytest.approx(4.0321, abs=5e-5)
+    assert stats.t_quantile(0.95, 10) == pytest.approx(1.8125, abs=5e-5)
+    assert stats.t_quantile(0.025, 3) == pytest.approx(-stats.t_quantile(0.975, 3))
+    assert stats.t_quantile(0.5, 7) == 0
+
+
+def test_t_quantile_non_integer_df() -> None:
+    # By numerical integration of the t density: non-integer df (Welch) goes through I_x(nu/2, 1/2).
+    assert stats.t_quantile(0.975, 2.5) == pytest.approx(3.574655, abs=1e-5)
+    assert stats.t_quantile(0.975, 1.5) == pytest.approx(6.016663, abs=1e-5)
+    # Between its integer neighbours and monotone.
+    assert stats.t_quantile(0.975, 4) < stats.t_quantile(0.975, 3.5) < stats.t_quantile(0.975, 3)
+
+
+@given(st.floats(0.001, 0.999))
+def test_t_quantile_closed_forms(p: float) -> None:
+    # df = 1 is Cauchy: tan(pi (p - 1/2)); df = 2: (2p - 1) / sqrt(2 p (1 - p)).
+    assert stats.t_quantile(p, 1) == pytest.approx(math.tan(math.pi * (p - 0.5)), rel=1e-9, abs=1e-9)
+    assert stats.t_quantile(p, 2) == pytest.approx((2 * p - 1) / math.sqrt(2 * p * (1 - p)),
+                                                   rel=1e-9, abs=1e-9)
+
+
+def test_t_quantile_rejects_bad_input() -> None:
+    with pytest.raises(ValueError):
+        stats.t_quantile(1.0, 3)
+    with pytest.raises(ValueError):
+        stats.t_quantile(0.9, 0.5)
+
+
+def test_regularized_beta() -> None:
+    # I_0.3(2, 3) = 1 - sum_{j<2} C(4, j) 0.3^j 0.7^(4-j) = 1 - 0.2401 - 0.4116 = 0.3483
+    assert stats.regularized_beta(0.3, 2, 3) == pytest.approx(0.3483, abs=1e-12)
+    assert stats.regularized_beta(0.9, 2, 3) == pytest.approx(1 - 0.1 ** 4 - 4 * 0.9 * 0.1 ** 3, abs=1e-12)
+
+
+# ---- one series ----------------------------------------------------------------------------------
+
+def test_mean_ci_by_hand() -> None:
+    # mean 12, s = 2, n = 3: 12 -/+ 4.302653 * 2 / sqrt(3) = 12 -/+ 4.968275
+    low, high = stats.mean_ci([10, 12, 14])
+    assert low == pytest.approx(7.031725, abs=1e-5)
+    assert high == pytest.approx(16.968275, abs=1e-5)
+    assert stats.mean_ci([5.0]) is None
+
+
+def test_cv() -> None:
+    assert stats.cv([90, 100, 110]) == pytest.approx(0.1)
+    assert stats.cv([100]) is None
+    assert stats.cv([0, 0]) is None
+
+
+def test_percentile_linear_interpolation() -> None:
+    assert stats.percentile([4, 1, 3, 2], 95) == pytest.approx(3.85)  # h = 3 * 0.95 = 2.85
+    assert stats.percentile([1, 2, 3, 4], 50) == pytest.approx(2.5)
+    assert stats.percentile([7], 99) == 7
+    assert stats.percentile([], 95) is None
+    assert stats.percentile(list(range(101)), 99) == pytest.approx(99)
+
+
+def test_step_stats() -> None:
+    tps = [100.0, 110.0, 90.0, 100.0]
+    lat = [1.0, 2.0, 3.0, 10.0]
+    figures = stats.step_stats(tps, lat, [0.0, None, 2.0, 4.0])
+    assert figures["seconds"] == 4
+    assert figures["tps_mean"] == 100 and figures["tps_median"] == 100
+    assert figures["tps_cv"] == pytest.approx(math.sqrt(200 / 3) / 100)
+    assert figures["latency_series_p95_ms"] == pytest.approx(3 + 0.85 * 7)
+    assert figures["latency_series_p99_ms"] == pytest.approx(3 + 0.97 * 7)
+    assert figures["steal_mean_pct"] == 2.0 and figures["steal_max_pct"] == 4.0
+
+
+def test_percentiles_are_never_averaged_across_repetitions() -> None:
+    spread = stats.percentile_spread([10.0, 11.0, 30.0, None])
+    assert spread["median"] == 11.0  # not the mean, 17
+    assert (spread["min"], spread["max"], spread["n"]) == (10.0, 30.0, 3)
+    assert "mean" not in spread
+
+
+def test_mean_spread() -> None:
+    spread = stats.mean_spread([10.0, 12.0, 14.0])
+    assert (spread["mean"], spread["min"], spread["max"], spread["stdev"]) == (12, 10, 14, 2)
+    assert spread["ci_low"] == pytest.approx(7.031725, abs=1e-5)
+    assert stats.mean_spread([3.0])["ci_low"] is None
+
+
+# ---- relative difference ---------------------------------------------------------------------------
+
+def test_relative_difference_by_hand() -> None:
+    base, cand = [100.0, 102.0, 98.0], [110.0, 112.0, 108.0]
+    rel = stats.relative_difference(cand, base)
+    assert rel.pct == pytest.approx(10.0)
+    # log-ratio delta method: se^2 = 4/(3*110^2) + 4/(3*100^2); Welch-Satterthwaite df
+    c, b = 4 / (3 * 110 ** 2), 4 / (3 * 100 ** 2)
+    df = (c + b) ** 2 / (c ** 2 / 2 + b ** 2 / 2)
+    assert rel.df == pytest.approx(df) and df == pytest.approx(3.9642, abs=1e-4)
+    half = stats.t_quantile(0.975, df) * math.sqrt(c + b)
+    assert rel.ci_low_pct == pytest.approx(100 * (1.1 * math.exp(-half) - 1))
+    assert rel.ci_high_pct == pytest.approx(100 * (1.1 * math.exp(half) - 1))
+    assert 5.0 < rel.ci_low_pct < 5.6 and 14.5 < rel.ci_high_pct < 15.2
+    assert rel.verdict == "faster"
+    assert stats.relative_difference(base, cand).verdict == "slower"
+
+
+def test_relative_difference_no_significant_difference() -> None:
+    rel = stats.relative_difference([102.0, 95.0, 108.0], [100.0, 110.0, 90.0])
+    assert rel.ci_low_pct < 0 < rel.ci_high_pct
+    assert rel.verdict == "no significant difference"
+
+
+def test_relative_difference_edge_cases() -> None:
+    single = stats.relative_difference([110.0], [99.0, 101.0])
+    assert single.pct == pytest.approx(10.0) and single.verdict == "insufficient data"
+    assert single.ci_low_pct is None
+    exact = stats.relative_difference([110.0, 110.0], [100.0, 100.0])
+    assert (exact.ci_low_pct, exact.verdict) == (pytest.approx(10.0), "faster")
+    assert stats.relative_difference([], [1.0]).verdict == "insufficient data"
+    assert stats.relative_difference([100.0, 100.0], [100.0, 100.0]).verdict == "no significant difference"
+
+
+def test_relative_difference_lower_is_better_for_latency() -> None:
+    rel = stats.relative_difference([5.0, 5.1, 4.9], [10.0, 10.2, 9.8], higher_is_better=False)
+    assert rel.pct == pytest.approx(-50.0)
+    assert rel.verdict == "faster"
+
+
+# ---- cost and speedup ------------------------------------------------------------------------------
+
+def test_cost_per_1000_tps() -> None:
+    assert stats.cost_per_1000_tps(0.192, 2400) == pytest.approx(0.08)
+    assert stats.transactions_per_usd(0.192, 2400) == pytest.approx(45_000_000)
+    assert stats.cost_per_1000_tps(None, 2400) is None
+    assert stats.cost_per_1000_tps(0.1, 0) is None
+    assert stats.cost_per_1000_tps(0.0, 1000) == 0.0
+    assert stats.transactions_per_usd(0.0, 1000) is None
+
+
+def test_speedup_table_like_seed_002() -> None:
+    targets = [{"target_id": "io1-xlarge", "group": "ec2:r4", "size": 4},
+               {"target_id": "io1-large", "group": "ec2:r4", "size": 2},
+               {"target_id": "io1-2xlarge", "group": "ec2:r4", "size": 8},
+               {"target_id": "alone", "group": "ec2:i3", "size": 2},
+               {"target_id": "nogroup", "group": None, "size": 2}]
+    tps = {"io1-large": {64: 1000.0, 128: 900.0}, "io1-xlarge": {64: 2670.0, 128: 2500.0},
+           "io1-2xlarge": {64: 5000.0, 128: 5380.0}, "alone": {64: 1.0}, "nogroup": {64: 1.0}}
+    table = stats.speedup_table(targets, tps)
+    assert len(table) == 1
+    group = table[0]
+    assert group["baseline_target"] == "io1-large"
+    assert [r["target_id"] for r in group["rows"]] == ["io1-large", "io1-xlarge", "io1-2xlarge"]
+    assert [round(r["speedup"], 2) for r in group["rows"]] == [1.0, 2.67, 5.38]
+    assert group["rows"][2]["peak_threads"] == 128
+    assert group["rows"][2]["by_threads"] == {"64": 5.0, "128": pytest.approx(5380 / 900)}
+
+
+def test_group_and_size() -> None:
+    assert stats.target_group_and_size({"kind": "local", "engine": "mariadb", "mysql_config": "d",
+                                        "cpus": "[0, 1]"}) == ("local:mariadb:d", 2.0)
+    assert stats.target_group_and_size({"kind": "ec2", "instance_type": "m6i.2xlarge", "engine": "mysql-8.0",
+                                        "mysql_config": "default", "storage": "gp3:100"}) == (
+        "ec2:m6i:mysql-8.0:default:gp3", 8.0)
+    assert stats.target_group_and_size({"kind": "aurora", "instance_class": "db.r6g.4xlarge",
+                                        "engine": "mysql-8.0", "mysql_config": "x"})[1] == 16.0
+    assert stats.target_group_and_size({"kind": "ec2", "instance_type": "t3.large"})[1] is None
+    assert stats.target_group_and_size({"kind": "ec2", "instance_type": "t3.large", "vcpus": 2})[1] == 2.0
+    assert stats.vcpus_from_size("m6g.medium") == 1 and stats.vcpus_from_size("c5.metal") is None
+
+
+# ---- the comparison table the CLI prints (kept stable) ----------------------------------------------
+
+def test_comparison_table_keeps_its_keys() -> None:
+    rows = [{"phase": "measure", "target_id": "a", "threads": 4, "tps": t, "latency_pct": 95,
+             "latency_pct_ms": lat, "steal_mean_pct": 1.0, "samples": 60, "tps_cv": 0.02}
+            for t, lat in [(100.0, 5.0), (110.0, 9.0), (90.0, 6.0)]]
+    rows.append({"phase": "warmup", "target_id": "a", "threads": 4, "tps": 1.0})
+    (row,) = stats.comparison_table(rows)
+    for key in ("target_id", "threads", "repetitions", "tps_mean", "tps_min", "tps_max", "latency_pct",
+                "latency_pct_ms_median", "latency_pct_ms_min", "latency_pct_ms_max", "steal_mean_pct",
+                "samples"):
+        assert key in row
+    assert row["tps_mean"] == 100 and row["latency_pct_ms_median"] == 6.0 and row["samples"] == 180
+    assert row["tps_ci_low"] == pytest.approx(100 - 4.302653 * 10 / math.sqrt(3), abs=1e-4)
+
+
+# ---- a whole run ------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> DuckDBStore:
+    s = DuckDBStore(tmp_path_factory.mktemp("stats") / "benchfleet.duckdb")
+    fill_store(s, "unit-run-20261122t100000-abcd", reps=3, threads=(1, 4, 16), seconds=20, warmup_s=5)
+    yield s
+    s.close()
+
+
+def test_sql_step_stats_equal_python_step_stats(store: DuckDBStore) -> None:
+    run_id = "unit-run-20261122t100000-abcd"
+    sql = store.query(stats.STEP_STATS_SQL, [run_id])
+    py = stats.step_stats_from_samples(store.samples(run_id))
+    assert len(sql) == len(py) == 3 * 3 * 3
+    for a, b in zip(sql, py, strict=True):
+        assert (a["target_id"], a["repetition"], a["step"]) == (b["target_id"], b["repetition"], b["step"])
+        for key in ("seconds", "tps_mean", "tps_median", "tps_stdev", "tps_cv", "latency_series_p95_ms",
+                    "latency_series_p99_ms", "latency_series_cv", "steal_mean_pct", "steal_max_pct"):
+            assert a[key] == pytest.approx(b[key]), key
+        assert a["seconds"] == 20  # warm-up excluded
+
+
+def test_run_comparison(store: DuckDBStore) -> None:
+    result = stats.run_comparison(store, "unit-run")  # a unique prefix is enough
+    json.dumps(result, allow_nan=False)
+    assert result["baseline"] == TARGETS[0]["id"]
+    assert [t["target_id"] for t in result["targets"]] == [t["id"] for t in TARGETS]
+    assert len(result["rows"]) == 3 * 3
+    by_key = {(r["target_id"], r["threads"]): r for r in result["rows"]}
+    base = by_key[("m6i-large", 4)]
+    assert base["relative"] is None and base["repetitions"] == 3 and base["tps"]["n"] == 3
+    assert base["tps"]["ci_low"] < base["tps"]["mean"] < base["tps"]["ci_high"]
+    assert base["cost_per_1000_tps"] == pytest.approx(0.107 * 1000 / base["tps"]["mean"])
+    assert base["steal_max_pct"] > 15  # the synthetic steal episode of repetition 2
+    big = by_key[("m6i-xlarge", 16)]
+    assert big["relative"]["vs"] == "m6i-large" and big["relative"]["verdict"] == "faster"
+    assert by_key[("m6g-large", 16)]["relative"]["verdict"] == "slower"
+    lat = big["latency_step_pct_ms"]
+    assert lat["median"] == sorted(lat["values"])[1]
+    (speedup,) = result["speedup"]
+    assert [r["target_id"] for r in speedup["rows"]] == ["m6i-large", "m6i-xlarge"]
+    assert 1.7 < speedup["rows"][1]["speedup"] < 2.3
+    fingerprints = result["targets"][1]["fingerprints"]
+    assert len(fingerprints) == 3 and fingerprints[0]["cpu_model"] == "Neoverse-N1"
+    assert result["targets"][0]["peak"]["threads"] == 16
+
+
+def test_comparison_from_python_rows_equals_run_comparison(store: DuckDBStore) -> None:
+    run_id = "unit-run-20261122t100000-abcd"
+    from_sql = stats.run_comparison(store, run_id)
+    from_rows = stats.comparison(store.run(run_id), store.targets(run_id), store.summaries(run_id),
+                                 stats.step_stats_from_samples(store.samples(run_id)))
+    assert from_rows["rows"][4]["tps"] == from_sql["rows"][4]["tps"]
+    assert from_rows["rows"][4]["latency_series_p99_ms"]["median"] == pytest.approx(
+        from_sql["rows"][4]["latency_series_p99_ms"]["median"])
