@@ -26,3 +26,46 @@ def raw_key(run_id: str, target_id: str, repetition: int, step: str) -> str:
 def tags(run_id: str, target_id: str, expires_at: datetime) -> dict[str, str]:
     return {TAG_RUN_ID: run_id, TAG_TARGET_ID: target_id,
             TAG_EXPIRES_AT: expires_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
+
+
+# ---- resource names (AWS backend) ----------------------------------------------------------------
+
+DB_IDENTIFIER_MAX = 63
+
+
+def _digest(*parts: object, size: int = 8) -> str:
+    import hashlib
+
+    return hashlib.sha256("/".join(map(str, parts)).encode()).hexdigest()[:size]
+
+
+def instance_name(run_id: str, target_id: str, repetition: int, role: str = "target") -> str:
+    """The Name tag of an EC2 instance (role: target | client); for people, never parsed."""
+    return f"benchfleet-{run_id}-{target_id}-rep-{repetition}-{role}"[:255]
+
+
+def db_identifier(run_id: str, target_id: str, repetition: int, role: str = "db") -> str:
+    """RDS instance / Aurora cluster identifier: a letter first, [a-z0-9-], no '--', at most 63
+    characters, unique per run x target x repetition x role (cluster | writer | db)."""
+    readable = re.sub(r"-+", "-", target_id)[:28].strip("-")
+    name = f"bf-{readable}-{_digest(run_id, target_id, repetition, role)}-r{repetition}-{role}"
+    return name[:DB_IDENTIFIER_MAX].rstrip("-")
+
+
+def client_token(run_id: str, target_id: str, repetition: int, zone: int, role: str) -> str:
+    """RunInstances idempotency token (at most 64 characters): a retried Lambda never launches twice."""
+    return f"bf-{_digest(run_id, target_id, repetition, zone, role, size=32)}"
+
+
+def step_output_prefix(run_id: str, target_id: str, repetition: int, step: str) -> str:
+    """Where Run Command writes a step's stdout/stderr: beside the step's raw_key."""
+    return raw_key(run_id, target_id, repetition, step).removesuffix(".jsonl") + "/ssm"
+
+
+def summary_key(run_id: str) -> str:
+    return f"runs/{run_id}/summary.json"
+
+
+def tag_list(tag_map: dict[str, str]) -> list[dict[str, str]]:
+    """``tags(...)`` in the Key/Value list form EC2 and RDS take."""
+    return [{"Key": k, "Value": v} for k, v in tag_map.items()]

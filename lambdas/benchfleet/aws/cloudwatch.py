@@ -1,0 +1,82 @@
+"""A step's window of CloudWatch metrics -> cloud_metrics rows.
+
+- CWAgent ``cpu_usage_steal`` of the host running the agent (InstanceId + cpu=cpu-total); on DB
+  targets that host is the client, so the row is named ``client_cpu_usage_steal``;
+- ``CPUCreditBalance`` of burstable (t*) instances and DB classes (5-minute metrics);
+- RDS ``WriteLatency`` / ``ReadLatency``, published in seconds, stored in ms;
+- Aurora ``CommitLatency`` / ``DMLLatency`` (already ms) by DBClusterIdentifier + Role=WRITER.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from benchfleet.aws.errors import aws_errors
+from benchfleet.aws.timestream import CloudMetric
+
+
+@dataclass(frozen=True)
+class Query:
+    name: str          # the cloud_metrics metric name
+    namespace: str
+    metric: str
+    dimensions: tuple[tuple[str, str], ...]
+    period: int
+    unit: str
+    scale: float = 1.0
+
+
+def _burstable(instance_type: str | None) -> bool:
+    return bool(instance_type) and str(instance_type).removeprefix("db.").startswith("t")
+
+
+def queries(kind: str, resources: dict[str, Any], target: dict[str, Any]) -> list[Query]:
+    out: list[Query] = []
+    host = resources.get("instance_id")
+    host_type = resources.get("instance_type") or target.get("instance_type")
+    if host:
+        steal = "cpu_usage_steal" if kind in ("ec2", "existing") else "client_cpu_usage_steal"
+        out.append(Query(steal, "CWAgent", "cpu_usage_steal",
+                         (("InstanceId", host), ("cpu", "cpu-total")), 1, "Percent"))
+        if _burstable(host_type):
+            out.append(Query("CPUCreditBalance" if kind == "ec2" else "client_CPUCreditBalance",
+                             "AWS/EC2", "CPUCreditBalance", (("InstanceId", host),), 300, "Credits"))
+    db = resources.get("db_instance_id")
+    if kind == "rds" and db:
+        dims: tuple[tuple[str, str], ...] = (("DBInstanceIdentifier", db),)
+        out += [Query("WriteLatency", "AWS/RDS", "WriteLatency", dims, 60, "Milliseconds", 1000.0),
+                Query("ReadLatency", "AWS/RDS", "ReadLatency", dims, 60, "Milliseconds", 1000.0)]
+    if kind == "aurora" and resources.get("db_cluster_id"):
+        dims = (("DBClusterIdentifier", str(resources["db_cluster_id"])), ("Role", "WRITER"))
+        out += [Query("CommitLatency", "AWS/RDS", "CommitLatency", dims, 60, "Milliseconds"),
+                Query("DMLLatency", "AWS/RDS", "DMLLatency", dims, 60, "Milliseconds")]
+    if kind in ("rds", "aurora") and db and _burstable(target.get("instance_class")):
+        out.append(Query("CPUCreditBalance", "AWS/RDS", "CPUCreditBalance",
+                         (("DBInstanceIdentifier", db),), 300, "Credits"))
+    return out
+
+
+def step_window(cloudwatch: Any, *, qs: list[Query], start: datetime, end: datetime, run_id: str,
+                target_id: str, repetition: int, step: str) -> list[CloudMetric]:
+    if not qs:
+        return []
+    # Pad by one 5-minute period so coarse metrics have a point inside the window.
+    start, end = start - timedelta(minutes=5), end + timedelta(minutes=5)
+    by_id = {f"m{i}": q for i, q in enumerate(qs)}
+    data = [{"Id": qid, "ReturnData": True, "MetricStat": {
+        "Metric": {"Namespace": q.namespace, "MetricName": q.metric,
+                   "Dimensions": [{"Name": k, "Value": v} for k, v in q.dimensions]},
+        "Period": q.period, "Stat": "Average"}} for qid, q in by_id.items()]
+    rows: list[CloudMetric] = []
+    with aws_errors():
+        for page in cloudwatch.get_paginator("get_metric_data").paginate(
+                MetricDataQueries=data, StartTime=start, EndTime=end, ScanBy="TimestampAscending"):
+            for result in page["MetricDataResults"]:
+                q = by_id[result["Id"]]
+                for ts, value in zip(result["Timestamps"], result["Values"], strict=True):
+                    rows.append(CloudMetric(time=ts, run_id=run_id, target_id=target_id, repetition=repetition,
+                                            step=step, metric=q.name, value=round(value * q.scale, 6),
+                                            unit=q.unit))
+    return rows

@@ -1,0 +1,86 @@
+"""Collect one step: raw agent output (S3) -> the results store; CloudWatch window -> cloud_metrics.
+
+Run Command writes the invocation's stdout under the step's output prefix
+(``.../<step>/ssm/<command-id>/<instance-id>/<plugin>/stdout``, in full: S3 output has no 24,000
+character cap). The agent's JSON lines are copied to the step's canonical raw key first, so any
+store can be rebuilt from raw; then ``benchfleet.records.parse_agent_lines`` -- the reader local
+mode uses -- makes the rows.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from benchfleet import naming
+from benchfleet.aws import cloudwatch as cw
+from benchfleet.aws.errors import CollectFailed, aws_errors, error_code
+from benchfleet.aws.results_store import ResultsStore
+from benchfleet.records import AgentOutput, RecordError, parse_agent_lines
+
+
+def agent_lines(text: str) -> str:
+    """The agent's records among the document's own output (setup messages are not JSON lines)."""
+    return "\n".join(line for line in text.splitlines() if line.startswith('{"type"'))
+
+
+def read_raw(s3: Any, bucket: str, *, run_id: str, target_id: str, repetition: int, step: str) -> str:
+    key = naming.raw_key(run_id, target_id, repetition, step)
+    with aws_errors():
+        try:
+            return str(s3.get_object(Bucket=bucket, Key=key)["Body"].read().decode())
+        except ClientError as e:
+            if error_code(e) not in ("NoSuchKey", "404"):
+                raise
+        prefix = naming.step_output_prefix(run_id, target_id, repetition, step) + "/"
+        keys = sorted(o["Key"] for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+                      for o in page.get("Contents", []) if o["Key"].endswith("/stdout"))
+        if not keys:
+            raise CollectFailed(f"no agent output for {target_id} rep {repetition} step {step} "
+                                f"under s3://{bucket}/{prefix}")
+        text = "\n".join(agent_lines(s3.get_object(Bucket=bucket, Key=k)["Body"].read().decode()) for k in keys)
+        s3.put_object(Bucket=bucket, Key=key, Body=text.encode(), ContentType="application/x-ndjson")
+    return text
+
+
+def parse(text: str, *, source: str, run_id: str, target_id: str, repetition: int, step: str) -> AgentOutput:
+    try:
+        out = parse_agent_lines(text, source)
+    except RecordError as e:
+        raise CollectFailed(str(e)) from None
+    strays = [r for r in [*out.samples, *out.summaries]
+              if (r.run_id, r.target_id, r.repetition, r.step) != (run_id, target_id, repetition, step)]
+    if strays:
+        raise CollectFailed(f"{source}: rows of another step ({strays[0].target_id} {strays[0].step})")
+    return out
+
+
+def collect_step(s3: Any, cloudwatch: Any, store: ResultsStore, bucket: str, *, run_id: str,
+                 target: dict[str, Any], kind: str, repetition: int, step: dict[str, Any],
+                 resources: dict[str, Any], started_at: str) -> dict[str, Any]:
+    target_id, name = target["id"], step["name"]
+    text = read_raw(s3, bucket, run_id=run_id, target_id=target_id, repetition=repetition, step=name)
+    source = f"s3://{bucket}/{naming.raw_key(run_id, target_id, repetition, name)}"
+    out = parse(text, source=source, run_id=run_id, target_id=target_id, repetition=repetition, step=name)
+    if out.errors:
+        first = out.errors[0]
+        raise CollectFailed(f"agent reported an error in {first.stage}: {first.message}")
+    if step["kind"] != "prepare" and not out.summaries:
+        raise CollectFailed(f"{source}: no step summary (the agent did not finish the step)")
+    for fp in out.fingerprints:
+        key = naming.raw_key(run_id, target_id, repetition, "fingerprint").replace(".jsonl", ".json")
+        with aws_errors():
+            s3.put_object(Bucket=bucket, Key=key, Body=fp.model_dump_json().encode(),
+                          ContentType="application/json")
+    start = datetime.strptime(started_at, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    times = [s.time for s in out.samples] or [start]
+    metrics = cw.step_window(cloudwatch, qs=cw.queries(kind, resources, target), start=min(times),
+                             end=max(times) + timedelta(seconds=1), run_id=run_id, target_id=target_id,
+                             repetition=repetition, step=name)
+    return {"step": name, "samples": store.write_samples(out.samples),
+            "summaries": store.write_summaries(out.summaries),
+            "cloud_metrics": store.write_cloud_metrics(metrics),
+            "fingerprints": len(out.fingerprints),
+            "tps": out.summaries[0].tps if out.summaries else None}

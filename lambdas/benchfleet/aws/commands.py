@@ -1,0 +1,67 @@
+"""One benchmark step through SSM Run Command: send the agent's job, read the invocation's status.
+
+Results never come from GetCommandInvocation (it returns only the first 24,000 characters of
+stdout): the invocation writes its output to S3 beside the step's raw key, and collect reads it.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from benchfleet.aws.errors import aws_errors, error_code
+
+# Run Command delivery timeout (the run limit is the document's executionTimeout).
+DELIVERY_TIMEOUT_S = 600
+MAX_EXECUTION_TIMEOUT_S = 172_800
+RUNNING = {"Pending", "InProgress", "Delayed"}
+TIMED_OUT = {"TimedOut", "Cancelled", "Cancelling"}
+
+
+def send_step(ssm: Any, *, document: str, instance_id: str, job: dict[str, Any], bucket: str,
+              output_prefix: str, execution_timeout_s: int, comment: str) -> str:
+    job_json = json.dumps(job, separators=(",", ":"), sort_keys=True)
+    if "'" in job_json:
+        # The document refuses single quotes (its shell fallback); say so before SSM does.
+        raise ValueError("the agent job contains a single quote, which the agent document refuses")
+    with aws_errors():
+        response = ssm.send_command(
+            InstanceIds=[instance_id], DocumentName=document, Comment=comment[:100],
+            TimeoutSeconds=DELIVERY_TIMEOUT_S,
+            Parameters={"JobJson": [job_json],
+                        "executionTimeout": [str(min(execution_timeout_s, MAX_EXECUTION_TIMEOUT_S))]},
+            OutputS3BucketName=bucket, OutputS3KeyPrefix=output_prefix)
+    return str(response["Command"]["CommandId"])
+
+
+def invocation_state(ssm: Any, command_id: str, instance_id: str) -> tuple[str, str]:
+    """(running | succeeded | failed | timed_out, SSM's status detail)."""
+    try:
+        with aws_errors():
+            inv = ssm.get_command_invocation(CommandId=command_id, InstanceId=instance_id)
+    except ClientError as e:
+        if error_code(e) == "InvocationDoesNotExist":  # not registered yet, right after SendCommand
+            return "running", "InvocationDoesNotExist"
+        raise
+    status = str(inv.get("Status", ""))
+    detail = str(inv.get("StatusDetails", status))
+    if status in RUNNING:
+        return "running", detail
+    if status == "Success":
+        return "succeeded", detail
+    if status in TIMED_OUT:
+        return "timed_out", detail
+    return "failed", f"{detail} (exit {inv.get('ResponseCode')})"
+
+
+def next_wait(*, started_at: str, duration_s: int, cap_s: int, overrun_poll_s: int,
+              now: datetime | None = None) -> int:
+    """Adaptive poll: while the step's planned time runs, wait min(what is left, cap); after it,
+    poll every ``overrun_poll_s``."""
+    now = now or datetime.now(UTC)
+    started = datetime.strptime(started_at, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    left = int(duration_s - (now - started).total_seconds())
+    return max(0, min(left, cap_s)) if left > 0 else overrun_poll_s

@@ -1,0 +1,54 @@
+"""Errors the state machine routes on. A Lambda's error name in Step Functions is the exception's
+class name, so these class names are the ``ErrorEquals`` strings of the ASL: rename neither alone."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from botocore.exceptions import ClientError
+
+THROTTLING_CODES = frozenset({"Throttling", "ThrottlingException", "RequestLimitExceeded",
+                              "TooManyRequestsException", "ProvisionedThroughputExceededException",
+                              "SlowDown", "RequestThrottled"})
+CAPACITY_CODES = frozenset({"InsufficientInstanceCapacity", "InsufficientDBInstanceCapacity",
+                            "InsufficientDBClusterCapacityFault", "InsufficientDBInstanceCapacityFault",
+                            "Unsupported"})
+
+
+class ThrottlingException(Exception):  # the ASL matches this exact name
+    """AWS throttled a call; the state machine retries with backoff."""
+
+
+class InsufficientInstanceCapacity(Exception):  # the ASL matches this exact name
+    """No capacity (or no support) for the instance type in this zone; try another zone."""
+
+
+class TargetFailed(Exception):
+    """A target can never become ready (terminated, failed, deleted)."""
+
+
+class PlanRejected(Exception):
+    """The spec cannot run: invalid, over budget, or beyond what one execution can hold."""
+
+
+class CollectFailed(Exception):
+    """A step's raw output is missing or unreadable."""
+
+
+def error_code(error: ClientError) -> str:
+    return str(error.response.get("Error", {}).get("Code", ""))
+
+
+@contextmanager
+def aws_errors() -> Iterator[None]:
+    """Turn throttling and capacity ClientErrors into the named errors the ASL retries on."""
+    try:
+        yield
+    except ClientError as e:
+        code = error_code(e)
+        if code in THROTTLING_CODES:
+            raise ThrottlingException(str(e)) from e
+        if code in CAPACITY_CODES:
+            raise InsufficientInstanceCapacity(str(e)) from e
+        raise

@@ -1,0 +1,77 @@
+"""Typed shapes of what the state machine passes between states (the handlers' inputs)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class Timing(_In):
+    ready_poll_s: int = Field(ge=0)
+    ready_max_polls: int = Field(ge=1)
+    provision_s: int = Field(0, ge=0)
+    poll_cap_s: int = Field(ge=0)
+    overrun_poll_s: int = Field(ge=0)
+
+
+class Step(_In):
+    index: int
+    name: str
+    kind: str
+    threads: int
+    duration_s: int
+    cooldown_s: int = 0
+    setup_s: int = 300
+    max_polls: int = 1
+
+
+class TargetItem(_In):
+    """One element of the plan's ``targets``."""
+
+    run_id: str
+    target_id: str
+    kind: str
+    target: dict[str, Any]
+    expires_at: str
+    deadline: str
+    steps: list[Step]
+    timing: Timing
+
+
+class Zone(_In):
+    index: int = Field(0, ge=0)
+    last: int = Field(0, ge=0)
+
+
+class Resources(_In):
+    """What provision created (empty when it failed before creating anything)."""
+
+    kind: str | None = None
+    managed: bool = True
+    instance_id: str | None = None
+    instance_type: str | None = None
+    db_instance_id: str | None = None
+    db_cluster_id: str | None = None
+    zone: str | None = None
+    zone_index: int = 0
+    provisioned_at: str | None = None
+
+
+class StepState(_In):
+    """The state of one iteration of "Run each step"."""
+
+    run_id: str
+    target: dict[str, Any]
+    kind: str
+    deadline: str
+    timing: Timing
+    repetition: int
+    workload: dict[str, Any]
+    resources: Resources
+    db: dict[str, Any] | None = None
+    step: Step

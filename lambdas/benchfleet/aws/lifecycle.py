@@ -1,0 +1,102 @@
+"""One target's lifecycle for one repetition: provision, readiness, teardown (by ids and by tag)."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+from benchfleet import naming
+from benchfleet.aws import targets as t
+from benchfleet.aws.errors import TargetFailed
+from benchfleet.aws.settings import Settings
+
+log = logging.getLogger(__name__)
+_ISO = "%Y-%m-%dT%H:%M:%SZ"
+
+
+def _parse(ts: str) -> datetime:
+    return datetime.strptime(ts, _ISO).replace(tzinfo=UTC)
+
+
+def provision(ec2: Any, rds: Any, ssm: Any, settings: Settings, *, run_id: str, target: dict[str, Any],
+              repetition: int, zone_index: int, expires_at: str) -> dict[str, Any]:
+    """Create the target (and its client) in the zone of ``SUBNET_IDS[zone_index]``. On any failure
+    what was already created is deleted before the error propagates (teardown by tag backs this up)."""
+    target_id, kind = target["id"], target["kind"]
+    out: dict[str, Any] = {"kind": kind, "managed": kind != "existing", "instance_id": None,
+                           "db_instance_id": None, "db_cluster_id": None, "zone_index": zone_index,
+                           "provisioned_at": t.now_iso()}
+    if kind == "existing":
+        out["instance_id"] = target["instance_id"]
+        return out
+    tags = {naming.TAG_RUN_ID: run_id, naming.TAG_TARGET_ID: target_id, naming.TAG_EXPIRES_AT: expires_at}
+    subnet_id, zone = t.subnet_for(ec2, settings, zone_index)
+    out.update(subnet_id=subnet_id, zone=zone)
+    try:
+        if kind == "rds":
+            out["db_instance_id"] = t.create_rds(
+                rds, settings, target=target, zone=zone, tags=tags,
+                identifier=naming.db_identifier(run_id, target_id, repetition, "db"))
+        elif kind == "aurora":
+            out["db_cluster_id"], out["db_instance_id"] = t.create_aurora(
+                rds, settings, target=target, zone=zone, tags=tags,
+                cluster_id=naming.db_identifier(run_id, target_id, repetition, "cluster"),
+                writer_id=naming.db_identifier(run_id, target_id, repetition, "writer"))
+        role = "target" if kind == "ec2" else "client"
+        instance_type = target["instance_type"] if kind == "ec2" else target["client"]["instance_type"]
+        out["instance_type"] = instance_type
+        out["instance_id"] = t.launch_instance(
+            ec2, ssm, settings, instance_type=instance_type, subnet_id=subnet_id, tags=tags,
+            name=naming.instance_name(run_id, target_id, repetition, role),
+            token=naming.client_token(run_id, target_id, repetition, zone_index, role),
+            storage=target.get("storage") if kind == "ec2" else None)
+    except BaseException:
+        log.warning("provision of %s failed in %s: deleting what was created", target_id, zone)
+        teardown(ec2, rds, run_id=run_id, target_id=target_id, resources=out, verify=False)
+        raise
+    return out
+
+
+def check_ready(ec2: Any, rds: Any, ssm: Any, *, resources: dict[str, Any], timing: dict[str, Any],
+                attempt: int, deadline: str, now: datetime | None = None) -> dict[str, Any]:
+    """Is the target usable? The answer carries the next wait: early on, the rest of the kind's
+    typical provisioning time (at most 10 polls' worth), then the plain poll interval."""
+    now = now or datetime.now(UTC)
+    if now > _parse(deadline):
+        raise TargetFailed(f"target not ready by its deadline {deadline}")
+    db = None
+    ready = t.instance_ready(ec2, ssm, resources["instance_id"])
+    if resources.get("db_instance_id"):
+        db = t.db_connection(rds, resources)
+        ready = ready and db is not None
+    elapsed = (now - _parse(resources["provisioned_at"])).total_seconds()
+    poll = int(timing["ready_poll_s"])
+    expected_left = max(0, int(timing.get("provision_s", 0) - elapsed))
+    wait = max(poll, min(expected_left, 10 * poll))
+    return {"ready": ready, "attempt": attempt, "wait_s": 0 if ready else wait, "db": db}
+
+
+def teardown(ec2: Any, rds: Any, *, run_id: str, target_id: str, resources: dict[str, Any] | None,
+             verify: bool = True) -> dict[str, Any]:
+    """Idempotent: delete what was recorded, then whatever else carries the run's and target's tags,
+    then check that nothing is left that is neither gone nor going."""
+    resources = resources or {}
+    if resources.get("managed") is False:
+        return {"deleted": [], "left": [], "managed": False}
+    deleted: list[str] = []
+    instances = set(t.tagged_instances(ec2, run_id, target_id))
+    if resources.get("instance_id"):
+        instances.add(resources["instance_id"])
+    deleted += [f"instance {i}" for i in t.terminate_instances(ec2, sorted(instances))]
+    db_instances, clusters = t.tagged_databases(rds, run_id, target_id)
+    for ident in {*db_instances, *filter(None, [resources.get("db_instance_id")])}:
+        if t.delete_db_instance(rds, ident):
+            deleted.append(f"db instance {ident}")
+    for ident in {*clusters, *filter(None, [resources.get("db_cluster_id")])}:
+        if t.delete_db_cluster(rds, ident):
+            deleted.append(f"db cluster {ident}")
+    left = t.leftovers(ec2, rds, run_id, target_id) if verify else []
+    if left:
+        raise TargetFailed(f"teardown of {target_id} left {', '.join(left)}")
+    return {"deleted": sorted(deleted), "left": left, "managed": True}

@@ -1,0 +1,173 @@
+"""The Plan state: a spec (JSON, workload inline) -> what every later state of the run needs.
+
+Lambdas ship only ``lambdas/``, not the workload library, so the state machine's input carries the
+workload inline; the CLI (``run --remote``) and the API inline a named workload before starting an
+execution, and this module refuses a name with a message saying so. Per target the output carries
+the steps (the static part of each agent job: the step itself; the workload once at the top),
+``expires_at`` for tags, the deadline and the bounds of every loop.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from benchfleet import naming
+from benchfleet.aws import history
+from benchfleet.aws.errors import PlanRejected
+from benchfleet.plan import Plan, TargetPlan, make_plan
+from benchfleet.spec import LoadedSpec, SpecError, Workload, parse_spec
+
+# The ASL's top-level TimeoutSeconds (statemachines/benchmark-run.asl.json): the absolute cap.
+EXECUTION_TIMEOUT_S = 259_200
+# Above this many targets the targets Map runs Distributed (each target its own child history).
+INLINE_MAX_TARGETS = 40
+READY_POLL_S = {"ec2": 15, "existing": 15, "rds": 60, "aurora": 60}
+OVERRUN_POLL_S = 30
+# Seconds a step may run past its planned duration: the first step installs the engine and sysbench.
+SETUP_S = {"prepare": 1800, "warmup": 300, "measure": 300}
+# A target's deadline: its planned time plus this; resources expire an hour later still.
+DEADLINE_MARGIN = timedelta(hours=1)
+CLOUD_KINDS = ("ec2", "rds", "aurora", "existing")
+
+
+class Timing(BaseModel):
+    """Overrides of the plan's waits and bounds (tests set waits to 0; people rarely need it)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ready_poll_s: int | None = Field(None, ge=0, le=3600)
+    ready_max_polls: int | None = Field(None, ge=1, le=1000)
+    poll_cap_s: int | None = Field(None, ge=0, le=history.MAX_POLL_CAP_S)
+    overrun_poll_s: int | None = Field(None, ge=0, le=3600)
+    max_polls: int | None = Field(None, ge=1, le=100_000)
+    cooldown_s: int | None = Field(None, ge=0, le=3600)
+
+
+class RunRequest(BaseModel):
+    """The execution's input."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    spec: dict[str, Any]
+    run_id: str | None = Field(None, pattern=naming.RUN_ID.pattern)
+    timing: Timing = Timing()
+
+
+def _loaded(spec_data: dict[str, Any]) -> LoadedSpec:
+    try:
+        spec = parse_spec(spec_data, "spec")
+    except SpecError as e:
+        raise PlanRejected(str(e)) from None
+    if not isinstance(spec.workload, Workload):
+        raise PlanRejected(f"spec: workload: {spec.workload!r} is a name; the API takes the workload "
+                           "inline (benchfleet run --remote inlines named workloads)")
+    problems = []
+    for i, target in enumerate(spec.targets):
+        if target.kind not in CLOUD_KINDS:
+            problems.append(f"targets[{i}].kind: {target.kind} targets run with benchfleet run --local")
+        elif target.kind == "aurora" and target.engine.startswith("mariadb"):
+            problems.append(f"targets[{i}].engine: Aurora is MySQL-compatible only, not {target.engine}")
+        elif target.kind == "existing" and getattr(target, "instance_id", None) is None:
+            problems.append(f"targets[{i}].instance_id: an existing target needs the EC2 instance "
+                            "that runs the agent")
+    if problems:
+        raise PlanRejected("spec: " + "; ".join(problems))
+    return LoadedSpec(spec=spec, workload=spec.workload, source="api")
+
+
+def _timing(target: TargetPlan, cap_s: int, o: Timing) -> dict[str, Any]:
+    ready_poll = READY_POLL_S[target.kind] if o.ready_poll_s is None else o.ready_poll_s
+    # The bound comes from the planned interval, so a shorter wait (tests) never loosens it.
+    ready_max = o.ready_max_polls or math.ceil(3 * max(target.provision_s, 60) / READY_POLL_S[target.kind]) + 2
+    return {"ready_poll_s": ready_poll, "ready_max_polls": ready_max,
+            "provision_s": target.provision_s,
+            "poll_cap_s": cap_s if o.poll_cap_s is None else o.poll_cap_s,
+            "overrun_poll_s": OVERRUN_POLL_S if o.overrun_poll_s is None else o.overrun_poll_s}
+
+
+def _steps(target: TargetPlan, cap_s: int, o: Timing) -> list[dict[str, Any]]:
+    out = []
+    for step in target.steps:
+        overrun = math.ceil(SETUP_S[step.kind] / OVERRUN_POLL_S)
+        max_polls = history.polls_for(step.duration_s, cap_s) + overrun
+        out.append({**step.model_dump(), "setup_s": SETUP_S[step.kind],
+                    "cooldown_s": step.cooldown_s if o.cooldown_s is None else o.cooldown_s,
+                    "max_polls": min(max_polls, o.max_polls) if o.max_polls else max_polls})
+    return out
+
+
+def _bound(target: TargetPlan, cap_s: int, ready_max: int) -> int:
+    """Worst case of one repetition: every poll loop runs to its bound."""
+    timed = sum(history.polls_for(s.duration_s, cap_s) for s in target.steps)
+    overrun = sum(math.ceil(SETUP_S[s.kind] / OVERRUN_POLL_S) for s in target.steps)
+    return history.repetition_events(len(target.steps), timed + overrun, ready_max)
+
+
+def plan_run(request: RunRequest, *, run_id: str | None = None, zone_count: int = 1,
+             now: datetime | None = None) -> dict[str, Any]:
+    loaded = _loaded(request.spec)
+    plan: Plan = make_plan(loaded)
+    if plan.over_budget:
+        raise PlanRejected(f"spec: budget_usd: the estimate is ${plan.estimated_cost_usd:.2f}, above the "
+                           f"budget of ${plan.budget_usd:.2f}")
+    if plan.wall_s + DEADLINE_MARGIN.total_seconds() * 2 > EXECUTION_TIMEOUT_S:
+        raise PlanRejected(f"spec: the run would take {plan.wall_s} s; one execution runs at most "
+                           f"{EXECUTION_TIMEOUT_S - 2 * int(DEADLINE_MARGIN.total_seconds())} s")
+    now = now or datetime.now(UTC)
+    run_id = request.run_id or run_id or naming.new_run_id(plan.name, now)
+    o = request.timing
+
+    def caps(scope_s: int) -> int:
+        return history.poll_cap_for(scope_s)
+
+    seconds = {t.target_id: t.repetitions * sum(s.duration_s for s in t.steps) for t in plan.targets}
+    inline_cap = caps(sum(seconds.values()))
+    ready = {t.target_id: _timing(t, inline_cap, o)["ready_max_polls"] for t in plan.targets}
+    inline_bound = history.execution_events(
+        [(t.repetitions, _bound(t, inline_cap, ready[t.target_id])) for t in plan.targets])
+    distributed = len(plan.targets) > INLINE_MAX_TARGETS or inline_bound > history.HISTORY_BUDGET
+    cap_of = {t.target_id: caps(seconds[t.target_id]) if distributed else inline_cap for t in plan.targets}
+    if distributed:
+        bounds = {t.target_id: history.execution_events(
+            [(t.repetitions, _bound(t, cap_of[t.target_id], ready[t.target_id]))]) for t in plan.targets}
+        worst = max(bounds, key=lambda k: bounds[k])
+        if bounds[worst] > history.HISTORY_BUDGET:
+            raise PlanRejected(f"spec: target {worst} needs up to {bounds[worst]} Step Functions history "
+                               f"events, above {history.HISTORY_BUDGET}: use fewer steps or repetitions")
+        bound = max(bounds.values())
+    else:
+        bound = inline_bound
+    expires_at = plan.expires_at(now)
+    targets = []
+    for spec_target, t in zip(loaded.spec.targets, plan.targets, strict=True):
+        deadline = now + timedelta(seconds=t.total_s) + DEADLINE_MARGIN
+        targets.append({
+            "run_id": run_id, "target_id": t.target_id, "kind": t.kind,
+            "target": spec_target.model_dump(mode="json"),
+            "expires_at": naming.tags(run_id, t.target_id, expires_at)[naming.TAG_EXPIRES_AT],
+            "deadline": deadline.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "repetitions": list(range(1, t.repetitions + 1)),
+            "steps": _steps(t, cap_of[t.target_id], o),
+            "timing": _timing(t, cap_of[t.target_id], o),
+        })
+    return {
+        "run_id": run_id, "name": plan.name, "workload": loaded.workload.model_dump(mode="json"),
+        "started_at": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "expires_at": expires_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "target_count": len(targets), "distributed": distributed,
+        "zones": {"count": max(zone_count, 1), "last": max(zone_count, 1) - 1},
+        "history_bound": bound, "wall_s": plan.wall_s,
+        "estimated_cost_usd": plan.estimated_cost_usd, "targets": targets,
+    }
+
+
+def parse_request(data: Any) -> RunRequest:
+    try:
+        return RunRequest.model_validate(data)
+    except ValidationError as e:
+        first = e.errors()[0]
+        raise PlanRejected(f"input: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None

@@ -1,0 +1,48 @@
+"""The Lambdas' environment (statemachines/README.md), read in one place."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Settings:
+    results_bucket: str = ""
+    results_store: str = "timestream"
+    timestream_database: str = ""
+    state_machine_arn: str = ""
+    target_instance_profile_arn: str = ""
+    target_role_arn: str = ""
+    client_security_group_id: str = ""
+    db_security_group_id: str = ""
+    subnet_ids: tuple[str, ...] = ()
+    db_subnet_group_name: str = ""
+    agent_document_name: str = ""
+    agent_bundle_s3_uri: str = ""
+    # Set by the CDK app beyond the contract's list; optional here (instance profile + SG otherwise).
+    launch_template_id: str = ""
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if env is None else env
+
+        def get(name: str, default: str = "") -> str:
+            return env.get(name, default).strip()
+
+        return cls(
+            results_bucket=get("RESULTS_BUCKET"),
+            results_store=get("RESULTS_STORE", "timestream") or "timestream",
+            timestream_database=get("TIMESTREAM_DATABASE"),
+            state_machine_arn=get("STATE_MACHINE_ARN"),
+            target_instance_profile_arn=get("TARGET_INSTANCE_PROFILE_ARN"),
+            target_role_arn=get("TARGET_ROLE_ARN"),
+            client_security_group_id=get("CLIENT_SECURITY_GROUP_ID"),
+            db_security_group_id=get("DB_SECURITY_GROUP_ID"),
+            subnet_ids=tuple(s.strip() for s in get("SUBNET_IDS").split(",") if s.strip()),
+            db_subnet_group_name=get("DB_SUBNET_GROUP_NAME"),
+            agent_document_name=get("AGENT_DOCUMENT_NAME"),
+            agent_bundle_s3_uri=get("AGENT_BUNDLE_S3_URI"),
+            launch_template_id=get("LAUNCH_TEMPLATE_ID"),
+        )

@@ -1,0 +1,295 @@
+"""Target lifecycle on AWS: EC2 hosts, RDS MySQL, Aurora MySQL (+ an EC2 client in the same zone).
+
+Every resource is tagged at creation with the run, the target and the expiry; names come from
+benchfleet.naming. Clients (ec2, rds, ssm) are passed in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from benchfleet import naming
+from benchfleet.aws.errors import TargetFailed, aws_errors, error_code
+from benchfleet.aws.settings import Settings
+
+UBUNTU_AMI_PARAMETER = "/aws/service/canonical/ubuntu/server/24.04/stable/current/{arch}/hvm/ebs-gp3/ami-id"
+MASTER_USER = "benchfleet"
+DATABASE = "sbtest"
+_FAMILY = re.compile(r"^([a-z]+)(\d+)([a-z-]*)")
+
+
+def architecture(instance_type: str) -> str:
+    """``arm64`` for Graviton families (a g after the generation: m6g, c7gn, r6gd, t4g, hpc7g),
+    else ``amd64`` (Canonical's parameter names)."""
+    m = _FAMILY.match(instance_type.split(".")[0])
+    return "arm64" if m and "g" in m.group(3) else "amd64"
+
+
+def ubuntu_ami(ssm: Any, arch: str) -> str:
+    with aws_errors():
+        value = ssm.get_parameter(Name=UBUNTU_AMI_PARAMETER.format(arch=arch))["Parameter"]["Value"]
+    return str(value)
+
+
+def engine_version(rds: Any, engine: str, spec_engine: str) -> str:
+    """The newest version of ``engine`` (mysql | mariadb | aurora-mysql) in the spec's major line,
+    looked up (DescribeDBEngineVersions), never hard-coded. Aurora MySQL 3 is MySQL 8.0."""
+    wanted = spec_engine.partition("-")[2]  # "mysql-8.0" -> "8.0"; "" for any
+    versions: list[str] = []
+    marker: str | None = None
+    with aws_errors():
+        while True:
+            page = rds.describe_db_engine_versions(Engine=engine, **({"Marker": marker} if marker else {}))
+            versions += [v["EngineVersion"] for v in page["DBEngineVersions"]]
+            marker = page.get("Marker")
+            if not marker:
+                break
+    if wanted:
+        versions = [v for v in versions if v == wanted or v.startswith(wanted + ".")]
+    if not versions:
+        raise TargetFailed(f"no {engine} engine version matches {spec_engine}")
+
+    def key(version: str) -> tuple[int, ...]:
+        return tuple(int(p) for p in re.findall(r"\d+", version))
+
+    return max(versions, key=key)
+
+
+def subnet_for(ec2: Any, settings: Settings, zone_index: int) -> tuple[str, str]:
+    if not settings.subnet_ids:
+        raise TargetFailed("SUBNET_IDS is empty: nowhere to launch")
+    subnet_id = settings.subnet_ids[zone_index % len(settings.subnet_ids)]
+    with aws_errors():
+        subnet = ec2.describe_subnets(SubnetIds=[subnet_id])["Subnets"][0]
+    return subnet_id, str(subnet["AvailabilityZone"])
+
+
+def launch_instance(ec2: Any, ssm: Any, settings: Settings, *, instance_type: str, subnet_id: str,
+                    tags: dict[str, str], name: str, token: str,
+                    storage: dict[str, Any] | None = None) -> str:
+    """One Ubuntu LTS host with the SSM agent (from the launch template / instance profile)."""
+    args: dict[str, Any] = {
+        "ImageId": ubuntu_ami(ssm, architecture(instance_type)), "InstanceType": instance_type,
+        "MinCount": 1, "MaxCount": 1, "SubnetId": subnet_id, "ClientToken": token,
+        "MetadataOptions": {"HttpTokens": "required", "HttpEndpoint": "enabled",
+                            "InstanceMetadataTags": "enabled"},
+        "TagSpecifications": [{"ResourceType": kind, "Tags": naming.tag_list({**tags, "Name": name})}
+                              for kind in ("instance", "volume")],
+    }
+    if settings.launch_template_id:
+        args["LaunchTemplate"] = {"LaunchTemplateId": settings.launch_template_id, "Version": "$Latest"}
+    else:
+        if settings.target_instance_profile_arn:
+            args["IamInstanceProfile"] = {"Arn": settings.target_instance_profile_arn}
+        if settings.client_security_group_id:
+            args["SecurityGroupIds"] = [settings.client_security_group_id]
+    if storage and storage.get("type") != "instance-store":
+        ebs: dict[str, Any] = {"VolumeSize": storage.get("size_gb", 100), "VolumeType": storage.get("type", "gp3"),
+                               "Encrypted": True, "DeleteOnTermination": True}
+        if storage.get("iops"):
+            ebs["Iops"] = storage["iops"]
+        if storage.get("throughput_mbps") and ebs["VolumeType"] == "gp3":
+            ebs["Throughput"] = storage["throughput_mbps"]
+        args["BlockDeviceMappings"] = [{"DeviceName": "/dev/sda1", "Ebs": ebs}]
+    with aws_errors():
+        return str(ec2.run_instances(**args)["Instances"][0]["InstanceId"])
+
+
+def create_rds(rds: Any, settings: Settings, *, target: dict[str, Any], identifier: str, zone: str,
+               tags: dict[str, str]) -> str:
+    engine = "mariadb" if target["engine"].startswith("mariadb") else "mysql"
+    storage = target.get("storage") or {}
+    args: dict[str, Any] = {
+        "DBInstanceIdentifier": identifier, "DBInstanceClass": target["instance_class"],
+        "Engine": engine, "EngineVersion": engine_version(rds, engine, target["engine"]),
+        "MasterUsername": MASTER_USER, "ManageMasterUserPassword": True, "DBName": DATABASE,
+        "AllocatedStorage": storage.get("size_gb", 100), "StorageType": storage.get("type", "gp3"),
+        "StorageEncrypted": True, "MultiAZ": False, "PubliclyAccessible": False,
+        "AvailabilityZone": zone, "DeletionProtection": False, "BackupRetentionPeriod": 0,
+        "Tags": naming.tag_list(tags),
+    }
+    if storage.get("iops"):
+        args["Iops"] = storage["iops"]
+    if settings.db_subnet_group_name:
+        args["DBSubnetGroupName"] = settings.db_subnet_group_name
+    if settings.db_security_group_id:
+        args["VpcSecurityGroupIds"] = [settings.db_security_group_id]
+    with aws_errors(), contextlib.suppress(rds.exceptions.DBInstanceAlreadyExistsFault):
+        rds.create_db_instance(**args)  # already there: a retried Lambda, same name
+    return identifier
+
+
+def create_aurora(rds: Any, settings: Settings, *, target: dict[str, Any], cluster_id: str, writer_id: str,
+                  zone: str, tags: dict[str, str]) -> tuple[str, str]:
+    """CreateDBCluster makes an empty cluster: the writer instance is created here too."""
+    args: dict[str, Any] = {
+        "DBClusterIdentifier": cluster_id, "Engine": "aurora-mysql",
+        "EngineVersion": engine_version(rds, "aurora-mysql", target["engine"]),
+        "MasterUsername": MASTER_USER, "ManageMasterUserPassword": True, "DatabaseName": DATABASE,
+        "StorageEncrypted": True, "DeletionProtection": False, "BackupRetentionPeriod": 1,
+        "Tags": naming.tag_list(tags),
+    }
+    if settings.db_subnet_group_name:
+        args["DBSubnetGroupName"] = settings.db_subnet_group_name
+    if settings.db_security_group_id:
+        args["VpcSecurityGroupIds"] = [settings.db_security_group_id]
+    with aws_errors():
+        with contextlib.suppress(rds.exceptions.DBClusterAlreadyExistsFault):
+            rds.create_db_cluster(**args)
+        with contextlib.suppress(rds.exceptions.DBInstanceAlreadyExistsFault):
+            rds.create_db_instance(DBInstanceIdentifier=writer_id, DBClusterIdentifier=cluster_id,
+                                   Engine="aurora-mysql", DBInstanceClass=target["instance_class"],
+                                   AvailabilityZone=zone, PubliclyAccessible=False,
+                                   Tags=naming.tag_list(tags))
+    return cluster_id, writer_id
+
+
+# ---- readiness ----------------------------------------------------------------------------------
+
+_INSTANCE_DEAD = {"shutting-down", "terminated", "stopping", "stopped"}
+_DB_DEAD = {"failed", "deleting", "incompatible-parameters", "incompatible-network", "incompatible-restore",
+            "inaccessible-encryption-credentials", "restore-error", "storage-full"}
+
+
+def instance_ready(ec2: Any, ssm: Any, instance_id: str) -> bool:
+    """Running and its SSM agent Online (DescribeInstanceInformation PingStatus)."""
+    with aws_errors():
+        reservations = ec2.describe_instances(InstanceIds=[instance_id])["Reservations"]
+    state = reservations[0]["Instances"][0]["State"]["Name"] if reservations else "terminated"
+    if state in _INSTANCE_DEAD:
+        raise TargetFailed(f"instance {instance_id} is {state}")
+    if state != "running":
+        return False
+    with aws_errors():
+        info = ssm.describe_instance_information(
+            Filters=[{"Key": "InstanceIds", "Values": [instance_id]}])["InstanceInformationList"]
+    return any(i.get("InstanceId") == instance_id and i.get("PingStatus") == "Online" for i in info)
+
+
+def db_instance(rds: Any, identifier: str) -> dict[str, Any]:
+    try:
+        with aws_errors():
+            found: dict[str, Any] = rds.describe_db_instances(DBInstanceIdentifier=identifier)["DBInstances"][0]
+    except ClientError as e:
+        if error_code(e) == "DBInstanceNotFound":
+            raise TargetFailed(f"DB instance {identifier} is gone") from None
+        raise
+    if found.get("DBInstanceStatus") in _DB_DEAD:
+        raise TargetFailed(f"DB instance {identifier} is {found['DBInstanceStatus']}")
+    return found
+
+
+def db_connection(rds: Any, resources: dict[str, Any]) -> dict[str, Any] | None:
+    """Where the agent reaches the database once it is available, else None."""
+    writer = db_instance(rds, resources["db_instance_id"])
+    if writer.get("DBInstanceStatus") != "available":
+        return None
+    if resources.get("db_cluster_id"):
+        with aws_errors():
+            cluster = rds.describe_db_clusters(DBClusterIdentifier=resources["db_cluster_id"])["DBClusters"][0]
+        if cluster.get("Status") != "available":
+            return None
+        host, port = cluster["Endpoint"], cluster.get("Port", 3306)
+        secret = (cluster.get("MasterUserSecret") or {}).get("SecretArn")
+    else:
+        endpoint = writer.get("Endpoint") or {}
+        host, port = endpoint.get("Address"), endpoint.get("Port", 3306)
+        secret = (writer.get("MasterUserSecret") or {}).get("SecretArn")
+    if not host:
+        return None
+    return {"host": host, "port": int(port), "user": MASTER_USER, "database": DATABASE,
+            "password_secret_arn": secret}
+
+
+# ---- teardown -----------------------------------------------------------------------------------
+
+def tagged_instances(ec2: Any, run_id: str, target_id: str) -> list[str]:
+    filters = [{"Name": f"tag:{naming.TAG_RUN_ID}", "Values": [run_id]},
+               {"Name": f"tag:{naming.TAG_TARGET_ID}", "Values": [target_id]},
+               {"Name": "instance-state-name", "Values": ["pending", "running", "stopping", "stopped"]}]
+    with aws_errors():
+        pages = ec2.get_paginator("describe_instances").paginate(Filters=filters)
+        return [i["InstanceId"] for page in pages for r in page["Reservations"] for i in r["Instances"]]
+
+
+def _has_tags(tag_list: list[dict[str, str]], run_id: str, target_id: str) -> bool:
+    tags = {t["Key"]: t["Value"] for t in tag_list}
+    return tags.get(naming.TAG_RUN_ID) == run_id and tags.get(naming.TAG_TARGET_ID) == target_id
+
+
+def tagged_databases(rds: Any, run_id: str, target_id: str) -> tuple[list[str], list[str]]:
+    """(DB instance ids, DB cluster ids) tagged with the run and target (TagList on each)."""
+    with aws_errors():
+        instances = [d["DBInstanceIdentifier"]
+                     for page in rds.get_paginator("describe_db_instances").paginate()
+                     for d in page["DBInstances"] if _has_tags(d.get("TagList", []), run_id, target_id)]
+        clusters = [c["DBClusterIdentifier"]
+                    for page in rds.get_paginator("describe_db_clusters").paginate()
+                    for c in page["DBClusters"] if _has_tags(c.get("TagList", []), run_id, target_id)]
+    return instances, clusters
+
+
+def terminate_instances(ec2: Any, instance_ids: list[str]) -> list[str]:
+    if not instance_ids:
+        return []
+    try:
+        with aws_errors():
+            ec2.terminate_instances(InstanceIds=instance_ids)
+    except ClientError as e:
+        if error_code(e) != "InvalidInstanceID.NotFound":
+            raise
+    return instance_ids
+
+
+def delete_db_instance(rds: Any, identifier: str) -> bool:
+    try:
+        with aws_errors():
+            rds.delete_db_instance(DBInstanceIdentifier=identifier, SkipFinalSnapshot=True,
+                                   DeleteAutomatedBackups=True)
+    except ClientError as e:
+        code = error_code(e)
+        if code == "DBInstanceNotFound":
+            return False
+        if code != "InvalidDBInstanceState":  # already deleting
+            raise
+    return True
+
+
+def delete_db_cluster(rds: Any, identifier: str) -> bool:
+    try:
+        with aws_errors():
+            rds.delete_db_cluster(DBClusterIdentifier=identifier, SkipFinalSnapshot=True)
+    except ClientError as e:
+        code = error_code(e)
+        if code == "DBClusterNotFoundFault":
+            return False
+        if code != "InvalidDBClusterStateFault":
+            raise
+    return True
+
+
+def leftovers(ec2: Any, rds: Any, run_id: str, target_id: str) -> list[str]:
+    """What of this target is neither gone nor going (terminated / shutting-down / deleting)."""
+    left = [f"instance {i}" for i in tagged_instances(ec2, run_id, target_id)]
+    instances, clusters = tagged_databases(rds, run_id, target_id)
+    with aws_errors():
+        for ident in instances:
+            with contextlib.suppress(rds.exceptions.DBInstanceNotFoundFault):
+                status = rds.describe_db_instances(DBInstanceIdentifier=ident)["DBInstances"][0]["DBInstanceStatus"]
+                if status != "deleting":
+                    left.append(f"db instance {ident} ({status})")
+        for ident in clusters:
+            with contextlib.suppress(rds.exceptions.DBClusterNotFoundFault):
+                status = rds.describe_db_clusters(DBClusterIdentifier=ident)["DBClusters"][0]["Status"]
+                if status != "deleting":
+                    left.append(f"db cluster {ident} ({status})")
+    return left
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

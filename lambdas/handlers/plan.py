@@ -1,0 +1,40 @@
+"""Plan: validate the spec, expand it, estimate it, refuse it above budget (PlanRejected)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.parser import BaseModel, event_parser
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from benchfleet import naming
+from benchfleet.aws import runplan
+from benchfleet.aws.settings import Settings
+
+logger = Logger()
+tracer = Tracer()
+metrics = Metrics(namespace="benchfleet")
+
+
+class PlanEvent(BaseModel):
+    input: dict[str, Any]
+    execution_name: str | None = None
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+@event_parser(model=PlanEvent)
+def handler(event: PlanEvent, context: LambdaContext) -> dict[str, Any]:
+    settings = Settings.from_env()
+    request = runplan.parse_request(event.input)
+    # The API names executions after the run (or its Idempotency-Key): reuse it when it is a run id.
+    name = event.execution_name if event.execution_name and naming.RUN_ID.match(event.execution_name) else None
+    plan = runplan.plan_run(request, run_id=name, zone_count=len(settings.subnet_ids))
+    logger.append_keys(run_id=plan["run_id"])
+    logger.info("planned", extra={"targets": plan["target_count"], "distributed": plan["distributed"],
+                                  "history_bound": plan["history_bound"], "wall_s": plan["wall_s"]})
+    metrics.add_metric(name="TargetsPlanned", unit=MetricUnit.Count, value=plan["target_count"])
+    return plan

@@ -1,0 +1,40 @@
+"""Provision: create one target for one repetition in the zone the state machine chose."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.parser import BaseModel, event_parser
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from benchfleet.aws import clients, lifecycle
+from benchfleet.aws.settings import Settings
+
+logger = Logger()
+tracer = Tracer()
+metrics = Metrics(namespace="benchfleet")
+
+
+class ProvisionEvent(BaseModel):
+    run_id: str
+    target: dict[str, Any]
+    repetition: int
+    zone_index: int = 0
+    expires_at: str
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+@event_parser(model=ProvisionEvent)
+def handler(event: ProvisionEvent, context: LambdaContext) -> dict[str, Any]:
+    logger.append_keys(run_id=event.run_id, target_id=event.target["id"], repetition=event.repetition)
+    resources = lifecycle.provision(
+        clients.client("ec2"), clients.client("rds"), clients.client("ssm"), Settings.from_env(),
+        run_id=event.run_id, target=event.target, repetition=event.repetition,
+        zone_index=event.zone_index, expires_at=event.expires_at)
+    logger.info("provisioned", extra={"resources": resources})
+    metrics.add_metric(name="TargetsProvisioned", unit=MetricUnit.Count, value=1)
+    return resources

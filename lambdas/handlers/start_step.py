@@ -1,0 +1,43 @@
+"""StartStep: send the agent document with the step's job; output goes to S3 beside the raw key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.parser import event_parser
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from benchfleet import naming
+from benchfleet.aws import clients, commands, jobs, targets
+from benchfleet.aws.events import StepState
+from benchfleet.aws.settings import Settings
+
+logger = Logger()
+tracer = Tracer()
+metrics = Metrics(namespace="benchfleet")
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+@event_parser(model=StepState)
+def handler(event: StepState, context: LambdaContext) -> dict[str, Any]:
+    settings = Settings.from_env()
+    target_id, step = event.target["id"], event.step
+    logger.append_keys(run_id=event.run_id, target_id=target_id, repetition=event.repetition, step=step.name)
+    if not event.resources.instance_id:
+        raise ValueError(f"target {target_id} has no instance to run the agent on")
+    command_id = commands.send_step(
+        clients.client("ssm"), document=settings.agent_document_name,
+        instance_id=event.resources.instance_id, job=jobs.job_for(event, clients.client("secretsmanager")),
+        bucket=settings.results_bucket,
+        output_prefix=naming.step_output_prefix(event.run_id, target_id, event.repetition, step.name),
+        execution_timeout_s=step.duration_s + step.setup_s + 600,
+        comment=f"benchfleet {event.run_id} {target_id} rep {event.repetition} {step.name}")
+    logger.info("step sent", extra={"command_id": command_id})
+    metrics.add_metric(name="StepsStarted", unit=MetricUnit.Count, value=1)
+    return {"command_id": command_id, "instance_id": event.resources.instance_id,
+            "started_at": targets.now_iso(), "state": "running", "poll": 0,
+            "wait_s": max(0, min(step.duration_s, event.timing.poll_cap_s))}

@@ -1,0 +1,46 @@
+"""Summarize: write runs/<run_id>/summary.json with the terminal status (its only writer)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.parser import BaseModel, event_parser
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from benchfleet.aws import clients
+from benchfleet.aws.settings import Settings
+from benchfleet.aws.summary import summarize
+
+logger = Logger()
+tracer = Tracer()
+metrics = Metrics(namespace="benchfleet")
+
+
+class RunState(BaseModel):
+    run_id: str | None = None
+    plan: dict[str, Any] | None = None
+    results: list[Any] | None = None
+    error: dict[str, Any] | None = None
+
+
+class SummarizeEvent(BaseModel):
+    state: RunState
+    execution_name: str
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+@event_parser(model=SummarizeEvent)
+def handler(event: SummarizeEvent, context: LambdaContext) -> dict[str, Any]:
+    state = event.state
+    run_id = (state.plan or {}).get("run_id") or state.run_id or event.execution_name
+    logger.append_keys(run_id=run_id)
+    result = summarize(clients.client("s3"), Settings.from_env().results_bucket, run_id=run_id,
+                       plan=state.plan, results=state.results, error=state.error)
+    logger.info("run finished", extra=result)
+    metrics.add_metric(name="RunsSucceeded" if result["status"] == "SUCCEEDED" else "RunsFailed",
+                       unit=MetricUnit.Count, value=1)
+    return result

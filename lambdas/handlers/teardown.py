@@ -1,0 +1,45 @@
+"""Teardown: idempotently delete one target's resources (recorded ids, then by tag) and verify."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.parser import BaseModel, event_parser
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from benchfleet.aws import clients, lifecycle
+from benchfleet.aws.events import Resources
+
+logger = Logger()
+tracer = Tracer()
+metrics = Metrics(namespace="benchfleet")
+
+
+class TeardownTarget(BaseModel):
+    target_id: str
+    kind: str
+
+
+class TeardownEvent(BaseModel):
+    run_id: str
+    target: TeardownTarget
+    repetition: int = 1
+    resources: Resources = Resources()
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+@event_parser(model=TeardownEvent)
+def handler(event: TeardownEvent, context: LambdaContext) -> dict[str, Any]:
+    logger.append_keys(run_id=event.run_id, target_id=event.target.target_id, repetition=event.repetition)
+    resources = event.resources.model_dump()
+    if event.target.kind == "existing":
+        resources["managed"] = False
+    result = lifecycle.teardown(clients.client("ec2"), clients.client("rds"), run_id=event.run_id,
+                                target_id=event.target.target_id, resources=resources)
+    logger.info("torn down", extra=result)
+    metrics.add_metric(name="TargetsTornDown", unit=MetricUnit.Count, value=1)
+    return result

@@ -1,0 +1,351 @@
+"""Offline executions of statemachines/benchmark-run.asl.json with moto's Step Functions executor.
+
+The seam: moto's executor invokes every Lambda Task (direct function ARN or lambda:invoke alike)
+through ``moto.stepfunctions.parser.asl.component.state.exec.state_task.lambda_eval_utils.
+_invoke_lambda_function(parameters, region, state_credentials)``, which would call moto's Lambda
+backend and so Docker. We replace that one function: it maps the function ARN to
+``handlers.<module>.handler`` and calls it in-process, returning what Lambda's Invoke returns
+(``FunctionError: Unhandled`` and ``{"errorType", "errorMessage"}`` when the handler raises, so the
+ASL's Retry/Catch see the exception's class name, as on AWS). Calls are serialised: a Lambda
+process runs one invocation at a time, and Powertools' Metrics is process-global.
+
+Everything else is real moto (EC2, RDS, SSM, S3, Secrets Manager, Timestream, CloudWatch) through
+the handlers, except what moto lacks, faked in ``MotoGaps``: the public SSM parameter of Ubuntu
+AMIs, DescribeInstanceInformation (PingStatus) and DescribeDBEngineVersions. Run Command runs
+nothing in moto, so ``Agent`` plays the agent: after each SendCommand it writes the captured real
+agent output (tests/fixtures/agent) where Run Command would, and sets the invocation's status.
+
+Retry back-off: moto's retrier calls ``time.sleep(interval)``; ``retrier_decl.time`` is replaced
+by an object whose ``sleep`` records the interval, so back-off is asserted, not waited for. Wait
+states get 0 s from the input (the plan's timing overrides), never by editing the definition.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import threading
+import time
+import types
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+from moto import mock_aws
+from moto.core import DEFAULT_ACCOUNT_ID
+from moto.ssm.models import ssm_backends
+from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
+from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
+
+from benchfleet import naming
+from benchfleet.aws import clients
+
+REGION = "us-east-1"
+ASL = Path(__file__).resolve().parents[2] / "statemachines" / "benchmark-run.asl.json"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "agent"
+HANDLERS = {"Plan": "plan", "Provision": "provision", "Readiness": "readiness", "StartStep": "start_step",
+            "StepStatus": "step_status", "Collect": "collect", "Teardown": "teardown", "Summarize": "summarize"}
+BUCKET = "bf-results"
+DATABASE = "benchfleet"
+DOCUMENT = "bf-agent"
+
+
+def function_arn(module: str) -> str:
+    return f"arn:aws:lambda:{REGION}:{DEFAULT_ACCOUNT_ID}:function:benchfleet-{module.replace('_', '-')}"
+
+
+def definition() -> str:
+    text = ASL.read_text()
+    for key, module in HANDLERS.items():
+        text = text.replace("${%sFunctionArn}" % key, function_arn(module))
+    assert "${" not in text
+    return text
+
+
+@dataclass
+class Context:
+    """The parts of a LambdaContext Powertools reads."""
+
+    function_name: str
+    function_version: str = "$LATEST"
+    invoked_function_arn: str = ""
+    memory_limit_in_mb: int = 256
+    aws_request_id: str = "req"
+    log_group_name: str = "/aws/lambda/x"
+    log_stream_name: str = "x"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 60_000
+
+
+@dataclass
+class Call:
+    module: str
+    event: dict[str, Any]
+    result: Any = None
+    error: str | None = None
+
+
+class FaultProxy:
+    """A boto3 client whose named operations fail (``faults[op]``: a list of exceptions, consumed in
+    order, or a callable(kwargs) -> exception | None) and which counts calls; the rest is moto."""
+
+    def __init__(self, real: Any, faults: dict[str, Any] | None = None,
+                 extra: dict[str, Any] | None = None) -> None:
+        self._real = real
+        self.faults = faults or {}
+        self.extra = extra or {}
+        self.calls: Counter[str] = Counter()
+        self.records_per_call: list[int] = []
+
+    def __getattr__(self, name: str) -> Any:
+        if name in self.extra:
+            return self.extra[name]
+        attr = getattr(self._real, name)
+        if not callable(attr) or name.startswith(("get_paginator", "exceptions", "meta", "can_paginate")):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self.calls[name] += 1
+            fault = self.faults.get(name)
+            if callable(fault):
+                exc = fault(kwargs)
+                if exc is not None:
+                    raise exc
+            elif fault:
+                raise fault.pop(0)
+            if name == "write_records":
+                assert len(kwargs["Records"]) <= 100, "WriteRecords takes at most 100 records"
+                self.records_per_call.append(len(kwargs["Records"]))
+            return attr(*args, **kwargs)
+
+        return call
+
+
+def client_error(code: str, op: str, message: str = "injected") -> ClientError:
+    return ClientError({"Error": {"Code": code, "Message": message}}, op)
+
+
+class MotoGaps:
+    """What moto does not implement, answered from moto's own state."""
+
+    def __init__(self) -> None:
+        self.ec2 = boto3.client("ec2", region_name=REGION)
+        self.ami = self.ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+        self.ami_requests: list[str] = []
+
+    def get_parameter(self, real: Any) -> Any:
+        def get(Name: str, **kw: Any) -> Any:  # noqa: N803 - boto3's casing
+            if Name.startswith("/aws/service/canonical/ubuntu/"):
+                self.ami_requests.append(Name)
+                return {"Parameter": {"Name": Name, "Value": self.ami, "Type": "String"}}
+            return real.get_parameter(Name=Name, **kw)
+        return get
+
+    def describe_instance_information(self, Filters: list[dict[str, Any]], **_: Any) -> Any:  # noqa: N803
+        ids = [v for f in Filters if f["Key"] == "InstanceIds" for v in f["Values"]]
+        found = self.ec2.describe_instances(InstanceIds=ids)["Reservations"]
+        online = [i["InstanceId"] for r in found for i in r["Instances"] if i["State"]["Name"] == "running"]
+        return {"InstanceInformationList": [{"InstanceId": i, "PingStatus": "Online"} for i in online]}
+
+    @staticmethod
+    def describe_db_engine_versions(Engine: str, **_: Any) -> Any:  # noqa: N803
+        versions = {"mysql": ["5.7.44", "8.0.36", "8.0.40", "8.4.3"], "mariadb": ["10.11.9", "11.4.4"],
+                    "aurora-mysql": ["5.7.mysql_aurora.2.12.4", "8.0.mysql_aurora.3.05.2",
+                                     "8.0.mysql_aurora.3.08.0"]}[Engine]
+        return {"DBEngineVersions": [{"Engine": Engine, "EngineVersion": v} for v in versions]}
+
+
+@dataclass
+class Agent:
+    """Plays the agent for moto's SendCommand: per target, what the step ends as."""
+
+    s3: Any
+    outcome: dict[str, str] = field(default_factory=dict)   # target_id -> ok | failed | timed_out | hang | garbage
+
+    def ran(self, event: dict[str, Any], result: dict[str, Any]) -> None:
+        target_id, rep, step = event["target"]["id"], event["repetition"], event["step"]["name"]
+        outcome = self.outcome.get(target_id, "ok")
+        command = ssm_backends[DEFAULT_ACCOUNT_ID][REGION].get_command_by_id(result["command_id"])
+        status = {"failed": "Failed", "timed_out": "TimedOut", "hang": "InProgress"}.get(outcome, "Success")
+        for inv in command.invocations:
+            inv["Status"] = inv["StatusDetails"] = status
+            inv["ResponseCode"] = 3 if outcome == "failed" else 0
+        if outcome in ("ok", "garbage"):
+            fixture = FIXTURES / f"{'prepare' if step == 'prepare' else 't0001'}.jsonl"
+            lines = []
+            for line in fixture.read_text().splitlines():
+                record = json.loads(line)
+                record.update(run_id=event["run_id"], target_id=target_id, repetition=rep,
+                              workload=event["workload"]["name"], step=step)
+                if outcome == "garbage" and record["type"] == "sample":
+                    record["tps"] = "lots"  # what a broken agent might print: collect must refuse it
+                lines.append(json.dumps(record, separators=(",", ":")))
+            body = "Setting up the engine...\n" + "\n".join(lines) + "\n"
+            prefix = naming.step_output_prefix(event["run_id"], target_id, rep, step)
+            key = f"{prefix}/{result['command_id']}/{result['instance_id']}/awsrunShellScript/0.runAgent/stdout"
+            self.s3.put_object(Bucket=BUCKET, Key=key, Body=body.encode())
+
+
+class Harness:
+    def __init__(self) -> None:
+        self.calls: list[Call] = []
+        self.lock = threading.Lock()
+        self.sleeps: list[float] = []
+        self.sf = boto3.client("stepfunctions", region_name=REGION)
+        self.s3 = boto3.client("s3", region_name=REGION)
+        self.agent = Agent(self.s3)
+        self.gaps = MotoGaps()
+        ssm = boto3.client("ssm", region_name=REGION)
+        rds = boto3.client("rds", region_name=REGION)
+        self.proxies: dict[str, FaultProxy] = {
+            "ssm": FaultProxy(ssm, extra={"get_parameter": self.gaps.get_parameter(ssm),
+                                          "describe_instance_information": self.gaps.describe_instance_information}),
+            "rds": FaultProxy(rds, extra={"describe_db_engine_versions": self.gaps.describe_db_engine_versions}),
+            "ec2": FaultProxy(boto3.client("ec2", region_name=REGION)),
+            "timestream-write": FaultProxy(boto3.client("timestream-write", region_name=REGION)),
+            "s3": FaultProxy(self.s3),
+        }
+        for service, proxy in self.proxies.items():
+            clients.override(service, lambda p=proxy: p)
+        self.arn = self.sf.create_state_machine(
+            name="benchfleet-run", definition=definition(),
+            roleArn=f"arn:aws:iam::{DEFAULT_ACCOUNT_ID}:role/sfn")["stateMachineArn"]
+
+    # -- the seam -------------------------------------------------------------------------------
+    def invoke(self, parameters: dict[str, Any], region: str, state_credentials: Any) -> dict[str, Any]:
+        module = parameters["FunctionName"].rsplit(":function:benchfleet-", 1)[1].replace("-", "_")
+        event = json.loads(parameters["Payload"])
+        call = Call(module, event)
+        with self.lock:
+            self.calls.append(call)
+            handler = importlib.import_module(f"handlers.{module}").handler
+            try:
+                result = handler(event, Context(function_name=f"benchfleet-{module}"))
+            except Exception as e:  # what Lambda returns for an unhandled exception
+                call.error = type(e).__name__
+                call.result = str(e)[:500]
+                return {"StatusCode": 200, "FunctionError": "Unhandled",
+                        "Payload": {"errorType": type(e).__name__, "errorMessage": str(e)[:1000]}}
+            result = json.loads(json.dumps(result, default=str))
+            call.result = result
+            if module == "start_step":
+                self.agent.ran(event, result)
+        return {"StatusCode": 200, "Payload": result}
+
+    # -- running --------------------------------------------------------------------------------
+    def run(self, spec: dict[str, Any], *, timing: dict[str, Any] | None = None, name: str = "run",
+            timeout_s: float = 90) -> dict[str, Any]:
+        payload = {"spec": spec, "timing": {"ready_poll_s": 0, "poll_cap_s": 0, "overrun_poll_s": 0,
+                                            "cooldown_s": 0, **(timing or {})}}
+        execution = self.sf.start_execution(stateMachineArn=self.arn, name=name,
+                                            input=json.dumps(payload))["executionArn"]
+        deadline = time.monotonic() + timeout_s
+        while True:
+            described = self.sf.describe_execution(executionArn=execution)
+            if described["status"] != "RUNNING":
+                break
+            assert time.monotonic() < deadline, "execution did not finish"
+            time.sleep(0.05)
+        described["history"] = self.history(execution)
+        return described
+
+    def history(self, execution: str) -> list[dict[str, Any]]:
+        events, token = [], None
+        while True:
+            page = self.sf.get_execution_history(executionArn=execution, maxResults=1000,
+                                                 **({"nextToken": token} if token else {}))
+            events += page["events"]
+            token = page.get("nextToken")
+            if not token:
+                return events
+
+    def explain(self, result: dict[str, Any]) -> str:
+        """For assertion messages: the execution's error and every handler that raised."""
+        failed = [f"{c.module}: {c.error}: {c.result}" for c in self.calls if c.error]
+        errors = [e for e in result["history"] if e["type"].endswith("Failed")]
+        return json.dumps({"cause": result.get("cause"), "handler_errors": failed,
+                           "failed_events": errors[:5]}, default=str, indent=1)[:6000]
+
+    def calls_of(self, module: str) -> list[Call]:
+        return [c for c in self.calls if c.module == module]
+
+
+def setup_account(monkeypatch: pytest.MonkeyPatch) -> None:
+    ec2 = boto3.client("ec2", region_name=REGION)
+    subnets = sorted(ec2.describe_subnets()["Subnets"], key=lambda s: s["AvailabilityZone"])[:3]
+    vpc = subnets[0]["VpcId"]
+    sg = ec2.create_security_group(GroupName="bf-targets", Description="targets", VpcId=vpc)["GroupId"]
+    template = ec2.create_launch_template(LaunchTemplateName="bf-targets", LaunchTemplateData={
+        "SecurityGroupIds": [sg], "MetadataOptions": {"HttpTokens": "required"}})["LaunchTemplate"]
+    rds = boto3.client("rds", region_name=REGION)
+    rds.create_db_subnet_group(DBSubnetGroupName="bf-db", DBSubnetGroupDescription="db",
+                               SubnetIds=[s["SubnetId"] for s in subnets])
+    boto3.client("s3", region_name=REGION).create_bucket(Bucket=BUCKET)
+    ts = boto3.client("timestream-write", region_name=REGION)
+    ts.create_database(DatabaseName=DATABASE)
+    for table in ("samples", "step_summaries", "cloud_metrics"):
+        ts.create_table(DatabaseName=DATABASE, TableName=table)
+    env = {"RESULTS_BUCKET": BUCKET, "RESULTS_STORE": "timestream", "TIMESTREAM_DATABASE": DATABASE,
+           "SUBNET_IDS": ",".join(s["SubnetId"] for s in subnets), "CLIENT_SECURITY_GROUP_ID": sg,
+           "DB_SECURITY_GROUP_ID": sg, "DB_SUBNET_GROUP_NAME": "bf-db", "AGENT_DOCUMENT_NAME": DOCUMENT,
+           "LAUNCH_TEMPLATE_ID": template["LaunchTemplateId"],
+           "TARGET_INSTANCE_PROFILE_ARN": f"arn:aws:iam::{DEFAULT_ACCOUNT_ID}:instance-profile/bf"}
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+
+
+@pytest.fixture
+def harness(monkeypatch: pytest.MonkeyPatch):
+    for k, v in {"AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION, "AWS_ACCESS_KEY_ID": "testing",
+                 "AWS_SECRET_ACCESS_KEY": "testing", "POWERTOOLS_TRACE_DISABLED": "1",
+                 "POWERTOOLS_SERVICE_NAME": "benchfleet", "POWERTOOLS_METRICS_NAMESPACE": "benchfleet",
+                 "POWERTOOLS_LOG_LEVEL": "WARNING"}.items():
+        monkeypatch.setenv(k, v)
+    with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
+        clients.reset()
+        setup_account(monkeypatch)
+        h = Harness()
+        fake_time = types.SimpleNamespace(sleep=h.sleeps.append)
+        with mock.patch.object(lambda_eval_utils, "_invoke_lambda_function", h.invoke), \
+                mock.patch.object(retrier_decl, "time", fake_time):
+            yield h
+        clients.reset()
+
+
+def spec(**overrides: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "name": "sm-test",
+        "workload": {"name": "fixture-oltp", "test": "oltp_read_write", "tables": 2, "table_size": 2000,
+                     "prepare_threads": 1, "warmup_s": 0, "threads": [1], "duration_s": 240},
+        "targets": [
+            {"id": "ec2-m6g", "kind": "ec2", "instance_type": "m6g.large"},
+            {"id": "rds-m6g", "kind": "rds", "instance_class": "db.m6g.large", "client": {"instance_type": "c6i.large"}},
+            {"id": "aurora-r6g", "kind": "aurora", "instance_class": "db.r6g.large",
+             "client": {"instance_type": "c7g.large"}},
+        ],
+    }
+    base.update(overrides)
+    return base
+
+
+def leftovers(run_id: str) -> list[str]:
+    """Anything of the run still alive in moto: running/pending instances, DB instances, clusters."""
+    ec2 = boto3.client("ec2", region_name=REGION)
+    rds = boto3.client("rds", region_name=REGION)
+    found = [i["InstanceId"] for r in ec2.describe_instances(Filters=[
+        {"Name": f"tag:{naming.TAG_RUN_ID}", "Values": [run_id]},
+        {"Name": "instance-state-name", "Values": ["pending", "running"]}])["Reservations"] for i in r["Instances"]]
+    for db in rds.describe_db_instances()["DBInstances"]:
+        if any(t["Key"] == naming.TAG_RUN_ID and t["Value"] == run_id for t in db.get("TagList", [])):
+            found.append(db["DBInstanceIdentifier"])
+    for cluster in rds.describe_db_clusters()["DBClusters"]:
+        if any(t["Key"] == naming.TAG_RUN_ID and t["Value"] == run_id for t in cluster.get("TagList", [])):
+            found.append(cluster["DBClusterIdentifier"])
+    return found
+

@@ -1,0 +1,32 @@
+"""The whole run, offline: 3 targets (EC2, RDS, Aurora) through statemachines/benchmark-run.asl.json."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import boto3
+
+from benchfleet import naming
+
+from sm_harness import BUCKET, REGION, leftovers, spec
+
+
+def test_happy_path_runs_every_step_and_tears_everything_down(harness):
+    result = harness.run(spec(), name="happy")
+    assert result["status"] == "SUCCEEDED", harness.explain(result)
+    output = json.loads(result["output"])
+    run_id = output["run_id"]
+    assert output["status"] == "SUCCEEDED" and output["failed_targets"] == []
+
+    summary = json.loads(boto3.client("s3", region_name=REGION).get_object(
+        Bucket=BUCKET, Key=naming.summary_key(run_id))["Body"].read())
+    assert summary["status"] == "SUCCEEDED"
+    assert {t["target_id"] for t in summary["targets"]} == {"ec2-m6g", "rds-m6g", "aurora-r6g"}
+    for target in summary["targets"]:
+        steps = target["repetitions"][0]["steps"]
+        assert [s["step"] for s in steps] == ["prepare", "t0001"]
+        assert steps[1]["samples"] == 240 and steps[1]["summaries"] == 1
+    assert len(harness.calls_of("teardown")) == 3
+    assert leftovers(run_id) == []
+    assert all(name.endswith("/arm64/hvm/ebs-gp3/ami-id") for name in harness.gaps.ami_requests[:1])
