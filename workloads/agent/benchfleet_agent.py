@@ -23,6 +23,7 @@ import os
 import platform
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -219,15 +220,21 @@ def run_step(job: Dict[str, Any], emit: Emitter) -> int:
     except OSError as e:
         return emit.error("run", "cannot start sysbench: {}".format(e))
     assert proc.stdout is not None
-    for line in proc.stdout:
-        lines.append(line)
-        interval = parse_interval(line)
-        if interval is None:
-            continue
-        # Sampled when sysbench reports, so each CPU figure covers the same second as the rates.
-        after = read_cpu_times()
-        emit.emit("sample", time=time.time(), **_sample_fields(interval), **cpu_percentages(before, after))
-        before = after
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            interval = parse_interval(line)
+            if interval is None:
+                continue
+            # Sampled when sysbench reports, so each CPU figure covers the same second as the rates.
+            after = read_cpu_times()
+            emit.emit("sample", time=time.time(), **_sample_fields(interval), **cpu_percentages(before, after))
+            before = after
+    except KeyboardInterrupt:
+        # Stopped from outside (Ctrl-C, SIGTERM from the runner or SSM): sysbench must not outlive us.
+        proc.terminate()
+        proc.wait()
+        raise
     code = proc.wait()
     text = "".join(lines)
     parsed = parse_output(text)
@@ -253,6 +260,10 @@ def _sample_fields(interval: Interval) -> Dict[str, Any]:
             "reconnects_per_s": interval.reconnects_per_s}
 
 
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt("signal {}".format(signum))
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     source = parser.add_mutually_exclusive_group(required=True)
@@ -276,6 +287,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     except (OSError, ValueError) as e:
         sys.stdout.write(json.dumps({"type": "error", "stage": "job", "message": str(e)}) + "\n")
         return EXIT_BAD_JOB
+    signal.signal(signal.SIGTERM, _interrupt)
     out = open(args.out, "a") if args.out else None
     emit = Emitter(job, out)
     try:

@@ -18,6 +18,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -104,6 +105,8 @@ def reap_leftovers(home: Path) -> list[str]:
         datadir = Path(info.get("dir") or record.with_suffix(""))
         if datadir.parent == servers:
             shutil.rmtree(datadir, ignore_errors=True)
+        if str(info.get("socket", "")).startswith(tempfile.gettempdir()):
+            Path(info["socket"]).unlink(missing_ok=True)
         record.unlink(missing_ok=True)
         removed.append(datadir.name)
     # Data dirs without a record: a crash between mkdir and writing the record.
@@ -140,6 +143,8 @@ class LocalServer:
         self.memory_mb = memory_mb
         self.cpus = list(cpus) if cpus else None
         self.dir: Path | None = None
+        # Unix socket paths are limited to 107 bytes; data dirs can be deep, so the socket lives in /tmp.
+        self.socket = Path(tempfile.gettempdir()) / f"benchfleet-{secrets.token_hex(6)}.sock"
         self.process: subprocess.Popen[bytes] | None = None
         self.connection: Connection | None = None
         self.rendered = render(cnf_source, "mariadb", memory_mb * 1024 * 1024, cnf_name)
@@ -197,12 +202,14 @@ class LocalServer:
             self.process = None
         if self.dir is not None:
             shutil.rmtree(self.dir, ignore_errors=True)
+            self.socket.unlink(missing_ok=True)
             self.dir.with_suffix(".json").unlink(missing_ok=True)
             self.dir = None
 
     def _register(self, server_pid: int | None) -> None:
         assert self.dir is not None
-        record = {"owner_pid": os.getpid(), "server_pid": server_pid, "dir": str(self.dir)}
+        record = {"owner_pid": os.getpid(), "server_pid": server_pid, "dir": str(self.dir),
+                  "socket": str(self.socket)}
         self.dir.with_suffix(".json").write_text(json.dumps(record))
 
     def _write_cnf(self, port: int) -> Path:
@@ -212,7 +219,7 @@ class LocalServer:
         # or out of its private data dir.
         private = [
             f"datadir = {self.dir / 'data'}",
-            f"socket = {self.dir / 'mysqld.sock'}",
+            f"socket = {self.socket}",
             f"pid-file = {self.dir / 'mysqld.pid'}",
             f"log-error = {self.dir / 'error.log'}",
             f"port = {port}",
@@ -223,7 +230,7 @@ class LocalServer:
             private.append(f"user = {user}")
         path = self.dir / "my.cnf"
         path.write_text(self.rendered.text + "# benchfleet local server\n" + "\n".join(private) + "\n"
-                        + f"[client]\nsocket = {self.dir / 'mysqld.sock'}\n")
+                        + f"[client]\nsocket = {self.socket}\n")
         return path
 
     def _run(self, argv: list[str], what: str) -> None:
@@ -234,7 +241,7 @@ class LocalServer:
     def _wait_ready(self, port: int) -> None:
         assert self.dir is not None and self.process is not None
         deadline = time.monotonic() + _START_TIMEOUT_S
-        sock = self.dir / "mysqld.sock"
+        sock = self.socket
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise LocalServerError(f"MariaDB for {self.name} exited at start:\n{self._error_log()}")
@@ -258,7 +265,7 @@ class LocalServer:
             "GRANT ALL ON sbtest.* TO 'sbtest'@'127.0.0.1';"
             "FLUSH PRIVILEGES;"
         )
-        self._run([find_binary("mariadb", "mysql"), f"--socket={self.dir / 'mysqld.sock'}", "-uroot",
+        self._run([find_binary("mariadb", "mysql"), f"--socket={self.socket}", "-uroot",
                    "-e", sql], "create the benchmark user")
 
     def _error_log(self) -> str:

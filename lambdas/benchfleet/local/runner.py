@@ -157,6 +157,10 @@ def _run_step(loaded: LoadedSpec, target: LocalTarget, repetition: int, step: Pl
                 if line.startswith('{"type":"sample"'):
                     record = json.loads(line)
                     observer.sample(target.id, step, record["second"], record["tps"])
+        except BaseException:
+            # Interrupted here (SIGTERM reaches only us): stop the agent, which stops its sysbench.
+            agent.terminate()
+            raise
         finally:
             code = agent.wait()
     output = parse_agent_lines(raw.read_text(), str(raw))

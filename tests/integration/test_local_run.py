@@ -1,0 +1,112 @@
+"""Local mode end to end against a real MariaDB server and the real sysbench binary."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from benchfleet.cli import main
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.integration
+
+DURATION = 6
+
+
+def write_spec(tmp_path: Path, duration: int = DURATION, threads: list[int] | None = None, **target: object) -> Path:
+    spec = {"name": "it", "repetitions": 1,
+            "workload": {"name": "it", "test": "oltp_read_only", "tables": 1, "table_size": 2000, "warmup_s": 2,
+                         "threads": threads or [2], "duration_s": duration},
+            "targets": [{"id": "solo", "kind": "local", "memory_mb": 256, **target}]}
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def mariadb_processes(home: Path) -> list[str]:
+    out = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if "mariadbd" in line and str(home) in line]
+
+
+def test_a_short_run_has_a_sample_for_every_second_and_leaves_nothing(
+        bf_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", str(write_spec(tmp_path, cpus=[0]))]) == 0
+    capsys.readouterr()
+    assert main(["results", "it-", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (step,) = [s for s in doc["steps"] if s["phase"] == "measure"]
+    assert step["tps"] > 0 and step["threads"] == 2
+    # sysbench reports at 1..N-1 s and sometimes at N s: a sample for every second, no gaps.
+    assert DURATION - 1 <= step["samples"] <= DURATION
+    (target,) = doc["targets"]
+    assert target["sysbench_version"].startswith("sysbench 1.0") and "MariaDB" in target["engine_version"]
+    assert target["config_hash"] and target["cpus"] == "0" and target["vcpus"] >= 1
+    raw = sorted((bf_home / "raw").rglob("*.jsonl"))
+    assert [p.name for p in raw] == ["prepare.jsonl", "t0002.jsonl", "warmup.jsonl"]
+    seconds = [json.loads(line)["second"] for line in (raw[1]).read_text().splitlines()
+               if '"type":"sample"' in line]
+    assert seconds == [float(i) for i in range(1, len(seconds) + 1)]
+    # steal/user/system/iowait sampled for each of those seconds
+    samples = [json.loads(line) for line in raw[1].read_text().splitlines() if '"type":"sample"' in line]
+    assert all(s["cpu_user_pct"] is not None and s["cpu_steal_pct"] is not None for s in samples)
+    assert list((bf_home / "servers").iterdir()) == []
+    assert mariadb_processes(bf_home) == []
+
+
+@pytest.mark.parametrize("how", ["SIGINT", "SIGTERM", "SIGKILL"])
+def test_killing_a_run_midway_cleans_up(bf_home: Path, tmp_path: Path, how: str) -> None:
+    spec = write_spec(tmp_path, duration=60)
+    env = dict(os.environ, BENCHFLEET_HOME=str(bf_home), PYTHONPATH=str(REPO / "lambdas"))
+    proc = subprocess.Popen([sys.executable, "-m", "benchfleet.cli", "run", str(spec)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    raw = bf_home / "raw"
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and not list(raw.rglob("t0002.jsonl")):
+        time.sleep(0.2)
+    assert list(raw.rglob("t0002.jsonl")), "the measure step never started"
+    time.sleep(2)
+    assert mariadb_processes(bf_home), "a server should be running mid-run"
+    # Ctrl-C in a terminal reaches the whole foreground process group.
+    os.killpg(proc.pid, getattr(signal, how)) if how == "SIGINT" else os.kill(proc.pid, getattr(signal, how))
+    output = proc.communicate(timeout=90)[0]
+    if how == "SIGKILL":
+        # The kernel takes the server down with its owner; the next command removes the data dir.
+        deadline = time.monotonic() + 30
+        while mariadb_processes(bf_home) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert main(["validate", str(spec)]) == 0
+        assert list((bf_home / "servers").iterdir()) != []  # validate does not touch servers
+        from benchfleet.local.mariadb import reap_leftovers
+
+        assert reap_leftovers(bf_home)
+    else:
+        assert proc.returncode in (130, 1), output
+        assert "Traceback" not in output
+        assert main(["runs", "--format", "json"]) == 0
+    assert mariadb_processes(bf_home) == []
+    assert list((bf_home / "servers").iterdir()) == []
+
+
+def test_an_agent_failure_fails_the_run_and_still_cleans_up(bf_home: Path, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    spec = write_spec(tmp_path)
+    data = yaml.safe_load(spec.read_text())
+    data["workload"]["test"] = "lua/no-such-script.lua"
+    spec.write_text(yaml.safe_dump(data))
+    assert main(["run", str(spec)]) == 2  # refused before anything starts: the script does not exist
+    data["workload"]["test"] = "oltp_read_only"
+    data["workload"]["options"] = {"mysql-table-engine": "nosuchengine"}
+    spec.write_text(yaml.safe_dump(data))
+    capsys.readouterr()
+    assert main(["run", str(spec)]) == 1
+    out = capsys.readouterr().out
+    assert "failed" in out and "prepare" in out
+    assert mariadb_processes(bf_home) == [] and list((bf_home / "servers").iterdir()) == []
