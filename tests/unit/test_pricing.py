@@ -1,0 +1,139 @@
+"""benchfleet.pricing: the price tables (dated, list prices, the seeds' families) and $/hour of targets."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from benchfleet import pricing
+from benchfleet.local.store import DuckDBStore
+from benchfleet.plan import make_plan
+from benchfleet.records import AgentOutput, Sample
+from benchfleet.spec import LoadedSpec, Workload, parse_spec
+
+TABLES = Path(__file__).resolve().parents[2] / "workloads" / "pricing"
+
+
+def target(**kwargs: object) -> object:
+    spec = parse_spec({"name": "p", "workload": "w", "targets": [{"id": "t", **kwargs}]})
+    return spec.targets[0]
+
+
+@pytest.mark.parametrize("name", ["ec2", "rds", "aurora", "ebs"])
+def test_every_table_is_dated_and_says_list_price(name: str) -> None:
+    doc = json.loads((TABLES / f"{name}.json").read_text())
+    assert date.fromisoformat(doc["as_of"])
+    assert "on-demand list price" in doc["price_type"]
+    assert "us-east-1" in doc["regions"]
+    assert doc["currency"] == "USD"
+
+
+def test_the_seeds_families_and_current_generations_are_priced() -> None:
+    prices = pricing.load_prices(TABLES)
+    east = prices.ec2.regions["us-east-1"]
+    for family in ("t3", "m5", "c5", "c5a", "r4", "i3", "m2", "m6i", "m6a", "m6g", "c6i", "c6g", "c7i",
+                   "c7g", "m7i", "m7g", "r6i", "r6g", "i4i", "t4g"):
+        assert any(k.startswith(f"{family}.") for k in east), family
+    assert all(v > 0 for v in east.values())
+    for cls in ("db.r6g.large", "db.r6i.large", "db.m6g.large", "db.t3.medium"):
+        assert prices.rds.instance("us-east-1", cls), cls
+    for cls in ("db.r6g.large", "db.r6i.large", "db.t3.medium"):
+        assert prices.aurora.instance("us-east-1", cls), cls
+    for region in ("us-west-1", "eu-north-1"):
+        assert prices.ec2.instance(region, "t3.large") and prices.ec2.instance(region, "m5.large")
+
+
+@pytest.mark.parametrize(("type_", "price"), [
+    # seed 003's price tables (us-east-1, on-demand)
+    ("m6i.large", 0.096), ("m6a.2xlarge", 0.3456), ("m6g.16xlarge", 2.464), ("m5.4xlarge", 0.768),
+    ("m5a.large", 0.086), ("c5.12xlarge", 2.04), ("c5a.16xlarge", 2.464), ("c6g.large", 0.068)])
+def test_prices_agree_with_seed_003(type_: str, price: float) -> None:
+    assert pricing.load_prices(TABLES).ec2.instance("us-east-1", type_) == pytest.approx(price)
+
+
+def test_ec2_instance_plus_storage() -> None:
+    t = target(kind="ec2", instance_type="m6i.large")  # default storage: gp3 100 GB
+    assert pricing.price_per_hour(t) == pytest.approx(0.096 + 100 * 0.08 / 730, abs=1e-6)
+    gp2 = target(kind="ec2", instance_type="m5.large", region="eu-north-1", storage={"type": "gp2", "size_gb": 200})
+    assert pricing.price_per_hour(gp2) == pytest.approx(0.102 + 200 * 0.1045 / 730, abs=1e-6)
+    nvme = target(kind="ec2", instance_type="i3.large", storage={"type": "instance-store", "size_gb": 400})
+    assert pricing.price_per_hour(nvme) == pytest.approx(0.156)
+
+
+def test_gp3_and_io_volumes_bill_iops_and_throughput() -> None:
+    prices = pricing.load_prices(TABLES)
+    gp3 = prices.ebs.storage_rate("us-east-1", "gp3", by_region=True)
+    assert gp3 is not None
+    # 3000 IOPS and 125 MB/s are included: only 1000 IOPS and 125 MB/s are billed
+    assert pricing.storage_per_hour(gp3, 100, 4000, 250) == pytest.approx(
+        (100 * 0.08 + 1000 * 0.005 + 125 * 0.04) / 730)
+    io1 = prices.ebs.storage_rate("us-east-1", "io1", by_region=True)
+    assert io1 is not None
+    assert pricing.storage_per_hour(io1, 100, 3000) == pytest.approx((12.5 + 3000 * 0.065) / 730)
+    io2 = prices.ebs.storage_rate("us-east-1", "io2", by_region=True)
+    assert io2 is not None
+    assert pricing.storage_per_hour(io2, 100, 40000) == pytest.approx(
+        (12.5 + 32000 * 0.065 + 8000 * 0.0455) / 730)
+
+
+def test_rds_and_aurora_include_the_client() -> None:
+    rds = target(kind="rds", instance_class="db.r6g.large",
+                 storage={"type": "io1", "size_gb": 100, "iops": 3000})
+    parts = pricing.price_breakdown(rds)
+    assert parts["instance"] == pytest.approx(0.215)
+    assert parts["client"] == pytest.approx(0.17)  # default client c6i.xlarge
+    assert parts["storage"] == pytest.approx((100 * 0.125 + 3000 * 0.10) / 730)
+    assert pricing.price_per_hour(rds) == pytest.approx(0.215 + 0.17 + 312.5 / 730, abs=1e-6)
+    aurora = target(kind="aurora", instance_class="db.r6g.large", client={"instance_type": "c6g.large"})
+    assert pricing.price_per_hour(aurora) == pytest.approx(0.26 + 0.068)
+
+
+def test_overrides_local_existing_and_unknown() -> None:
+    assert pricing.price_per_hour(target(kind="ec2", instance_type="m6i.large", price_per_hour=1.5)) == 1.5
+    assert pricing.price_per_hour(target(kind="local")) == 0.0
+    assert pricing.price_per_hour(target(kind="local", price_per_hour=0.25)) == 0.25
+    assert pricing.price_per_hour(target(kind="existing", host="db.example.com")) is None
+    unknown = target(kind="ec2", instance_type="x9z.large")
+    assert pricing.price_per_hour(unknown) is None
+    assert "instance" in (pricing.unpriced_reason(unknown) or "")
+    far = target(kind="ec2", instance_type="m6i.large", region="ap-south-2")
+    assert pricing.price_per_hour(far) is None
+    assert "ap-south-2" in (pricing.unpriced_reason(far) or "")
+
+
+def test_plan_uses_the_lookup_and_lists_unpriced_targets() -> None:
+    spec = parse_spec({"name": "p", "workload": "w", "repetitions": 2, "targets": [
+        {"id": "a", "kind": "ec2", "instance_type": "m6g.large"},
+        {"id": "b", "kind": "ec2", "instance_type": "x9z.large"},
+        {"id": "c", "kind": "local"}]})
+    loaded = LoadedSpec(spec=spec, workload=Workload(name="w", test="oltp_read_only"), source="test")
+    plan = make_plan(loaded, price_lookup=pricing.price_per_hour)
+    assert plan.unpriced_targets == ["b"]
+    a = plan.targets[0]
+    assert a.price_per_hour == pytest.approx(0.077 + 8 / 730, abs=1e-6)
+    estimate = pricing.estimated_cost(plan)
+    assert estimate["unpriced"] == ["b"]
+    assert estimate["total_usd"] == pytest.approx(a.price_per_hour * a.total_s / 3600, abs=1e-3)
+
+
+def test_actual_cost_from_measured_durations(tmp_path: Path) -> None:
+    store = DuckDBStore(tmp_path / "b.duckdb")
+    try:
+        from datetime import UTC, datetime, timedelta
+        t0 = datetime(2026, 11, 1, tzinfo=UTC)
+        samples = [Sample(run_id="r", target_id=tid, repetition=rep, workload="w", step="t0001", phase="measure",
+                          threads=1, time=t0 + timedelta(seconds=s), second=float(s), tps=1, qps=1,
+                          reads_per_s=0, writes_per_s=0, other_per_s=0, latency_ms=1, latency_pct=95,
+                          errors_per_s=0, reconnects_per_s=0)
+                   for tid in ("a", "b") for rep in (1, 2) for s in range(1800)]
+        store.add_output(AgentOutput(samples=samples))
+        durations = pricing.measured_durations(store, "r", overhead_s={"a": 300})
+        assert durations == {"a": pytest.approx(2 * 1800 + 2 * 300), "b": pytest.approx(3600)}
+        cost = pricing.cost_of_durations({"a": 0.2, "b": None}, durations)
+        assert cost["total_usd"] == pytest.approx(0.2 * 4200 / 3600, abs=1e-5)
+        assert cost["unpriced"] == ["b"]
+    finally:
+        store.close()
