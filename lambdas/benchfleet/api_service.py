@@ -1,0 +1,458 @@
+"""What the REST API does, over injected clients: start, list, describe, cancel runs, serve results.
+
+``handlers/api.py`` routes requests here and turns :class:`ApiError` into responses; nothing in this
+module knows about HTTP events. Every refusal names the field it is about.
+
+- A run is one Step Functions execution; its **name is the run id** (``benchfleet.naming.RUN_ID``),
+  and its input is ``{"spec": <canonical spec, workload inline>, "run_id": <id>}`` (the Plan state's
+  ``RunRequest``). Scheduled executions carry ``"schedule": <name>`` and may have any name; their
+  run id is the input's ``run_id`` when present, else the execution name.
+- ``Idempotency-Key`` (``[A-Za-z0-9_-]{1,80}``) becomes the execution name. A key that is already a
+  valid run id is used as it is; any other key (capitals, underscores, one character) is mapped to
+  ``k-<sha256 of the key>``, a stable valid run id, because run ids end up in tags, S3 keys and RDS
+  identifiers. A retry with the same key and the same spec returns the existing run; the same key
+  with another spec is a 409.
+- Workloads must be inline: the Lambda ships only ``lambdas/``, not the workload library
+  (``benchfleet run --remote`` inlines a named workload before posting).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from benchfleet import naming
+from benchfleet.plan import Plan, PriceLookup, make_plan
+from benchfleet.spec import ComparisonSpec, LoadedSpec, SpecError, Workload, parse_spec
+
+IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
+MAX_BODY_BYTES = 128 * 1024
+MAX_PAGE = 100
+DEFAULT_PAGE = 20
+MAX_NEXT_TOKEN = 4096
+_NEXT_TOKEN = re.compile(r"^[A-Za-z0-9+/=_.:-]{1,4096}$")
+MAX_RESULT_KEYS = 10_000
+# The Plan state accepts these target kinds; local targets run on a laptop.
+CLOUD_KINDS = ("ec2", "rds", "aurora", "existing")
+CANCEL_ERROR = "benchfleet.Cancelled"
+
+
+class ApiError(Exception):
+    """A refusal: HTTP status, a message naming the field, and every (field, message) problem."""
+
+    def __init__(self, status: int, message: str, field: str | None = None,
+                 problems: list[tuple[str, str]] | None = None, **extra: Any) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.field = field
+        self.problems = problems if problems is not None else (
+            [(field, message.removeprefix(f"{field}: "))] if field else [])
+        self.extra = extra
+
+    def body(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"message": self.message}
+        if self.field:
+            out["field"] = self.field
+        if self.problems:
+            out["problems"] = [{"field": f, "message": m} for f, m in self.problems]
+        out.update(self.extra)
+        return out
+
+
+def bad_request(field: str, message: str, status: int = 400) -> ApiError:
+    return ApiError(status, f"{field}: {message}", field, [(field, message)])
+
+
+# ---- pure helpers -------------------------------------------------------------------------------
+
+def canonical_spec(spec: ComparisonSpec) -> dict[str, Any]:
+    """The spec with defaults filled in, as JSON: two bodies that mean the same give the same dict."""
+    data: dict[str, Any] = spec.model_dump(mode="json")
+    return data
+
+
+def spec_hash(spec_data: Mapping[str, Any]) -> str:
+    text = json.dumps(spec_data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def run_id_for_key(key: str) -> str:
+    """The execution name (= run id) of an Idempotency-Key (see the module doc)."""
+    if not IDEMPOTENCY_KEY.match(key):
+        raise bad_request("Idempotency-Key", "must be 1-80 characters of [A-Za-z0-9_-]")
+    if naming.RUN_ID.match(key):
+        return key
+    return "k-" + hashlib.sha256(key.encode()).hexdigest()[:40]
+
+
+def check_run_id(run_id: str) -> str:
+    if not isinstance(run_id, str) or not naming.RUN_ID.match(run_id):
+        raise bad_request("id", "is not a run id ([a-z0-9-], 2-80 characters, no leading or trailing -)")
+    return run_id
+
+
+def validate_submission(body: Any) -> LoadedSpec:
+    """A POST /runs body -> a spec the state machine can run, or ApiError 400 naming each field."""
+    if not isinstance(body, dict):
+        raise bad_request("body", "must be a JSON object: a comparison spec")
+    try:
+        spec = parse_spec(body, "body")
+    except SpecError as e:
+        problems = [(path or "body", msg) for path, msg in e.problems]
+        first_field, first_msg = problems[0]
+        raise ApiError(400, f"{first_field}: {first_msg}", first_field, problems) from None
+    problems = []
+    if not isinstance(spec.workload, Workload):
+        problems.append(("workload", f"{spec.workload!r} is a workload name; the API needs the workload "
+                                     "inline (benchfleet run --remote inlines named workloads)"))
+    for i, target in enumerate(spec.targets):
+        if target.kind not in CLOUD_KINDS:
+            problems.append((f"targets[{i}].kind", f"{target.kind} targets run on your machine "
+                                                   "(benchfleet run --local), not through the API"))
+        elif target.kind == "aurora" and target.engine.startswith("mariadb"):
+            problems.append((f"targets[{i}].engine", "Aurora is MySQL-compatible only"))
+        elif target.kind == "existing" and getattr(target, "instance_id", None) is None:
+            problems.append((f"targets[{i}].instance_id",
+                             "an existing target needs the EC2 instance that runs the agent"))
+    if problems:
+        raise ApiError(400, f"{problems[0][0]}: {problems[0][1]}", problems[0][0], problems)
+    assert isinstance(spec.workload, Workload)
+    return LoadedSpec(spec=spec, workload=spec.workload, source="request")
+
+
+def default_price_lookup() -> PriceLookup | None:
+    """``benchfleet.pricing.price_per_hour`` when its tables are reachable, else None."""
+    try:
+        from benchfleet import pricing
+    except ImportError:  # pragma: no cover - the module ships with the package
+        return None
+
+    def lookup(target: object) -> float | None:
+        try:
+            return pricing.price_per_hour(target)
+        except (OSError, ValueError, KeyError):  # tables missing or unreadable: unpriced
+            return None
+    return lookup
+
+
+def _unpriced_reason(target: object) -> str:
+    try:
+        from benchfleet.pricing import unpriced_reason
+
+        return unpriced_reason(target) or "not in the price tables"
+    except (ImportError, OSError, ValueError, KeyError):
+        return "the price tables are not available"
+
+
+def check_budget(plan: Plan, spec_targets: list[Any]) -> None:
+    if plan.budget_usd is None:
+        return
+    if plan.unpriced_targets:
+        ids = {t.target_id: i for i, t in enumerate(plan.targets)}
+        problems = [(f"targets[{ids[t]}].price_per_hour",
+                     f"target {t} has no known price ({_unpriced_reason(spec_targets[ids[t]])}); set "
+                     "price_per_hour so budget_usd can be checked")
+                    for t in plan.unpriced_targets]
+        raise ApiError(400, f"{problems[0][0]}: {problems[0][1]}", problems[0][0], problems)
+    if plan.over_budget:
+        raise bad_request("budget_usd", f"the estimate is ${plan.estimated_cost_usd:.2f}, above the "
+                                        f"budget of ${plan.budget_usd:.2f}")
+
+
+def _iso(value: Any) -> str | None:
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return str(value) if value else None
+
+
+def _input(described: Mapping[str, Any]) -> dict[str, Any]:
+    try:
+        data = json.loads(described.get("input") or "{}")
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _spec_of(data: Mapping[str, Any]) -> dict[str, Any]:
+    spec = data.get("spec")
+    return spec if isinstance(spec, dict) else {}
+
+
+def flatten(row: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A nested results row as flat columns (``tps.mean`` -> ``tps_mean``); lists are left out."""
+    out: dict[str, Any] = {}
+    for key, value in row.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(flatten(value, f"{name}_"))
+        elif not isinstance(value, list):
+            out[name] = value
+    return out
+
+
+def to_csv(rows: Iterable[Mapping[str, Any]]) -> str:
+    flat = [flatten(r) for r in rows]
+    columns: dict[str, None] = {}
+    for r in flat:
+        columns.update(dict.fromkeys(r))
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(columns), lineterminator="\n", extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(flat)
+    return buffer.getvalue()
+
+
+def result_rows(summary: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The per target x threads rows of a summary.json (``rows`` of ``stats.comparison``; older or
+    partial summaries: ``comparison`` or ``steps``)."""
+    for key in ("rows", "comparison", "steps"):
+        value = summary.get(key)
+        if isinstance(value, list):
+            return [r for r in value if isinstance(r, Mapping)]
+    return []
+
+
+# ---- the service --------------------------------------------------------------------------------
+
+@dataclass
+class RunService:
+    sfn: Any
+    s3: Any
+    state_machine_arn: str
+    bucket: str
+    price_lookup: PriceLookup | None = None
+    # run_id, regions -> what was removed (benchfleet.aws.sweep.teardown_run(...).summary())
+    teardown: Callable[[str, list[str]], dict[str, Any]] | None = None
+    home_region: str = "us-east-1"
+    now: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+
+    def execution_arn(self, name: str) -> str:
+        return f"{self.state_machine_arn.replace(':stateMachine:', ':execution:', 1)}:{name}"
+
+    def _describe(self, run_id: str) -> dict[str, Any]:
+        try:
+            described: dict[str, Any] = self.sfn.describe_execution(executionArn=self.execution_arn(run_id))
+        except ClientError as e:
+            if e.response.get("Error", {}).get("Code") in ("ExecutionDoesNotExist", "InvalidArn"):
+                raise ApiError(404, f"id: no run {run_id}", "id") from None
+            raise
+        return described
+
+    # -- POST /runs -------------------------------------------------------------------------------
+    def submit(self, body: Any, idempotency_key: str | None = None) -> tuple[int, dict[str, Any]]:
+        """Start a run; (202, run) when started, (200, run) when the key names the same run already."""
+        run_id = run_id_for_key(idempotency_key) if idempotency_key is not None else None
+        loaded = validate_submission(body)
+        plan = make_plan(loaded, self.price_lookup)
+        check_budget(plan, list(loaded.spec.targets))
+        self._check_plan_state(loaded, run_id)
+        spec_data = canonical_spec(loaded.spec)
+        digest = spec_hash(spec_data)
+        run_id = run_id or naming.new_run_id(loaded.spec.name, self.now())
+        execution_input = json.dumps({"spec": spec_data, "run_id": run_id}, sort_keys=True)
+        estimate = {"estimated_cost_usd": plan.estimated_cost_usd, "wall_s": plan.wall_s,
+                    "unpriced_targets": plan.unpriced_targets, "budget_usd": plan.budget_usd}
+        try:
+            started = self.sfn.start_execution(stateMachineArn=self.state_machine_arn, name=run_id,
+                                               input=execution_input)
+        except ClientError as e:
+            if e.response.get("Error", {}).get("Code") != "ExecutionAlreadyExists":
+                raise
+            existing = self._describe(run_id)
+            stored = _input(existing).get("spec")
+            if not isinstance(stored, dict) or spec_hash(stored) != digest:
+                raise ApiError(409, "Idempotency-Key: already used for a different spec",
+                               "Idempotency-Key", run_id=run_id) from None
+            return 200, {"run_id": run_id, "name": loaded.spec.name, "status": existing.get("status"),
+                         "created": False, "spec_sha256": digest, **estimate}
+        return 202, {"run_id": run_id, "name": loaded.spec.name, "status": "RUNNING", "created": True,
+                     "started_at": _iso(started.get("startDate")), "spec_sha256": digest, **estimate}
+
+    @staticmethod
+    def _check_plan_state(loaded: LoadedSpec, run_id: str | None) -> None:
+        """Refuse here what the state machine's Plan state would refuse a moment after starting
+        (run too long for one execution, too many history events)."""
+        try:
+            from benchfleet.aws import runplan
+            from benchfleet.aws.errors import PlanRejected
+        except ImportError:  # pragma: no cover - another engineer's module; the API works without it
+            return
+        try:
+            runplan.plan_run(runplan.RunRequest(spec=canonical_spec(loaded.spec), run_id=run_id))
+        except PlanRejected as e:
+            text = str(e).removeprefix("spec: ")
+            where, _, msg = text.partition(": ")
+            fld = where if msg and re.match(r"^[a-z_][a-z0-9_.\[\]]*$", where) else "body"
+            raise ApiError(400, f"{fld}: {msg or text}", fld) from None
+
+    # -- GET /runs --------------------------------------------------------------------------------
+    def list_runs(self, limit: int = DEFAULT_PAGE, next_token: str | None = None,
+                  name: str | None = None, status: str | None = None) -> dict[str, Any]:
+        """One page of runs, newest first: run id, name, schedule, status, times, cost estimate.
+        ``name`` keeps runs of that comparison or schedule (a page may then hold fewer than
+        ``limit``); follow ``next`` until it is absent."""
+        if not 1 <= limit <= MAX_PAGE:
+            raise bad_request("limit", f"must be 1..{MAX_PAGE}")
+        if next_token is not None and not _NEXT_TOKEN.match(next_token):
+            raise bad_request("next", "is not a token this API returned")
+        kwargs: dict[str, Any] = {"stateMachineArn": self.state_machine_arn, "maxResults": limit}
+        if next_token:
+            kwargs["nextToken"] = next_token
+        if status:
+            kwargs["statusFilter"] = status
+        try:
+            page = self.sfn.list_executions(**kwargs)
+        except ClientError as e:
+            if e.response.get("Error", {}).get("Code") in ("InvalidToken", "ValidationException"):
+                raise bad_request("next", "is not a token this API returned (or it expired)") from None
+            raise
+        runs = []
+        for execution in page.get("executions", []):
+            item = self._run_item(execution)
+            if name and name not in (item.get("name"), item.get("schedule")):
+                continue
+            runs.append(item)
+        out: dict[str, Any] = {"runs": runs}
+        if page.get("nextToken"):
+            out["next"] = page["nextToken"]
+        return out
+
+    def _run_item(self, execution: Mapping[str, Any]) -> dict[str, Any]:
+        described = self.sfn.describe_execution(executionArn=execution["executionArn"])
+        data = _input(described)
+        spec = _spec_of(data)
+        item: dict[str, Any] = {
+            "run_id": data.get("run_id") or execution["name"], "execution_name": execution["name"],
+            "name": spec.get("name"), "schedule": data.get("schedule"), "status": execution.get("status"),
+            "started_at": _iso(execution.get("startDate")), "stopped_at": _iso(execution.get("stopDate")),
+            "targets": len(spec.get("targets") or []), "estimated_cost_usd": None,
+        }
+        plan = self._plan_of(spec)
+        if plan is not None:
+            item["estimated_cost_usd"] = plan.estimated_cost_usd
+            item["unpriced_targets"] = plan.unpriced_targets
+        return item
+
+    def _plan_of(self, spec_data: Mapping[str, Any]) -> Plan | None:
+        try:
+            spec = parse_spec(dict(spec_data), "input")
+        except SpecError:
+            return None
+        if not isinstance(spec.workload, Workload):
+            return None
+        return make_plan(LoadedSpec(spec=spec, workload=spec.workload, source="input"), self.price_lookup)
+
+    # -- GET /runs/{id} ---------------------------------------------------------------------------
+    def get_run(self, run_id: str) -> dict[str, Any]:
+        """Status of the run and of every target x repetition x step (a step is done when its raw
+        output is in S3), the failure's error and cause, and whether results exist."""
+        check_run_id(run_id)
+        described = self._describe(run_id)
+        data = _input(described)
+        spec = _spec_of(data)
+        status = str(described.get("status"))
+        keys = self._keys(f"runs/{run_id}/")
+        done: dict[tuple[str, int], set[str]] = {}
+        for key in keys:
+            parts = key.split("/")
+            if len(parts) == 5 and parts[3].startswith("rep-") and parts[4].endswith(".jsonl"):
+                try:
+                    rep = int(parts[3].removeprefix("rep-"))
+                except ValueError:
+                    continue
+                done.setdefault((parts[2], rep), set()).add(parts[4].removesuffix(".jsonl"))
+        plan = self._plan_of(spec)
+        targets = []
+        for tp in plan.targets if plan is not None else []:
+            reps: list[dict[str, Any]] = []
+            all_done = True
+            for rep in range(1, tp.repetitions + 1):
+                finished = done.get((tp.target_id, rep), set())
+                steps = [{"step": s.name, "kind": s.kind, "threads": s.threads,
+                          "status": "done" if s.name in finished else self._pending(status)}
+                         for s in tp.steps]
+                reps.append({"repetition": rep, "steps": steps})
+                all_done = all_done and all(s.name in finished for s in tp.steps)
+            targets.append({"target_id": tp.target_id, "kind": tp.kind,
+                            "status": "done" if all_done else self._pending(status), "repetitions": reps})
+        out: dict[str, Any] = {
+            "run_id": run_id, "name": spec.get("name"), "schedule": data.get("schedule"), "status": status,
+            "started_at": _iso(described.get("startDate")), "stopped_at": _iso(described.get("stopDate")),
+            "estimated_cost_usd": plan.estimated_cost_usd if plan else None,
+            "targets": targets, "results": f"runs/{run_id}/summary.json" in keys,
+        }
+        if described.get("error") or described.get("cause"):
+            out["error"] = {"error": described.get("error"), "cause": described.get("cause")}
+        return out
+
+    @staticmethod
+    def _pending(status: str) -> str:
+        return {"RUNNING": "pending", "SUCCEEDED": "missing", "FAILED": "failed", "TIMED_OUT": "timed out",
+                "ABORTED": "cancelled"}.get(status, "pending")
+
+    def _keys(self, prefix: str) -> set[str]:
+        keys: set[str] = set()
+        for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix):
+            keys.update(str(o["Key"]) for o in page.get("Contents", []))
+            if len(keys) >= MAX_RESULT_KEYS:
+                break
+        return keys
+
+    # -- DELETE /runs/{id} ------------------------------------------------------------------------
+    def cancel(self, run_id: str) -> tuple[int, dict[str, Any]]:
+        """Stop a running execution and tear its resources down by tag. Idempotent: a finished or
+        already cancelled run is torn down again (a no-op when nothing is left) and reported."""
+        check_run_id(run_id)
+        described = self._describe(run_id)
+        status = str(described.get("status"))
+        stopped_now = False
+        if status == "RUNNING":
+            try:
+                self.sfn.stop_execution(executionArn=self.execution_arn(run_id), error=CANCEL_ERROR,
+                                        cause="cancelled through the API (DELETE /runs/{id})")
+                stopped_now = True
+            except ClientError as e:
+                if e.response.get("Error", {}).get("Code") != "ExecutionDoesNotExist":
+                    raise
+            status = str(self._describe(run_id).get("status"))
+        data = _input(described)
+        tagged_run = data.get("run_id") if isinstance(data.get("run_id"), str) else run_id
+        spec = _spec_of(data)
+        regions = [self.home_region, *sorted({t["region"] for t in spec.get("targets") or []
+                                              if isinstance(t, dict) and isinstance(t.get("region"), str)})]
+        teardown = self.teardown(str(tagged_run), regions) if self.teardown else None
+        body = {"run_id": run_id, "status": status, "cancelled": stopped_now, "teardown": teardown}
+        return (202 if stopped_now else 200), body
+
+    # -- GET /runs/{id}/results -------------------------------------------------------------------
+    def results(self, run_id: str) -> dict[str, Any]:
+        """The run's summary.json (written by the Summarize state)."""
+        check_run_id(run_id)
+        try:
+            obj = self.s3.get_object(Bucket=self.bucket, Key=naming.summary_key(run_id))
+        except ClientError as e:
+            if e.response.get("Error", {}).get("Code") not in ("NoSuchKey", "404", "NotFound"):
+                raise
+            status = self._describe(run_id).get("status")
+            raise ApiError(409, f"id: run {run_id} has no results yet (status {status})", "id",
+                           run_status=status) from None
+        try:
+            summary = json.loads(obj["Body"].read())
+        except ValueError:
+            raise ApiError(502, f"id: the results of run {run_id} are not readable JSON", "id") from None
+        if not isinstance(summary, dict):
+            raise ApiError(502, f"id: the results of run {run_id} are not a JSON object", "id")
+        return summary
+
+    def results_csv(self, run_id: str) -> str:
+        return to_csv(result_rows(self.results(run_id)))

@@ -1,0 +1,293 @@
+"""The API handler against moto: Step Functions executions, S3 results, teardown by tag."""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from benchfleet import api_service
+from benchfleet.aws.sweep import RegionClients, teardown_run
+from benchfleet.naming import tag_list, tags
+
+REGION = "us-east-1"
+BUCKET = "bf-results"
+ASL = json.dumps({"StartAt": "Plan", "States": {"Plan": {"Type": "Pass", "End": True}}})
+WORKLOAD = {"name": "ro", "test": "oltp_read_only", "threads": [1, 4], "duration_s": 30, "warmup_s": 0}
+SPEC = {"name": "graviton-vs-intel", "workload": WORKLOAD, "repetitions": 2, "budget_usd": 50,
+        "targets": [{"id": "m6i", "kind": "ec2", "instance_type": "m6i.large"},
+                    {"id": "m6g", "kind": "ec2", "instance_type": "m6g.large", "region": "eu-north-1",
+                     "price_per_hour": 0.08}]}
+
+
+def event(method: str, path: str, body=None, headers=None, query=None, raw: str | None = None,
+          b64: bool = False) -> dict:
+    text = raw if raw is not None else (json.dumps(body) if body is not None else None)
+    if b64 and text is not None:
+        text = base64.b64encode(text.encode()).decode()
+    headers = {"Content-Type": "application/json", **(headers or {})}
+    return {"resource": path, "path": path, "httpMethod": method, "headers": headers,
+            "multiValueHeaders": {k: [v] for k, v in headers.items()},
+            "queryStringParameters": query,
+            "multiValueQueryStringParameters": {k: [v] for k, v in query.items()} if query else None,
+            "pathParameters": None, "stageVariables": None, "isBase64Encoded": b64, "body": text,
+            "requestContext": {"resourcePath": path, "httpMethod": method, "stage": "prod",
+                               "requestId": "r", "identity": {"sourceIp": "127.0.0.1"}}}
+
+
+class Api:
+    def __init__(self, sfn, s3, arn):
+        from handlers import api
+
+        self.sfn, self.s3, self.arn, self.module = sfn, s3, arn, api
+        self.starts = 0
+        real_start = sfn.start_execution
+
+        def counting_start(**kw):
+            self.starts += 1
+            return real_start(**kw)
+
+        sfn.start_execution = counting_start
+
+        def clients_for(region: str) -> RegionClients:
+            return RegionClients(region, boto3.client("ec2", region_name=region),
+                                 boto3.client("rds", region_name=region))
+
+        self.service = api_service.RunService(
+            sfn=sfn, s3=s3, state_machine_arn=arn, bucket=BUCKET,
+            price_lookup=api_service.default_price_lookup(),
+            teardown=lambda run_id, regions: teardown_run(run_id, clients_for, regions).summary(),
+            home_region=REGION)
+        api.configure(self.service)
+
+    def __call__(self, *args, **kwargs) -> tuple[int, dict | str, dict]:
+        resp = self.module.handler(event(*args, **kwargs), None)
+        headers = dict(resp.get("headers") or {})
+        headers.update({k: ", ".join(v) for k, v in (resp.get("multiValueHeaders") or {}).items()})
+        body = resp["body"]
+        ctype = next((v for k, v in headers.items() if k.lower() == "content-type"), "")
+        if body and "json" in ctype:
+            body = json.loads(body)
+        return resp["statusCode"], body, headers
+
+
+@pytest.fixture
+def api(monkeypatch):
+    for k, v in {"AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION, "AWS_ACCESS_KEY_ID": "testing",
+                 "AWS_SECRET_ACCESS_KEY": "testing"}.items():
+        monkeypatch.setenv(k, v)
+    with mock_aws():
+        sfn = boto3.client("stepfunctions")
+        role = boto3.client("iam").create_role(RoleName="sfn", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+        arn = sfn.create_state_machine(name="Benchfleet", definition=ASL, roleArn=role)["stateMachineArn"]
+        s3 = boto3.client("s3")
+        s3.create_bucket(Bucket=BUCKET)
+        client = Api(sfn, s3, arn)
+        yield client
+        client.module.configure(None)
+
+
+def test_post_starts_an_execution_named_by_the_key(api):
+    status, body, _ = api("POST", "/runs", SPEC, {"Idempotency-Key": "nightly-20261122-0001"})
+    assert status == 202, body
+    assert body["run_id"] == "nightly-20261122-0001" and body["created"] is True
+    assert body["estimated_cost_usd"] > 0 and body["unpriced_targets"] == []
+    described = api.sfn.describe_execution(executionArn=api.service.execution_arn(body["run_id"]))
+    stored = json.loads(described["input"])
+    assert stored["run_id"] == body["run_id"] and stored["spec"]["workload"]["name"] == "ro"
+    assert set(stored) == {"spec", "run_id"}  # what the Plan state's RunRequest accepts
+
+
+def test_retry_with_same_key_returns_the_same_run(api):
+    first = api("POST", "/runs", SPEC, {"Idempotency-Key": "abc-1"})
+    # same spec, different spelling (defaults written out, keys reordered): still the same run
+    spelled = {**dict(reversed(list(SPEC.items()))), "description": ""}
+    second = api("POST", "/runs", spelled, {"Idempotency-Key": "abc-1"})
+    assert first[0] == 202 and second[0] in (200, 202)
+    assert second[1]["run_id"] == first[1]["run_id"]
+    assert len(api.sfn.list_executions(stateMachineArn=api.arn)["executions"]) == 1
+    # after the run finished, a retry still does not start another
+    api.sfn.stop_execution(executionArn=api.service.execution_arn("abc-1"))
+    third = api("POST", "/runs", SPEC, {"Idempotency-Key": "abc-1"})
+    assert third[0] == 200 and third[1]["created"] is False and third[1]["status"] == "ABORTED"
+    assert len(api.sfn.list_executions(stateMachineArn=api.arn)["executions"]) == 1
+
+
+def test_reused_key_with_another_spec_is_409(api):
+    assert api("POST", "/runs", SPEC, {"Idempotency-Key": "abc-1"})[0] == 202
+    status, body, _ = api("POST", "/runs", {**SPEC, "repetitions": 3}, {"Idempotency-Key": "abc-1"})
+    assert status == 409 and body["field"] == "Idempotency-Key"
+
+
+def test_key_that_is_not_a_run_id_maps_to_a_stable_one(api):
+    a = api("POST", "/runs", SPEC, {"Idempotency-Key": "Retry_Key_1"})
+    b = api("POST", "/runs", SPEC, {"Idempotency-Key": "Retry_Key_1"})
+    assert a[0] == 202 and b[1]["run_id"] == a[1]["run_id"] and a[1]["run_id"].startswith("k-")
+
+
+def test_without_key_each_post_is_a_new_run(api):
+    a = api("POST", "/runs", SPEC)
+    b = api("POST", "/runs", SPEC)
+    assert a[0] == b[0] == 202 and a[1]["run_id"] != b[1]["run_id"]
+    assert a[1]["run_id"].startswith("graviton-vs-intel-")
+
+
+@pytest.mark.parametrize(("spec", "field"), [
+    ({**SPEC, "targets": [{"id": "m6i", "kind": "ec2"}]}, "targets[0].instance_type"),
+    ({**SPEC, "targets": [{"id": "lap", "kind": "local"}]}, "targets[0].kind"),
+    ({**SPEC, "workload": "oltp-read-only"}, "workload"),
+    ({**SPEC, "budget_usd": 0.01}, "budget_usd"),
+    ({**SPEC, "targets": [{"id": "x", "kind": "ec2", "instance_type": "zz9.huge"}]},
+     "targets[0].price_per_hour"),
+    ({**SPEC, "name": "Bad Name"}, "name"),
+    ({**SPEC, "surprise": 1}, "surprise"),
+    ({**SPEC, "budget_usd": None, "workload": {**WORKLOAD, "duration_s": 48 * 3600, "threads": [1, 2, 3]}},
+     "body"),  # longer than one execution may run: the Plan state's own refusal, made before starting
+])
+def test_bad_spec_is_400_naming_the_field(api, spec, field):
+    status, body, _ = api("POST", "/runs", spec)
+    assert status == 400, body
+    assert body["field"] == field, body
+    assert body["message"].startswith(field)
+    assert api.starts == 0
+
+
+@pytest.mark.parametrize(("kwargs", "status", "field"), [
+    ({"raw": "{not json"}, 400, "body"),
+    ({"raw": "[1, 2]"}, 400, "body"),
+    ({"raw": ""}, 400, "body"),
+    ({"raw": "x" * (api_service.MAX_BODY_BYTES + 10)}, 413, "body"),
+    ({"body": SPEC, "headers": {"Content-Type": "text/plain"}}, 415, "Content-Type"),
+    ({"body": SPEC, "headers": {"Content-Type": "application/x-www-form-urlencoded"}}, 415, "Content-Type"),
+    ({"body": SPEC, "headers": {"Idempotency-Key": "../../etc/passwd"}}, 400, "Idempotency-Key"),
+    ({"body": SPEC, "headers": {"Idempotency-Key": "a" * 81}}, 400, "Idempotency-Key"),
+    ({"body": SPEC, "headers": {"Idempotency-Key": "abc;rm -rf /"}}, 400, "Idempotency-Key"),
+    ({"raw": "%%%", "b64": True}, 400, "body"),
+])
+def test_bad_requests(api, kwargs, status, field):
+    got, body, _ = api("POST", "/runs", **kwargs)
+    assert got == status, body
+    assert body["field"] == field, body
+    assert api.starts == 0
+
+
+def test_base64_body_is_accepted(api):
+    assert api("POST", "/runs", SPEC, b64=True)[0] == 202
+
+
+def test_list_runs_pages_and_filters(api):
+    for i in range(5):
+        api("POST", "/runs", SPEC, {"Idempotency-Key": f"run-{i}"})
+    api("POST", "/runs", {**SPEC, "name": "other"}, {"Idempotency-Key": "other-1"})
+    status, page, _ = api("GET", "/runs", query={"limit": "4"})
+    assert status == 200 and len(page["runs"]) == 4 and page["next"]
+    status, rest, _ = api("GET", "/runs", query={"limit": "4", "next": page["next"]})
+    assert len(rest["runs"]) == 2 and "next" not in rest
+    ids = {r["run_id"] for r in page["runs"] + rest["runs"]}
+    assert ids == {*(f"run-{i}" for i in range(5)), "other-1"}
+    first = page["runs"][0]
+    assert first["status"] == "RUNNING" and first["estimated_cost_usd"] > 0 and first["targets"] == 2
+    _, named, _ = api("GET", "/runs", query={"name": "other"})
+    assert [r["run_id"] for r in named["runs"]] == ["other-1"]
+    assert api("GET", "/runs", query={"limit": "0"})[0] == 400
+    assert api("GET", "/runs", query={"limit": "many"})[1]["field"] == "limit"
+    assert api("GET", "/runs", query={"next": "garbage token"})[1]["field"] == "next"
+    assert api("GET", "/runs", query={"status": "EXPLODED"})[1]["field"] == "status"
+
+
+def test_get_run_reports_steps_from_s3(api):
+    api("POST", "/runs", SPEC, {"Idempotency-Key": "run-1"})
+    for step in ("prepare", "t0001"):
+        api.s3.put_object(Bucket=BUCKET, Key=f"runs/run-1/m6i/rep-1/{step}.jsonl", Body=b"{}\n")
+    status, body, _ = api("GET", "/runs/run-1")
+    assert status == 200 and body["status"] == "RUNNING" and body["results"] is False
+    m6i = next(t for t in body["targets"] if t["target_id"] == "m6i")
+    steps = {s["step"]: s["status"] for s in m6i["repetitions"][0]["steps"]}
+    assert steps == {"prepare": "done", "t0001": "done", "t0004": "pending"}
+    assert m6i["status"] == "pending" and len(m6i["repetitions"]) == 2
+    api.sfn.stop_execution(executionArn=api.service.execution_arn("run-1"), error="States.Timeout",
+                           cause="too slow")
+    body = api("GET", "/runs/run-1")[1]
+    assert body["status"] == "ABORTED"
+    assert api("GET", "/runs/nope-404")[0] == 404
+
+
+def test_delete_stops_and_tears_down_idempotently(api):
+    api("POST", "/runs", SPEC, {"Idempotency-Key": "run-1"})
+    ec2 = boto3.client("ec2")
+    later = datetime.now(UTC) + timedelta(hours=3)
+    mine = ec2.run_instances(ImageId="ami-12c6146b", MinCount=1, MaxCount=1, TagSpecifications=[
+        {"ResourceType": "instance", "Tags": tag_list(tags("run-1", "m6i", later))}])["Instances"][0]["InstanceId"]
+    abroad = boto3.client("ec2", region_name="eu-north-1").run_instances(
+        ImageId="ami-12c6146b", MinCount=1, MaxCount=1, TagSpecifications=[
+            {"ResourceType": "instance", "Tags": tag_list(tags("run-1", "m6g", later))}])["Instances"][0]["InstanceId"]
+    other = ec2.run_instances(ImageId="ami-12c6146b", MinCount=1, MaxCount=1, TagSpecifications=[
+        {"ResourceType": "instance", "Tags": tag_list(tags("run-2", "m6i", later))}])["Instances"][0]["InstanceId"]
+    status, body, _ = api("DELETE", "/runs/run-1")
+    assert status == 202 and body["cancelled"] is True and body["status"] == "ABORTED"
+    assert {r["id"] for r in body["teardown"]["removed"]} == {mine, abroad}
+    state = {i["InstanceId"]: i["State"]["Name"]
+             for r in ec2.describe_instances()["Reservations"] for i in r["Instances"]}
+    assert state[other] == "running" and state[mine] in ("shutting-down", "terminated")
+    status, body, _ = api("DELETE", "/runs/run-1")
+    assert status == 200 and body["cancelled"] is False and body["status"] == "ABORTED"
+    assert body["teardown"]["removed"] == [] and body["teardown"]["failed"] == []
+    assert api("DELETE", "/runs/never-was")[0] == 404
+
+
+def test_results_json_and_csv(api):
+    api("POST", "/runs", SPEC, {"Idempotency-Key": "run-1"})
+    status, body, _ = api("GET", "/runs/run-1/results")
+    assert status == 409 and body["field"] == "id"
+    summary = {"run": {"run_id": "run-1"}, "rows": [
+        {"target_id": "m6i", "threads": 1, "tps": {"mean": 100.0, "ci_low": 90.0, "ci_high": 110.0,
+                                                    "values": [95.0, 105.0]}},
+        {"target_id": "m6g", "threads": 1, "tps": {"mean": 120.0, "ci_low": 110.0, "ci_high": 130.0,
+                                                    "values": [115.0, 125.0]}}]}
+    api.s3.put_object(Bucket=BUCKET, Key="runs/run-1/summary.json", Body=json.dumps(summary).encode())
+    status, body, _ = api("GET", "/runs/run-1/results")
+    assert status == 200 and body["rows"][0]["tps"]["mean"] == 100.0
+    for kwargs in ({"query": {"format": "csv"}}, {"headers": {"Accept": "text/csv"}}):
+        status, text, headers = api("GET", "/runs/run-1/results", **kwargs)
+        assert status == 200 and headers["Content-Type"] == "text/csv"
+        lines = text.splitlines()
+        assert lines[0] == "target_id,threads,tps_mean,tps_ci_low,tps_ci_high"
+        assert lines[1] == "m6i,1,100.0,90.0,110.0"
+    assert api("GET", "/runs/run-1/results", query={"format": "xml"})[1]["field"] == "format"
+    assert api("GET", "/runs/nope-404/results")[0] == 404
+
+
+@pytest.mark.parametrize(("method", "path", "status"), [
+    ("GET", "/runs/..%2F..%2Fetc", 400), ("GET", "/runs/RUN_1", 400), ("GET", "/runs/a;ls", 400),
+    ("GET", "/runs/" + "a" * 81, 400), ("GET", "/nope", 404), ("PUT", "/runs", 405),
+    ("PATCH", "/runs/run-1", 405), ("POST", "/runs/run-1/results", 405), ("GET", "/runs/a/b/c", 404),
+])
+def test_paths(api, method, path, status):
+    got, body, headers = api(method, path)
+    assert got == status, body
+    assert body["message"]
+    if status == 405:
+        assert headers["Allow"]
+
+
+def test_not_an_api_event():
+    from handlers import api
+
+    for bad in (None, {}, {"httpMethod": 1, "path": "/runs"}, []):
+        assert api.handler(bad, None)["statusCode"] == 400
+
+
+def test_openapi_document_is_up_to_date():
+    from handlers import api
+
+    committed = Path(api.__file__).with_name("openapi.json").read_text()
+    assert committed == api.openapi_json(), "regenerate: cd lambdas && python -m handlers.api > handlers/openapi.json"
+    doc = json.loads(committed)
+    assert set(doc["paths"]) == {"/runs", "/runs/{run_id}", "/runs/{run_id}/results"}
+    assert doc["paths"]["/runs"]["post"]["requestBody"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/ComparisonSpec"}
