@@ -100,3 +100,8 @@ def test_json_schema_is_exported() -> None:
     assert schema["title"] == "benchfleet comparison spec"
     assert {"name", "workload", "targets"} <= set(schema["required"])
     assert "LocalTarget" in schema["$defs"] and "Ec2Target" in schema["$defs"]
+
+
+def test_published_schema_is_current() -> None:
+    published = json.loads((REPO / "workloads" / "spec.schema.json").read_text())
+    assert published == json_schema(), "regenerate: benchfleet validate --schema > workloads/spec.schema.json"
