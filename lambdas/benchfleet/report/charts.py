@@ -134,7 +134,7 @@ def relative(comparison: dict[str, Any], palette: dict[str, str]) -> Figure:
     """Relative throughput vs the baseline at each thread count, in %, with the confidence interval
     of the relative difference as error bars."""
     data = []
-    for target_id, rows in _by_target(comparison["rows"]).items():
+    for i, (target_id, rows) in enumerate(_by_target(comparison["rows"]).items()):
         rows = [r for r in rows if r.get("relative") and r["relative"]["pct"] is not None]
         if not rows:
             continue
@@ -145,7 +145,8 @@ def relative(comparison: dict[str, Any], palette: dict[str, str]) -> Figure:
             "marker": {"color": palette[target_id]},
             "text": [r["relative"]["verdict"] for r in rows], "textposition": "none",
             "hovertemplate": "%{fullData.name}<br>%{x} threads: %{y:+.1f}%<br>%{text}<extra></extra>",
-            "error_y": {"type": "data", "symmetric": False, "thickness": 1.2, "width": 4,
+            "visible": True if i <= 2 * VISIBLE_SERIES else "legendonly",
+            "error_y": {"type": "data", "symmetric": False, "thickness": 1.2, "width": 4, "visible": any(has_ci),
                         "array": [r["relative"]["ci_high_pct"] - p if ok else 0
                                   for r, p, ok in zip(rows, pct, has_ci, strict=True)],
                         "arrayminus": [p - r["relative"]["ci_low_pct"] if ok else 0

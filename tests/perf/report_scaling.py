@@ -1,0 +1,145 @@
+"""How the HTML report scales with the number of per-second samples (not part of the unit suite).
+
+For 10k, 100k and 1M samples (1M = 50 targets x 8 steps x 2500 s), a temporary DuckDB store is
+filled with SQL (generate_series, seconds per size), then a fresh subprocess builds the report and
+reports its wall time and peak resident memory (ru_maxrss: Python, DuckDB and Plotly's JS string
+together). Target: 1M samples in under 10 s and 2 GB.
+
+    .venv/bin/python tests/perf/report_scaling.py [--sizes 10k,100k,1m] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SIZES = {"10k": (5, 4, 500), "100k": (20, 5, 1000), "1m": (50, 8, 2500)}  # targets, steps, seconds
+RUN_ID = "scaling-20261101t000000-0000"
+FAMILIES = [("m6i", 0.048), ("m6g", 0.0385), ("c7g", 0.03625), ("m7i", 0.0504), ("r6i", 0.063)]
+SIZE_NAMES = [("large", 2), ("xlarge", 4), ("2xlarge", 8), ("4xlarge", 16), ("8xlarge", 32)]
+
+_SAMPLES_SQL = """
+INSERT INTO samples
+SELECT TIMESTAMPTZ '2026-11-01 00:00:00+00' + to_seconds(CAST(k * (? + 10) + i AS BIGINT)) AS time,
+       ? AS run_id, 't' || lpad(CAST(t AS VARCHAR), 3, '0') AS target_id, 1 AS repetition,
+       'sweep' AS workload, 't' || lpad(CAST(th AS VARCHAR), 4, '0') AS step, th AS threads,
+       'measure' AS phase, i AS second, tps, tps * 16, tps * 14, 0, tps * 2,
+       1000.0 * th / tps * (1.3 + 0.6 * random()) AS latency_ms, 95, 0, 0,
+       CASE WHEN i % 600 < 30 THEN 15 + 10 * random() ELSE 0.3 * random() END AS steal, 60, 15, 0.1
+FROM (
+    SELECT t, k, i, CAST(pow(2, k) AS INTEGER) AS th,
+           (1000 + 100 * (t % 10)) * (1 << (t // 10 % 5)) * pow(2, k) / (pow(2, k) + 1.5)
+               * (0.97 + 0.06 * random()) AS tps
+    FROM generate_series(0, ? - 1) g1(t), generate_series(0, ? - 1) g2(k), generate_series(1, ?) g3(i))
+"""
+
+_SUMMARIES_SQL = """
+INSERT INTO step_summaries
+SELECT max(time), run_id, target_id, repetition, any_value(workload), step, any_value(threads), 'measure',
+       count(*), CAST(sum(tps) AS BIGINT), avg(tps), CAST(sum(qps) AS BIGINT), avg(qps),
+       CAST(sum(reads_per_s) AS BIGINT), 0, CAST(sum(other_per_s) AS BIGINT), 0, 0, 0, 0,
+       CAST(sum(tps) AS BIGINT), min(latency_ms) / 3, avg(latency_ms) / 1.5, max(latency_ms) * 3, 95,
+       quantile_cont(latency_ms, 0.9), '1.0.20', count(*), stddev_samp(tps) / avg(tps), avg(cpu_steal_pct)
+FROM samples WHERE run_id = ? GROUP BY run_id, target_id, repetition, step
+"""
+
+
+def generate(path: Path, targets: int, steps: int, seconds: int) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lambdas"))
+    from benchfleet.local.store import DuckDBStore
+
+    store = DuckDBStore(path)
+    try:
+        spec_targets = []
+        for t in range(targets):
+            family, per_vcpu = FAMILIES[t % len(FAMILIES)]
+            size, vcpus = SIZE_NAMES[t // 10 % len(SIZE_NAMES)]
+            spec_targets.append({"id": f"t{t:03d}", "kind": "ec2", "instance_type": f"{family}.{size}",
+                                 "engine": "mysql-8.0", "mysql_config": "default", "region": "us-east-1",
+                                 "price": round(per_vcpu * vcpus, 4), "vcpus": vcpus})
+        spec = {"name": "scaling", "workload": "sweep", "repetitions": 1,
+                "targets": [{k: v for k, v in t.items() if k not in ("price", "vcpus")} for t in spec_targets]}
+        store.create_run(RUN_ID, "scaling", spec, "aws", None)
+        store.db.execute("SELECT setseed(0.42)")
+        store.db.execute(_SAMPLES_SQL, [seconds, RUN_ID, targets, steps, seconds])
+        store.db.execute(_SUMMARIES_SQL, [RUN_ID])
+        for t in spec_targets:
+            store.db.execute(
+                "INSERT INTO targets (run_id, target_id, repetition, kind, instance_type, engine, mysql_config, "
+                "region, storage, price_per_hour, vcpus, cpu_model, arch) VALUES (?, ?, 1, 'ec2', ?, ?, ?, ?, "
+                "'gp3:100', ?, ?, 'synthetic', 'x86_64')",
+                [RUN_ID, t["id"], t["instance_type"], t["engine"], t["mysql_config"], t["region"], t["price"],
+                 t["vcpus"]])
+        store.finish_run(RUN_ID, "succeeded")
+    finally:
+        store.close()
+
+
+def build(path: Path, out: Path) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lambdas"))
+    start = time.perf_counter()
+    from benchfleet.local.store import DuckDBStore
+    from benchfleet.report import write_report
+
+    store = DuckDBStore(path)
+    try:
+        report = write_report(store, RUN_ID, out)
+    finally:
+        store.close()
+    elapsed = time.perf_counter() - start
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    print(json.dumps({"seconds": elapsed, "peak_mb": peak_mb, "bytes": report.stat().st_size}))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10k,100k,1m")
+    parser.add_argument("--keep", type=Path, help="keep stores and reports in this directory")
+    parser.add_argument("--_generate", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--_build", nargs=2, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args._generate:
+        generate(Path(args._generate[0]), *map(int, args._generate[1:]))
+        return 0
+    if args._build:
+        build(Path(args._build[0]), Path(args._build[1]))
+        return 0
+
+    work = args.keep or Path(tempfile.mkdtemp(prefix="report-scaling-"))
+    work.mkdir(parents=True, exist_ok=True)
+    print(f"{'samples':>9} {'targets x steps x s':>20} {'generate s':>11} {'report s':>9} {'peak MB':>8} "
+          f"{'HTML MB':>8}")
+    failed = False
+    for name in args.sizes.split(","):
+        targets, steps, seconds = SIZES[name]
+        db = work / f"{name}.duckdb"
+        db.unlink(missing_ok=True)
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, __file__, "--_generate", str(db), str(targets), str(steps), str(seconds)],
+                       check=True)
+        generated = time.perf_counter() - t0
+        result = subprocess.run([sys.executable, __file__, "--_build", str(db), str(work / f"{name}.html")],
+                                check=True, capture_output=True, text=True)
+        figures = json.loads(result.stdout.strip().splitlines()[-1])
+        n = targets * steps * seconds
+        print(f"{n:>9,} {f'{targets} x {steps} x {seconds}':>20} {generated:>11.1f} {figures['seconds']:>9.2f} "
+              f"{figures['peak_mb']:>8.0f} {figures['bytes'] / 1e6:>8.1f}")
+        if n >= 1_000_000 and (figures["seconds"] > 10 or figures["peak_mb"] > 2048):
+            failed = True
+    if not args.keep:
+        for f in work.iterdir():
+            f.unlink()
+        work.rmdir()
+    if failed:
+        print("1M samples: over the target (10 s, 2 GB)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
