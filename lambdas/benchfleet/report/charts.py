@@ -205,8 +205,8 @@ def timeline(series: dict[str, Any], palette: dict[str, str]) -> Figure:
 
 def cost(comparison: dict[str, Any], palette: dict[str, str]) -> Figure:
     """Cost per 1000 TPS at each target's peak throughput (lower is better)."""
-    targets = [t for t in comparison["targets"]
-               if t.get("peak") and t["peak"].get("cost_per_1000_tps") is not None]
+    targets = [t for t in comparison["targets"]  # free (local) targets have nothing to compare
+               if t.get("peak") and t["peak"].get("cost_per_1000_tps")]
     targets.sort(key=lambda t: t["peak"]["cost_per_1000_tps"])
     data = [{
         "type": "bar", "orientation": "h", "name": "cost per 1000 TPS",
