@@ -10,7 +10,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -283,22 +283,24 @@ def read_document(path: Path) -> Any:
         raise SpecError(str(path), [("", f"invalid YAML{where}: {getattr(e, 'problem', e)}")]) from None
 
 
-def parse_spec(data: Any, source: str = "spec") -> ComparisonSpec:
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def _parse(model: type[_M], data: Any, source: str, keys: str) -> _M:
     if not isinstance(data, dict):
-        raise SpecError(source, [("", "a spec must be a mapping of keys (name, workload, targets, ...)")])
+        raise SpecError(source, [("", f"a {keys.split()[0]} must be a mapping of keys ({keys.split(' ', 1)[1]})")])
     try:
-        return ComparisonSpec.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as e:
         raise SpecError(source, problems_of(e)) from None
+
+
+def parse_spec(data: Any, source: str = "spec") -> ComparisonSpec:
+    return _parse(ComparisonSpec, data, source, "spec name, workload, targets, ...")
 
 
 def parse_workload(data: Any, source: str = "workload") -> Workload:
-    if not isinstance(data, dict):
-        raise SpecError(source, [("", "a workload must be a mapping of keys (name, test, threads, ...)")])
-    try:
-        return Workload.model_validate(data)
-    except ValidationError as e:
-        raise SpecError(source, problems_of(e)) from None
+    return _parse(Workload, data, source, "workload name, test, threads, ...")
 
 
 def load_workload(name: str, root: Path | None = None) -> Workload:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from tests.conftest import REPO
 
 from benchfleet.cli import main
-from tests.conftest import REPO
 
 pytestmark = pytest.mark.integration
 

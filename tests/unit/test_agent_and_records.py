@@ -9,13 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.conftest import REPO
 
 from benchfleet.agentjob import agent_job
 from benchfleet.mysqlcnf import CnfError, render
 from benchfleet.plan import PlanStep
 from benchfleet.records import RecordError, parse_agent_lines
 from benchfleet.spec import Workload
-from tests.conftest import REPO
 
 AGENT = REPO / "workloads" / "agent" / "benchfleet_agent.py"
 spec = importlib.util.spec_from_file_location("benchfleet_agent", AGENT)

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
+from tests.conftest import SHARED_FIXTURES
 
 from benchfleet.cli import main
-from tests.conftest import SHARED_FIXTURES
 
 STUDY = SHARED_FIXTURES / "percona-2021-arm-m6"
 

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from tests.conftest import REPO
 
 from benchfleet.cli import main
 from benchfleet.spec import SpecError, json_schema, load_spec, parse_spec
-from tests.conftest import REPO
 
 DEMO = REPO / "workloads" / "comparisons" / "demo-durability.yaml"
 INLINE = {"name": "w", "test": "oltp_read_only", "threads": [1]}

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from tests.conftest import FIXTURES, SHARED_FIXTURES
 
 from benchfleet.sysbench import SysbenchParseError, build_command, parse_interval, parse_output
-from tests.conftest import FIXTURES, SHARED_FIXTURES
 
 STUDY = SHARED_FIXTURES / "percona-2021-arm-m6"
 OURS = FIXTURES / "sysbench-1.0.20"
