@@ -428,17 +428,34 @@ def run_comparison(store: QueryStore, run_id: str, confidence: float = CONFIDENC
     run = store.run(run_id)
     run_id = run["run_id"]
     return comparison(run, store.targets(run_id), store.summaries(run_id),
-                      store.query(STEP_STATS_SQL, [run_id]), confidence)
+                      store.query(STEP_STATS_SQL, [run_id]), confidence, price_of=spec_target_price)
+
+
+def spec_target_price(spec_target: Mapping[str, Any]) -> float | None:
+    """$/hour of a target as the spec wrote it, from the price tables (for runs whose targets rows
+    carry no price_per_hour). None when the target does not validate here or is unpriced."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from benchfleet import pricing
+    from benchfleet.spec import Target
+
+    try:
+        target = TypeAdapter(Target).validate_python(dict(spec_target))
+        return pricing.price_per_hour(target)
+    except (ValidationError, OSError, ValueError):
+        return None
 
 
 def comparison(run: Mapping[str, Any], targets: Sequence[Mapping[str, Any]],
                summaries: Sequence[Mapping[str, Any]], steps: Sequence[Mapping[str, Any]],
                confidence: float = CONFIDENCE,
                size_of: Callable[[Mapping[str, Any]], tuple[str | None, float | None]] | None = None,
+               price_of: Callable[[Mapping[str, Any]], float | None] | None = None,
                ) -> dict[str, Any]:
     """The comparison from rows: the run, its ``targets`` rows (one per target x repetition, with the
     environment fingerprint and price_per_hour), its step ``summaries`` and per-step figures
-    (``steps``: rows of STEP_STATS_SQL or :func:`step_stats_from_samples`).
+    (``steps``: rows of STEP_STATS_SQL or :func:`step_stats_from_samples`). ``price_of(spec target)``
+    prices targets whose rows carry no price_per_hour.
 
     Keys: ``run``; ``confidence``; ``baseline`` (spec's ``baseline`` or the first target);
     ``targets`` (one per target: kind, type, price, group and size for speedup, fingerprints,
@@ -451,6 +468,11 @@ def comparison(run: Mapping[str, Any], targets: Sequence[Mapping[str, Any]],
         spec = json.loads(spec)
     size_of = size_of or target_group_and_size
     target_meta = _targets(spec, targets, size_of)
+    if price_of is not None:
+        spec_targets = {t.get("id"): t for t in (spec.get("targets") or []) if isinstance(t, dict)}
+        for meta in target_meta.values():
+            if meta.get("price_per_hour") is None and meta["target_id"] in spec_targets:
+                meta["price_per_hour"] = price_of(spec_targets[meta["target_id"]])
 
     by_key: dict[tuple[str, int], dict[str, Any]] = {}
     for s in summaries:

@@ -268,3 +268,16 @@ def test_comparison_from_python_rows_equals_run_comparison(store: DuckDBStore) -
     assert from_rows["rows"][4]["tps"] == from_sql["rows"][4]["tps"]
     assert from_rows["rows"][4]["latency_series_p99_ms"]["median"] == pytest.approx(
         from_sql["rows"][4]["latency_series_p99_ms"]["median"])
+
+
+def test_targets_without_a_recorded_price_are_priced_from_the_spec(tmp_path: Path) -> None:
+    s = DuckDBStore(tmp_path / "b.duckdb")
+    try:
+        run_id = fill_store(s, "unpriced-20261122t100000-abcd", reps=2, threads=(1,), seconds=5, warmup_s=2)
+        s.db.execute("UPDATE targets SET price_per_hour = NULL")
+        result = stats.run_comparison(s, run_id)
+        # spec targets: ec2 m6i.large with the default gp3 100 GB volume
+        assert result["targets"][0]["price_per_hour"] == pytest.approx(0.096 + 8 / 730, abs=1e-6)
+        assert result["rows"][0]["cost_per_1000_tps"] is not None
+    finally:
+        s.close()
