@@ -1,0 +1,169 @@
+"""Every workload of the library runs, at smoke scale, against a real MariaDB through the real agent.
+
+- Every workload file runs all its plan steps (prepare, warm-up, sweep) at smoke scale through
+  ``workloads/agent/benchfleet_agent.py`` (job JSON on stdin), custom Lua scripts included, and gives
+  samples and a summary per step. Workloads share one server per cnf, so every cnf of the library is
+  also started on MariaDB 10.11 once. Insert scripts add exactly one row per event: the table's
+  COUNT(*) equals prepared rows + the summaries' transactions (the iiBench "rows inserted" axis).
+- The primary-key-order pair (comparisons/local-pk-order-*.yaml) shows random-key inserts slower
+  than sequential ones where they must be: a 51 MB buffer pool the random-key table outgrows.
+- A cloud spec with a Lua workload runs through `benchfleet run --scale smoke --local`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.conftest import REPO
+
+from benchfleet.agentjob import agent_job
+from benchfleet.local.mariadb import Connection, LocalServer
+from benchfleet.plan import make_plan, workload_steps
+from benchfleet.records import AgentOutput, StepSummary, parse_agent_lines
+from benchfleet.scale import smoke_workload
+from benchfleet.spec import LocalTarget, Workload, load_spec, load_workload
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(shutil.which("sysbench") is None, reason="needs the sysbench binary"),
+]
+
+WORKLOADS = REPO / "workloads"
+AGENT = WORKLOADS / "agent" / "benchfleet_agent.py"
+SMOKE_MEMORY_MB = 256
+# Tables each insert script creates (see workloads/lua/*.lua), for the row-count check.
+INSERT_TABLES = {"lua/insert_pk_seq.lua": "seqpk", "lua/insert_pk_random.lua": "randpk",
+                 "lua/iibench.lua": "purchases"}
+
+
+def _cnf_of_workloads() -> dict[str, list[str]]:
+    """Each workload on the cnf a spec of the library pairs it with (else default); every cnf once."""
+    paired: dict[str, str] = {}
+    for path in sorted((WORKLOADS / "comparisons").glob("*.yaml")):
+        loaded = load_spec(path)
+        paired.setdefault(loaded.workload.name, loaded.spec.targets[0].mysql_config)
+    groups: dict[str, list[str]] = {p.stem: [] for p in sorted((WORKLOADS / "mysql").glob("*.cnf"))}
+    for path in sorted(WORKLOADS.glob("*.yaml")):
+        groups[paired.get(path.stem, "default")].append(path.stem)
+    return groups
+
+
+GROUPS = _cnf_of_workloads()
+
+
+def run_agent(job: dict[str, Any]) -> AgentOutput:
+    done = subprocess.run([sys.executable, str(AGENT), "--job", "-"], input=json.dumps(job),
+                          capture_output=True, text=True, timeout=300, check=False)
+    output = parse_agent_lines(done.stdout, f"agent {job['step']['name']}")
+    assert done.returncode == 0 and not output.errors, (
+        f"{job['workload']} {job['step']['name']}: {output.errors[:1]} {done.stderr[-2000:]}")
+    return output
+
+
+def run_workload(workload: Workload, conn: Connection, config_hash: str, target_id: str) -> list[StepSummary]:
+    """Every plan step of the workload, in order, as the local runner would; the step summaries."""
+    summaries: list[StepSummary] = []
+    for step in workload_steps(workload):
+        job = agent_job(run_id="smoke", target_id=target_id, repetition=1, workload=workload, step=step,
+                        db=conn.as_job(), config_hash=config_hash)
+        output = run_agent(job)
+        if step.kind == "prepare":
+            assert len(output.fingerprints) == 1
+            continue
+        assert len(output.summaries) == 1, f"{workload.name} {step.name}: no summary"
+        summary = output.summaries[0]
+        assert summary.events > 0 and summary.tps > 0
+        assert len(output.samples) >= step.duration_s - 1, f"{workload.name} {step.name}: too few samples"
+        assert all(s.phase == step.kind and s.threads == step.threads for s in output.samples)
+        summaries.append(summary)
+    return summaries
+
+
+def query(conn: Connection, sql: str) -> list[list[str]]:
+    client = shutil.which("mariadb") or shutil.which("mysql")
+    assert client is not None
+    done = subprocess.run([client, "-h", conn.host, "-P", str(conn.port), "-u", conn.user, "-N", "-B",
+                           conn.database, "-e", sql], capture_output=True, text=True, timeout=60, check=True,
+                          env={**os.environ, "MYSQL_PWD": conn.password})
+    return [line.split("\t") for line in done.stdout.splitlines()]
+
+
+@pytest.mark.parametrize("cnf", list(GROUPS), ids=list(GROUPS))
+def test_every_workload_runs_at_smoke_scale(cnf: str, bf_home: Path) -> None:
+    workloads = [smoke_workload(load_workload(name, WORKLOADS)) for name in GROUPS[cnf]]
+    server = LocalServer(bf_home, f"smoke-{cnf}", (WORKLOADS / "mysql" / f"{cnf}.cnf").read_text(),
+                         SMOKE_MEMORY_MB, cnf_name=f"{cnf}.cnf")
+    with server as conn:
+        for workload in workloads:
+            summaries = run_workload(workload, conn, server.config_hash, f"smoke-{cnf}")
+            assert [s.step for s in summaries][-len(workload.threads):] == [
+                f"t{t:04d}" for t in workload.threads]
+            prefix = INSERT_TABLES.get(workload.test)
+            if prefix is None:
+                continue
+            # One event = one row: what the samples' tps add up to is what the tables hold.
+            rows = sum(int(query(conn, f"SELECT COUNT(*) FROM {prefix}{i}")[0][0])
+                       for i in range(1, workload.tables + 1))
+            assert rows == workload.tables * workload.table_size + sum(s.transactions for s in summaries)
+            if workload.name.startswith("iibench"):
+                indexes = query(conn, f"SELECT COUNT(DISTINCT index_name) - 1 FROM information_schema.statistics"
+                                      f" WHERE table_schema = 'sbtest' AND table_name = '{prefix}1'")
+                assert int(indexes[0][0]) == workload.options["secondary_indexes"]
+
+
+def test_random_primary_keys_insert_slower_than_sequential_ones(
+        bf_home: Path, record_property: Any) -> None:
+    """comparisons/local-pk-order-{seq,random}.yaml as written: 300,000 rows, a 64 MB server whose
+    80% pool (51 MB) holds the sequential table but not the random-key one."""
+    results: dict[str, StepSummary] = {}
+    sizes: dict[str, float] = {}
+    pool_mb = 0.0
+    for order, prefix in (("seq", "seqpk"), ("random", "randpk")):
+        loaded = load_spec(WORKLOADS / "comparisons" / f"local-pk-order-{order}.yaml")
+        target = loaded.spec.targets[0]
+        assert isinstance(target, LocalTarget) and target.memory_mb <= 128
+        plan = make_plan(loaded)
+        assert plan.wall_s < 120
+        server = LocalServer(bf_home, f"pk-{order}", (WORKLOADS / "mysql" / f"{target.mysql_config}.cnf")
+                             .read_text(), target.memory_mb)
+        with server as conn:
+            summaries = run_workload(loaded.workload, conn, server.config_hash, target.id)
+            results[order] = summaries[-1]
+            pool_mb = int(query(conn, "SELECT @@innodb_buffer_pool_size")[0][0]) / 2**20
+            query(conn, f"ANALYZE TABLE {prefix}1")
+            rows = query(conn, "SELECT (data_length + index_length) / 1048576 FROM information_schema.tables"
+                               f" WHERE table_schema = 'sbtest' AND table_name = '{prefix}1'")
+            sizes[order] = float(rows[0][0])
+    ratio = results["seq"].tps / results["random"].tps
+    report = (f"sequential {results['seq'].tps:.0f} inserts/s, random {results['random'].tps:.0f} inserts/s: "
+              f"random is {ratio:.2f}x slower (p95 {results['seq'].latency_pct_ms} vs "
+              f"{results['random'].latency_pct_ms} ms); buffer pool {pool_mb:.0f} MB, tables "
+              f"{sizes['seq']:.0f} MB (sequential) vs {sizes['random']:.0f} MB (random)")
+    print(report)
+    record_property("pk_order", report)
+    # The precondition of the effect: the random-key table outgrew the pool, the sequential one did not.
+    assert sizes["random"] > pool_mb > sizes["seq"], report
+    assert ratio > 1.5, report
+
+
+def test_a_cloud_spec_with_a_lua_workload_runs_locally_at_smoke_scale(
+        bf_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from benchfleet.cli import main
+    from benchfleet.local.store import open_store
+
+    code = main(["run", str(WORKLOADS / "comparisons" / "aurora-pk-order-random.yaml"), "--scale", "smoke",
+                 "--local"])
+    assert code == 0, capsys.readouterr()
+    with open_store(bf_home) as store:
+        (run,) = store.runs()
+        assert run["status"] == "succeeded"
+        summaries = store.summaries(run["run_id"])
+    assert {s["target_id"] for s in summaries} == {"aurora-r6g-large"}
+    assert any(s["phase"] == "measure" and s["tps"] > 0 for s in summaries)
