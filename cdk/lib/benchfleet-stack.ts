@@ -6,7 +6,9 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
 import { BenchfleetApi } from './api';
+import { AthenaStore } from './athena-store';
 import { BenchfleetConfig } from './config';
+import { Dashboards } from './dashboards';
 import { applyWildcardSuppressions } from './nag';
 import { Network } from './network';
 import { Orchestration } from './orchestration';
@@ -27,6 +29,8 @@ export class BenchfleetStack extends Stack {
   public readonly orchestration: Orchestration;
   public readonly api: BenchfleetApi;
   public readonly schedules: Schedules;
+  /** QuickSight data source, datasets and dashboard (context quicksightPrincipalArn). */
+  public readonly dashboards?: Dashboards;
 
   constructor(scope: Construct, id: string, props: BenchfleetStackProps) {
     super(scope, id, props);
@@ -92,6 +96,17 @@ export class BenchfleetStack extends Stack {
       removalPolicy,
     });
 
+    if (config.quicksightPrincipalArn !== undefined && this.results.records !== undefined) {
+      const records = this.results.records;
+      this.dashboards = new Dashboards(this, 'Dashboards', {
+        principalArn: config.quicksightPrincipalArn,
+        store:
+          records instanceof AthenaStore
+            ? { kind: 'athena', athena: records }
+            : { kind: 'timestream', timestreamDatabase: records.environment.TIMESTREAM_DATABASE ?? '' },
+      });
+    }
+
     this.schedules = new Schedules(this, 'Schedules', {
       schedules: config.schedules,
       stateMachine: this.orchestration.stateMachine,
@@ -102,7 +117,10 @@ export class BenchfleetStack extends Stack {
     new CfnOutput(this, 'ResultsBucketName', { value: this.results.bucket.bucketName });
     new CfnOutput(this, 'StateMachineArn', { value: this.orchestration.stateMachine.stateMachineArn });
     new CfnOutput(this, 'AgentDocumentName', { value: this.fleet.agentDocumentName });
-    if (this.results.records !== undefined) {
+    if (this.results.records instanceof AthenaStore) {
+      new CfnOutput(this, 'GlueDatabase', { value: this.results.records.databaseName });
+      new CfnOutput(this, 'AthenaWorkGroup', { value: this.results.records.workgroupName });
+    } else if (this.results.records !== undefined) {
       new CfnOutput(this, 'TimestreamDatabase', {
         value: this.results.records.environment.TIMESTREAM_DATABASE ?? '',
       });

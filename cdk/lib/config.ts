@@ -47,6 +47,8 @@ export interface BenchfleetConfig {
   readonly apiThrottleRateLimit: number;
   readonly apiThrottleBurstLimit: number;
   readonly schedules: readonly ScheduleConfig[];
+  /** QuickSight user/group ARN owning the dashboards; unset = no dashboards (cdk/lib/dashboards.ts). */
+  readonly quicksightPrincipalArn?: string;
 }
 
 export const DEFAULTS: BenchfleetConfig = {
@@ -174,6 +176,13 @@ export function readConfig(node: Node): BenchfleetConfig {
   if (!/^[A-Za-z][A-Za-z0-9-]{0,40}$/.test(stackName)) {
     throw new ConfigError('stackName', 'expected a letter then up to 40 of [A-Za-z0-9-]');
   }
+  const quicksightPrincipalArn = optStr(node, 'quicksightPrincipalArn');
+  if (
+    quicksightPrincipalArn !== undefined &&
+    !/^arn:aws[a-z-]*:quicksight:[a-z0-9-]+:[0-9]{12}:(user|group)\/.+$/.test(quicksightPrincipalArn)
+  ) {
+    throw new ConfigError('quicksightPrincipalArn', 'expected arn:aws:quicksight:<region>:<account>:user/... or group/...');
+  }
   const vpcId = optStr(node, 'vpcId');
   if (vpcId !== undefined && !/^vpc-[0-9a-f]{8,17}$/.test(vpcId)) {
     throw new ConfigError('vpcId', `expected vpc-<hex>, got ${JSON.stringify(vpcId)}`);
@@ -216,7 +225,8 @@ export function readConfig(node: Node): BenchfleetConfig {
     ),
     logRetentionDays,
     vpcId,
-    maxAzs: int(node, 'maxAzs', DEFAULTS.maxAzs, 1, 6),
+    // A DB subnet group needs two AZs; env-agnostic stacks can use at most two.
+    maxAzs: int(node, 'maxAzs', DEFAULTS.maxAzs, 2, 6),
     subnetType: oneOf(node, 'subnetType', DEFAULTS.subnetType, ['public', 'private']),
     // Step Functions Standard executions can run up to one year; 8760 h keeps us inside that.
     maxRunHours: int(node, 'maxRunHours', DEFAULTS.maxRunHours, 1, 8760),
@@ -224,5 +234,6 @@ export function readConfig(node: Node): BenchfleetConfig {
     apiThrottleRateLimit: int(node, 'apiThrottleRateLimit', DEFAULTS.apiThrottleRateLimit, 1, 10000),
     apiThrottleBurstLimit: int(node, 'apiThrottleBurstLimit', DEFAULTS.apiThrottleBurstLimit, 1, 5000),
     schedules: schedules(node),
+    ...(quicksightPrincipalArn === undefined ? {} : { quicksightPrincipalArn }),
   };
 }

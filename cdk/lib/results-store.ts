@@ -1,9 +1,9 @@
 /**
  * Where results live: the S3 bucket for raw agent output and reports (the source of truth: any
  * record store can be rebuilt from it) and the record store the Lambdas query
- * (Timestream today; `resultsStore: athena` is reserved for an S3 + Glue + Athena store).
+ * (Timestream, or with `resultsStore: athena` the S3 + Glue + Athena store of athena-store.ts).
  */
-import { Annotations, Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import { NagSuppressions } from 'cdk-nag';
@@ -11,6 +11,7 @@ import { Construct } from 'constructs';
 import { ResultsStoreKind } from './config';
 import { allowWildcard } from './nag';
 import { RUNS_PREFIX } from './naming';
+import { AthenaStore } from './athena-store';
 import { RecordStore, TimestreamStore } from './timestream-store';
 
 export interface ResultsStoreProps {
@@ -34,7 +35,7 @@ export interface ResultsStoreProps {
 export class ResultsStore extends Construct {
   public readonly bucket: s3.Bucket;
   public readonly accessLogsBucket: s3.Bucket;
-  /** Undefined while the athena store is not implemented: then only raw S3 results exist. */
+  /** TimestreamStore or AthenaStore, by context resultsStore. */
   public readonly records?: RecordStore;
   public readonly kind: ResultsStoreKind;
   public readonly removalPolicy: RemovalPolicy;
@@ -105,11 +106,7 @@ export class ResultsStore extends Construct {
         removalPolicy: this.removalPolicy,
       });
     } else {
-      Annotations.of(this).addWarningV2(
-        'benchfleet:athena-store-missing',
-        'resultsStore=athena: the S3 + Glue + Athena record store is not implemented yet; ' +
-          'only raw results in S3 are deployed.',
-      );
+      this.records = new AthenaStore(this, 'Athena', { bucket: this.bucket, removalPolicy: this.removalPolicy });
     }
   }
 

@@ -1,0 +1,408 @@
+/**
+ * QuickSight dashboards (optional: context quicksightPrincipalArn): a data source on the record store
+ * (ATHENA for resultsStore=athena, TIMESTREAM for timestream), one dataset per SQL file in
+ * cdk/lib/sql/<dialect>/ and a dashboard defined here (sheets and visuals) with the views of the
+ * local HTML report. One-time prerequisites (subscription, principal, service-role access) are in
+ * cdk/README.md, "Dashboards".
+ */
+import * as fs from 'fs';
+import * as path from 'path';
+import { Stack } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as quicksight from 'aws-cdk-lib/aws-quicksight';
+import { Construct } from 'constructs';
+import { AthenaStore } from './athena-store';
+
+export const SQL_DIR = path.join(__dirname, 'sql');
+export type DatasetName = 'step_results' | 'target_costs' | 'samples' | 'cloud_metrics';
+export type QuickSightColumnType = 'STRING' | 'INTEGER' | 'DECIMAL' | 'DATETIME';
+
+interface DatasetSpec {
+  readonly title: string;
+  readonly columns: ReadonlyArray<readonly [string, QuickSightColumnType]>;
+}
+
+/** Dataset titles and columns (cdk/lib/sql/datasets.json), shared by every dialect. */
+export function datasetSpecs(): Record<DatasetName, DatasetSpec> {
+  const parsed = JSON.parse(fs.readFileSync(path.join(SQL_DIR, 'datasets.json'), 'utf8')) as {
+    datasets: Record<DatasetName, DatasetSpec>;
+  };
+  return parsed.datasets;
+}
+
+/** The dataset's SQL for a dialect with ${database} replaced (the files' one placeholder). */
+export function datasetSql(dialect: 'athena' | 'timestream', name: DatasetName, database: string): string {
+  const text = fs.readFileSync(path.join(SQL_DIR, dialect, `${name}.sql`), 'utf8');
+  // Comments stay out of what QuickSight stores; the files keep them.
+  const body = text
+    .split('\n')
+    .filter((line) => !line.trimStart().startsWith('--'))
+    .join('\n')
+    .trim();
+  return body.split('${database}').join(database);
+}
+
+/** Where the data lives: the Athena store construct, or the Timestream database name. */
+export type DashboardStore =
+  | { readonly kind: 'athena'; readonly athena: AthenaStore }
+  | { readonly kind: 'timestream'; readonly timestreamDatabase: string };
+
+export interface DashboardsProps {
+  /** QuickSight user or group ARN that owns the data source, datasets and dashboard. */
+  readonly principalArn: string;
+  readonly store: DashboardStore;
+  /** Prefix of QuickSight resource ids (unique per account and region). Default: the stack name. */
+  readonly idPrefix?: string;
+}
+
+const DATA_SOURCE_ACTIONS = [
+  'quicksight:DescribeDataSource',
+  'quicksight:DescribeDataSourcePermissions',
+  'quicksight:PassDataSource',
+  'quicksight:UpdateDataSource',
+  'quicksight:DeleteDataSource',
+  'quicksight:UpdateDataSourcePermissions',
+];
+const DATASET_ACTIONS = [
+  'quicksight:DescribeDataSet',
+  'quicksight:DescribeDataSetPermissions',
+  'quicksight:PassDataSet',
+  'quicksight:DescribeIngestion',
+  'quicksight:ListIngestions',
+  'quicksight:UpdateDataSet',
+  'quicksight:DeleteDataSet',
+  'quicksight:CreateIngestion',
+  'quicksight:CancelIngestion',
+  'quicksight:UpdateDataSetPermissions',
+];
+const DASHBOARD_ACTIONS = [
+  'quicksight:DescribeDashboard',
+  'quicksight:ListDashboardVersions',
+  'quicksight:UpdateDashboardPermissions',
+  'quicksight:QueryDashboard',
+  'quicksight:UpdateDashboard',
+  'quicksight:DeleteDashboard',
+  'quicksight:DescribeDashboardPermissions',
+  'quicksight:UpdateDashboardPublishedVersion',
+];
+
+export class Dashboards extends Construct {
+  public readonly dataSource: quicksight.CfnDataSource;
+  public readonly dataSets: Record<DatasetName, quicksight.CfnDataSet>;
+  public readonly dashboard: quicksight.CfnDashboard;
+  /** The role QuickSight assumes to query Athena (athena store only). */
+  public readonly athenaRole?: iam.Role;
+
+  constructor(scope: Construct, id: string, props: DashboardsProps) {
+    super(scope, id);
+    const stack = Stack.of(this);
+    const prefix = props.idPrefix ?? stack.stackName;
+    const awsAccountId = stack.account;
+    const owner = (actions: string[]): Array<{ principal: string; actions: string[] }> => [
+      { principal: props.principalArn, actions },
+    ];
+
+    let dataSourceParameters: quicksight.CfnDataSource.DataSourceParametersProperty | undefined;
+    let database: string;
+    if (props.store.kind === 'athena') {
+      // A role of its own, so QuickSight's account-wide service role needs no access to this bucket.
+      this.athenaRole = new iam.Role(this, 'AthenaRole', {
+        assumedBy: new iam.ServicePrincipal('quicksight.amazonaws.com'),
+        description: 'QuickSight queries the benchfleet results tables through the Athena workgroup',
+      });
+      props.store.athena.grantRead(this.athenaRole);
+      dataSourceParameters = {
+        athenaParameters: { workGroup: props.store.athena.workgroupName, roleArn: this.athenaRole.roleArn },
+      };
+      database = props.store.athena.databaseName;
+    } else {
+      // TIMESTREAM takes no parameters: QuickSight's service role reads Timestream (cdk/README.md).
+      database = props.store.timestreamDatabase;
+    }
+
+    this.dataSource = new quicksight.CfnDataSource(this, 'DataSource', {
+      awsAccountId,
+      dataSourceId: `${prefix}-results`,
+      name: `benchfleet results (${props.store.kind})`,
+      type: props.store.kind === 'athena' ? 'ATHENA' : 'TIMESTREAM',
+      ...(dataSourceParameters ? { dataSourceParameters } : {}),
+      permissions: owner(DATA_SOURCE_ACTIONS),
+    });
+
+    const specs = datasetSpecs();
+    const dataSets: Partial<Record<DatasetName, quicksight.CfnDataSet>> = {};
+    for (const [name, spec] of Object.entries(specs) as Array<[DatasetName, DatasetSpec]>) {
+      dataSets[name] = new quicksight.CfnDataSet(this, `DataSet-${name}`, {
+        awsAccountId,
+        dataSetId: `${prefix}-${name.replace(/_/g, '-')}`,
+        name: `benchfleet ${spec.title}`,
+        // Direct query: dashboards show a run as soon as collect has written it, no SPICE capacity.
+        importMode: 'DIRECT_QUERY',
+        physicalTableMap: {
+          // Map keys allow no underscores.
+          [name.replace(/_/g, '-')]: {
+            customSql: {
+              dataSourceArn: this.dataSource.attrArn,
+              name,
+              sqlQuery: datasetSql(props.store.kind, name, database),
+              columns: spec.columns.map(([n, t]) => ({ name: n, type: t })),
+            },
+          },
+        },
+        permissions: owner(DATASET_ACTIONS),
+      });
+    }
+    this.dataSets = dataSets as Record<DatasetName, quicksight.CfnDataSet>;
+
+    this.dashboard = new quicksight.CfnDashboard(this, 'Dashboard', {
+      awsAccountId,
+      dashboardId: `${prefix}-results`,
+      name: 'benchfleet results',
+      permissions: owner(DASHBOARD_ACTIONS),
+      definition: dashboardDefinition(this.dataSets),
+      dashboardPublishOptions: {
+        adHocFilteringOption: { availabilityStatus: 'ENABLED' },
+        exportToCsvOption: { availabilityStatus: 'ENABLED' },
+        sheetControlsOption: { visibilityState: 'EXPANDED' },
+      },
+      versionDescription: 'Defined in cdk/lib/dashboards.ts',
+    });
+  }
+}
+
+// ---- the dashboard definition ------------------------------------------------------------------
+
+type Definition = quicksight.CfnDashboard.DashboardVersionDefinitionProperty;
+type Visual = quicksight.CfnDashboard.VisualProperty;
+type Aggregation = 'AVERAGE' | 'MAX' | 'MIN' | 'SUM';
+
+const col = (
+  dataSetIdentifier: DatasetName,
+  columnName: string,
+): quicksight.CfnDashboard.ColumnIdentifierProperty => ({ dataSetIdentifier, columnName });
+
+function numberDim(fieldId: string, ds: DatasetName, column: string): quicksight.CfnDashboard.DimensionFieldProperty {
+  return { numericalDimensionField: { fieldId, column: col(ds, column) } };
+}
+function categoryDim(fieldId: string, ds: DatasetName, column: string): quicksight.CfnDashboard.DimensionFieldProperty {
+  return { categoricalDimensionField: { fieldId, column: col(ds, column) } };
+}
+function timeDim(fieldId: string, ds: DatasetName, column: string): quicksight.CfnDashboard.DimensionFieldProperty {
+  return { dateDimensionField: { fieldId, column: col(ds, column), dateGranularity: 'SECOND' } };
+}
+function measure(
+  fieldId: string,
+  ds: DatasetName,
+  column: string,
+  aggregation: Aggregation,
+): quicksight.CfnDashboard.MeasureFieldProperty {
+  return {
+    numericalMeasureField: {
+      fieldId,
+      column: col(ds, column),
+      aggregationFunction: { simpleNumericalAggregation: aggregation },
+    },
+  };
+}
+const title = (text: string): quicksight.CfnDashboard.VisualTitleLabelOptionsProperty => ({
+  visibility: 'VISIBLE',
+  formatText: { plainText: text },
+});
+const subtitle = (text: string): quicksight.CfnDashboard.VisualSubtitleLabelOptionsProperty => ({
+  visibility: 'VISIBLE',
+  formatText: { plainText: text },
+});
+
+function lineChart(
+  visualId: string,
+  text: string,
+  note: string,
+  x: quicksight.CfnDashboard.DimensionFieldProperty,
+  value: quicksight.CfnDashboard.MeasureFieldProperty,
+  color: quicksight.CfnDashboard.DimensionFieldProperty,
+): Visual {
+  return {
+    lineChartVisual: {
+      visualId,
+      title: title(text),
+      subtitle: subtitle(note),
+      chartConfiguration: {
+        fieldWells: { lineChartAggregatedFieldWells: { category: [x], values: [value], colors: [color] } },
+        type: 'LINE',
+        legend: { visibility: 'VISIBLE' },
+      },
+    },
+  };
+}
+
+function barChart(
+  visualId: string,
+  text: string,
+  note: string,
+  x: quicksight.CfnDashboard.DimensionFieldProperty,
+  value: quicksight.CfnDashboard.MeasureFieldProperty,
+  color?: quicksight.CfnDashboard.DimensionFieldProperty,
+): Visual {
+  return {
+    barChartVisual: {
+      visualId,
+      title: title(text),
+      subtitle: subtitle(note),
+      chartConfiguration: {
+        fieldWells: {
+          barChartAggregatedFieldWells: { category: [x], values: [value], ...(color ? { colors: [color] } : {}) },
+        },
+        orientation: 'VERTICAL',
+        barsArrangement: 'CLUSTERED',
+        legend: { visibility: color ? 'VISIBLE' : 'HIDDEN' },
+      },
+    },
+  };
+}
+
+/** Visual ids by sheet: the filters below are scoped with them. */
+export const SHEETS = {
+  sweep: { sheetId: 'sweep', name: 'Thread sweep', visuals: ['tps-vs-threads', 'latency-vs-threads', 'relative'] },
+  seconds: { sheetId: 'seconds', name: 'Per second', visuals: ['tps-per-second', 'steal-per-second'] },
+  cloud: { sheetId: 'cloud', name: 'Cloud metrics and cost', visuals: ['aurora-write-latency', 'cost-per-1000-tps'] },
+} as const;
+
+/** Metrics shown on the write-latency view (collect converts RDS WriteLatency to ms). */
+export const WRITE_LATENCY_METRICS = ['WriteLatency', 'CommitLatency', 'DMLLatency'];
+
+export function dashboardDefinition(dataSets: Record<DatasetName, quicksight.CfnDataSet>): Definition {
+  const sweep: Visual[] = [
+    lineChart(
+      'tps-vs-threads',
+      'Throughput vs threads',
+      "sysbench's step tps, mean across repetitions",
+      numberDim('sweep-threads-1', 'step_results', 'threads'),
+      measure('sweep-tps', 'step_results', 'tps_mean', 'AVERAGE'),
+      categoryDim('sweep-target-1', 'step_results', 'target_id'),
+    ),
+    lineChart(
+      'latency-vs-threads',
+      'p95 latency vs threads (ms)',
+      "sysbench's step percentile, worst repetition (percentiles are never averaged)",
+      numberDim('sweep-threads-2', 'step_results', 'threads'),
+      measure('sweep-latency', 'step_results', 'latency_pct_ms_max', 'MAX'),
+      categoryDim('sweep-target-2', 'step_results', 'target_id'),
+    ),
+    barChart(
+      'relative',
+      'Throughput relative to the baseline (%)',
+      '100 x (mean tps / baseline mean tps - 1) at the same threads',
+      numberDim('sweep-threads-3', 'step_results', 'threads'),
+      measure('sweep-relative', 'step_results', 'relative_pct', 'AVERAGE'),
+      categoryDim('sweep-target-3', 'step_results', 'target_id'),
+    ),
+  ];
+  const seconds: Visual[] = [
+    lineChart(
+      'tps-per-second',
+      'Throughput per second',
+      'Seconds from the start of each target x repetition; warm-up included',
+      numberDim('sec-elapsed-1', 'samples', 'elapsed_s'),
+      measure('sec-tps', 'samples', 'tps', 'AVERAGE'),
+      categoryDim('sec-target-1', 'samples', 'target_id'),
+    ),
+    lineChart(
+      'steal-per-second',
+      'CPU steal per second (%)',
+      'From /proc/stat on the target, the same seconds as the throughput above',
+      numberDim('sec-elapsed-2', 'samples', 'elapsed_s'),
+      measure('sec-steal', 'samples', 'cpu_steal_pct', 'AVERAGE'),
+      categoryDim('sec-target-2', 'samples', 'target_id'),
+    ),
+  ];
+  const cloud: Visual[] = [
+    lineChart(
+      'aurora-write-latency',
+      'Aurora / RDS write latency over time (ms)',
+      'CloudWatch CommitLatency, DMLLatency and WriteLatency of each writer',
+      timeDim('cloud-time', 'cloud_metrics', 'time'),
+      measure('cloud-value', 'cloud_metrics', 'value', 'AVERAGE'),
+      categoryDim('cloud-metric', 'cloud_metrics', 'metric'),
+    ),
+    barChart(
+      'cost-per-1000-tps',
+      'Cost per 1000 TPS at peak (USD per hour)',
+      'price per hour / (peak mean tps / 1000)',
+      categoryDim('cost-target', 'target_costs', 'target_id'),
+      measure('cost-value', 'target_costs', 'cost_per_1000_tps', 'AVERAGE'),
+    ),
+  ];
+
+  const allSheets = Object.values(SHEETS).map((s) => ({ sheetId: s.sheetId, scope: 'ALL_VISUALS' }));
+  return {
+    dataSetIdentifierDeclarations: (Object.keys(dataSets) as DatasetName[]).map((identifier) => ({
+      identifier,
+      dataSetArn: dataSets[identifier].attrArn,
+    })),
+    sheets: [
+      { ...sheetOf(SHEETS.sweep), visuals: sweep },
+      { ...sheetOf(SHEETS.seconds), visuals: seconds },
+      { ...sheetOf(SHEETS.cloud), visuals: cloud },
+    ],
+    filterGroups: [
+      {
+        // One run picker for every sheet: run_name is a column of every dataset.
+        filterGroupId: 'run',
+        crossDataset: 'ALL_DATASETS',
+        status: 'ENABLED',
+        scopeConfiguration: { selectedSheets: { sheetVisualScopingConfigurations: allSheets } },
+        filters: [
+          {
+            categoryFilter: {
+              filterId: 'run-name',
+              column: col('step_results', 'run_name'),
+              configuration: {
+                filterListConfiguration: { matchOperator: 'CONTAINS', selectAllOptions: 'FILTER_ALL_VALUES' },
+              },
+            },
+          },
+        ],
+      },
+      {
+        filterGroupId: 'write-latency-metrics',
+        crossDataset: 'SINGLE_DATASET',
+        status: 'ENABLED',
+        scopeConfiguration: {
+          selectedSheets: {
+            sheetVisualScopingConfigurations: [
+              { sheetId: SHEETS.cloud.sheetId, scope: 'SELECTED_VISUALS', visualIds: ['aurora-write-latency'] },
+            ],
+          },
+        },
+        filters: [
+          {
+            categoryFilter: {
+              filterId: 'write-latency-metric',
+              column: col('cloud_metrics', 'metric'),
+              configuration: {
+                filterListConfiguration: { matchOperator: 'CONTAINS', categoryValues: WRITE_LATENCY_METRICS },
+              },
+            },
+          },
+        ],
+      },
+    ],
+  };
+}
+
+function sheetOf(sheet: (typeof SHEETS)[keyof typeof SHEETS]): quicksight.CfnDashboard.SheetDefinitionProperty {
+  return {
+    sheetId: sheet.sheetId,
+    name: sheet.name,
+    filterControls: [
+      {
+        dropdown: {
+          filterControlId: `${sheet.sheetId}-run`,
+          sourceFilterId: 'run-name',
+          title: 'Run',
+          type: 'MULTI_SELECT',
+        },
+      },
+    ],
+  };
+}
