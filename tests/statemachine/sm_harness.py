@@ -38,6 +38,7 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID
+from moto.ec2.models import ec2_backends
 from moto.ssm.models import ssm_backends
 from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
@@ -62,7 +63,7 @@ def function_arn(module: str) -> str:
 def definition() -> str:
     text = ASL.read_text()
     for key, module in HANDLERS.items():
-        text = text.replace("${%sFunctionArn}" % key, function_arn(module))
+        text = text.replace("${" + key + "FunctionArn}", function_arn(module))
     assert "${" not in text
     return text
 
@@ -136,25 +137,26 @@ class MotoGaps:
 
     def __init__(self) -> None:
         self.ec2 = boto3.client("ec2", region_name=REGION)
-        self.ami = self.ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+        # Read from moto's state: DescribeImages of every bundled AMI takes seconds to serialise.
+        self.ami = next(iter(ec2_backends[DEFAULT_ACCOUNT_ID][REGION].amis))
         self.ami_requests: list[str] = []
 
     def get_parameter(self, real: Any) -> Any:
-        def get(Name: str, **kw: Any) -> Any:  # noqa: N803 - boto3's casing
+        def get(Name: str, **kw: Any) -> Any:
             if Name.startswith("/aws/service/canonical/ubuntu/"):
                 self.ami_requests.append(Name)
                 return {"Parameter": {"Name": Name, "Value": self.ami, "Type": "String"}}
             return real.get_parameter(Name=Name, **kw)
         return get
 
-    def describe_instance_information(self, Filters: list[dict[str, Any]], **_: Any) -> Any:  # noqa: N803
+    def describe_instance_information(self, Filters: list[dict[str, Any]], **_: Any) -> Any:
         ids = [v for f in Filters if f["Key"] == "InstanceIds" for v in f["Values"]]
         found = self.ec2.describe_instances(InstanceIds=ids)["Reservations"]
         online = [i["InstanceId"] for r in found for i in r["Instances"] if i["State"]["Name"] == "running"]
         return {"InstanceInformationList": [{"InstanceId": i, "PingStatus": "Online"} for i in online]}
 
     @staticmethod
-    def describe_db_engine_versions(Engine: str, **_: Any) -> Any:  # noqa: N803
+    def describe_db_engine_versions(Engine: str, **_: Any) -> Any:
         versions = {"mysql": ["5.7.44", "8.0.36", "8.0.40", "8.4.3"], "mariadb": ["10.11.9", "11.4.4"],
                     "aurora-mysql": ["5.7.mysql_aurora.2.12.4", "8.0.mysql_aurora.3.05.2",
                                      "8.0.mysql_aurora.3.08.0"]}[Engine]
@@ -300,22 +302,42 @@ def setup_account(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv(k, v)
 
 
+ENV = {"AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION, "AWS_ACCESS_KEY_ID": "testing",
+       "AWS_SECRET_ACCESS_KEY": "testing", "POWERTOOLS_TRACE_DISABLED": "1",
+       "POWERTOOLS_SERVICE_NAME": "benchfleet", "POWERTOOLS_METRICS_NAMESPACE": "benchfleet",
+       "POWERTOOLS_LOG_LEVEL": "WARNING"}
+
+
+@pytest.fixture(scope="module")
+def _world():
+    """One moto account and one state machine per test module (parsing the definition takes
+    seconds); runs are told apart by their run id, which tags everything they create."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        for k, v in ENV.items():
+            monkeypatch.setenv(k, v)
+        with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
+            clients.reset()
+            setup_account(monkeypatch)
+            h = Harness()
+            fake_time = types.SimpleNamespace(sleep=lambda s: h.sleeps.append(s))
+            with mock.patch.object(lambda_eval_utils, "_invoke_lambda_function", h.invoke), \
+                    mock.patch.object(retrier_decl, "time", fake_time):
+                yield h
+            clients.reset()
+
+
 @pytest.fixture
-def harness(monkeypatch: pytest.MonkeyPatch):
-    for k, v in {"AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION, "AWS_ACCESS_KEY_ID": "testing",
-                 "AWS_SECRET_ACCESS_KEY": "testing", "POWERTOOLS_TRACE_DISABLED": "1",
-                 "POWERTOOLS_SERVICE_NAME": "benchfleet", "POWERTOOLS_METRICS_NAMESPACE": "benchfleet",
-                 "POWERTOOLS_LOG_LEVEL": "WARNING"}.items():
-        monkeypatch.setenv(k, v)
-    with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
-        clients.reset()
-        setup_account(monkeypatch)
-        h = Harness()
-        fake_time = types.SimpleNamespace(sleep=h.sleeps.append)
-        with mock.patch.object(lambda_eval_utils, "_invoke_lambda_function", h.invoke), \
-                mock.patch.object(retrier_decl, "time", fake_time):
-            yield h
-        clients.reset()
+def harness(_world: Harness) -> Harness:
+    """The module's harness with this test's faults, calls and recorded sleeps cleared."""
+    _world.calls.clear()
+    _world.sleeps.clear()
+    _world.agent.outcome.clear()
+    _world.gaps.ami_requests.clear()
+    for proxy in _world.proxies.values():
+        proxy.faults.clear()
+        proxy.calls.clear()
+        proxy.records_per_call.clear()
+    return _world
 
 
 def spec(**overrides: Any) -> dict[str, Any]:
@@ -325,7 +347,8 @@ def spec(**overrides: Any) -> dict[str, Any]:
                      "prepare_threads": 1, "warmup_s": 0, "threads": [1], "duration_s": 240},
         "targets": [
             {"id": "ec2-m6g", "kind": "ec2", "instance_type": "m6g.large"},
-            {"id": "rds-m6g", "kind": "rds", "instance_class": "db.m6g.large", "client": {"instance_type": "c6i.large"}},
+            {"id": "rds-m6g", "kind": "rds", "instance_class": "db.m6g.large",
+             "client": {"instance_type": "c6i.large"}},
             {"id": "aurora-r6g", "kind": "aurora", "instance_class": "db.r6g.large",
              "client": {"instance_type": "c7g.large"}},
         ],

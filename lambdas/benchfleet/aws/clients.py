@@ -1,7 +1,8 @@
 """boto3 clients for the handlers. Adapters never create clients: handlers pass these in.
 
-One cache per thread (boto3 sessions are not thread safe; the offline state machine runs Map
-iterations in threads). Tests replace a service with ``override`` to fake what moto lacks.
+One client per service per process, created under a lock (creating clients is not thread safe,
+using them is; the offline state machine runs Map iterations in threads). Tests replace a service
+with ``override`` to fake what moto lacks or to inject faults.
 """
 
 from __future__ import annotations
@@ -12,19 +13,18 @@ from typing import Any
 
 import boto3
 
-_local = threading.local()
+_lock = threading.Lock()
+_cache: dict[str, Any] = {}
 _overrides: dict[str, Callable[[], Any]] = {}
 
 
 def client(service: str) -> Any:
     if service in _overrides:
         return _overrides[service]()
-    cache: dict[str, Any] | None = getattr(_local, "clients", None)
-    if cache is None:
-        cache = _local.clients = {}
-    if service not in cache:
-        cache[service] = boto3.session.Session().client(service)  # type: ignore[call-overload]
-    return cache[service]
+    with _lock:
+        if service not in _cache:
+            _cache[service] = boto3.session.Session().client(service)  # type: ignore[call-overload]
+        return _cache[service]
 
 
 def override(service: str, factory: Callable[[], Any] | None) -> None:
@@ -36,6 +36,7 @@ def override(service: str, factory: Callable[[], Any] | None) -> None:
 
 
 def reset() -> None:
-    """Forget cached clients (tests: after entering a new moto context)."""
-    _overrides.clear()
-    _local.__dict__.clear()
+    """Forget overrides and cached clients (tests: around each moto context)."""
+    with _lock:
+        _overrides.clear()
+        _cache.clear()

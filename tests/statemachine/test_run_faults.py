@@ -1,0 +1,131 @@
+"""Faults injected at each task state of the run; every run ends in the expected status, every
+provisioned target is torn down, and nothing tagged with the run is left in moto."""
+
+from __future__ import annotations
+
+import json
+
+import boto3
+import pytest
+from sm_harness import BUCKET, REGION, client_error, leftovers, spec
+
+from benchfleet import naming
+
+TARGETS = {"ec2-m6g", "rds-m6g", "aurora-r6g"}
+
+
+def finish(harness, result, expected_status: str) -> dict:
+    """Common checks; returns summary.json."""
+    assert result["status"] == expected_status, harness.explain(result)
+    plan = next(c.result for c in harness.calls_of("plan"))
+    run_id = plan["run_id"]
+    provisioned = {c.event["target"]["id"] for c in harness.calls_of("provision")}
+    torn_down = {c.event["target"]["target_id"] for c in harness.calls_of("teardown")}
+    assert provisioned <= torn_down, "teardown must run for every target provision was tried for"
+    assert leftovers(run_id) == []
+    return json.loads(boto3.client("s3", region_name=REGION).get_object(
+        Bucket=BUCKET, Key=naming.summary_key(run_id))["Body"].read())
+
+
+def status_of(summary: dict) -> dict[str, str]:
+    return {t["target_id"]: t["status"] for t in summary["targets"]}
+
+
+def error_of(summary: dict, target_id: str) -> dict:
+    target = next(t for t in summary["targets"] if t["target_id"] == target_id)
+    return target["repetitions"][0]["error"]
+
+
+def test_no_capacity_in_any_zone_fails_that_target_after_trying_every_zone(harness):
+    def no_m6g(kwargs):
+        if kwargs["InstanceType"] == "m6g.large":
+            return client_error("InsufficientInstanceCapacity", "RunInstances")
+        return None
+    harness.proxies["ec2"].faults["run_instances"] = no_m6g
+    summary = finish(harness, harness.run(spec(), name="no-capacity"), "FAILED")
+    assert status_of(summary) == {"ec2-m6g": "FAILED", "rds-m6g": "SUCCEEDED", "aurora-r6g": "SUCCEEDED"}
+    assert error_of(summary, "ec2-m6g")["error"] == "InsufficientInstanceCapacity"
+    zones = [c.event["zone_index"] for c in harness.calls_of("provision") if c.event["target"]["id"] == "ec2-m6g"]
+    # Each zone: one try plus one Retry (30 s back-off, recorded, not slept), then the next zone.
+    assert zones == [0, 0, 1, 1, 2, 2]
+    assert harness.sleeps.count(30) == 3
+
+
+def test_no_capacity_in_the_first_zone_moves_to_the_next(harness):
+    subnets = {}
+
+    def first_zone_full(kwargs):
+        subnets.setdefault("first", kwargs["SubnetId"])
+        return client_error("InsufficientInstanceCapacity", "RunInstances") \
+            if kwargs["SubnetId"] == subnets["first"] and kwargs["InstanceType"] == "m6g.large" else None
+    harness.proxies["ec2"].faults["run_instances"] = first_zone_full
+    summary = finish(harness, harness.run(spec(targets=[spec()["targets"][0]]), name="next-zone"), "SUCCEEDED")
+    assert status_of(summary) == {"ec2-m6g": "SUCCEEDED"}
+    ok = [c for c in harness.calls_of("provision") if c.error is None]
+    assert [c.event["zone_index"] for c in ok] == [1]
+
+
+def test_provision_crash_tears_down_what_was_created(harness):
+    # The RDS instance is created, then the client launch fails for good: both must go.
+    harness.proxies["ec2"].faults["run_instances"] = (
+        lambda kw: client_error("UnauthorizedOperation", "RunInstances") if kw["InstanceType"] == "c6i.large" else None)
+    summary = finish(harness, harness.run(spec(), name="provision-crash"), "FAILED")
+    assert status_of(summary)["rds-m6g"] == "FAILED"
+    assert error_of(summary, "rds-m6g")["error"] == "ClientError"
+
+
+def test_agent_failure_fails_the_target_and_tears_it_down(harness):
+    harness.agent.outcome["rds-m6g"] = "failed"
+    summary = finish(harness, harness.run(spec(), name="agent-failed"), "FAILED")
+    assert status_of(summary) == {"ec2-m6g": "SUCCEEDED", "rds-m6g": "FAILED", "aurora-r6g": "SUCCEEDED"}
+    assert error_of(summary, "rds-m6g")["error"] == "AgentFailed"
+
+
+@pytest.mark.parametrize("outcome", ["hang", "timed_out"])
+def test_ssm_timeout_ends_the_step_at_its_bound(harness, outcome):
+    harness.agent.outcome["aurora-r6g"] = outcome
+    result = harness.run(spec(), name=f"ssm-{outcome}", timing={"max_polls": 4})
+    summary = finish(harness, result, "FAILED")
+    assert status_of(summary)["aurora-r6g"] == "FAILED"
+    assert error_of(summary, "aurora-r6g")["error"] == "StepTimedOut"
+    polls = [c for c in harness.calls_of("step_status") if c.event["command_id"] and
+             c.result and c.result.get("state") != "succeeded"]
+    # A hanging step is polled exactly up to its bound; a TimedOut invocation ends at the first poll.
+    assert len(polls) == (4 if outcome == "hang" else 1)
+
+
+def test_timestream_throttling_is_retried_then_succeeds(harness):
+    harness.proxies["timestream-write"].faults["write_records"] = [
+        client_error("ThrottlingException", "WriteRecords"), client_error("ThrottlingException", "WriteRecords")]
+    summary = finish(harness, harness.run(spec(), name="throttled-once"), "SUCCEEDED")
+    assert set(status_of(summary).values()) == {"SUCCEEDED"}
+    failed = [c for c in harness.calls_of("collect") if c.error]
+    assert [c.error for c in failed] == ["ThrottlingException", "ThrottlingException"]
+    assert len(harness.sleeps) >= 2  # the Retry's back-off, recorded instead of slept
+
+
+def test_persistent_timestream_throttling_fails_the_target(harness):
+    def rds_throttled(kwargs):
+        dims = {d["Name"]: d["Value"] for d in kwargs["Records"][0]["Dimensions"]}
+        return client_error("ThrottlingException", "WriteRecords") if dims["target_id"] == "rds-m6g" else None
+    harness.proxies["timestream-write"].faults["write_records"] = rds_throttled
+    summary = finish(harness, harness.run(spec(), name="throttled-always"), "FAILED")
+    assert status_of(summary) == {"ec2-m6g": "SUCCEEDED", "rds-m6g": "FAILED", "aurora-r6g": "SUCCEEDED"}
+    assert error_of(summary, "rds-m6g")["error"] == "ThrottlingException"
+    rds_collects = [c for c in harness.calls_of("collect") if c.event["target"]["id"] == "rds-m6g" and c.error]
+    assert len(rds_collects) == 6  # first try + MaxAttempts 5
+
+
+def test_collect_crash_on_unreadable_agent_output(harness):
+    harness.agent.outcome["ec2-m6g"] = "garbage"
+    summary = finish(harness, harness.run(spec(), name="collect-crash"), "FAILED")
+    assert status_of(summary)["ec2-m6g"] == "FAILED"
+    assert error_of(summary, "ec2-m6g")["error"] == "CollectFailed"
+
+
+def test_refused_plan_ends_failed_with_a_summary_and_creates_nothing(harness):
+    result = harness.run(spec(workload="oltp-read-only-sweep"), name="bad-plan")
+    assert result["status"] == "FAILED"
+    assert harness.calls_of("provision") == []
+    summarize = harness.calls_of("summarize")[0].result
+    assert summarize["status"] == "FAILED" and "inline" in summarize["error"]["cause"]
