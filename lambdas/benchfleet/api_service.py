@@ -23,16 +23,18 @@ import hashlib
 import io
 import json
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
+from pydantic import ValidationError
 
 from benchfleet import naming
 from benchfleet.plan import Plan, PriceLookup, make_plan
-from benchfleet.spec import ComparisonSpec, LoadedSpec, SpecError, Workload, parse_spec
+from benchfleet.spec import ComparisonSpec, LoadedSpec, SpecError, Workload, parse_spec, problems_of
 
 IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
 MAX_BODY_BYTES = 128 * 1024
@@ -101,14 +103,67 @@ def check_run_id(run_id: str) -> str:
     return run_id
 
 
+MAX_STRING = 256           # no name, id, type or option value of a spec needs more
+MAX_TEXT = 2000            # descriptions
+FREE_TEXT_KEYS = {"description"}
+# Names, ids and AWS type names: the longest real one (u-24tb1.112xlarge, db.x2iedn.32xlarge) is
+# far below this, and the slug fields stop at 63 anyway.
+MAX_NAME = 64
+NAME_KEYS = {"name", "id", "baseline", "kind", "instance_type", "instance_class", "engine", "region",
+             "test", "mysql_config", "type", "rand_type", "workload"}
+
+
+def _path_join(path: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else key
+
+
+def hostile_strings(value: Any, path: str = "", depth: int = 0) -> list[tuple[str, str]]:
+    """Defence in depth before the models: strings longer than any field needs, and control or
+    invisible format characters (NUL, bidi overrides, zero-width) anywhere, keys included. The
+    models' patterns catch most of these too; this guards fields whose pattern has no length bound
+    and free text that people read (an RTL override in a description misleads the reader)."""
+    if depth > 20:
+        return [(path or "body", "is nested too deeply")]
+    problems: list[tuple[str, str]] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str) or not key or len(key) > 64 or _bad_chars(key, free_text=False):
+                problems.append((path or "body", "has a key that is not a spec key"))
+                continue
+            problems += hostile_strings(item, _path_join(path, key), depth + 1)
+    elif isinstance(value, list):
+        for i, item in enumerate(value[:1000]):
+            problems += hostile_strings(item, _path_join(path, i), depth + 1)
+    elif isinstance(value, str):
+        key = path.rsplit(".", 1)[-1]
+        free = key in FREE_TEXT_KEYS
+        limit = MAX_TEXT if free else MAX_NAME if key in NAME_KEYS else MAX_STRING
+        if len(value) > limit:
+            problems.append((path or "body", f"is longer than {limit} characters"))
+        elif _bad_chars(value, free_text=free):
+            problems.append((path or "body", "contains control or invisible formatting characters"))
+    return problems
+
+
+def _bad_chars(text: str, free_text: bool) -> bool:
+    allowed = "\n\t" if free_text else ""
+    return any(unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co", "Cn") and c not in allowed for c in text)
+
+
 def validate_submission(body: Any) -> LoadedSpec:
     """A POST /runs body -> a spec the state machine can run, or ApiError 400 naming each field."""
     if not isinstance(body, dict):
         raise bad_request("body", "must be a JSON object: a comparison spec")
+    hostile = hostile_strings(body)
+    if hostile:
+        raise ApiError(400, f"{hostile[0][0]}: {hostile[0][1]}", hostile[0][0], hostile[:20])
     try:
-        spec = parse_spec(body, "body")
-    except SpecError as e:
-        problems = [(path or "body", msg) for path, msg in e.problems]
+        # Strict: a JSON API takes numbers as numbers (no true for 1, no "3" for 3).
+        spec = ComparisonSpec.model_validate(body, strict=True)
+    except ValidationError as e:
+        problems = [(path or "body", msg) for path, msg in problems_of(e)]
         first_field, first_msg = problems[0]
         raise ApiError(400, f"{first_field}: {first_msg}", first_field, problems) from None
     problems = []

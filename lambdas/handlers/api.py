@@ -216,6 +216,8 @@ def _not_found(exc: NotFoundError) -> Response[str]:
     for route, methods in ROUTES.items():
         pattern = route.split("/")
         if len(pattern) == len(parts) and all(p == q or p == "{id}" for p, q in zip(pattern, parts, strict=True)):
+            if method in methods:  # the router's segment pattern refused the id's characters
+                return _error(400, "id: is not a run id ([a-z0-9-], 2-80 characters)", "id")
             return _json(405, {"message": f"method: {method} is not allowed on {route}", "field": "method"},
                          headers={"Allow": ", ".join(methods)})
     return _error(404, "path: no such resource (see /runs)", "path")
