@@ -1,0 +1,210 @@
+"""The trend of consecutive runs of one comparison (``benchfleet results --history NAME``).
+
+Scheduled comparisons run the same spec under one name again and again; this module lines their
+results up per target x threads and flags a **regression**: mean tps down by more than
+``threshold_pct`` (10 % by default) from the previous run of that name, *and* the two runs' 95 %
+confidence intervals of the mean do not overlap. A drop beyond the threshold whose intervals overlap
+(or that has no interval: a single repetition) is reported as ``drop`` — worth a look, not a claim.
+Improvements are flagged the same way. Each run is compared with the one before it; a slow slide
+of small steps is visible in ``vs_first_pct``.
+
+Pure functions over plain rows (standard library only): the CLI feeds rows from the local store or
+from the API (one ``stats.comparison`` document per run).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from benchfleet.stats import CONFIDENCE, mean_ci
+
+DEFAULT_THRESHOLD_PCT = 10.0
+Verdict = Literal["first", "regression", "improvement", "drop", "rise", "steady", "no data"]
+
+
+@dataclass(frozen=True)
+class Point:
+    """One run's figure for one target x threads."""
+
+    run_id: str
+    started_at: str | None
+    target_id: str
+    threads: int
+    tps_mean: float | None
+    tps_ci_low: float | None = None
+    tps_ci_high: float | None = None
+    repetitions: int | None = None
+    latency_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class TrendRow:
+    run_id: str
+    started_at: str | None
+    target_id: str
+    threads: int
+    tps_mean: float | None
+    tps_ci_low: float | None
+    tps_ci_high: float | None
+    previous_run_id: str | None
+    delta_pct: float | None
+    vs_first_pct: float | None
+    ci_overlap: bool | None
+    verdict: Verdict
+    latency_ms: float | None = None
+    latency_delta_pct: float | None = None
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _started(value: Any) -> str | None:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return str(value) if value else None
+
+
+def point_from_row(run_id: str, started_at: Any, row: Mapping[str, Any],
+                   confidence: float = CONFIDENCE) -> Point:
+    """A Point from one comparison row. Understands ``stats.comparison`` rows (``tps`` a mapping
+    with ``mean``/``ci_low``/``ci_high``/``values``) and flat rows (``tps_mean``, ``tps_ci_low``,
+    ``tps_ci_high``, ``tps_values``); the interval is computed from per-repetition values when only
+    they are given."""
+    tps = row.get("tps")
+    if isinstance(tps, Mapping):
+        mean, low, high = _num(tps.get("mean")), _num(tps.get("ci_low")), _num(tps.get("ci_high"))
+        values = tps.get("values")
+        n = tps.get("n")
+    else:
+        mean = _num(row.get("tps_mean") if "tps_mean" in row else tps)
+        low, high = _num(row.get("tps_ci_low")), _num(row.get("tps_ci_high"))
+        values = row.get("tps_values")
+        n = row.get("repetitions")
+    if (low is None or high is None) and isinstance(values, Sequence) and not isinstance(values, str):
+        xs = [v for v in (_num(x) for x in values) if v is not None]
+        ci = mean_ci(xs, confidence)
+        if ci is not None:
+            low, high = ci
+        if mean is None and xs:
+            mean = statistics.fmean(xs)
+    latency = row.get("latency_step_pct_ms")
+    lat = _num(latency.get("median")) if isinstance(latency, Mapping) else _num(
+        row.get("latency_pct_ms_median", row.get("latency_ms")))
+    return Point(run_id=run_id, started_at=_started(started_at), target_id=str(row["target_id"]),
+                 threads=int(row["threads"]), tps_mean=mean, tps_ci_low=low, tps_ci_high=high,
+                 repetitions=int(n) if isinstance(n, int) else None, latency_ms=lat)
+
+
+def points_from_comparison(doc: Mapping[str, Any], run_id: str | None = None,
+                           started_at: Any = None) -> list[Point]:
+    """All Points of one run's comparison document (``stats.comparison`` / summary.json)."""
+    run = doc.get("run") if isinstance(doc.get("run"), Mapping) else {}
+    assert isinstance(run, Mapping)
+    rid = run_id or str(run.get("run_id") or doc.get("run_id") or "")
+    started = started_at or run.get("started_at") or doc.get("started_at")
+    rows = doc.get("rows") or doc.get("comparison") or []
+    return [point_from_row(rid, started, r) for r in rows
+            if isinstance(r, Mapping) and "target_id" in r and "threads" in r]
+
+
+def _pct(new: float | None, old: float | None) -> float | None:
+    if new is None or old is None or old == 0:
+        return None
+    return round(100.0 * (new / old - 1.0), 3)
+
+
+def _overlap(a: Point, b: Point) -> bool | None:
+    if None in (a.tps_ci_low, a.tps_ci_high, b.tps_ci_low, b.tps_ci_high):
+        return None
+    assert a.tps_ci_low is not None and a.tps_ci_high is not None
+    assert b.tps_ci_low is not None and b.tps_ci_high is not None
+    return a.tps_ci_low <= b.tps_ci_high and b.tps_ci_low <= a.tps_ci_high
+
+
+def _verdict(delta: float | None, overlap: bool | None, threshold: float) -> Verdict:
+    if delta is None:
+        return "no data"
+    if delta < -threshold:
+        return "regression" if overlap is False else "drop"
+    if delta > threshold:
+        return "improvement" if overlap is False else "rise"
+    return "steady"
+
+
+def trend(points: Iterable[Point], threshold_pct: float = DEFAULT_THRESHOLD_PCT) -> list[TrendRow]:
+    """Per target x threads, runs in order of start (then run id), each against the previous."""
+    series: dict[tuple[str, int], list[Point]] = {}
+    for p in points:
+        series.setdefault((p.target_id, p.threads), []).append(p)
+    out: list[TrendRow] = []
+    for (_target, _threads), items in sorted(series.items()):
+        items.sort(key=lambda p: (p.started_at or "", p.run_id))
+        first = next((p for p in items if p.tps_mean is not None), None)
+        prev: Point | None = None
+        for p in items:
+            delta: float | None
+            overlap: bool | None
+            verdict: Verdict
+            if prev is None:
+                delta, overlap, verdict = None, None, "first"
+            else:
+                delta = _pct(p.tps_mean, prev.tps_mean)
+                overlap = _overlap(p, prev)
+                verdict = _verdict(delta, overlap, threshold_pct)
+            out.append(TrendRow(
+                run_id=p.run_id, started_at=p.started_at, target_id=p.target_id, threads=p.threads,
+                tps_mean=p.tps_mean, tps_ci_low=p.tps_ci_low, tps_ci_high=p.tps_ci_high,
+                previous_run_id=prev.run_id if prev else None, delta_pct=delta,
+                vs_first_pct=_pct(p.tps_mean, first.tps_mean) if first and p is not first else None,
+                ci_overlap=overlap, verdict=verdict, latency_ms=p.latency_ms,
+                latency_delta_pct=_pct(p.latency_ms, prev.latency_ms) if prev else None))
+            if p.tps_mean is not None:
+                prev = p
+    return out
+
+
+def history(name: str, points: Iterable[Point], threshold_pct: float = DEFAULT_THRESHOLD_PCT) -> dict[str, Any]:
+    """The whole history document: ``rows`` (every TrendRow), ``runs`` (run ids in order),
+    ``regressions`` (rows flagged anywhere), ``latest_regressions`` (those of the newest run) and
+    the rule that flagged them."""
+    rows = trend(points, threshold_pct)
+    order: dict[str, str] = {}
+    for r in rows:
+        order.setdefault(r.run_id, r.started_at or "")
+    runs = sorted(order, key=lambda rid: (order[rid], rid))
+    latest = runs[-1] if runs else None
+    regressions = [asdict(r) for r in rows if r.verdict == "regression"]
+    return {
+        "name": name, "runs": runs, "threshold_pct": threshold_pct, "confidence": CONFIDENCE,
+        "rule": f"regression: mean tps down more than {threshold_pct:g}% from the previous run and "
+                f"non-overlapping {CONFIDENCE:.0%} confidence intervals",
+        "rows": [asdict(r) for r in rows],
+        "regressions": regressions,
+        "latest_regressions": [r for r in regressions if r["run_id"] == latest],
+    }
+
+
+def render_text(doc: Mapping[str, Any]) -> str:
+    """A plain table of the history document (for terminals without rich)."""
+    lines = [f"history of {doc['name']}: {len(doc['runs'])} run(s); {doc['rule']}"]
+    header = f"{'target':<20} {'thr':>5} {'run':<40} {'tps':>12} {'95% CI':>23} {'Δ prev':>8}  verdict"
+    lines.append(header)
+    for r in doc["rows"]:
+        ci = (f"{r['tps_ci_low']:.1f}..{r['tps_ci_high']:.1f}"
+              if r["tps_ci_low"] is not None and r["tps_ci_high"] is not None else "-")
+        tps = f"{r['tps_mean']:.1f}" if r["tps_mean"] is not None else "-"
+        delta = f"{r['delta_pct']:+.1f}%" if r["delta_pct"] is not None else "-"
+        flag = "  <-- REGRESSION" if r["verdict"] == "regression" else ""
+        lines.append(f"{r['target_id']:<20} {r['threads']:>5} {r['run_id'][:40]:<40} {tps:>12} {ci:>23} "
+                     f"{delta:>8}  {r['verdict']}{flag}")
+    return "\n".join(lines) + "\n"
