@@ -103,6 +103,7 @@ class FaultProxy:
         self.extra = extra or {}
         self.calls: Counter[str] = Counter()
         self.records_per_call: list[int] = []
+        self.tables_per_call: list[str] = []
 
     def __getattr__(self, name: str) -> Any:
         if name in self.extra:
@@ -123,6 +124,7 @@ class FaultProxy:
             if name == "write_records":
                 assert len(kwargs["Records"]) <= 100, "WriteRecords takes at most 100 records"
                 self.records_per_call.append(len(kwargs["Records"]))
+                self.tables_per_call.append(kwargs["TableName"])
             return attr(*args, **kwargs)
 
         return call
@@ -169,6 +171,20 @@ class Agent:
 
     s3: Any
     outcome: dict[str, str] = field(default_factory=dict)   # target_id -> ok | failed | timed_out | hang | garbage
+    # step name -> a status to report first (e.g. InProgress), once per call; None: the outcome's.
+    status_override: Any = None
+
+    pending: dict[str, Any] = field(default_factory=dict)
+
+    def before_poll(self, command_id: str) -> None:
+        """With ``status_override``: report its status while it yields one, then the real outcome."""
+        if command_id not in self.pending or self.status_override is None:
+            return
+        step, final = self.pending[command_id]
+        status = self.status_override(step) or final
+        command = ssm_backends[DEFAULT_ACCOUNT_ID][REGION].get_command_by_id(command_id)
+        for inv in command.invocations:
+            inv["Status"] = inv["StatusDetails"] = status
 
     def ran(self, event: dict[str, Any], result: dict[str, Any]) -> None:
         target_id, rep, step = event["target"]["id"], event["repetition"], event["step"]["name"]
@@ -178,6 +194,8 @@ class Agent:
         for inv in command.invocations:
             inv["Status"] = inv["StatusDetails"] = status
             inv["ResponseCode"] = 3 if outcome == "failed" else 0
+        if self.status_override is not None:
+            self.pending[result["command_id"]] = (step, status)
         if outcome in ("ok", "garbage"):
             fixture = FIXTURES / f"{'prepare' if step == 'prepare' else 't0001'}.jsonl"
             lines = []
@@ -227,6 +245,8 @@ class Harness:
         with self.lock:
             self.calls.append(call)
             handler = importlib.import_module(f"handlers.{module}").handler
+            if module == "step_status":
+                self.agent.before_poll(event["command_id"])
             try:
                 result = handler(event, Context(function_name=f"benchfleet-{module}"))
             except Exception as e:  # what Lambda returns for an unhandled exception
@@ -332,11 +352,14 @@ def harness(_world: Harness) -> Harness:
     _world.calls.clear()
     _world.sleeps.clear()
     _world.agent.outcome.clear()
+    _world.agent.pending.clear()
+    _world.agent.status_override = None
     _world.gaps.ami_requests.clear()
     for proxy in _world.proxies.values():
         proxy.faults.clear()
         proxy.calls.clear()
         proxy.records_per_call.clear()
+        proxy.tables_per_call.clear()
     return _world
 
 
