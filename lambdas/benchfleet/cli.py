@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from benchfleet.plan import Plan, make_plan
+from benchfleet.pricing import price_per_hour
 from benchfleet.spec import LoadedSpec, SpecError, json_schema, load_spec
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -32,26 +33,13 @@ def home() -> Path:
     return Path(os.environ.get("BENCHFLEET_HOME") or Path.cwd() / ".benchfleet")
 
 
-def _price_lookup() -> Callable[[object], float | None] | None:
-    try:
-        from benchfleet import pricing
-    except ImportError:
-        return None
-    return getattr(pricing, "price_per_hour", None)
-
-
 def _load(path: str, scale: str = "full", local: bool = False) -> tuple[LoadedSpec, Plan]:
-    from benchfleet.scale import apply_scale
+    from benchfleet.scale import apply_scale, as_local
 
     loaded = apply_scale(load_spec(path), scale)
     if local and not loaded.spec.is_local:
-        from benchfleet import scale as scale_module
-
-        as_local = getattr(scale_module, "as_local", None)
-        if as_local is None:
-            raise CliError("this version cannot run cloud targets locally", EXIT_USAGE)
         loaded = as_local(loaded)
-    return loaded, make_plan(loaded, _price_lookup())
+    return loaded, make_plan(loaded, price_per_hour)
 
 
 # ---- commands -------------------------------------------------------------------------------------
@@ -105,8 +93,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             result = run_local(loaded, plan, store, data, observer)
         report = _write_report(store, result.run_id, None)
         print_comparison(result.run_id, _results(store, result.run_id))
-        if report:
-            console.print(f"report: {report}")
+        console.print(f"report: {report}")
         if result.status != "succeeded":
             console.print(f"[red]run {result.run_id} {result.status}: {result.message}")
             return EXIT_FAILED
@@ -114,19 +101,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _write_report(store: Any, run_id: str, path: Path | None) -> Path | None:
-    from benchfleet import report
+def _write_report(store: Any, run_id: str, path: Path | None) -> Path:
+    from benchfleet.report import write_report
 
-    write_report = getattr(report, "write_report", None)
-    if write_report is None:
-        return None
     target = path or home() / "reports" / f"{run_id}.html"
     target.parent.mkdir(parents=True, exist_ok=True)
     return Path(write_report(store, run_id, target))
 
 
 def _results(store: Any, run_id: str) -> dict[str, Any]:
-    from benchfleet.stats import comparison_table
+    from benchfleet.stats import comparison_table, run_comparison
 
     run = store.run(run_id)
     summaries = store.summaries(run["run_id"])
@@ -140,11 +124,7 @@ def _results(store: Any, run_id: str) -> dict[str, Any]:
         "targets": [{k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in t.items()}
                     for t in store.targets(run["run_id"])],
     }
-    from benchfleet import stats
-
-    run_comparison = getattr(stats, "run_comparison", None)
-    if run_comparison is not None:
-        doc["statistics"] = run_comparison(store, run["run_id"])
+    doc["statistics"] = run_comparison(store, run["run_id"])
     return doc
 
 
@@ -199,8 +179,6 @@ def cmd_report(args: argparse.Namespace) -> int:
         except RunNotFound as e:
             raise CliError(str(e), EXIT_USAGE) from None
         path = _write_report(store, run_id, Path(args.output) if args.output else None)
-    if path is None:
-        raise CliError("the HTML report is not available in this installation")
     print(path)
     return EXIT_OK
 

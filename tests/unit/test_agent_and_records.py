@@ -85,7 +85,7 @@ def test_job_carries_workload_options_and_nothing_reserved() -> None:
     assert opts["db-ps-mode"] == "disable" and opts["rand-type"] == "pareto" and opts["percentile"] == 95
     argv = agent.sysbench_argv(job, "run", {"threads": 8, "time": 30})
     assert argv[:2] == ["sysbench", "oltp_read_only"] and argv[-1] == "run"
-    assert "--mysql-password=p" in argv and "--threads=8" in argv and "--mysql-ignore-errors=none" in argv
+    assert "--mysql-password=p" in argv and "--threads=8" in argv
 
 
 def run_agent(job: object) -> tuple[int, list[dict[str, object]]]:

@@ -172,8 +172,12 @@ class LocalServer:
         self._register(server_pid=None)
         port = free_port()
         cnf = self._write_cnf(port)
-        self._run([find_binary("mariadb-install-db", "mysql_install_db"), f"--defaults-file={cnf}",
-                   "--auth-root-authentication-method=normal", "--skip-test-db"], "initialise the data dir")
+        try:
+            self._run([find_binary("mariadb-install-db", "mysql_install_db"), f"--defaults-file={cnf}",
+                       "--auth-root-authentication-method=normal", "--skip-test-db"], "initialise the data dir")
+        except LocalServerError as e:
+            # The bootstrap server writes its reasons to log-error, not to its output.
+            raise LocalServerError(f"{e}\n{self._error_log()}") from None
         log = (self.dir / "server.out").open("wb")
         affinity = self.cpus
 
@@ -236,7 +240,8 @@ class LocalServer:
     def _run(self, argv: list[str], what: str) -> None:
         result = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
         if result.returncode != 0:
-            raise LocalServerError(f"could not {what} for {self.name}: {result.stderr.strip()[-2000:]}")
+            said = (result.stderr.strip() or result.stdout.strip())[-2000:] or f"exit code {result.returncode}"
+            raise LocalServerError(f"could not {what} for {self.name}: {said}")
 
     def _wait_ready(self, port: int) -> None:
         assert self.dir is not None and self.process is not None
