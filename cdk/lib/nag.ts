@@ -5,9 +5,19 @@
 import { NagPackSuppression, NagSuppressions } from 'cdk-nag';
 import { IConstruct } from 'constructs';
 
-const ARN = 'arn:<AWS::Partition>';
-const REGIONAL = `${ARN}:%s:<AWS::Region>:<AWS::AccountId>`;
-const regional = (service: string): string => REGIONAL.replace('%s', service);
+/**
+ * appliesTo patterns matching a resource ARN whether the stack is environment-agnostic
+ * (arn:<AWS::Partition>:svc:<AWS::Region>:<AWS::AccountId>:...) or has a concrete account and region.
+ */
+const PARTITION = '(<AWS::Partition>|aws[a-z-]*)';
+const REGION = '(<AWS::Region>|[a-z0-9-]+)';
+const ACCOUNT = '(<AWS::AccountId>|[0-9]{12})';
+function arnPattern(service: string, rest: string, withAccount = true): { regex: string } {
+  const escaped = rest.replace(/[.*+?^${}()|[\]\\/!]/g, '\\$&');
+  const account = withAccount ? ACCOUNT : '';
+  return { regex: `/^Resource::arn:${PARTITION}:${service}:${REGION}:${account}:${escaped}$/` };
+}
+const regional = (service: string, rest: string): { regex: string } => arnPattern(service, rest);
 
 export const WILDCARDS = {
   unscopedApis: {
@@ -24,44 +34,46 @@ export const WILDCARDS = {
       'limited to the runs/ prefix of the results bucket.',
   },
   instances: {
-    appliesTo: [`Resource::${regional('ec2')}:instance/*`],
+    appliesTo: [regional('ec2', 'instance/*')],
     reason:
       'Instance ids exist only at run time; every statement on instance/* is conditioned on the ' +
       'benchfleet:run-id tag (aws:RequestTag to launch, aws:ResourceTag / ssm:resourceTag to use or delete).',
   },
   launchResources: {
     appliesTo: [
-      `Resource::${regional('ec2')}:volume/*`,
-      `Resource::${regional('ec2')}:network-interface/*`,
-      `Resource::${regional('ec2')}:subnet/*`,
+      regional('ec2', 'volume/*'),
+      regional('ec2', 'network-interface/*'),
+      regional('ec2', 'subnet/*'),
     ],
     reason:
       'RunInstances creates volumes and network interfaces at run time: volumes must carry the run tags and ' +
       'be encrypted; subnets and interfaces are limited to the benchfleet VPC (ec2:Vpc).',
   },
   ubuntuImages: {
-    appliesTo: [`Resource::${ARN}:ec2:<AWS::Region>::image/*`],
+    appliesTo: [arnPattern('ec2', 'image/*', false)],
     reason: "Ubuntu AMI ids change with every release; limited to Canonical's owner id (ec2:Owner).",
   },
   ubuntuAmiParameters: {
-    appliesTo: [`Resource::${ARN}:ssm:<AWS::Region>::parameter/aws/service/canonical/ubuntu/*`],
+    appliesTo: [arnPattern('ssm', 'parameter/aws/service/canonical/ubuntu/*', false)],
     reason: "Canonical's public AMI parameters, one per release and architecture (read only).",
   },
   databases: {
-    appliesTo: ['db', 'cluster', 'pg', 'cluster-pg', 'og'].map((t) => `Resource::${regional('rds')}:${t}:*`),
+    appliesTo: ['db', 'cluster', 'pg', 'cluster-pg', 'og'].map((t) => regional('rds', `${t}:*`)),
     reason:
       'DB instance, cluster and parameter group names exist only at run time: creating requires the run ' +
       'tags (aws:RequestTag), modifying and deleting require the run-id tag on the resource (aws:ResourceTag); ' +
       'option groups are only referenced by CreateDBInstance.',
   },
   rdsSecrets: {
-    appliesTo: [`Resource::${regional('secretsmanager')}:secret:rds!*`],
+    appliesTo: [regional('secretsmanager', 'secret:rds!*')],
     reason:
       'RDS names the managed master password secret rds!<id> when it creates the database; the prefix ' +
       'limits access to RDS-managed secrets.',
   },
   executions: {
-    appliesTo: [{ regex: '/^Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:[A-Za-z0-9-]+:\\*$/' }],
+    appliesTo: [
+      { regex: `/^Resource::arn:${PARTITION}:states:${REGION}:${ACCOUNT}:execution:[A-Za-z0-9-]+:\\*$/` },
+    ],
     reason: 'Execution names are chosen per run (Idempotency-Key); limited to executions of this state machine.',
   },
 } satisfies Record<string, Omit<NagPackSuppression, 'id'>>;

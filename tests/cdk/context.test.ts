@@ -1,0 +1,210 @@
+/**
+ * Context keys change the stack as documented in cdk/README.md; bad values fail with the key's name.
+ */
+import * as path from 'path';
+import { App } from 'aws-cdk-lib';
+import { Match } from 'aws-cdk-lib/assertions';
+import { readConfig } from '../../cdk/lib/config';
+import { buildStack, FIXTURES, nagFindings, resourcesOf } from './helpers';
+
+describe('keepResults=true', () => {
+  const { stack, template } = buildStack({ keepResults: true });
+
+  test('buckets, tables and log groups are retained, and nothing empties the buckets', () => {
+    for (const type of ['AWS::S3::Bucket', 'AWS::Timestream::Table', 'AWS::Timestream::Database', 'AWS::Logs::LogGroup']) {
+      const resources = resourcesOf(template, type);
+      expect(resources.length).toBeGreaterThan(0);
+      for (const [, r] of resources) expect(r.DeletionPolicy).toBe('Retain');
+    }
+    expect(resourcesOf(template, 'Custom::S3AutoDeleteObjects')).toHaveLength(0);
+  });
+
+  test('still cdk-nag clean', () => {
+    expect(nagFindings(stack)).toEqual([]);
+  });
+});
+
+describe('resultsStore=athena', () => {
+  const { stack, template } = buildStack({ resultsStore: 'athena' });
+
+  test('no Timestream resources; Lambdas are told which store they have', () => {
+    expect(resourcesOf(template, 'AWS::Timestream::Database')).toHaveLength(0);
+    expect(resourcesOf(template, 'AWS::Timestream::Table')).toHaveLength(0);
+    const fns = resourcesOf(template, 'AWS::Lambda::Function').filter(
+      ([, f]) => f.Properties.Runtime === 'python3.13',
+    );
+    for (const [, fn] of fns) expect(fn.Properties.Environment.Variables.RESULTS_STORE).toBe('athena');
+  });
+
+  test('still cdk-nag clean', () => {
+    expect(nagFindings(stack)).toEqual([]);
+  });
+});
+
+describe('numeric keys', () => {
+  const { template } = buildStack({
+    maxRunHours: '6',
+    logRetentionDays: 7,
+    timestreamMemoryRetentionHours: 24,
+    powertoolsLayerVersion: 31,
+    apiThrottleRateLimit: 5,
+  });
+
+  test('maxRunHours sets the execution timeout', () => {
+    const [, sm] = resourcesOf(template, 'AWS::StepFunctions::StateMachine')[0];
+    expect(JSON.parse(sm.Properties.DefinitionString).TimeoutSeconds).toBe(6 * 3600);
+  });
+
+  test('retention, layer version and throttling follow context', () => {
+    for (const [, g] of resourcesOf(template, 'AWS::Logs::LogGroup')) expect(g.Properties.RetentionInDays).toBe(7);
+    for (const [, t] of resourcesOf(template, 'AWS::Timestream::Table')) {
+      expect(t.Properties.RetentionProperties.MemoryStoreRetentionPeriodInHours).toBe('24');
+    }
+    const [, fn] = resourcesOf(template, 'AWS::Lambda::Function').find(
+      ([, f]) => f.Properties.Runtime === 'python3.13',
+    )!;
+    expect(JSON.stringify(fn.Properties.Layers)).toMatch(/python313-arm64:31"/);
+    template.hasResourceProperties('AWS::ApiGateway::Stage', {
+      MethodSettings: [Match.objectLike({ ThrottlingRateLimit: 5 })],
+    });
+  });
+});
+
+describe('the ASL decides what the state machine role may do', () => {
+  const { stack, template } = buildStack(
+    { maxRunHours: 48 },
+    { definitionPath: path.join(FIXTURES, 'sdk-integrations.asl.json') },
+  );
+
+  test('a shorter TimeoutSeconds in the file is kept', () => {
+    const [, sm] = resourcesOf(template, 'AWS::StepFunctions::StateMachine')[0];
+    expect(JSON.parse(sm.Properties.DefinitionString).TimeoutSeconds).toBe(3600);
+  });
+
+  test('aws-sdk ssm integrations and Distributed Map get exactly their grants', () => {
+    const [, policy] = resourcesOf(template, 'AWS::IAM::Policy').find(([id]) =>
+      id.startsWith('OrchestrationBenchmarkRunStateMachineRoleDefaultPolicy'),
+    )!;
+    const statements = policy.Properties.PolicyDocument.Statement as any[];
+    const actions = statements.flatMap((s) => (Array.isArray(s.Action) ? s.Action : [s.Action]));
+    expect(actions).toEqual(
+      expect.arrayContaining([
+        'ssm:SendCommand',
+        'ssm:GetCommandInvocation',
+        'states:StartExecution',
+        'lambda:InvokeFunction',
+      ]),
+    );
+    expect(actions).not.toContain('ec2:RunInstances');
+    const sendToInstances = statements.find((s) => s.Sid === 'SendToTaggedInstances');
+    expect(sendToInstances.Condition).toEqual({ Null: { 'ssm:resourceTag/benchfleet:run-id': 'false' } });
+    expect(nagFindings(stack)).toEqual([]);
+  });
+});
+
+describe('definition checks', () => {
+  test('an unknown ${Substitution} in the ASL fails synth', () => {
+    expect(() =>
+      buildStack({}, { definitionPath: path.join(FIXTURES, 'unknown-substitution.asl.json') }),
+    ).toThrow(/unknown substitutions \$\{MysteryFunctionArn\}/);
+  });
+
+  test('a Task integration without a grant fails synth', () => {
+    expect(() =>
+      buildStack({}, { definitionPath: path.join(FIXTURES, 'ungranted-integration.asl.json') }),
+    ).toThrow(/without a grant.*aws-sdk:ec2:runInstances/);
+  });
+});
+
+describe('existing VPC (vpcId)', () => {
+  const env = { account: '123456789012', region: 'eu-west-1' };
+  const vpcId = 'vpc-0123456789abcdef0';
+
+  test('looks the VPC up from context and uses its public subnets, without creating a VPC', () => {
+    // First synth records the missing lookup (its dummy VPC id fails template validation, which is
+    // what the CLI's lookup round trip tolerates too); answer it the way cdk.context.json would.
+    const first = buildStack({ vpcId, '@aws-cdk/core:failSynthOnValidationErrors': false }, { env });
+    const missing = first.app.synth().manifest.missing ?? [];
+    expect(missing.map((m) => m.provider)).toContain('vpc-provider');
+    const key = missing.find((m) => m.provider === 'vpc-provider')!.key;
+    const { stack, template } = buildStack(
+      {
+        vpcId,
+        [key]: {
+          vpcId,
+          vpcCidrBlock: '10.10.0.0/16',
+          ownerAccountId: env.account,
+          availabilityZones: ['eu-west-1a', 'eu-west-1b'],
+          subnetGroups: [
+            {
+              name: 'Public',
+              type: 'Public',
+              subnets: [
+                { subnetId: 'subnet-0aaaaaaaaaaaaaaa1', cidr: '10.10.0.0/24', availabilityZone: 'eu-west-1a', routeTableId: 'rtb-01' },
+                { subnetId: 'subnet-0aaaaaaaaaaaaaaa2', cidr: '10.10.1.0/24', availabilityZone: 'eu-west-1b', routeTableId: 'rtb-02' },
+              ],
+            },
+          ],
+        },
+      },
+      { env },
+    );
+    expect(resourcesOf(template, 'AWS::EC2::VPC')).toHaveLength(0);
+    expect(resourcesOf(template, 'AWS::EC2::FlowLog')).toHaveLength(0);
+    template.hasResourceProperties('AWS::RDS::DBSubnetGroup', {
+      SubnetIds: ['subnet-0aaaaaaaaaaaaaaa1', 'subnet-0aaaaaaaaaaaaaaa2'],
+    });
+    template.hasResourceProperties('AWS::EC2::SecurityGroup', { VpcId: vpcId });
+    const [, fn] = resourcesOf(template, 'AWS::Lambda::Function').find(
+      ([, f]) => f.Properties.Runtime === 'python3.13',
+    )!;
+    expect(fn.Properties.Environment.Variables.SUBNET_IDS).toBe('subnet-0aaaaaaaaaaaaaaa1,subnet-0aaaaaaaaaaaaaaa2');
+    expect(nagFindings(stack)).toEqual([]);
+  });
+});
+
+describe('validation of context values', () => {
+  const config = (context: Record<string, unknown>): ReturnType<typeof readConfig> =>
+    readConfig(new App({ context }).node);
+
+  test('defaults when nothing is set', () => {
+    expect(config({})).toMatchObject({
+      stackName: 'Benchfleet',
+      resultsStore: 'timestream',
+      keepResults: false,
+      maxRunHours: 48,
+      maxAzs: 2,
+      schedules: [],
+    });
+  });
+
+  test('-c strings are parsed', () => {
+    expect(config({ keepResults: 'true', maxRunHours: '12', schedules: '[]' })).toMatchObject({
+      keepResults: true,
+      maxRunHours: 12,
+      schedules: [],
+    });
+  });
+
+  test.each([
+    [{ resultsStore: 'dynamo' }, /resultsStore/],
+    [{ keepResults: 'yes' }, /keepResults/],
+    [{ maxRunHours: 0 }, /maxRunHours/],
+    [{ maxAzs: 1 }, /maxAzs/],
+    [{ logRetentionDays: 2 }, /logRetentionDays/],
+    [{ vpcId: 'default' }, /vpcId/],
+    [{ schedules: [{ name: 'bad name', expression: 'rate(1 day)', spec: 'x.yaml' }] }, /schedules\[0\]\.name/],
+    [{ schedules: [{ name: 'nightly', expression: 'every day', spec: 'x.yaml' }] }, /schedules\[0\]\.expression/],
+    [
+      {
+        schedules: [
+          { name: 'a', expression: 'rate(1 day)', spec: 'x.yaml' },
+          { name: 'a', expression: 'rate(2 days)', spec: 'y.yaml' },
+        ],
+      },
+      /duplicate/,
+    ],
+  ])('%j is refused', (context, message) => {
+    expect(() => config(context)).toThrow(message);
+  });
+});

@@ -1,0 +1,416 @@
+/**
+ * The default stack (cdk.json context): cdk-nag clean, and the properties the design promises,
+ * asserted on the synthesized template (no snapshots).
+ */
+import { Match } from 'aws-cdk-lib/assertions';
+import { ALL_HANDLERS } from '../../cdk/lib/naming';
+import { actionsOf, buildStack, Built, nagFindings, policyStatements, resourcesOf } from './helpers';
+
+const CONTRACT_ENV = [
+  'RESULTS_BUCKET',
+  'RESULTS_STORE',
+  'TIMESTREAM_DATABASE',
+  'STATE_MACHINE_ARN',
+  'TARGET_INSTANCE_PROFILE_ARN',
+  'TARGET_ROLE_ARN',
+  'CLIENT_SECURITY_GROUP_ID',
+  'DB_SECURITY_GROUP_ID',
+  'SUBNET_IDS',
+  'DB_SUBNET_GROUP_NAME',
+  'AGENT_DOCUMENT_NAME',
+  'AGENT_BUNDLE_S3_URI',
+  'POWERTOOLS_SERVICE_NAME',
+];
+
+let built: Built;
+beforeAll(() => {
+  built = buildStack();
+});
+
+describe('cdk-nag (AwsSolutions)', () => {
+  test('no unsuppressed errors or warnings', () => {
+    expect(nagFindings(built.stack)).toEqual([]);
+  });
+
+  test('every suppression has a reason of substance', () => {
+    for (const [, resource] of Object.entries(built.template.toJSON().Resources as Record<string, any>)) {
+      const rules = resource.Metadata?.cdk_nag?.rules_to_suppress ?? [];
+      for (const rule of rules) expect(String(rule.reason).length).toBeGreaterThan(40);
+    }
+  });
+});
+
+describe('API', () => {
+  test('IAM authorization on every method', () => {
+    const methods = resourcesOf(built.template, 'AWS::ApiGateway::Method');
+    expect(methods.length).toBe(5);
+    for (const [, method] of methods) {
+      if (method.Properties.HttpMethod === 'OPTIONS') continue;
+      expect(method.Properties.AuthorizationType).toBe('AWS_IAM');
+    }
+  });
+
+  test('routes go to the api Lambda through proxy integration', () => {
+    const routes = resourcesOf(built.template, 'AWS::ApiGateway::Method').map(
+      ([, m]) => m.Properties.HttpMethod as string,
+    );
+    expect(routes.sort()).toEqual(['DELETE', 'GET', 'GET', 'GET', 'POST']);
+    built.template.allResourcesProperties('AWS::ApiGateway::Method', {
+      Integration: { Type: 'AWS_PROXY', IntegrationHttpMethod: 'POST' },
+    });
+  });
+
+  test('POST /runs validates its body against a model requiring name and targets', () => {
+    built.template.hasResourceProperties('AWS::ApiGateway::Model', {
+      ContentType: 'application/json',
+      Schema: Match.objectLike({ required: ['name', 'targets'] }),
+    });
+    built.template.hasResourceProperties('AWS::ApiGateway::Method', {
+      HttpMethod: 'POST',
+      RequestModels: { 'application/json': Match.anyValue() },
+      RequestValidatorId: Match.anyValue(),
+    });
+    built.template.hasResourceProperties('AWS::ApiGateway::RequestValidator', {
+      ValidateRequestBody: true,
+      ValidateRequestParameters: true,
+    });
+    built.template.hasResourceProperties('AWS::ApiGateway::RequestValidator', {
+      ValidateRequestBody: false,
+      ValidateRequestParameters: true,
+    });
+  });
+
+  test('stage has access logs, tracing and throttling', () => {
+    built.template.hasResourceProperties('AWS::ApiGateway::Stage', {
+      AccessLogSetting: { DestinationArn: Match.anyValue(), Format: Match.anyValue() },
+      TracingEnabled: true,
+      MethodSettings: Match.arrayWith([
+        Match.objectLike({ ThrottlingRateLimit: 10, ThrottlingBurstLimit: 20 }),
+      ]),
+    });
+  });
+});
+
+describe('IAM least privilege', () => {
+  const statements = (): Array<{ policy: string; statement: any }> => policyStatements(built.template);
+
+  test('EC2 and RDS create actions require the run tags in the request', () => {
+    const creates = ['ec2:RunInstances', 'rds:CreateDBInstance', 'rds:CreateDBCluster', 'ec2:CreateTags'];
+    for (const action of creates) {
+      const found = statements().filter(({ statement }) => actionsOf(statement).includes(action));
+      expect(found.length).toBeGreaterThan(0);
+      // Every statement with a create action that targets what the run creates is tag-conditioned.
+      const tagged = found.filter(
+        ({ statement }) => statement.Condition?.Null?.['aws:RequestTag/benchfleet:run-id'] === 'false',
+      );
+      expect(tagged.length).toBeGreaterThan(0);
+    }
+    const runInstance = statements().find(
+      ({ statement }) => statement.Sid === 'RunTaggedInstances',
+    )?.statement;
+    expect(runInstance.Condition).toMatchObject({
+      Null: { 'aws:RequestTag/benchfleet:run-id': 'false', 'aws:RequestTag/benchfleet:expires-at': 'false' },
+      'ForAllValues:StringLike': { 'aws:TagKeys': ['benchfleet:*', 'Name'] },
+      StringEquals: { 'ec2:MetadataHttpTokens': 'required' },
+    });
+  });
+
+  test('terminate, stop, delete and modify only resources tagged with a run', () => {
+    const destructive = [
+      'ec2:TerminateInstances',
+      'ec2:StopInstances',
+      'rds:DeleteDBInstance',
+      'rds:DeleteDBCluster',
+      'rds:ModifyDBInstance',
+      'rds:ModifyDBCluster',
+    ];
+    let seen = 0;
+    for (const { statement } of statements()) {
+      if (!actionsOf(statement).some((a) => destructive.includes(a))) continue;
+      seen += 1;
+      expect(statement.Condition?.Null?.['aws:ResourceTag/benchfleet:run-id']).toBe('false');
+      expect(statement.Resource).not.toEqual('*');
+    }
+    expect(seen).toBeGreaterThanOrEqual(3); // teardown, teardown_by_tag, janitor
+  });
+
+  test('no role may delete or create without conditions on a wildcard resource', () => {
+    for (const { statement } of statements()) {
+      const resources = Array.isArray(statement.Resource) ? statement.Resource : [statement.Resource];
+      if (!resources.includes('*')) continue;
+      for (const action of actionsOf(statement)) {
+        expect(action).toMatch(
+          /^(ec2:Describe|rds:Describe|ssm:Describe|ssm:GetCommandInvocation|ssm:List|cloudwatch:GetMetricData|tag:GetResources|timestream:DescribeEndpoints|xray:|logs:(Create|Get|Update|Delete|List|Put|Describe)(LogDelivery|LogDeliveries|ResourcePolic|LogGroups))/,
+        );
+      }
+    }
+  });
+
+  test('iam:PassRole only for the target role, only to EC2', () => {
+    const passRole = statements().filter(({ statement }) => actionsOf(statement).includes('iam:PassRole'));
+    expect(passRole.length).toBe(1);
+    expect(passRole[0].statement.Condition).toEqual({
+      StringEquals: { 'iam:PassedToService': 'ec2.amazonaws.com' },
+    });
+    expect(passRole[0].statement.Resource).toEqual({
+      'Fn::GetAtt': [expect.stringMatching(/^TargetsInstanceRole/), 'Arn'],
+    });
+  });
+
+  test('ssm:SendCommand only on the agent document and run-tagged instances', () => {
+    const send = statements().filter(({ statement }) => actionsOf(statement).includes('ssm:SendCommand'));
+    expect(send.length).toBe(2);
+    const onInstances = send.find(({ statement }) => statement.Sid === 'SendToTaggedInstances')!.statement;
+    expect(onInstances.Condition).toEqual({ Null: { 'ssm:resourceTag/benchfleet:run-id': 'false' } });
+    const onDocument = send.find(({ statement }) => statement.Sid === 'SendAgentDocument')!.statement;
+    expect(JSON.stringify(onDocument.Resource)).toContain('document/');
+    expect(JSON.stringify(onDocument.Resource)).toContain('TargetsAgentDocument');
+  });
+
+  test('target instance role: SSM core and CloudWatch agent managed policies only', () => {
+    const [, role] = resourcesOf(built.template, 'AWS::IAM::Role').find(([id]) =>
+      id.startsWith('TargetsInstanceRole'),
+    )!;
+    const names = role.Properties.ManagedPolicyArns.map((a: any) => JSON.stringify(a));
+    expect(names).toHaveLength(2);
+    expect(names.join()).toContain('AmazonSSMManagedInstanceCore');
+    expect(names.join()).toContain('CloudWatchAgentServerPolicy');
+  });
+
+  test('Lambda roles use no managed policies', () => {
+    for (const [id, role] of resourcesOf(built.template, 'AWS::IAM::Role')) {
+      if (!id.startsWith('OrchestrationFunctions')) continue;
+      expect(role.Properties.ManagedPolicyArns).toBeUndefined();
+    }
+  });
+});
+
+describe('logging', () => {
+  test('every log group has a retention', () => {
+    const groups = resourcesOf(built.template, 'AWS::Logs::LogGroup');
+    expect(groups.length).toBeGreaterThanOrEqual(ALL_HANDLERS.length + 3);
+    for (const [, group] of groups) expect(group.Properties.RetentionInDays).toBe(30);
+  });
+
+  test('log groups are deleted with the stack by default', () => {
+    for (const [, group] of resourcesOf(built.template, 'AWS::Logs::LogGroup')) {
+      expect(group.DeletionPolicy).toBe('Delete');
+    }
+  });
+});
+
+describe('results store', () => {
+  test('buckets are encrypted, TLS-only, and block public access', () => {
+    const buckets = resourcesOf(built.template, 'AWS::S3::Bucket');
+    expect(buckets).toHaveLength(2);
+    for (const [, bucket] of buckets) {
+      expect(bucket.Properties.BucketEncryption.ServerSideEncryptionConfiguration[0]).toMatchObject({
+        ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' },
+      });
+      expect(bucket.Properties.PublicAccessBlockConfiguration).toEqual({
+        BlockPublicAcls: true,
+        BlockPublicPolicy: true,
+        IgnorePublicAcls: true,
+        RestrictPublicBuckets: true,
+      });
+      expect(bucket.Properties.LifecycleConfiguration.Rules.length).toBeGreaterThan(0);
+      expect(bucket.DeletionPolicy).toBe('Delete');
+    }
+    const policies = resourcesOf(built.template, 'AWS::S3::BucketPolicy');
+    expect(policies).toHaveLength(2);
+    for (const [, policy] of policies) {
+      expect(policy.Properties.PolicyDocument.Statement).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({
+            Effect: 'Deny',
+            Action: 's3:*',
+            Condition: { Bool: { 'aws:SecureTransport': 'false' } },
+          }),
+        ]),
+      );
+    }
+  });
+
+  test('results bucket logs to the access log bucket and is emptied on destroy', () => {
+    built.template.hasResourceProperties('AWS::S3::Bucket', {
+      LoggingConfiguration: { DestinationBucketName: Match.anyValue(), LogFilePrefix: 'results/' },
+    });
+    expect(resourcesOf(built.template, 'Custom::S3AutoDeleteObjects')).toHaveLength(2);
+  });
+
+  test('Timestream database with samples, step_summaries, cloud_metrics and magnetic writes', () => {
+    built.template.resourceCountIs('AWS::Timestream::Database', 1);
+    const tables = resourcesOf(built.template, 'AWS::Timestream::Table').map(([, t]) => t);
+    expect(tables.map((t) => t.Properties.TableName).sort()).toEqual([
+      'cloud_metrics',
+      'samples',
+      'step_summaries',
+    ]);
+    for (const table of tables) {
+      expect(table.Properties.RetentionProperties).toEqual({
+        MemoryStoreRetentionPeriodInHours: '72',
+        MagneticStoreRetentionPeriodInDays: '365',
+      });
+      expect(table.Properties.MagneticStoreWriteProperties).toEqual({ EnableMagneticStoreWrites: true });
+      expect(table.DeletionPolicy).toBe('Delete');
+    }
+  });
+});
+
+describe('network and targets', () => {
+  test('new VPC: public subnets only in 2 AZs, no NAT, flow logs', () => {
+    built.template.resourceCountIs('AWS::EC2::VPC', 1);
+    built.template.resourceCountIs('AWS::EC2::NatGateway', 0);
+    built.template.resourceCountIs('AWS::EC2::Subnet', 2);
+    built.template.allResourcesProperties('AWS::EC2::Subnet', { MapPublicIpOnLaunch: true });
+    built.template.hasResourceProperties('AWS::EC2::FlowLog', { ResourceType: 'VPC' });
+  });
+
+  test('no security group allows ingress from anywhere', () => {
+    for (const [, sg] of resourcesOf(built.template, 'AWS::EC2::SecurityGroup')) {
+      for (const rule of sg.Properties.SecurityGroupIngress ?? []) {
+        expect(rule.CidrIp).not.toBe('0.0.0.0/0');
+        expect(rule.CidrIpv6).not.toBe('::/0');
+      }
+    }
+    for (const [, rule] of resourcesOf(built.template, 'AWS::EC2::SecurityGroupIngress')) {
+      expect(rule.Properties.CidrIp).toBeUndefined();
+      expect(rule.Properties.CidrIpv6).toBeUndefined();
+    }
+  });
+
+  test('client SG has no ingress; DB SG allows 3306 only from the client SG', () => {
+    const sgs = resourcesOf(built.template, 'AWS::EC2::SecurityGroup');
+    const client = sgs.find(([id]) => id.startsWith('TargetsClientSecurityGroup'))!;
+    expect(client[1].Properties.SecurityGroupIngress).toBeUndefined();
+    const ingress = resourcesOf(built.template, 'AWS::EC2::SecurityGroupIngress');
+    expect(ingress).toHaveLength(1);
+    expect(ingress[0][1].Properties).toMatchObject({
+      IpProtocol: 'tcp',
+      FromPort: 3306,
+      ToPort: 3306,
+      SourceSecurityGroupId: { 'Fn::GetAtt': [client[0], 'GroupId'] },
+    });
+  });
+
+  test('launch template requires IMDSv2 and encrypts EBS', () => {
+    built.template.hasResourceProperties('AWS::EC2::LaunchTemplate', {
+      LaunchTemplateData: Match.objectLike({
+        MetadataOptions: Match.objectLike({ HttpTokens: 'required' }),
+        BlockDeviceMappings: [
+          Match.objectLike({ Ebs: Match.objectLike({ Encrypted: true, VolumeType: 'gp3' }) }),
+        ],
+        IamInstanceProfile: Match.anyValue(),
+      }),
+    });
+  });
+
+  test('DB subnet group and instance profile exist', () => {
+    built.template.resourceCountIs('AWS::RDS::DBSubnetGroup', 1);
+    built.template.resourceCountIs('AWS::IAM::InstanceProfile', 1);
+  });
+
+  test('agent document: schema 2.2, runs the agent with JobJson, executionTimeout, BundleUri', () => {
+    const [, doc] = resourcesOf(built.template, 'AWS::SSM::Document')[0];
+    expect(doc.Properties.DocumentType).toBe('Command');
+    const content = doc.Properties.Content;
+    expect(content.schemaVersion).toBe('2.2');
+    expect(Object.keys(content.parameters).sort()).toEqual(['BundleUri', 'JobJson', 'executionTimeout']);
+    expect(content.parameters.JobJson.interpolationType).toBe('ENV_VAR');
+    const run = content.mainSteps.find((s: any) => s.name === 'runAgent');
+    expect(run.action).toBe('aws:runShellScript');
+    expect(run.inputs.timeoutSeconds).toBe('{{ executionTimeout }}');
+    expect(run.inputs.runCommand.join('\n')).toContain(
+      'python3 workloads/agent/benchfleet_agent.py --job-json "$SSM_JobJson"',
+    );
+    expect(content.mainSteps.map((s: any) => s.action)).toContain('aws:downloadContent');
+  });
+
+  test('CloudWatch agent config collects steal per second with InstanceId', () => {
+    const [, param] = resourcesOf(built.template, 'AWS::SSM::Parameter')[0];
+    expect(param.Properties.Name).toMatch(/^AmazonCloudWatch-/);
+    const config = JSON.parse(param.Properties.Value);
+    expect(config.metrics.append_dimensions).toEqual({ InstanceId: '${aws:InstanceId}' });
+    expect(config.metrics.metrics_collected.cpu.measurement).toEqual(
+      expect.arrayContaining(['cpu_usage_steal', 'cpu_usage_user', 'cpu_usage_system', 'cpu_usage_iowait']),
+    );
+    expect(config.metrics.metrics_collected.cpu.metrics_collection_interval).toBe(1);
+  });
+});
+
+describe('orchestration', () => {
+  test('one Lambda per handler module: python3.13 on arm64 with the pinned Powertools layer', () => {
+    const fns = resourcesOf(built.template, 'AWS::Lambda::Function').filter(
+      ([, f]) => f.Properties.Runtime === 'python3.13',
+    );
+    expect(fns.map(([, f]) => f.Properties.Handler).sort()).toEqual(
+      ALL_HANDLERS.map((m) => `handlers.${m}.handler`).sort(),
+    );
+    for (const [, fn] of fns) {
+      expect(fn.Properties.Architectures).toEqual(['arm64']);
+      expect(JSON.stringify(fn.Properties.Layers)).toContain(
+        ':017000801446:layer:AWSLambdaPowertoolsPythonV3-python313-arm64:27',
+      );
+      expect(fn.Properties.TracingConfig).toEqual({ Mode: 'Active' });
+      expect(fn.Properties.LoggingConfig).toMatchObject({ LogFormat: 'JSON' });
+      expect(Object.keys(fn.Properties.Environment.Variables)).toEqual(expect.arrayContaining(CONTRACT_ENV));
+      expect(fn.Properties.Environment.Variables.RESULTS_STORE).toBe('timestream');
+    }
+  });
+
+  test('state machine: STANDARD, logging ALL with retention, tracing, execution timeout', () => {
+    const [, sm] = resourcesOf(built.template, 'AWS::StepFunctions::StateMachine')[0];
+    expect(sm.Properties.StateMachineType).toBe('STANDARD');
+    expect(sm.Properties.LoggingConfiguration).toMatchObject({
+      Level: 'ALL',
+      IncludeExecutionData: true,
+      Destinations: [{ CloudWatchLogsLogGroup: { LogGroupArn: expect.anything() } }],
+    });
+    expect(sm.Properties.TracingConfiguration).toEqual({ Enabled: true });
+    const definition = JSON.parse(sm.Properties.DefinitionString);
+    expect(definition.TimeoutSeconds).toBe(48 * 3600);
+    const substitutions = Object.keys(sm.Properties.DefinitionSubstitutions).sort();
+    expect(substitutions).toEqual(
+      [
+        'AgentDocumentName',
+        'CollectFunctionArn',
+        'PlanFunctionArn',
+        'ProvisionFunctionArn',
+        'ReadinessFunctionArn',
+        'ResultsBucket',
+        'StartStepFunctionArn',
+        'StepStatusFunctionArn',
+        'SummarizeFunctionArn',
+        'TeardownFunctionArn',
+      ].sort(),
+    );
+  });
+
+  test('failed, timed out and aborted executions trigger teardown_by_tag', () => {
+    built.template.hasResourceProperties('AWS::Events::Rule', {
+      EventPattern: {
+        source: ['aws.states'],
+        'detail-type': ['Step Functions Execution Status Change'],
+        detail: { status: ['FAILED', 'TIMED_OUT', 'ABORTED'], stateMachineArn: Match.anyValue() },
+      },
+      Targets: [Match.objectLike({ Arn: { 'Fn::GetAtt': [Match.stringLikeRegexp('TeardownByTag'), 'Arn'] } })],
+    });
+  });
+
+  test('hourly janitor with an alarm on its errors', () => {
+    built.template.hasResourceProperties('AWS::Events::Rule', {
+      ScheduleExpression: 'rate(1 hour)',
+      Targets: [Match.objectLike({ Arn: { 'Fn::GetAtt': [Match.stringLikeRegexp('Janitor'), 'Arn'] } })],
+    });
+    built.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      MetricName: 'Errors',
+      Namespace: 'AWS/Lambda',
+      Threshold: 1,
+      Dimensions: [{ Name: 'FunctionName', Value: { Ref: Match.stringLikeRegexp('Janitor') } }],
+    });
+  });
+
+  test('no schedules by default', () => {
+    built.template.resourceCountIs('AWS::Scheduler::Schedule', 0);
+  });
+});
