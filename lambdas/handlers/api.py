@@ -36,6 +36,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from benchfleet import api_service
 from benchfleet.api_service import IDEMPOTENCY_KEY, MAX_BODY_BYTES, MAX_PAGE, ApiError, RunService
+from benchfleet.aws.settings import Settings
 from benchfleet.naming import RUN_ID
 from benchfleet.spec import ComparisonSpec
 
@@ -68,9 +69,10 @@ def service() -> RunService:
         def teardown(run_id: str, regions: list[str]) -> dict[str, Any]:
             return teardown_run(run_id, clients_for, regions).summary()
 
+        settings = Settings.from_env()
         _service = RunService(sfn=boto3.client("stepfunctions"), s3=boto3.client("s3"),
-                              state_machine_arn=os.environ["STATE_MACHINE_ARN"],
-                              bucket=os.environ["RESULTS_BUCKET"],
+                              state_machine_arn=settings.state_machine_arn,
+                              bucket=settings.results_bucket,
                               price_lookup=api_service.default_price_lookup(),
                               teardown=teardown, home_region=region)
     return _service
