@@ -6,10 +6,13 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from benchfleet import naming
 from benchfleet.aws import targets as t
 from benchfleet.aws.errors import TargetFailed
 from benchfleet.aws.settings import Settings
+from benchfleet.spec import Target
 
 log = logging.getLogger(__name__)
 _ISO = "%Y-%m-%dT%H:%M:%SZ"
@@ -23,6 +26,8 @@ def provision(ec2: Any, rds: Any, ssm: Any, settings: Settings, *, run_id: str, 
               repetition: int, zone_index: int, expires_at: str) -> dict[str, Any]:
     """Create the target (and its client) in the zone of ``SUBNET_IDS[zone_index]``. On any failure
     what was already created is deleted before the error propagates (teardown by tag backs this up)."""
+    # Through the spec's own model: defaults filled in, a malformed target refused here.
+    target = TypeAdapter(Target).validate_python(target).model_dump(mode="json")
     target_id, kind = target["id"], target["kind"]
     out: dict[str, Any] = {"kind": kind, "managed": kind != "existing", "instance_id": None,
                            "db_instance_id": None, "db_cluster_id": None, "zone_index": zone_index,

@@ -1,0 +1,303 @@
+"""Every state machine handler against moto (botocore Stubber where moto lacks the behaviour)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+from moto import mock_aws
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "statemachine"))
+from sm_harness import (
+    BUCKET,
+    ENV,
+    FIXTURES,
+    REGION,
+    Context,
+    FaultProxy,
+    MotoGaps,
+    client_error,
+    setup_account,
+    spec,
+)
+
+from benchfleet import naming
+from benchfleet.aws import clients, errors
+
+RUN = "fn-20261122t000000-abcd"
+EXPIRES = "2026-11-23T00:00:00Z"
+CMD = "0b9b5a3c-1d2e-4f50-8a6b-7c8d9e0f1a2b"
+
+
+@pytest.fixture
+def aws(monkeypatch):
+    for k, v in ENV.items():
+        monkeypatch.setenv(k, v)
+    with mock_aws():
+        clients.reset()
+        setup_account(monkeypatch)
+        gaps = MotoGaps()
+        ssm = boto3.client("ssm", region_name=REGION)
+        rds = boto3.client("rds", region_name=REGION)
+        proxies = {
+            "ssm": FaultProxy(ssm, extra={"get_parameter": gaps.get_parameter(ssm),
+                                          "describe_instance_information": gaps.describe_instance_information}),
+            "rds": FaultProxy(rds, extra={"describe_db_engine_versions": gaps.describe_db_engine_versions}),
+            "timestream-write": FaultProxy(boto3.client("timestream-write", region_name=REGION)),
+        }
+        for service, proxy in proxies.items():
+            clients.override(service, lambda p=proxy: p)
+        yield proxies, gaps
+        clients.reset()
+
+
+def call(module: str, event: dict):
+    import importlib
+
+    return importlib.import_module(f"handlers.{module}").handler(event, Context(function_name=module))
+
+
+def tags_of(tag_list) -> dict:
+    return {t["Key"]: t["Value"] for t in tag_list}
+
+
+def target(kind: str) -> dict:
+    return next(t for t in spec()["targets"] if t["kind"] == kind) | {"id": f"{kind}-t"}
+
+
+def provision(kind: str, zone: int = 0) -> dict:
+    return call("provision", {"run_id": RUN, "target": target(kind), "repetition": 1, "zone_index": zone,
+                              "expires_at": EXPIRES})
+
+
+def test_plan_carries_what_every_state_needs(aws):
+    plan = call("plan", {"input": {"spec": spec()}, "execution_name": "exec-1"})
+    assert plan["run_id"] == "exec-1" and plan["target_count"] == 3 and not plan["distributed"]
+    assert plan["zones"] == {"count": 3, "last": 2}
+    first = plan["targets"][0]
+    assert [s["name"] for s in first["steps"]] == ["prepare", "t0001"]
+    assert all(s["max_polls"] >= 1 for s in first["steps"]) and first["expires_at"].endswith("Z")
+    assert plan["workload"]["test"] == "oltp_read_write"
+
+
+@pytest.mark.parametrize(("spec_change", "message"), [
+    ({"workload": "oltp-read-only"}, "inline"),
+    ({"budget_usd": 0.001, "targets": [target("ec2") | {"price_per_hour": 10.0}]}, "budget"),
+    ({"targets": [{"id": "l", "kind": "local"}]}, "--local"),
+])
+def test_plan_refuses(aws, spec_change, message):
+    with pytest.raises(errors.PlanRejected, match=message):
+        call("plan", {"input": {"spec": spec(**spec_change)}})
+
+
+def test_provision_ec2_tags_everything_and_picks_the_architecture(aws):
+    _, gaps = aws
+    res = provision("ec2", zone=1)
+    assert gaps.ami_requests == ["/aws/service/canonical/ubuntu/server/24.04/stable/current/arm64/hvm/ebs-gp3/ami-id"]
+    ec2 = boto3.client("ec2", region_name=REGION)
+    inst = ec2.describe_instances(InstanceIds=[res["instance_id"]])["Reservations"][0]["Instances"][0]
+    tags = tags_of(inst["Tags"])
+    assert tags[naming.TAG_RUN_ID] == RUN and tags[naming.TAG_TARGET_ID] == "ec2-t"
+    assert tags[naming.TAG_EXPIRES_AT] == EXPIRES
+    assert inst["SubnetId"] == clients_subnets()[1] and res["zone_index"] == 1
+
+
+def clients_subnets() -> list[str]:
+    import os
+
+    return os.environ["SUBNET_IDS"].split(",")
+
+
+def test_provision_rds_and_aurora_with_looked_up_versions(aws):
+    rds = boto3.client("rds", region_name=REGION)
+    r = provision("rds")
+    db = rds.describe_db_instances(DBInstanceIdentifier=r["db_instance_id"])["DBInstances"][0]
+    assert db["EngineVersion"] == "8.0.40" and tags_of(db["TagList"])[naming.TAG_RUN_ID] == RUN
+    assert not db["DeletionProtection"] and len(r["db_instance_id"]) <= 63
+    a = provision("aurora")
+    cluster = rds.describe_db_clusters(DBClusterIdentifier=a["db_cluster_id"])["DBClusters"][0]
+    assert cluster["EngineVersion"] == "8.0.mysql_aurora.3.08.0"
+    assert tags_of(cluster["TagList"])[naming.TAG_TARGET_ID] == "aurora-t"
+    writer = rds.describe_db_instances(DBInstanceIdentifier=a["db_instance_id"])["DBInstances"][0]
+    assert writer["DBClusterIdentifier"] == a["db_cluster_id"]
+    client_zone = boto3.client("ec2", region_name=REGION).describe_instances(
+        InstanceIds=[a["instance_id"]])["Reservations"][0]["Instances"][0]["Placement"]["AvailabilityZone"]
+    assert client_zone == writer["AvailabilityZone"] == a["zone"]
+
+
+def test_provision_capacity_error_is_named_and_partial_resources_go(aws):
+    proxies, _ = aws
+    proxies["ec2"] = FaultProxy(boto3.client("ec2", region_name=REGION), faults={
+        "run_instances": [client_error("InsufficientInstanceCapacity", "RunInstances")]})
+    clients.override("ec2", lambda: proxies["ec2"])
+    with pytest.raises(errors.InsufficientInstanceCapacity):
+        provision("rds")
+    rds = boto3.client("rds", region_name=REGION)
+    statuses = [d["DBInstanceStatus"] for d in rds.describe_db_instances()["DBInstances"]]
+    assert statuses in ([], ["deleting"])
+
+
+def readiness(res: dict, deadline: str = "2099-01-01T00:00:00Z") -> dict:
+    timing = {"ready_poll_s": 15, "ready_max_polls": 10, "provision_s": 300, "poll_cap_s": 60, "overrun_poll_s": 30}
+    return call("readiness", {"resources": res, "timing": timing, "deadline": deadline, "attempt": 1})
+
+
+def test_readiness(aws):
+    proxies, _ = aws
+    res = provision("rds")
+    answer = readiness(res)
+    assert answer["ready"] and answer["db"]["host"].endswith(".rds.amazonaws.com")
+    assert answer["db"]["password_secret_arn"].startswith("arn:aws:secretsmanager:")
+    proxies["ssm"].extra["describe_instance_information"] = lambda **kw: {"InstanceInformationList": []}
+    answer = readiness(res)
+    assert not answer["ready"] and 15 <= answer["wait_s"] <= 150  # the rest of ~300 s, at most 10 polls' worth
+    boto3.client("ec2", region_name=REGION).terminate_instances(InstanceIds=[res["instance_id"]])
+    with pytest.raises(errors.TargetFailed):
+        readiness(res)
+    with pytest.raises(errors.TargetFailed, match="deadline"):
+        readiness(res, deadline="2000-01-01T00:00:00Z")
+
+
+def step_state(res: dict, kind: str, db: dict | None) -> dict:
+    plan = call("plan", {"input": {"spec": spec(), "run_id": RUN}})
+    item = next(t for t in plan["targets"] if t["kind"] == kind)
+    return {"run_id": RUN, "target": item["target"], "kind": kind, "deadline": item["deadline"],
+            "timing": item["timing"], "repetition": 1, "workload": plan["workload"], "resources": res,
+            "db": db, "step": item["steps"][1]}
+
+
+def test_start_step_sends_the_agent_job_with_output_to_s3(aws):
+    proxies, _ = aws
+    res = provision("aurora")
+    db = readiness(res)["db"]
+    sent = []
+    real = proxies["ssm"]._real.send_command
+    proxies["ssm"].extra["send_command"] = lambda **kw: (sent.append(kw), real(**kw))[1]
+    out = call("start_step", step_state(res, "aurora", db))
+    assert out["command_id"] and out["state"] == "running" and out["poll"] == 0
+    kw = sent[0]
+    job = json.loads(kw["Parameters"]["JobJson"][0])
+    assert job["run_id"] == RUN and job["step"]["name"] == "t0001" and job["db"]["host"] == db["host"]
+    assert job["db"]["password"] and "password_secret_arn" not in job["db"]
+    assert kw["OutputS3BucketName"] == BUCKET
+    assert kw["OutputS3KeyPrefix"] == naming.step_output_prefix(RUN, "aurora-r6g", 1, "t0001")
+    assert kw["DocumentName"] == "bf-agent"
+
+
+@pytest.mark.parametrize(("status", "state"), [("InProgress", "running"), ("Success", "succeeded"),
+                                               ("Failed", "failed"), ("TimedOut", "timed_out"),
+                                               ("Cancelled", "timed_out")])
+def test_step_status_from_get_command_invocation(aws, status, state):
+    ssm = boto3.client("ssm", region_name=REGION)
+    clients.override("ssm", lambda: ssm)
+    started = (datetime.now(UTC) - timedelta(seconds=100)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    event = {"command_id": CMD, "instance_id": "i-0123456789abcdef0", "started_at": started, "duration_s": 400,
+             "deadline": "2099-01-01T00:00:00Z", "poll": 3,
+             "timing": {"ready_poll_s": 15, "ready_max_polls": 3, "poll_cap_s": 120, "overrun_poll_s": 30}}
+    with Stubber(ssm) as stub:
+        # Only the status is used; stdout (first 24,000 characters at most) never is.
+        stub.add_response("get_command_invocation", {"Status": status, "StatusDetails": status,
+                                                     "ResponseCode": 0, "StandardOutputContent": "x" * 24000},
+                          {"CommandId": CMD, "InstanceId": "i-0123456789abcdef0"})
+        out = call("step_status", event)
+    assert out["state"] == state and out["poll"] == 3
+    assert out["wait_s"] == 120  # min(~300 s left, cap 120)
+
+
+def test_step_status_right_after_send_is_running(aws):
+    ssm = boto3.client("ssm", region_name=REGION)
+    clients.override("ssm", lambda: ssm)
+    with Stubber(ssm) as stub:
+        stub.add_client_error("get_command_invocation", "InvocationDoesNotExist")
+        out = call("step_status", {"command_id": CMD, "instance_id": "i-0123456789abcdef0",
+                                   "started_at": "2000-01-01T00:00:00Z", "duration_s": 60, "poll": 1,
+                                   "deadline": "2099-01-01T00:00:00Z",
+                                   "timing": {"ready_poll_s": 1, "ready_max_polls": 1, "poll_cap_s": 60,
+                                              "overrun_poll_s": 30}})
+    assert out["state"] == "running" and out["wait_s"] == 30  # past the planned end: overrun interval
+
+
+def seed_stdout(step: str, target_id: str) -> None:
+    lines = []
+    for line in (FIXTURES / ("prepare.jsonl" if step == "prepare" else "t0001.jsonl")).read_text().splitlines():
+        record = json.loads(line)
+        record.update(run_id=RUN, target_id=target_id, repetition=1, step=step, workload="fixture-oltp")
+        lines.append(json.dumps(record, separators=(",", ":")))
+    key = f"{naming.step_output_prefix(RUN, target_id, 1, step)}/cmd/i-1/awsrunShellScript/0.runAgent/stdout"
+    body = "apt-get install ...\n" + "\n".join(lines)  # the document's own output comes first
+    boto3.client("s3", region_name=REGION).put_object(Bucket=BUCKET, Key=key, Body=body.encode())
+
+
+def test_collect_writes_batches_of_at_most_100_and_cloud_metrics_in_ms(aws):
+    proxies, _ = aws
+    res = provision("rds")
+    seed_stdout("t0001", "rds-m6g")
+    samples = [json.loads(line) for line in (FIXTURES / "t0001.jsonl").read_text().splitlines()]
+    mid = datetime.fromtimestamp(samples[120]["time"], tz=UTC)
+    cw = boto3.client("cloudwatch", region_name=REGION)
+    cw.put_metric_data(Namespace="AWS/RDS", MetricData=[{
+        "MetricName": "WriteLatency", "Dimensions": [{"Name": "DBInstanceIdentifier", "Value": res["db_instance_id"]}],
+        "Timestamp": mid, "Value": 0.0025, "Unit": "Seconds"}])
+    cw.put_metric_data(Namespace="CWAgent", MetricData=[{
+        "MetricName": "cpu_usage_steal", "Dimensions": [{"Name": "InstanceId", "Value": res["instance_id"]},
+                                                        {"Name": "cpu", "Value": "cpu-total"}],
+        "Timestamp": mid, "Value": 1.5, "Unit": "Percent"}])
+    event = {"run_id": RUN, "target": target("rds") | {"id": "rds-m6g"}, "kind": "rds", "repetition": 1,
+             "step": {"index": 1, "name": "t0001", "kind": "measure", "threads": 1, "duration_s": 240},
+             "resources": res, "started_at": datetime.fromtimestamp(samples[0]["time"], tz=UTC).strftime(
+                 "%Y-%m-%dT%H:%M:%SZ")}
+    out = call("collect", event)
+    assert (out["samples"], out["summaries"], out["cloud_metrics"]) == (240, 1, 2)
+    ts = proxies["timestream-write"]
+    assert ts.records_per_call == [100, 100, 40, 1, 2]
+    assert ts.tables_per_call == ["samples", "samples", "samples", "step_summaries", "cloud_metrics"]
+    raw = boto3.client("s3", region_name=REGION).get_object(
+        Bucket=BUCKET, Key=naming.raw_key(RUN, "rds-m6g", 1, "t0001"))["Body"].read().decode()
+    assert len(raw.splitlines()) == 241 and "apt-get" not in raw
+    # Again (a retried Lambda): the canonical raw key is read, the same rows written again.
+    assert call("collect", event)["samples"] == 240
+
+
+def test_collect_without_agent_output_fails_clearly(aws):
+    event = {"run_id": RUN, "target": target("ec2"), "kind": "ec2", "repetition": 1,
+             "step": {"index": 1, "name": "t0001", "kind": "measure", "threads": 1, "duration_s": 240},
+             "resources": {"instance_id": "i-0123456789abcdef0"}, "started_at": "2026-11-22T00:00:00Z"}
+    with pytest.raises(errors.CollectFailed, match="no agent output"):
+        call("collect", event)
+
+
+def test_teardown_is_idempotent_finds_strays_by_tag_and_verifies(aws):
+    rds = boto3.client("rds", region_name=REGION)
+    ec2 = boto3.client("ec2", region_name=REGION)
+    res = provision("aurora")
+    stray = provision("ec2") | {}
+    ec2.create_tags(Resources=[stray["instance_id"]], Tags=[{"Key": naming.TAG_TARGET_ID, "Value": "aurora-t"}])
+    event = {"run_id": RUN, "target": {"target_id": "aurora-t", "kind": "aurora"}, "resources": res}
+    first = call("teardown", event)
+    assert f"instance {stray['instance_id']}" in first["deleted"] and first["left"] == []
+    assert rds.describe_db_clusters()["DBClusters"] == [] or all(
+        c["Status"] == "deleting" for c in rds.describe_db_clusters()["DBClusters"])
+    state = ec2.describe_instances(InstanceIds=[res["instance_id"]])["Reservations"][0]["Instances"][0]["State"]
+    assert state["Name"] in ("shutting-down", "terminated")
+    assert call("teardown", event)["left"] == []  # again: nothing to do, no error
+    # By tag only (provision failed before recording anything).
+    assert call("teardown", {"run_id": RUN, "target": {"target_id": "aurora-t", "kind": "aurora"}})["left"] == []
+
+
+def test_summarize_writes_the_terminal_status(aws):
+    ok = {"target_id": "a", "repetition": 1, "steps": [{"step": "t0001"}], "error": {},
+          "teardown": {"deleted": ["instance i-1"], "left": []}, "teardown_error": {}}
+    bad = ok | {"target_id": "b", "error": {"Error": "AgentFailed", "Cause": "exit 3"}}
+    out = call("summarize", {"state": {"plan": {"run_id": RUN, "name": "x"}, "results": [[ok], [bad]]},
+                             "execution_name": "e"})
+    assert out["status"] == "FAILED" and out["failed_targets"] == ["b"]
+    summary = json.loads(boto3.client("s3", region_name=REGION).get_object(
+        Bucket=BUCKET, Key=f"runs/{RUN}/summary.json")["Body"].read())
+    assert summary["targets"][1]["repetitions"][0]["error"] == {"error": "AgentFailed", "cause": "exit 3"}
+    out = call("summarize", {"state": {"plan": {"run_id": RUN}, "results": [[ok]]}, "execution_name": "e"})
+    assert out["status"] == "SUCCEEDED"

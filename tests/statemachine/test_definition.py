@@ -1,0 +1,78 @@
+"""The definition itself: JSONPath only, the contract's substitutions, one shared target iterator,
+prose state names, every failure path reaches teardown, and the execution cap the plan respects."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from benchfleet.aws import runplan
+
+ASL = Path(__file__).resolve().parents[2] / "statemachines" / "benchmark-run.asl.json"
+CONTRACT = {"Plan", "Provision", "Readiness", "StartStep", "StepStatus", "Collect", "Teardown", "Summarize"}
+
+
+def load() -> dict:
+    return json.loads(ASL.read_text())
+
+
+def all_states(machine: dict):
+    for name, state in machine["States"].items():
+        yield name, state
+        processor = state.get("ItemProcessor")
+        if processor:
+            yield from all_states(processor)
+
+
+def test_jsonpath_only_and_lambda_resources_from_the_contract():
+    text = ASL.read_text()
+    definition = load()
+    assert "JSONata" not in text and "QueryLanguage" not in text
+    used = set(re.findall(r"\$\{(\w+)FunctionArn\}", text))
+    assert used == CONTRACT
+    for _, state in all_states(definition):
+        if state["Type"] == "Task":
+            assert re.fullmatch(r"\$\{\w+FunctionArn\}", state["Resource"])
+            assert "TimeoutSeconds" in state
+
+
+def test_inline_and_distributed_maps_share_one_iterator():
+    states = load()["States"]
+    inline, distributed = states["Run targets side by side"], states["Run targets in child executions"]
+    assert inline["ItemProcessor"]["ProcessorConfig"] == {"Mode": "INLINE"}
+    assert distributed["ItemProcessor"]["ProcessorConfig"]["Mode"] == "DISTRIBUTED"
+    strip = [{k: v for k, v in m["ItemProcessor"].items() if k != "ProcessorConfig"} for m in (inline, distributed)]
+    assert strip[0] == strip[1]
+    assert {k: v for k, v in inline.items() if k not in ("ItemProcessor", "Comment", "MaxConcurrency")} == \
+        {k: v for k, v in distributed.items() if k not in ("ItemProcessor", "Comment", "MaxConcurrency")}
+
+
+def test_state_names_read_as_prose():
+    for name, _ in all_states(load()):
+        assert re.fullmatch(r"[A-Z][a-z]+( [a-z]+)*\??", name), name
+
+
+def test_every_catch_in_a_target_reaches_teardown_and_every_loop_is_bounded():
+    rep = load()["States"]["Run targets side by side"]["ItemProcessor"]["States"]["Run each repetition"]
+    states = rep["ItemProcessor"]["States"]
+    for name, state in states.items():
+        for catch in state.get("Catch", []):
+            nxt = catch["Next"]
+            while nxt not in ("Tear down the target", "Repetition done"):
+                nxt = states[nxt].get("Next") or states[nxt].get("Default")
+            assert nxt in ("Tear down the target", "Repetition done"), name
+    # Both wait loops leave through a counter compared in a Choice.
+    assert any(c.get("NumericGreaterThanEqualsPath") == "$.target.timing.ready_max_polls"
+               for c in states["Target ready?"]["Choices"])
+    steps = states["Run each step"]["ItemProcessor"]["States"]
+    assert any(c.get("NumericGreaterThanEqualsPath") == "$.step.max_polls" for c in steps["Step finished?"]["Choices"])
+    assert "States.MathAdd($.status.poll, 1)" in json.dumps(steps["Check the step"]["Parameters"])
+    assert states["Run each step"]["MaxConcurrency"] == 1
+
+
+def test_one_state_writes_the_terminal_status_and_the_cap_matches_the_plan():
+    definition = load()
+    assert definition["TimeoutSeconds"] == runplan.EXECUTION_TIMEOUT_S
+    writers = [n for n, s in all_states(definition) if s.get("Resource") == "${SummarizeFunctionArn}"]
+    assert writers == ["Summarize the run"]
