@@ -11,12 +11,13 @@ import io
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from benchfleet.plan import Plan, make_plan
 from benchfleet.pricing import price_per_hour
+from benchfleet.remote import RemoteError
 from benchfleet.spec import LoadedSpec, SpecError, json_schema, load_spec
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -70,7 +71,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     if args.remote:
-        raise CliError("--remote needs the deployed API; see README 'Running in AWS'", EXIT_USAGE)
+        return _run_remote(args)
     loaded, plan = _load(args.spec, args.scale, args.local)
     if not loaded.spec.is_local:
         raise CliError(f"{args.spec} has cloud targets: run it with --remote, or try it here with "
@@ -98,6 +99,48 @@ def cmd_run(args: argparse.Namespace) -> int:
             console.print(f"[red]run {result.run_id} {result.status}: {result.message}")
             return EXIT_FAILED
         console.print(f"run {result.run_id} succeeded")
+    return EXIT_OK
+
+
+def _run_remote(args: argparse.Namespace) -> int:
+    from benchfleet import remote
+    from benchfleet.ui import console, print_remote_run
+
+    loaded, plan = _load(args.spec, args.scale)
+    if loaded.spec.is_local or any(t.kind == "local" for t in loaded.spec.targets):
+        raise CliError("local targets run on this machine, not through the API: drop --remote", EXIT_USAGE)
+    if plan.over_budget:
+        raise CliError(f"estimated cost ${plan.estimated_cost_usd:.2f} is over the budget "
+                       f"${plan.budget_usd:.2f}", EXIT_USAGE)
+    run_id = remote.submit(loaded, args.api_url)
+    console.print(f"submitted {run_id} (estimated ${plan.estimated_cost_usd:.2f}, about "
+                  f"{plan.wall_s // 60} min); Ctrl-C stops watching, `benchfleet cancel {run_id}` stops the run")
+    if args.no_wait:
+        print(run_id)
+        return EXIT_OK
+    final = remote.wait(run_id, args.api_url, print_remote_run, poll_s=args.poll)
+    return EXIT_OK if final.get("status") == "SUCCEEDED" else EXIT_FAILED
+
+
+def _sync_remote(run_id: str, api_url: str | None, store: Any) -> str:
+    """Load a cloud run's raw output from S3 into the local store; results and report then work as
+    for a local run."""
+    import boto3
+
+    from benchfleet import rawsync, remote
+
+    run = remote.get_run(run_id, api_url)
+    stack = os.environ.get("BENCHFLEET_STACK") or remote.DEFAULT_STACK
+    bucket = os.environ.get("BENCHFLEET_BUCKET") or rawsync.bucket_from_stack(boto3.client("cloudformation"), stack)
+    rawsync.sync_run(boto3.client("s3"), bucket, run, store, home())
+    return str(run["run_id"])
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    from benchfleet import remote
+
+    doc = remote.cancel(args.run, args.api_url)
+    print(f"{args.run}: {doc.get('status', 'cancelled')}; its resources are being torn down")
     return EXIT_OK
 
 
@@ -131,6 +174,17 @@ def _results(store: Any, run_id: str) -> dict[str, Any]:
 def cmd_runs(args: argparse.Namespace) -> int:
     from benchfleet.local.store import open_store
 
+    if args.remote:
+        from benchfleet import remote
+
+        runs = remote.list_runs(args.api_url, limit=args.limit)
+        if args.format == "json":
+            print(json.dumps(runs, indent=2, default=str))
+        else:
+            from benchfleet.ui import print_remote_runs
+
+            print_remote_runs(runs)
+        return EXIT_OK
     with open_store(home()) as store:
         runs = store.runs()
     if args.format == "json":
@@ -145,9 +199,14 @@ def cmd_runs(args: argparse.Namespace) -> int:
 def cmd_results(args: argparse.Namespace) -> int:
     from benchfleet.local.store import RunNotFound, open_store
 
+    if args.history:
+        return _history(args)
+    if not args.run:
+        raise CliError("results needs a RUN (or --history NAME)", EXIT_USAGE)
     with open_store(home()) as store:
         try:
-            doc = _results(store, args.run)
+            run_id = _sync_remote(args.run, args.api_url, store) if args.remote else args.run
+            doc = _results(store, run_id)
         except RunNotFound as e:
             raise CliError(str(e), EXIT_USAGE) from None
     if args.format == "json":
@@ -159,6 +218,34 @@ def cmd_results(args: argparse.Namespace) -> int:
 
         print_comparison(doc["run"]["run_id"], doc)
     return EXIT_OK
+
+
+def _history(args: argparse.Namespace) -> int:
+    """The trend of consecutive runs of one comparison (or schedule) name, regressions flagged."""
+    from benchfleet import history as hist
+
+    if args.remote:
+        from benchfleet import remote
+
+        doc = remote.history(args.history, args.api_url)
+    else:
+        from benchfleet.local.store import open_store
+        from benchfleet.stats import run_comparison
+
+        points = []
+        with open_store(home()) as store:
+            for run in reversed(store.runs()):
+                if run["name"] == args.history and run["status"] == "succeeded":
+                    points += hist.points_from_comparison(run_comparison(store, run["run_id"]),
+                                                          run_id=run["run_id"], started_at=run["started_at"])
+        if not points:
+            raise CliError(f"no succeeded runs named {args.history!r}", EXIT_USAGE)
+        doc = hist.history(args.history, points)
+    if args.format == "json":
+        print(json.dumps(doc, indent=2, default=str))
+    else:
+        print(hist.render_text(doc), end="")
+    return EXIT_FAILED if doc["latest_regressions"] else EXIT_OK
 
 
 def _csv(rows: list[dict[str, Any]]) -> str:
@@ -175,7 +262,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     with open_store(home()) as store:
         try:
-            run_id = store.run(args.run)["run_id"]
+            run_id = _sync_remote(args.run, args.api_url, store) if args.remote else store.run(args.run)["run_id"]
         except RunNotFound as e:
             raise CliError(str(e), EXIT_USAGE) from None
         path = _write_report(store, run_id, Path(args.output) if args.output else None)
@@ -216,22 +303,34 @@ def parser() -> argparse.ArgumentParser:
         if name == "plan":
             s.add_argument("--format", choices=("table", "json"), default="table")
         else:
-            s.add_argument("--remote", action="store_true", help="run through the deployed API")
+            _remote_args(s, "run through the deployed API")
+            s.add_argument("--no-wait", action="store_true", help="with --remote: print the run id and return")
+            s.add_argument("--poll", type=float, default=15.0, help="with --remote: seconds between status checks")
         s.set_defaults(func=func)
 
     s = sub.add_parser("runs", help="list runs")
     s.add_argument("--format", choices=("table", "json"), default="table")
+    s.add_argument("--limit", type=int, default=100, help="with --remote: at most this many runs")
+    _remote_args(s, "list the deployment's runs")
     s.set_defaults(func=cmd_runs)
 
     s = sub.add_parser("results", help="step summaries and comparison of a run")
-    s.add_argument("run", help="run id (a unique prefix is enough)")
+    s.add_argument("run", nargs="?", help="run id (a unique prefix is enough locally)")
     s.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    s.add_argument("--history", metavar="NAME", help="trend of consecutive runs named NAME; exit 1 on a regression")
+    _remote_args(s, "a cloud run: load its raw output from S3 first")
     s.set_defaults(func=cmd_results)
 
     s = sub.add_parser("report", help="write the self-contained HTML report of a run")
     s.add_argument("run")
     s.add_argument("-o", "--output", help="file to write (default .benchfleet/reports/<run>.html)")
+    _remote_args(s, "a cloud run: load its raw output from S3 first")
     s.set_defaults(func=cmd_report)
+
+    s = sub.add_parser("cancel", help="stop a cloud run and tear its resources down")
+    s.add_argument("run")
+    _remote_args(s, None)
+    s.set_defaults(func=cmd_cancel)
 
     s = sub.add_parser("import", help="import existing sysbench logs as a run")
     s.add_argument("paths", nargs="+", metavar="PATH", help="sysbench output files or folders of them")
@@ -239,6 +338,12 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--run", help="name of the imported run (default: import-<target>)")
     s.set_defaults(func=cmd_import)
     return p
+
+
+def _remote_args(p: argparse.ArgumentParser, remote_help: str | None) -> None:
+    if remote_help:
+        p.add_argument("--remote", action="store_true", help=remote_help)
+    p.add_argument("--api-url", help="the deployed API (default: $BENCHFLEET_API_URL, else the stack's ApiUrl)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -252,6 +357,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as e:
         print(f"error: {e}", file=sys.stderr)
         return e.code
+    except RemoteError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE if 400 <= e.status < 500 else EXIT_FAILED
     except KeyboardInterrupt:
         print("interrupted: servers stopped and their data removed", file=sys.stderr)
         return EXIT_INTERRUPTED

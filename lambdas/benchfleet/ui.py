@@ -123,3 +123,23 @@ def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
                       f"{_fmt(r['tps_min'])}–{_fmt(r['tps_max'])}", _fmt(sum(q) / len(q) if q else None, 0),
                       _fmt(r["latency_pct_ms_median"], 2), _fmt(r["steal_mean_pct"], 2), str(r["samples"]))
     console.print(table)
+
+
+def print_remote_run(run: dict[str, Any]) -> None:
+    """One line per change of a cloud run: its status and each target's current step."""
+    targets = run.get("targets") or []
+    parts = []
+    for t in targets if isinstance(targets, list) else []:
+        if isinstance(t, dict):
+            parts.append(f"{t.get('target_id')}: {t.get('status') or t.get('step') or '?'}")
+    console.print(f"{run.get('run_id')}: {run.get('status')}" + (f" — {'; '.join(parts)}" if parts else ""))
+
+
+def print_remote_runs(runs: list[dict[str, Any]]) -> None:
+    table = Table(title="runs (deployed)")
+    for col in ("run id", "name", "status", "started", "est. cost"):
+        table.add_column(col)
+    for r in runs:
+        table.add_row(str(r.get("run_id")), str(r.get("name") or ""), str(r.get("status")),
+                      str(r.get("started_at") or ""), f"${_fmt(r.get('estimated_cost_usd'), 2)}")
+    console.print(table)

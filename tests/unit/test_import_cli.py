@@ -46,3 +46,17 @@ def test_import_refuses_bad_input_with_exit_2(bf_home: Path, capsys: pytest.Capt
 def test_results_of_unknown_run(bf_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["results", "nope"]) == 2
     assert "no run 'nope'" in capsys.readouterr().err
+
+
+def test_history_of_runs_with_one_name(bf_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["results", "--history", "nightly"]) == 2
+    for instance in ("c5.large", "c6g.large"):
+        assert main(["import", str(STUDY / instance), "--target", "db", "--run", "nightly"]) == 0
+    capsys.readouterr()
+    code = main(["results", "--history", "nightly", "--format", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert len(doc["runs"]) == 2 and len(doc["rows"]) == 16
+    second = [r for r in doc["rows"] if r["run_id"] == doc["runs"][1]]
+    assert all(r["delta_pct"] is not None for r in second)
+    # One repetition each: no confidence interval, so a drop can never be called a regression.
+    assert doc["regressions"] == [] and code == 0

@@ -90,6 +90,11 @@ class DuckDBStore:
         self.db.execute("UPDATE runs SET status = ?, message = ?, ended_at = ?, actual_cost_usd = ? "
                         "WHERE run_id = ?", [status, message, datetime.now(UTC), actual_cost_usd, run_id])
 
+    def delete_run(self, run_id: str) -> None:
+        """Remove a run and all its rows (before loading a fresh copy of it)."""
+        for table in ("samples", "step_summaries", "cloud_metrics", "targets", "runs"):
+            self.db.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+
     def runs(self) -> list[dict[str, Any]]:
         return self._dicts("SELECT run_id, name, status, mode, started_at, ended_at, estimated_cost_usd, "
                            "actual_cost_usd, message FROM runs ORDER BY started_at DESC")

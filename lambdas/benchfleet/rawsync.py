@@ -1,0 +1,56 @@
+"""Rebuild a local store from a cloud run's raw agent output in S3.
+
+Raw JSON lines are the source of truth (DESIGN: any store can be rebuilt from raw), so
+``benchfleet report RUN --remote`` and ``results RUN --remote --format json`` download
+``runs/<run_id>/**.jsonl`` into ``<home>/raw/<run_id>/`` and load them with the same reader as a
+local run into the local DuckDB store.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from benchfleet.local.store import DuckDBStore, RunNotFound
+from benchfleet.naming import RUN_ID
+from benchfleet.records import AgentOutput, parse_agent_lines
+
+BUCKET_OUTPUT = "ResultsBucketName"
+
+
+def bucket_from_stack(cfn: Any, stack: str) -> str:
+    stacks = cfn.describe_stacks(StackName=stack)["Stacks"]
+    for output in (stacks[0].get("Outputs") or []) if stacks else []:
+        if output.get("OutputKey") == BUCKET_OUTPUT:
+            return str(output["OutputValue"])
+    raise LookupError(f"stack {stack} has no {BUCKET_OUTPUT} output")
+
+
+def sync_run(s3: Any, bucket: str, run: dict[str, Any], store: DuckDBStore, home: Path) -> int:
+    """Download and load one run; returns the number of raw files. Replaces an earlier copy."""
+    run_id = str(run["run_id"])
+    if not RUN_ID.match(run_id):
+        raise ValueError(f"{run_id!r} is not a run id")
+    prefix = f"runs/{run_id}/"
+    keys = [obj["Key"] for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+            for obj in page.get("Contents", []) if obj["Key"].endswith(".jsonl")]
+    try:
+        store.run(run_id)
+        store.delete_run(run_id)
+    except RunNotFound:
+        pass
+    store.create_run(run_id, str(run.get("name") or run_id.rsplit("-", 2)[0]), dict(run.get("spec") or {}),
+                     "aws", run.get("estimated_cost_usd"))
+    merged = AgentOutput()
+    for key in sorted(keys):
+        local = home / "raw" / key.removeprefix("runs/")
+        local.parent.mkdir(parents=True, exist_ok=True)
+        s3.download_file(bucket, key, str(local))
+        output = parse_agent_lines(local.read_text(), f"s3://{bucket}/{key}")
+        merged.samples += output.samples
+        merged.summaries += output.summaries
+        for fp in output.fingerprints:
+            store.add_target(run_id, fp.target_id, fp.repetition, {"kind": "aws"}, fp)
+    store.add_output(merged)
+    store.finish_run(run_id, str(run.get("status") or "unknown").lower(), None, run.get("actual_cost_usd"))
+    return len(keys)
