@@ -301,3 +301,18 @@ def test_summarize_writes_the_terminal_status(aws):
     assert summary["targets"][1]["repetitions"][0]["error"] == {"error": "AgentFailed", "cause": "exit 3"}
     out = call("summarize", {"state": {"plan": {"run_id": RUN}, "results": [[ok]]}, "execution_name": "e"})
     assert out["status"] == "SUCCEEDED"
+
+
+def test_nothing_heavy_on_a_lambdas_import_path():
+    import subprocess
+
+    code = ("import sys\n"
+            "for m in ('plan','provision','readiness','start_step','step_status','collect','teardown','summarize'):\n"
+            "    __import__('handlers.' + m)\n"
+            "heavy = sorted({'duckdb','plotly','rich','yaml'} & {n.split('.')[0] for n in sys.modules})\n"
+            "print(','.join(heavy))\n")
+    lambdas = Path(__file__).resolve().parents[2] / "lambdas"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=lambdas, check=True,
+                         env={"PYTHONPATH": str(lambdas), "POWERTOOLS_TRACE_DISABLED": "1",
+                              "AWS_DEFAULT_REGION": REGION, "PATH": "/usr/bin:/bin"})
+    assert out.stdout.strip() == ""
