@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import unicodedata
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -51,7 +52,18 @@ class SpecError(ValueError):
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+    # strict: `repetitions: true` or `threads: ["4"]` are mistakes to report, not values to coerce.
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True, strict=True)
+
+    @field_validator("description", check_fields=False)
+    @classmethod
+    def _printable(cls, v: str) -> str:
+        # Free text ends up in reports and dashboards: no control or invisible formatting characters
+        # (RTL overrides, zero-width joiners) that could make a name read as something else.
+        bad = [c for c in v if unicodedata.category(c) in ("Cc", "Cf") and c not in "\n\t"]
+        if bad:
+            raise ValueError(f"contains a control or invisible character (U+{ord(bad[0]):04X})")
+        return v
 
 
 def _check_options(options: dict[str, OptionValue]) -> dict[str, OptionValue]:
@@ -118,7 +130,7 @@ class Storage(_Model):
 
 
 class Client(_Model):
-    instance_type: str = Field("c6i.xlarge", pattern=_INSTANCE_TYPE.pattern)
+    instance_type: str = Field("c6i.xlarge", pattern=_INSTANCE_TYPE.pattern, max_length=32)
 
 
 class _TargetBase(_Model):
@@ -129,7 +141,7 @@ class _TargetBase(_Model):
 
 class Ec2Target(_TargetBase):
     kind: Literal["ec2"]
-    instance_type: str = Field(pattern=_INSTANCE_TYPE.pattern)
+    instance_type: str = Field(pattern=_INSTANCE_TYPE.pattern, max_length=32)
     engine: str = Field("mysql-8.0", pattern=_ENGINE.pattern)
     storage: Storage = Storage()
     region: str | None = Field(None, pattern=_REGION.pattern)
@@ -137,7 +149,7 @@ class Ec2Target(_TargetBase):
 
 class RdsTarget(_TargetBase):
     kind: Literal["rds"]
-    instance_class: str = Field(pattern=_DB_CLASS.pattern)
+    instance_class: str = Field(pattern=_DB_CLASS.pattern, max_length=40)
     engine: str = Field("mysql-8.0", pattern=_ENGINE.pattern)
     storage: Storage = Storage()
     region: str | None = Field(None, pattern=_REGION.pattern)
@@ -146,7 +158,7 @@ class RdsTarget(_TargetBase):
 
 class AuroraTarget(_TargetBase):
     kind: Literal["aurora"]
-    instance_class: str = Field(pattern=_DB_CLASS.pattern)
+    instance_class: str = Field(pattern=_DB_CLASS.pattern, max_length=40)
     engine: str = Field("mysql-8.0", pattern=_ENGINE.pattern)
     region: str | None = Field(None, pattern=_REGION.pattern)
     client: Client = Client()
