@@ -23,7 +23,7 @@ class PlanEvent(BaseModel):
     execution_name: str | None = None
 
 
-@logger.inject_lambda_context
+@logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 @event_parser(model=PlanEvent)

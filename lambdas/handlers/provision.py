@@ -25,7 +25,7 @@ class ProvisionEvent(BaseModel):
     expires_at: str
 
 
-@logger.inject_lambda_context
+@logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 @event_parser(model=ProvisionEvent)

@@ -23,7 +23,7 @@ class ReadinessEvent(BaseModel):
     attempt: int
 
 
-@logger.inject_lambda_context
+@logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 @event_parser(model=ReadinessEvent)

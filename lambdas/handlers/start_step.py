@@ -19,7 +19,7 @@ tracer = Tracer()
 metrics = Metrics(namespace="benchfleet")
 
 
-@logger.inject_lambda_context
+@logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 @event_parser(model=StepState)

@@ -30,7 +30,7 @@ class SummarizeEvent(BaseModel):
     execution_name: str
 
 
-@logger.inject_lambda_context
+@logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 @event_parser(model=SummarizeEvent)

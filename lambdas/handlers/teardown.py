@@ -29,7 +29,7 @@ class TeardownEvent(BaseModel):
     resources: Resources = Resources()
 
 
-@logger.inject_lambda_context
+@logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 @event_parser(model=TeardownEvent)
