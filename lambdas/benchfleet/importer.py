@@ -9,8 +9,9 @@ from pathlib import Path
 from benchfleet.cli import EXIT_USAGE, CliError
 from benchfleet.local.store import DuckDBStore
 from benchfleet.naming import new_run_id
-from benchfleet.records import AgentOutput, Sample, StepSummary, cv
+from benchfleet.records import AgentOutput, Sample, StepSummary
 from benchfleet.spec import SLUG
+from benchfleet.stats.figures import cv
 from benchfleet.sysbench import SysbenchOutput, SysbenchParseError, parse_output
 
 

@@ -7,12 +7,13 @@ the collect Lambda alike, so raw files in ``.benchfleet/raw`` or S3 always rebui
 from __future__ import annotations
 
 import json
-import math
 import statistics
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from benchfleet.stats.figures import cv
 
 Phase = Literal["prepare", "warmup", "measure"]
 
@@ -163,7 +164,8 @@ def _summary(record: dict[str, Any], samples: list[Sample], source: str) -> Step
             (record.get("target_id"), record.get("repetition"), record.get("step"))]
     tps = [s.tps for s in mine]
     steal = [s.cpu_steal_pct for s in mine if s.cpu_steal_pct is not None]
-    derived = {"samples": len(mine), "tps_cv": cv(tps),
+    jitter = cv(tps)
+    derived = {"samples": len(mine), "tps_cv": round(jitter, 6) if jitter is not None else None,
                "steal_mean_pct": round(statistics.fmean(steal), 4) if steal else None}
     try:
         return StepSummary.model_validate({**record, **derived})
@@ -171,13 +173,3 @@ def _summary(record: dict[str, Any], samples: list[Sample], source: str) -> Step
         detail = e.errors()[0]
         raise RecordError(f"{source}: summary of {record.get('step')}: "
                           f"{'.'.join(map(str, detail['loc']))}: {detail['msg']}") from None
-
-
-def cv(values: list[float]) -> float | None:
-    """Coefficient of variation (sample stdev / mean); None below two values or at mean 0."""
-    if len(values) < 2:
-        return None
-    mean = statistics.fmean(values)
-    if mean == 0 or math.isnan(mean):
-        return None
-    return round(statistics.stdev(values) / mean, 6)

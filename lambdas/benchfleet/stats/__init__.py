@@ -1,0 +1,73 @@
+"""Aggregation across seconds and repetitions: the figures users defend in front of stakeholders.
+
+Pure Python and the standard library only (Lambdas import this module). Conventions:
+
+- A **step** is one thread count of one repetition of one target. Its per-second samples of the
+  ``measure`` phase give the per-step figures (warm-up never counts).
+- Across **repetitions** (each on its own host where the kind allows) a mean-like figure (tps) is
+  reported as mean, min, max and a Student-t confidence interval of the mean; a **percentile** is
+  never averaged: it is reported as the median and the range of the per-repetition percentiles.
+- A percentile of a series uses linear interpolation between closest ranks (Hyndman & Fan type 7,
+  the same as DuckDB's ``quantile_cont``), so SQL and Python give the same numbers.
+- Relative differences compare target means with a Welch interval on the log of the ratio of means
+  (delta method), which takes the baseline's own uncertainty into account.
+"""
+
+from benchfleet.stats.cost import (
+    cost_per_1000_tps,
+    speedup_table,
+    target_group_and_size,
+    transactions_per_usd,
+    vcpus_from_size,
+)
+from benchfleet.stats.figures import (
+    CONFIDENCE,
+    Relative,
+    Verdict,
+    cv,
+    mean_ci,
+    mean_spread,
+    percentile,
+    percentile_spread,
+    relative_difference,
+    step_stats,
+)
+from benchfleet.stats.run import (
+    NOTES,
+    STEP_STATS_SQL,
+    QueryStore,
+    comparison,
+    comparison_table,
+    run_comparison,
+    spec_target_price,
+    step_stats_from_samples,
+)
+from benchfleet.stats.tdist import regularized_beta, t_quantile
+
+__all__ = [
+    "CONFIDENCE",
+    "NOTES",
+    "STEP_STATS_SQL",
+    "QueryStore",
+    "Relative",
+    "Verdict",
+    "comparison",
+    "comparison_table",
+    "cost_per_1000_tps",
+    "cv",
+    "mean_ci",
+    "mean_spread",
+    "percentile",
+    "percentile_spread",
+    "regularized_beta",
+    "relative_difference",
+    "run_comparison",
+    "spec_target_price",
+    "speedup_table",
+    "step_stats",
+    "step_stats_from_samples",
+    "t_quantile",
+    "target_group_and_size",
+    "transactions_per_usd",
+    "vcpus_from_size",
+]

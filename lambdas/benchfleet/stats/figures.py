@@ -1,0 +1,162 @@
+"""Figures of one series and across repetitions: percentiles, CV, confidence intervals, relative
+differences with their Welch interval. Every docstring says exactly what a figure is."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from benchfleet.stats.tdist import t_quantile
+
+CONFIDENCE = 0.95
+Verdict = Literal["faster", "slower", "no significant difference", "insufficient data"]
+
+# ---- figures of one series ------------------------------------------------------------------------
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The ``q``-th percentile (0..100) of ``values`` by linear interpolation between closest ranks
+    (type 7; DuckDB ``quantile_cont``). None for no values."""
+    if not values:
+        return None
+    if not 0 <= q <= 100:
+        raise ValueError(f"percentile must be in 0..100, not {q}")
+    xs = sorted(values)
+    h = (len(xs) - 1) * q / 100
+    i = math.floor(h)
+    if i + 1 >= len(xs):
+        return float(xs[-1])
+    return float(xs[i] + (h - i) * (xs[i + 1] - xs[i]))
+
+
+def cv(values: Sequence[float]) -> float | None:
+    """Coefficient of variation: sample standard deviation / mean. None below two values or at mean 0.
+    Used as *jitter*: the CV of per-second tps of a step says how steady its throughput was."""
+    if len(values) < 2:
+        return None
+    mean = statistics.fmean(values)
+    if mean == 0 or math.isnan(mean):
+        return None
+    return statistics.stdev(values) / mean
+
+
+def mean_ci(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float] | None:
+    """Student-t confidence interval of the mean of ``values`` (independent repetitions):
+    mean -/+ t(1 - alpha/2, n - 1) * s / sqrt(n). None below two values."""
+    n = len(values)
+    if n < 2:
+        return None
+    mean = statistics.fmean(values)
+    half = t_quantile(0.5 + confidence / 2, n - 1) * statistics.stdev(values) / math.sqrt(n)
+    return mean - half, mean + half
+
+
+def step_stats(tps: Sequence[float], latency_ms: Sequence[float],
+               steal_pct: Sequence[float | None] = ()) -> dict[str, float | int | None]:
+    """Figures of one step from its measure-phase per-second samples:
+
+    - ``seconds``: number of per-second samples;
+    - ``tps_mean``/``tps_median``/``tps_stdev``/``tps_min``/``tps_max``: of per-second tps;
+    - ``tps_cv``: jitter, stdev / mean of per-second tps;
+    - ``latency_series_p50_ms``/``_p95_ms``/``_p99_ms``: the 50th/95th/99th percentile *across seconds*
+      of the per-second latency (each second's value is sysbench's ``latency_pct`` percentile of that
+      second's events) -- how bad the worst seconds were, not a percentile of all events;
+    - ``latency_series_cv``: stdev / mean of the per-second latency (latency jitter);
+    - ``steal_mean_pct``/``steal_max_pct``: mean and max of per-second CPU steal (None if unmeasured).
+    """
+    steal = [float(s) for s in steal_pct if s is not None]
+    n = len(tps)
+    return {
+        "seconds": n,
+        "tps_mean": statistics.fmean(tps) if tps else None,
+        "tps_median": statistics.median(tps) if tps else None,
+        "tps_stdev": statistics.stdev(tps) if n > 1 else None,
+        "tps_min": min(tps) if tps else None,
+        "tps_max": max(tps) if tps else None,
+        "tps_cv": cv(tps),
+        "latency_series_p50_ms": percentile(latency_ms, 50),
+        "latency_series_p95_ms": percentile(latency_ms, 95),
+        "latency_series_p99_ms": percentile(latency_ms, 99),
+        "latency_series_cv": cv(latency_ms),
+        "steal_mean_pct": statistics.fmean(steal) if steal else None,
+        "steal_max_pct": max(steal) if steal else None,
+    }
+
+
+# ---- across repetitions ---------------------------------------------------------------------------
+
+def mean_spread(values: Sequence[float], confidence: float = CONFIDENCE) -> dict[str, Any]:
+    """A mean-like figure across repetitions: ``mean``, ``min``, ``max``, ``stdev`` (sample), ``n``,
+    ``ci_low``/``ci_high`` (Student-t interval of the mean at ``confidence``; None below two values)
+    and the per-repetition ``values``."""
+    if not values:
+        return {"mean": None, "min": None, "max": None, "stdev": None, "n": 0,
+                "ci_low": None, "ci_high": None, "values": []}
+    ci = mean_ci(values, confidence)
+    return {"mean": statistics.fmean(values), "min": min(values), "max": max(values),
+            "stdev": statistics.stdev(values) if len(values) > 1 else None, "n": len(values),
+            "ci_low": ci[0] if ci else None, "ci_high": ci[1] if ci else None, "values": list(values)}
+
+
+def percentile_spread(values: Sequence[float | None]) -> dict[str, Any]:
+    """A percentile across repetitions, never averaged: ``median``, ``min`` and ``max`` of the
+    per-repetition percentiles, ``n`` and the per-repetition ``values``."""
+    xs = [float(v) for v in values if v is not None]
+    if not xs:
+        return {"median": None, "min": None, "max": None, "n": 0, "values": []}
+    return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs), "values": xs}
+
+
+@dataclass(frozen=True)
+class Relative:
+    """Relative difference of a candidate's mean to a baseline's mean, in percent:
+    ``pct`` = 100 * (mean(candidate) / mean(baseline) - 1), with a ``confidence`` interval
+    [``ci_low_pct``, ``ci_high_pct``] from Welch's approach on the log of the ratio of means
+    (delta method: se^2 = s_c^2/(n_c m_c^2) + s_b^2/(n_b m_b^2), Welch-Satterthwaite degrees of
+    freedom ``df``), back-transformed, so it is asymmetric. ``verdict``: ``faster`` when the whole
+    interval says better, ``slower`` when it says worse, ``no significant difference`` when it
+    contains 0, ``insufficient data`` below two repetitions on either side."""
+
+    pct: float | None
+    ci_low_pct: float | None
+    ci_high_pct: float | None
+    df: float | None
+    verdict: Verdict
+    confidence: float = CONFIDENCE
+
+
+def relative_difference(candidate: Sequence[float], baseline: Sequence[float],
+                        confidence: float = CONFIDENCE, higher_is_better: bool = True) -> Relative:
+    """See :class:`Relative`. ``higher_is_better`` is True for throughput, False for latency."""
+    if not candidate or not baseline:
+        return Relative(None, None, None, None, "insufficient data", confidence)
+    mc, mb = statistics.fmean(candidate), statistics.fmean(baseline)
+    if mc <= 0 or mb <= 0:
+        return Relative(None, None, None, None, "insufficient data", confidence)
+    ratio = mc / mb
+    pct = 100 * (ratio - 1)
+    nc, nb = len(candidate), len(baseline)
+    if nc < 2 or nb < 2:
+        return Relative(pct, None, None, None, "insufficient data", confidence)
+    vc = statistics.variance(candidate) / (nc * mc * mc)
+    vb = statistics.variance(baseline) / (nb * mb * mb)
+    se2 = vc + vb
+    better = 1 if higher_is_better else -1
+    if se2 == 0:
+        sign = (ratio > 1) - (ratio < 1)
+        verdict: Verdict = ("no significant difference" if sign == 0 else
+                            "faster" if sign == better else "slower")
+        return Relative(pct, pct, pct, None, verdict, confidence)
+    df = se2 ** 2 / (vc ** 2 / (nc - 1) + vb ** 2 / (nb - 1))
+    half = t_quantile(0.5 + confidence / 2, max(1.0, df)) * math.sqrt(se2)
+    log_ratio = math.log(ratio)
+    low, high = 100 * (math.exp(log_ratio - half) - 1), 100 * (math.exp(log_ratio + half) - 1)
+    if low > 0:
+        verdict = "faster" if higher_is_better else "slower"
+    elif high < 0:
+        verdict = "slower" if higher_is_better else "faster"
+    else:
+        verdict = "no significant difference"
+    return Relative(pct, low, high, df, verdict, confidence)
