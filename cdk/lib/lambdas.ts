@@ -1,8 +1,8 @@
 /**
  * The Python Lambdas: one function per module in lambdas/handlers/ (statemachines/README.md), all
- * from the same plain asset of lambdas/ (no Docker at synth) plus the public Powertools V3 layer,
- * arm64 + python3.13 pinned together with the layer version. One role per function, holding only
- * what that handler does (see ROLE_GRANTS).
+ * from the same asset (lambdas/ plus the workloads/ data they read, built by plain file copies: no
+ * Docker at synth) plus the public Powertools V3 layer, arm64 + python3.13 pinned together with the
+ * layer version. One role per function, holding only what that handler does (see HANDLERS).
  */
 import * as path from 'path';
 import { Aws, Duration, RemovalPolicy } from 'aws-cdk-lib';
@@ -11,6 +11,7 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
+import { copyTree, fileCopyAsset } from './bundling';
 import { allowWildcard } from './nag';
 import { ALL_HANDLERS, HandlerModule, pascal, REPO_ROOT, SERVICE_NAME } from './naming';
 import { FleetResources, Permissions } from './permissions';
@@ -21,19 +22,40 @@ export const POWERTOOLS_LAYER_NAME = 'AWSLambdaPowertoolsPythonV3-python313-arm6
 export const RUNTIME = lambda.Runtime.PYTHON_3_13;
 export const ARCHITECTURE = lambda.Architecture.ARM_64;
 
-/** What never ships in the function asset. local/, report/ and cli.py import duckdb/plotly/rich,
- *  which no Lambda may import (DESIGN.md dependency rule). */
-export const ASSET_EXCLUDES = [
-  '**/__pycache__',
-  '**/*.pyc',
-  '*.egg-info',
-  '**/.pytest_cache',
-  '**/.mypy_cache',
-  '**/.ruff_cache',
-  'benchfleet/local',
-  'benchfleet/report',
-  'benchfleet/cli.py',
-];
+/** Where Lambda unpacks the code asset (LAMBDA_TASK_ROOT). */
+export const TASK_ROOT = '/var/task';
+
+/** Paths under lambdas/ that never ship in the function asset: local/, report/ and cli.py import
+ *  duckdb/plotly/rich, which no Lambda may import (DESIGN.md dependency rule). Caches and
+ *  *.egg-info are skipped by copyTree everywhere. */
+export const LAMBDA_EXCLUDES = ['benchfleet/local', 'benchfleet/report', 'benchfleet/cli.py'];
+
+/** Data the Lambdas read, shipped under workloads/ in the asset: price tables (plan, summarize,
+ *  stats) and MySQL configurations (plan renders a target's cnf). Not lua/, not the agent. */
+export const LAMBDA_WORKLOAD_DIRS = ['pricing', 'mysql'];
+
+/** Where benchfleet.spec.workloads_dir() and benchfleet.pricing.pricing_dir() look in Lambda. */
+export const LAMBDA_DATA_ENVIRONMENT = {
+  BENCHFLEET_WORKLOADS: `${TASK_ROOT}/workloads`,
+  BENCHFLEET_PRICING: `${TASK_ROOT}/workloads/pricing`,
+};
+
+function isTestPath(relPath: string): boolean {
+  const name = relPath.split('/').pop() ?? relPath;
+  return name === 'tests' || name === 'conftest.py' || /^test_.*\.py$/.test(name);
+}
+
+/** The function asset's content: lambdas/ at the root (handlers/, benchfleet/) plus the data above. */
+export function copyLambdaAsset(outputDir: string): void {
+  copyTree(
+    path.join(REPO_ROOT, 'lambdas'),
+    outputDir,
+    (rel) => LAMBDA_EXCLUDES.includes(rel) || isTestPath(rel),
+  );
+  for (const dir of LAMBDA_WORKLOAD_DIRS) {
+    copyTree(path.join(REPO_ROOT, 'workloads', dir), path.join(outputDir, 'workloads', dir), isTestPath);
+  }
+}
 
 type Grant =
   | 'describe'
@@ -152,7 +174,8 @@ export class BenchfleetFunctions extends Construct {
       'PowertoolsLayer',
       `arn:aws:lambda:${Aws.REGION}:017000801446:layer:${POWERTOOLS_LAYER_NAME}:${props.powertoolsLayerVersion}`,
     );
-    const code = lambda.Code.fromAsset(path.join(REPO_ROOT, 'lambdas'), { exclude: ASSET_EXCLUDES });
+    // Built by plain file copies (no Docker): lambdas/ plus workloads/{pricing,mysql}.
+    const code = lambda.Code.fromAsset(path.join(REPO_ROOT, 'lambdas'), fileCopyAsset(copyLambdaAsset));
     const permissions = new Permissions(this, props.fleet);
 
     const functions: Partial<Record<HandlerModule, lambda.Function>> = {};
@@ -186,7 +209,7 @@ export class BenchfleetFunctions extends Construct {
         applicationLogLevelV2: lambda.ApplicationLogLevel.INFO,
         systemLogLevelV2: lambda.SystemLogLevel.WARN,
         logGroup,
-        environment: { ...props.environment, POWERTOOLS_SERVICE_NAME: SERVICE_NAME },
+        environment: { ...props.environment, ...LAMBDA_DATA_ENVIRONMENT, POWERTOOLS_SERVICE_NAME: SERVICE_NAME },
       });
       for (const grant of spec.grants) {
         this.apply(grant, role, permissions, props);

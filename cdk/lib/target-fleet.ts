@@ -6,7 +6,7 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { Annotations, AssetHashType, DockerImage, ILocalBundling, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { Annotations, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as rds from 'aws-cdk-lib/aws-rds';
@@ -15,6 +15,7 @@ import * as s3assets from 'aws-cdk-lib/aws-s3-assets';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
 import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
+import { copyTree, fileCopyAsset } from './bundling';
 import { allowWildcard } from './nag';
 import { REPO_ROOT, RUNS_PREFIX } from './naming';
 
@@ -25,27 +26,14 @@ export const AGENT_HOME = '/opt/benchfleet';
 /** Run Command's own limit for aws:runShellScript (DESIGN.md "Facts checked"). */
 export const MAX_EXECUTION_TIMEOUT_SECONDS = 172800;
 
-const SKIP = new Set(['__pycache__', '.pytest_cache', '.mypy_cache', '.ruff_cache', '.DS_Store']);
-
-function copyTree(from: string, to: string): void {
-  fs.mkdirSync(to, { recursive: true });
-  for (const entry of fs.readdirSync(from, { withFileTypes: true })) {
-    if (SKIP.has(entry.name) || entry.name.endsWith('.pyc')) continue;
-    const src = path.join(from, entry.name);
-    const dst = path.join(to, entry.name);
-    if (entry.isDirectory()) copyTree(src, dst);
-    else if (entry.isFile()) fs.copyFileSync(src, dst);
-  }
-}
-
 /**
- * Builds the agent bundle with plain file copies at synth time, so no Docker engine is needed:
- * workloads/ plus the stdlib-only domain modules the agent imports, at their repository paths.
+ * The agent bundle: workloads/ plus the stdlib-only domain modules the agent imports, at their
+ * repository paths (plain file copies: no Docker). Records modules missing from the checkout.
  */
-class AgentBundler implements ILocalBundling {
+class AgentBundle {
   public readonly missing: string[] = [];
 
-  public tryBundle(outputDir: string): boolean {
+  public copy(outputDir: string): void {
     copyTree(path.join(REPO_ROOT, 'workloads'), path.join(outputDir, 'workloads'));
     const target = path.join(outputDir, 'lambdas', 'benchfleet');
     fs.mkdirSync(target, { recursive: true });
@@ -54,7 +42,6 @@ class AgentBundler implements ILocalBundling {
       if (fs.existsSync(src)) fs.copyFileSync(src, path.join(target, module));
       else this.missing.push(`lambdas/benchfleet/${module}`);
     }
-    return true;
   }
 }
 
@@ -163,16 +150,11 @@ export class TargetFleet extends Construct {
       ],
     });
 
-    const bundler = new AgentBundler();
+    const bundler = new AgentBundle();
     this.agentBundle = new s3assets.Asset(this, 'AgentBundle', {
       path: path.join(REPO_ROOT, 'workloads'),
       // Hash what is shipped (workloads/ and the copied modules), not the source folder alone.
-      assetHashType: AssetHashType.OUTPUT,
-      bundling: {
-        // Never pulled: AgentBundler always succeeds locally (no Docker engine at synth).
-        image: DockerImage.fromRegistry('benchfleet-local-bundling-only'),
-        local: bundler,
-      },
+      ...fileCopyAsset((outputDir) => bundler.copy(outputDir)),
     });
     if (bundler.missing.length > 0) {
       Annotations.of(this).addWarningV2(

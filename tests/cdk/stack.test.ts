@@ -2,6 +2,8 @@
  * The default stack (cdk.json context): cdk-nag clean, and the properties the design promises,
  * asserted on the synthesized template (no snapshots).
  */
+import * as fs from 'fs';
+import * as path from 'path';
 import { Match } from 'aws-cdk-lib/assertions';
 import { ALL_HANDLERS } from '../../cdk/lib/naming';
 import { actionsOf, buildStack, Built, nagFindings, policyStatements, resourcesOf } from './helpers';
@@ -356,6 +358,35 @@ describe('orchestration', () => {
       expect(Object.keys(fn.Properties.Environment.Variables)).toEqual(expect.arrayContaining(CONTRACT_ENV));
       expect(fn.Properties.Environment.Variables.RESULTS_STORE).toBe('timestream');
     }
+  });
+
+  test('every function finds the price tables and MySQL configurations in its asset', () => {
+    const fns = resourcesOf(built.template, 'AWS::Lambda::Function').filter(
+      ([, f]) => f.Properties.Runtime === 'python3.13',
+    );
+    const keys = new Set(fns.map(([, f]) => f.Properties.Code.S3Key as string));
+    expect(keys.size).toBe(1); // one asset shared by every function
+    for (const [, fn] of fns) {
+      expect(fn.Properties.Environment.Variables).toMatchObject({
+        BENCHFLEET_WORKLOADS: '/var/task/workloads',
+        BENCHFLEET_PRICING: '/var/task/workloads/pricing',
+      });
+    }
+    // The synthesized assembly holds the bundled asset as asset.<hash>/ (the zip's key is <hash>.zip).
+    const hash = [...keys][0].replace(/\.zip$/, '');
+    const dir = path.join(built.app.outdir, `asset.${hash}`);
+    const files = (rel: string): string[] => fs.readdirSync(path.join(dir, rel)).sort();
+    expect(files('.')).toEqual(['benchfleet', 'handlers', 'workloads']);
+    expect(files('workloads')).toEqual(['mysql', 'pricing']);
+    expect(files('workloads/pricing')).toEqual(expect.arrayContaining(['ec2.json', 'rds.json', 'aurora.json', 'ebs.json']));
+    expect(files('workloads/mysql')).toContain('default.cnf');
+    expect(files('handlers')).toEqual(expect.arrayContaining(ALL_HANDLERS.map((m) => `${m}.py`)));
+    // Heavy modules, the CLI and caches stay out of the Lambdas.
+    for (const absent of ['local', 'report', 'cli.py']) expect(files('benchfleet')).not.toContain(absent);
+    const walk = (rel: string): string[] =>
+      fs.statSync(path.join(dir, rel)).isDirectory() ? files(rel).flatMap((e) => walk(`${rel}/${e}`)) : [rel];
+    const all = walk('.');
+    expect(all.filter((f) => /__pycache__|\.pyc$|egg-info|\/tests?\//.test(f))).toEqual([]);
   });
 
   test('state machine: STANDARD, logging ALL with retention, tracing, execution timeout', () => {
