@@ -86,6 +86,7 @@ export class BenchfleetStack extends Stack {
       logRetention,
       removalPolicy,
       definitionPath: props.definitionPath,
+      sweepRegions: config.sweepRegions,
     });
 
     this.api = new BenchfleetApi(this, 'Api', {

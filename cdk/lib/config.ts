@@ -49,6 +49,12 @@ export interface BenchfleetConfig {
   readonly schedules: readonly ScheduleConfig[];
   /** QuickSight user/group ARN owning the dashboards; unset = no dashboards (cdk/lib/dashboards.ts). */
   readonly quicksightPrincipalArn?: string;
+  /**
+   * Regions the janitor sweeps (SWEEP_REGIONS) and where the janitor, teardown_by_tag and the API may
+   * terminate/delete run-tagged resources: every region a spec may put targets in. Unset = the
+   * stack's own region only.
+   */
+  readonly sweepRegions?: readonly string[];
 }
 
 export const DEFAULTS: BenchfleetConfig = {
@@ -129,6 +135,37 @@ function oneOf<T extends string>(node: Node, key: string, fallback: T, allowed: 
   return v as T;
 }
 
+/** AWS region names: us-east-1, eu-central-2, us-gov-west-1, ap-southeast-5, ... */
+const REGION_NAME = /^[a-z]{2}(-[a-z]+)+-[0-9]{1,2}$/;
+
+/** A list of regions as JSON (cdk.json, or -c '["a","b"]') or comma separated (-c a,b). */
+function regions(node: Node, key: string): string[] | undefined {
+  const v = raw(node, key);
+  if (v === undefined || v === null || v === '') return undefined;
+  let list: unknown = v;
+  if (typeof v === 'string' && v.trim().startsWith('[')) {
+    try {
+      list = JSON.parse(v);
+    } catch {
+      throw new ConfigError(key, 'expected a JSON list of region names');
+    }
+  } else if (typeof v === 'string') {
+    list = v.split(',').map((r) => r.trim());
+  }
+  if (!Array.isArray(list) || list.length === 0 || list.length > 30) {
+    throw new ConfigError(key, 'expected a list of 1 to 30 region names, e.g. ["us-east-1", "eu-west-1"]');
+  }
+  const seen = new Set<string>();
+  for (const region of list) {
+    if (typeof region !== 'string' || !REGION_NAME.test(region)) {
+      throw new ConfigError(key, `expected region names like us-east-1, got ${JSON.stringify(region)}`);
+    }
+    if (seen.has(region)) throw new ConfigError(key, `duplicate region ${region}`);
+    seen.add(region);
+  }
+  return [...seen];
+}
+
 const SCHEDULE_NAME = /^[A-Za-z0-9_-]{1,40}$/;
 const SCHEDULE_EXPRESSION = /^(cron|rate|at)\(.+\)$/;
 
@@ -183,6 +220,7 @@ export function readConfig(node: Node): BenchfleetConfig {
   ) {
     throw new ConfigError('quicksightPrincipalArn', 'expected arn:aws:quicksight:<region>:<account>:user/... or group/...');
   }
+  const sweepRegions = regions(node, 'sweepRegions');
   const vpcId = optStr(node, 'vpcId');
   if (vpcId !== undefined && !/^vpc-[0-9a-f]{8,17}$/.test(vpcId)) {
     throw new ConfigError('vpcId', `expected vpc-<hex>, got ${JSON.stringify(vpcId)}`);
@@ -235,5 +273,6 @@ export function readConfig(node: Node): BenchfleetConfig {
     apiThrottleBurstLimit: int(node, 'apiThrottleBurstLimit', DEFAULTS.apiThrottleBurstLimit, 1, 5000),
     schedules: schedules(node),
     ...(quicksightPrincipalArn === undefined ? {} : { quicksightPrincipalArn }),
+    ...(sweepRegions === undefined ? {} : { sweepRegions }),
   };
 }

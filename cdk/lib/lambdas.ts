@@ -5,7 +5,7 @@
  * layer version. One role per function, holding only what that handler does (see HANDLERS).
  */
 import * as path from 'path';
-import { Aws, Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { Aws, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
@@ -64,13 +64,13 @@ type Grant =
   | 'commandSend'
   | 'commandRead'
   | 'cloudMetrics'
-  | 'tagRead'
-  | 'databaseSecrets'
   | 'runsRead'
   | 'runsReadWrite'
   | 'storeWrite'
   | 'storeRead'
-  | 'executions';
+  | 'executions'
+  | 'executionsWatch'
+  | 'executionDescribe';
 
 interface HandlerSpec {
   readonly description: string;
@@ -103,7 +103,8 @@ export const HANDLERS: Record<HandlerModule, HandlerSpec> = {
     description: 'Send the agent document to a target for one benchmark step',
     timeout: Duration.seconds(60),
     memoryMiB: 256,
-    grants: ['describe', 'commandSend', 'databaseSecrets', 'runsRead'],
+    // No Secrets Manager: the agent on the client host reads the RDS-managed password itself.
+    grants: ['describe', 'commandSend', 'runsRead'],
   },
   step_status: {
     description: 'Poll the Run Command invocation of a step',
@@ -133,19 +134,22 @@ export const HANDLERS: Record<HandlerModule, HandlerSpec> = {
     description: 'REST API: start, list, show, cancel runs and return results',
     timeout: Duration.seconds(29),
     memoryMiB: 512,
-    grants: ['executions', 'runsReadWrite', 'storeRead'],
+    // DELETE /runs/{id} stops the execution and tears the run down by tag, like teardown_by_tag.
+    grants: ['executions', 'runsRead', 'storeRead', 'describe', 'targetDelete'],
   },
   teardown_by_tag: {
     description: 'Tear down every resource of a FAILED / TIMED_OUT / ABORTED execution by tag',
     timeout: Duration.minutes(5),
     memoryMiB: 256,
-    grants: ['describe', 'tagRead', 'targetDelete', 'runsReadWrite'],
+    // Reads the execution's input when the event omits it (too large).
+    grants: ['describe', 'targetDelete', 'executionDescribe'],
   },
   janitor: {
     description: 'Hourly: delete benchfleet resources past their expires-at tag',
     timeout: Duration.minutes(5),
     memoryMiB: 256,
-    grants: ['describe', 'tagRead', 'targetDelete'],
+    // Running executions' resources are never swept: list them and read their inputs.
+    grants: ['describe', 'targetDelete', 'executionsWatch'],
   },
 };
 
@@ -161,6 +165,8 @@ export interface BenchfleetFunctionsProps {
   readonly stateMachineArn: string;
   /** ARN pattern of its executions (arn:...:execution:NAME:*). */
   readonly executionArnPattern: string;
+  /** Regions the janitor sweeps (SWEEP_REGIONS); undefined = the stack's region only. */
+  readonly sweepRegions?: readonly string[];
 }
 
 export class BenchfleetFunctions extends Construct {
@@ -177,6 +183,7 @@ export class BenchfleetFunctions extends Construct {
     // Built by plain file copies (no Docker): lambdas/ plus workloads/{pricing,mysql}.
     const code = lambda.Code.fromAsset(path.join(REPO_ROOT, 'lambdas'), fileCopyAsset(copyLambdaAsset));
     const permissions = new Permissions(this, props.fleet);
+    const sweepRegions = props.sweepRegions ?? [Stack.of(this).region];
 
     const functions: Partial<Record<HandlerModule, lambda.Function>> = {};
     const roles: Partial<Record<HandlerModule, iam.Role>> = {};
@@ -209,10 +216,15 @@ export class BenchfleetFunctions extends Construct {
         applicationLogLevelV2: lambda.ApplicationLogLevel.INFO,
         systemLogLevelV2: lambda.SystemLogLevel.WARN,
         logGroup,
-        environment: { ...props.environment, ...LAMBDA_DATA_ENVIRONMENT, POWERTOOLS_SERVICE_NAME: SERVICE_NAME },
+        environment: {
+          ...props.environment,
+          ...LAMBDA_DATA_ENVIRONMENT,
+          ...(module === 'janitor' ? { SWEEP_REGIONS: sweepRegions.join(',') } : {}),
+          POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
+        },
       });
       for (const grant of spec.grants) {
-        this.apply(grant, role, permissions, props);
+        this.apply(module, grant, role, permissions, props);
       }
       NagSuppressions.addResourceSuppressions(fn, [
         {
@@ -229,24 +241,27 @@ export class BenchfleetFunctions extends Construct {
     this.roles = roles as Record<HandlerModule, iam.Role>;
   }
 
-  private apply(grant: Grant, role: iam.Role, p: Permissions, props: BenchfleetFunctionsProps): void {
+  private apply(
+    module: HandlerModule,
+    grant: Grant,
+    role: iam.Role,
+    p: Permissions,
+    props: BenchfleetFunctionsProps,
+  ): void {
     switch (grant) {
       case 'describe':
         return p.grantDescribe(role);
       case 'targetCreate':
         return p.grantTargetCreate(role);
       case 'targetDelete':
-        return p.grantTargetDelete(role);
+        // The per-target teardown works in the stack's region; the sweepers wherever targets may be.
+        return p.grantTargetDelete(role, module === 'teardown' ? [] : (props.sweepRegions ?? []));
       case 'commandSend':
         return p.grantCommandSend(role);
       case 'commandRead':
         return p.grantCommandRead(role);
       case 'cloudMetrics':
         return p.grantCloudMetrics(role);
-      case 'tagRead':
-        return p.grantTagRead(role);
-      case 'databaseSecrets':
-        return p.grantDatabaseSecretsRead(role);
       case 'runsRead':
         return props.results.grantReadRuns(role);
       case 'runsReadWrite':
@@ -256,6 +271,7 @@ export class BenchfleetFunctions extends Construct {
       case 'storeRead':
         return props.results.records?.grantRead(role);
       case 'executions':
+        // api: POST starts, GET lists and describes, DELETE stops.
         allowWildcard(role, 'executions');
         role.addToPrincipalPolicy(
           new iam.PolicyStatement({
@@ -265,9 +281,24 @@ export class BenchfleetFunctions extends Construct {
         );
         role.addToPrincipalPolicy(
           new iam.PolicyStatement({
-            actions: ['states:DescribeExecution', 'states:StopExecution', 'states:GetExecutionHistory'],
+            actions: ['states:DescribeExecution', 'states:StopExecution'],
             resources: [props.executionArnPattern],
           }),
+        );
+        return;
+      case 'executionsWatch':
+        allowWildcard(role, 'executions');
+        role.addToPrincipalPolicy(
+          new iam.PolicyStatement({ actions: ['states:ListExecutions'], resources: [props.stateMachineArn] }),
+        );
+        role.addToPrincipalPolicy(
+          new iam.PolicyStatement({ actions: ['states:DescribeExecution'], resources: [props.executionArnPattern] }),
+        );
+        return;
+      case 'executionDescribe':
+        allowWildcard(role, 'executions');
+        role.addToPrincipalPolicy(
+          new iam.PolicyStatement({ actions: ['states:DescribeExecution'], resources: [props.executionArnPattern] }),
         );
         return;
     }

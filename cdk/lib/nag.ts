@@ -24,7 +24,7 @@ export const WILDCARDS = {
     appliesTo: ['Resource::*'],
     reason:
       'Only actions that support no resource-level permissions use "*": EC2/RDS/SSM Describe*/List*, ' +
-      'ssm:GetCommandInvocation, cloudwatch:GetMetricData, tag:GetResources, timestream:DescribeEndpoints, ' +
+      'ssm:GetCommandInvocation, cloudwatch:GetMetricData, timestream:DescribeEndpoints, ' +
       'X-Ray PutTraceSegments/PutTelemetryRecords and CloudWatch Logs delivery management.',
   },
   runsPrefix: {
@@ -67,8 +67,9 @@ export const WILDCARDS = {
   rdsSecrets: {
     appliesTo: [regional('secretsmanager', 'secret:rds!*')],
     reason:
-      'RDS names the managed master password secret rds!<id> when it creates the database; the prefix ' +
-      'limits access to RDS-managed secrets.',
+      'RDS itself creates the managed master password secret of a run\'s database at run time and names it ' +
+      'rds!<db|cluster>-<uuid>: it is not a stack resource, so the stack can neither name nor tag it; the rds! ' +
+      'prefix limits access to RDS-managed secrets.',
   },
   executions: {
     appliesTo: [

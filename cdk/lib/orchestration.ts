@@ -33,6 +33,8 @@ export interface OrchestrationProps {
   readonly removalPolicy: RemovalPolicy;
   /** Override the ASL file (tests). */
   readonly definitionPath?: string;
+  /** Regions the janitor sweeps and the sweepers may delete in; undefined = the stack's region. */
+  readonly sweepRegions?: readonly string[];
 }
 
 export class Orchestration extends Construct {
@@ -69,6 +71,7 @@ export class Orchestration extends Construct {
       fleet: props.fleet,
       stateMachineArn,
       executionArnPattern,
+      sweepRegions: props.sweepRegions,
     });
     const fns = this.functions.functions;
     const smFunctions = {} as Record<StateMachineHandler, lambda.IFunction>;
@@ -109,6 +112,21 @@ export class Orchestration extends Construct {
           comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
           treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
         }),
+    );
+    this.alarms.push(
+      new cloudwatch.Alarm(this, 'TeardownDeadLetters', {
+        alarmDescription:
+          'benchfleet: a failed run could not be torn down by tag after every retry; its resources may be ' +
+          'left running and billed until the janitor removes them (the message holds the event and the error)',
+        metric: this.benchmark.teardownDeadLetterQueue.metricApproximateNumberOfMessagesVisible({
+          period: Duration.minutes(5),
+          statistic: 'Maximum',
+        }),
+        threshold: 1,
+        evaluationPeriods: 1,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      }),
     );
   }
 

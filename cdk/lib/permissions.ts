@@ -72,12 +72,18 @@ export class Permissions {
     });
   }
 
-  private ec2(resource: string): string {
-    return this.arn('ec2', resource, '*');
+  private ec2(resource: string, region?: string): string {
+    return this.stack.formatArn({
+      service: 'ec2',
+      resource,
+      resourceName: '*',
+      arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
+      ...(region === undefined ? {} : { region }),
+    });
   }
 
-  private rds(resourceType: string, name = '*'): string {
-    return `arn:${this.stack.partition}:rds:${this.stack.region}:${this.stack.account}:${resourceType}:${name}`;
+  private rds(resourceType: string, name = '*', region = this.stack.region): string {
+    return `arn:${this.stack.partition}:rds:${region}:${this.stack.account}:${resourceType}:${name}`;
   }
 
   /** Describe/list calls targets need to find and watch their resources. */
@@ -220,16 +226,21 @@ export class Permissions {
     );
   }
 
-  /** teardown / teardown_by_tag / janitor: stop, terminate and delete only run-tagged resources. */
-  public grantTargetDelete(role: iam.IRole): void {
+  /**
+   * teardown / teardown_by_tag / janitor / api: stop, terminate and delete only run-tagged resources,
+   * in the stack's region and in `extraRegions` (the sweep regions; ARNs name their region).
+   * ModifyInstanceAttribute lifts termination protection, ModifyDB* deletion protection, first.
+   */
+  public grantTargetDelete(role: iam.IRole, extraRegions: readonly string[] = []): void {
     allowWildcard(role, 'instances');
     allowWildcard(role, 'databases');
 
+    const regions = [this.stack.region, ...extraRegions.filter((r) => r !== this.stack.region)];
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         sid: 'TerminateTaggedInstances',
-        actions: ['ec2:TerminateInstances', 'ec2:StopInstances'],
-        resources: [this.ec2('instance')],
+        actions: ['ec2:TerminateInstances', 'ec2:StopInstances', 'ec2:ModifyInstanceAttribute'],
+        resources: regions.map((region) => this.ec2('instance', region)),
         conditions: REQUIRE_RUN_RESOURCE_TAG,
       }),
     );
@@ -245,7 +256,9 @@ export class Permissions {
           'rds:ModifyDBInstance',
           'rds:ModifyDBCluster',
         ],
-        resources: [this.rds('db'), this.rds('cluster'), this.rds('pg'), this.rds('cluster-pg')],
+        resources: regions.flatMap((region) =>
+          ['db', 'cluster', 'pg', 'cluster-pg'].map((type) => this.rds(type, '*', region)),
+        ),
         conditions: REQUIRE_RUN_RESOURCE_TAG,
       }),
     );
@@ -293,23 +306,28 @@ export class Permissions {
     );
   }
 
-  /** teardown_by_tag / janitor: find resources by tag (no resource-level permissions). */
-  public grantTagRead(role: iam.IRole): void {
-    allowWildcard(role, 'unscopedApis');
+}
 
-    role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['tag:GetResources'], resources: ['*'] }));
-  }
+/**
+ * The target instance role: the RDS-managed master password of a run's database. The agent on the
+ * client host reads it itself, so the password never travels in Run Command parameters.
+ */
+export function grantRdsManagedSecretsRead(role: iam.IRole & Construct): void {
+  allowWildcard(role, 'rdsSecrets');
 
-  /** start_step: the RDS-managed master password, passed to the agent in its job. */
-  public grantDatabaseSecretsRead(role: iam.IRole): void {
-    allowWildcard(role, 'rdsSecrets');
-
-    role.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        sid: 'ReadRdsManagedMasterSecrets',
-        actions: ['secretsmanager:GetSecretValue'],
-        resources: [this.arn('secretsmanager', 'secret', 'rds!*')],
-      }),
-    );
-  }
+  const stack = Stack.of(role);
+  role.addToPrincipalPolicy(
+    new iam.PolicyStatement({
+      sid: 'ReadRdsManagedMasterSecrets',
+      actions: ['secretsmanager:GetSecretValue'],
+      resources: [
+        stack.formatArn({
+          service: 'secretsmanager',
+          resource: 'secret',
+          resourceName: 'rds!*',
+          arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+        }),
+      ],
+    }),
+  );
 }

@@ -15,8 +15,11 @@ import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as destinations from 'aws-cdk-lib/aws-lambda-destinations';
 import * as logs from 'aws-cdk-lib/aws-logs';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
+import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
 import { allowWildcard } from './nag';
 import { ASL_PATH, REPO_ROOT, STATE_MACHINE_HANDLERS, StateMachineHandler } from './naming';
@@ -113,6 +116,8 @@ export class BenchmarkStateMachine extends Construct {
   public readonly stateMachine: sfn.StateMachine;
   public readonly logGroup: logs.LogGroup;
   public readonly failureRule: events.Rule;
+  /** Failure events whose teardown still failed after every retry (or could not be delivered). */
+  public readonly teardownDeadLetterQueue: sqs.Queue;
   public readonly analysis: DefinitionAnalysis;
 
   constructor(scope: Construct, id: string, props: BenchmarkStateMachineProps) {
@@ -199,6 +204,29 @@ export class BenchmarkStateMachine extends Construct {
       );
     }
 
+    // Failure events teardown_by_tag could not handle end here instead of being dropped: those
+    // EventBridge could not deliver (rule target DLQ) and those whose invocation kept failing after
+    // Lambda's asynchronous retries (on-failure destination: the event plus the error). An alarm
+    // watches it (orchestration.ts); the janitor remains the backstop.
+    this.teardownDeadLetterQueue = new sqs.Queue(this, 'TeardownDeadLetters', {
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+    });
+    NagSuppressions.addResourceSuppressions(this.teardownDeadLetterQueue, [
+      {
+        id: 'AwsSolutions-SQS3',
+        reason:
+          'This queue is itself the dead-letter queue of the teardown-by-tag rule and function; nothing ' +
+          'consumes it automatically, so a dead-letter queue of its own would never receive anything.',
+      },
+    ]);
+    props.teardownByTag.configureAsyncInvoke({
+      retryAttempts: 2, // Lambda's maximum: three attempts in all
+      maxEventAge: Duration.hours(6),
+      onFailure: new destinations.SqsDestination(this.teardownDeadLetterQueue),
+    });
+
     this.failureRule = new events.Rule(this, 'TeardownOnFailure', {
       description: 'benchfleet: tear down by tag when a benchmark execution fails, times out or is aborted',
       eventPattern: {
@@ -213,6 +241,7 @@ export class BenchmarkStateMachine extends Construct {
         new targets.LambdaFunction(props.teardownByTag, {
           retryAttempts: 4,
           maxEventAge: Duration.hours(2),
+          deadLetterQueue: this.teardownDeadLetterQueue,
         }),
       ],
     });

@@ -18,6 +18,7 @@ import { Construct } from 'constructs';
 import { copyTree, fileCopyAsset } from './bundling';
 import { allowWildcard } from './nag';
 import { REPO_ROOT, RUNS_PREFIX } from './naming';
+import { grantRdsManagedSecretsRead } from './permissions';
 
 /** Domain modules the agent imports, shipped next to workloads/ at the same relative paths. */
 export const AGENT_LAMBDA_MODULES = ['__init__.py', 'sysbench.py', 'mysqlcnf.py'];
@@ -72,7 +73,8 @@ export class TargetFleet extends Construct {
     // Instance role: SSM agent + CloudWatch agent, the agent bundle, and results under runs/.
     this.role = new iam.Role(this, 'InstanceRole', {
       assumedBy: new iam.ServicePrincipal('ec2.amazonaws.com'),
-      description: 'benchfleet targets: SSM and CloudWatch agents, agent bundle, results under runs/',
+      description:
+        'benchfleet targets: SSM and CloudWatch agents, agent bundle, results under runs/, RDS-managed DB passwords',
       managedPolicies: [
         iam.ManagedPolicy.fromAwsManagedPolicyName('AmazonSSMManagedInstanceCore'),
         iam.ManagedPolicy.fromAwsManagedPolicyName('CloudWatchAgentServerPolicy'),
@@ -91,6 +93,8 @@ export class TargetFleet extends Construct {
       },
     ]);
     this.instanceProfile = new iam.InstanceProfile(this, 'InstanceProfile', { role: this.role });
+    // RDS/Aurora targets: the agent on the client host reads the managed master password itself.
+    grantRdsManagedSecretsRead(this.role);
 
     allowWildcard(this.role, 'runsPrefix');
     // Run Command uploads the agent's output to runs/<run>/...; it checks the bucket's encryption first.

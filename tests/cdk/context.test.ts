@@ -163,6 +163,37 @@ describe('existing VPC (vpcId)', () => {
   });
 });
 
+describe('sweepRegions', () => {
+  const { stack, template } = buildStack({ sweepRegions: ['us-east-1', 'eu-west-1'] });
+  const fns = resourcesOf(template, 'AWS::Lambda::Function').filter(([, f]) => f.Properties.Runtime === 'python3.13');
+
+  test('the janitor sweeps the listed regions', () => {
+    const [, janitor] = fns.find(([, f]) => f.Properties.Handler === 'handlers.janitor.handler')!;
+    expect(janitor.Properties.Environment.Variables.SWEEP_REGIONS).toBe('us-east-1,eu-west-1');
+  });
+
+  test('the sweepers may delete run-tagged resources there too; the per-target teardown only at home', () => {
+    const policy = (name: string): any[] => {
+      const [, p] = resourcesOf(template, 'AWS::IAM::Policy').find(([id]) =>
+        new RegExp(`^OrchestrationFunctions${name}RoleDefaultPolicy[0-9A-F]{8}$`).test(id),
+      )!;
+      return p.Properties.PolicyDocument.Statement;
+    };
+    for (const name of ['Janitor', 'TeardownByTag', 'Api', 'Teardown']) {
+      const terminate = policy(name).find((s) => s.Sid === 'TerminateTaggedInstances');
+      const text = JSON.stringify(terminate.Resource);
+      expect(text).toContain('"AWS::Region"'); // the stack's own region always
+      if (name === 'Teardown') expect(text).not.toContain('eu-west-1');
+      else expect(text).toMatch(/:ec2:eu-west-1:.*:ec2:us-east-1:|:ec2:us-east-1:.*:ec2:eu-west-1:/);
+      expect(terminate.Condition).toEqual({ Null: { 'aws:ResourceTag/benchfleet:run-id': 'false' } });
+    }
+  });
+
+  test('still cdk-nag clean', () => {
+    expect(nagFindings(stack)).toEqual([]);
+  });
+});
+
 describe('validation of context values', () => {
   const config = (context: Record<string, unknown>): ReturnType<typeof readConfig> =>
     readConfig(new App({ context }).node);
@@ -184,6 +215,9 @@ describe('validation of context values', () => {
       maxRunHours: 12,
       schedules: [],
     });
+    expect(config({ sweepRegions: 'us-east-1, eu-west-1' }).sweepRegions).toEqual(['us-east-1', 'eu-west-1']);
+    expect(config({ sweepRegions: '["us-gov-west-1"]' }).sweepRegions).toEqual(['us-gov-west-1']);
+    expect(config({}).sweepRegions).toBeUndefined();
   });
 
   test.each([
@@ -193,6 +227,11 @@ describe('validation of context values', () => {
     [{ maxAzs: 1 }, /maxAzs/],
     [{ logRetentionDays: 2 }, /logRetentionDays/],
     [{ vpcId: 'default' }, /vpcId/],
+    [{ sweepRegions: [] }, /sweepRegions/],
+    [{ sweepRegions: ['us-east-1', 'US-WEST-2'] }, /sweepRegions.*US-WEST-2/],
+    [{ sweepRegions: 'us-east-1,us-east-1' }, /sweepRegions.*duplicate/],
+    [{ sweepRegions: '["us-east-1"' }, /sweepRegions/],
+    [{ sweepRegions: 42 }, /sweepRegions/],
     [{ schedules: [{ name: 'bad name', expression: 'rate(1 day)', spec: 'x.yaml' }] }, /schedules\[0\]\.name/],
     [{ schedules: [{ name: 'nightly', expression: 'every day', spec: 'x.yaml' }] }, /schedules\[0\]\.expression/],
     [

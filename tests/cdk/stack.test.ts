@@ -121,6 +121,7 @@ describe('IAM least privilege', () => {
     const destructive = [
       'ec2:TerminateInstances',
       'ec2:StopInstances',
+      'ec2:ModifyInstanceAttribute',
       'rds:DeleteDBInstance',
       'rds:DeleteDBCluster',
       'rds:ModifyDBInstance',
@@ -133,7 +134,7 @@ describe('IAM least privilege', () => {
       expect(statement.Condition?.Null?.['aws:ResourceTag/benchfleet:run-id']).toBe('false');
       expect(statement.Resource).not.toEqual('*');
     }
-    expect(seen).toBeGreaterThanOrEqual(3); // teardown, teardown_by_tag, janitor
+    expect(seen).toBeGreaterThanOrEqual(4); // teardown, teardown_by_tag, janitor, api
   });
 
   test('no role may delete or create without conditions on a wildcard resource', () => {
@@ -184,6 +185,110 @@ describe('IAM least privilege', () => {
       if (!id.startsWith('OrchestrationFunctions')) continue;
       expect(role.Properties.ManagedPolicyArns).toBeUndefined();
     }
+  });
+});
+
+describe('permissions of the API, the sweepers and the targets', () => {
+  /** Statements of one function's role (its DefaultPolicy), e.g. roleStatements('TeardownByTag'). */
+  const roleStatements = (pascalName: string): any[] =>
+    policyStatements(built.template)
+      .filter(({ policy }) => new RegExp(`^OrchestrationFunctions${pascalName}RoleDefaultPolicy[0-9A-F]{8}$`).test(policy))
+      .map(({ statement }) => statement);
+  const withAction = (statements: any[], action: string): any[] =>
+    statements.filter((s) => actionsOf(s).includes(action));
+  const text = (v: unknown): string => JSON.stringify(v);
+
+  test('api: its executions, read-only runs/, and teardown by tag like teardown_by_tag', () => {
+    const api = roleStatements('Api');
+    for (const action of ['states:StartExecution', 'states:ListExecutions']) {
+      const [s] = withAction(api, action);
+      expect(text(s.Resource)).toContain(':stateMachine:');
+    }
+    for (const action of ['states:DescribeExecution', 'states:StopExecution']) {
+      const [s] = withAction(api, action);
+      expect(text(s.Resource)).toMatch(/:execution:.*BenchmarkRun:\*/);
+    }
+    expect(withAction(api, 'states:GetExecutionHistory')).toEqual([]);
+    expect(text(withAction(api, 's3:GetObject')[0].Resource)).toContain('/runs/*');
+    expect(withAction(api, 's3:ListBucket')[0].Condition).toEqual({ StringLike: { 's3:prefix': ['runs/*'] } });
+    expect(withAction(api, 's3:PutObject')).toEqual([]);
+    expect(withAction(api, 'ec2:DescribeInstances')[0].Resource).toBe('*');
+    const teardown = roleStatements('TeardownByTag');
+    for (const sid of ['TerminateTaggedInstances', 'DeleteTaggedDatabases']) {
+      const mine = api.find((s) => s.Sid === sid);
+      expect(mine.Condition).toEqual({ Null: { 'aws:ResourceTag/benchfleet:run-id': 'false' } });
+      expect(mine).toEqual(teardown.find((s) => s.Sid === sid));
+    }
+  });
+
+  test('janitor and teardown_by_tag: executions they read, tag-conditioned teardown, nothing else', () => {
+    const janitor = roleStatements('Janitor');
+    expect(text(withAction(janitor, 'states:ListExecutions')[0].Resource)).toContain(':stateMachine:');
+    expect(text(withAction(janitor, 'states:DescribeExecution')[0].Resource)).toMatch(/:execution:/);
+    const byTag = roleStatements('TeardownByTag');
+    expect(text(withAction(byTag, 'states:DescribeExecution')[0].Resource)).toMatch(/:execution:/);
+    for (const statements of [janitor, byTag]) {
+      const actions = statements.flatMap(actionsOf);
+      for (const absent of ['states:StartExecution', 'states:StopExecution', 's3:PutObject', 'tag:GetResources']) {
+        expect(actions).not.toContain(absent);
+      }
+      expect(actions).toEqual(expect.arrayContaining(['ec2:TerminateInstances', 'ec2:ModifyInstanceAttribute']));
+      expect(actions).toEqual(expect.arrayContaining(['rds:DeleteDBInstance', 'rds:DeleteDBCluster']));
+    }
+  });
+
+  test('janitor sweeps the stack region by default (SWEEP_REGIONS)', () => {
+    const fns = resourcesOf(built.template, 'AWS::Lambda::Function').filter(
+      ([, f]) => f.Properties.Runtime === 'python3.13',
+    );
+    for (const [, fn] of fns) {
+      const env = fn.Properties.Environment.Variables;
+      if (fn.Properties.Handler === 'handlers.janitor.handler') expect(env.SWEEP_REGIONS).toEqual({ Ref: 'AWS::Region' });
+      else expect(env.SWEEP_REGIONS).toBeUndefined();
+    }
+  });
+
+  test('only the target role reads RDS-managed master secrets (rds!*); start_step does not', () => {
+    const reads = policyStatements(built.template).filter(({ statement }) =>
+      actionsOf(statement).includes('secretsmanager:GetSecretValue'),
+    );
+    expect(reads).toHaveLength(1);
+    expect(reads[0].policy).toMatch(/^TargetsInstanceRoleDefaultPolicy/);
+    expect(text(reads[0].statement.Resource)).toMatch(/:secretsmanager:.*:secret:rds!\*"/);
+    expect(roleStatements('StartStep').flatMap(actionsOf).filter((a) => a.startsWith('secretsmanager:'))).toEqual([]);
+  });
+
+  test('teardown_by_tag: EventBridge retries, Lambda retries, then a dead-letter queue with an alarm', () => {
+    const [[queueId, queue]] = resourcesOf(built.template, 'AWS::SQS::Queue');
+    expect(queue.Properties).toMatchObject({ SqsManagedSseEnabled: true, MessageRetentionPeriod: 14 * 24 * 3600 });
+    const [, queuePolicy] = resourcesOf(built.template, 'AWS::SQS::QueuePolicy')[0];
+    expect(queuePolicy.Properties.PolicyDocument.Statement).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+        expect.objectContaining({ Effect: 'Allow', Action: 'sqs:SendMessage', Principal: { Service: 'events.amazonaws.com' } }),
+      ]),
+    );
+    const queueArn = { 'Fn::GetAtt': [queueId, 'Arn'] };
+    built.template.hasResourceProperties('AWS::Events::Rule', {
+      EventPattern: Match.objectLike({ source: ['aws.states'] }),
+      Targets: [
+        Match.objectLike({
+          RetryPolicy: { MaximumRetryAttempts: 4, MaximumEventAgeInSeconds: 7200 },
+          DeadLetterConfig: { Arn: queueArn },
+        }),
+      ],
+    });
+    built.template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
+      FunctionName: { Ref: Match.stringLikeRegexp('TeardownByTag') },
+      MaximumRetryAttempts: 2,
+      DestinationConfig: { OnFailure: { Destination: queueArn } },
+    });
+    built.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: 'AWS/SQS',
+      MetricName: 'ApproximateNumberOfMessagesVisible',
+      Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [queueId, 'QueueName'] } }],
+      Threshold: 1,
+    });
   });
 });
 
