@@ -26,6 +26,15 @@ export const AGENT_LAMBDA_MODULES = ['__init__.py', 'sysbench.py', 'mysqlcnf.py'
 export const AGENT_HOME = '/opt/benchfleet';
 /** Run Command's own limit for aws:runShellScript (DESIGN.md "Facts checked"). */
 export const MAX_EXECUTION_TIMEOUT_SECONDS = 172800;
+/**
+ * Default run limit of one agent job: the prepare step installs the engine and sysbench with apt and
+ * loads the data set, which takes well over Run Command's own default of 3600 s on large tables.
+ * Callers (start_step) normally pass the plan's bound.
+ */
+export const DEFAULT_EXECUTION_TIMEOUT_SECONDS = 7200;
+/** 1..172800 exactly (SSM checks parameters against allowedPattern before anything runs). */
+export const EXECUTION_TIMEOUT_PATTERN =
+  '^([1-9][0-9]{0,4}|1[0-6][0-9]{4}|17[01][0-9]{3}|172[0-7][0-9]{2}|172800)$';
 
 /**
  * The agent bundle: workloads/ plus the stdlib-only domain modules the agent imports, at their
@@ -271,9 +280,11 @@ export function agentDocumentContent(bundleHttpUrl: string, cloudWatchConfigPara
       },
       executionTimeout: {
         type: 'String',
-        description: `Seconds the agent may run (Run Command maximum ${MAX_EXECUTION_TIMEOUT_SECONDS}).`,
-        default: '3600',
-        allowedPattern: '^[1-9][0-9]{0,5}$',
+        description:
+          `Seconds the agent may run, apt installs and data load included (1 to ${MAX_EXECUTION_TIMEOUT_SECONDS}, ` +
+          `Run Command's maximum).`,
+        default: String(DEFAULT_EXECUTION_TIMEOUT_SECONDS),
+        allowedPattern: EXECUTION_TIMEOUT_PATTERN,
       },
     },
     mainSteps: [
@@ -307,6 +318,9 @@ export function agentDocumentContent(bundleHttpUrl: string, cloudWatchConfigPara
           timeoutSeconds: '{{ executionTimeout }}',
           runCommand: [
             'set -eu',
+            // Run Command runs aws:runShellScript as root on Linux; the agent installs packages with apt
+            // and reads root-only option files, so refuse to start half-privileged.
+            'if [ "$(id -u)" != 0 ]; then echo "benchfleet: runAgent must run as root" >&2; exit 1; fi',
             // SSM agents older than 3.3.2746 do not export SSM_<parameter>.
             `if [ -z "\${SSM_JobJson+x}" ]; then SSM_JobJson='{{ JobJson }}'; fi`,
             `zip="$(find ${download} -type f | head -n 1)"`,

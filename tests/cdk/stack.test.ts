@@ -433,6 +433,37 @@ describe('network and targets', () => {
     expect(content.mainSteps.map((s: any) => s.action)).toContain('aws:downloadContent');
   });
 
+  test('agent document: JobJson without single quotes; a long prepare fits; the agent runs as root', () => {
+    const [, doc] = resourcesOf(built.template, 'AWS::SSM::Document')[0];
+    const { parameters, mainSteps } = doc.Properties.Content;
+    const jobPattern = new RegExp(parameters.JobJson.allowedPattern);
+    expect(jobPattern.test('{"step": "prepare", "db": {"host": "x"}}')).toBe(true);
+    expect(jobPattern.test(`{"sql": "'; rm -rf / #"}`)).toBe(false);
+    expect(jobPattern.test('')).toBe(false);
+
+    const timeout = parameters.executionTimeout;
+    expect(timeout.default).toBe('7200');
+    const allowed = new RegExp(timeout.allowedPattern);
+    for (const ok of ['1', '60', '3600', '7200', '99999', '100000', '169999', '171999', '172799', '172800']) {
+      expect([ok, allowed.test(ok)]).toEqual([ok, true]);
+    }
+    for (const bad of ['0', '007', '-1', '172801', '172900', '180000', '999999', '1000000', '3600s', '']) {
+      expect([bad, allowed.test(bad)]).toEqual([bad, false]);
+    }
+
+    const run = mainSteps.find((s: any) => s.name === 'runAgent');
+    const script = run.inputs.runCommand.join('\n');
+    // Root: no runAs, no privilege drop, and the script refuses to start as anyone else.
+    expect(run.inputs.runAs).toBeUndefined();
+    expect(script).not.toMatch(/\b(sudo|su|runuser|setpriv)\b/);
+    expect(script).toContain('if [ "$(id -u)" != 0 ]; then');
+    // JobJson reaches python only through the environment (the fallback is single-quoted, which the
+    // allowedPattern makes safe).
+    expect(script).toContain('--job-json "$SSM_JobJson"');
+    expect(script.match(/\{\{ JobJson \}\}/g)).toEqual(["{{ JobJson }}"]);
+    expect(script).toContain("SSM_JobJson='{{ JobJson }}'");
+  });
+
   test('CloudWatch agent config collects steal per second with InstanceId', () => {
     const [, param] = resourcesOf(built.template, 'AWS::SSM::Parameter')[0];
     expect(param.Properties.Name).toMatch(/^AmazonCloudWatch-/);
