@@ -13,7 +13,7 @@ import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
 import { copyTree, fileCopyAsset } from './bundling';
 import { allowWildcard } from './nag';
-import { ALL_HANDLERS, HandlerModule, pascal, REPO_ROOT, SERVICE_NAME } from './naming';
+import { ALL_HANDLERS, HandlerModule, METRICS_NAMESPACE, pascal, REPO_ROOT, SERVICE_NAME } from './naming';
 import { FleetResources, Permissions } from './permissions';
 import { ResultsStore } from './results-store';
 
@@ -221,6 +221,7 @@ export class BenchfleetFunctions extends Construct {
           ...LAMBDA_DATA_ENVIRONMENT,
           ...(module === 'janitor' ? { SWEEP_REGIONS: sweepRegions.join(',') } : {}),
           POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
+          POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
         },
       });
       for (const grant of spec.grants) {

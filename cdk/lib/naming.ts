@@ -16,6 +16,8 @@ export const ALLOWED_RUN_TAG_KEYS = ['benchfleet:*', 'Name'];
 
 /** Powertools service name: one service, one log/trace namespace. */
 export const SERVICE_NAME = 'benchfleet';
+/** CloudWatch namespace of the Lambdas' Powertools metrics (POWERTOOLS_METRICS_NAMESPACE). */
+export const METRICS_NAMESPACE = 'Benchfleet';
 
 /** Canonical's AWS account: targets boot Ubuntu LTS AMIs from the public SSM parameters. */
 export const UBUNTU_AMI_OWNER = '099720109477';

@@ -12,6 +12,8 @@ import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
 import { BenchfleetFunctions } from './lambdas';
 import {
+  METRICS_NAMESPACE,
+  SERVICE_NAME,
   STATE_MACHINE_HANDLERS,
   StateMachineHandler,
   SUBSTITUTION_AGENT_DOCUMENT,
@@ -112,6 +114,26 @@ export class Orchestration extends Construct {
           comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
           treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
         }),
+    );
+    // The janitor returns normally when it could not remove something (so one stuck resource does not
+    // hide the rest of the sweep): its Errors stay at 0, its RemovalFailures metric does not.
+    this.alarms.push(
+      new cloudwatch.Alarm(this, 'RemovalFailures', {
+        alarmDescription:
+          'benchfleet janitor or teardown_by_tag could not remove a run-tagged resource: it may be left running ' +
+          'and billed (the function logs name it)',
+        metric: new cloudwatch.Metric({
+          namespace: METRICS_NAMESPACE,
+          metricName: 'RemovalFailures',
+          dimensionsMap: { service: SERVICE_NAME }, // Powertools Metrics' default dimension
+          period: Duration.hours(1),
+          statistic: 'Sum',
+        }),
+        threshold: 1,
+        evaluationPeriods: 1,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      }),
     );
     this.alarms.push(
       new cloudwatch.Alarm(this, 'TeardownDeadLetters', {

@@ -577,6 +577,23 @@ describe('orchestration', () => {
     });
   });
 
+  test('an alarm when the janitor or teardown_by_tag could not remove something', () => {
+    built.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: 'Benchfleet',
+      MetricName: 'RemovalFailures',
+      Dimensions: [{ Name: 'service', Value: 'benchfleet' }],
+      Statistic: 'Sum',
+      Threshold: 1,
+    });
+    for (const [, fn] of resourcesOf(built.template, 'AWS::Lambda::Function')) {
+      if (fn.Properties.Runtime !== 'python3.13') continue;
+      expect(fn.Properties.Environment.Variables).toMatchObject({
+        POWERTOOLS_SERVICE_NAME: 'benchfleet',
+        POWERTOOLS_METRICS_NAMESPACE: 'Benchfleet',
+      });
+    }
+  });
+
   test('no schedules by default', () => {
     built.template.resourceCountIs('AWS::Scheduler::Schedule', 0);
   });
