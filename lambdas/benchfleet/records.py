@@ -114,11 +114,25 @@ class AgentError(BaseModel):
     output_tail: str | None = None
 
 
+class AgentNotice(BaseModel):
+    """An ``install`` record (one setup action on a fresh host) or a ``notice`` (something the run
+    reports, e.g. cnf options the engine skipped); kept as the agent wrote them."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    type: str
+    stage: str | None = None
+    action: str | None = None
+    message: str | None = None
+
+
 class AgentOutput(BaseModel):
     samples: list[Sample] = []
     summaries: list[StepSummary] = []
     fingerprints: list[Fingerprint] = []
     errors: list[AgentError] = []
+    installs: list[AgentNotice] = []
+    notices: list[AgentNotice] = []
 
 
 def _ts(value: Any) -> Any:
@@ -148,6 +162,10 @@ def parse_agent_lines(text: str, source: str = "agent output") -> AgentOutput:
                 out.fingerprints.append(Fingerprint.model_validate(record))
             elif kind == "error":
                 out.errors.append(AgentError.model_validate(record))
+            elif kind == "install":
+                out.installs.append(AgentNotice.model_validate(record))
+            elif kind == "notice":
+                out.notices.append(AgentNotice.model_validate(record))
             elif kind != "prepared":
                 raise ValueError(f"unknown record type {kind!r}")
         except (ValueError, ValidationError) as e:

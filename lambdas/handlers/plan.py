@@ -9,7 +9,6 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.parser import BaseModel, event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from benchfleet import naming
 from benchfleet.aws import runplan
 from benchfleet.aws.settings import Settings
 
@@ -30,11 +29,11 @@ class PlanEvent(BaseModel):
 def handler(event: PlanEvent, context: LambdaContext) -> dict[str, Any]:
     settings = Settings.from_env()
     request = runplan.parse_request(event.input)
-    # The API names executions after the run (or its Idempotency-Key): reuse it when it is a run id.
-    name = event.execution_name if event.execution_name and naming.RUN_ID.match(event.execution_name) else None
-    plan = runplan.plan_run(request, run_id=name, zone_count=len(settings.subnet_ids))
+    # The run id is the execution's name (the janitor and teardown-by-tag rely on it).
+    plan = runplan.plan_run(request, execution_name=event.execution_name, zone_count=len(settings.subnet_ids))
     logger.append_keys(run_id=plan["run_id"])
     logger.info("planned", extra={"targets": plan["target_count"], "distributed": plan["distributed"],
-                                  "history_bound": plan["history_bound"], "wall_s": plan["wall_s"]})
+                                  "history_bound": plan["history_bound"], "wall_s": plan["wall_s"],
+                                  "schedule": plan["schedule"]})
     metrics.add_metric(name="TargetsPlanned", unit=MetricUnit.Count, value=plan["target_count"])
     return plan

@@ -31,7 +31,7 @@ def handler(event: StepState, context: LambdaContext) -> dict[str, Any]:
         raise ValueError(f"target {target_id} has no instance to run the agent on")
     command_id = commands.send_step(
         clients.client("ssm"), document=settings.agent_document_name,
-        instance_id=event.resources.instance_id, job=jobs.job_for(event, clients.client("secretsmanager")),
+        instance_id=event.resources.instance_id, job=jobs.job_for(event),
         bucket=settings.results_bucket,
         output_prefix=naming.step_output_prefix(event.run_id, target_id, event.repetition, step.name),
         execution_timeout_s=step.duration_s + step.setup_s + 600,

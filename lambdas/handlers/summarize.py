@@ -19,7 +19,6 @@ metrics = Metrics(namespace="benchfleet")
 
 
 class RunState(BaseModel):
-    run_id: str | None = None
     plan: dict[str, Any] | None = None
     results: list[Any] | None = None
     error: dict[str, Any] | None = None
@@ -36,7 +35,8 @@ class SummarizeEvent(BaseModel):
 @event_parser(model=SummarizeEvent)
 def handler(event: SummarizeEvent, context: LambdaContext) -> dict[str, Any]:
     state = event.state
-    run_id = (state.plan or {}).get("run_id") or state.run_id or event.execution_name
+    # The run id is the execution's name (Plan refuses an input run_id that differs from it).
+    run_id = (state.plan or {}).get("run_id") or event.execution_name
     logger.append_keys(run_id=run_id)
     result = summarize(clients.client("s3"), Settings.from_env().results_bucket, run_id=run_id,
                        plan=state.plan, results=state.results, error=state.error)

@@ -183,7 +183,8 @@ def test_start_step_sends_the_agent_job_with_output_to_s3(aws):
     kw = sent[0]
     job = json.loads(kw["Parameters"]["JobJson"][0])
     assert job["run_id"] == RUN and job["step"]["name"] == "t0001" and job["db"]["host"] == db["host"]
-    assert job["db"]["password"] and "password_secret_arn" not in job["db"]
+    # No password in the job: the agent reads the managed secret on the client.
+    assert "password" not in job["db"] and job["db"]["password_secret_arn"] == db["password_secret_arn"]
     assert kw["OutputS3BucketName"] == BUCKET
     assert kw["OutputS3KeyPrefix"] == naming.step_output_prefix(RUN, "aurora-r6g", 1, "t0001")
     assert kw["DocumentName"] == "bf-agent"
@@ -316,3 +317,57 @@ def test_nothing_heavy_on_a_lambdas_import_path():
                          env={"PYTHONPATH": str(lambdas), "POWERTOOLS_TRACE_DISABLED": "1",
                               "AWS_DEFAULT_REGION": REGION, "PATH": "/usr/bin:/bin"})
     assert out.stdout.strip() == ""
+
+
+def test_ec2_jobs_install_on_prepare_and_read_the_password_on_the_host(aws):
+    res = provision("ec2")
+    sent = []
+    ssm = aws[0]["ssm"]
+    real = ssm._real.send_command
+    ssm.extra["send_command"] = lambda **kw: (sent.append(kw), real(**kw))[1]
+    state = step_state(res, "ec2", None)
+    plan = call("plan", {"input": {"spec": spec(), "run_id": RUN}})
+    prepare = next(t for t in plan["targets"] if t["kind"] == "ec2")["steps"][0]
+    call("start_step", {**state, "step": prepare})
+    call("start_step", state)
+    first, second = (json.loads(kw["Parameters"]["JobJson"][0].replace("\\u0027", "'")) for kw in sent)
+    assert first["install"]["engine"] == "mysql-8.0" and first["install"]["mysql_config"] == "default"
+    assert "[mysqld]" in first["install"]["cnf"] and "#" not in first["install"]["cnf"]
+    assert "install" not in second
+    for job in (first, second):
+        assert job["db"] == {"host": "127.0.0.1", "port": 3306, "user": "sbtest", "database": "sbtest",
+                             "password_file": "/var/lib/benchfleet/db.cnf"}
+    assert all("'" not in kw["Parameters"]["JobJson"][0] for kw in sent)
+
+
+def test_plan_install_per_kind_and_cnf_problems_name_the_field(aws, tmp_path, monkeypatch):
+    plan = call("plan", {"input": {"spec": spec(), "run_id": RUN}})
+    installs = {t["kind"]: t["steps"][0].get("install") for t in plan["targets"]}
+    assert installs["rds"] == installs["aurora"] == {"client": True}
+    assert all("install" not in s for t in plan["targets"] for s in t["steps"][1:])
+    with pytest.raises(errors.PlanRejected, match=r"targets\[0\]\.mysql_config: no workloads/mysql/nope.cnf"):
+        call("plan", {"input": {"spec": spec(targets=[target("ec2") | {"mysql_config": "nope"}])}})
+    with pytest.raises(errors.PlanRejected, match=r"targets\[0\]\.engine: EC2 targets install mysql-8.0"):
+        call("plan", {"input": {"spec": spec(targets=[target("ec2") | {"engine": "mysql-8.4"}])}})
+    # The Lambda reads its own copy of workloads/mysql (BENCHFLEET_WORKLOADS, set by the CDK app).
+    (tmp_path / "mysql").mkdir()
+    (tmp_path / "mysql" / "default.cnf").write_text("[mysqld]\nmax_connections = 77 # comment\n")
+    monkeypatch.setenv("BENCHFLEET_WORKLOADS", str(tmp_path))
+    plan = call("plan", {"input": {"spec": spec(targets=[target("ec2")])}})
+    assert plan["targets"][0]["steps"][0]["install"]["cnf"] == "[mysqld]\nmax_connections = 77\n"
+
+
+def test_run_id_is_the_execution_name_and_a_schedule_names_the_run(aws):
+    plan = call("plan", {"input": {"spec": spec(), "schedule": "nightly-graviton"},
+                         "execution_name": "4b7c0a52-8a51-4bd8-a4c5-3a0c1f0e9d11"})
+    assert plan["run_id"] == "4b7c0a52-8a51-4bd8-a4c5-3a0c1f0e9d11"
+    assert plan["name"] == "nightly-graviton" and plan["schedule"] == "nightly-graviton"
+    assert plan["spec_name"] == spec()["name"]
+    same = call("plan", {"input": {"spec": spec(), "run_id": "exec-2"}, "execution_name": "exec-2"})
+    assert same["run_id"] == "exec-2" and same["name"] == spec()["name"] and same["schedule"] is None
+    with pytest.raises(errors.PlanRejected, match="run_id: other-1 differs from the execution name exec-2"):
+        call("plan", {"input": {"spec": spec(), "run_id": "other-1"}, "execution_name": "exec-2"})
+    with pytest.raises(errors.PlanRejected, match="not a valid run id"):
+        call("plan", {"input": {"spec": spec()}, "execution_name": "Console_Run"})
+    with pytest.raises(errors.PlanRejected, match="input: schedule"):
+        call("plan", {"input": {"spec": spec(), "schedule": "Not A Slug"}, "execution_name": "exec-3"})

@@ -8,12 +8,12 @@ from pathlib import Path
 import boto3
 import pytest
 from moto import mock_aws
+from tests.conftest import FIXTURES
 
 from benchfleet import rawsync
 from benchfleet.cli import main
 from benchfleet.local.store import DuckDBStore
 from benchfleet.naming import raw_key
-from tests.conftest import FIXTURES
 
 RUN_ID = "cloudy-20261122t030000-ab12"
 

@@ -36,7 +36,10 @@ for candidate in (HERE, os.path.join(os.path.dirname(BUNDLE), "lambdas")):
     if os.path.exists(os.path.join(candidate, "benchfleet", "sysbench.py")):
         sys.path.insert(0, candidate)
         break
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
 
+import benchfleet_install  # noqa: E402
 from benchfleet.sysbench import Interval, build_command, parse_interval, parse_output  # noqa: E402
 
 EXIT_FAILED = 3
@@ -114,15 +117,56 @@ def sysbench_argv(job: Dict[str, Any], command: str, extra: Dict[str, Any]) -> L
         if not os.path.exists(test):
             raise JobError("Lua script {} is not in the agent bundle".format(bench.get("test")))
     db = job.get("db") or {}
-    password = db.get("password")
-    if password is None and db.get("password_env"):
-        password = os.environ.get(str(db["password_env"]), "")
+    password = db_password(job)
     options = dict(bench.get("options") or {})
     options.update({"mysql-host": db.get("host", "127.0.0.1"), "mysql-port": db.get("port", 3306),
                     "mysql-user": db.get("user", "sbtest"), "mysql-password": password,
                     "mysql-db": db.get("database", "sbtest")})
     options.update(extra)
     return build_command(test, command, options, sysbench=job.get("sysbench_binary") or "sysbench")
+
+
+_PASSWORDS: Dict[str, str] = {}
+
+
+def db_password(job: Dict[str, Any]) -> Optional[str]:
+    """The database password from wherever the job says it is (read once per process)."""
+    db = job.get("db") or {}
+    if db.get("password") is not None:
+        return str(db["password"])
+    if db.get("password_file"):
+        path = str(db["password_file"])
+        if path not in _PASSWORDS:
+            found = benchfleet_install.read_password_file(path)
+            if found is None:
+                raise JobError("no password in {}: the prepare step of this repetition sets up the "
+                               "database and writes it".format(path))
+            _PASSWORDS[path] = found
+        return _PASSWORDS[path]
+    if db.get("password_secret_arn"):
+        arn = str(db["password_secret_arn"])
+        if arn not in _PASSWORDS:
+            _PASSWORDS[arn] = secret_password(arn)
+        return _PASSWORDS[arn]
+    return None
+
+
+def secret_password(arn: str) -> str:
+    """The ``password`` of a Secrets Manager secret (RDS managed master secrets hold JSON with
+    username and password), read with the instance's role in the secret's own region."""
+    try:
+        import boto3  # python3-boto3: installed by the prepare step on RDS / Aurora clients
+    except ImportError:
+        raise JobError("db.password_secret_arn needs python3-boto3 on this host") from None
+    parts = arn.split(":")
+    if len(parts) < 7 or parts[2] != "secretsmanager":
+        raise JobError("db.password_secret_arn is not a Secrets Manager ARN")
+    try:
+        value = boto3.client("secretsmanager", region_name=parts[3]).get_secret_value(SecretId=arn)
+        data = json.loads(value["SecretString"])
+        return str(data["password"])
+    except Exception as e:  # botocore's errors, a secret that is not JSON: say which, never the value
+        raise JobError("cannot read the database password from {}: {}".format(arn, type(e).__name__)) from None
 
 
 def _version_of(argv: List[str]) -> Optional[str]:
@@ -139,7 +183,11 @@ def _engine_version(job: Dict[str, Any]) -> Optional[str]:
     client = shutil.which("mariadb") or shutil.which("mysql")
     if not client:
         return None
-    env = dict(os.environ, MYSQL_PWD=str(db.get("password") or os.environ.get(str(db.get("password_env") or ""), "")))
+    try:
+        password = db_password(job)
+    except JobError:
+        return None
+    env = dict(os.environ, MYSQL_PWD=str(password or ""))
     try:
         out = subprocess.run([client, "-h", str(db.get("host", "127.0.0.1")), "-P", str(db.get("port", 3306)),
                               "-u", str(db.get("user", "sbtest")), "-N", "-B", "-e", "SELECT VERSION()"],
@@ -190,7 +238,26 @@ def _os_name() -> Optional[str]:
     return None
 
 
+def run_install(job: Dict[str, Any], emit: Emitter) -> Optional[int]:
+    """The prepare step's setup of a fresh host (``job["install"]``); an exit code on failure."""
+    spec = job.get("install")
+    if not spec:
+        return None
+    if not isinstance(spec, dict):
+        raise JobError("install must be an object")
+    try:
+        done = benchfleet_install.Installer(emit.emit).run(spec)
+    except benchfleet_install.InstallError as e:
+        return emit.error("install", str(e), **e.fields)
+    if done.get("config_hash") and not job.get("config_hash"):
+        job["config_hash"] = done["config_hash"]
+    return None
+
+
 def run_prepare(job: Dict[str, Any], emit: Emitter) -> int:
+    failed = run_install(job, emit)
+    if failed is not None:
+        return failed
     emit.emit("fingerprint", time=time.time(), **fingerprint(job))
     step = job["step"]
     started = time.time()

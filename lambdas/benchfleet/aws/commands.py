@@ -23,10 +23,9 @@ TIMED_OUT = {"TimedOut", "Cancelled", "Cancelling"}
 
 def send_step(ssm: Any, *, document: str, instance_id: str, job: dict[str, Any], bucket: str,
               output_prefix: str, execution_timeout_s: int, comment: str) -> str:
-    job_json = json.dumps(job, separators=(",", ":"), sort_keys=True)
-    if "'" in job_json:
-        # The document refuses single quotes (its shell fallback); say so before SSM does.
-        raise ValueError("the agent job contains a single quote, which the agent document refuses")
+    # The document refuses single quotes (its shell fallback quotes JobJson with them); in JSON a
+    # quote can only be inside a string, where \u0027 means the same (a cnf comment, a Lua path).
+    job_json = json.dumps(job, separators=(",", ":"), sort_keys=True).replace("'", "\\u0027")
     with aws_errors():
         response = ssm.send_command(
             InstanceIds=[instance_id], DocumentName=document, Comment=comment[:100],

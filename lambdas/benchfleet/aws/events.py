@@ -28,6 +28,8 @@ class Step(_In):
     cooldown_s: int = 0
     setup_s: int = 300
     max_polls: int = 1
+    # Prepare step only: what the agent sets up on the fresh host (runplan._install).
+    install: dict[str, Any] | None = None
 
 
 class TargetItem(_In):

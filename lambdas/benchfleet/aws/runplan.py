@@ -5,6 +5,16 @@ workload inline; the CLI (``run --remote``) and the API inline a named workload 
 execution, and this module refuses a name with a message saying so. Per target the output carries
 the steps (the static part of each agent job: the step itself; the workload once at the top),
 ``expires_at`` for tags, the deadline and the bounds of every loop.
+
+The run id is the Step Functions execution's name (the janitor and teardown-by-tag know which runs
+are running from the executions): Plan gets ``$$.Execution.Name`` and refuses an input ``run_id``
+that differs from it. A scheduled run (EventBridge Scheduler's input carries ``schedule``) is named
+after its schedule, so ``results --history <schedule>`` lists every night's run.
+
+The prepare step of each repetition carries ``install``, what the agent sets up on the fresh host:
+for an ``ec2`` target the engine, sysbench and the text of ``workloads/mysql/<mysql_config>.cnf``
+(read here, from the copy shipped with the Lambda: ``benchfleet.spec.workloads_dir()``); for the
+client of an ``rds`` / ``aurora`` target sysbench, the mysql client and python3-boto3.
 """
 
 from __future__ import annotations
@@ -18,8 +28,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from benchfleet import naming
 from benchfleet.aws import history
 from benchfleet.aws.errors import PlanRejected
+from benchfleet.mysqlcnf import CnfError, render
 from benchfleet.plan import Plan, TargetPlan, make_plan
-from benchfleet.spec import LoadedSpec, SpecError, Workload, parse_spec
+from benchfleet.spec import SLUG, LoadedSpec, SpecError, Workload, parse_spec, workloads_dir
 
 # The ASL's top-level TimeoutSeconds (statemachines/benchmark-run.asl.json): the absolute cap.
 EXECUTION_TIMEOUT_S = 259_200
@@ -32,6 +43,9 @@ SETUP_S = {"prepare": 1800, "warmup": 300, "measure": 300}
 # A target's deadline: its planned time plus this; resources expire an hour later still.
 DEADLINE_MARGIN = timedelta(hours=1)
 CLOUD_KINDS = ("ec2", "rds", "aurora", "existing")
+# What the agent can install on an EC2 target (Ubuntu 24.04 packages: mysql-server-8.0,
+# mariadb-server); workloads/agent/benchfleet_install.py maps these to packages.
+EC2_MYSQL_VERSIONS = ("8.0",)
 
 
 class Timing(BaseModel):
@@ -45,6 +59,8 @@ class Timing(BaseModel):
     overrun_poll_s: int | None = Field(None, ge=0, le=3600)
     max_polls: int | None = Field(None, ge=1, le=100_000)
     cooldown_s: int | None = Field(None, ge=0, le=3600)
+    # Lower the inline Map's target limit (tests run the Distributed Map with a few targets).
+    distributed_above: int | None = Field(None, ge=0, le=INLINE_MAX_TARGETS)
 
 
 class RunRequest(BaseModel):
@@ -54,6 +70,8 @@ class RunRequest(BaseModel):
 
     spec: dict[str, Any]
     run_id: str | None = Field(None, pattern=naming.RUN_ID.pattern)
+    # The EventBridge Scheduler schedule that started the run (cdk/lib/schedules.ts): the run's name.
+    schedule: str | None = Field(None, pattern=SLUG, max_length=64)
     timing: Timing = Timing()
 
 
@@ -71,12 +89,47 @@ def _loaded(spec_data: dict[str, Any]) -> LoadedSpec:
             problems.append(f"targets[{i}].kind: {target.kind} targets run with benchfleet run --local")
         elif target.kind == "aurora" and target.engine.startswith("mariadb"):
             problems.append(f"targets[{i}].engine: Aurora is MySQL-compatible only, not {target.engine}")
+        elif target.kind == "ec2" and not _ec2_engine_ok(target.engine):
+            problems.append(f"targets[{i}].engine: EC2 targets install mysql-8.0 or mariadb (Ubuntu 24.04's "
+                            f"packages), not {target.engine}")
         elif target.kind == "existing" and getattr(target, "instance_id", None) is None:
             problems.append(f"targets[{i}].instance_id: an existing target needs the EC2 instance "
                             "that runs the agent")
     if problems:
         raise PlanRejected("spec: " + "; ".join(problems))
     return LoadedSpec(spec=spec, workload=spec.workload, source="api")
+
+
+def _ec2_engine_ok(engine: str) -> bool:
+    family, _, version = engine.partition("-")
+    return family == "mariadb" or not version or any(
+        version == v or version.startswith(v + ".") for v in EC2_MYSQL_VERSIONS)
+
+
+def _cnf_source(index: int, name: str, engine: str) -> str:
+    """workloads/mysql/<name>.cnf without comments (the renderer ignores them), checked to render."""
+    path = workloads_dir() / "mysql" / f"{name}.cnf"
+    try:
+        text = path.read_text()
+    except OSError:
+        raise PlanRejected(f"spec: targets[{index}].mysql_config: no workloads/mysql/{name}.cnf") from None
+    lines = [line.split("#", 1)[0].rstrip() for line in text.splitlines()]
+    source = "\n".join(line for line in lines if line.strip()) + "\n"
+    try:
+        render(source, engine, 8 * 1024**3, name=f"{name}.cnf")
+    except CnfError as e:
+        raise PlanRejected(f"spec: targets[{index}].mysql_config: {e}") from None
+    return source
+
+
+def _install(index: int, target: dict[str, Any]) -> dict[str, Any] | None:
+    """What the agent sets up on a fresh host on the prepare step (None: nothing, an existing host)."""
+    if target["kind"] == "ec2":
+        return {"engine": target["engine"], "mysql_config": target["mysql_config"],
+                "cnf": _cnf_source(index, target["mysql_config"], target["engine"])}
+    if target["kind"] in ("rds", "aurora"):
+        return {"client": True}
+    return None
 
 
 def _timing(target: TargetPlan, cap_s: int, o: Timing) -> dict[str, Any]:
@@ -89,14 +142,17 @@ def _timing(target: TargetPlan, cap_s: int, o: Timing) -> dict[str, Any]:
             "overrun_poll_s": OVERRUN_POLL_S if o.overrun_poll_s is None else o.overrun_poll_s}
 
 
-def _steps(target: TargetPlan, cap_s: int, o: Timing) -> list[dict[str, Any]]:
+def _steps(target: TargetPlan, cap_s: int, o: Timing, install: dict[str, Any] | None) -> list[dict[str, Any]]:
     out = []
     for step in target.steps:
         overrun = math.ceil(SETUP_S[step.kind] / OVERRUN_POLL_S)
         max_polls = history.polls_for(step.duration_s, cap_s) + overrun
-        out.append({**step.model_dump(), "setup_s": SETUP_S[step.kind],
-                    "cooldown_s": step.cooldown_s if o.cooldown_s is None else o.cooldown_s,
-                    "max_polls": min(max_polls, o.max_polls) if o.max_polls else max_polls})
+        item = {**step.model_dump(), "setup_s": SETUP_S[step.kind],
+                "cooldown_s": step.cooldown_s if o.cooldown_s is None else o.cooldown_s,
+                "max_polls": min(max_polls, o.max_polls) if o.max_polls else max_polls}
+        if step.kind == "prepare" and install:
+            item["install"] = install
+        out.append(item)
     return out
 
 
@@ -107,8 +163,23 @@ def _bound(target: TargetPlan, cap_s: int, ready_max: int) -> int:
     return history.repetition_events(len(target.steps), timed + overrun, ready_max)
 
 
-def plan_run(request: RunRequest, *, run_id: str | None = None, zone_count: int = 1,
+def run_id_for(request: RunRequest, execution_name: str | None) -> str | None:
+    """The execution's name, which an input ``run_id`` must equal (None outside a state machine:
+    the caller's ``run_id`` or a new one)."""
+    if execution_name is None:
+        return request.run_id
+    if request.run_id is not None and request.run_id != execution_name:
+        raise PlanRejected(f"input: run_id: {request.run_id} differs from the execution name "
+                           f"{execution_name}; a run's id is its execution's name")
+    if not naming.RUN_ID.match(execution_name):
+        raise PlanRejected(f"input: the execution name {execution_name!r} is not a valid run id "
+                           "([a-z0-9-], 2 to 80 characters): start the execution with such a name")
+    return execution_name
+
+
+def plan_run(request: RunRequest, *, execution_name: str | None = None, zone_count: int = 1,
              now: datetime | None = None) -> dict[str, Any]:
+    run_id = run_id_for(request, execution_name)
     loaded = _loaded(request.spec)
     plan: Plan = make_plan(loaded)
     if plan.over_budget:
@@ -118,7 +189,7 @@ def plan_run(request: RunRequest, *, run_id: str | None = None, zone_count: int 
         raise PlanRejected(f"spec: the run would take {plan.wall_s} s; one execution runs at most "
                            f"{EXECUTION_TIMEOUT_S - 2 * int(DEADLINE_MARGIN.total_seconds())} s")
     now = now or datetime.now(UTC)
-    run_id = request.run_id or run_id or naming.new_run_id(plan.name, now)
+    run_id = run_id or naming.new_run_id(request.schedule or plan.name, now)
     o = request.timing
 
     def caps(scope_s: int) -> int:
@@ -129,7 +200,8 @@ def plan_run(request: RunRequest, *, run_id: str | None = None, zone_count: int 
     ready = {t.target_id: _timing(t, inline_cap, o)["ready_max_polls"] for t in plan.targets}
     inline_bound = history.execution_events(
         [(t.repetitions, _bound(t, inline_cap, ready[t.target_id])) for t in plan.targets])
-    distributed = len(plan.targets) > INLINE_MAX_TARGETS or inline_bound > history.HISTORY_BUDGET
+    inline_max = INLINE_MAX_TARGETS if o.distributed_above is None else o.distributed_above
+    distributed = len(plan.targets) > inline_max or inline_bound > history.HISTORY_BUDGET
     cap_of = {t.target_id: caps(seconds[t.target_id]) if distributed else inline_cap for t in plan.targets}
     if distributed:
         bounds = {t.target_id: history.execution_events(
@@ -143,19 +215,21 @@ def plan_run(request: RunRequest, *, run_id: str | None = None, zone_count: int 
         bound = inline_bound
     expires_at = plan.expires_at(now)
     targets = []
-    for spec_target, t in zip(loaded.spec.targets, plan.targets, strict=True):
+    for index, (spec_target, t) in enumerate(zip(loaded.spec.targets, plan.targets, strict=True)):
+        target = spec_target.model_dump(mode="json")
         deadline = now + timedelta(seconds=t.total_s) + DEADLINE_MARGIN
         targets.append({
             "run_id": run_id, "target_id": t.target_id, "kind": t.kind,
-            "target": spec_target.model_dump(mode="json"),
+            "target": target,
             "expires_at": naming.tags(run_id, t.target_id, expires_at)[naming.TAG_EXPIRES_AT],
             "deadline": deadline.strftime("%Y-%m-%dT%H:%M:%SZ"),
             "repetitions": list(range(1, t.repetitions + 1)),
-            "steps": _steps(t, cap_of[t.target_id], o),
+            "steps": _steps(t, cap_of[t.target_id], o, _install(index, target)),
             "timing": _timing(t, cap_of[t.target_id], o),
         })
     return {
-        "run_id": run_id, "name": plan.name, "workload": loaded.workload.model_dump(mode="json"),
+        "run_id": run_id, "name": request.schedule or plan.name, "schedule": request.schedule,
+        "spec_name": plan.name, "workload": loaded.workload.model_dump(mode="json"),
         "started_at": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "expires_at": expires_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "target_count": len(targets), "distributed": distributed,

@@ -1,0 +1,241 @@
+"""workloads/agent/benchfleet_install.py against fake apt-get / dpkg-query / systemctl / mysql on PATH
+(shell scripts that log their argv and stdin) and a temporary root for /etc, /proc and /var paths.
+No real package manager runs here."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+AGENT_DIR = REPO / "workloads" / "agent"
+sys.path.insert(0, str(AGENT_DIR))
+_spec = importlib.util.spec_from_file_location("benchfleet_install", AGENT_DIR / "benchfleet_install.py")
+assert _spec and _spec.loader
+install = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(install)
+_aspec = importlib.util.spec_from_file_location("benchfleet_agent_for_install", AGENT_DIR / "benchfleet_agent.py")
+assert _aspec and _aspec.loader
+agent = importlib.util.module_from_spec(_aspec)
+_aspec.loader.exec_module(agent)
+
+CNF = """[mysqld]
+innodb_buffer_pool_size = 50%
+max_connections = 500
+[mysqld:mariadb]
+innodb_adaptive_hash_index_parts = 8
+[mysqld:mysql]
+innodb_redo_log_capacity = 1G
+"""
+
+SCRIPT = """#!/bin/sh
+log="$FAKE_DIR/calls.log"
+printf '%s' "$(basename "$0")" >> "$log"
+for a in "$@"; do printf ' %s' "$a" >> "$log"; done
+printf '\\n' >> "$log"
+name="$(basename "$0")"
+case "$name" in
+  dpkg-query)
+    for a in "$@"; do pkg="$a"; done
+    if grep -qx "$pkg" "$FAKE_DIR/installed" 2>/dev/null; then printf 'install ok installed'; exit 0; fi
+    echo "dpkg-query: no packages found matching $pkg" >&2; exit 1 ;;
+  apt-get)
+    if [ -f "$FAKE_DIR/apt-locked" ]; then
+      n=$(cat "$FAKE_DIR/apt-locked"); if [ "$n" -gt 0 ]; then echo $((n-1)) > "$FAKE_DIR/apt-locked";
+      echo "E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 1234 (apt-get)" >&2; exit 100; fi
+    fi
+    if [ -f "$FAKE_DIR/apt-fail" ]; then echo "E: Unable to locate package mysql-server-8.0" >&2; exit 100; fi
+    exit 0 ;;
+  systemctl)
+    if [ -f "$FAKE_DIR/systemctl-fail" ] && [ "$1" = restart ]; then echo "Job failed" >&2; exit 1; fi
+    exit 0 ;;
+  mysql)
+    cat >> "$FAKE_DIR/sql.log"; exit 0 ;;
+esac
+"""
+
+
+@pytest.fixture
+def host(tmp_path):
+    bin_dir, root, fake = tmp_path / "bin", tmp_path / "root", tmp_path / "fake"
+    for d in (bin_dir, root / "proc", root / "etc/mysql/mysql.conf.d", root / "etc/mysql/mariadb.conf.d", fake):
+        d.mkdir(parents=True)
+    (root / "proc/meminfo").write_text("MemTotal:        8000000 kB\nMemFree: 1 kB\n")
+    for name in ("apt-get", "dpkg-query", "systemctl", "mysql"):
+        path = bin_dir / name
+        path.write_text(SCRIPT)
+        path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "FAKE_DIR": str(fake)}
+    records: list[dict] = []
+    sleeps: list[float] = []
+
+    def emit(kind, **fields):
+        records.append({"type": kind, **fields})
+
+    def make(**kw):
+        return install.Installer(emit, root=str(root), env=env, sleep=sleeps.append, **kw)
+
+    class Host:
+        pass
+
+    h = Host()
+    h.root, h.fake, h.records, h.sleeps, h.make, h.env = root, fake, records, sleeps, make, env
+    h.calls = lambda: (fake / "calls.log").read_text().splitlines() if (fake / "calls.log").exists() else []
+    return h
+
+
+def test_ec2_engine_host_installs_configures_restarts_and_creates_the_user(host):
+    done = host.make().run({"engine": "mysql-8.0", "mysql_config": "cpu-bound", "cnf": CNF})
+    calls = host.calls()
+    apt = [c for c in calls if c.startswith("apt-get")]
+    assert apt[0].endswith("update -q")
+    assert apt[1].endswith("install -y -q --no-install-recommends mysql-server-8.0 sysbench")
+    assert "DPkg::Lock::Timeout=60" in apt[1]
+    assert "systemctl restart mysql" in calls
+    cnf = (host.root / "etc/mysql/mysql.conf.d/zz-benchfleet.cnf").read_text()
+    assert "innodb_buffer_pool_size = 3906M" in cnf and "innodb_redo_log_capacity = 1G" in cnf
+    assert "innodb_adaptive_hash_index_parts" not in cnf.split("# not applied")[0]
+    assert done["config_hash"] and len(done["config_hash"]) == 64
+    # The password never appears in argv; SQL goes on stdin; the file is root-only.
+    pw_file = host.root / "var/lib/benchfleet/db.cnf"
+    password = install.read_password_file(str(pw_file))
+    assert password and len(password) >= 24
+    assert oct(pw_file.stat().st_mode & 0o777) == "0o600"
+    assert oct((pw_file.parent).stat().st_mode & 0o777) == "0o700"
+    assert all(password not in c for c in calls)
+    sql = (host.fake / "sql.log").read_text()
+    for account in ("'sbtest'@'localhost'", "'sbtest'@'127.0.0.1'"):
+        assert f"CREATE USER IF NOT EXISTS {account} IDENTIFIED BY '{password}'" in sql
+        assert f"GRANT ALL PRIVILEGES ON sbtest.* TO {account}" in sql
+    assert "CREATE DATABASE IF NOT EXISTS sbtest" in sql
+    actions = [(r["type"], r.get("action")) for r in host.records]
+    assert actions == [("install", "apt-update"), ("install", "package"), ("install", "package"),
+                       ("install", "cnf"), ("notice", None), ("install", "restart"), ("install", "database")]
+    notice = next(r for r in host.records if r["type"] == "notice")
+    assert "innodb_adaptive_hash_index_parts" in notice["message"]
+    assert all(password not in json.dumps(r) for r in host.records)
+
+
+def test_mariadb_writes_its_own_conf_dir_and_a_rerun_is_idempotent(host):
+    first = host.make()
+    first.run({"engine": "mariadb-10.11", "mysql_config": "default", "cnf": CNF})
+    password = install.read_password_file(str(host.root / "var/lib/benchfleet/db.cnf"))
+    assert (host.root / "etc/mysql/mariadb.conf.d/zz-benchfleet.cnf").exists()
+    assert "systemctl restart mariadb" in host.calls()
+    (host.fake / "installed").write_text("mariadb-server\nsysbench\n")
+    (host.fake / "calls.log").unlink()
+    host.records.clear()
+    host.make().run({"engine": "mariadb-10.11", "mysql_config": "default", "cnf": CNF})
+    assert not any(c.startswith("apt-get") for c in host.calls())
+    assert [r.get("status") for r in host.records if r.get("action") == "package"] == ["present", "present"]
+    assert install.read_password_file(str(host.root / "var/lib/benchfleet/db.cnf")) == password
+
+
+def test_conf_d_is_the_fallback_when_the_engine_dir_is_missing(host):
+    (host.root / "etc/mysql/mysql.conf.d").rmdir()
+    host.make().run({"engine": "mysql-8.0", "cnf": CNF})
+    assert (host.root / "etc/mysql/conf.d/zz-benchfleet.cnf").exists()
+
+
+def test_rds_client_installs_sysbench_the_client_and_boto3_only(host):
+    host.make().run({"client": True})
+    apt = [c for c in host.calls() if c.startswith("apt-get")]
+    assert apt[-1].endswith("install -y -q --no-install-recommends sysbench mysql-client python3-boto3")
+    assert not any(c.startswith(("systemctl", "mysql ")) for c in host.calls())
+    assert not (host.root / "var/lib/benchfleet").exists()
+
+
+def test_apt_lock_contention_is_waited_for_then_bounded(host):
+    (host.fake / "apt-locked").write_text("2")
+    host.make().run({"client": True})
+    assert [r["action"] for r in host.records if r.get("action") == "apt-lock-wait"] == ["apt-lock-wait"] * 2
+    assert host.sleeps == [install.APT_RETRY_S] * 2
+
+    (host.fake / "apt-locked").write_text("1000")
+    host.records.clear()
+    ticks = iter(range(0, 10_000, 100))
+    with pytest.raises(install.InstallError, match="apt-get update -q failed") as e:
+        host.make(clock=lambda: next(ticks), lock_wait_s=500).run({"client": True})
+    assert e.value.fields["exit_code"] == 100 and "Could not get lock" in e.value.fields["output_tail"]
+
+
+def test_apt_failure_and_unknown_engines_are_errors(host):
+    (host.fake / "apt-fail").write_text("")
+    with pytest.raises(install.InstallError, match="apt-get") as e:
+        host.make().run({"engine": "mysql-8.0", "cnf": CNF})
+    assert "Unable to locate package" in e.value.fields["output_tail"]
+    with pytest.raises(install.InstallError, match="not packaged"):
+        host.make().run({"engine": "mysql-8.4", "cnf": CNF})
+    with pytest.raises(install.InstallError, match="cnf"):
+        host.make().run({"engine": "mysql-8.0"})
+
+
+def test_a_refused_restart_is_reported_with_the_service_status(host):
+    (host.fake / "systemctl-fail").write_text("")
+    with pytest.raises(install.InstallError, match="systemctl restart mysql failed"):
+        host.make().run({"engine": "mysql-8.0", "cnf": CNF})
+
+
+def test_the_agent_reports_an_install_failure_as_an_error_record_and_exits_non_zero(host, monkeypatch, capsys):
+    (host.fake / "apt-fail").write_text("")
+    monkeypatch.setattr(agent.benchfleet_install, "Installer",
+                        lambda emit: install.Installer(emit, root=str(host.root), env=host.env,
+                                                       sleep=host.sleeps.append))
+    # The agent imports its own copy of the module: make it raise the class this test's copy raises.
+    monkeypatch.setattr(agent.benchfleet_install, "InstallError", install.InstallError)
+    job = {"run_id": "r", "target_id": "t", "repetition": 1, "workload": "w",
+           "step": {"name": "prepare", "kind": "prepare", "threads": 1, "duration_s": 0},
+           "sysbench": {"test": "oltp_read_write", "options": {}},
+           "db": {"host": "127.0.0.1", "user": "sbtest", "password_file": "/nonexistent/db.cnf"},
+           "install": {"engine": "mysql-8.0", "mysql_config": "default", "cnf": CNF}}
+    code = agent.main(["--job-json", json.dumps(job)])
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert code == agent.EXIT_FAILED
+    assert lines[-1]["type"] == "error" and lines[-1]["stage"] == "install"
+    assert "Unable to locate package" in lines[-1]["output_tail"]
+
+
+def test_the_agent_reads_the_password_from_the_file_or_the_secret_never_the_job(tmp_path, monkeypatch):
+    path = tmp_path / "db.cnf"
+    install.write_password_file(str(path), "sbtest", "s3cret-from-file")
+    agent._PASSWORDS.clear()
+    job = {"db": {"password_file": str(path)}, "sysbench": {"test": "oltp_read_only", "options": {}}}
+    assert "--mysql-password=s3cret-from-file" in agent.sysbench_argv(job, "run", {})
+    with pytest.raises(agent.JobError, match="prepare step"):
+        agent.db_password({"db": {"password_file": str(tmp_path / "missing.cnf")}})
+
+    seen = []
+
+    class FakeClient:
+        def get_secret_value(self, SecretId):
+            seen.append(SecretId)
+            return {"SecretString": json.dumps({"username": "benchfleet", "password": "from-secret"})}
+
+    fake_boto3 = type(sys)("boto3")
+    fake_boto3.client = lambda service, region_name: (seen.append((service, region_name)), FakeClient())[1]
+    monkeypatch.setitem(sys.modules, "boto3", fake_boto3)
+    arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:rds!db-abc-123"
+    assert agent.db_password({"db": {"password_secret_arn": arn}}) == "from-secret"
+    assert agent.db_password({"db": {"password_secret_arn": arn}}) == "from-secret"
+    assert seen == [("secretsmanager", "eu-west-1"), arn]  # read once per process
+    agent._PASSWORDS.clear()
+
+
+@pytest.mark.parametrize("engine", ["mysql-8.0", "mysql-8.0.36", "mysql", "mariadb", "mariadb-10.11",
+                                    "mysql-8.4", "mysql-5.7"])
+def test_what_plan_accepts_for_ec2_is_what_the_agent_can_install(engine):
+    from benchfleet.aws import jobs, runplan
+
+    try:
+        install.engine_family(engine)
+        installable = True
+    except install.InstallError:
+        installable = False
+    assert runplan._ec2_engine_ok(engine) is installable
+    assert jobs.PASSWORD_FILE == install.PASSWORD_FILE and os.path.isabs(install.PASSWORD_FILE)
