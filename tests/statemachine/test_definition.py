@@ -7,6 +7,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from benchfleet.aws import runplan
 
 ASL = Path(__file__).resolve().parents[2] / "statemachines" / "benchmark-run.asl.json"
@@ -76,3 +78,19 @@ def test_one_state_writes_the_terminal_status_and_the_cap_matches_the_plan():
     assert definition["TimeoutSeconds"] == runplan.EXECUTION_TIMEOUT_S
     writers = [n for n, s in all_states(definition) if s.get("Resource") == "${SummarizeFunctionArn}"]
     assert writers == ["Summarize the run"]
+
+
+def test_cfn_lint_accepts_the_definition():
+    """cfn-lint's ASL schema (E3601) on a template holding the definition as the CDK app does (the
+    substitutions left for CloudFormation); the CDK app keeps E3601 on."""
+    api = pytest.importorskip("cfnlint.api")
+    definition = load()
+    subs = set(re.findall(r"\$\{(\w+)\}", ASL.read_text()))
+    template = {
+        "AWSTemplateFormatVersion": "2010-09-09",
+        "Resources": {"Machine": {"Type": "AWS::StepFunctions::StateMachine", "Properties": {
+            "RoleArn": "arn:aws:iam::123456789012:role/sfn", "Definition": definition,
+            "DefinitionSubstitutions": {s: f"arn:aws:lambda:us-east-1:123456789012:function:{s}" for s in subs}}}},
+    }
+    matches = api.lint(json.dumps(template), config=api.ManualArgs(regions=["us-east-1"]))
+    assert [f"{m.rule.id} {m.message}" for m in matches] == []

@@ -84,7 +84,7 @@ def test_agent_failure_fails_the_target_and_tears_it_down(harness):
 @pytest.mark.parametrize("outcome", ["hang", "timed_out"])
 def test_ssm_timeout_ends_the_step_at_its_bound(harness, outcome):
     harness.agent.outcome["aurora-r6g"] = outcome
-    result = harness.run(spec(), name=f"ssm-{outcome}", timing={"max_polls": 4})
+    result = harness.run(spec(), name=f"ssm-{outcome.replace('_', '-')}", timing={"max_polls": 4})
     summary = finish(harness, result, "FAILED")
     assert status_of(summary)["aurora-r6g"] == "FAILED"
     assert error_of(summary, "aurora-r6g")["error"] == "StepTimedOut"

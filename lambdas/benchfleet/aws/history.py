@@ -30,8 +30,8 @@ STEP_FIXED = 2 + TASK + TASK + WAIT
 # started, succeeded, exited) and the "Target ready?" Choice after the last readiness check.
 REPETITION_FIXED = 2 + TASK + TASK + PASS + 4
 # Per execution: started/succeeded, Plan, the mode Choice, the targets Map (4 + 2 per target is
-# counted per target), Summarize, "Run succeeded?" Choice, Succeed.
-EXECUTION_FIXED = 2 + TASK + CHOICE + 4 + TASK + CHOICE + 2
+# counted per target), Summarize, "Run succeeded?" Choice, "Report the run" Pass, Succeed.
+EXECUTION_FIXED = 2 + TASK + CHOICE + 4 + TASK + CHOICE + PASS + 2
 TARGET_FIXED = 2 + 4  # targets-Map iteration, repetitions Map
 
 MIN_POLL_CAP_S = 30
