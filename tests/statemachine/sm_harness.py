@@ -262,9 +262,10 @@ class Harness:
 
     # -- running --------------------------------------------------------------------------------
     def run(self, spec: dict[str, Any], *, timing: dict[str, Any] | None = None, name: str = "run",
-            timeout_s: float = 90) -> dict[str, Any]:
+            timeout_s: float = 90, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        """One execution named ``name`` (the run id); ``extra`` adds input keys (``schedule``...)."""
         payload = {"spec": spec, "timing": {"ready_poll_s": 0, "poll_cap_s": 0, "overrun_poll_s": 0,
-                                            "cooldown_s": 0, **(timing or {})}}
+                                            "cooldown_s": 0, **(timing or {})}, **(extra or {})}
         execution = self.sf.start_execution(stateMachineArn=self.arn, name=name,
                                             input=json.dumps(payload))["executionArn"]
         deadline = time.monotonic() + timeout_s
