@@ -10,7 +10,7 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { Annotations, CfnResource, Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -45,8 +45,6 @@ export interface DefinitionAnalysis {
   /** Task resources that are neither Lambda nor allow-listed aws-sdk integrations. */
   readonly unsupported: Set<string>;
   readonly distributedMap: boolean;
-  /** Succeed states with InputPath/OutputPath: valid ASL, rejected by cfn-lint 1.x's schema (E3601). */
-  readonly succeedWithPaths: Set<string>;
 }
 
 /** Walk every state (Parallel branches, Map iterators/processors included). */
@@ -55,16 +53,12 @@ export function analyzeDefinition(definition: unknown): DefinitionAnalysis {
   const placeholders = new Set([...text.matchAll(/\$\{([A-Za-z0-9_]+)\}/g)].map((m) => m[1]));
   const sdkIntegrations = new Set<string>();
   const unsupported = new Set<string>();
-  const succeedWithPaths = new Set<string>();
   let distributedMap = false;
 
   const visit = (machine: unknown): void => {
     if (typeof machine !== 'object' || machine === null) return;
     const states = (machine as { States?: Record<string, Record<string, unknown>> }).States ?? {};
-    for (const [name, state] of Object.entries(states)) {
-      if (state.Type === 'Succeed' && (state.InputPath !== undefined || state.OutputPath !== undefined)) {
-        succeedWithPaths.add(name);
-      }
+    for (const state of Object.values(states)) {
       if (state.Type === 'Task' && typeof state.Resource === 'string') {
         const resource = state.Resource.replace(/\.(waitForTaskToken|sync(:2)?)$/, '');
         const sdk = /^arn:aws:states:::aws-sdk:([a-z0-9]+):([A-Za-z0-9]+)$/.exec(resource);
@@ -89,7 +83,7 @@ export function analyzeDefinition(definition: unknown): DefinitionAnalysis {
     }
   };
   visit(definition);
-  return { placeholders, sdkIntegrations, unsupported, distributedMap, succeedWithPaths };
+  return { placeholders, sdkIntegrations, unsupported, distributedMap };
 }
 
 export interface BenchmarkStateMachineProps {
@@ -160,19 +154,6 @@ export class BenchmarkStateMachine extends Construct {
       logs: { destination: this.logGroup, level: sfn.LogLevel.ALL, includeExecutionData: true },
       tracingEnabled: true,
     });
-
-    if (this.analysis.succeedWithPaths.size > 0) {
-      // The ASL spec allows InputPath/OutputPath on Succeed; cfn-lint's schema does not (false E3601).
-      const states = [...this.analysis.succeedWithPaths].join(', ');
-      (this.stateMachine.node.defaultChild as CfnResource).addMetadata('cfn-lint', {
-        config: { ignore_checks: ['E3601'] },
-      });
-      Annotations.of(this).addWarningV2(
-        'benchfleet:asl-lint-skipped',
-        `cfn-lint's ASL schema check (E3601) is off for this state machine: Succeed state(s) ${states} ` +
-          'use InputPath/OutputPath, valid ASL that cfn-lint rejects. Move the path to a Pass state to re-enable it.',
-      );
-    }
 
     const role = this.stateMachine.role;
     allowWildcard(role, 'unscopedApis'); // X-Ray and CloudWatch Logs delivery, added by CDK

@@ -536,6 +536,8 @@ describe('orchestration', () => {
     expect(sm.Properties.TracingConfiguration).toEqual({ Enabled: true });
     const definition = JSON.parse(sm.Properties.DefinitionString);
     expect(definition.TimeoutSeconds).toBe(48 * 3600);
+    // cfn-lint checks the definition against its ASL schema (E3601): nothing switches it off.
+    expect(sm.Metadata?.['cfn-lint']).toBeUndefined();
     const substitutions = Object.keys(sm.Properties.DefinitionSubstitutions).sort();
     expect(substitutions).toEqual(
       [
