@@ -10,6 +10,7 @@ from aws_lambda_powertools.utilities.parser import BaseModel, event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from benchfleet.aws import clients
+from benchfleet.aws.results_store import store_from_settings
 from benchfleet.aws.settings import Settings
 from benchfleet.aws.summary import summarize
 
@@ -19,6 +20,7 @@ metrics = Metrics(namespace="benchfleet")
 
 
 class RunState(BaseModel):
+    spec: dict[str, Any] | None = None
     plan: dict[str, Any] | None = None
     results: list[Any] | None = None
     error: dict[str, Any] | None = None
@@ -38,8 +40,10 @@ def handler(event: SummarizeEvent, context: LambdaContext) -> dict[str, Any]:
     # The run id is the execution's name (Plan refuses an input run_id that differs from it).
     run_id = (state.plan or {}).get("run_id") or event.execution_name
     logger.append_keys(run_id=run_id)
-    result = summarize(clients.client("s3"), Settings.from_env().results_bucket, run_id=run_id,
-                       plan=state.plan, results=state.results, error=state.error)
+    settings = Settings.from_env()
+    result = summarize(clients.client("s3"), settings.results_bucket, run_id=run_id, plan=state.plan,
+                       results=state.results, error=state.error, spec=state.spec,
+                       store=store_from_settings(settings, clients.client))
     logger.info("run finished", extra=result)
     metrics.add_metric(name="RunsSucceeded" if result["status"] == "SUCCEEDED" else "RunsFailed",
                        unit=MetricUnit.Count, value=1)

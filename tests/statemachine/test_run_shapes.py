@@ -38,6 +38,13 @@ def test_a_scheduled_run_is_named_after_its_schedule_and_its_id_is_the_execution
     (provision,) = harness.calls_of("provision")
     assert provision.event["run_id"] == execution
     assert leftovers(execution) == []
+    # The run's metadata beside its summary: the spec and the target row from the prepare fingerprint.
+    s3 = boto3.client("s3", region_name=REGION)
+    (row,) = json.loads(s3.get_object(Bucket=BUCKET, Key=f"runs/{execution}/targets.json")["Body"].read())
+    assert row["kind"] == "ec2" and row["instance_type"] == "m6g.large" and row["cpu_model"]
+    assert row["price_per_hour"] and row["price_per_hour"] > 0
+    spec_json = json.loads(s3.get_object(Bucket=BUCKET, Key=f"runs/{execution}/spec.json")["Body"].read())
+    assert spec_json["targets"][0]["id"] == "ec2-m6g"
 
 
 def test_an_input_run_id_other_than_the_execution_name_is_refused(harness):

@@ -5,10 +5,15 @@ Run Command writes the invocation's stdout under the step's output prefix
 character cap). The agent's JSON lines are copied to the step's canonical raw key first, so any
 store can be rebuilt from raw; then ``benchfleet.records.parse_agent_lines`` -- the reader local
 mode uses -- makes the rows.
+
+The prepare step's fingerprint becomes the repetition's ``targets`` row (what it ran on, what it
+costs): written to S3 beside the raw output for every store, and to the store's targets table.
 """
 
 from __future__ import annotations
 
+import json
+import os
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -18,7 +23,10 @@ from benchfleet import naming
 from benchfleet.aws import cloudwatch as cw
 from benchfleet.aws.errors import CollectFailed, aws_errors, error_code
 from benchfleet.aws.results_store import ResultsStore
-from benchfleet.records import AgentOutput, RecordError, parse_agent_lines
+from benchfleet.records import AgentOutput, Fingerprint, RecordError, parse_agent_lines
+
+FINGERPRINT_FIELDS = ("cpu_model", "vcpus", "cpus_usable", "memory_mb", "arch", "kernel", "os",
+                      "sysbench_version", "engine_version", "config_hash")
 
 
 def agent_lines(text: str) -> str:
@@ -57,6 +65,37 @@ def parse(text: str, *, source: str, run_id: str, target_id: str, repetition: in
     return out
 
 
+def target_row(*, run_id: str, target: dict[str, Any], kind: str, repetition: int,
+               resources: dict[str, Any], fingerprint: Fingerprint) -> dict[str, Any]:
+    """One row of the data model's ``targets``: the plan's side (kind, type, engine, config, price)
+    and the host's (the agent's fingerprint). On RDS / Aurora the fingerprint is the client's."""
+    fp = fingerprint.model_dump()
+    storage = target.get("storage")
+    return {
+        "run_id": run_id, "target_id": target["id"], "repetition": repetition, "kind": kind,
+        "instance_type": target.get("instance_type") or target.get("instance_class")
+        or resources.get("instance_type"),
+        "engine": target.get("engine"), "mysql_config": target.get("mysql_config"),
+        "region": target.get("region") or os.environ.get("AWS_REGION"),
+        "storage": json.dumps(storage, sort_keys=True) if storage else None,
+        "cpus": fp.get("cpus_usable") or fp.get("vcpus"), "price_per_hour": target.get("price_per_hour"),
+        **{k: fp.get(k) for k in FINGERPRINT_FIELDS},
+        "recorded_at": fingerprint.time,
+    }
+
+
+def write_target_rows(s3: Any, store: ResultsStore, bucket: str, rows: list[dict[str, Any]]) -> int:
+    for row in rows:
+        key = naming.raw_key(row["run_id"], row["target_id"], row["repetition"], "target").replace(".jsonl", ".json")
+        with aws_errors():
+            s3.put_object(Bucket=bucket, Key=key, Body=json.dumps(row, default=str, sort_keys=True).encode(),
+                          ContentType="application/json")
+    if rows:
+        with aws_errors():
+            store.write_targets(rows)
+    return len(rows)
+
+
 def collect_step(s3: Any, cloudwatch: Any, store: ResultsStore, bucket: str, *, run_id: str,
                  target: dict[str, Any], kind: str, repetition: int, step: dict[str, Any],
                  resources: dict[str, Any], started_at: str) -> dict[str, Any]:
@@ -74,6 +113,9 @@ def collect_step(s3: Any, cloudwatch: Any, store: ResultsStore, bucket: str, *, 
         with aws_errors():
             s3.put_object(Bucket=bucket, Key=key, Body=fp.model_dump_json().encode(),
                           ContentType="application/json")
+    rows = [target_row(run_id=run_id, target=target, kind=kind, repetition=repetition, resources=resources,
+                       fingerprint=fp) for fp in out.fingerprints[:1]]
+    targets_written = write_target_rows(s3, store, bucket, rows)
     start = datetime.strptime(started_at, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
     times = [s.time for s in out.samples] or [start]
     metrics = cw.step_window(cloudwatch, qs=cw.queries(kind, resources, target), start=min(times),
@@ -82,5 +124,6 @@ def collect_step(s3: Any, cloudwatch: Any, store: ResultsStore, bucket: str, *, 
     return {"step": name, "samples": store.write_samples(out.samples),
             "summaries": store.write_summaries(out.summaries),
             "cloud_metrics": store.write_cloud_metrics(metrics),
-            "fingerprints": len(out.fingerprints),
+            "fingerprints": len(out.fingerprints), "targets": targets_written,
+            "notices": [n.message for n in out.notices if n.message][:10],
             "tps": out.summaries[0].tps if out.summaries else None}

@@ -2,12 +2,18 @@
 
 RESULTS_STORE selects the implementation (timestream | athena). The Athena store lives in
 benchfleet/aws/athena_store.py and exposes ``from_settings(settings, client) -> ResultsStore``.
+
+Run and target metadata: S3 holds it for every store (collect writes each repetition's target row
+to ``runs/<id>/<target>/rep-<n>/target.json``; summarize writes ``runs/<id>/spec.json``,
+``targets.json`` and ``summary.json``). ``write_targets`` / ``write_run`` add it to the store where
+the store has tables for it (Athena's ``targets`` and ``runs``, which its dashboards join on);
+Timestream has none, so there they write nothing.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from benchfleet.aws.errors import aws_errors
@@ -33,6 +39,8 @@ class ResultsStore(Protocol):
     def write_samples(self, samples: Sequence[Sample]) -> int: ...
     def write_summaries(self, summaries: Sequence[StepSummary]) -> int: ...
     def write_cloud_metrics(self, metrics: Sequence[CloudMetric]) -> int: ...
+    def write_targets(self, targets: Sequence[Mapping[str, Any]]) -> list[str]: ...
+    def write_run(self, run: Mapping[str, Any]) -> str | None: ...
 
 
 class TimestreamStore:
@@ -61,6 +69,14 @@ class TimestreamStore:
 
     def write_cloud_metrics(self, metrics: Sequence[CloudMetric]) -> int:
         return self._write(TABLE_CLOUD, [cloud_record(m) for m in metrics])
+
+    def write_targets(self, targets: Sequence[Mapping[str, Any]]) -> list[str]:
+        """No targets table in Timestream: the rows stay in S3 (runs/<id>/.../target.json, targets.json)."""
+        return []
+
+    def write_run(self, run: Mapping[str, Any]) -> str | None:
+        """No runs table in Timestream: the run is runs/<id>/summary.json and spec.json in S3."""
+        return None
 
 
 def store_from_settings(settings: Settings, client: ClientFactory) -> ResultsStore:

@@ -177,11 +177,21 @@ def run_id_for(request: RunRequest, execution_name: str | None) -> str | None:
     return execution_name
 
 
+def _price_lookup(target: object) -> float | None:
+    """$/hour from workloads/pricing (shipped with the Lambda); None when unpriced."""
+    from benchfleet import pricing
+
+    try:
+        return pricing.price_per_hour(target)
+    except (OSError, ValueError, KeyError):
+        return None
+
+
 def plan_run(request: RunRequest, *, execution_name: str | None = None, zone_count: int = 1,
              now: datetime | None = None) -> dict[str, Any]:
     run_id = run_id_for(request, execution_name)
     loaded = _loaded(request.spec)
-    plan: Plan = make_plan(loaded)
+    plan: Plan = make_plan(loaded, _price_lookup)
     if plan.over_budget:
         raise PlanRejected(f"spec: budget_usd: the estimate is ${plan.estimated_cost_usd:.2f}, above the "
                            f"budget of ${plan.budget_usd:.2f}")
@@ -217,6 +227,8 @@ def plan_run(request: RunRequest, *, execution_name: str | None = None, zone_cou
     targets = []
     for index, (spec_target, t) in enumerate(zip(loaded.spec.targets, plan.targets, strict=True)):
         target = spec_target.model_dump(mode="json")
+        # The price the estimate used travels with the target (the targets table records it).
+        target["price_per_hour"] = t.price_per_hour
         deadline = now + timedelta(seconds=t.total_s) + DEADLINE_MARGIN
         targets.append({
             "run_id": run_id, "target_id": t.target_id, "kind": t.kind,

@@ -1,7 +1,11 @@
 """The run's end: summary.json under runs/<run_id>/ with the terminal status.
 
 The only writer of a run's status. SUCCEEDED when every repetition of every target ran all its
-steps and was torn down; FAILED otherwise (the reason of each failure is kept)."""
+steps and was torn down; FAILED otherwise (the reason of each failure is kept).
+
+Beside summary.json it writes the run's metadata to S3 for every store -- ``spec.json`` (the
+execution's input spec) and ``targets.json`` (the repetitions' target rows collect wrote) -- and
+gives the store the run's row (``write_run``: Athena's ``runs`` table; nothing in Timestream)."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from typing import Any
 
 from benchfleet import naming
 from benchfleet.aws.errors import aws_errors
+from benchfleet.aws.results_store import ResultsStore
 
 SUCCEEDED = "SUCCEEDED"
 FAILED = "FAILED"
@@ -31,9 +36,49 @@ def repetition_status(outcome: dict[str, Any]) -> str:
     return SUCCEEDED if ok and not outcome.get("teardown_error") else FAILED
 
 
+def _put_json(s3: Any, bucket: str, key: str, value: Any) -> None:
+    with aws_errors():
+        s3.put_object(Bucket=bucket, Key=key, Body=json.dumps(value, indent=2, default=str).encode(),
+                      ContentType="application/json")
+
+
+def target_rows(s3: Any, bucket: str, run_id: str) -> list[dict[str, Any]]:
+    """The rows collect wrote (runs/<id>/<target>/rep-<n>/target.json), by target and repetition."""
+    rows = []
+    with aws_errors():
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=f"runs/{run_id}/"):
+            for obj in page.get("Contents", []):
+                if obj["Key"].endswith("/target.json"):
+                    rows.append(json.loads(s3.get_object(Bucket=bucket, Key=obj["Key"])["Body"].read()))
+    return sorted(rows, key=lambda r: (str(r.get("target_id")), int(r.get("repetition") or 0)))
+
+
+def write_metadata(s3: Any, store: ResultsStore | None, bucket: str, *, summary: dict[str, Any],
+                   spec: dict[str, Any] | None) -> dict[str, Any]:
+    run_id = summary["run_id"]
+    if spec is not None:
+        _put_json(s3, bucket, f"runs/{run_id}/spec.json", spec)
+    rows = target_rows(s3, bucket, run_id)
+    _put_json(s3, bucket, f"runs/{run_id}/targets.json", rows)
+    run = {"run_id": run_id, "name": summary["name"], "spec": spec, "status": summary["status"].lower(),
+           "mode": "aws", "started_at": _time(summary["started_at"]), "ended_at": _time(summary["finished_at"]),
+           "message": (summary["error"] or {}).get("cause"),
+           "estimated_cost_usd": summary["estimated_cost_usd"], "actual_cost_usd": None}
+    key = None
+    if store is not None:
+        with aws_errors():
+            key = store.write_run(run)
+    return {"targets": len(rows), "run_key": key}
+
+
+def _time(value: str | None) -> datetime | None:
+    return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC) if value else None
+
+
 def summarize(s3: Any, bucket: str, *, run_id: str, plan: dict[str, Any] | None,
               results: list[Any] | None, error: dict[str, Any] | None,
-              now: datetime | None = None) -> dict[str, Any]:
+              now: datetime | None = None, store: ResultsStore | None = None,
+              spec: dict[str, Any] | None = None) -> dict[str, Any]:
     now = now or datetime.now(UTC)
     targets = []
     for target_outcomes in results or []:
@@ -54,6 +99,12 @@ def summarize(s3: Any, bucket: str, *, run_id: str, plan: dict[str, Any] | None,
         "targets": targets,
     }
     key = naming.summary_key(run_id)
+    # Metadata first: summary.json is the run's terminal mark, written last, and always: a store
+    # that refuses the run's row must not leave the run without a status.
+    try:
+        summary["metadata"] = write_metadata(s3, store, bucket, summary=summary, spec=spec)
+    except Exception as e:
+        summary["metadata"] = {"error": f"{type(e).__name__}: {e}"[:1000]}
     with aws_errors():
         s3.put_object(Bucket=bucket, Key=key, Body=json.dumps(summary, indent=2).encode(),
                       ContentType="application/json")

@@ -1,0 +1,127 @@
+"""Run and target metadata (issue 4) against moto: collect turns the prepare step's fingerprint into
+the repetition's ``targets`` row, summarize writes the run's row; both reach the Athena store's
+tables (which its dashboards join on) and S3 (spec.json, targets.json) for every store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from benchfleet import naming
+from benchfleet.aws.athena_store import AthenaStore
+from benchfleet.aws.collect import collect_step
+from benchfleet.aws.results_store import TimestreamStore
+from benchfleet.aws.summary import summarize
+
+REPO = Path(__file__).resolve().parents[2]
+GLUE_TABLES: dict[str, list[list[str]]] = json.loads((REPO / "cdk/lib/sql/glue-tables.json").read_text())["tables"]
+FIXTURE = REPO / "tests/fixtures/agent/prepare.jsonl"
+BUCKET, DATABASE, WORKGROUP = "bf-meta", "bf_meta", "bf-meta"
+RUN = "meta-20261122t000000-abcd"
+TARGET = {"id": "m6g-large", "kind": "ec2", "instance_type": "m6g.large", "engine": "mysql-8.0",
+          "mysql_config": "cpu-bound", "region": "us-east-1", "price_per_hour": 0.077,
+          "storage": {"type": "gp3", "size_gb": 200}}
+SPEC = {"name": "meta", "workload": {"name": "w"}, "targets": [TARGET]}
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Any:
+    for k, v in {"AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "testing",
+                 "AWS_SECRET_ACCESS_KEY": "testing"}.items():
+        monkeypatch.setenv(k, v)
+    with mock_aws():
+        s3, glue = boto3.client("s3"), boto3.client("glue")
+        s3.create_bucket(Bucket=BUCKET)
+        glue.create_database(DatabaseInput={"Name": DATABASE})
+        for table, columns in GLUE_TABLES.items():
+            glue.create_table(DatabaseName=DATABASE, TableInput={
+                "Name": table, "PartitionKeys": [{"Name": "run_id", "Type": "string"}],
+                "StorageDescriptor": {"Columns": [{"Name": n, "Type": t} for n, t in columns],
+                                      "Location": f"s3://{BUCKET}/tables/{table}/"}})
+        yield s3
+
+
+def raw_prepare(s3: Any) -> None:
+    lines = []
+    for line in FIXTURE.read_text().splitlines():
+        record = json.loads(line)
+        record.update(run_id=RUN, target_id=TARGET["id"], repetition=1, step="prepare")
+        lines.append(json.dumps(record))
+    s3.put_object(Bucket=BUCKET, Key=naming.raw_key(RUN, TARGET["id"], 1, "prepare"), Body="\n".join(lines).encode())
+
+
+def collect_prepare(s3: Any, store: Any) -> dict[str, Any]:
+    raw_prepare(s3)
+    return collect_step(s3, boto3.client("cloudwatch"), store, BUCKET, run_id=RUN, target=TARGET, kind="ec2",
+                        repetition=1, step={"name": "prepare", "kind": "prepare"},
+                        resources={"instance_id": "i-0123456789abcdef0", "instance_type": "m6g.large"},
+                        started_at="2026-11-22T00:00:00Z")
+
+
+def finish(s3: Any, store: Any) -> dict[str, Any]:
+    outcome = {"target_id": TARGET["id"], "repetition": 1, "steps": [], "error": {}, "teardown": {"left": []},
+               "teardown_error": {}}
+    plan = {"run_id": RUN, "name": "nightly", "started_at": "2026-11-22T00:00:00Z", "estimated_cost_usd": 1.25}
+    return summarize(s3, BUCKET, run_id=RUN, plan=plan, results=[[outcome]], error=None, store=store, spec=SPEC)
+
+
+def body(s3: Any, key: str) -> Any:
+    text = s3.get_object(Bucket=BUCKET, Key=key)["Body"].read().decode()
+    return json.loads(text) if key.endswith(".json") and not key.startswith("tables/") else \
+        [json.loads(line) for line in text.splitlines()]
+
+
+def test_athena_store_gets_the_targets_and_runs_rows(aws):
+    s3 = aws
+    store = AthenaStore(BUCKET, DATABASE, WORKGROUP, s3=s3, glue=boto3.client("glue"), athena=boto3.client("athena"))
+    collected = collect_prepare(s3, store)
+    assert collected["targets"] == 1 and collected["fingerprints"] == 1
+    (row,) = body(s3, f"tables/targets/run_id={RUN}/{TARGET['id']}.rep-1.json")
+    assert row["kind"] == "ec2" and row["instance_type"] == "m6g.large" and row["price_per_hour"] == 0.077
+    assert row["engine"] == "mysql-8.0" and row["mysql_config"] == "cpu-bound" and row["region"] == "us-east-1"
+    assert row["cpu_model"] and row["vcpus"] and row["sysbench_version"] and row["recorded_at"]
+    assert json.loads(row["storage"]) == {"type": "gp3", "size_gb": 200}
+    assert body(s3, f"runs/{RUN}/{TARGET['id']}/rep-1/target.json")["cpu_model"] == row["cpu_model"]
+
+    result = finish(s3, store)
+    assert result["status"] == "SUCCEEDED"
+    (run,) = body(s3, f"tables/runs/run_id={RUN}/run.json")
+    assert run["name"] == "nightly" and run["status"] == "succeeded" and run["mode"] == "aws"
+    assert json.loads(run["spec"]) == SPEC and run["estimated_cost_usd"] == 1.25 and run["ended_at"]
+    assert body(s3, f"runs/{RUN}/spec.json") == SPEC
+    assert [t["target_id"] for t in body(s3, f"runs/{RUN}/targets.json")] == [TARGET["id"]]
+    partitions = boto3.client("glue").get_partitions(DatabaseName=DATABASE, TableName="runs")["Partitions"]
+    assert [p["Values"] for p in partitions] == [[RUN]]
+
+
+def test_timestream_keeps_run_and_target_metadata_in_s3_only(aws):
+    s3 = aws
+    ts = boto3.client("timestream-write")
+    ts.create_database(DatabaseName="bf")
+    for table in ("samples", "step_summaries", "cloud_metrics"):
+        ts.create_table(DatabaseName="bf", TableName=table)
+    store = TimestreamStore(ts, "bf")
+    assert store.write_targets([{"run_id": RUN}]) == [] and store.write_run({"run_id": RUN}) is None
+    collect_prepare(s3, store)
+    finish(s3, store)
+    assert [t["kind"] for t in body(s3, f"runs/{RUN}/targets.json")] == ["ec2"]
+    assert body(s3, f"runs/{RUN}/spec.json") == SPEC
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET)["Contents"]]
+    assert not any(k.startswith("tables/") for k in keys)
+
+
+def test_a_store_that_refuses_the_run_row_does_not_cost_the_run_its_status(aws):
+    s3 = aws
+
+    class Broken(TimestreamStore):
+        def write_run(self, run):
+            raise RuntimeError("glue is down")
+
+    result = finish(s3, Broken(None, "bf"))
+    summary = json.loads(s3.get_object(Bucket=BUCKET, Key=naming.summary_key(RUN))["Body"].read())
+    assert result["status"] == "SUCCEEDED" and "glue is down" in summary["metadata"]["error"]
