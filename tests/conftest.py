@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -18,6 +19,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures"
 SHARED_FIXTURES = REPO.parent / "shared" / "fixtures"
+
+# What the CDK app sets on every Lambda (cdk/lib/lambdas.ts); handlers read it, never hard-code it.
+os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "Benchfleet")
 
 for path in (REPO / "lambdas",):
     if str(path) not in sys.path:

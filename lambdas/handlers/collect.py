@@ -17,7 +17,7 @@ from benchfleet.aws.settings import Settings
 
 logger = Logger()
 tracer = Tracer()
-metrics = Metrics(namespace="benchfleet")
+metrics = Metrics()  # namespace from POWERTOOLS_METRICS_NAMESPACE, set by the CDK app
 
 
 class CollectEvent(BaseModel):

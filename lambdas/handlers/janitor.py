@@ -19,7 +19,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from benchfleet.aws.sweep import RegionClients, SweepReport, janitor_sweep, running_executions
 
 logger = Logger()
-metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "Benchfleet"))
+metrics = Metrics()  # namespace from POWERTOOLS_METRICS_NAMESPACE, set by the CDK app
 
 
 def regions() -> list[str]:

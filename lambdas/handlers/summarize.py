@@ -16,7 +16,7 @@ from benchfleet.aws.summary import summarize
 
 logger = Logger()
 tracer = Tracer()
-metrics = Metrics(namespace="benchfleet")
+metrics = Metrics()  # namespace from POWERTOOLS_METRICS_NAMESPACE, set by the CDK app
 
 
 class RunState(BaseModel):

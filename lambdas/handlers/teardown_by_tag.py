@@ -21,7 +21,7 @@ from benchfleet.aws.sweep import RegionClients, run_id_of, teardown_run
 from benchfleet.naming import RUN_ID
 
 logger = Logger()
-metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "Benchfleet"))
+metrics = Metrics()  # namespace from POWERTOOLS_METRICS_NAMESPACE, set by the CDK app
 FAILED_STATUSES = {"FAILED", "TIMED_OUT", "ABORTED"}
 
 
