@@ -124,3 +124,34 @@ def test_cnf_renders_memory_shares_and_reports_engine_only_options() -> None:
     for bad in ("max_connections = 50%\n", "innodb_buffer_pool_size = 95%\n", "[client]\nx=1\n"):
         with pytest.raises(CnfError):
             render("[mysqld]\n" + bad, "mariadb", 2**30)
+
+
+def test_a_second_signal_during_clean_up_is_quiet(tmp_path: Path) -> None:
+    """Ctrl-C reaches the agent and the runner then sends SIGTERM too: one interrupt, no traceback."""
+    import contextlib
+    import signal
+    import time
+
+    fake = tmp_path / "sysbench"
+    fake.write_text("#!/bin/sh\necho 'sysbench 1.0.20'\nexec sleep 30\n")
+    fake.chmod(0o755)
+    job = {"run_id": "r", "target_id": "a", "repetition": 1, "workload": "w", "sysbench_binary": str(fake),
+           "step": {"name": "t0001", "kind": "measure", "threads": 1, "duration_s": 30},
+           "sysbench": {"test": "oltp_read_only", "options": {}}, "db": {}}
+    job_file = tmp_path / "job.json"
+    job_file.write_text(json.dumps(job))
+    proc = subprocess.Popen([sys.executable, str(AGENT), "--job", str(job_file)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    # A burst of SIGTERMs covers every moment of the agent's clean-up and exit.
+    while proc.poll() is None:
+        with contextlib.suppress(OSError):
+            proc.send_signal(signal.SIGTERM)
+        time.sleep(0.0005)
+    out, err = proc.communicate(timeout=30)
+    # 130 from the interrupt; -15 when a SIGTERM lands while Python is finalising (handlers are
+    # back to default then): both quiet. What must never happen is a traceback.
+    assert proc.returncode in (130, -signal.SIGTERM), err
+    assert "Traceback" not in err
+    assert json.loads(out.splitlines()[-1])["message"] == "interrupted"

@@ -327,7 +327,16 @@ def _sample_fields(interval: Interval) -> Dict[str, Any]:
             "reconnects_per_s": interval.reconnects_per_s}
 
 
+_stopping = []  # non-empty once the agent is interrupted or done: later signals change nothing
+
+
 def _interrupt(signum: int, frame: Any) -> None:
+    # Ctrl-C reaches the whole process group and the runner then sends SIGTERM as well: the first
+    # signal interrupts, later ones are no-ops so they cannot land inside the clean-up. (Swapping the
+    # handler for SIG_IGN here instead makes Python raise "ignored due to race condition".)
+    if _stopping:
+        return
+    _stopping.append(signum)
     raise KeyboardInterrupt("signal {}".format(signum))
 
 
@@ -355,6 +364,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         sys.stdout.write(json.dumps({"type": "error", "stage": "job", "message": str(e)}) + "\n")
         return EXIT_BAD_JOB
     signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
     out = open(args.out, "a") if args.out else None
     emit = Emitter(job, out)
     try:
@@ -365,6 +375,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         emit.error("run", "interrupted")
         return 130
     finally:
+        # The work is over: a late signal must not raise during interpreter shutdown.
+        _stopping.append(0)
         if out is not None:
             out.close()
 

@@ -159,7 +159,8 @@ def _run_step(loaded: LoadedSpec, target: LocalTarget, repetition: int, step: Pl
                     observer.sample(target.id, step, record["second"], record["tps"])
         except BaseException:
             # Interrupted here (SIGTERM reaches only us): stop the agent, which stops its sysbench.
-            agent.terminate()
+            if agent.poll() is None:
+                agent.terminate()
             raise
         finally:
             code = agent.wait()
