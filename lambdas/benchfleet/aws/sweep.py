@@ -115,10 +115,20 @@ def _code(error: ClientError) -> str:
 
 # ---- finding ------------------------------------------------------------------------------------
 
+def _resource(kind: Kind, rid: str, region: str, raw_tags: Iterable[dict[str, str]] | None, run_id: str | None,
+              state: str, **extra: Any) -> Resource | None:
+    """A Resource from a described item, or None when it does not carry the run id tag we look for."""
+    tags = _tag_map(raw_tags)
+    if TAG_RUN_ID not in tags or (run_id and tags[TAG_RUN_ID] != run_id):
+        return None
+    return Resource(kind=kind, id=rid, region=region, run_id=tags[TAG_RUN_ID], target_id=tags.get(TAG_TARGET_ID),
+                    expires_at=parse_expiry(tags.get(TAG_EXPIRES_AT)), state=state, **extra)
+
+
 def find_tagged(clients: RegionClients, run_id: str | None = None) -> list[Resource]:
     """Every live EC2 instance, DB instance and DB cluster in one region that carries a run id tag
     (that run's only, when ``run_id`` is given). Untagged resources are never returned."""
-    found: list[Resource] = []
+    candidates: list[Resource | None] = []
     tag_filter = ({"Name": f"tag:{TAG_RUN_ID}", "Values": [run_id]} if run_id
                   else {"Name": "tag-key", "Values": [TAG_RUN_ID]})
     pages = clients.ec2.get_paginator("describe_instances").paginate(
@@ -126,38 +136,20 @@ def find_tagged(clients: RegionClients, run_id: str | None = None) -> list[Resou
     for page in pages:
         for reservation in page.get("Reservations", []):
             for inst in reservation.get("Instances", []):
-                tags = _tag_map(inst.get("Tags"))
-                if TAG_RUN_ID not in tags or (run_id and tags[TAG_RUN_ID] != run_id):
-                    continue
-                found.append(Resource(
-                    kind="ec2-instance", id=inst["InstanceId"], region=clients.region,
-                    run_id=tags[TAG_RUN_ID], target_id=tags.get(TAG_TARGET_ID),
-                    expires_at=parse_expiry(tags.get(TAG_EXPIRES_AT)),
-                    state=str(inst.get("State", {}).get("Name", ""))))
+                candidates.append(_resource("ec2-instance", inst["InstanceId"], clients.region, inst.get("Tags"),
+                                            run_id, str(inst.get("State", {}).get("Name", ""))))
     for page in clients.rds.get_paginator("describe_db_instances").paginate():
         for db in page.get("DBInstances", []):
-            tags = _tag_map(db.get("TagList"))
-            if TAG_RUN_ID not in tags or (run_id and tags[TAG_RUN_ID] != run_id):
-                continue
-            found.append(Resource(
-                kind="db-instance", id=db["DBInstanceIdentifier"], region=clients.region,
-                run_id=tags[TAG_RUN_ID], target_id=tags.get(TAG_TARGET_ID),
-                expires_at=parse_expiry(tags.get(TAG_EXPIRES_AT)),
-                state=str(db.get("DBInstanceStatus", "")),
-                deletion_protection=bool(db.get("DeletionProtection")),
-                cluster_id=db.get("DBClusterIdentifier")))
+            candidates.append(_resource("db-instance", db["DBInstanceIdentifier"], clients.region, db.get("TagList"),
+                                        run_id, str(db.get("DBInstanceStatus", "")),
+                                        deletion_protection=bool(db.get("DeletionProtection")),
+                                        cluster_id=db.get("DBClusterIdentifier")))
     for page in clients.rds.get_paginator("describe_db_clusters").paginate():
         for cluster in page.get("DBClusters", []):
-            tags = _tag_map(cluster.get("TagList"))
-            if TAG_RUN_ID not in tags or (run_id and tags[TAG_RUN_ID] != run_id):
-                continue
-            found.append(Resource(
-                kind="db-cluster", id=cluster["DBClusterIdentifier"], region=clients.region,
-                run_id=tags[TAG_RUN_ID], target_id=tags.get(TAG_TARGET_ID),
-                expires_at=parse_expiry(tags.get(TAG_EXPIRES_AT)),
-                state=str(cluster.get("Status", "")),
-                deletion_protection=bool(cluster.get("DeletionProtection"))))
-    return found
+            candidates.append(_resource("db-cluster", cluster["DBClusterIdentifier"], clients.region,
+                                        cluster.get("TagList"), run_id, str(cluster.get("Status", "")),
+                                        deletion_protection=bool(cluster.get("DeletionProtection"))))
+    return [r for r in candidates if r is not None]
 
 
 # ---- removing -----------------------------------------------------------------------------------
