@@ -6,13 +6,14 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.conftest import SHARED_FIXTURES
+from tests.conftest import SHARED_FIXTURES, needs_shared_fixtures
 
 from benchfleet.cli import main
 
 STUDY = SHARED_FIXTURES / "percona-2021-arm-m6"
 
 
+@needs_shared_fixtures
 def test_import_then_results_show_the_printed_qps(bf_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["import", str(STUDY / "c6g.large"), "--target", "c6g-large"]) == 0
     capsys.readouterr()
@@ -31,6 +32,7 @@ def test_import_then_results_show_the_printed_qps(bf_home: Path, capsys: pytest.
     assert csv_text.splitlines()[0].startswith("target_id,repetition,step,threads") and str(printed_qps) in csv_text
 
 
+@needs_shared_fixtures
 @pytest.mark.parametrize(("args", "fragment"), [
     (["import", "/nonexistent", "--target", "x"], "no such file"),
     (["import", str(STUDY / "README.md"), "--target", "x"], "no sysbench output"),
@@ -48,6 +50,7 @@ def test_results_of_unknown_run(bf_home: Path, capsys: pytest.CaptureFixture[str
     assert "no run 'nope'" in capsys.readouterr().err
 
 
+@needs_shared_fixtures
 def test_history_of_runs_with_one_name(bf_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["results", "--history", "nightly"]) == 2
     for instance in ("c5.large", "c6g.large"):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from tests.conftest import FIXTURES, SHARED_FIXTURES
+from tests.conftest import FIXTURES, SHARED_FIXTURES, needs_shared_fixtures
 
 from benchfleet.sysbench import SysbenchParseError, build_command, parse_interval, parse_output
 
@@ -11,6 +11,7 @@ STUDY = SHARED_FIXTURES / "percona-2021-arm-m6"
 OURS = FIXTURES / "sysbench-1.0.20"
 
 
+@needs_shared_fixtures
 def test_study_log_summary_matches_what_sysbench_printed() -> None:
     out = parse_output((STUDY / "c5.large" / "OLTP_READ_only_test_8_thread.log").read_text())
     s = out.summary
