@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from collections import defaultdict
 from typing import Any
 
 from rich.console import Console
@@ -107,10 +106,6 @@ def print_runs(runs: list[dict[str, Any]]) -> None:
 
 def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
     """Per target x threads: tps mean with min-max across repetitions, qps, latency percentile, steal."""
-    qps: dict[tuple[str, int], list[float]] = defaultdict(list)
-    for s in doc["steps"]:
-        if s["phase"] == "measure":
-            qps[(s["target_id"], s["threads"])].append(s["qps"])
     rows = doc["comparison"]
     pct = next((r["latency_pct"] for r in rows if r["latency_pct"]), 95)
     table = Table(title=f"comparison: {run_id}")
@@ -118,9 +113,8 @@ def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
                 "steal %", "samples"):
         table.add_column(col, justify="left" if col == "target" else "right")
     for r in rows:
-        q = qps.get((r["target_id"], r["threads"]), [])
         table.add_row(r["target_id"], str(r["threads"]), str(r["repetitions"]), _fmt(r["tps_mean"]),
-                      f"{_fmt(r['tps_min'])}–{_fmt(r['tps_max'])}", _fmt(sum(q) / len(q) if q else None, 0),
+                      f"{_fmt(r['tps_min'])}–{_fmt(r['tps_max'])}", _fmt(r["qps_mean"], 0),
                       _fmt(r["latency_pct_ms_median"], 2), _fmt(r["steal_mean_pct"], 2), str(r["samples"]))
     console.print(table)
 

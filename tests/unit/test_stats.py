@@ -199,16 +199,17 @@ def test_group_and_size() -> None:
 # ---- the comparison table the CLI prints (kept stable) ----------------------------------------------
 
 def test_comparison_table_keeps_its_keys() -> None:
-    rows = [{"phase": "measure", "target_id": "a", "threads": 4, "tps": t, "latency_pct": 95,
+    rows = [{"phase": "measure", "target_id": "a", "threads": 4, "tps": t, "qps": t * 20, "latency_pct": 95,
              "latency_pct_ms": lat, "steal_mean_pct": 1.0, "samples": 60, "tps_cv": 0.02}
             for t, lat in [(100.0, 5.0), (110.0, 9.0), (90.0, 6.0)]]
     rows.append({"phase": "warmup", "target_id": "a", "threads": 4, "tps": 1.0})
     (row,) = stats.comparison_table(rows)
-    for key in ("target_id", "threads", "repetitions", "tps_mean", "tps_min", "tps_max", "latency_pct",
+    for key in ("target_id", "threads", "repetitions", "tps_mean", "tps_min", "tps_max", "qps_mean", "latency_pct",
                 "latency_pct_ms_median", "latency_pct_ms_min", "latency_pct_ms_max", "steal_mean_pct",
                 "samples"):
         assert key in row
     assert row["tps_mean"] == 100 and row["latency_pct_ms_median"] == 6.0 and row["samples"] == 180
+    assert row["qps_mean"] == 2000
     assert row["tps_ci_low"] == pytest.approx(100 - 4.302653 * 10 / math.sqrt(3), abs=1e-4)
 
 

@@ -26,7 +26,7 @@ def comparison_table(summaries: Iterable[Mapping[str, Any]]) -> list[dict[str, A
     """One row per target x threads over the measure steps' summaries.
 
     - ``tps_mean``/``tps_min``/``tps_max``: mean, min and max across repetitions of sysbench's own
-      tps for the whole step;
+      tps for the whole step; ``qps_mean`` likewise for sysbench's qps;
     - ``tps_ci_low``/``tps_ci_high``: 95 % Student-t confidence interval of that mean (None below two
       repetitions);
     - ``latency_pct_ms_median``/``_min``/``_max``: median and range across repetitions of sysbench's
@@ -49,6 +49,7 @@ def comparison_table(summaries: Iterable[Mapping[str, Any]]) -> list[dict[str, A
         rows.append({
             "target_id": target_id, "threads": threads, "repetitions": len(items),
             "tps_mean": statistics.fmean(tps), "tps_min": min(tps), "tps_max": max(tps),
+            "qps_mean": statistics.fmean(float(s["qps"]) for s in items),
             "tps_ci_low": ci[0] if ci else None, "tps_ci_high": ci[1] if ci else None,
             "latency_pct": items[0].get("latency_pct"),
             "latency_pct_ms_median": statistics.median(lat) if lat else None,
