@@ -55,6 +55,20 @@ def test_proc_stat_is_read_here() -> None:
     assert values is not None and len(values) == 8 and sum(values) > 0
 
 
+def test_cpu_times_reads_the_open_file_again_each_time() -> None:
+    cpu = agent.CpuTimes()
+    try:
+        first = cpu.read()
+        sum(range(200_000))  # let a tick pass on some CPU
+        second = cpu.read()
+    finally:
+        cpu.close()
+    assert first is not None and second is not None and len(second) == 8
+    assert all(b >= a for a, b in zip(first, second, strict=True)) and sum(second) >= sum(first)
+    assert cpu.read() is None  # closed
+    assert agent.CpuTimes("/nonexistent/stat").read() is None
+
+
 def test_summary_gets_jitter_and_mean_steal_from_its_seconds() -> None:
     out = parse_agent_lines("\n".join([sample(1, 90, 1.0), sample(2, 110, 3.0), SUMMARY]))
     (s,) = out.summaries

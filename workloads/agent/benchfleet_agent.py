@@ -76,18 +76,51 @@ class Emitter:
         return EXIT_FAILED
 
 
+class CpuTimes:
+    """The aggregate ``cpu`` line of /proc/stat, read once per sample for the agent's whole step.
+
+    The file stays open and each reading is one pread of its head: no open/close and no file object
+    per second, which is most of what sampling costs the host (the agent's CPU share per measured
+    second is what tests/perf/harness_overhead.py prints as ``agent_cpu_share``)."""
+
+    # The aggregate line is the first; 10 counters of at most 20 digits fit well inside this.
+    HEAD_BYTES = 512
+
+    def __init__(self, path: str = "/proc/stat") -> None:
+        try:
+            self.fd: Optional[int] = os.open(path, os.O_RDONLY)
+        except OSError:
+            self.fd = None
+
+    def read(self) -> Optional[List[int]]:
+        """The counters as jiffies (user, nice, system, idle, iowait, irq, softirq, steal), or None
+        where there is no /proc."""
+        if self.fd is None:
+            return None
+        try:
+            head = os.pread(self.fd, self.HEAD_BYTES, 0)
+        except OSError:
+            return None
+        first = head.split(b"\n", 1)[0].split()
+        if not first or first[0] != b"cpu":
+            return None
+        values = [int(v) for v in first[1:9]]
+        values += [0] * (8 - len(values))
+        return values
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
 def read_cpu_times(path: str = "/proc/stat") -> Optional[List[int]]:
-    """The aggregate ``cpu`` line of /proc/stat as jiffies, or None where there is no /proc."""
+    """One reading of the aggregate ``cpu`` line of /proc/stat as jiffies, or None without /proc."""
+    reader = CpuTimes(path)
     try:
-        with open(path) as f:
-            first = f.readline().split()
-    except OSError:
-        return None
-    if not first or first[0] != "cpu":
-        return None
-    values = [int(v) for v in first[1:9]]
-    values += [0] * (8 - len(values))
-    return values
+        return reader.read()
+    finally:
+        reader.close()
 
 
 def cpu_percentages(before: Optional[List[int]], after: Optional[List[int]]) -> Dict[str, Optional[float]]:
@@ -280,11 +313,13 @@ def run_step(job: Dict[str, Any], emit: Emitter) -> int:
     argv = sysbench_argv(job, "run", {"threads": int(step["threads"]), "time": duration,
                                       "report-interval": int(job.get("report_interval_s") or 1)})
     started = time.time()
-    before = read_cpu_times()
+    cpu = CpuTimes()
+    before = cpu.read()
     lines: List[str] = []
     try:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
     except OSError as e:
+        cpu.close()
         return emit.error("run", "cannot start sysbench: {}".format(e))
     assert proc.stdout is not None
     try:
@@ -294,7 +329,7 @@ def run_step(job: Dict[str, Any], emit: Emitter) -> int:
             if interval is None:
                 continue
             # Sampled when sysbench reports, so each CPU figure covers the same second as the rates.
-            after = read_cpu_times()
+            after = cpu.read()
             emit.emit("sample", time=time.time(), **_sample_fields(interval), **cpu_percentages(before, after))
             before = after
     except KeyboardInterrupt:
@@ -302,6 +337,8 @@ def run_step(job: Dict[str, Any], emit: Emitter) -> int:
         proc.terminate()
         proc.wait()
         raise
+    finally:
+        cpu.close()
     code = proc.wait()
     text = "".join(lines)
     parsed = parse_output(text)
