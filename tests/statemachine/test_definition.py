@@ -1,12 +1,15 @@
-"""The definition itself: JSONPath only, the contract's substitutions, one shared target iterator,
-prose state names, every failure path reaches teardown, and the execution cap the plan respects."""
+"""The definition itself: JSONPath only, the contract's substitutions, one target iterator (the
+Distributed Map's derived from the inline one), names unique across the machine, prose state names,
+every failure path reaches teardown, and the execution cap the plan respects."""
 
 from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from pathlib import Path
 
+import asl_iterators
 import pytest
 
 from benchfleet.aws import runplan
@@ -39,20 +42,28 @@ def test_jsonpath_only_and_lambda_resources_from_the_contract():
             assert "TimeoutSeconds" in state
 
 
-def test_inline_and_distributed_maps_share_one_iterator():
-    states = load()["States"]
-    inline, distributed = states["Run targets side by side"], states["Run targets in child executions"]
+def test_the_distributed_iterator_is_the_inline_one_renamed():
+    """One iterator, two Maps: the Distributed Map's is derived from the inline Map's by the rename
+    rule of asl_iterators (the States Language wants names unique across the machine)."""
+    definition = load()
+    inline = definition["States"][asl_iterators.INLINE_MAP]
+    distributed = definition["States"][asl_iterators.DISTRIBUTED_MAP]
     assert inline["ItemProcessor"]["ProcessorConfig"] == {"Mode": "INLINE"}
-    assert distributed["ItemProcessor"]["ProcessorConfig"]["Mode"] == "DISTRIBUTED"
-    strip = [{k: v for k, v in m["ItemProcessor"].items() if k != "ProcessorConfig"} for m in (inline, distributed)]
-    assert strip[0] == strip[1]
+    assert distributed["ItemProcessor"] == asl_iterators.derived_distributed_processor(definition), (
+        "the Distributed Map's iterator is not the inline one renamed: edit the inline Map, then run "
+        ".venv/bin/python tests/statemachine/asl_iterators.py --write")
     assert {k: v for k, v in inline.items() if k not in ("ItemProcessor", "Comment", "MaxConcurrency")} == \
         {k: v for k, v in distributed.items() if k not in ("ItemProcessor", "Comment", "MaxConcurrency")}
 
 
+def test_state_names_are_unique_across_the_whole_machine():
+    names = Counter(name for name, _ in all_states(load()))
+    assert [n for n, count in names.items() if count > 1] == []
+
+
 def test_state_names_read_as_prose():
     for name, _ in all_states(load()):
-        assert re.fullmatch(r"[A-Z][a-z]+( [a-z]+)*\??", name), name
+        assert re.fullmatch(r"[A-Z][a-z]+( [a-z]+)*\??(" + re.escape(asl_iterators.CHILD_SUFFIX) + ")?", name), name
 
 
 def test_every_catch_in_a_target_reaches_teardown_and_every_loop_is_bounded():
