@@ -34,7 +34,7 @@ $(NODE_STAMP): package.json $(wildcard package-lock.json)
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-test-python: python-deps
+test-python: python-deps node-deps
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
 test-cdk: node-deps python-deps
