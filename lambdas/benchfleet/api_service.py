@@ -33,6 +33,7 @@ from botocore.exceptions import ClientError
 from pydantic import ValidationError
 
 from benchfleet import naming
+from benchfleet.aws.regions import TargetRegions
 from benchfleet.plan import Plan, PriceLookup, make_plan
 from benchfleet.spec import ComparisonSpec, LoadedSpec, SpecError, Workload, parse_spec, problems_of
 
@@ -289,6 +290,8 @@ class RunService:
     # run_id, regions -> what was removed (benchfleet.aws.sweep.teardown_run(...).summary())
     teardown: Callable[[str, list[str]], dict[str, Any]] | None = None
     home_region: str = "us-east-1"
+    # Regions targets may run in besides the home region (TARGET_REGIONS; benchfleet.aws.regions).
+    target_regions: tuple[str, ...] = ()
     now: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
 
     def execution_arn(self, name: str) -> str:
@@ -308,9 +311,14 @@ class RunService:
         """Start a run; (202, run) when started, (200, run) when the key names the same run already."""
         run_id = run_id_for_key(idempotency_key) if idempotency_key is not None else None
         loaded = validate_submission(body)
-        plan = make_plan(loaded, self.price_lookup)
+        regions = TargetRegions.of(self.home_region, self.target_regions)
+        problems = regions.problems(list(loaded.spec.targets))
+        if problems:
+            raise ApiError(400, f"{problems[0][0]}: {problems[0][1]}", problems[0][0], problems)
+        # Priced where each target runs (a target without a region runs in the home region).
+        plan = make_plan(regions.resolve(loaded), self.price_lookup)
         check_budget(plan, list(loaded.spec.targets))
-        self._check_plan_state(loaded, run_id)
+        self._check_plan_state(loaded, run_id, regions)
         spec_data = canonical_spec(loaded.spec)
         digest = spec_hash(spec_data)
         run_id = run_id or naming.new_run_id(loaded.spec.name, self.now())
@@ -334,7 +342,7 @@ class RunService:
                      "started_at": _iso(started.get("startDate")), "spec_sha256": digest, **estimate}
 
     @staticmethod
-    def _check_plan_state(loaded: LoadedSpec, run_id: str | None) -> None:
+    def _check_plan_state(loaded: LoadedSpec, run_id: str | None, regions: TargetRegions) -> None:
         """Refuse here what the state machine's Plan state would refuse a moment after starting
         (run too long for one execution, too many history events)."""
         try:
@@ -343,7 +351,8 @@ class RunService:
         except ImportError:  # pragma: no cover - another engineer's module; the API works without it
             return
         try:
-            runplan.plan_run(runplan.RunRequest(spec=canonical_spec(loaded.spec), run_id=run_id))
+            runplan.plan_run(runplan.RunRequest(spec=canonical_spec(loaded.spec), run_id=run_id),
+                             regions=regions)
         except PlanRejected as e:
             text = str(e).removeprefix("spec: ")
             where, _, msg = text.partition(": ")

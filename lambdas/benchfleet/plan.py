@@ -49,6 +49,9 @@ class TargetPlan(BaseModel):
 
     target_id: str
     kind: str
+    # Where the target runs: its spec's region; None for a cloud target that names none (it runs in
+    # the deployed stack's home region, which the plan resolves); "local" for local targets.
+    region: str | None = None
     repetitions: int
     steps: list[PlanStep]
     provision_s: int
@@ -112,7 +115,8 @@ class Plan(BaseModel):
             "estimated_cost_usd": self.estimated_cost_usd, "budget_usd": self.budget_usd,
             "over_budget": self.over_budget, "unpriced_targets": self.unpriced_targets,
             "targets": [
-                {"target_id": t.target_id, "kind": t.kind, "steps": [s.model_dump() for s in t.steps],
+                {"target_id": t.target_id, "kind": t.kind, "region": t.region,
+                 "steps": [s.model_dump() for s in t.steps],
                  "repetition_s": t.repetition_s, "total_s": t.total_s,
                  "price_per_hour": t.price_per_hour, "estimated_cost_usd": t.estimated_cost_usd}
                 for t in self.targets],
@@ -146,7 +150,9 @@ def make_plan(loaded: LoadedSpec, price_lookup: PriceLookup | None = None) -> Pl
         if price is None and target.kind == "local":
             price = 0.0
         targets.append(TargetPlan(
-            target_id=target.id, kind=target.kind, repetitions=spec.repetitions, steps=steps,
+            target_id=target.id, kind=target.kind,
+            region=getattr(target, "region", None) or ("local" if target.kind == "local" else None),
+            repetitions=spec.repetitions, steps=steps,
             provision_s=PROVISION_SECONDS[target.kind], teardown_s=TEARDOWN_SECONDS[target.kind],
             price_per_hour=price))
     return Plan(name=spec.name, workload=loaded.workload.name, mode="local" if spec.is_local else "aws",

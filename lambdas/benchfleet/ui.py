@@ -10,6 +10,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 from rich.table import Table
 
 from benchfleet.plan import Plan, PlanStep
+from benchfleet.pricing import DEFAULT_REGION
 from benchfleet.records import AgentOutput
 
 # Off a terminal (CI logs, pipes) rich would assume 80 columns and fold the tables.
@@ -70,20 +71,33 @@ class RichObserver:
         self.progress.console.print(f"[yellow]{text}")
 
 
+# A cloud target without a region runs in the region the stack is deployed in, unknown offline.
+HOME_REGION_LABEL = "(home)"
+
+
 def print_plan(summary: dict[str, Any]) -> None:
     table = Table(title=f"plan: {summary['name']} ({summary['mode']}, workload {summary['workload']})")
-    for col in ("target", "kind", "steps", "per repetition", "repetitions", "$/hour", "est. cost"):
-        table.add_column(col, justify="right" if col not in ("target", "kind", "steps") else "left")
+    for col in ("target", "kind", "region", "steps", "per repetition", "repetitions", "$/hour", "est. cost"):
+        table.add_column(col, justify="right" if col not in ("target", "kind", "region", "steps") else "left")
     for t in summary["targets"]:
         steps = ", ".join(s["name"] for s in t["steps"])
-        table.add_row(t["target_id"], t["kind"], steps, _duration(t["repetition_s"]), str(summary["repetitions"]),
-                      _fmt(t["price_per_hour"], 3), f"${_fmt(t['estimated_cost_usd'], 2)}")
+        # Never "$0" nor a blank for a target the price tables do not know: say so.
+        no_price = t["price_per_hour"] is None
+        table.add_row(t["target_id"], t["kind"], t.get("region") or HOME_REGION_LABEL, steps,
+                      _duration(t["repetition_s"]), str(summary["repetitions"]),
+                      "unpriced" if no_price else _fmt(t["price_per_hour"], 3),
+                      "unpriced" if no_price else f"${_fmt(t['estimated_cost_usd'], 2)}")
     console.print(table)
+    unpriced = len(summary["unpriced_targets"])
     console.print(f"estimated wall time {_duration(summary['wall_s'])}, estimated cost "
                   f"${summary['estimated_cost_usd']:.2f}"
+                  + (f" + {unpriced} target{'s' if unpriced > 1 else ''} unpriced" if unpriced else "")
                   + (f" (budget ${summary['budget_usd']:.2f})" if summary["budget_usd"] is not None else ""))
     if summary["unpriced_targets"]:
         console.print(f"[yellow]no price known for: {', '.join(summary['unpriced_targets'])}")
+    if any(t.get("region") is None for t in summary["targets"]):
+        console.print(f"{HOME_REGION_LABEL}: the deployed stack's region; priced here at "
+                      f"{DEFAULT_REGION} list prices")
     if summary["over_budget"]:
         console.print("[red]over budget: `benchfleet run` will refuse to start")
 

@@ -74,7 +74,8 @@ def service() -> RunService:
                               state_machine_arn=settings.state_machine_arn,
                               bucket=settings.results_bucket,
                               price_lookup=api_service.default_price_lookup(),
-                              teardown=teardown, home_region=region)
+                              teardown=teardown, home_region=region,
+                              target_regions=settings.target_regions)
     return _service
 
 

@@ -30,7 +30,8 @@ def handler(event: PlanEvent, context: LambdaContext) -> dict[str, Any]:
     settings = Settings.from_env()
     request = runplan.parse_request(event.input)
     # The run id is the execution's name (the janitor and teardown-by-tag rely on it).
-    plan = runplan.plan_run(request, execution_name=event.execution_name, zone_count=len(settings.subnet_ids))
+    plan = runplan.plan_run(request, execution_name=event.execution_name, zone_count=len(settings.subnet_ids),
+                             regions=settings.regions)
     logger.append_keys(run_id=plan["run_id"])
     logger.info("planned", extra={"targets": plan["target_count"], "distributed": plan["distributed"],
                                   "history_bound": plan["history_bound"], "wall_s": plan["wall_s"],

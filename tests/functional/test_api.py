@@ -16,6 +16,7 @@ from benchfleet.aws.sweep import RegionClients, teardown_run
 from benchfleet.naming import tag_list, tags
 
 REGION = "us-east-1"
+TARGET_REGIONS = ("eu-north-1",)  # what the CDK context key targetRegions deployed besides REGION
 BUCKET = "bf-results"
 ASL = json.dumps({"StartAt": "Plan", "States": {"Plan": {"Type": "Pass", "End": True}}})
 WORKLOAD = {"name": "ro", "test": "oltp_read_only", "threads": [1, 4], "duration_s": 30, "warmup_s": 0}
@@ -62,7 +63,7 @@ class Api:
             sfn=sfn, s3=s3, state_machine_arn=arn, bucket=BUCKET,
             price_lookup=api_service.default_price_lookup(),
             teardown=lambda run_id, regions: teardown_run(run_id, clients_for, regions).summary(),
-            home_region=REGION)
+            home_region=REGION, target_regions=TARGET_REGIONS)
         api.configure(self.service)
 
     def __call__(self, *args, **kwargs) -> tuple[int, dict | str, dict]:
@@ -155,6 +156,23 @@ def test_bad_spec_is_400_naming_the_field(api, spec, field):
     assert body["field"] == field, body
     assert body["message"].startswith(field)
     assert api.starts == 0
+
+
+def test_a_target_in_a_region_with_nothing_deployed_is_400_naming_its_region(api):
+    spec = {**SPEC, "targets": [*SPEC["targets"], {"id": "west", "kind": "ec2", "instance_type": "m5.large",
+                                                   "region": "us-west-1"}]}
+    status, body, _ = api("POST", "/runs", spec)
+    assert status == 400, body
+    assert body["field"] == "targets[2].region"
+    assert "us-west-1" in body["message"] and "targetRegions" in body["message"]
+    assert api.starts == 0
+
+
+def test_the_handler_takes_the_target_regions_from_its_environment(api, monkeypatch):
+    monkeypatch.setenv("TARGET_REGIONS", "us-west-1,eu-north-1")
+    api.module.configure(None)
+    service = api.module.service()
+    assert service.home_region == REGION and service.target_regions == ("us-west-1", "eu-north-1")
 
 
 @pytest.mark.parametrize(("kwargs", "status", "field"), [

@@ -130,6 +130,18 @@ def test_provision_rds_and_aurora_with_looked_up_versions(aws):
     assert client_zone == writer["AvailabilityZone"] == a["zone"]
 
 
+@pytest.mark.parametrize("kind", ["ec2", "rds", "aurora"])
+def test_provision_never_launches_a_target_outside_its_own_region(aws, kind):
+    """A target labelled eu-north-1 is never created by clients of another region."""
+    with pytest.raises(errors.TargetFailed, match="eu-north-1"):
+        call("provision", {"run_id": RUN, "target": target(kind) | {"region": "eu-north-1"}, "repetition": 1,
+                           "expires_at": EXPIRES})
+    for region in (REGION, "eu-north-1"):
+        assert boto3.client("ec2", region_name=region).describe_instances()["Reservations"] == []
+        rds = boto3.client("rds", region_name=region)
+        assert rds.describe_db_instances()["DBInstances"] == rds.describe_db_clusters()["DBClusters"] == []
+
+
 def test_provision_capacity_error_is_named_and_partial_resources_go(aws):
     proxies, _ = aws
     proxies["ec2"] = FaultProxy(boto3.client("ec2", region_name=REGION), faults={

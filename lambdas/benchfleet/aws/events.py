@@ -38,6 +38,8 @@ class TargetItem(_In):
     run_id: str
     target_id: str
     kind: str
+    # Where the target runs (benchfleet.aws.regions): its own region or the home region.
+    region: str | None = None
     target: dict[str, Any]
     expires_at: str
     deadline: str
@@ -60,6 +62,7 @@ class Resources(_In):
     db_instance_id: str | None = None
     db_cluster_id: str | None = None
     zone: str | None = None
+    region: str | None = None
     zone_index: int = 0
     provisioned_at: str | None = None
 

@@ -35,6 +35,12 @@ def provision(ec2: Any, rds: Any, ssm: Any, settings: Settings, *, run_id: str, 
     if kind == "existing":
         out["instance_id"] = target["instance_id"]
         return out
+    # Never launch a target anywhere but in the region it will be labelled with.
+    region = target.get("region") or settings.home_region
+    if region != ec2.meta.region_name or region != rds.meta.region_name:
+        raise TargetFailed(f"target {target_id} is for {region}, but provision acts in {ec2.meta.region_name}: "
+                           f"it needs {region}'s resources (CDK context key targetRegions)")
+    out["region"] = region
     tags = {naming.TAG_RUN_ID: run_id, naming.TAG_TARGET_ID: target_id, naming.TAG_EXPIRES_AT: expires_at}
     subnet_id, zone = t.subnet_for(ec2, settings, zone_index)
     out.update(subnet_id=subnet_id, zone=zone)

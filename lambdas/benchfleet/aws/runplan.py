@@ -28,6 +28,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from benchfleet import naming
 from benchfleet.aws import history
 from benchfleet.aws.errors import PlanRejected
+from benchfleet.aws.regions import TargetRegions
+from benchfleet.aws.settings import Settings
 from benchfleet.mysqlcnf import CnfError, render
 from benchfleet.plan import Plan, TargetPlan, make_plan
 from benchfleet.spec import SLUG, LoadedSpec, SpecError, Workload, parse_spec, workloads_dir
@@ -75,7 +77,7 @@ class RunRequest(BaseModel):
     timing: Timing = Timing()
 
 
-def _loaded(spec_data: dict[str, Any]) -> LoadedSpec:
+def _loaded(spec_data: dict[str, Any], regions: TargetRegions) -> LoadedSpec:
     try:
         spec = parse_spec(spec_data, "spec")
     except SpecError as e:
@@ -95,9 +97,10 @@ def _loaded(spec_data: dict[str, Any]) -> LoadedSpec:
         elif target.kind == "existing" and getattr(target, "instance_id", None) is None:
             problems.append(f"targets[{i}].instance_id: an existing target needs the EC2 instance "
                             "that runs the agent")
+    problems += [f"{field}: {message}" for field, message in regions.problems(list(spec.targets))]
     if problems:
         raise PlanRejected("spec: " + "; ".join(problems))
-    return LoadedSpec(spec=spec, workload=spec.workload, source="api")
+    return regions.resolve(LoadedSpec(spec=spec, workload=spec.workload, source="api"))
 
 
 def _ec2_engine_ok(engine: str) -> bool:
@@ -188,9 +191,12 @@ def _price_lookup(target: object) -> float | None:
 
 
 def plan_run(request: RunRequest, *, execution_name: str | None = None, zone_count: int = 1,
-             now: datetime | None = None) -> dict[str, Any]:
+             now: datetime | None = None, regions: TargetRegions | None = None) -> dict[str, Any]:
+    """The state machine's plan. ``regions``: where targets may run (default: the Lambda's
+    environment); every cloud target leaves with the region it runs in."""
     run_id = run_id_for(request, execution_name)
-    loaded = _loaded(request.spec)
+    regions = regions or Settings.from_env().regions
+    loaded = _loaded(request.spec, regions)
     plan: Plan = make_plan(loaded, _price_lookup)
     if plan.over_budget:
         raise PlanRejected(f"spec: budget_usd: the estimate is ${plan.estimated_cost_usd:.2f}, above the "
@@ -232,6 +238,7 @@ def plan_run(request: RunRequest, *, execution_name: str | None = None, zone_cou
         deadline = now + timedelta(seconds=t.total_s) + DEADLINE_MARGIN
         targets.append({
             "run_id": run_id, "target_id": t.target_id, "kind": t.kind,
+            "region": regions.region_of(target),
             "target": target,
             "expires_at": naming.tags(run_id, t.target_id, expires_at)[naming.TAG_EXPIRES_AT],
             "deadline": deadline.strftime("%Y-%m-%dT%H:%M:%SZ"),

@@ -6,6 +6,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from benchfleet.aws.regions import TargetRegions
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -23,6 +25,10 @@ class Settings:
     agent_bundle_s3_uri: str = ""
     # Set by the CDK app beyond the contract's list; optional here (instance profile + SG otherwise).
     launch_template_id: str = ""
+    # The stack's region (Lambda's AWS_REGION) and the regions targets may run in beyond it
+    # (TARGET_REGIONS, from the CDK context key targetRegions): benchfleet.aws.regions.
+    home_region: str = "us-east-1"
+    target_regions: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -45,4 +51,10 @@ class Settings:
             agent_document_name=get("AGENT_DOCUMENT_NAME"),
             agent_bundle_s3_uri=get("AGENT_BUNDLE_S3_URI"),
             launch_template_id=get("LAUNCH_TEMPLATE_ID"),
+            home_region=get("AWS_REGION") or get("AWS_DEFAULT_REGION") or "us-east-1",
+            target_regions=tuple(r.strip() for r in get("TARGET_REGIONS").split(",") if r.strip()),
         )
+
+    @property
+    def regions(self) -> TargetRegions:
+        return TargetRegions.of(self.home_region, self.target_regions)

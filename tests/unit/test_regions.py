@@ -1,0 +1,112 @@
+"""Targets run where their spec says or nowhere: Plan and the API refuse a region with nothing
+deployed (naming the field and the CDK context key), every plan shows each target's region, prices
+are those of the region the target runs in, and an unpriced region stays unpriced."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchfleet import pricing
+from benchfleet.aws import runplan
+from benchfleet.aws.errors import PlanRejected
+from benchfleet.aws.regions import CONTEXT_KEY, TargetRegions
+from benchfleet.cli import main
+from benchfleet.plan import make_plan
+from benchfleet.spec import load_spec
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "statemachine"))
+from sm_harness import Context  # noqa: E402  (the LambdaContext the handlers' tests use)
+
+COMPARISONS = sorted((REPO / "workloads" / "comparisons").glob("*.yaml"))
+STEAL_REGIONS = REPO / "workloads" / "comparisons" / "steal-regions.yaml"
+WORKLOAD = {"name": "w", "test": "oltp_read_only", "threads": [1], "duration_s": 60, "warmup_s": 0}
+
+
+def request(*targets: dict[str, object]) -> runplan.RunRequest:
+    return runplan.RunRequest(spec={"name": "r", "workload": WORKLOAD, "targets": list(targets)})
+
+
+def ec2(tid: str, **extra: object) -> dict[str, object]:
+    return {"id": tid, "kind": "ec2", "instance_type": "t3.xlarge", **extra}
+
+
+def test_plan_refuses_a_region_that_is_not_deployed_naming_field_region_and_key() -> None:
+    regions = TargetRegions.of("us-east-1", ["us-west-1"])
+    with pytest.raises(PlanRejected) as e:
+        runplan.plan_run(request(ec2("a", region="us-west-1"), ec2("b", region="eu-north-1")), regions=regions)
+    message = str(e.value)
+    assert "targets[1].region" in message and "eu-north-1" in message and CONTEXT_KEY in message
+    assert "targets[0]" not in message
+
+
+def test_every_planned_target_carries_the_region_it_runs_in() -> None:
+    regions = TargetRegions.of("eu-north-1", ["us-west-1"])
+    plan = runplan.plan_run(request(ec2("home"), ec2("west", region="us-west-1")), regions=regions)
+    by_id = {t["target_id"]: t for t in plan["targets"]}
+    assert by_id["home"]["region"] == by_id["home"]["target"]["region"] == "eu-north-1"
+    assert by_id["west"]["region"] == by_id["west"]["target"]["region"] == "us-west-1"
+    # Priced where it runs: the same t3.xlarge costs what each region charges.
+    prices = pricing.load_prices()
+    assert by_id["home"]["target"]["price_per_hour"] == pytest.approx(
+        prices.ec2.instance("eu-north-1", "t3.xlarge") + pricing.storage_per_hour(
+            prices.ebs.storage_rate("eu-north-1", "gp3", by_region=True), 100), abs=1e-6)
+    assert by_id["west"]["target"]["price_per_hour"] > by_id["home"]["target"]["price_per_hour"]
+
+
+def test_the_plan_handler_reads_the_regions_the_cdk_app_deploys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """TARGET_REGIONS / AWS_REGION as the template sets them (tests/cdk/context.test.ts)."""
+    from handlers import plan as handler
+
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.setenv("TARGET_REGIONS", "us-west-1,eu-north-1")
+    spec = load_spec(STEAL_REGIONS)
+    data = spec.spec.model_dump(mode="json") | {"workload": spec.workload.model_dump(mode="json")}
+    out = handler.handler({"input": {"spec": data}, "execution_name": "steal-1"}, Context(function_name="plan"))
+    assert [t["region"] for t in out["targets"]] == ["us-west-1", "us-west-1", "eu-north-1", "eu-north-1"]
+    monkeypatch.setenv("TARGET_REGIONS", "us-west-1")
+    with pytest.raises(PlanRejected, match=r"targets\[2\]\.region: eu-north-1 .*targetRegions"):
+        handler.handler({"input": {"spec": data}, "execution_name": "steal-2"}, Context(function_name="plan"))
+
+
+def test_cli_plan_shows_each_targets_region(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", str(STEAL_REGIONS), "--format", "json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert [t["region"] for t in summary["targets"]] == ["us-west-1", "us-west-1", "eu-north-1", "eu-north-1"]
+    assert main(["plan", str(STEAL_REGIONS)]) == 0
+    table = capsys.readouterr().out
+    assert "region" in table
+    rows = [line for line in table.splitlines() if "t3-xlarge-" in line or "m5-xlarge-" in line]
+    assert len(rows) == 4
+    for row in rows:
+        target_id = row.split("│")[1].strip()
+        assert target_id.rsplit("-", 3)[-3:] == row.split("│")[3].strip().split("-")
+
+
+@pytest.mark.parametrize("path", COMPARISONS, ids=lambda p: p.stem)
+def test_the_price_tables_cover_every_region_the_shipped_specs_use(path: Path) -> None:
+    loaded = load_spec(path)
+    plan = make_plan(loaded, pricing.price_per_hour)
+    assert plan.unpriced_targets == [], [pricing.unpriced_reason(t) for t in loaded.spec.targets]
+    assert all(t.price_per_hour and t.price_per_hour > 0 for t in plan.targets if t.kind != "local")
+
+
+def test_an_unpriced_region_is_shown_unpriced_never_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "far.yaml"
+    spec.write_text(json.dumps({"name": "far", "workload": WORKLOAD, "targets": [
+        ec2("mumbai", region="ap-south-1"), ec2("virginia", region="us-east-1")]}))
+    assert main(["plan", str(spec), "--format", "json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    mumbai = summary["targets"][0]
+    assert mumbai["region"] == "ap-south-1"
+    assert mumbai["price_per_hour"] is None and mumbai["estimated_cost_usd"] is None
+    assert summary["unpriced_targets"] == ["mumbai"]
+    assert main(["plan", str(spec)]) == 0
+    table = capsys.readouterr().out
+    row = next(line for line in table.splitlines() if "mumbai" in line)
+    assert "unpriced" in row and "$0" not in row and "0.00" not in row
+    assert "1 target unpriced" in table
