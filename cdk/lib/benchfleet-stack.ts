@@ -7,7 +7,7 @@ import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
 import { BenchfleetApi } from './api';
 import { AthenaStore } from './athena-store';
-import { BenchfleetConfig } from './config';
+import { BenchfleetConfig, effectiveSweepRegions } from './config';
 import { Dashboards } from './dashboards';
 import { applyWildcardSuppressions } from './nag';
 import { Network } from './network';
@@ -86,7 +86,8 @@ export class BenchfleetStack extends Stack {
       logRetention,
       removalPolicy,
       definitionPath: props.definitionPath,
-      sweepRegions: config.sweepRegions,
+      sweepRegions: effectiveSweepRegions(config),
+      targetRegions: config.targetRegions,
     });
 
     this.api = new BenchfleetApi(this, 'Api', {

@@ -55,6 +55,11 @@ export interface BenchfleetConfig {
    * stack's own region only.
    */
   readonly sweepRegions?: readonly string[];
+  /**
+   * Regions targets may run in besides the stack's own (home) region. Every Lambda gets the list as
+   * TARGET_REGIONS; Plan refuses a target in any other region. Unset = the home region only.
+   */
+  readonly targetRegions?: readonly string[];
 }
 
 export const DEFAULTS: BenchfleetConfig = {
@@ -203,6 +208,16 @@ function schedules(node: Node): ScheduleConfig[] {
   });
 }
 
+/**
+ * Regions the sweepers cover: every target region and every sweepRegions entry (undefined when
+ * neither key is set: the stack's region only). A target region the janitor did not sweep would
+ * leak whatever a failed run left there.
+ */
+export function effectiveSweepRegions(config: BenchfleetConfig): readonly string[] | undefined {
+  if (config.sweepRegions === undefined && config.targetRegions === undefined) return undefined;
+  return [...new Set([...(config.targetRegions ?? []), ...(config.sweepRegions ?? [])])];
+}
+
 /** Read and validate every context key; throws with the key's name on bad input. */
 export function readConfig(node: Node): BenchfleetConfig {
   const logRetentionDays = int(node, 'logRetentionDays', DEFAULTS.logRetentionDays, 1, 3653);
@@ -221,6 +236,7 @@ export function readConfig(node: Node): BenchfleetConfig {
     throw new ConfigError('quicksightPrincipalArn', 'expected arn:aws:quicksight:<region>:<account>:user/... or group/...');
   }
   const sweepRegions = regions(node, 'sweepRegions');
+  const targetRegions = regions(node, 'targetRegions');
   const vpcId = optStr(node, 'vpcId');
   if (vpcId !== undefined && !/^vpc-[0-9a-f]{8,17}$/.test(vpcId)) {
     throw new ConfigError('vpcId', `expected vpc-<hex>, got ${JSON.stringify(vpcId)}`);
@@ -274,5 +290,6 @@ export function readConfig(node: Node): BenchfleetConfig {
     schedules: schedules(node),
     ...(quicksightPrincipalArn === undefined ? {} : { quicksightPrincipalArn }),
     ...(sweepRegions === undefined ? {} : { sweepRegions }),
+    ...(targetRegions === undefined ? {} : { targetRegions }),
   };
 }

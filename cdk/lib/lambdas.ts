@@ -167,6 +167,8 @@ export interface BenchfleetFunctionsProps {
   readonly executionArnPattern: string;
   /** Regions the janitor sweeps (SWEEP_REGIONS); undefined = the stack's region only. */
   readonly sweepRegions?: readonly string[];
+  /** Regions targets may run in besides the stack's (TARGET_REGIONS); undefined = the stack's only. */
+  readonly targetRegions?: readonly string[];
 }
 
 export class BenchfleetFunctions extends Construct {
@@ -184,6 +186,8 @@ export class BenchfleetFunctions extends Construct {
     const code = lambda.Code.fromAsset(path.join(REPO_ROOT, 'lambdas'), fileCopyAsset(copyLambdaAsset));
     const permissions = new Permissions(this, props.fleet);
     const sweepRegions = props.sweepRegions ?? [Stack.of(this).region];
+    // Every function: Plan and the API refuse other regions (benchfleet.aws.regions).
+    const targetRegions = props.targetRegions ?? [Stack.of(this).region];
 
     const functions: Partial<Record<HandlerModule, lambda.Function>> = {};
     const roles: Partial<Record<HandlerModule, iam.Role>> = {};
@@ -219,6 +223,7 @@ export class BenchfleetFunctions extends Construct {
         environment: {
           ...props.environment,
           ...LAMBDA_DATA_ENVIRONMENT,
+          TARGET_REGIONS: targetRegions.join(','),
           ...(module === 'janitor' ? { SWEEP_REGIONS: sweepRegions.join(',') } : {}),
           POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
           POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,

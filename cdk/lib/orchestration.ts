@@ -37,6 +37,8 @@ export interface OrchestrationProps {
   readonly definitionPath?: string;
   /** Regions the janitor sweeps and the sweepers may delete in; undefined = the stack's region. */
   readonly sweepRegions?: readonly string[];
+  /** Regions targets may run in besides the stack's (TARGET_REGIONS); undefined = the stack's only. */
+  readonly targetRegions?: readonly string[];
 }
 
 export class Orchestration extends Construct {
@@ -74,6 +76,7 @@ export class Orchestration extends Construct {
       stateMachineArn,
       executionArnPattern,
       sweepRegions: props.sweepRegions,
+      targetRegions: props.targetRegions,
     });
     const fns = this.functions.functions;
     const smFunctions = {} as Record<StateMachineHandler, lambda.IFunction>;

@@ -194,6 +194,49 @@ describe('sweepRegions', () => {
   });
 });
 
+describe('targetRegions', () => {
+  const { stack, template } = buildStack({ targetRegions: ['us-west-1', 'eu-north-1'] });
+  const fns = resourcesOf(template, 'AWS::Lambda::Function').filter(([, f]) => f.Properties.Runtime === 'python3.13');
+
+  test('every Lambda is told the target regions (Plan and the API refuse the others)', () => {
+    expect(fns.length).toBeGreaterThan(0);
+    for (const [, fn] of fns) {
+      expect(fn.Properties.Environment.Variables.TARGET_REGIONS).toBe('us-west-1,eu-north-1');
+    }
+  });
+
+  test('the janitor sweeps every target region, and the sweepers may delete there', () => {
+    const [, janitor] = fns.find(([, f]) => f.Properties.Handler === 'handlers.janitor.handler')!;
+    expect(janitor.Properties.Environment.Variables.SWEEP_REGIONS).toBe('us-west-1,eu-north-1');
+    const [, policy] = resourcesOf(template, 'AWS::IAM::Policy').find(([id]) =>
+      /^OrchestrationFunctionsJanitorRoleDefaultPolicy[0-9A-F]{8}$/.test(id),
+    )!;
+    const terminate = policy.Properties.PolicyDocument.Statement.find((s: any) => s.Sid === 'TerminateTaggedInstances');
+    const text = JSON.stringify(terminate.Resource);
+    expect(text).toContain(':ec2:us-west-1:');
+    expect(text).toContain(':ec2:eu-north-1:');
+  });
+
+  test('with sweepRegions too: the union', () => {
+    const both = buildStack({ targetRegions: 'us-west-1', sweepRegions: 'eu-west-1' }).template;
+    const [, janitor] = resourcesOf(both, 'AWS::Lambda::Function').find(
+      ([, f]) => f.Properties.Handler === 'handlers.janitor.handler',
+    )!;
+    expect(janitor.Properties.Environment.Variables.SWEEP_REGIONS).toBe('us-west-1,eu-west-1');
+  });
+
+  test('unset: the home region only', () => {
+    const [, fn] = resourcesOf(buildStack().template, 'AWS::Lambda::Function').find(
+      ([, f]) => f.Properties.Handler === 'handlers.plan.handler',
+    )!;
+    expect(fn.Properties.Environment.Variables.TARGET_REGIONS).toEqual({ Ref: 'AWS::Region' });
+  });
+
+  test('still cdk-nag clean', () => {
+    expect(nagFindings(stack)).toEqual([]);
+  });
+});
+
 describe('validation of context values', () => {
   const config = (context: Record<string, unknown>): ReturnType<typeof readConfig> =>
     readConfig(new App({ context }).node);
@@ -232,6 +275,8 @@ describe('validation of context values', () => {
     [{ sweepRegions: 'us-east-1,us-east-1' }, /sweepRegions.*duplicate/],
     [{ sweepRegions: '["us-east-1"' }, /sweepRegions/],
     [{ sweepRegions: 42 }, /sweepRegions/],
+    [{ targetRegions: ['us-west-1', 'Mars-1'] }, /targetRegions.*Mars-1/],
+    [{ targetRegions: [] }, /targetRegions/],
     [{ schedules: [{ name: 'bad name', expression: 'rate(1 day)', spec: 'x.yaml' }] }, /schedules\[0\]\.name/],
     [{ schedules: [{ name: 'nightly', expression: 'every day', spec: 'x.yaml' }] }, /schedules\[0\]\.expression/],
     [
