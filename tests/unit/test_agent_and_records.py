@@ -97,9 +97,20 @@ def test_job_carries_workload_options_and_nothing_reserved() -> None:
     assert job["step"] == {"name": "t0008", "kind": "measure", "threads": 8, "duration_s": 30}
     opts = job["sysbench"]["options"]
     assert opts["db-ps-mode"] == "disable" and opts["rand-type"] == "pareto" and opts["percentile"] == 95
-    argv = agent.sysbench_argv(job, "run", {"threads": 8, "time": 30})
+    job["sysbench"]["options"]["config-file"] = "/tmp/x"
+    conn = agent.connect(job)
+    try:
+        argv = agent.sysbench_argv(job, "run", {"threads": 8, "time": 30}, conn)
+        job["sysbench"]["options"]["mysql-password"] = "smuggled"
+        with pytest.raises(agent.JobError, match="mysql-password"):
+            agent.sysbench_argv(job, "run", {}, conn)
+    finally:
+        conn.close()
     assert argv[:2] == ["sysbench", "oltp_read_only"] and argv[-1] == "run"
-    assert "--mysql-password=p" in argv and "--threads=8" in argv
+    assert "--threads=8" in argv and "--mysql-host=h" in argv and "--mysql-ssl=off" in argv
+    # The connection's own options win over the workload's; the password is in the option file.
+    assert f"--config-file={conn.sysbench_config}" in argv
+    assert not any(a.startswith("--mysql-password") for a in argv)
 
 
 def run_agent(job: object) -> tuple[int, list[dict[str, object]]]:

@@ -17,12 +17,13 @@ parsing and cnf rendering come from benchfleet's own modules, shipped beside thi
 from __future__ import annotations
 
 import argparse
+import errno
+import fcntl
 import hashlib
 import json
 import os
 import platform
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -39,11 +40,14 @@ for candidate in (HERE, os.path.join(os.path.dirname(BUNDLE), "lambdas")):
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
+import benchfleet_dbclient  # noqa: E402
 import benchfleet_install  # noqa: E402
 from benchfleet.sysbench import Interval, build_command, parse_interval, parse_output  # noqa: E402
 
 EXIT_FAILED = 3
 EXIT_BAD_JOB = 2
+EXIT_BUSY = 4
+_SAFE_COMPONENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 
 
@@ -140,7 +144,9 @@ def cpu_percentages(before: Optional[List[int]], after: Optional[List[int]]) -> 
             "cpu_system_pct": pct("system", "irq", "softirq"), "cpu_iowait_pct": pct("iowait")}
 
 
-def sysbench_argv(job: Dict[str, Any], command: str, extra: Dict[str, Any]) -> List[str]:
+def sysbench_argv(job: Dict[str, Any], command: str, extra: Dict[str, Any],
+                  conn: benchfleet_dbclient.Connection) -> List[str]:
+    """sysbench's argv: the connection comes from ``conn`` (the password from its option file)."""
     bench = job.get("sysbench") or {}
     test = bench.get("test")
     if not isinstance(test, str) or not test:
@@ -149,12 +155,10 @@ def sysbench_argv(job: Dict[str, Any], command: str, extra: Dict[str, Any]) -> L
         test = os.path.join(BUNDLE, test)
         if not os.path.exists(test):
             raise JobError("Lua script {} is not in the agent bundle".format(bench.get("test")))
-    db = job.get("db") or {}
-    password = db_password(job)
     options = dict(bench.get("options") or {})
-    options.update({"mysql-host": db.get("host", "127.0.0.1"), "mysql-port": db.get("port", 3306),
-                    "mysql-user": db.get("user", "sbtest"), "mysql-password": password,
-                    "mysql-db": db.get("database", "sbtest")})
+    if "mysql-password" in options:
+        raise JobError("sysbench.options.mysql-password: the password comes from db, never the command line")
+    options.update(conn.sysbench_options())
     options.update(extra)
     return build_command(test, command, options, sysbench=job.get("sysbench_binary") or "sysbench")
 
@@ -211,27 +215,18 @@ def _version_of(argv: List[str]) -> Optional[str]:
     return text.splitlines()[0] if text else None
 
 
-def _engine_version(job: Dict[str, Any]) -> Optional[str]:
-    db = job.get("db") or {}
-    client = shutil.which("mariadb") or shutil.which("mysql")
-    if not client:
-        return None
+def connect(job: Dict[str, Any]) -> benchfleet_dbclient.Connection:
+    """The connection settings of this job (after the install step wrote the password file)."""
     try:
-        password = db_password(job)
-    except JobError:
-        return None
-    env = dict(os.environ, MYSQL_PWD=str(password or ""))
-    try:
-        out = subprocess.run([client, "-h", str(db.get("host", "127.0.0.1")), "-P", str(db.get("port", 3306)),
-                              "-u", str(db.get("user", "sbtest")), "-N", "-B", "-e", "SELECT VERSION()"],
-                             capture_output=True, text=True, timeout=30, env=env, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.stdout.strip() or None
+        return benchfleet_dbclient.Connection(job.get("db") or {}, db_password(job),
+                                              sysbench=job.get("sysbench_binary") or "sysbench")
+    except benchfleet_dbclient.ClientError as e:
+        raise JobError(str(e)) from None
 
 
-def fingerprint(job: Dict[str, Any]) -> Dict[str, Any]:
-    """What the figures were measured on; stored with every result."""
+def fingerprint(job: Dict[str, Any], conn: benchfleet_dbclient.Connection,
+                requested: Dict[str, str]) -> Dict[str, Any]:
+    """What the figures were measured on, the server's effective settings included."""
     cpu_model, vcpus = None, os.cpu_count()
     try:
         with open("/proc/cpuinfo") as f:
@@ -256,8 +251,9 @@ def fingerprint(job: Dict[str, Any]) -> Dict[str, Any]:
             "memory_mb": memory_mb, "arch": platform.machine(), "kernel": platform.release(),
             "os": _os_name(), "python": platform.python_version(),
             "sysbench_version": _version_of([job.get("sysbench_binary") or "sysbench", "--version"]),
-            "engine_version": _engine_version(job), "config_hash": job.get("config_hash"),
-            "hostname_hash": hashlib.sha256(platform.node().encode()).hexdigest()[:12]}
+            "config_hash": job.get("config_hash"), "client_library": conn.library, "tls": conn.tls,
+            "hostname_hash": hashlib.sha256(platform.node().encode()).hexdigest()[:12],
+            **benchfleet_dbclient.server_state(conn, requested)}
 
 
 def _os_name() -> Optional[str]:
@@ -271,32 +267,48 @@ def _os_name() -> Optional[str]:
     return None
 
 
-def run_install(job: Dict[str, Any], emit: Emitter) -> Optional[int]:
-    """The prepare step's setup of a fresh host (``job["install"]``); an exit code on failure."""
+def run_install(job: Dict[str, Any], emit: Emitter) -> Dict[str, Any]:
+    """The prepare step's setup of a fresh host (``job["install"]``): what the install reports."""
     spec = job.get("install")
     if not spec:
-        return None
+        return {}
     if not isinstance(spec, dict):
         raise JobError("install must be an object")
-    try:
-        done = benchfleet_install.Installer(emit.emit).run(spec)
-    except benchfleet_install.InstallError as e:
-        return emit.error("install", str(e), **e.fields)
+    done = benchfleet_install.Installer(emit.emit).run(spec)
     if done.get("config_hash") and not job.get("config_hash"):
         job["config_hash"] = done["config_hash"]
-    return None
+    return done
 
 
 def run_prepare(job: Dict[str, Any], emit: Emitter) -> int:
-    failed = run_install(job, emit)
-    if failed is not None:
-        return failed
-    emit.emit("fingerprint", time=time.time(), **fingerprint(job))
+    try:
+        done = run_install(job, emit)
+    except benchfleet_install.InstallError as e:
+        return emit.error("install", str(e), **e.fields)
+    conn = connect(job)
+    try:
+        return _prepare(job, emit, conn, done.get("requested") or {})
+    finally:
+        conn.close()
+
+
+def _prepare(job: Dict[str, Any], emit: Emitter, conn: benchfleet_dbclient.Connection,
+             requested: Dict[str, str]) -> int:
+    found = fingerprint(job, conn, requested)
+    emit.emit("fingerprint", time=time.time(), **found)
+    if found.get("config_differences"):
+        emit.emit("notice", stage="fingerprint", time=time.time(),
+                  message="the server runs with other values than the cnf asked for: " + ", ".join(
+                      "{option} {requested} -> {effective}".format(**d) for d in found["config_differences"]))
+    if conn.tls == "required" and not found.get("tls_cipher"):
+        why = found.get("server_variables_error") or "the session has no TLS cipher"
+        return emit.error("tls", "db.tls=required but no TLS connection to {}: {}".format(
+            conn.db.get("host"), why))
     step = job["step"]
     started = time.time()
     for command in ("cleanup", "prepare"):
-        argv = sysbench_argv(job, command, {"threads": step.get("threads") or 1})
-        result = subprocess.run(argv, capture_output=True, text=True, check=False)
+        argv = sysbench_argv(job, command, {"threads": step.get("threads") or 1}, conn)
+        result = subprocess.run(argv, capture_output=True, text=True, check=False, cwd=conn.dir)
         text = (result.stdout or "") + (result.stderr or "")
         failures = [line for line in text.splitlines() if "FATAL" in line]
         # cleanup of tables that are not there yet is not a failure; any prepare problem is.
@@ -308,16 +320,25 @@ def run_prepare(job: Dict[str, Any], emit: Emitter) -> int:
 
 
 def run_step(job: Dict[str, Any], emit: Emitter) -> int:
+    conn = connect(job)
+    try:
+        return _run_step(job, emit, conn)
+    finally:
+        conn.close()
+
+
+def _run_step(job: Dict[str, Any], emit: Emitter, conn: benchfleet_dbclient.Connection) -> int:
     step = job["step"]
     duration = int(step["duration_s"])
     argv = sysbench_argv(job, "run", {"threads": int(step["threads"]), "time": duration,
-                                      "report-interval": int(job.get("report_interval_s") or 1)})
+                                      "report-interval": int(job.get("report_interval_s") or 1)}, conn)
     started = time.time()
     cpu = CpuTimes()
     before = cpu.read()
     lines: List[str] = []
     try:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
+                                cwd=conn.dir)
     except OSError as e:
         cpu.close()
         return emit.error("run", "cannot start sysbench: {}".format(e))
@@ -364,6 +385,43 @@ def _sample_fields(interval: Interval) -> Dict[str, Any]:
             "reconnects_per_s": interval.reconnects_per_s}
 
 
+def take_lock(path: str, job: Dict[str, Any]) -> Optional[str]:
+    """One agent at a time on a host (two benchmarks would measure each other): an exclusive,
+    non-blocking flock on ``path``, held until the process exits. None when taken, else who holds it."""
+    os.makedirs(os.path.dirname(path) or ".", mode=0o700, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        if e.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+            raise
+        holder = os.read(fd, 4096).decode(errors="replace").strip()
+        os.close(fd)
+        return holder or "another agent"
+    os.ftruncate(fd, 0)
+    os.write(fd, json.dumps({"pid": os.getpid(), "run_id": job.get("run_id"), "target_id": job.get("target_id"),
+                             "repetition": job.get("repetition"),
+                             "step": (job.get("step") or {}).get("name")}).encode())
+    _LOCKS.append(fd)  # kept open: closing the descriptor would release the lock
+    return None
+
+
+_LOCKS: List[int] = []
+
+
+def kept_output(directory: str, job: Dict[str, Any]) -> str:
+    """``<directory>/<run>/<target>/rep-<n>/<step>.jsonl``: this step's output, kept on the host
+    (the SSM agent's own copy is in a working directory it cleans up) until the host goes away."""
+    parts = [str(job.get("run_id")), str(job.get("target_id")), "rep-{}".format(job.get("repetition")),
+             str((job.get("step") or {}).get("name"))]
+    bad = [p for p in parts if not _SAFE_COMPONENT.match(p) or ".." in p]
+    if bad:
+        raise JobError("cannot keep the output under {}: {!r} is not a safe path component".format(directory, bad[0]))
+    path = os.path.join(directory, *parts[:3], parts[3] + ".jsonl")
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    return path
+
+
 _stopping = []  # non-empty once the agent is interrupted or done: later signals change nothing
 
 
@@ -383,6 +441,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     source.add_argument("--job", help="path of the job JSON file ('-' for standard input)")
     source.add_argument("--job-json", help="the job as a JSON string")
     parser.add_argument("--out", help="also append the JSON lines to this file")
+    parser.add_argument("--keep-dir", help="also write the JSON lines to <dir>/<run>/<target>/rep-<n>/<step>.jsonl")
+    parser.add_argument("--lock", help="refuse to run while another agent holds this lock file")
+    parser.add_argument("--cloudwatch-agent", help="the CloudWatch agent's state as the caller found it "
+                        "(anything but 'running' is recorded as a notice: its metrics will be missing)")
     args = parser.parse_args(argv)
     try:
         if args.job_json is not None:
@@ -402,8 +464,22 @@ def main(argv: Optional[List[str]] = None) -> int:
         return EXIT_BAD_JOB
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGINT, _interrupt)
-    out = open(args.out, "a") if args.out else None
+    if args.lock:
+        holder = take_lock(args.lock, job)
+        if holder is not None:
+            # Written to stdout only: the output file belongs to the copy that holds the lock.
+            Emitter(job, None).error("lock", "another agent is running on this host: {}".format(holder))
+            return EXIT_BUSY
+    try:
+        path = args.out or (kept_output(args.keep_dir, job) if args.keep_dir else None)
+    except JobError as e:
+        return Emitter(job, None).error("job", str(e)) and EXIT_BAD_JOB
+    out = open(path, "a" if args.out else "w") if path else None
     emit = Emitter(job, out)
+    if args.cloudwatch_agent is not None and args.cloudwatch_agent != "running":
+        emit.emit("notice", stage="cloudwatch-agent", time=time.time(),
+                  message="CloudWatch agent {}: this step's CloudWatch metrics (CPU steal) will be missing"
+                  .format(args.cloudwatch_agent[:200]))
     try:
         return run_prepare(job, emit) if kind == "prepare" else run_step(job, emit)
     except JobError as e:

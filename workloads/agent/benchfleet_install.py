@@ -46,6 +46,16 @@ APT_RETRY_S = 10
 SERVER_WAIT_S = 120
 _LOCK_MESSAGES = ("Could not get lock", "Unable to acquire the dpkg frontend lock", "Unable to lock",
                   "is another process using it")
+# Ubuntu's background apt: package lists and unattended upgrades, which would compete with the
+# measured workload for CPU and disk (and hold the dpkg lock). Masked until the next boot.
+BACKGROUND_APT_UNITS = ("apt-daily.timer", "apt-daily-upgrade.timer", "apt-daily.service",
+                        "apt-daily-upgrade.service", "unattended-upgrades.service")
+# The authentication plugin the sbtest user gets: MySQL 8.0 defaults to caching_sha2_password, whose
+# first login over TCP without TLS needs an RSA key exchange that sysbench 1.0.20 never requests
+# (client error 2061; cpu-bound.cnf turns TLS off with ssl = 0). mysql_native_password is built into
+# MySQL 8.0 and enabled by default there (8.4 disables it, 9.0 removes it: engine_family admits 8.0
+# only). MariaDB's IDENTIFIED BY already makes a mysql_native_password account.
+IDENTIFIED = {"mysql": "IDENTIFIED WITH mysql_native_password BY", "mariadb": "IDENTIFIED BY"}
 
 Emit = Callable[..., None]
 
@@ -125,6 +135,27 @@ class Installer:
             raise InstallError("apt-get {} failed (exit {})".format(" ".join(args), out.returncode),
                                exit_code=out.returncode, output_tail=text[-4000:], attempts=attempt)
 
+    def quiet_background_apt(self) -> None:
+        """Stop and mask (until reboot) the timers and services that run apt in the background."""
+        started = self.clock()
+        out = self._run(["systemctl", "mask", "--runtime", "--now", *BACKGROUND_APT_UNITS], timeout=600)
+        if out.returncode != 0:  # no systemd (a container without it): nothing runs them either
+            self.emit("notice", stage="install", time=time.time(),
+                      message="background apt not masked (systemctl exit {}): {}".format(
+                          out.returncode, (out.stderr or "").strip()[-300:]))
+            return
+        self._record("background-apt", started, masked=list(BACKGROUND_APT_UNITS))
+
+    def configure_pending(self) -> None:
+        """Finish what an interrupted dpkg left half-installed: apt refuses to do anything until
+        ``dpkg --configure -a`` has run ("dpkg was interrupted, you must manually run ...")."""
+        started = self.clock()
+        out = self._run(["dpkg", "--configure", "-a"])
+        if out.returncode != 0:
+            raise InstallError("dpkg --configure -a failed (exit {})".format(out.returncode),
+                               exit_code=out.returncode, output_tail=((out.stdout or "") + (out.stderr or ""))[-4000:])
+        self._record("dpkg-configure", started)
+
     def packages(self, names: Sequence[str]) -> List[str]:
         """Install what is missing; returns what was installed."""
         missing = []
@@ -133,6 +164,11 @@ class Installer:
                 self.emit("install", action="package", package=name, status="present", time=time.time())
             else:
                 missing.append(name)
+        if not missing:
+            return []
+        self.configure_pending()
+        # What dpkg has just finished configuring (half-installed by an interrupted run) is done.
+        missing = [name for name in missing if not self.installed(name)]
         if not missing:
             return []
         started = self.clock()
@@ -164,8 +200,8 @@ class Installer:
             os.makedirs(directory, exist_ok=True)
         return os.path.join(directory, CNF_NAME)
 
-    def write_cnf(self, family: str, engine: str, name: str, source: str) -> Tuple[str, str]:
-        """Render for this host's memory; returns (path, sha256 of the rendered text)."""
+    def write_cnf(self, family: str, engine: str, name: str, source: str) -> Tuple[str, Any]:
+        """Render for this host's memory; returns (path, the rendered cnf)."""
         from benchfleet.mysqlcnf import CnfError, render
 
         started = self.clock()
@@ -185,7 +221,7 @@ class Installer:
             self.emit("notice", stage="install", time=time.time(), mysql_config=name,
                       message="options not applied on {}: {}".format(family, ", ".join(rendered.skipped)),
                       skipped=rendered.skipped)
-        return path, rendered.sha256
+        return path, rendered
 
     def restart(self, family: str) -> None:
         started = self.clock()
@@ -217,22 +253,16 @@ class Installer:
         existing = read_password_file(path)
         return existing or secrets.token_urlsafe(24)
 
-    def create_user(self) -> str:
+    def create_user(self, family: str) -> str:
         started = self.clock()
         password = self.password()
-        sql = ["CREATE DATABASE IF NOT EXISTS {};".format(DB_NAME)]
-        for host in ("localhost", "127.0.0.1"):
-            account = "'{}'@'{}'".format(DB_USER, host)
-            sql += ["CREATE USER IF NOT EXISTS {} IDENTIFIED BY '{}';".format(account, password),
-                    "ALTER USER {} IDENTIFIED BY '{}';".format(account, password),
-                    "GRANT ALL PRIVILEGES ON {}.* TO {};".format(DB_NAME, account)]
-        out = self._sql("\n".join(sql) + "\n")
+        out = self._sql(user_sql(family, password))
         if out.returncode != 0:
             raise InstallError("creating the {} user failed (exit {})".format(DB_USER, out.returncode),
                                exit_code=out.returncode, output_tail=(out.stderr or "")[-4000:])
         write_password_file(self.path(PASSWORD_FILE), DB_USER, password)
         self._record("database", started, user=DB_USER, database=DB_NAME, hosts=["localhost", "127.0.0.1"],
-                     password_file=PASSWORD_FILE)
+                     password_file=PASSWORD_FILE, auth=IDENTIFIED[family])
         return password
 
     # ---- entry points -----------------------------------------------------------------------------
@@ -242,13 +272,16 @@ class Installer:
         cnf = spec.get("cnf")
         if not isinstance(cnf, str):
             raise InstallError("install.cnf (the text of workloads/mysql/<mysql_config>.cnf) is missing")
+        self.quiet_background_apt()
         self.packages([ENGINE_PACKAGES[family], "sysbench"])
-        _, config_hash = self.write_cnf(family, engine, str(spec.get("mysql_config") or "default"), cnf)
+        _, rendered = self.write_cnf(family, engine, str(spec.get("mysql_config") or "default"), cnf)
         self.restart(family)
-        self.create_user()
-        return {"config_hash": config_hash}
+        self.create_user(family)
+        # What was asked for: the fingerprint compares it with what the server reports it runs with.
+        return {"config_hash": rendered.sha256, "requested": dict(rendered.options)}
 
     def client_host(self, spec: Dict[str, Any]) -> Dict[str, Any]:
+        self.quiet_background_apt()
         self.packages(list(CLIENT_PACKAGES))
         return {}
 
@@ -256,6 +289,19 @@ class Installer:
         if self.root == "/" and hasattr(os, "geteuid") and os.geteuid() != 0:
             raise InstallError("installing needs root (the agent runs as root under SSM Run Command)")
         return self.client_host(spec) if spec.get("client") else self.engine_host(spec)
+
+
+def user_sql(family: str, password: str) -> str:
+    """The statements that create the database and the benchmark user (idempotent: a retried
+    prepare resets the password to the one kept on the host)."""
+    identified = IDENTIFIED[family]
+    sql = ["CREATE DATABASE IF NOT EXISTS {};".format(DB_NAME)]
+    for host in ("localhost", "127.0.0.1"):
+        account = "'{}'@'{}'".format(DB_USER, host)
+        sql += ["CREATE USER IF NOT EXISTS {} {} '{}';".format(account, identified, password),
+                "ALTER USER {} {} '{}';".format(account, identified, password),
+                "GRANT ALL PRIVILEGES ON {}.* TO {};".format(DB_NAME, account)]
+    return "\n".join(sql) + "\n"
 
 
 def write_password_file(path: str, user: str, password: str) -> None:

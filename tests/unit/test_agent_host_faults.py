@@ -1,0 +1,140 @@
+"""The agent's defences on a shared or unhealthy host (issue 12): one agent at a time, output kept on
+the host, a missing CloudWatch agent recorded not fatal, TLS chosen for the client library sysbench
+links, and the server's effective settings compared with the cnf. sysbench is a script printing
+real sysbench 1.0.20 output (tests/fixtures); the booted-host tier (tests/host) runs the real one."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from tests.conftest import REPO
+
+AGENT_DIR = REPO / "workloads" / "agent"
+AGENT = AGENT_DIR / "benchfleet_agent.py"
+sys.path.insert(0, str(AGENT_DIR))
+_spec = importlib.util.spec_from_file_location("benchfleet_dbclient", AGENT_DIR / "benchfleet_dbclient.py")
+assert _spec and _spec.loader
+dbclient = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(dbclient)
+RUN_LOG = REPO / "tests" / "fixtures" / "sysbench-1.0.20" / "run_ri.log"
+
+
+def fake_sysbench(tmp_path: Path, *, hold_s: float = 0) -> Path:
+    """Prints a real run's output (after ``hold_s``) and logs its argv and working directory."""
+    fake = tmp_path / "sysbench"
+    fake.write_text(f"#!/bin/sh\necho \"$PWD $*\" >> {tmp_path}/argv.log\n"
+                    f"[ \"$1\" = --version ] && {{ echo 'sysbench 1.0.20'; exit 0; }}\n"
+                    f"sleep {hold_s}\ncat {RUN_LOG}\n")
+    fake.chmod(0o755)
+    return fake
+
+
+def job(fake: Path, step: str = "t0001", **extra: object) -> dict[str, object]:
+    return {"run_id": "run-1", "target_id": "m6g", "repetition": 1, "workload": "w", "sysbench_binary": str(fake),
+            "step": {"name": step, "kind": "measure", "threads": 1, "duration_s": 1},
+            "sysbench": {"test": "oltp_read_only", "options": {}}, "db": {"password": "pw"}, **extra}
+
+
+def start_agent(j: dict[str, object], *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, str(AGENT), "--job-json", json.dumps(j), *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def records(proc: subprocess.Popen[str]) -> tuple[int, list[dict[str, object]]]:
+    out, err = proc.communicate(timeout=60)
+    assert "Traceback" not in err, err
+    return proc.returncode, [json.loads(line) for line in out.splitlines()]
+
+
+def test_a_second_agent_on_a_busy_host_is_refused_and_names_the_holder(tmp_path: Path) -> None:
+    lock = tmp_path / "run" / "agent.lock"
+    first = start_agent(job(fake_sysbench(tmp_path, hold_s=3)), "--lock", str(lock))
+    deadline = time.monotonic() + 30
+    while not (lock.exists() and lock.read_text()):  # the holder writes itself once it has the lock
+        assert time.monotonic() < deadline and first.poll() is None
+        time.sleep(0.05)
+    code, out = records(start_agent(job(fake_sysbench(tmp_path), step="t0001"), "--lock", str(lock)))
+    assert code == 4
+    assert out[-1]["type"] == "error" and out[-1]["stage"] == "lock"
+    assert '"step": "t0001"' in str(out[-1]["message"]) and '"run_id": "run-1"' in str(out[-1]["message"])
+    code, out = records(first)
+    assert code == 0 and [r["type"] for r in out].count("summary") == 1
+    # Released with its holder: the next step runs.
+    code, _ = records(start_agent(job(fake_sysbench(tmp_path), step="t0002"), "--lock", str(lock)))
+    assert code == 0
+
+
+def test_output_is_kept_on_the_host_and_a_missing_cloudwatch_agent_is_a_notice(tmp_path: Path) -> None:
+    keep = tmp_path / "output"
+    code, out = records(start_agent(job(fake_sysbench(tmp_path)), "--keep-dir", str(keep),
+                                    "--cloudwatch-agent", "not-installed"))
+    assert code == 0
+    notice = next(r for r in out if r["type"] == "notice")
+    assert notice["stage"] == "cloudwatch-agent" and "not-installed" in str(notice["message"])
+    assert notice["step"] == "t0001" and notice["run_id"] == "run-1"
+    assert sum(r["type"] == "sample" for r in out) > 0 and out[-1]["type"] == "summary"
+    kept = keep / "run-1" / "m6g" / "rep-1" / "t0001.jsonl"
+    assert [json.loads(line) for line in kept.read_text().splitlines()] == out
+    # A run id that would climb out of the directory is refused.
+    code, out = records(start_agent({**job(fake_sysbench(tmp_path)), "run_id": "../etc"}, "--keep-dir", str(keep)))
+    assert code == 2 and "safe path component" in str(out[-1]["message"])
+
+
+def test_sysbench_gets_no_password_on_its_command_line_and_runs_in_a_private_directory(tmp_path: Path) -> None:
+    code, _ = records(start_agent(job(fake_sysbench(tmp_path))))
+    assert code == 0
+    line = next(x for x in (tmp_path / "argv.log").read_text().splitlines() if " oltp_read_only " in x)
+    cwd, argv = line.split(" ", 1)
+    assert "pw" not in argv.split() and "--mysql-password" not in argv and f"--config-file={cwd}/" in argv
+    assert not Path(cwd).exists()  # removed with the password in it
+
+
+@pytest.mark.parametrize(("library", "tls", "files", "ssl"), [
+    ("libmysqlclient", "required", False, "off"),   # the library's default ssl-mode PREFERRED negotiates TLS
+    ("libmariadb", "required", True, "on"),
+    ("libmariadb", "preferred", False, "off"),
+    ("libmariadb", "off", True, "off"),
+])
+def test_tls_follows_the_client_library_sysbench_links(tmp_path: Path, library: str, tls: str, files: bool,
+                                                        ssl: str) -> None:
+    db: dict[str, object] = {"host": "db.example", "tls": tls}
+    if files:
+        for key, name in (("ssl_ca", "ca.pem"), ("ssl_cert", "c.pem"), ("ssl_key", "k.pem")):
+            (tmp_path / name).write_text(key)
+            db[key] = str(tmp_path / name)
+    conn = dbclient.Connection(db, "pw", library=library)
+    try:
+        assert conn.sysbench_options()["mysql-ssl"] == ssl
+        if ssl == "on":  # the fixed names sysbench 1.0.20 hands libmariadb, in its working directory
+            for name, key in (("cacert.pem", "ssl_ca"), ("client-cert.pem", "ssl_cert"), ("client-key.pem", "ssl_key")):
+                assert (Path(conn.dir) / name).read_text() == key
+                assert oct(os.stat(Path(conn.dir) / name).st_mode & 0o777) == "0o600"
+    finally:
+        conn.close()
+
+
+def test_tls_required_without_the_files_libmariadb_needs_names_them() -> None:
+    with pytest.raises(dbclient.ClientError, match=r"db\.ssl_ca, db\.ssl_cert, db\.ssl_key"):
+        dbclient.Connection({"tls": "required"}, "pw", library="libmariadb")
+    with pytest.raises(dbclient.ClientError, match=r"db\.tls must be one of"):
+        dbclient.Connection({"tls": "always"}, "pw", library="libmariadb")
+
+
+def test_effective_server_variables_are_compared_with_the_cnf() -> None:
+    requested = {"table_open_cache": "200000", "innodb_log_buffer_size": "64M", "skip_log_bin": "",
+                 "performance_schema": "OFF", "innodb_flush_method": "O_DIRECT", "ssl": "0",
+                 "innodb_buffer_pool_size": "3906M", "skip_name_resolve": ""}
+    effective = {"table_open_cache": "7985", "innodb_log_buffer_size": "67108864", "log_bin": "OFF",
+                 "performance_schema": "OFF", "innodb_flush_method": "O_DIRECT",
+                 "innodb_buffer_pool_size": "4094689280", "skip_name_resolve": "ON"}
+    changed, unverified = dbclient.differences(requested, effective)
+    assert changed == [{"option": "table_open_cache", "requested": "200000", "effective": "7985"},
+                       {"option": "innodb_buffer_pool_size", "requested": "3906M", "effective": "4094689280"}]
+    assert unverified == ["ssl"]

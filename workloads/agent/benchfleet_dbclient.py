@@ -1,0 +1,211 @@
+"""benchfleet agent: how sysbench and the mysql client reach the database, and what the server runs with.
+
+- **No password on a command line.** Every process that connects reads it from a file in a private
+  working directory (``mkdtemp``: 0700, files 0600, removed when the agent exits): sysbench from its
+  own ``--config-file`` (``mysql-password=...``), the mysql client from ``--defaults-extra-file``.
+- **TLS** (``db.tls``: ``off`` | ``preferred`` | ``required``). sysbench 1.0.20 has one switch,
+  ``--mysql-ssl=on``, which hands the client library the fixed file names ``client-key.pem``,
+  ``client-cert.pem`` and ``cacert.pem`` relative to its working directory; what works depends on
+  the library sysbench links (read with ldd):
+
+  * libmysqlclient (Ubuntu's sysbench): the library's own default ssl-mode is PREFERRED, so with
+    ``--mysql-ssl=off`` every connection negotiates TLS when the server offers it, with no files;
+    for ``required`` the agent first proves the server offers it (mysql client, ssl-mode=REQUIRED)
+    and records the cipher.
+  * libmariadb 3.3 (Debian's sysbench): no TLS without ``--mysql-ssl=on``, and then all three files
+    must load and the server must accept the client certificate (checked on this machine: a
+    missing file is error 2026, a self-signed client certificate the server's CA did not sign ends
+    the handshake). ``required`` therefore needs ``db.ssl_ca``, ``db.ssl_cert`` and ``db.ssl_key``
+    (paths on this host), which are copied into the working directory under those names.
+
+- **Effective server variables**: ``SHOW GLOBAL VARIABLES`` read back over the same connection, and
+  every requested cnf option the server runs with a different value (MariaDB caps
+  table_open_cache by the open-files limit, for example).
+
+Standard library only, Python 3.8+.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from typing import Any, Dict, List, Optional, Tuple
+
+TLS_MODES = ("off", "preferred", "required")
+SYSTEM_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
+SYSBENCH_TLS_FILES = {"ssl_ca": "cacert.pem", "ssl_cert": "client-cert.pem", "ssl_key": "client-key.pem"}
+# Always recorded, whatever the cnf asked for: what most often explains a difference between hosts.
+ALWAYS_RECORDED = ("version", "version_comment", "innodb_buffer_pool_size", "innodb_flush_log_at_trx_commit",
+                   "sync_binlog", "log_bin", "max_connections", "table_open_cache", "open_files_limit",
+                   "innodb_flush_method", "innodb_log_file_size", "require_secure_transport")
+
+
+class ClientError(ValueError):
+    """The job's database settings cannot work with this host's client."""
+
+
+def client_library(sysbench: str) -> Optional[str]:
+    """``libmysqlclient`` or ``libmariadb``: the client library sysbench is linked with."""
+    path = shutil.which(sysbench) or sysbench
+    try:
+        out = subprocess.run(["ldd", path], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    for name in ("libmysqlclient", "libmariadb", "libperconaserverclient"):
+        if name in out.stdout:
+            return "libmysqlclient" if name == "libperconaserverclient" else name
+    return None
+
+
+class Connection:
+    """The private working directory with the option files of one agent process."""
+
+    def __init__(self, db: Dict[str, Any], password: Optional[str], sysbench: str = "sysbench",
+                 library: Optional[str] = None) -> None:
+        self.db = db
+        self.tls = str(db.get("tls") or "off")
+        if self.tls not in TLS_MODES:
+            raise ClientError("db.tls must be one of {}, not {!r}".format(", ".join(TLS_MODES), self.tls))
+        self.library = library if library is not None else client_library(sysbench)
+        self.dir = tempfile.mkdtemp(prefix="benchfleet-")  # 0700
+        self.sysbench_ssl = self._sysbench_tls()
+        self.sysbench_config = self._write("sysbench.conf", "mysql-password={}\n".format(password or ""))
+        self.password = password
+
+    def _write(self, name: str, text: str) -> str:
+        path = os.path.join(self.dir, name)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        return path
+
+    def _sysbench_tls(self) -> bool:
+        """Whether sysbench runs with --mysql-ssl=on (see the module docstring)."""
+        if self.tls == "off" or self.library == "libmysqlclient":
+            return False
+        given = {key: self.db.get(key) for key in SYSBENCH_TLS_FILES}
+        if self.tls == "preferred" and not all(given.values()):
+            return False
+        missing = [key for key, value in given.items() if not value]
+        if missing:
+            raise ClientError(
+                "db.tls=required with sysbench linked to {}: sysbench 1.0.20's --mysql-ssl=on loads "
+                "cacert.pem, client-cert.pem and client-key.pem, so the job needs {} (paths on this host)"
+                .format(self.library or "an unknown client library", ", ".join("db." + m for m in missing)))
+        for key, name in SYSBENCH_TLS_FILES.items():
+            try:
+                shutil.copyfile(str(given[key]), os.path.join(self.dir, name))
+            except OSError as e:
+                raise ClientError("db.{}: cannot read {}: {}".format(key, given[key], e.strerror)) from None
+            os.chmod(os.path.join(self.dir, name), 0o600)
+        return True
+
+    def sysbench_options(self) -> Dict[str, Any]:
+        """Connection options for sysbench's command line: everything but the password."""
+        return {"config-file": self.sysbench_config, "mysql-host": self.db.get("host", "127.0.0.1"),
+                "mysql-port": self.db.get("port", 3306), "mysql-user": self.db.get("user", "sbtest"),
+                "mysql-db": self.db.get("database", "sbtest"), "mysql-ssl": "on" if self.sysbench_ssl else "off"}
+
+    # ---- the mysql client -----------------------------------------------------------------------
+    def client_argv(self, client: str, sql: str) -> List[str]:
+        mariadb = "mariadb" in (_first_line([client, "--version"]) or "").lower()
+        lines = ["[client]", "user={}".format(self.db.get("user", "sbtest")),
+                 "password={}".format(self.password or ""), "host={}".format(self.db.get("host", "127.0.0.1")),
+                 "port={}".format(self.db.get("port", 3306)), "database={}".format(self.db.get("database", "sbtest"))]
+        ca = self.db.get("ssl_ca")
+        if self.tls == "required":
+            if mariadb:
+                lines.append("ssl")
+                if ca:
+                    lines += ["ssl-ca={}".format(ca), "ssl-verify-server-cert"]
+                for key in ("ssl_cert", "ssl_key"):
+                    if self.db.get(key):
+                        lines.append("{}={}".format(key.replace("_", "-"), self.db[key]))
+            else:
+                lines += ["ssl-mode=VERIFY_CA", "ssl-ca={}".format(ca)] if ca else ["ssl-mode=REQUIRED"]
+        elif self.tls == "off" and not mariadb:
+            lines.append("ssl-mode=PREFERRED")
+        path = self._write("client.cnf", "\n".join(lines) + "\n")
+        return [client, "--defaults-extra-file={}".format(path), "-N", "-B", "-e", sql]
+
+    def query(self, sql: str) -> Tuple[Optional[List[List[str]]], str]:
+        """Rows of ``sql`` through the mysql client, or (None, why)."""
+        client = shutil.which("mariadb") or shutil.which("mysql")
+        if not client:
+            return None, "no mysql client on this host"
+        try:
+            out = subprocess.run(self.client_argv(client, sql), capture_output=True, text=True, timeout=60,
+                                 check=False)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return None, str(e)
+        if out.returncode != 0:
+            return None, (out.stderr or "").strip()[-500:]
+        return [line.split("\t") for line in out.stdout.splitlines()], ""
+
+    def close(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _first_line(argv: List[str]) -> Optional[str]:
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = (out.stdout or out.stderr).strip()
+    return text.splitlines()[0] if text else None
+
+
+# ---- requested versus effective --------------------------------------------------------------------
+_SIZE = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([kmgt])$")
+_TRUE, _FALSE = {"on", "true", "yes", "1"}, {"off", "false", "no", "0"}
+
+
+def normalise(value: str) -> str:
+    """One spelling for a value: sizes in bytes, booleans as ON/OFF, the rest as the server prints it."""
+    text = str(value).strip().strip("'\"")
+    low = text.lower()
+    size = _SIZE.match(low)
+    if size:
+        return str(int(float(size.group(1)) * 1024 ** ("kmgt".index(size.group(2)) + 1)))
+    if low in _TRUE:
+        return "ON"
+    if low in _FALSE:
+        return "OFF"
+    return low
+
+
+def differences(requested: Dict[str, str], effective: Dict[str, str]) -> Tuple[List[Dict[str, str]], List[str]]:
+    """(options the server runs with another value, options that are not server variables)."""
+    changed: List[Dict[str, str]] = []
+    unverified: List[str] = []
+    for option, wanted in requested.items():
+        name = option.replace("-", "_")
+        if name.startswith("loose_"):
+            name = name[len("loose_"):]
+        if name.startswith("skip_") and wanted == "" and name[len("skip_"):] in effective:
+            name, wanted = name[len("skip_"):], "OFF"
+        if name not in effective:
+            unverified.append(option)
+            continue
+        have = effective[name]
+        if normalise(wanted) != normalise(have) and not (wanted == "" and normalise(have) == "ON"):
+            changed.append({"option": option, "requested": wanted, "effective": have})
+    return changed, unverified
+
+
+def server_state(conn: Connection, requested: Dict[str, str]) -> Dict[str, Any]:
+    """Fingerprint fields: the server's version, its effective variables for what was requested (and
+    ALWAYS_RECORDED), the differences, and the TLS cipher of the agent's own session."""
+    rows, why = conn.query("SHOW GLOBAL VARIABLES; SHOW SESSION STATUS LIKE 'Ssl_cipher'")
+    if rows is None:
+        return {"engine_version": None, "server_variables_error": why}
+    variables = {r[0].lower(): (r[1] if len(r) > 1 else "") for r in rows if r and r[0] != "Ssl_cipher"}
+    cipher = next((r[1] for r in rows if r and r[0] == "Ssl_cipher" and len(r) > 1), "")
+    changed, unverified = differences(requested, variables)
+    names = sorted({o.replace("-", "_") for o in requested} | set(ALWAYS_RECORDED))
+    return {"engine_version": variables.get("version"), "tls_cipher": cipher or None,
+            "server_variables": {n: variables[n] for n in names if n in variables},
+            "config_differences": changed, "config_unverified": unverified}
