@@ -24,6 +24,15 @@ import { grantRdsManagedSecretsRead } from './permissions';
 export const AGENT_LAMBDA_MODULES = ['__init__.py', 'sysbench.py', 'mysqlcnf.py'];
 /** Where the bundle is unpacked on a target; the agent runs from here. */
 export const AGENT_HOME = '/opt/benchfleet';
+/** The agent's flock: a second job sent to a busy host is refused, not run alongside. */
+export const AGENT_LOCK = '/run/benchfleet/agent.lock';
+/** Each step's JSON lines stay here on the host (the SSM agent cleans its own working copy). */
+export const AGENT_KEEP_DIR = '/var/lib/benchfleet/output';
+/**
+ * The one plugin whose status is the step's: StepStatus asks GetCommandInvocation for it, so a failed
+ * CloudWatch agent install (its own plugin) is a missing metric, not a failed step.
+ */
+export const AGENT_PLUGIN = 'runAgent';
 /** Run Command's own limit for aws:runShellScript (DESIGN.md "Facts checked"). */
 export const MAX_EXECUTION_TIMEOUT_SECONDS = 172800;
 /**
@@ -312,7 +321,7 @@ export function agentDocumentContent(bundleHttpUrl: string, cloudWatchConfigPara
       },
       {
         action: 'aws:runShellScript',
-        name: 'runAgent',
+        name: AGENT_PLUGIN,
         precondition: { StringEquals: ['platformType', 'Linux'] },
         inputs: {
           timeoutSeconds: '{{ executionTimeout }}',
@@ -326,11 +335,16 @@ export function agentDocumentContent(bundleHttpUrl: string, cloudWatchConfigPara
             `zip="$(find ${download} -type f | head -n 1)"`,
             `rm -rf ${bundle} && mkdir -p ${bundle}`,
             `python3 -m zipfile -e "$zip" ${bundle}`,
+            // The CloudWatch agent is best effort: without it the step runs and records the missing
+            // metric (the agent's --cloudwatch-agent notice); its messages go to stderr, not the JSON lines.
             'ctl=/opt/aws/amazon-cloudwatch-agent/bin/amazon-cloudwatch-agent-ctl',
-            `if ! "$ctl" -a status | grep -q '"status": "running"'; then ` +
-              `"$ctl" -a fetch-config -m ec2 -s -c ssm:${cloudWatchConfigParameter}; fi`,
+            'cw=not-installed',
+            'if [ -x "$ctl" ]; then cw=running; ' +
+              `if ! "$ctl" -a status 2>/dev/null | grep -q '"status": "running"'; then ` +
+              `"$ctl" -a fetch-config -m ec2 -s -c ssm:${cloudWatchConfigParameter} >&2 || cw=failed-to-start; fi; fi`,
             `cd ${bundle}`,
-            'exec python3 workloads/agent/benchfleet_agent.py --job-json "$SSM_JobJson"',
+            'exec python3 workloads/agent/benchfleet_agent.py --job-json "$SSM_JobJson" ' +
+              `--lock ${AGENT_LOCK} --keep-dir ${AGENT_KEEP_DIR} --cloudwatch-agent "$cw"`,
           ],
         },
       },

@@ -464,6 +464,19 @@ describe('network and targets', () => {
     expect(script).toContain("SSM_JobJson='{{ JobJson }}'");
   });
 
+  test('agent document: one agent per host, output kept, CloudWatch agent best effort', () => {
+    const [, doc] = resourcesOf(built.template, 'AWS::SSM::Document')[0];
+    const run = doc.Properties.Content.mainSteps.find((s: any) => s.name === 'runAgent');
+    const script: string = run.inputs.runCommand.map((l: unknown) => JSON.stringify(l)).join('\n');
+    expect(script).toContain('--lock /run/benchfleet/agent.lock --keep-dir /var/lib/benchfleet/output');
+    expect(script).toContain('--cloudwatch-agent \\"$cw\\"');
+    // Under `set -eu` a failing CloudWatch agent command must not end the script: it sets cw instead.
+    // The parameter name is a token: that line is an Fn::Join in the template.
+    const cwLine = run.inputs.runCommand.map((l: unknown) => JSON.stringify(l)).find((l: string) => l.includes('fetch-config'));
+    expect(cwLine).toMatch(/\|\| cw=failed-to-start/);
+    expect(cwLine).toContain('>&2');
+  });
+
   test('CloudWatch agent config collects steal per second with InstanceId', () => {
     const [, param] = resourcesOf(built.template, 'AWS::SSM::Parameter')[0];
     expect(param.Properties.Name).toMatch(/^AmazonCloudWatch-/);

@@ -197,6 +197,8 @@ def test_start_step_sends_the_agent_job_with_output_to_s3(aws):
     assert job["run_id"] == RUN and job["step"]["name"] == "t0001" and job["db"]["host"] == db["host"]
     # No password in the job: the agent reads the managed secret on the client.
     assert "password" not in job["db"] and job["db"]["password_secret_arn"] == db["password_secret_arn"]
+    # RDS for MariaDB 11.8+ refuses connections without TLS; MySQL 8.4 users need it for caching_sha2.
+    assert job["db"]["tls"] == "required"
     assert kw["OutputS3BucketName"] == BUCKET
     assert kw["OutputS3KeyPrefix"] == naming.step_output_prefix(RUN, "aurora-r6g", 1, "t0001")
     assert kw["DocumentName"] == "bf-agent"
@@ -216,7 +218,8 @@ def test_step_status_from_get_command_invocation(aws, status, state):
         # Only the status is used; stdout (first 24,000 characters at most) never is.
         stub.add_response("get_command_invocation", {"Status": status, "StatusDetails": status,
                                                      "ResponseCode": 0, "StandardOutputContent": "x" * 24000},
-                          {"CommandId": CMD, "InstanceId": "i-0123456789abcdef0"})
+                          # The agent's own step: a failed CloudWatch agent install is not the step's status.
+                          {"CommandId": CMD, "InstanceId": "i-0123456789abcdef0", "PluginName": "runAgent"})
         out = call("step_status", event)
     assert out["state"] == state and out["poll"] == 3
     assert out["wait_s"] == 120  # min(~300 s left, cap 120)
@@ -348,7 +351,7 @@ def test_ec2_jobs_install_on_prepare_and_read_the_password_on_the_host(aws):
     assert "install" not in second
     for job in (first, second):
         assert job["db"] == {"host": "127.0.0.1", "port": 3306, "user": "sbtest", "database": "sbtest",
-                             "password_file": "/var/lib/benchfleet/db.cnf"}
+                             "password_file": "/var/lib/benchfleet/db.cnf", "tls": "off"}
     assert all("'" not in kw["Parameters"]["JobJson"][0] for kw in sent)
 
 

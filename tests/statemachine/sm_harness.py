@@ -44,7 +44,7 @@ from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
 
 from benchfleet import naming
-from benchfleet.aws import clients
+from benchfleet.aws import clients, commands
 
 REGION = "us-east-1"
 ASL = Path(__file__).resolve().parents[2] / "statemachines" / "benchmark-run.asl.json"
@@ -194,6 +194,8 @@ class Agent:
         for inv in command.invocations:
             inv["Status"] = inv["StatusDetails"] = status
             inv["ResponseCode"] = 3 if outcome == "failed" else 0
+            # AWS names a multi-step document's invocation by step; moto by plugin type.
+            inv["PluginName"] = commands.AGENT_PLUGIN
         if self.status_override is not None:
             self.pending[result["command_id"]] = (step, status)
         if outcome in ("ok", "garbage"):

@@ -16,6 +16,11 @@ from benchfleet.aws.errors import aws_errors, error_code
 
 # Run Command delivery timeout (the run limit is the document's executionTimeout).
 DELIVERY_TIMEOUT_S = 600
+# The agent document's step that runs the agent (cdk/lib/target-fleet.ts AGENT_PLUGIN; the host tier
+# checks the synthesized document has it). Its status is the step's: the CloudWatch agent's own
+# plugin may fail without failing the benchmark, and GetCommandInvocation needs a step name for a
+# document of several steps.
+AGENT_PLUGIN = "runAgent"
 MAX_EXECUTION_TIMEOUT_S = 172_800
 RUNNING = {"Pending", "InProgress", "Delayed"}
 TIMED_OUT = {"TimedOut", "Cancelled", "Cancelling"}
@@ -40,7 +45,8 @@ def invocation_state(ssm: Any, command_id: str, instance_id: str) -> tuple[str, 
     """(running | succeeded | failed | timed_out, SSM's status detail)."""
     try:
         with aws_errors():
-            inv = ssm.get_command_invocation(CommandId=command_id, InstanceId=instance_id)
+            inv = ssm.get_command_invocation(CommandId=command_id, InstanceId=instance_id,
+                                             PluginName=AGENT_PLUGIN)
     except ClientError as e:
         if error_code(e) == "InvocationDoesNotExist":  # not registered yet, right after SendCommand
             return "running", "InvocationDoesNotExist"
