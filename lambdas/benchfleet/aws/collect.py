@@ -47,7 +47,14 @@ def read_raw(s3: Any, bucket: str, *, run_id: str, target_id: str, repetition: i
                       for o in page.get("Contents", []) if o["Key"].endswith("/stdout"))
         if not keys:
             raise CollectFailed(f"no agent output for {target_id} rep {repetition} step {step} "
-                                f"under s3://{bucket}/{prefix}")
+                                f"under s3://{bucket}/{prefix} (the agent keeps a copy on the host under "
+                                f"/var/lib/benchfleet/output/)")
+        # <prefix>/<command-id>/<instance-id>/<step>/stdout: one command per step. Two (a retried
+        # SendCommand) would be two runs of the same step, whose rows must never be merged.
+        commands = sorted({k[len(prefix):].split("/", 1)[0] for k in keys})
+        if len(commands) > 1:
+            raise CollectFailed(f"{target_id} rep {repetition} step {step}: output of {len(commands)} commands "
+                                f"({', '.join(commands)}) under s3://{bucket}/{prefix}; a step runs once")
         text = "\n".join(agent_lines(s3.get_object(Bucket=bucket, Key=k)["Body"].read().decode()) for k in keys)
         s3.put_object(Bucket=bucket, Key=key, Body=text.encode(), ContentType="application/x-ndjson")
     return text

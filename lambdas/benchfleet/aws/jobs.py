@@ -11,6 +11,10 @@ No database password travels in the job (SSM keeps a command's parameters in its
   sysbench, the mysql client and python3-boto3 there);
 - existing: the host the user named; ``db.password_secret_arn`` when the spec gives one (the agent
   reads it with the instance's own role), nothing is installed.
+
+TLS (``db.tls``, workloads/agent/benchfleet_dbclient.py): off on an ec2 target's loopback; required
+to RDS and Aurora (RDS for MariaDB 11.8+ refuses anything else, and MySQL 8.4's default
+caching_sha2_password needs it); preferred to an existing endpoint unless the target says more.
 """
 
 from __future__ import annotations
@@ -24,25 +28,26 @@ from benchfleet.spec import Workload
 
 # workloads/agent/benchfleet_install.py PASSWORD_FILE: where the install step keeps the password.
 PASSWORD_FILE = "/var/lib/benchfleet/db.cnf"  # noqa: S105 - a path, not a password
+# Client certificate files on the client host, for sysbench builds that need them for TLS.
+TLS_FILES = ("ssl_ca", "ssl_cert", "ssl_key")
 
 
 def db_of(state: StepState) -> dict[str, Any]:
     target = state.target
     if state.kind == "ec2":
         return {"host": "127.0.0.1", "port": 3306, "user": "sbtest", "database": "sbtest",
-                "password_file": PASSWORD_FILE}
+                "password_file": PASSWORD_FILE, "tls": "off"}
     if state.kind == "existing":
         db: dict[str, Any] = {"host": target["host"], "port": target.get("port", 3306), "user": "sbtest",
-                              "database": "sbtest"}
-        if target.get("password_secret_arn"):
-            db["password_secret_arn"] = target["password_secret_arn"]
+                              "database": "sbtest", "tls": target.get("tls") or "preferred"}
+        db.update({k: target[k] for k in ("password_secret_arn", *TLS_FILES) if target.get(k)})
         return db
     if not state.db:
         raise ValueError(f"no database endpoint for {state.kind} target {target['id']}")
     db = {k: v for k, v in state.db.items() if k in ("host", "port", "user", "database", "password_secret_arn")}
     if not db.get("password_secret_arn"):
         raise ValueError(f"{state.kind} target {target['id']} has no managed master secret")
-    return db
+    return {**db, "tls": "required"}
 
 
 def job_for(state: StepState) -> dict[str, Any]:
