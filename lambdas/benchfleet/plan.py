@@ -57,6 +57,7 @@ class TargetPlan(BaseModel):
     provision_s: int
     teardown_s: int
     price_per_hour: float | None
+    server_options: dict[str, bool | int | float | str] = {}
 
     @property
     def repetition_s(self) -> int:
@@ -115,7 +116,7 @@ class Plan(BaseModel):
             "estimated_cost_usd": self.estimated_cost_usd, "budget_usd": self.budget_usd,
             "over_budget": self.over_budget, "unpriced_targets": self.unpriced_targets,
             "targets": [
-                {"target_id": t.target_id, "kind": t.kind, "region": t.region,
+                {"target_id": t.target_id, "kind": t.kind, "region": t.region, "server_options": t.server_options,
                  "steps": [s.model_dump() for s in t.steps],
                  "repetition_s": t.repetition_s, "total_s": t.total_s,
                  "price_per_hour": t.price_per_hour, "estimated_cost_usd": t.estimated_cost_usd}
@@ -154,6 +155,6 @@ def make_plan(loaded: LoadedSpec, price_lookup: PriceLookup | None = None) -> Pl
             region=getattr(target, "region", None) or ("local" if target.kind == "local" else None),
             repetitions=spec.repetitions, steps=steps,
             provision_s=PROVISION_SECONDS[target.kind], teardown_s=TEARDOWN_SECONDS[target.kind],
-            price_per_hour=price))
+            price_per_hour=price, server_options=target.server_options))
     return Plan(name=spec.name, workload=loaded.workload.name, mode="local" if spec.is_local else "aws",
                 repetitions=spec.repetitions, targets=targets, budget_usd=spec.budget_usd)

@@ -34,6 +34,10 @@ _REGION = re.compile(r"^[a-z]{2}(?:-gov)?-[a-z]+-\d$")
 _ENGINE = re.compile(r"^(?:mysql|mariadb)(?:-\d+(?:\.\d+){0,2})?$")
 _HOST = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$")
 _SAFE_VALUE = re.compile(r"^[A-Za-z0-9_.,:/+%@-]{0,256}$")
+_SERVER_OPTION = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+_DB_USER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@-]{0,79}$")
+_SCHEMA = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 MAX_STEP_SECONDS = 48 * 3600
 MAX_THREADS = 4096
@@ -136,7 +140,26 @@ class Client(_Model):
 class _TargetBase(_Model):
     id: str = Field(pattern=SLUG, max_length=32, description="Unique target id, [a-z0-9-]")
     mysql_config: str = Field("default", pattern=SLUG, description="workloads/mysql/<name>.cnf")
+    server_options: dict[str, OptionValue] = Field(
+        default_factory=dict, max_length=64,
+        description="Server options layered over mysql_config's [mysqld] group, name: value "
+                    "(innodb_buffer_pool_size: 64M); a value NN% of a memory option is a share of memory")
     price_per_hour: float | None = Field(None, ge=0, le=1000, description="Overrides the price table")
+
+    @field_validator("server_options")
+    @classmethod
+    def _server_options(cls, v: dict[str, OptionValue]) -> dict[str, OptionValue]:
+        for name, value in v.items():
+            if not _SERVER_OPTION.match(name):
+                raise ValueError(f"{name!r} is not a server option name ([a-z][a-z0-9_-]*)")
+            if isinstance(value, float) or (isinstance(value, str) and not _SAFE_VALUE.match(value)):
+                raise ValueError(f"{name}: {value!r} is not a value a server option takes "
+                                 "(a number, a size like 64M, a word, true/false)")
+        # One spelling per option: the server treats innodb-buffer-pool-size and the underscore form alike.
+        names = [n.replace("-", "_") for n in v]
+        if len(set(names)) != len(names):
+            raise ValueError("an option is given twice (dash and underscore spellings are the same option)")
+        return {n.replace("-", "_"): value for n, value in v.items()}
 
 
 class Ec2Target(_TargetBase):
@@ -186,13 +209,58 @@ class LocalTarget(_TargetBase):
 
 
 class ExistingTarget(_TargetBase):
+    """A server the user already runs. One model for both backends: locally (``run --local``) the agent
+    runs here and reads the password from ``password_env`` or ``password_file``; on AWS it runs on
+    ``instance_id`` and reads ``password_secret_arn``. Which keys each backend needs is checked by
+    that backend (``existing_problems`` here, the plan Lambda for AWS)."""
+
     kind: Literal["existing"]
     host: str = Field(pattern=_HOST.pattern)
     port: int = Field(3306, ge=1, le=65535)
     engine: str = Field("mysql-8.0", pattern=_ENGINE.pattern)
+    user: str = Field("sbtest", pattern=_DB_USER.pattern, description="Account benchfleet logs in as")
+    database: str = Field("benchfleet", pattern=_SCHEMA.pattern,
+                          description="The one schema benchfleet works in (created if missing)")
+    keep_tables: bool = Field(False, description="Leave benchfleet's tables in the schema after the run")
+    password_env: str | None = Field(None, pattern=_ENV_NAME.pattern,
+                                     description="Environment variable holding the password (locally)")
+    password_file: str | None = Field(None, min_length=1, max_length=4096,
+                                      description="File holding the password (locally); its first line")
+    tls: Literal["off", "preferred", "required"] = Field(
+        "preferred", description="TLS to the server: preferred uses it when the server asks for it")
+    ssl_ca: str | None = Field(None, min_length=1, max_length=4096,
+                               description="CA file (on the agent's host), for sysbench builds that need it for TLS")
+    ssl_cert: str | None = Field(None, min_length=1, max_length=4096, description="Client certificate file")
+    ssl_key: str | None = Field(None, min_length=1, max_length=4096, description="Client key file")
     instance_id: str | None = Field(None, pattern=r"^i-[0-9a-f]{8,17}$",
                                     description="EC2 instance that runs the agent (SSM)")
     password_secret_arn: str | None = Field(None, pattern=r"^arn:aws[a-z-]*:secretsmanager:[^\s]+$")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_password_in_the_spec(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "password" in data:
+            raise ValueError("password: never put a password in a spec; name an environment variable "
+                             "(password_env) or a file (password_file)")
+        return data
+
+    @model_validator(mode="after")
+    def _one_password_source(self) -> ExistingTarget:
+        given = [k for k in ("password_env", "password_file", "password_secret_arn") if getattr(self, k)]
+        if len(given) > 1:
+            raise ValueError(f"{' and '.join(given)}: give one password source")
+        if self.server_options:
+            raise ValueError("server_options: an existing server is measured as it is configured; "
+                             "benchfleet never changes its settings")
+        if "mysql_config" in self.model_fields_set and self.mysql_config != "default":
+            raise ValueError("mysql_config: an existing server is measured as it is configured; "
+                             "benchfleet never changes its settings")
+        return self
+
+    @property
+    def runs_here(self) -> bool:
+        """No instance to run the agent on: the agent runs on this machine."""
+        return self.instance_id is None
 
 
 Target = Annotated[Ec2Target | RdsTarget | AuroraTarget | LocalTarget | ExistingTarget,
@@ -229,7 +297,9 @@ class ComparisonSpec(_Model):
 
     @property
     def is_local(self) -> bool:
-        return all(t.kind == "local" for t in self.targets)
+        """Every target is benchmarked from this machine: local servers, and existing servers with no
+        instance of their own to run the agent."""
+        return all(t.kind == "local" or (isinstance(t, ExistingTarget) and t.runs_here) for t in self.targets)
 
 
 # ---- loading ------------------------------------------------------------------------------------
@@ -359,7 +429,7 @@ def resolve(spec: ComparisonSpec, source: str, root: Path | None = None) -> Load
     for i, target in enumerate(spec.targets):
         if not (root / "mysql" / f"{target.mysql_config}.cnf").exists():
             problems.append((f"targets[{i}].mysql_config",
-                             f"no file workloads/mysql/{target.mysql_config}.cnf"))
+                             f"no file {target.mysql_config}.cnf in {(root / 'mysql').resolve()}"))
     if problems:
         raise SpecError(source, problems)
     return LoadedSpec(spec=spec, workload=workload, source=source)

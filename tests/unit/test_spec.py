@@ -39,6 +39,24 @@ def test_demo_spec_loads_with_defaults_and_its_workload() -> None:
     (spec(targets=[{"id": "m", "kind": "ec2"}]), "targets[0].instance_type", "required"),
     (spec(targets=[{"id": "m", "kind": "rds", "instance_type": "m5.large"}]), "targets[0].instance_class", "required"),
     (spec(targets=[{"id": "m", "kind": "existing"}]), "targets[0].host", "required"),
+    (spec(targets=[{"id": "m", "kind": "existing", "host": "h", "password": "x"}]), "targets[0]",
+     "never put a password in a spec"),
+    (spec(targets=[{"id": "m", "kind": "existing", "host": "h", "password_env": "A", "password_file": "/f"}]),
+     "targets[0]", "give one password source"),
+    (spec(targets=[{"id": "m", "kind": "existing", "host": "h", "password_env": "A B"}]),
+     "targets[0].password_env", "pattern"),
+    (spec(targets=[{"id": "m", "kind": "existing", "host": "h", "database": "Shop;drop"}]),
+     "targets[0].database", "pattern"),
+    (spec(targets=[{"id": "m", "kind": "existing", "host": "h", "server_options": {"sync_binlog": 0}}]),
+     "targets[0]", "never changes its settings"),
+    (spec(targets=[{"id": "m", "kind": "existing", "host": "h", "mysql_config": "durable"}]),
+     "targets[0]", "never changes its settings"),
+    (spec(targets=[{"id": "a", "kind": "local", "server_options": {"Bad Name": 1}}]),
+     "targets[0].server_options", "not a server option name"),
+    (spec(targets=[{"id": "a", "kind": "local", "server_options": {"init_file": "/x;y"}}]),
+     "targets[0].server_options", "not a value"),
+    (spec(targets=[{"id": "a", "kind": "local", "server_options": {"sync-binlog": 0, "sync_binlog": 1}}]),
+     "targets[0].server_options", "given twice"),
     (spec(targets=[{"id": "m", "kind": "gcp"}]), "targets[0]", "kind must be one of"),
     (spec(targets=[{"id": "m"}]), "targets[0]", "kind is required"),
     (spec(targets=[{"id": "Bad_Id", "kind": "local"}]), "targets[0].id", "pattern"),
@@ -79,7 +97,9 @@ def test_files_are_checked(tmp_path: Path) -> None:
     f.write_text(json.dumps(spec(targets=[{"id": "a", "kind": "local", "mysql_config": "nope"}])))
     with pytest.raises(SpecError) as e:
         load_spec(f)
-    assert e.value.problems == [("targets[0].mysql_config", "no file workloads/mysql/nope.cnf")]
+    # The folder searched, absolute: a user standing anywhere can see where the file was expected.
+    folder = (REPO / "workloads" / "mysql").resolve()
+    assert e.value.problems == [("targets[0].mysql_config", f"no file nope.cnf in {folder}")]
 
 
 def test_invalid_yaml_names_the_line(tmp_path: Path) -> None:
@@ -110,3 +130,25 @@ def test_json_schema_is_exported() -> None:
 def test_published_schema_is_current() -> None:
     published = json.loads((REPO / "workloads" / "spec.schema.json").read_text())
     assert published == json_schema(), "regenerate: benchfleet validate --schema > workloads/spec.schema.json"
+
+
+def test_one_existing_model_serves_both_backends() -> None:
+    here = parse_spec(spec(targets=[{"id": "m", "kind": "existing", "host": "127.0.0.1", "port": 3307,
+                                     "user": "bench", "password_env": "PW"}]))
+    (target,) = here.targets
+    assert here.is_local and target.database == "benchfleet" and not target.keep_tables
+    cloud = parse_spec(spec(targets=[{"id": "m", "kind": "existing", "host": "db.internal",
+                                      "instance_id": "i-0123456789abcdef0",
+                                      "password_secret_arn": "arn:aws:secretsmanager:us-east-1:1:secret:x"}]))
+    assert not cloud.is_local
+
+
+def test_server_options_are_one_spelling_and_reach_the_plan() -> None:
+    from benchfleet.plan import make_plan
+    from benchfleet.spec import resolve
+
+    parsed = parse_spec(spec(targets=[{"id": "a", "kind": "local",
+                                       "server_options": {"innodb-buffer-pool-size": "64M", "sync_binlog": 0}}]))
+    assert parsed.targets[0].server_options == {"innodb_buffer_pool_size": "64M", "sync_binlog": 0}
+    summary = make_plan(resolve(parsed, "s.yaml")).summary()
+    assert summary["targets"][0]["server_options"] == {"innodb_buffer_pool_size": "64M", "sync_binlog": 0}

@@ -9,8 +9,8 @@ No database password travels in the job (SSM keeps a command's parameters in its
 - rds / aurora: the endpoint found by readiness; ``db.password_secret_arn`` names the managed master
   secret, which the agent reads on the client with the instance role (the prepare step installs
   sysbench, the mysql client and python3-boto3 there);
-- existing: the host the user named; ``db.password_secret_arn`` when the spec gives one (the agent
-  reads it with the instance's own role), nothing is installed.
+- existing: the host, user and schema (``database``) the user named; ``db.password_secret_arn`` when
+  the spec gives one (the agent reads it with the instance's own role), nothing is installed.
 
 TLS (``db.tls``, workloads/agent/benchfleet_dbclient.py): off on an ec2 target's loopback; required
 to RDS and Aurora (RDS for MariaDB 11.8+ refuses anything else, and MySQL 8.4's default
@@ -24,7 +24,7 @@ from typing import Any
 from benchfleet.agentjob import agent_job
 from benchfleet.aws.events import StepState
 from benchfleet.plan import PlanStep
-from benchfleet.spec import Workload
+from benchfleet.spec import ExistingTarget, Workload
 
 # workloads/agent/benchfleet_install.py PASSWORD_FILE: where the install step keeps the password.
 PASSWORD_FILE = "/var/lib/benchfleet/db.cnf"  # noqa: S105 - a path, not a password
@@ -38,9 +38,10 @@ def db_of(state: StepState) -> dict[str, Any]:
         return {"host": "127.0.0.1", "port": 3306, "user": "sbtest", "database": "sbtest",
                 "password_file": PASSWORD_FILE, "tls": "off"}
     if state.kind == "existing":
-        db: dict[str, Any] = {"host": target["host"], "port": target.get("port", 3306), "user": "sbtest",
-                              "database": "sbtest", "tls": target.get("tls") or "preferred"}
-        db.update({k: target[k] for k in ("password_secret_arn", *TLS_FILES) if target.get(k)})
+        mine = ExistingTarget.model_validate(target)  # the spec's defaults, defined once
+        db: dict[str, Any] = {"host": mine.host, "port": mine.port, "user": mine.user, "database": mine.database,
+                              "tls": mine.tls}
+        db.update({k: getattr(mine, k) for k in ("password_secret_arn", *TLS_FILES) if getattr(mine, k)})
         return db
     if not state.db:
         raise ValueError(f"no database endpoint for {state.kind} target {target['id']}")
