@@ -75,15 +75,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     loaded, plan = _load(args.spec, args.scale, args.local)
     if not loaded.spec.is_local:
         raise CliError(f"{args.spec} has cloud targets: run it with --remote, or try it here with "
-                       "--local --scale smoke", EXIT_USAGE)
+                       "--local --scale smoke (an existing server is then benchmarked from here)", EXIT_USAGE)
     if plan.over_budget:
         raise CliError(f"estimated cost ${plan.estimated_cost_usd:.2f} is over the budget "
                        f"${plan.budget_usd:.2f}", EXIT_USAGE)
     from benchfleet.local.mariadb import reap_leftovers
+    from benchfleet.local.preflight import preflight
     from benchfleet.local.runner import run_local
     from benchfleet.local.store import open_store
     from benchfleet.ui import RichObserver, console, print_comparison
 
+    checked = preflight(loaded)
     data = home()
     removed = reap_leftovers(data)
     if removed:
@@ -91,6 +93,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     with open_store(data) as store:
         observer = RichObserver(plan)
         with observer:
+            for text in checked.notices:
+                observer.message(text)
             result = run_local(loaded, plan, store, data, observer)
         report = _write_report(store, result.run_id, None)
         print_comparison(result.run_id, _results(store, result.run_id))

@@ -6,14 +6,15 @@ shrinks everything that costs time, so that any workload runs locally in well un
 a few thousand rows, a 2 s warm-up, 5 s steps, no cooldown, one repetition. Smoke figures show that a
 spec works, never how fast anything is.
 
-``as_local`` turns every target of a spec into a ``kind: local`` MariaDB target with the same id and
-mysql config, so that ``benchfleet run SPEC --scale smoke --local`` can try an EC2, RDS or Aurora
+``as_local`` turns every cloud target of a spec into a ``kind: local`` MariaDB target with the same id,
+mysql config and server options (an ``existing`` server stays itself, benchmarked from here), so
+that ``benchfleet run SPEC --scale smoke --local`` can try an EC2, RDS or Aurora
 spec here before it costs anything.
 """
 
 from __future__ import annotations
 
-from benchfleet.spec import ComparisonSpec, LoadedSpec, LocalTarget, Workload
+from benchfleet.spec import ComparisonSpec, ExistingTarget, LoadedSpec, LocalTarget, Workload
 
 SCALES = ("full", "smoke")
 
@@ -70,7 +71,8 @@ def apply_scale(loaded: LoadedSpec, scale: str) -> LoadedSpec:
 
 
 def as_local(loaded: LoadedSpec, memory_mb: int = LOCAL_STAND_IN_MEMORY_MB) -> LoadedSpec:
-    """Every target as a local MariaDB target with the same id and mysql_config.
+    """Every ec2/rds/aurora target as a local MariaDB target with the same id, mysql_config and
+    server_options; an existing target stays the user's server, its agent on this machine.
 
     Local targets are kept as they are. The stand-ins get ``memory_mb`` (cnf percentages are sized
     from it) and no CPU pinning; instance types, storage, regions and prices do not carry over, and
@@ -79,7 +81,10 @@ def as_local(loaded: LoadedSpec, memory_mb: int = LOCAL_STAND_IN_MEMORY_MB) -> L
     """
     targets = [
         t if isinstance(t, LocalTarget)
-        else LocalTarget(id=t.id, kind="local", mysql_config=t.mysql_config, memory_mb=memory_mb)
+        # The user's own server is measured from here as it is, never swapped for a stand-in.
+        else t.model_copy(update={"instance_id": None}) if isinstance(t, ExistingTarget)
+        else LocalTarget(id=t.id, kind="local", mysql_config=t.mysql_config, memory_mb=memory_mb,
+                         server_options=t.server_options)
         for t in loaded.spec.targets
     ]
     spec = ComparisonSpec.model_validate({**loaded.spec.model_dump(), "targets": [

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import sys
+import time
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from benchfleet.plan import Plan, PlanStep
+from benchfleet.plan import Plan, PlanStep, TargetPlan
 from benchfleet.pricing import DEFAULT_REGION
 from benchfleet.records import AgentOutput
 
@@ -25,42 +27,96 @@ def _fmt(value: Any, digits: int = 1) -> str:
     return str(value)
 
 
+class RunProgress:
+    """Where a local run is, in the plan's own seconds, and when it will end.
+
+    Every phase the plan estimates counts: each repetition's server setup, every step (duration and
+    cooldown) and teardown. The ETA is the plan's remaining seconds scaled by the pace so far
+    (actual elapsed / planned done), so a machine slower or faster than the plan's model still gets
+    an honest end time, and the bar reaches 100% when the run ends."""
+
+    def __init__(self, plan: Plan, clock: Callable[[], float] = time.monotonic) -> None:
+        self.plan = plan
+        self.total = plan.wall_s
+        self.clock = clock
+        self.started = clock()
+        self.done = 0.0           # planned seconds of finished phases
+        self.current = 0.0        # planned seconds of the phase under way (so far)
+        self.target_index = {t.target_id: i for i, t in enumerate(plan.targets)}
+
+    def finish_phase(self, planned_s: float) -> None:
+        self.done += planned_s
+        self.current = 0.0
+
+    @property
+    def completed(self) -> float:
+        return min(self.total, self.done + self.current)
+
+    def eta_s(self) -> float | None:
+        done = self.completed
+        elapsed = self.clock() - self.started
+        if done <= 0 or elapsed <= 0:
+            return float(self.total) if self.total else None
+        return max(0.0, (self.total - done) * elapsed / done)
+
+    def position(self, target_id: str, repetition: int) -> str:
+        k = self.target_index.get(target_id, 0) + 1
+        return f"target {k}/{len(self.plan.targets)} {target_id} · rep {repetition}/{self.plan.repetitions}"
+
+    def target(self, target_id: str) -> TargetPlan:
+        return self.plan.targets[self.target_index[target_id]]
+
+
 class RichObserver:
-    """Progress: one bar for the whole run, one for the current step with its live tps."""
+    """Progress: one line for the whole run (target k/N, repetition r/R, step, live tps, ETA)."""
 
     def __init__(self, plan: Plan) -> None:
-        self.total = sum(t.total_s for t in plan.targets)
+        self.state = RunProgress(plan)
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[info]}"),
-                                 TimeElapsedColumn(), console=console, transient=False)
-        self.run_task: TaskID | None = None
-        self.step_task: TaskID | None = None
-        self.done_s = 0
+                                 TimeElapsedColumn(), TextColumn("ETA {task.fields[eta]}"), console=console,
+                                 transient=False)
+        self.task: TaskID | None = None
+        self.where = ""
 
     def __enter__(self) -> RichObserver:
         self.progress.start()
-        self.run_task = self.progress.add_task("run", total=self.total, info="")
+        self.task = self.progress.add_task("starting", total=max(1, self.state.total), info="", eta="-")
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.progress.stop()
 
+    def _show(self, phase: str, info: str = "") -> None:
+        assert self.task is not None
+        eta = self.state.eta_s()
+        self.progress.update(self.task, completed=self.state.completed, description=f"{self.where} · {phase}",
+                             info=info, eta=_duration(int(eta)) if eta is not None else "-")
+
     def target_started(self, target_id: str, repetition: int, steps: list[PlanStep]) -> None:
-        self.progress.console.print(f"[bold]{target_id}[/] repetition {repetition}: starting MariaDB")
+        self.where = self.state.position(target_id, repetition)
+        kind = self.state.target(target_id).kind
+        self.progress.console.print(f"[bold]{target_id}[/] repetition {repetition}: "
+                                    + ("checking the existing server" if kind == "existing" else "starting MariaDB"))
+        self._show("setting up")
+
+    def target_ready(self, target_id: str, repetition: int) -> None:
+        self.state.finish_phase(self.state.target(target_id).provision_s)
+        self._show("ready")
+
+    def target_finished(self, target_id: str, repetition: int) -> None:
+        self.state.finish_phase(self.state.target(target_id).teardown_s)
+        self._show("done")
 
     def step_started(self, target_id: str, repetition: int, step: PlanStep) -> None:
-        if self.step_task is not None:
-            self.progress.remove_task(self.step_task)
-        label = f"{target_id} rep {repetition} {step.name}"
-        self.step_task = self.progress.add_task(label, total=step.duration_s, info="")
+        self._show(step.name)
 
     def sample(self, target_id: str, step: PlanStep, second: float, tps: float) -> None:
-        if self.step_task is not None:
-            self.progress.update(self.step_task, completed=second, info=f"{tps:,.0f} tps")
+        self.state.current = min(float(step.duration_s), second)
+        self._show(f"{step.name} {second:.0f}/{step.duration_s} s", f"{tps:,.0f} tps")
 
     def step_finished(self, target_id: str, repetition: int, step: PlanStep, output: AgentOutput) -> None:
-        assert self.run_task is not None
-        self.done_s += step.estimated_s
-        self.progress.update(self.run_task, completed=min(self.done_s, self.total))
+        self.state.finish_phase(step.estimated_s)
+        self._show(step.name)
         for s in output.summaries:
             pct = f"p{s.latency_pct}" if s.latency_pct else "lat"
             self.progress.console.print(
@@ -81,9 +137,11 @@ def print_plan(summary: dict[str, Any]) -> None:
         table.add_column(col, justify="right" if col not in ("target", "kind", "region", "steps") else "left")
     for t in summary["targets"]:
         steps = ", ".join(s["name"] for s in t["steps"])
+        options = t.get("server_options") or {}
+        label = t["target_id"] + "".join(f"\n  {k} = {v}" for k, v in options.items())
         # Never "$0" nor a blank for a target the price tables do not know: say so.
         no_price = t["price_per_hour"] is None
-        table.add_row(t["target_id"], t["kind"], t.get("region") or HOME_REGION_LABEL, steps,
+        table.add_row(label, t["kind"], t.get("region") or HOME_REGION_LABEL, steps,
                       _duration(t["repetition_s"]), str(summary["repetitions"]),
                       "unpriced" if no_price else _fmt(t["price_per_hour"], 3),
                       "unpriced" if no_price else f"${_fmt(t['estimated_cost_usd'], 2)}")

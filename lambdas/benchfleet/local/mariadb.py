@@ -13,6 +13,7 @@ import contextlib
 import ctypes
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -20,7 +21,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,7 +33,45 @@ _STOP_TIMEOUT_S = 60.0
 
 
 class LocalServerError(RuntimeError):
-    """The local MariaDB server could not be set up; the message says why (with its error log)."""
+    """The local MariaDB server could not be set up. The message starts with the server's cause line
+    (its first ``[ERROR]``), then what failed and the end of its log."""
+
+    def __init__(self, message: str, cause: str | None = None) -> None:
+        super().__init__(message)
+        self.cause = cause or message.splitlines()[0]
+
+    @property
+    def configuration(self) -> bool:
+        """The options themselves are refused: starting again cannot help."""
+        return bool(_CONFIG_ERROR.search(self.cause))
+
+
+# "[ERROR] mariadbd: unknown variable 'foo=1'", "unknown option '--foo'", an invalid value.
+_CONFIG_ERROR = re.compile(r"unknown (variable|option)|invalid value|incorrect (value|argument)|"
+                           r"Unknown/unsupported storage engine", re.IGNORECASE)
+LOG_PREFIX = re.compile(r"^\d{4}-\d{2}-\d{2}\s+\d{1,2}:\d{2}:\d{2}\s+\d+\s+")
+
+
+def cause_line(lines: Sequence[str]) -> str | None:
+    """The first ``[ERROR]`` line of a server log, without its timestamp (the cause; later errors
+    are mostly consequences such as "Aborting")."""
+    for line in lines:
+        if "[ERROR]" in line:
+            return LOG_PREFIX.sub("", line.strip())
+    return None
+
+
+def with_server_options(cnf_source: str, options: Mapping[str, object] | None) -> str:
+    """A cnf with the spec's ``server_options`` layered over it: a ``[mysqld]`` group at the end, whose
+    values win over the file's (the server keeps the last value of an option)."""
+    if not options:
+        return cnf_source
+    lines = ["", "[mysqld]", "# server_options from the spec"]
+    for name, value in options.items():
+        if isinstance(value, bool):
+            value = "ON" if value else "OFF"
+        lines.append(f"{name} = {value}")
+    return cnf_source.rstrip("\n") + "\n" + "\n".join(lines) + "\n"
 
 
 @dataclass(frozen=True)
@@ -135,10 +174,11 @@ class LocalServer:
     """A MariaDB server for one target: ``with LocalServer(...) as conn:`` starts and always removes it."""
 
     def __init__(self, home: Path, name: str, cnf_source: str, memory_mb: int,
-                 cpus: Sequence[int] | None = None, cnf_name: str = "cnf") -> None:
+                 cpus: Sequence[int] | None = None, cnf_name: str = "cnf",
+                 server_options: Mapping[str, object] | None = None) -> None:
         self.home = home
         self.name = name
-        self.cnf_source = cnf_source
+        self.cnf_source = with_server_options(cnf_source, server_options)
         self.cnf_name = cnf_name
         self.memory_mb = memory_mb
         self.cpus = list(cpus) if cpus else None
@@ -147,7 +187,8 @@ class LocalServer:
         self.socket = Path(tempfile.gettempdir()) / f"benchfleet-{secrets.token_hex(6)}.sock"
         self.process: subprocess.Popen[bytes] | None = None
         self.connection: Connection | None = None
-        self.rendered = render(cnf_source, "mariadb", memory_mb * 1024 * 1024, cnf_name)
+        self.retried: str | None = None  # the first attempt's failure, when start needed a second
+        self.rendered = render(self.cnf_source, "mariadb", memory_mb * 1024 * 1024, cnf_name)
 
     @property
     def config_hash(self) -> str:
@@ -164,11 +205,32 @@ class LocalServer:
         self.stop()
 
     def start(self) -> Connection:
+        """Start the server; a failure that is not the configuration's is retried once on a fresh data
+        dir and port (a port taken in between, a slow disk), then reported with its cause first."""
+        try:
+            return self._start_once()
+        except LocalServerError as e:
+            self.stop()
+            if e.configuration:
+                raise
+            first = e
+        self.retried = str(first)
+        try:
+            return self._start_once()
+        except LocalServerError as second:
+            self.stop()
+            raise LocalServerError(f"{second}\n(the first attempt failed too: {first.cause})",
+                                   cause=second.cause) from None
+
+    def _start_once(self) -> Connection:
         servers = self.home / "servers"
         servers.mkdir(parents=True, exist_ok=True)
         reap_leftovers(self.home)
         self.dir = servers / f"{self.name}-{os.getpid()}-{secrets.token_hex(3)}"
         self.dir.mkdir()
+        # A private temp dir: the server's temporary tables and files never meet another server's
+        # (or a leftover of one) in the shared /tmp.
+        (self.dir / "tmp").mkdir()
         self._register(server_pid=None)
         port = free_port()
         cnf = self._write_cnf(port)
@@ -177,7 +239,7 @@ class LocalServer:
                        "--auth-root-authentication-method=normal", "--skip-test-db"], "initialise the data dir")
         except LocalServerError as e:
             # The bootstrap server writes its reasons to log-error, not to its output.
-            raise LocalServerError(f"{e}\n{self._error_log()}") from None
+            raise self._failure(f"could not initialise the data dir for {self.name}", str(e)) from None
         log = (self.dir / "server.out").open("wb")
         affinity = self.cpus
 
@@ -226,6 +288,7 @@ class LocalServer:
             f"socket = {self.socket}",
             f"pid-file = {self.dir / 'mysqld.pid'}",
             f"log-error = {self.dir / 'error.log'}",
+            f"tmpdir = {self.dir / 'tmp'}",
             f"port = {port}",
             "bind-address = 127.0.0.1",
             "skip-name-resolve",
@@ -249,13 +312,12 @@ class LocalServer:
         sock = self.socket
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise LocalServerError(f"MariaDB for {self.name} exited at start:\n{self._error_log()}")
+                raise self._failure(f"MariaDB for {self.name} exited at start")
             if sock.exists():
                 with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
                     return
             time.sleep(0.1)
-        raise LocalServerError(f"MariaDB for {self.name} did not accept connections in "
-                               f"{_START_TIMEOUT_S:.0f} s:\n{self._error_log()}")
+        raise self._failure(f"MariaDB for {self.name} did not accept connections in {_START_TIMEOUT_S:.0f} s")
 
     def _bootstrap(self, password: str) -> None:
         assert self.dir is not None
@@ -273,13 +335,20 @@ class LocalServer:
         self._run([find_binary("mariadb", "mysql"), f"--socket={self.socket}", "-uroot",
                    "-e", sql], "create the benchmark user")
 
-    def _error_log(self) -> str:
+    def _failure(self, what: str, said: str = "") -> LocalServerError:
+        """An error whose first line is the server's own cause, then what failed, then the log's tail."""
+        lines = self._error_log_lines() + said.splitlines()
+        cause = cause_line(lines) or (said.splitlines()[-1] if said.strip() else "no error logged")
+        tail = "\n".join(lines[-15:]) or "(no error log)"
+        return LocalServerError(f"{cause}\n{what}; the server's log ends:\n{tail}", cause=cause)
+
+    def _error_log_lines(self) -> list[str]:
         assert self.dir is not None
         for name in ("error.log", "server.out"):
             path = self.dir / name
             if path.exists() and path.stat().st_size:
-                return "\n".join(path.read_text(errors="replace").splitlines()[-15:])
-        return "(no error log)"
+                return path.read_text(errors="replace").splitlines()
+        return []
 
 
 @contextlib.contextmanager

@@ -1,6 +1,7 @@
 """The local backend: walk a plan on this machine, one target at a time.
 
-Per target and repetition: a fresh private MariaDB server, then one agent subprocess per plan step.
+Per target and repetition: a fresh private MariaDB server (``kind: local``) or the user's own server
+(``kind: existing``, see ``local/existing.py``), then one agent subprocess per plan step.
 Every line the agent writes lands in ``<home>/raw/<raw_key>`` before anything is derived from it;
 after each step the raw file is read back with the one agent-output reader and loaded into DuckDB.
 The server goes away on every exit path (``with LocalServer``), Ctrl-C and SIGTERM included.
@@ -21,12 +22,18 @@ from types import FrameType
 from typing import Protocol
 
 from benchfleet.agentjob import agent_job
-from benchfleet.local.mariadb import Connection, LocalServer
+from benchfleet.local.existing import ExistingServer, ExistingServerError, server_fingerprint, table_prefixes
+from benchfleet.local.mariadb import Connection, LocalServer, LocalServerError
+from benchfleet.local.sqlclient import SqlClient, SqlError
 from benchfleet.local.store import DuckDBStore
 from benchfleet.naming import new_run_id, raw_key
 from benchfleet.plan import Plan, PlanStep
-from benchfleet.records import AgentOutput, parse_agent_lines
-from benchfleet.spec import LoadedSpec, LocalTarget, repo_root, workloads_dir
+from benchfleet.records import AgentOutput, Fingerprint, parse_agent_lines
+from benchfleet.spec import ExistingTarget, LoadedSpec, LocalTarget, repo_root, workloads_dir
+
+# Fingerprint fields that describe the machine the agent runs on. For an existing server that is
+# this machine, not the server's: they are left empty rather than recorded as the server's.
+_HOST_FIELDS = ("cpu_model", "vcpus", "cpus_usable", "memory_mb", "arch", "kernel", "os")
 
 
 class StepFailed(RuntimeError):
@@ -34,9 +41,15 @@ class StepFailed(RuntimeError):
 
 
 class Observer(Protocol):
-    """What the runner tells its user; the CLI draws it with rich, tests record it."""
+    """What the runner tells its user; the CLI draws it with rich, tests record it.
+
+    Per target and repetition: ``target_started`` (its server is being set up), ``target_ready``,
+    then per step ``step_started`` / ``sample``... / ``step_finished``, and ``target_finished`` once
+    the server is gone. ``message`` is a notice; the runner sends each distinct one once per run."""
 
     def target_started(self, target_id: str, repetition: int, steps: list[PlanStep]) -> None: ...
+    def target_ready(self, target_id: str, repetition: int) -> None: ...
+    def target_finished(self, target_id: str, repetition: int) -> None: ...
     def step_started(self, target_id: str, repetition: int, step: PlanStep) -> None: ...
     def sample(self, target_id: str, step: PlanStep, second: float, tps: float) -> None: ...
     def step_finished(self, target_id: str, repetition: int, step: PlanStep, output: AgentOutput) -> None: ...
@@ -74,6 +87,19 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+class _Notices:
+    """Each distinct notice once per run (the same cnf skipped for every repetition says it once)."""
+
+    def __init__(self, observer: Observer) -> None:
+        self.observer = observer
+        self.said: set[str] = set()
+
+    def __call__(self, text: str) -> None:
+        if text not in self.said:
+            self.said.add(text)
+            self.observer.message(text)
+
+
 def run_local(loaded: LoadedSpec, plan: Plan, store: DuckDBStore, home: Path, observer: Observer,
               run_id: str | None = None) -> RunResult:
     run_id = run_id or new_run_id(loaded.spec.name)
@@ -81,20 +107,21 @@ def run_local(loaded: LoadedSpec, plan: Plan, store: DuckDBStore, home: Path, ob
     spec_doc["workload"] = loaded.workload.model_dump(mode="json")
     store.create_run(run_id, loaded.spec.name, spec_doc, plan.mode, plan.estimated_cost_usd)
     result = RunResult(run_id=run_id, status="running")
+    notice = _Notices(observer)
     try:
         with _sigterm_as_interrupt():
             for target in loaded.spec.targets:
-                if not isinstance(target, LocalTarget):
+                if not isinstance(target, LocalTarget | ExistingTarget):
                     raise StepFailed(f"target {target.id} is kind {target.kind}: run it with --remote")
                 target_plan = next(t for t in plan.targets if t.target_id == target.id)
                 for repetition in range(1, plan.repetitions + 1):
                     _run_target(loaded, target, repetition, target_plan.steps, run_id, store, home,
-                                observer, result)
+                                observer, result, notice)
         result.status = "succeeded"
     except KeyboardInterrupt:
         result.status, result.message = "aborted", "interrupted; servers stopped and removed"
         raise
-    except StepFailed as e:
+    except (StepFailed, LocalServerError, ExistingServerError) as e:
         result.status, result.message = "failed", str(e)
     except Exception as e:
         result.status, result.message = "failed", f"{type(e).__name__}: {e}"
@@ -104,39 +131,81 @@ def run_local(loaded: LoadedSpec, plan: Plan, store: DuckDBStore, home: Path, ob
     return result
 
 
-def _run_target(loaded: LoadedSpec, target: LocalTarget, repetition: int, steps: list[PlanStep],
-                run_id: str, store: DuckDBStore, home: Path, observer: Observer, result: RunResult) -> None:
+def _server_for(target: LocalTarget | ExistingTarget, repetition: int, home: Path,
+                notice: _Notices) -> LocalServer | ExistingServer:
+    if isinstance(target, ExistingTarget):
+        notice(f"{target.id}: an existing server at {target.host}:{target.port}; CPU figures, steal "
+               "included, are this machine's (the client's), not the server's")
+        return ExistingServer(target, table_prefixes())
     cnf_path = workloads_dir() / "mysql" / f"{target.mysql_config}.cnf"
     server = LocalServer(home, f"{target.id}-r{repetition}", cnf_path.read_text(), target.memory_mb,
-                         target.cpus, cnf_name=cnf_path.name)
+                         target.cpus, cnf_name=cnf_path.name, server_options=target.server_options)
+    if server.rendered.skipped:
+        notice(f"{cnf_path.name} options not applied on MariaDB: " + ", ".join(server.rendered.skipped))
+    return server
+
+
+def _target_meta(target: LocalTarget | ExistingTarget, server: LocalServer | ExistingServer,
+                 conn: Connection) -> dict[str, object]:
+    """The targets row's description of the server that was measured."""
+    if isinstance(server, ExistingServer):
+        fp = server.fingerprint
+        return {"kind": target.kind, "instance_type": None, "engine": fp.get("engine") or "unknown",
+                "mysql_config": None, "region": None, "storage": None, "cpus": None,
+                "price_per_hour": target.price_per_hour or 0.0,
+                "server_variables": json.dumps(fp.get("variables") or {}, sort_keys=True),
+                "steal_source": "client"}
+    assert isinstance(target, LocalTarget)
+    try:
+        variables = server_fingerprint(SqlClient(conn.host, conn.port, conn.user, conn.password))["variables"]
+    except SqlError:
+        variables = {}
+    return {"kind": target.kind, "instance_type": f"local-{len(target.cpus or [])}cpu-{target.memory_mb}mb"
+            if target.cpus else f"local-{target.memory_mb}mb", "engine": target.engine,
+            "mysql_config": target.mysql_config, "region": "local", "storage": None,
+            "cpus": ",".join(map(str, target.cpus)) if target.cpus else None,
+            "price_per_hour": target.price_per_hour or 0.0,
+            "server_variables": json.dumps(variables, sort_keys=True), "steal_source": "server"}
+
+
+def _fingerprint(output: AgentOutput, server: LocalServer | ExistingServer) -> Fingerprint | None:
+    fp = output.fingerprints[0] if output.fingerprints else None
+    if fp is None or not isinstance(server, ExistingServer):
+        return fp
+    return fp.model_copy(update={**dict.fromkeys(_HOST_FIELDS),
+                                 "engine_version": server.fingerprint.get("engine_version"),
+                                 "config_hash": server.config_hash})
+
+
+def _run_target(loaded: LoadedSpec, target: LocalTarget | ExistingTarget, repetition: int, steps: list[PlanStep],
+                run_id: str, store: DuckDBStore, home: Path, observer: Observer, result: RunResult,
+                notice: _Notices) -> None:
+    server = _server_for(target, repetition, home, notice)
     observer.target_started(target.id, repetition, steps)
     started = time.monotonic()
-    if server.rendered.skipped:
-        observer.message(f"{target.id}: {cnf_path.name} options not applied on MariaDB: "
-                         + ", ".join(server.rendered.skipped))
     with server as conn:
-        meta = {"kind": target.kind, "instance_type": f"local-{len(target.cpus or [])}cpu-{target.memory_mb}mb"
-                if target.cpus else f"local-{target.memory_mb}mb", "engine": target.engine,
-                "mysql_config": target.mysql_config, "region": "local", "storage": None,
-                "cpus": ",".join(map(str, target.cpus)) if target.cpus else None,
-                "price_per_hour": target.price_per_hour or 0.0}
+        if isinstance(server, LocalServer) and server.retried:
+            notice(f"{target.id} repetition {repetition}: the server failed to start once and was started "
+                   f"again: {server.retried.splitlines()[0]}")
+        observer.target_ready(target.id, repetition)
+        meta = _target_meta(target, server, conn)
         for step in steps:
             observer.step_started(target.id, repetition, step)
             output = _run_step(loaded, target, repetition, step, run_id, conn, server.config_hash,
                                home, observer, result)
             if step.kind == "prepare":
-                store.add_target(run_id, target.id, repetition, meta,
-                                 output.fingerprints[0] if output.fingerprints else None)
+                store.add_target(run_id, target.id, repetition, meta, _fingerprint(output, server))
             store.add_output(output)
             observer.step_finished(target.id, repetition, step, output)
             if step.cooldown_s:
                 time.sleep(step.cooldown_s)
+    observer.target_finished(target.id, repetition)
     # Actual cost: the target's price for the time it existed (local targets are usually free).
     result.cost_usd += (target.price_per_hour or 0.0) * (time.monotonic() - started) / 3600
 
 
-def _run_step(loaded: LoadedSpec, target: LocalTarget, repetition: int, step: PlanStep, run_id: str,
-              conn: Connection, config_hash: str, home: Path, observer: Observer,
+def _run_step(loaded: LoadedSpec, target: LocalTarget | ExistingTarget, repetition: int, step: PlanStep,
+              run_id: str, conn: Connection, config_hash: str | None, home: Path, observer: Observer,
               result: RunResult) -> AgentOutput:
     job = agent_job(run_id=run_id, target_id=target.id, repetition=repetition, workload=loaded.workload,
                     step=step, db=conn.as_job(), config_hash=config_hash)

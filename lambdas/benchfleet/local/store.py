@@ -37,8 +37,8 @@ CREATE TABLE IF NOT EXISTS targets (
     instance_type VARCHAR, engine VARCHAR, mysql_config VARCHAR, region VARCHAR, storage VARCHAR,
     cpus VARCHAR, price_per_hour DOUBLE, cpu_model VARCHAR, vcpus INTEGER, cpus_usable INTEGER,
     memory_mb BIGINT, arch VARCHAR, kernel VARCHAR, os VARCHAR, sysbench_version VARCHAR,
-    engine_version VARCHAR, config_hash VARCHAR, recorded_at TIMESTAMPTZ,
-    PRIMARY KEY (run_id, target_id, repetition));
+    engine_version VARCHAR, config_hash VARCHAR, recorded_at TIMESTAMPTZ, server_variables JSON,
+    steal_source VARCHAR, PRIMARY KEY (run_id, target_id, repetition));
 CREATE TABLE IF NOT EXISTS samples (
     time TIMESTAMPTZ NOT NULL, run_id VARCHAR NOT NULL, target_id VARCHAR NOT NULL,
     repetition INTEGER NOT NULL, workload VARCHAR, step VARCHAR NOT NULL, threads INTEGER, phase VARCHAR,
@@ -57,6 +57,10 @@ CREATE TABLE IF NOT EXISTS step_summaries (
 CREATE TABLE IF NOT EXISTS cloud_metrics (
     time TIMESTAMPTZ NOT NULL, run_id VARCHAR NOT NULL, target_id VARCHAR NOT NULL, metric VARCHAR NOT NULL,
     value DOUBLE, unit VARCHAR);
+-- Stores written before these columns existed: the server's effective variables as measured, and
+-- whose CPU the steal figures are (server: the server's host; client: this machine, not the server's).
+ALTER TABLE targets ADD COLUMN IF NOT EXISTS server_variables JSON;
+ALTER TABLE targets ADD COLUMN IF NOT EXISTS steal_source VARCHAR;
 """
 
 

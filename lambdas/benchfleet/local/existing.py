@@ -1,0 +1,183 @@
+"""A server the user already runs, benchmarked from this machine (``kind: existing``, ``run --local``).
+
+benchfleet is a guest there. It works in one schema (``database``, ``benchfleet`` unless the spec
+names another), creates it when missing, and writes only tables named like its workloads' tables
+(``sbtest1``, ``seqpk1``, ...). Before anything is written it proves the schema is safe: a schema
+that holds any other table or view is refused, so a user's data can never be a sysbench
+``cleanup`` away from deletion. Afterwards it drops its tables (and the schema, if it created it and
+nothing else appeared there) unless the spec says ``keep_tables: true``. It never changes a server
+setting; the fingerprint records the server as measured (engine, version, effective variables).
+
+CPU figures in the samples (steal included) come from /proc/stat of *this* machine, the client:
+benchfleet cannot see the server's hypervisor, and the run says so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from benchfleet.local.mariadb import Connection
+from benchfleet.local.sqlclient import SqlClient, SqlError, quote_name
+from benchfleet.spec import ExistingTarget, workloads_dir
+
+# Variables that shape a benchmark's figures; each present one goes into the fingerprint (both
+# engines' spellings: a name the server does not know is simply absent).
+FINGERPRINT_VARIABLES = (
+    "version", "version_comment", "version_compile_machine", "innodb_buffer_pool_size",
+    "innodb_buffer_pool_instances", "innodb_flush_log_at_trx_commit", "innodb_flush_method",
+    "innodb_log_file_size", "innodb_redo_log_capacity", "innodb_io_capacity", "innodb_doublewrite",
+    "innodb_file_per_table", "innodb_adaptive_hash_index", "sync_binlog", "log_bin", "binlog_format",
+    "max_connections", "thread_handling", "transaction_isolation", "tx_isolation", "table_open_cache",
+    "performance_schema", "require_secure_transport", "have_ssl", "character_set_server",
+)
+_LUA_PREFIX = re.compile(r'^\s*prefix\s*=\s*"([a-z][a-z0-9_]*)"', re.MULTILINE)
+
+
+class ExistingServerError(RuntimeError):
+    """The existing server cannot be benchmarked safely; the message says why, in the server's words."""
+
+
+def table_prefixes(root: Path | None = None) -> list[str]:
+    """Names benchfleet's tables start with: sysbench's built-in tests, and each Lua workload's ``prefix``."""
+    prefixes = {"sbtest"}
+    for lua in sorted((root or workloads_dir()).glob("lua/*.lua")):
+        prefixes.update(_LUA_PREFIX.findall(lua.read_text()))
+    return sorted(prefixes)
+
+
+def is_benchfleet_table(name: str, prefixes: list[str]) -> bool:
+    return any(re.fullmatch(re.escape(p) + r"[0-9]+", name) for p in prefixes)
+
+
+def password_of(target: ExistingTarget, index: int | None = None) -> str | None:
+    """The password from the environment variable or file the spec names (None: no password)."""
+    field = f"targets[{index}]." if index is not None else f"{target.id}: "
+    if target.password_env:
+        value = os.environ.get(target.password_env)
+        if value is None:
+            raise ExistingServerError(f"{field}password_env: ${target.password_env} is not set")
+        return value
+    if target.password_file:
+        path = Path(target.password_file).expanduser()
+        try:
+            lines = path.read_text().splitlines()
+        except OSError as e:
+            raise ExistingServerError(f"{field}password_file: cannot read {path}: {e.strerror or e}") from None
+        return lines[0] if lines else ""
+    return None
+
+
+def client_for(target: ExistingTarget, password: str | None) -> SqlClient:
+    """A client that speaks TLS when the server requires it."""
+    try:
+        return SqlClient(target.host, target.port, target.user, password).negotiated()
+    except SqlError as e:
+        raise ExistingServerError(f"{target.id}: cannot connect: {e}") from None
+
+
+def server_fingerprint(client: SqlClient) -> dict[str, Any]:
+    """Engine, version and the variables that shape the figures, as the server reports them."""
+    names = ", ".join(f"'{n}'" for n in FINGERPRINT_VARIABLES)
+    rows = client.query(f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({names})")
+    variables = {row[0]: row[1] if len(row) > 1 else "" for row in rows}
+    version = variables.get("version") or ""
+    return {"engine": engine_of(version, variables.get("version_comment") or ""),
+            "engine_version": version or None, "variables": variables, "tls": client.tls}
+
+
+def engine_of(version: str, comment: str) -> str:
+    """``mariadb-10.11.19``, ``mysql-8.0.36``, ``percona-8.0.36``: from what the server says it is
+    (a distribution's version_comment may name only the distribution, "Debian 12")."""
+    family = ("mariadb" if "mariadb" in version.lower() else
+              "percona" if "percona" in comment.lower() else "mysql")
+    number = version.split("-", 1)[0]
+    return f"{family}-{number}" if number else family
+
+
+def variables_hash(variables: dict[str, str]) -> str:
+    return hashlib.sha256(json.dumps(variables, sort_keys=True).encode()).hexdigest()
+
+
+class ExistingServer:
+    """``with ExistingServer(target) as conn:`` checks the schema, yields where the agent connects, and
+    removes benchfleet's tables afterwards (whatever happened in between)."""
+
+    def __init__(self, target: ExistingTarget, prefixes: list[str] | None = None) -> None:
+        self.target = target
+        self.prefixes = prefixes or table_prefixes()
+        self.client: SqlClient | None = None
+        self.created_schema = False
+        self.fingerprint: dict[str, Any] = {}
+
+    @property
+    def config_hash(self) -> str | None:
+        return variables_hash(self.fingerprint["variables"]) if self.fingerprint else None
+
+    def inspect(self) -> SqlClient:
+        """Connect, fingerprint the server and prove the schema is safe to write to; writes nothing."""
+        target = self.target
+        password = password_of(target)
+        client = client_for(target, password)
+        if client.tls:
+            raise ExistingServerError(
+                f"{target.id}: {client.where} accepts only TLS connections, which sysbench 1.0 (as "
+                "distributions ship it) cannot open without client certificates; allow this account "
+                "an unencrypted connection, or benchmark it from an instance with --remote")
+        try:
+            self.fingerprint = server_fingerprint(client)
+            self._check_schema(client)
+        except SqlError as e:
+            raise ExistingServerError(f"{target.id}: {e}") from None
+        return client
+
+    def __enter__(self) -> Connection:
+        target = self.target
+        client = self.inspect()
+        schema = target.database
+        try:
+            if not client.query(f"SELECT schema_name FROM information_schema.schemata WHERE schema_name = '{schema}'"):
+                client.query(f"CREATE DATABASE {quote_name(schema)}")
+                self.created_schema = True
+        except SqlError as e:
+            raise ExistingServerError(f"{target.id}: cannot create schema {schema}: {e}") from None
+        self.client = client
+        return Connection(target.host, target.port, target.user, client.password or "", database=schema)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.client is None or self.target.keep_tables:
+            return
+        try:
+            self.remove_tables()
+        except SqlError as e:
+            raise ExistingServerError(f"{self.target.id}: could not remove benchfleet's tables: {e}") from None
+
+    def _tables(self, client: SqlClient) -> list[str]:
+        schema = self.target.database
+        rows = client.query("SELECT table_name FROM information_schema.tables "
+                            f"WHERE table_schema = '{schema}' ORDER BY table_name")
+        return [row[0] for row in rows]
+
+    def _check_schema(self, client: SqlClient) -> None:
+        schema = self.target.database
+        foreign = [t for t in self._tables(client) if not is_benchfleet_table(t, self.prefixes)]
+        if foreign:
+            shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+            raise ExistingServerError(
+                f"{self.target.id}: refusing to write to {client.where}: schema {schema} holds tables "
+                f"benchfleet did not create ({shown}); name an empty or new schema with `database:`")
+
+    def remove_tables(self) -> list[str]:
+        """Drop benchfleet's tables; drop the schema too when benchfleet created it and it is now empty."""
+        assert self.client is not None
+        client, schema = self.client, self.target.database
+        ours = [t for t in self._tables(client) if is_benchfleet_table(t, self.prefixes)]
+        if ours:
+            client.query("DROP TABLE IF EXISTS " + ", ".join(f"{quote_name(schema)}.{quote_name(t)}" for t in ours))
+        if self.created_schema and not self._tables(client):
+            client.query(f"DROP DATABASE IF EXISTS {quote_name(schema)}")
+        return ours

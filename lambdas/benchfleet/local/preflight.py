@@ -1,0 +1,98 @@
+"""Checks before a local run starts anything: what only this machine can tell about a spec.
+
+- an existing target needs a password source this machine can read (``password_env`` set,
+  ``password_file`` readable; ``password_secret_arn`` is read by an instance role, on AWS only), a
+  server that answers, and a schema that holds nothing but benchfleet's tables;
+- every local target's server options (its cnf with ``server_options`` layered over it) are shown
+  to ``mariadbd --verbose --help``, which parses them exactly as a start would. An option the server
+  does not know is a SpecError naming the target's field, in the server's own words; a value it
+  adjusts ("unsigned value 1 adjusted to 2097152") is a notice, once per run.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from benchfleet.local.existing import ExistingServer, ExistingServerError, password_of
+from benchfleet.local.mariadb import LOG_PREFIX, find_binary, with_server_options
+from benchfleet.mysqlcnf import CnfError, render
+from benchfleet.spec import ExistingTarget, LoadedSpec, LocalTarget, SpecError, workloads_dir
+
+
+@dataclass
+class Preflight:
+    notices: list[str] = field(default_factory=list)
+
+
+def preflight(loaded: LoadedSpec) -> Preflight:
+    """Raise SpecError (exit 2) naming each target field this machine cannot run; return notices."""
+    problems: list[tuple[str, str]] = []
+    out = Preflight()
+    checked: dict[str, tuple[list[str], list[str]]] = {}
+    warned: dict[str, str] = {}  # the server's warning -> the first target it concerns
+    for i, target in enumerate(loaded.spec.targets):
+        if isinstance(target, ExistingTarget):
+            if target.password_secret_arn:
+                problems.append((f"targets[{i}].password_secret_arn", "is read by an instance role on AWS; "
+                                 "from this machine name password_env or password_file"))
+                continue
+            try:
+                password_of(target, i)
+            except ExistingServerError as e:
+                field_name, _, message = str(e).partition(": ")
+                problems.append((field_name, message))
+                continue
+            # Reachable, and its schema provably benchfleet's (or absent), before anything starts.
+            try:
+                ExistingServer(target).inspect()
+            except ExistingServerError as e:
+                message = str(e).removeprefix(f"{target.id}: ")
+                problems.append((f"targets[{i}].database" if "refusing" in message else f"targets[{i}].host",
+                                 message))
+        elif isinstance(target, LocalTarget):
+            source = with_server_options((workloads_dir() / "mysql" / f"{target.mysql_config}.cnf").read_text(),
+                                         target.server_options)
+            try:
+                text = render(source, "mariadb", target.memory_mb * 1024 * 1024, f"{target.mysql_config}.cnf").text
+            except CnfError as e:
+                problems.append((f"targets[{i}].server_options" if target.server_options
+                                 else f"targets[{i}].mysql_config", str(e)))
+                continue
+            if text not in checked:
+                checked[text] = server_verdict(text)
+            errors, warnings = checked[text]
+            where = f"targets[{i}].server_options" if target.server_options else f"targets[{i}].mysql_config"
+            problems += [(where, f"MariaDB refuses it: {e}") for e in errors]
+            for w in warnings:
+                warned.setdefault(w, target.id)
+    if problems:
+        raise SpecError(loaded.source, problems)
+    out.notices = [f"{target_id}: MariaDB says: {w}" for w, target_id in warned.items()]
+    return out
+
+
+def server_verdict(cnf_text: str) -> tuple[list[str], list[str]]:
+    """(errors, warnings) of ``mariadbd`` about a rendered cnf's options, in its own words."""
+    with tempfile.TemporaryDirectory(prefix="benchfleet-check-") as directory:
+        cnf = Path(directory) / "my.cnf"
+        cnf.write_text(cnf_text + f"datadir = {directory}\n" + ("user = root\n" if os.geteuid() == 0 else ""))
+        try:
+            done = subprocess.run([find_binary("mariadbd", "mysqld"), f"--defaults-file={cnf}", "--verbose",
+                                   "--help"], capture_output=True, text=True, timeout=60, check=False,
+                                  stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            return [], ["could not check the options in 60 s; the server start will"]
+    errors, warnings = [], []
+    for line in done.stderr.splitlines():
+        text = LOG_PREFIX.sub("", line.strip())
+        if "[ERROR]" in text and "Aborting" not in text:
+            errors.append(text.split("] ", 1)[-1])
+        elif "[Warning]" in text and "option '" in text:
+            warnings.append(text.split("] ", 1)[-1].removeprefix("Buffered warning: "))
+    if done.returncode != 0 and not errors:
+        errors.append((done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1])
+    return errors, warnings

@@ -1,0 +1,169 @@
+"""``kind: existing`` from this machine, against a real MariaDB that stands for the user's own server.
+
+The server is the test's own (started here with the distribution's binaries, not by benchfleet), it
+holds a schema of the user's that must survive untouched, and benchfleet's account may do anything
+on it (ALL ON *.*): what keeps the user's data safe has to be benchfleet, not missing privileges.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from benchfleet.cli import main
+from benchfleet.local.mariadb import free_port
+
+pytestmark = pytest.mark.integration
+
+PASSWORD = "s3cret-but-not-in-the-spec"
+
+
+@dataclass
+class UsersServer:
+    port: int
+    socket: Path
+    process: subprocess.Popen[bytes]
+
+    def sql(self, statement: str) -> list[list[str]]:
+        out = subprocess.run(["mariadb", "--no-defaults", f"--socket={self.socket}", "-uroot", "-N", "-B", "-e",
+                              statement], capture_output=True, text=True, check=True, timeout=60)
+        return [line.split("\t") for line in out.stdout.splitlines()]
+
+    def state(self) -> dict[str, object]:
+        """What must not change: the user's schemas and rows, and every global variable."""
+        return {
+            "schemas": self.sql("SELECT schema_name FROM information_schema.schemata ORDER BY 1"),
+            "tables": self.sql("SELECT table_schema, table_name FROM information_schema.tables "
+                               "WHERE table_schema = 'shop' ORDER BY 1, 2"),
+            "orders": self.sql("CHECKSUM TABLE shop.orders"),
+            "variables": self.sql("SHOW GLOBAL VARIABLES"),
+        }
+
+
+@pytest.fixture
+def users_server(tmp_path: Path) -> Iterator[UsersServer]:
+    if not shutil.which("mariadbd", path="/usr/sbin:/usr/bin"):
+        pytest.skip("mariadb-server is not installed")
+    base = tmp_path / "users-server"
+    (base / "tmp").mkdir(parents=True)
+    port = free_port()
+    sock = Path("/tmp") / f"users-server-{os.getpid()}-{port}.sock"
+    cnf = base / "my.cnf"
+    cnf.write_text(f"[mysqld]\ndatadir={base / 'data'}\nsocket={sock}\nport={port}\nbind-address=127.0.0.1\n"
+                   f"log-error={base / 'error.log'}\npid-file={base / 'pid'}\ntmpdir={base / 'tmp'}\n"
+                   "skip-name-resolve\ninnodb_buffer_pool_size=64M\n"
+                   + ("user=root\n" if os.geteuid() == 0 else ""))
+    subprocess.run(["mariadb-install-db", f"--defaults-file={cnf}", "--auth-root-authentication-method=normal",
+                    "--skip-test-db"], check=True, capture_output=True, timeout=120)
+    process = subprocess.Popen(["/usr/sbin/mariadbd", f"--defaults-file={cnf}"], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    server = UsersServer(port, sock, process)
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            server.sql("SELECT 1")
+            break
+        except subprocess.CalledProcessError:
+            if time.monotonic() > deadline or process.poll() is not None:
+                raise AssertionError((base / "error.log").read_text()[-2000:]) from None
+            time.sleep(0.2)
+    server.sql(
+        "DELETE FROM mysql.global_priv WHERE User='';"
+        "CREATE DATABASE shop; CREATE TABLE shop.orders (id INT PRIMARY KEY, item VARCHAR(20));"
+        "INSERT INTO shop.orders VALUES (1, 'tea'), (2, 'cake');"
+        # A table named like sysbench's, in the user's schema: benchfleet must leave it alone too.
+        "CREATE TABLE shop.sbtest1 (id INT PRIMARY KEY); INSERT INTO shop.sbtest1 VALUES (42);"
+        f"CREATE USER 'bench'@'127.0.0.1' IDENTIFIED BY '{PASSWORD}';"
+        "GRANT ALL ON *.* TO 'bench'@'127.0.0.1'; FLUSH PRIVILEGES;")
+    try:
+        yield server
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+        sock.unlink(missing_ok=True)
+
+
+def existing_spec(tmp_path: Path, port: int, **target: object) -> Path:
+    spec = {"name": "mine", "repetitions": 1,
+            "workload": {"name": "it", "test": "oltp_read_write", "tables": 2, "table_size": 1000,
+                         "warmup_s": 1, "threads": [2], "duration_s": 3},
+            "targets": [{"id": "my-server", "kind": "existing", "host": "127.0.0.1", "port": port,
+                         "user": "bench", "password_env": "MY_DB_PASSWORD", **target}]}
+    path = tmp_path / "mine.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def test_an_existing_server_is_measured_from_here_and_left_as_it_was(
+        users_server: UsersServer, bf_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("MY_DB_PASSWORD", PASSWORD)
+    before = users_server.state()
+    spec = existing_spec(tmp_path, users_server.port)
+    assert PASSWORD not in spec.read_text()
+
+    assert main(["run", str(spec), "--local"]) == 0
+    out = capsys.readouterr().out
+    assert "this machine's (the client's)" in out  # steal is this host's, and the run says so
+    assert main(["results", "mine-", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+
+    (target,) = doc["targets"]
+    version = users_server.sql("SELECT VERSION()")[0][0]
+    assert target["kind"] == "existing" and target["engine_version"] == version
+    assert target["engine"] == "mariadb-" + version.split("-")[0] and target["steal_source"] == "client"
+    variables = json.loads(target["server_variables"])
+    assert variables["innodb_buffer_pool_size"] == str(64 * 1024 * 1024)
+    # Not this host's hardware: the server's host is not ours to describe.
+    assert target["cpu_model"] is None and target["memory_mb"] is None
+    (step,) = [s for s in doc["steps"] if s["phase"] == "measure"]
+    assert step["tps"] > 0 and step["samples"] >= 2
+
+    # The user's server: same schemas (benchfleet's is gone), same rows, same settings, still running.
+    assert users_server.state() == before
+    assert users_server.process.poll() is None
+
+
+def test_keep_tables_leaves_benchfleets_tables_and_nothing_else(
+        users_server: UsersServer, bf_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    password_file = tmp_path / "pw"
+    password_file.write_text(PASSWORD + "\n")
+    spec = existing_spec(tmp_path, users_server.port, keep_tables=True, database="bf_kept",
+                         password_env=None, password_file=str(password_file))
+    assert main(["run", str(spec), "--local"]) == 0
+    tables = users_server.sql("SELECT table_name FROM information_schema.tables WHERE table_schema='bf_kept' "
+                              "ORDER BY 1")
+    assert tables == [["sbtest1"], ["sbtest2"]]
+    assert users_server.sql("SELECT id FROM shop.sbtest1") == [["42"]]
+
+
+def test_a_schema_with_someone_elses_tables_is_refused_before_anything_runs(
+        users_server: UsersServer, bf_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("MY_DB_PASSWORD", PASSWORD)
+    users_server.sql("CREATE DATABASE benchfleet; CREATE TABLE benchfleet.customers (id INT PRIMARY KEY);"
+                     "INSERT INTO benchfleet.customers VALUES (7)")
+    before = users_server.state()
+    assert main(["run", str(existing_spec(tmp_path, users_server.port)), "--local"]) == 2
+    err = capsys.readouterr().err
+    assert "targets[0].database" in err and "customers" in err and "refusing" in err
+    assert users_server.sql("SELECT id FROM benchfleet.customers") == [["7"]]
+    assert users_server.state() == before
+    assert not (bf_home / "benchfleet.duckdb").exists() or main(["runs", "--format", "json"]) == 0
+
+
+def test_a_missing_password_variable_is_named(bf_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("MY_DB_PASSWORD", raising=False)
+    assert main(["run", str(existing_spec(tmp_path, 3306)), "--local"]) == 2
+    assert "targets[0].password_env: $MY_DB_PASSWORD is not set" in capsys.readouterr().err
