@@ -28,8 +28,12 @@ def sysbench_options(workload: Workload) -> dict[str, Any]:
 
 
 def agent_job(*, run_id: str, target_id: str, repetition: int, workload: Workload, step: PlanStep,
-              db: dict[str, Any], config_hash: str | None = None) -> dict[str, Any]:
-    return {
+              db: dict[str, Any], config_hash: str | None = None,
+              requested: dict[str, str] | None = None) -> dict[str, Any]:
+    """``requested``: the server options a server benchfleet started was given (cnf and the spec's
+    server_options); the prepare step's fingerprint records their effective values. On a fresh
+    EC2 host the install step reports them instead."""
+    job: dict[str, Any] = {
         "run_id": run_id,
         "target_id": target_id,
         "repetition": repetition,
@@ -41,3 +45,6 @@ def agent_job(*, run_id: str, target_id: str, repetition: int, workload: Workloa
         "db": db,
         "config_hash": config_hash,
     }
+    if requested:
+        job["requested"] = requested
+    return job

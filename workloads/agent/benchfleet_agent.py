@@ -287,7 +287,7 @@ def run_prepare(job: Dict[str, Any], emit: Emitter) -> int:
         return emit.error("install", str(e), **e.fields)
     conn = connect(job)
     try:
-        return _prepare(job, emit, conn, done.get("requested") or {})
+        return _prepare(job, emit, conn, done.get("requested") or job.get("requested") or {})
     finally:
         conn.close()
 

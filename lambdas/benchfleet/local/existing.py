@@ -19,22 +19,11 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any
 
 from benchfleet.local.mariadb import Connection
 from benchfleet.local.sqlclient import SqlClient, SqlError, quote_name
 from benchfleet.spec import ExistingTarget, workloads_dir
 
-# Variables that shape a benchmark's figures; each present one goes into the fingerprint (both
-# engines' spellings: a name the server does not know is simply absent).
-FINGERPRINT_VARIABLES = (
-    "version", "version_comment", "version_compile_machine", "innodb_buffer_pool_size",
-    "innodb_buffer_pool_instances", "innodb_flush_log_at_trx_commit", "innodb_flush_method",
-    "innodb_log_file_size", "innodb_redo_log_capacity", "innodb_io_capacity", "innodb_doublewrite",
-    "innodb_file_per_table", "innodb_adaptive_hash_index", "sync_binlog", "log_bin", "binlog_format",
-    "max_connections", "thread_handling", "transaction_isolation", "tx_isolation", "table_open_cache",
-    "performance_schema", "require_secure_transport", "have_ssl", "character_set_server",
-)
 _LUA_PREFIX = re.compile(r'^\s*prefix\s*=\s*"([a-z][a-z0-9_]*)"', re.MULTILINE)
 
 
@@ -80,19 +69,10 @@ def client_for(target: ExistingTarget, password: str | None) -> SqlClient:
         raise ExistingServerError(f"{target.id}: cannot connect: {e}") from None
 
 
-def server_fingerprint(client: SqlClient) -> dict[str, Any]:
-    """Engine, version and the variables that shape the figures, as the server reports them."""
-    names = ", ".join(f"'{n}'" for n in FINGERPRINT_VARIABLES)
-    rows = client.query(f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({names})")
-    variables = {row[0]: row[1] if len(row) > 1 else "" for row in rows}
-    version = variables.get("version") or ""
-    return {"engine": engine_of(version, variables.get("version_comment") or ""),
-            "engine_version": version or None, "variables": variables, "tls": client.tls}
-
-
-def engine_of(version: str, comment: str) -> str:
+def engine_of(variables: dict[str, str]) -> str:
     """``mariadb-10.11.19``, ``mysql-8.0.36``, ``percona-8.0.36``: from what the server says it is
     (a distribution's version_comment may name only the distribution, "Debian 12")."""
+    version, comment = variables.get("version") or "", variables.get("version_comment") or ""
     family = ("mariadb" if "mariadb" in version.lower() else
               "percona" if "percona" in comment.lower() else "mysql")
     number = version.split("-", 1)[0]
@@ -112,24 +92,15 @@ class ExistingServer:
         self.prefixes = prefixes or table_prefixes()
         self.client: SqlClient | None = None
         self.created_schema = False
-        self.fingerprint: dict[str, Any] = {}
-
-    @property
-    def config_hash(self) -> str | None:
-        return variables_hash(self.fingerprint["variables"]) if self.fingerprint else None
+        # The agent's prepare step fingerprints the server (effective variables) over its own connection.
+        self.config_hash: str | None = None
 
     def inspect(self) -> SqlClient:
-        """Connect, fingerprint the server and prove the schema is safe to write to; writes nothing."""
+        """Connect and prove the schema is safe to write to; writes nothing."""
         target = self.target
         password = password_of(target)
         client = client_for(target, password)
-        if client.tls:
-            raise ExistingServerError(
-                f"{target.id}: {client.where} accepts only TLS connections, which sysbench 1.0 (as "
-                "distributions ship it) cannot open without client certificates; allow this account "
-                "an unencrypted connection, or benchmark it from an instance with --remote")
         try:
-            self.fingerprint = server_fingerprint(client)
             self._check_schema(client)
         except SqlError as e:
             raise ExistingServerError(f"{target.id}: {e}") from None
@@ -146,7 +117,11 @@ class ExistingServer:
         except SqlError as e:
             raise ExistingServerError(f"{target.id}: cannot create schema {schema}: {e}") from None
         self.client = client
-        return Connection(target.host, target.port, target.user, client.password or "", database=schema)
+        # TLS as the server demands it (the agent says what its sysbench build needs for that).
+        tls = "required" if client.tls else target.tls
+        files = {k: v for k in ("ssl_ca", "ssl_cert", "ssl_key") if (v := getattr(target, k))}
+        return Connection(target.host, target.port, target.user, client.password or "", database=schema,
+                          tls=tls, tls_files=files)
 
     def __exit__(self, *exc: object) -> None:
         if self.client is None or self.target.keep_tables:

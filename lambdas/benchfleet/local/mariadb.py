@@ -22,7 +22,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchfleet.mysqlcnf import render
@@ -83,10 +83,12 @@ class Connection:
     user: str
     password: str
     database: str = "sbtest"
+    tls: str = "off"  # the agent's db.tls: off | preferred | required
+    tls_files: Mapping[str, str] = field(default_factory=dict)  # ssl_ca / ssl_cert / ssl_key paths
 
     def as_job(self) -> dict[str, object]:
         return {"host": self.host, "port": self.port, "user": self.user, "password": self.password,
-                "database": self.database}
+                "database": self.database, "tls": self.tls, **self.tls_files}
 
 
 def find_binary(*names: str) -> str:

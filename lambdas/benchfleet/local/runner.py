@@ -22,9 +22,8 @@ from types import FrameType
 from typing import Protocol
 
 from benchfleet.agentjob import agent_job
-from benchfleet.local.existing import ExistingServer, ExistingServerError, server_fingerprint, table_prefixes
+from benchfleet.local.existing import ExistingServer, ExistingServerError, engine_of, table_prefixes, variables_hash
 from benchfleet.local.mariadb import Connection, LocalServer, LocalServerError
-from benchfleet.local.sqlclient import SqlClient, SqlError
 from benchfleet.local.store import DuckDBStore
 from benchfleet.naming import new_run_id, raw_key
 from benchfleet.plan import Plan, PlanStep
@@ -145,36 +144,30 @@ def _server_for(target: LocalTarget | ExistingTarget, repetition: int, home: Pat
     return server
 
 
-def _target_meta(target: LocalTarget | ExistingTarget, server: LocalServer | ExistingServer,
-                 conn: Connection) -> dict[str, object]:
-    """The targets row's description of the server that was measured."""
-    if isinstance(server, ExistingServer):
-        fp = server.fingerprint
-        return {"kind": target.kind, "instance_type": None, "engine": fp.get("engine") or "unknown",
-                "mysql_config": None, "region": None, "storage": None, "cpus": None,
-                "price_per_hour": target.price_per_hour or 0.0,
-                "server_variables": json.dumps(fp.get("variables") or {}, sort_keys=True),
-                "steal_source": "client"}
-    assert isinstance(target, LocalTarget)
-    try:
-        variables = server_fingerprint(SqlClient(conn.host, conn.port, conn.user, conn.password))["variables"]
-    except SqlError:
-        variables = {}
-    return {"kind": target.kind, "instance_type": f"local-{len(target.cpus or [])}cpu-{target.memory_mb}mb"
+def _target_meta(target: LocalTarget | ExistingTarget, fp: Fingerprint | None) -> dict[str, object]:
+    """The targets row's description of the server that was measured (its variables as the agent read
+    them over its own connection)."""
+    variables: dict[str, str] = dict(getattr(fp, "server_variables", None) or {})
+    common = {"price_per_hour": target.price_per_hour or 0.0, "storage": None,
+              "server_variables": json.dumps(variables, sort_keys=True)}
+    if isinstance(target, ExistingTarget):
+        return {**common, "kind": target.kind, "instance_type": None, "engine": engine_of(variables),
+                "mysql_config": None, "region": None, "cpus": None, "steal_source": "client"}
+    return {**common, "kind": target.kind,
+            "instance_type": f"local-{len(target.cpus or [])}cpu-{target.memory_mb}mb"
             if target.cpus else f"local-{target.memory_mb}mb", "engine": target.engine,
-            "mysql_config": target.mysql_config, "region": "local", "storage": None,
-            "cpus": ",".join(map(str, target.cpus)) if target.cpus else None,
-            "price_per_hour": target.price_per_hour or 0.0,
-            "server_variables": json.dumps(variables, sort_keys=True), "steal_source": "server"}
+            "mysql_config": target.mysql_config, "region": "local",
+            "cpus": ",".join(map(str, target.cpus)) if target.cpus else None, "steal_source": "server"}
 
 
-def _fingerprint(output: AgentOutput, server: LocalServer | ExistingServer) -> Fingerprint | None:
+def _fingerprint(output: AgentOutput, target: LocalTarget | ExistingTarget) -> Fingerprint | None:
     fp = output.fingerprints[0] if output.fingerprints else None
-    if fp is None or not isinstance(server, ExistingServer):
+    if fp is None or not isinstance(target, ExistingTarget):
         return fp
+    # The server's host is not this machine: its hardware is unknown, not this machine's.
+    variables = dict(getattr(fp, "server_variables", None) or {})
     return fp.model_copy(update={**dict.fromkeys(_HOST_FIELDS),
-                                 "engine_version": server.fingerprint.get("engine_version"),
-                                 "config_hash": server.config_hash})
+                                 "config_hash": variables_hash(variables) if variables else None})
 
 
 def _run_target(loaded: LoadedSpec, target: LocalTarget | ExistingTarget, repetition: int, steps: list[PlanStep],
@@ -188,13 +181,14 @@ def _run_target(loaded: LoadedSpec, target: LocalTarget | ExistingTarget, repeti
             notice(f"{target.id} repetition {repetition}: the server failed to start once and was started "
                    f"again: {server.retried.splitlines()[0]}")
         observer.target_ready(target.id, repetition)
-        meta = _target_meta(target, server, conn)
+        requested = dict(server.rendered.options) if isinstance(server, LocalServer) else None
         for step in steps:
             observer.step_started(target.id, repetition, step)
             output = _run_step(loaded, target, repetition, step, run_id, conn, server.config_hash,
-                               home, observer, result)
+                               home, observer, result, requested)
             if step.kind == "prepare":
-                store.add_target(run_id, target.id, repetition, meta, _fingerprint(output, server))
+                fp = _fingerprint(output, target)
+                store.add_target(run_id, target.id, repetition, _target_meta(target, fp), fp)
             store.add_output(output)
             observer.step_finished(target.id, repetition, step, output)
             if step.cooldown_s:
@@ -206,9 +200,9 @@ def _run_target(loaded: LoadedSpec, target: LocalTarget | ExistingTarget, repeti
 
 def _run_step(loaded: LoadedSpec, target: LocalTarget | ExistingTarget, repetition: int, step: PlanStep,
               run_id: str, conn: Connection, config_hash: str | None, home: Path, observer: Observer,
-              result: RunResult) -> AgentOutput:
+              result: RunResult, requested: dict[str, str] | None = None) -> AgentOutput:
     job = agent_job(run_id=run_id, target_id=target.id, repetition=repetition, workload=loaded.workload,
-                    step=step, db=conn.as_job(), config_hash=config_hash)
+                    step=step, db=conn.as_job(), config_hash=config_hash, requested=requested)
     raw = home / "raw" / raw_key(run_id, target.id, repetition, step.name).removeprefix("runs/")
     raw.parent.mkdir(parents=True, exist_ok=True)
     result.raw_files.append(raw)
