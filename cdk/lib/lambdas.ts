@@ -116,7 +116,8 @@ export const HANDLERS: Record<HandlerModule, HandlerSpec> = {
     description: 'Raw step output in S3 to the record store; CloudWatch window to cloud_metrics',
     timeout: Duration.minutes(5),
     memoryMiB: 1024,
-    grants: ['runsReadWrite', 'storeWrite', 'cloudMetrics'],
+    // describe: where an RDS / Aurora target really ran (DescribeDBInstances) for its targets row.
+    grants: ['describe', 'runsReadWrite', 'storeWrite', 'cloudMetrics'],
   },
   teardown: {
     description: 'Idempotently delete one target',

@@ -99,6 +99,10 @@ class Fingerprint(BaseModel):
     sysbench_version: str | None = None
     engine_version: str | None = None
     config_hash: str | None = None
+    # EC2 hosts: where the host really ran, from the instance metadata (benchfleet_placement.py).
+    region: str | None = None
+    availability_zone: str | None = None
+    instance_type: str | None = None
 
 
 class AgentError(BaseModel):

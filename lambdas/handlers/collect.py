@@ -42,7 +42,8 @@ def handler(event: CollectEvent, context: LambdaContext) -> dict[str, Any]:
     result = collect_step(
         clients.client("s3"), clients.client("cloudwatch"), store, settings.results_bucket,
         run_id=event.run_id, target=event.target, kind=event.kind, repetition=event.repetition,
-        step=event.step.model_dump(), resources=event.resources.model_dump(), started_at=event.started_at)
+        step=event.step.model_dump(), resources=event.resources.model_dump(), started_at=event.started_at,
+        rds=clients.client("rds"))
     for name in ("samples", "summaries", "cloud_metrics"):
         metrics.add_metric(name=f"Collected_{name}", unit=MetricUnit.Count, value=result[name])
     logger.info("collected", extra=result)

@@ -59,7 +59,9 @@ def collect_prepare(s3: Any, store: Any) -> dict[str, Any]:
     raw_prepare(s3)
     return collect_step(s3, boto3.client("cloudwatch"), store, BUCKET, run_id=RUN, target=TARGET, kind="ec2",
                         repetition=1, step={"name": "prepare", "kind": "prepare"},
-                        resources={"instance_id": "i-0123456789abcdef0", "instance_type": "m6g.large"},
+                        # what provision returns: where it created the host
+                        resources={"instance_id": "i-0123456789abcdef0", "instance_type": "m6g.large",
+                                   "region": "us-east-1", "zone": "us-east-1a"},
                         started_at="2026-11-22T00:00:00Z")
 
 
@@ -125,3 +127,61 @@ def test_a_store_that_refuses_the_run_row_does_not_cost_the_run_its_status(aws):
     result = finish(s3, Broken(None, "bf"))
     summary = json.loads(s3.get_object(Bucket=BUCKET, Key=naming.summary_key(RUN))["Body"].read())
     assert result["status"] == "SUCCEEDED" and "glue is down" in summary["metadata"]["error"]
+
+
+def raw_prepare_on(s3: Any, target_id: str, **placement: str) -> None:
+    """The prepare step's output as the agent writes it on a host that read ``placement`` from IMDS."""
+    lines = []
+    for line in FIXTURE.read_text().splitlines():
+        record = json.loads(line)
+        record.update(run_id=RUN, target_id=target_id, repetition=1, step="prepare")
+        if record["type"] == "fingerprint":
+            record.update(placement)
+        lines.append(json.dumps(record))
+    s3.put_object(Bucket=BUCKET, Key=naming.raw_key(RUN, target_id, 1, "prepare"), Body="\n".join(lines).encode())
+
+
+def test_the_targets_row_says_where_the_host_really_ran_not_what_the_spec_said(aws):
+    s3 = aws
+    store = TimestreamStore(None, "bf")
+    # The spec says us-east-1; the host's instance metadata says eu-north-1b. The measurement wins.
+    raw_prepare_on(s3, TARGET["id"], region="eu-north-1", availability_zone="eu-north-1b")
+    collect_step(s3, boto3.client("cloudwatch"), store, BUCKET, run_id=RUN, target=TARGET, kind="ec2",
+                 repetition=1, step={"name": "prepare", "kind": "prepare"},
+                 resources={"instance_id": "i-0123456789abcdef0", "region": "eu-north-1", "zone": "eu-north-1b"},
+                 started_at="2026-11-22T00:00:00Z")
+    row = body(s3, f"runs/{RUN}/{TARGET['id']}/rep-1/target.json")
+    assert (row["region"], row["availability_zone"]) == ("eu-north-1", "eu-north-1b")
+
+    from benchfleet.stats import comparison
+    result = comparison({"spec": SPEC}, [row], [], [])
+    meta = next(t for t in result["targets"] if t["target_id"] == TARGET["id"])
+    assert (meta["region"], meta["availability_zone"]) == ("eu-north-1", "eu-north-1b")
+
+
+def test_without_instance_metadata_the_row_falls_back_to_where_provision_created_it(aws):
+    s3 = aws
+    raw_prepare_on(s3, TARGET["id"])  # a fingerprint with no placement (IMDS did not answer)
+    collect_step(s3, boto3.client("cloudwatch"), TimestreamStore(None, "bf"), BUCKET, run_id=RUN, target=TARGET,
+                 kind="ec2", repetition=1, step={"name": "prepare", "kind": "prepare"},
+                 resources={"instance_id": "i-0123456789abcdef0", "region": "us-west-1", "zone": "us-west-1c"},
+                 started_at="2026-11-22T00:00:00Z")
+    row = body(s3, f"runs/{RUN}/{TARGET['id']}/rep-1/target.json")
+    assert (row["region"], row["availability_zone"]) == ("us-west-1", "us-west-1c")
+
+
+def test_rds_targets_are_placed_by_describe_db_instances(aws):
+    s3 = aws
+    rds = boto3.client("rds", region_name="eu-north-1")
+    db = rds.create_db_instance(DBInstanceIdentifier="meta-db", DBInstanceClass="db.m6g.large", Engine="mysql",
+                                MasterUsername="benchfleet", MasterUserPassword="x" * 12, AllocatedStorage=20,
+                                AvailabilityZone="eu-north-1c")["DBInstance"]
+    target = {**TARGET, "id": "rds-t", "kind": "rds", "instance_class": "db.m6g.large", "region": "eu-north-1"}
+    # The fingerprint is the client host's; where the database ran is RDS's answer.
+    raw_prepare_on(s3, "rds-t", region="eu-north-1", availability_zone="eu-north-1a")
+    collect_step(s3, boto3.client("cloudwatch"), TimestreamStore(None, "bf"), BUCKET, run_id=RUN, target=target,
+                 kind="rds", repetition=1, step={"name": "prepare", "kind": "prepare"},
+                 resources={"instance_id": "i-0123456789abcdef0", "db_instance_id": db["DBInstanceIdentifier"]},
+                 started_at="2026-11-22T00:00:00Z", rds=rds)
+    row = body(s3, f"runs/{RUN}/rds-t/rep-1/target.json")
+    assert (row["region"], row["availability_zone"]) == ("eu-north-1", "eu-north-1c")

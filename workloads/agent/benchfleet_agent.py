@@ -42,6 +42,7 @@ if HERE not in sys.path:
 
 import benchfleet_dbclient  # noqa: E402
 import benchfleet_install  # noqa: E402
+import benchfleet_placement  # noqa: E402
 from benchfleet.sysbench import Interval, build_command, parse_interval, parse_output  # noqa: E402
 
 EXIT_FAILED = 3
@@ -253,7 +254,9 @@ def fingerprint(job: Dict[str, Any], conn: benchfleet_dbclient.Connection,
             "sysbench_version": _version_of([job.get("sysbench_binary") or "sysbench", "--version"]),
             "config_hash": job.get("config_hash"), "client_library": conn.library, "tls": conn.tls,
             "hostname_hash": hashlib.sha256(platform.node().encode()).hexdigest()[:12],
-            **benchfleet_dbclient.server_state(conn, requested)}
+            **benchfleet_dbclient.server_state(conn, requested),
+            # Where the figures were measured (EC2: instance metadata), not where the spec asked for.
+            **benchfleet_placement.placement()}
 
 
 def _os_name() -> Optional[str]:

@@ -48,7 +48,8 @@ SUMMARY_COLUMNS: tuple[str, ...] = tuple(f for f in StepSummary.model_fields if 
 CLOUD_METRIC_COLUMNS: tuple[str, ...] = ("time", "target_id", "repetition", "step", "metric", "value",
                                          "unit")
 TARGET_COLUMNS: tuple[str, ...] = (
-    "target_id", "repetition", "kind", "instance_type", "engine", "mysql_config", "region", "storage",
+    "target_id", "repetition", "kind", "instance_type", "engine", "mysql_config", "region", "availability_zone",
+    "storage",
     "cpus", "price_per_hour", "cpu_model", "vcpus", "cpus_usable", "memory_mb", "arch", "kernel", "os",
     "sysbench_version", "engine_version", "config_hash", "recorded_at")
 RUN_COLUMNS: tuple[str, ...] = (

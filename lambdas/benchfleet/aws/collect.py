@@ -6,14 +6,14 @@ character cap). The agent's JSON lines are copied to the step's canonical raw ke
 store can be rebuilt from raw; then ``benchfleet.records.parse_agent_lines`` -- the reader local
 mode uses -- makes the rows.
 
-The prepare step's fingerprint becomes the repetition's ``targets`` row (what it ran on, what it
-costs): written to S3 beside the raw output for every store, and to the store's targets table.
+The prepare step's fingerprint becomes the repetition's ``targets`` row (what it ran on, where it
+really ran -- region and zone as measured, not as the spec asked -- and what it costs): written to
+S3 beside the raw output for every store, and to the store's targets table.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -72,10 +72,25 @@ def parse(text: str, *, source: str, run_id: str, target_id: str, repetition: in
     return out
 
 
+def where_measured(rds: Any, resources: dict[str, Any], fingerprint: Fingerprint) -> tuple[str | None, str | None]:
+    """(region, availability zone) the target really ran in, never the spec's word: for RDS / Aurora
+    the DB instance's (DescribeDBInstances: the region of its ARN, its AvailabilityZone); for a host,
+    its instance metadata as the agent read it; failing that, where provision created it."""
+    region, zone = fingerprint.region, fingerprint.availability_zone
+    if rds is not None and resources.get("db_instance_id"):
+        with aws_errors():
+            db = rds.describe_db_instances(DBInstanceIdentifier=resources["db_instance_id"])["DBInstances"][0]
+        arn = str(db.get("DBInstanceArn") or "").split(":")
+        region, zone = (arn[3] if len(arn) > 3 and arn[3] else None), db.get("AvailabilityZone")
+    return region or resources.get("region"), zone or resources.get("zone")
+
+
 def target_row(*, run_id: str, target: dict[str, Any], kind: str, repetition: int,
-               resources: dict[str, Any], fingerprint: Fingerprint) -> dict[str, Any]:
+               resources: dict[str, Any], fingerprint: Fingerprint,
+               measured: tuple[str | None, str | None] = (None, None)) -> dict[str, Any]:
     """One row of the data model's ``targets``: the plan's side (kind, type, engine, config, price)
-    and the host's (the agent's fingerprint). On RDS / Aurora the fingerprint is the client's."""
+    and the host's (the agent's fingerprint). On RDS / Aurora the fingerprint is the client's;
+    ``measured`` is where the target really ran (``where_measured``)."""
     fp = fingerprint.model_dump()
     storage = target.get("storage")
     return {
@@ -83,7 +98,7 @@ def target_row(*, run_id: str, target: dict[str, Any], kind: str, repetition: in
         "instance_type": target.get("instance_type") or target.get("instance_class")
         or resources.get("instance_type"),
         "engine": target.get("engine"), "mysql_config": target.get("mysql_config"),
-        "region": target.get("region") or os.environ.get("AWS_REGION"),
+        "region": measured[0], "availability_zone": measured[1],
         "storage": json.dumps(storage, sort_keys=True) if storage else None,
         "cpus": fp.get("cpus_usable") or fp.get("vcpus"), "price_per_hour": target.get("price_per_hour"),
         **{k: fp.get(k) for k in FINGERPRINT_FIELDS},
@@ -105,7 +120,8 @@ def write_target_rows(s3: Any, store: ResultsStore, bucket: str, rows: list[dict
 
 def collect_step(s3: Any, cloudwatch: Any, store: ResultsStore, bucket: str, *, run_id: str,
                  target: dict[str, Any], kind: str, repetition: int, step: dict[str, Any],
-                 resources: dict[str, Any], started_at: str) -> dict[str, Any]:
+                 resources: dict[str, Any], started_at: str, rds: Any = None) -> dict[str, Any]:
+    """``rds``: a client of the target's region, to ask RDS / Aurora where the database ran."""
     target_id, name = target["id"], step["name"]
     text = read_raw(s3, bucket, run_id=run_id, target_id=target_id, repetition=repetition, step=name)
     source = f"s3://{bucket}/{naming.raw_key(run_id, target_id, repetition, name)}"
@@ -121,7 +137,7 @@ def collect_step(s3: Any, cloudwatch: Any, store: ResultsStore, bucket: str, *, 
             s3.put_object(Bucket=bucket, Key=key, Body=fp.model_dump_json().encode(),
                           ContentType="application/json")
     rows = [target_row(run_id=run_id, target=target, kind=kind, repetition=repetition, resources=resources,
-                       fingerprint=fp) for fp in out.fingerprints[:1]]
+                       fingerprint=fp, measured=where_measured(rds, resources, fp)) for fp in out.fingerprints[:1]]
     targets_written = write_target_rows(s3, store, bucket, rows)
     start = datetime.strptime(started_at, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
     times = [s.time for s in out.samples] or [start]

@@ -307,8 +307,10 @@ def _row(target_id: str, threads: int, summaries: Sequence[Mapping[str, Any]],
 # left to the fingerprint's vcpus.
 
 
-_META_KEYS = ("kind", "instance_type", "instance_class", "engine", "mysql_config", "region", "storage",
-              "cpus", "price_per_hour")
+# region and availability_zone: the targets rows carry where each target really ran; they win over
+# the spec's region.
+_META_KEYS = ("kind", "instance_type", "instance_class", "engine", "mysql_config", "region", "availability_zone",
+              "storage", "cpus", "price_per_hour")
 _FINGERPRINT_KEYS = ("repetition", "cpu_model", "vcpus", "cpus_usable", "memory_mb", "arch", "kernel", "os",
                      "sysbench_version", "engine_version", "config_hash", "recorded_at")
 
