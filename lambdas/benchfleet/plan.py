@@ -19,10 +19,20 @@ StepKind = Literal["prepare", "warmup", "measure"]
 
 # Seconds a target takes to become usable, by kind: EC2 boot + package install, RDS/Aurora creation.
 # Rough, documented figures: they only size estimates and timeouts, never measurements.
-PROVISION_SECONDS = {"local": 15, "existing": 0, "ec2": 300, "rds": 900, "aurora": 1200}
-TEARDOWN_SECONDS = {"local": 5, "existing": 0, "ec2": 60, "rds": 600, "aurora": 900}
-# Rows per second sysbench prepare loads, per prepare thread (conservative, from local runs).
+# The local figures are calibrated by tests/perf/local_estimate.py, which times every phase of a real
+# local run (medians on a 2-core machine shared with other work, November 2026): a fresh MariaDB
+# server (initialise, start, create the user) 5.3 s, its teardown 1.2 s. An existing server's safety
+# check and clean-up are a few client round trips, within the step overheads' rounding.
+PROVISION_SECONDS = {"local": 6, "existing": 0, "ec2": 300, "rds": 900, "aurora": 1200}
+TEARDOWN_SECONDS = {"local": 2, "existing": 0, "ec2": 60, "rds": 600, "aurora": 900}
+# Seconds each step takes beyond its planned duration when the agent runs here: starting the agent and
+# sysbench, connecting, and the final summary (measured 0.9 s per warm-up or measure step). Cloud
+# steps' overheads (SSM delivery, polling) are covered by their own waits, not by the estimate.
+STEP_OVERHEAD_SECONDS = {"local": 1, "existing": 1}
+# Rows per second sysbench prepare loads, per prepare thread (conservative, from local runs), and the
+# prepare step's fixed cost (fingerprint, cleanup, connecting: 1.5 s measured for 4,000 rows).
 PREPARE_ROWS_PER_S_PER_THREAD = 40_000
+PREPARE_MIN_SECONDS = 2
 # Margin added to the plan's wall time for the execution timeout and resource expiry.
 EXPIRY_MARGIN = timedelta(hours=2)
 
@@ -56,13 +66,16 @@ class TargetPlan(BaseModel):
     steps: list[PlanStep]
     provision_s: int
     teardown_s: int
+    step_overhead_s: int = 0
     price_per_hour: float | None
     server_options: dict[str, bool | int | float | str] = {}
 
     @property
     def repetition_s(self) -> int:
-        """One repetition: provision, every step, teardown (each repetition on a fresh host)."""
-        return self.provision_s + sum(s.estimated_s for s in self.steps) + self.teardown_s
+        """One repetition: provision, every step with its overhead, teardown (each repetition on a
+        fresh host)."""
+        return (self.provision_s + sum(s.estimated_s + self.step_overhead_s for s in self.steps)
+                + self.teardown_s)
 
     @property
     def total_s(self) -> int:
@@ -126,8 +139,8 @@ class Plan(BaseModel):
 
 def workload_steps(workload: Workload) -> list[PlanStep]:
     rows = workload.tables * workload.table_size
-    prepare_s = max(5, rows // (PREPARE_ROWS_PER_S_PER_THREAD * max(1, min(workload.prepare_threads,
-                                                                             workload.tables))))
+    prepare_s = max(PREPARE_MIN_SECONDS, rows // (PREPARE_ROWS_PER_S_PER_THREAD * max(
+        1, min(workload.prepare_threads, workload.tables))))
     steps = [PlanStep(index=0, name="prepare", kind="prepare", threads=workload.prepare_threads,
                       duration_s=prepare_s)]
     if workload.warmup_s:
@@ -148,13 +161,16 @@ def make_plan(loaded: LoadedSpec, price_lookup: PriceLookup | None = None) -> Pl
         price = target.price_per_hour
         if price is None and price_lookup is not None:
             price = price_lookup(target)
-        if price is None and target.kind == "local":
+        # Run from here, nothing is rented: a local server, or the user's own server (its running cost
+        # is theirs whether or not it is benchmarked).
+        if price is None and (target.kind == "local" or spec.is_local):
             price = 0.0
         targets.append(TargetPlan(
             target_id=target.id, kind=target.kind,
-            region=getattr(target, "region", None) or ("local" if target.kind == "local" else None),
+            region=getattr(target, "region", None) or ("local" if spec.is_local else None),
             repetitions=spec.repetitions, steps=steps,
             provision_s=PROVISION_SECONDS[target.kind], teardown_s=TEARDOWN_SECONDS[target.kind],
+            step_overhead_s=STEP_OVERHEAD_SECONDS.get(target.kind, 0) if spec.is_local else 0,
             price_per_hour=price, server_options=target.server_options))
     return Plan(name=spec.name, workload=loaded.workload.name, mode="local" if spec.is_local else "aws",
                 repetitions=spec.repetitions, targets=targets, budget_usd=spec.budget_usd)

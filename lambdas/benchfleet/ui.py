@@ -115,7 +115,7 @@ class RichObserver:
         self._show(f"{step.name} {second:.0f}/{step.duration_s} s", f"{tps:,.0f} tps")
 
     def step_finished(self, target_id: str, repetition: int, step: PlanStep, output: AgentOutput) -> None:
-        self.state.finish_phase(step.estimated_s)
+        self.state.finish_phase(step.estimated_s + self.state.target(target_id).step_overhead_s)
         self._show(step.name)
         for s in output.summaries:
             pct = f"p{s.latency_pct}" if s.latency_pct else "lat"
@@ -189,6 +189,9 @@ def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
                       f"{_fmt(r['tps_min'])}–{_fmt(r['tps_max'])}", _fmt(r["qps_mean"], 0),
                       _fmt(r["latency_pct_ms_median"], 2), _fmt(r["steal_mean_pct"], 2), str(r["samples"]))
     console.print(table)
+    clients = sorted({t["target_id"] for t in doc.get("targets") or [] if t.get("steal_source") == "client"})
+    if clients:
+        console.print(f"steal % of {', '.join(clients)}: this machine's (the client's), not the server's")
 
 
 def print_remote_run(run: dict[str, Any]) -> None:

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from benchfleet.plan import EXPIRY_MARGIN, PROVISION_SECONDS, TEARDOWN_SECONDS, make_plan
+from benchfleet.plan import (
+    EXPIRY_MARGIN,
+    PREPARE_MIN_SECONDS,
+    PROVISION_SECONDS,
+    STEP_OVERHEAD_SECONDS,
+    TEARDOWN_SECONDS,
+    make_plan,
+)
 from benchfleet.spec import parse_spec, resolve
 
 WORKLOAD = {"name": "w", "test": "oltp_read_only", "threads": [4, 1, 2], "duration_s": 60,
@@ -21,14 +28,17 @@ def test_steps_are_prepare_warmup_then_the_sorted_sweep() -> None:
     assert [(s.name, s.kind, s.threads) for s in steps] == [
         ("prepare", "prepare", 2), ("warmup", "warmup", 4), ("t0001", "measure", 1), ("t0002", "measure", 2),
         ("t0004", "measure", 4)]
-    # 200k rows at 40k rows/s/thread with 2 threads: 2.5 s, rounded down, never under 5 s.
-    assert steps[0].duration_s == 5
-    assert sum(s.estimated_s for s in steps) == 5 + 30 + 3 * (60 + 10)
+    # 200k rows at 40k rows/s/thread with 2 threads: 2.5 s, rounded down, never under the fixed cost.
+    assert steps[0].duration_s == max(2, PREPARE_MIN_SECONDS)
+    assert sum(s.estimated_s for s in steps) == steps[0].duration_s + 30 + 3 * (60 + 10)
 
 
 def test_local_targets_run_one_after_another_and_cost_nothing() -> None:
     plan = make_plan(loaded([{"id": "a", "kind": "local"}, {"id": "b", "kind": "local"}], repetitions=2))
-    per_rep = PROVISION_SECONDS["local"] + 245 + TEARDOWN_SECONDS["local"]
+    # Each of the 5 steps (agent start, connect, summary) costs its overhead on top of its seconds.
+    steps = plan.targets[0].steps
+    per_rep = (PROVISION_SECONDS["local"] + sum(s.estimated_s for s in steps)
+               + len(steps) * STEP_OVERHEAD_SECONDS["local"] + TEARDOWN_SECONDS["local"])
     assert plan.targets[0].repetition_s == per_rep
     assert plan.wall_s == 2 * 2 * per_rep
     assert plan.estimated_cost_usd == 0 and plan.unpriced_targets == []
