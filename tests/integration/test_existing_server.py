@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -49,8 +50,27 @@ class UsersServer:
         }
 
 
-@pytest.fixture
-def users_server(tmp_path: Path) -> Iterator[UsersServer]:
+def certificates(base: Path) -> dict[str, Path]:
+    """A CA, a server certificate for 127.0.0.1 and a client certificate, all signed by the CA."""
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=base, check=True, capture_output=True, timeout=60)
+
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca-key.pem", "-out", "ca.pem",
+            "-days", "2", "-subj", "/CN=users-ca")
+    (base / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
+    for name in ("server", "client"):
+        openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}-key.pem", "-out", f"{name}.csr",
+                "-subj", f"/CN={name}")
+        openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca-key.pem", "-CAcreateserial",
+                "-out", f"{name}-cert.pem", "-days", "2", "-extfile", "san.ext")
+    return {n: base / f for n, f in (("ca", "ca.pem"), ("server_cert", "server-cert.pem"),
+                                     ("server_key", "server-key.pem"), ("client_cert", "client-cert.pem"),
+                                     ("client_key", "client-key.pem"))}
+
+
+@pytest.fixture(params=[False], ids=["plain"])
+def users_server(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[UsersServer]:
+    """The user's server; ``indirect`` param True: it accepts TLS connections only."""
     if not shutil.which("mariadbd", path="/usr/sbin:/usr/bin"):
         pytest.skip("mariadb-server is not installed")
     base = tmp_path / "users-server"
@@ -58,9 +78,14 @@ def users_server(tmp_path: Path) -> Iterator[UsersServer]:
     port = free_port()
     sock = Path("/tmp") / f"users-server-{os.getpid()}-{port}.sock"
     cnf = base / "my.cnf"
+    tls = ""
+    if request.param:
+        certs = certificates(base)
+        tls = (f"ssl_ca={certs['ca']}\nssl_cert={certs['server_cert']}\nssl_key={certs['server_key']}\n"
+               "require_secure_transport=ON\n")
     cnf.write_text(f"[mysqld]\ndatadir={base / 'data'}\nsocket={sock}\nport={port}\nbind-address=127.0.0.1\n"
                    f"log-error={base / 'error.log'}\npid-file={base / 'pid'}\ntmpdir={base / 'tmp'}\n"
-                   "skip-name-resolve\ninnodb_buffer_pool_size=64M\n"
+                   "skip-name-resolve\ninnodb_buffer_pool_size=64M\n" + tls
                    + ("user=root\n" if os.geteuid() == 0 else ""))
     subprocess.run(["mariadb-install-db", f"--defaults-file={cnf}", "--auth-root-authentication-method=normal",
                     "--skip-test-db"], check=True, capture_output=True, timeout=120)
@@ -167,3 +192,28 @@ def test_a_missing_password_variable_is_named(bf_home: Path, tmp_path: Path, mon
     monkeypatch.delenv("MY_DB_PASSWORD", raising=False)
     assert main(["run", str(existing_spec(tmp_path, 3306)), "--local"]) == 2
     assert "targets[0].password_env: $MY_DB_PASSWORD is not set" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("users_server", [True], ids=["tls-only"], indirect=True)
+def test_a_server_that_accepts_only_tls_is_benchmarked_over_tls(
+        users_server: UsersServer, bf_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("MY_DB_PASSWORD", PASSWORD)
+    base = tmp_path / "users-server"
+    # Debian's sysbench (libmariadb) needs a client certificate the server's CA signed; without one
+    # the run fails at its first step, saying which keys are missing.
+    assert main(["run", str(existing_spec(tmp_path, users_server.port)), "--local"]) == 1
+    assert "db.ssl_ca, db.ssl_cert, db.ssl_key" in capsys.readouterr().out.replace("\n", "")
+    spec = existing_spec(tmp_path, users_server.port, ssl_ca=str(base / "ca.pem"),
+                         ssl_cert=str(base / "client-cert.pem"), ssl_key=str(base / "client-key.pem"))
+    assert main(["run", str(spec), "--local"]) == 0
+    run_id = re.search(r"run (\S+) succeeded", capsys.readouterr().out)
+    assert run_id
+    assert main(["results", run_id.group(1), "--format", "json"]) == 0
+    (target,) = json.loads(capsys.readouterr().out)["targets"]
+    assert json.loads(target["server_variables"])["require_secure_transport"] == "ON"
+    # The agent's own session was encrypted (its fingerprint records the cipher).
+    (prepare,) = (bf_home / "raw" / run_id.group(1)).rglob("prepare.jsonl")
+    (fingerprint,) = [json.loads(line) for line in prepare.read_text().splitlines() if '"fingerprint"' in line]
+    assert fingerprint["tls_cipher"]
+    assert users_server.sql("SHOW DATABASES LIKE 'benchfleet'") == []
