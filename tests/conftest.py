@@ -5,6 +5,8 @@
 - statemachine/: the ASL definitions executed offline by moto's Step Functions executor.
 - integration/: real MariaDB servers and the real sysbench binary on this machine (marked integration).
 - browser/: the HTML report in headless Chromium (marked browser).
+- host/: the synthesized agent document run on booted Debian hosts (systemd-nspawn), faults included,
+  and one state-machine execution whose steps run there (tests/host/README.md).
 - synthesized/: what `cdk synth` deploys, read from its output: independent validators (ASL, IAM) and
   the inputs deployed components send, fed to the code that consumes them.
 - cdk/: jest tests of the CDK app (run by `npm test`).

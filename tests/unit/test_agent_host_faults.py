@@ -26,12 +26,15 @@ _spec.loader.exec_module(dbclient)
 RUN_LOG = REPO / "tests" / "fixtures" / "sysbench-1.0.20" / "run_ri.log"
 
 
-def fake_sysbench(tmp_path: Path, *, hold_s: float = 0) -> Path:
-    """Prints a real run's output (after ``hold_s``) and logs its argv and working directory."""
-    fake = tmp_path / "sysbench"
+def fake_sysbench(tmp_path: Path, *, hold: bool = False) -> Path:
+    """Prints a real run's output and logs its argv and working directory; with ``hold``, only once
+    the test creates ``release`` (at most 60 s)."""
+    fake = tmp_path / ("sysbench-held" if hold else "sysbench")
+    release = tmp_path / "release"
+    wait = f"i=0; while [ ! -f {release} ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done\n" if hold else ""
     fake.write_text(f"#!/bin/sh\necho \"$PWD $*\" >> {tmp_path}/argv.log\n"
                     f"[ \"$1\" = --version ] && {{ echo 'sysbench 1.0.20'; exit 0; }}\n"
-                    f"sleep {hold_s}\ncat {RUN_LOG}\n")
+                    f"{wait}cat {RUN_LOG}\n")
     fake.chmod(0o755)
     return fake
 
@@ -55,7 +58,7 @@ def records(proc: subprocess.Popen[str]) -> tuple[int, list[dict[str, object]]]:
 
 def test_a_second_agent_on_a_busy_host_is_refused_and_names_the_holder(tmp_path: Path) -> None:
     lock = tmp_path / "run" / "agent.lock"
-    first = start_agent(job(fake_sysbench(tmp_path, hold_s=3)), "--lock", str(lock))
+    first = start_agent(job(fake_sysbench(tmp_path, hold=True)), "--lock", str(lock))
     deadline = time.monotonic() + 30
     while not (lock.exists() and lock.read_text()):  # the holder writes itself once it has the lock
         assert time.monotonic() < deadline and first.poll() is None
@@ -64,6 +67,7 @@ def test_a_second_agent_on_a_busy_host_is_refused_and_names_the_holder(tmp_path:
     assert code == 4
     assert out[-1]["type"] == "error" and out[-1]["stage"] == "lock"
     assert '"step": "t0001"' in str(out[-1]["message"]) and '"run_id": "run-1"' in str(out[-1]["message"])
+    (tmp_path / "release").touch()
     code, out = records(first)
     assert code == 0 and [r["type"] for r in out].count("summary") == 1
     # Released with its holder: the next step runs.

@@ -1,0 +1,77 @@
+"""Agent jobs exactly as the deployed pipeline builds them: Plan's own code expands the spec (the
+prepare step's install, the cnf text), each step state is what the state machine hands StartStep,
+the start_step handler makes the job (``jobs.job_for``) and the SendCommand parameters (JobJson
+with its quote escaping, executionTimeout), captured instead of sent."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from benchfleet.aws import clients, runplan
+from benchfleet.aws.events import StepState
+from benchfleet.aws.regions import TargetRegions
+from handlers import start_step
+
+
+def plan(spec: dict[str, Any], run_id: str) -> dict[str, Any]:
+    request = runplan.parse_request({"spec": spec, "run_id": run_id})
+    return runplan.plan_run(request, regions=TargetRegions.of("us-east-1", ()))
+
+
+def step_state(planned: dict[str, Any], target_id: str, step_name: str, *, repetition: int = 1,
+               instance_id: str = "i-0123456789abcdef0", db: dict[str, Any] | None = None) -> StepState:
+    target = next(t for t in planned["targets"] if t["target_id"] == target_id)
+    step = next(s for s in target["steps"] if s["name"] == step_name)
+    return StepState.model_validate({
+        "run_id": planned["run_id"], "target": target["target"], "kind": target["kind"],
+        "deadline": target["deadline"], "timing": target["timing"], "repetition": repetition,
+        "workload": planned["workload"], "resources": {"kind": target["kind"], "instance_id": instance_id},
+        "db": db, "step": step})
+
+
+class _Capture:
+    """An SSM client that keeps what SendCommand was given."""
+
+    def __init__(self) -> None:
+        self.sent: dict[str, Any] = {}
+
+    def send_command(self, **kwargs: Any) -> dict[str, Any]:
+        self.sent = kwargs
+        return {"Command": {"CommandId": "captured"}}
+
+
+@dataclass
+class _Context:
+    function_name: str = "benchfleet-start-step"
+    function_version: str = "$LATEST"
+    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:benchfleet-start-step"
+    memory_limit_in_mb: int = 256
+    aws_request_id: str = "host-tier"
+    log_group_name: str = "/aws/lambda/benchfleet-start-step"
+    log_stream_name: str = "host-tier"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 60_000
+
+
+def send_parameters(state: StepState, monkeypatch: Any) -> dict[str, Any]:
+    """SendCommand's keyword arguments for this step: the start_step handler itself, with the
+    environment the stack gives it, sending through a capturing client."""
+    capture = _Capture()
+    for key, value in {"AGENT_DOCUMENT_NAME": "bf-agent", "RESULTS_BUCKET": "bf-results",
+                       "POWERTOOLS_TRACE_DISABLED": "1", "POWERTOOLS_SERVICE_NAME": "benchfleet",
+                       "POWERTOOLS_METRICS_NAMESPACE": "benchfleet", "POWERTOOLS_LOG_LEVEL": "WARNING",
+                       "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1"}.items():
+        monkeypatch.setenv(key, value)
+    clients.override("ssm", lambda: capture)
+    try:
+        start_step.handler(json.loads(state.model_dump_json()), _Context())
+    finally:
+        clients.reset()
+    return capture.sent
+
+
+def job_of(sent: dict[str, Any]) -> dict[str, Any]:
+    return json.loads(sent["Parameters"]["JobJson"][0])  # type: ignore[no-any-return]

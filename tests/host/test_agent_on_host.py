@@ -1,0 +1,182 @@
+"""The synthesized agent document on one booted host, an ``ec2`` target (MariaDB, the flagship
+study's cpu-bound.cnf), with jobs from start_step: install, prepare, a measure step, and the fault
+cases of issue 12 on a real systemd, dpkg, MariaDB and sysbench."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any
+
+import boto3
+import pytest
+from deployed import job_of, plan, send_parameters, step_state
+from machine import Machine
+from moto import mock_aws
+from runcommand import Invocation, RunCommand
+
+from benchfleet import naming
+from benchfleet.aws import commands
+from benchfleet.aws.collect import read_raw
+from benchfleet.aws.errors import CollectFailed
+from benchfleet.records import parse_agent_lines
+from conftest import Fleet, assert_per_second, dpkg_status, guest_ps, record
+
+RUN = "host-tier-ec2"
+BUCKET = "bf-results"
+SPEC = {
+    "name": "host-tier",
+    "workload": {"name": "host-ro", "test": "oltp_read_only", "tables": 1, "table_size": 2000,
+                 "prepare_threads": 1, "warmup_s": 0, "threads": [2], "duration_s": 6},
+    "targets": [{"id": "m6g", "kind": "ec2", "instance_type": "m6g.large", "engine": "mariadb",
+                 "mysql_config": "cpu-bound"}],
+}
+
+
+def records_of(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in text.splitlines() if line.startswith('{"type"')]
+
+
+class Host:
+    """One booted target with the document's runner; each send uploads to moto S3."""
+
+    def __init__(self, machine: Machine, runner: RunCommand, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.machine = machine
+        self.runner = runner
+        self.monkeypatch = monkeypatch
+        self.planned = plan(SPEC, RUN)
+        self.sent = 0
+
+    def send(self, step: str) -> Invocation:
+        params = send_parameters(step_state(self.planned, "m6g", step), self.monkeypatch)
+        self.sent += 1
+        return self.runner.send(self.machine, instance_id="i-0123456789abcdef0", command_id=f"cmd-{self.sent}",
+                                parameters=params["Parameters"], bucket=params["OutputS3BucketName"],
+                                prefix=params["OutputS3KeyPrefix"])
+
+
+@pytest.fixture(scope="module")
+def host(fleet: Fleet, run_command: RunCommand) -> Any:
+    with pytest.MonkeyPatch.context() as mp, mock_aws():
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket=BUCKET)
+        runner = RunCommand(run_command.document, run_command.bundle_zip, s3)
+        h = Host(fleet.boot("ec2"), runner, mp)
+        h.s3 = s3  # type: ignore[attr-defined]
+        started = time.monotonic()
+        h.prepare = h.send("prepare")  # type: ignore[attr-defined]
+        record("prepare_step_s", time.monotonic() - started)
+        yield h
+        fleet.release(h.machine)
+
+
+def test_the_document_has_the_step_start_step_polls(run_command: RunCommand) -> None:
+    names = [s["name"] for s in run_command.document["mainSteps"]]
+    assert commands.AGENT_PLUGIN in names
+
+
+def test_prepare_installs_configures_and_fingerprints_the_effective_server(host: Any) -> None:
+    inv: Invocation = host.prepare
+    run = inv.step(commands.AGENT_PLUGIN)
+    assert run.status == "Success", run.stdout[-3000:] + run.stderr[-3000:]
+    # The CloudWatch agent cannot be installed here (as when the distributor fails): not fatal.
+    assert inv.step("installCloudWatchAgent").status == "Failed"
+    out = records_of(run.stdout)
+    kinds = [r["type"] for r in out]
+    assert "error" not in kinds and kinds[-1] == "prepared"
+    notices = [r["message"] for r in out if r["type"] == "notice"]
+    assert any("CloudWatch agent not-installed" in n for n in notices)
+    installs = {r["action"]: r for r in out if r["type"] == "install"}
+    # Pre-installed in the userland: the install runs and finds them, as on a retried prepare.
+    assert [r["status"] for r in out if r.get("action") == "package"] == ["present", "present"]
+    assert installs["background-apt"]["masked"] and installs["restart"]["service"] == "mariadb"
+    assert installs["database"]["auth"] == "IDENTIFIED BY"
+    for r in out:
+        record(f"install_{r['action']}_s", r.get("seconds") or 0) if r["type"] == "install" else None
+    (fp,) = [r for r in out if r["type"] == "fingerprint"]
+    assert fp["engine_version"].startswith("10.11") and fp["client_library"] == "libmariadb"
+    assert fp["sysbench_version"].startswith("sysbench 1.0.20") and fp["config_hash"]
+    # The cnf asks for table_open_cache = 200000; MariaDB caps it by its open-files limit.
+    changed = {d["option"]: d for d in fp["config_differences"]}
+    assert changed["table_open_cache"]["requested"] == "200000"
+    assert int(changed["table_open_cache"]["effective"]) < 200000
+    assert fp["server_variables"]["table_open_cache"] == changed["table_open_cache"]["effective"]
+    assert any("table_open_cache 200000 -> " in n for n in notices)
+    assert "innodb_flush_method" not in changed and "performance_schema" not in changed
+
+
+def test_background_apt_is_masked_for_the_run(host: Any) -> None:
+    for unit in ("apt-daily.timer", "apt-daily-upgrade.timer", "unattended-upgrades.service"):
+        state = host.machine.run(f"systemctl is-enabled {unit}").stdout.strip()
+        assert state == "masked-runtime", (unit, state)
+    for unit in ("apt-daily.timer", "apt-daily-upgrade.timer", "unattended-upgrades.service"):
+        # Stopped ("inactive", or "failed" for a timer stopped while masked): never "active".
+        assert host.machine.run(f"systemctl is-active {unit}").stdout.strip() in ("inactive", "failed"), unit
+
+
+def test_a_measure_step_gives_one_sample_per_second_and_no_password_on_any_command_line(host: Any) -> None:
+    password = host.machine.path("/var/lib/benchfleet/db.cnf").read_text().split("password=")[1].strip()
+    seen: list[str] = []
+    done: dict[str, Invocation] = {}
+    started = time.monotonic()
+    worker = threading.Thread(target=lambda: done.setdefault("first", host.send("t0002")))
+    worker.start()
+    deadline = time.monotonic() + 120
+    while not any("sysbench" in line and " run" in line for line in seen):
+        assert time.monotonic() < deadline and worker.is_alive(), "sysbench never ran"
+        seen = guest_ps(host.machine)
+        time.sleep(0.2)
+    # A second copy of the running step (a retried SendCommand) is refused on the host.
+    second = host.send("t0002")
+    worker.join(timeout=180)
+    record("measure_step_s", time.monotonic() - started)
+    assert not any(password in line for line in seen), "the password is on a command line"
+    sysbench = next(line for line in seen if "sysbench" in line and " run" in line)
+    assert "--config-file=" in sysbench and "--mysql-password" not in sysbench
+
+    refused = second.step(commands.AGENT_PLUGIN)
+    assert refused.status == "Failed" and refused.code == 4
+    (error,) = records_of(refused.stdout)
+    assert error["stage"] == "lock" and '"step": "t0002"' in error["message"]
+
+    run = done["first"].step(commands.AGENT_PLUGIN)
+    assert run.status == "Success", run.stdout[-3000:]
+    out = parse_agent_lines("\n".join(json.dumps(r) for r in records_of(run.stdout)), "t0002")
+    duration = SPEC["workload"]["duration_s"]  # type: ignore[index]
+    assert_per_second([s.second for s in out.samples], duration)
+    assert all(s.tps > 0 and s.threads == 2 for s in out.samples)
+    (summary,) = out.summaries
+    assert summary.tps > 0 and summary.events > 0
+    # Kept on the host, line for line, until the host goes.
+    kept = host.machine.path(f"/var/lib/benchfleet/output/{RUN}/m6g/rep-1/t0002.jsonl").read_text()
+    assert records_of(kept) == records_of(run.stdout)
+
+    # Collect sees two commands' output for the step and refuses to merge them.
+    with pytest.raises(CollectFailed, match="output of 2 commands"):
+        read_raw(host.s3, BUCKET, run_id=RUN, target_id="m6g", repetition=1, step="t0002")
+    assert naming.step_output_prefix(RUN, "m6g", 1, "t0002").endswith("/ssm")
+
+
+def test_a_retry_after_an_interrupted_dpkg_converges(host: Any) -> None:
+    m = host.machine
+    # What a killed apt-get leaves: a package unpacked but not configured, and dpkg's journal.
+    broken = m.run("dpkg --unpack /var/cache/apt/archives/sysbench_*.deb && touch /var/lib/dpkg/updates/0000")
+    assert broken.returncode == 0, broken.stderr
+    assert "unpacked" in dpkg_status(m, "sysbench")
+    apt = m.run("apt-get install -y -q sysbench")
+    assert apt.returncode != 0 and "dpkg was interrupted" in apt.stderr + apt.stdout
+    inv = host.send("prepare")
+    run = inv.step(commands.AGENT_PLUGIN)
+    assert run.status == "Success", run.stdout[-3000:]
+    actions = [r.get("action") for r in records_of(run.stdout) if r["type"] == "install"]
+    assert "dpkg-configure" in actions and "apt-update" not in actions
+    assert dpkg_status(m, "sysbench") == "install ok installed"
+    assert records_of(run.stdout)[-1]["type"] == "prepared"
+
+
+def test_the_job_carries_no_password(host: Any) -> None:
+    params = send_parameters(step_state(host.planned, "m6g", "t0002"), host.monkeypatch)
+    job = job_of(params)
+    assert "password" not in job["db"] and job["db"]["password_file"] == "/var/lib/benchfleet/db.cnf"
+    assert job["db"]["tls"] == "off"

@@ -1,0 +1,174 @@
+"""One offline execution of statemachines/benchmark-run.asl.json (moto's executor, the handlers
+in-process: tests/statemachine/sm_harness.py) where SendCommand really runs the synthesized agent
+document on booted hosts: 2 ec2 targets x 2 repetitions, each repetition on a fresh host. Real
+sysbench output flows through Collect, the results store and Summarize; `results` and `report`
+read the run back the way `--remote` does (raw output from S3 into a local store)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import types
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import boto3
+import pytest
+from machine import Machine
+from moto import mock_aws
+from moto.core import DEFAULT_ACCOUNT_ID
+from moto.ssm.models import ssm_backends
+from runcommand import RunCommand
+
+from conftest import Fleet, assert_per_second, record
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "statemachine"))
+
+from sm_harness import BUCKET, ENV, REGION, Harness, leftovers, setup_account
+
+from benchfleet import naming
+from benchfleet.aws import clients, commands
+
+DURATION_S = 5
+SPEC = {
+    "name": "host-e2e",
+    "repetitions": 2,
+    "workload": {"name": "host-rw", "test": "oltp_read_write", "tables": 1, "table_size": 2000,
+                 "prepare_threads": 1, "warmup_s": 0, "threads": [1], "duration_s": DURATION_S},
+    "targets": [
+        {"id": "m6g", "kind": "ec2", "instance_type": "m6g.large", "engine": "mariadb", "mysql_config": "default"},
+        {"id": "m6i", "kind": "ec2", "instance_type": "m6i.large", "engine": "mariadb", "mysql_config": "relaxed"},
+    ],
+}
+
+
+class HostAgent:
+    """Stands where sm_harness.Agent plays the agent: after each SendCommand the command moto
+    recorded (its parameters, output bucket and prefix, as start_step sent them) runs on the booted
+    host of its instance -- a new host for an instance not seen before -- and the invocation of
+    the runAgent step gets that step's status."""
+
+    def __init__(self, fleet: Fleet, runner: RunCommand) -> None:
+        self.fleet = fleet
+        self.runner = runner
+        self.hosts: dict[str, Machine] = {}
+        self.commands: list[tuple[str, str, str, float]] = []
+
+    def before_poll(self, command_id: str) -> None:
+        pass
+
+    def ran(self, event: dict[str, Any], result: dict[str, Any]) -> None:
+        instance_id = result["instance_id"]
+        if instance_id not in self.hosts:
+            self.hosts[instance_id] = self.fleet.boot(event["target"]["id"])
+        command = ssm_backends[DEFAULT_ACCOUNT_ID][REGION].get_command_by_id(result["command_id"])
+        started = time.monotonic()
+        inv = self.runner.send(self.hosts[instance_id], instance_id=instance_id, command_id=command.command_id,
+                               parameters=command.parameters, bucket=command.output_s3_bucket_name,
+                               prefix=command.output_s3_key_prefix)
+        agent = inv.step(commands.AGENT_PLUGIN)
+        self.commands.append((event["target"]["id"], event["step"]["name"], agent.status,
+                              time.monotonic() - started))
+        for invocation in command.invocations:
+            invocation["Status"] = invocation["StatusDetails"] = agent.status
+            invocation["ResponseCode"] = agent.code
+            invocation["PluginName"] = commands.AGENT_PLUGIN
+
+
+@pytest.fixture(scope="module")
+def e2e(fleet: Fleet, run_command: RunCommand) -> Any:
+    from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
+
+    with pytest.MonkeyPatch.context() as mp:
+        for k, v in ENV.items():
+            mp.setenv(k, v)
+        with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
+            clients.reset()
+            setup_account(mp)
+            h = Harness()
+            runner = RunCommand(run_command.document, run_command.bundle_zip, boto3.client("s3", region_name=REGION))
+            h.agent = HostAgent(fleet, runner)  # type: ignore[assignment]
+            fake_time = types.SimpleNamespace(sleep=lambda s: h.sleeps.append(s))
+            with mock.patch.object(lambda_eval_utils, "_invoke_lambda_function", h.invoke), \
+                    mock.patch.object(retrier_decl, "time", fake_time):
+                started = time.monotonic()
+                result = h.run(SPEC, name="host-e2e", timeout_s=1200)
+                record("e2e_execution_s", time.monotonic() - started)
+                yield h, result
+                for machine in h.agent.hosts.values():
+                    fleet.release(machine)
+            clients.reset()
+
+
+def test_the_execution_succeeds_on_four_fresh_hosts(e2e: Any) -> None:
+    h, result = e2e
+    assert result["status"] == "SUCCEEDED", h.explain(result)
+    agent: HostAgent = h.agent
+    assert len(agent.hosts) == 4  # 2 targets x 2 repetitions, each on its own host
+    assert [(t, s, st) for t, s, st, _ in agent.commands].count(("m6g", "t0001", "Success")) == 2
+    assert all(status == "Success" for _, _, status, _ in agent.commands), agent.commands
+    for _target, step, _, seconds in agent.commands:
+        record(f"e2e_{step}_s", seconds)
+
+
+def test_collect_stored_real_per_second_samples_and_summarize_the_run(e2e: Any) -> None:
+    h, result = e2e
+    run_id = json.loads(result["output"])["run_id"]
+    summary = json.loads(boto3.client("s3", region_name=REGION).get_object(
+        Bucket=BUCKET, Key=naming.summary_key(run_id))["Body"].read())
+    assert summary["status"] == "SUCCEEDED"
+    assert {t["target_id"] for t in summary["targets"]} == {"m6g", "m6i"}
+    for target in summary["targets"]:
+        assert [r["repetition"] for r in target["repetitions"]] == [1, 2]
+        for rep in target["repetitions"]:
+            steps = {s["step"]: s for s in rep["steps"]}
+            assert DURATION_S - 1 <= steps["t0001"]["samples"] <= DURATION_S  # see assert_per_second
+            assert steps["t0001"]["summaries"] == 1
+            assert steps["t0001"]["tps"] > 0
+    collected = [c.result for c in h.calls_of("collect")]
+    assert len(collected) == 8 and all(c["fingerprints"] == 1 for c in collected if c["step"] == "prepare")
+
+
+def test_results_and_report_read_the_run_back_from_s3(e2e: Any, bf_home: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from benchfleet import remote
+    from benchfleet.cli import main
+    from benchfleet.local.store import DuckDBStore
+
+    _h, result = e2e
+    run_id = json.loads(result["output"])["run_id"]
+    monkeypatch.setenv("BENCHFLEET_BUCKET", BUCKET)
+    described = {"run_id": run_id, "name": SPEC["name"], "status": result["status"]}
+    monkeypatch.setattr(remote, "get_run", lambda run, api_url=None: described)
+    api = ["--remote", "--api-url", "https://x.execute-api.us-east-1.amazonaws.com/prod"]
+    assert main(["results", run_id, *api, "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    rows = {r["target_id"]: r for r in doc["comparison"]}
+    assert set(rows) == {"m6g", "m6i"} and all(r["tps_mean"] > 0 for r in rows.values())
+    store = DuckDBStore(bf_home / "benchfleet.duckdb")
+    samples = store.samples(run_id, "measure")
+    for target in ("m6g", "m6i"):
+        for rep in (1, 2):
+            seconds = sorted(s["second"] for s in samples if s["target_id"] == target and s["repetition"] == rep)
+            assert_per_second(seconds, DURATION_S)
+    assert all(s["tps"] > 0 for s in samples)
+    fingerprints = {(t["target_id"], t["repetition"]): t for t in store.targets(run_id)}
+    assert len(fingerprints) == 4 and all(str(t["engine_version"]).startswith("10.11") for t in fingerprints.values())
+    out = bf_home / "report.html"
+    assert main(["report", run_id, *api, "-o", str(out)]) == 0
+    html = out.read_text()
+    assert "m6g" in html and "m6i" in html and len(html) > 10_000
+
+
+def test_everything_is_torn_down(e2e: Any) -> None:
+    h, result = e2e
+    run_id = json.loads(result["output"])["run_id"]
+    assert leftovers(run_id) == []
+    ec2 = boto3.client("ec2", region_name=REGION)
+    states = {i["InstanceId"]: i["State"]["Name"] for r in ec2.describe_instances(InstanceIds=list(h.agent.hosts))[
+        "Reservations"] for i in r["Instances"]}
+    assert set(states.values()) == {"terminated"} and len(states) == 4
+    assert len(h.calls_of("teardown")) == 4
