@@ -33,6 +33,8 @@ from botocore.exceptions import ClientError
 from pydantic import ValidationError
 
 from benchfleet import naming
+from benchfleet.aws import runplan
+from benchfleet.aws.errors import PlanRejected
 from benchfleet.aws.regions import TargetRegions
 from benchfleet.plan import Plan, PriceLookup, make_plan
 from benchfleet.spec import ComparisonSpec, LoadedSpec, SpecError, Workload, parse_spec, problems_of
@@ -322,7 +324,8 @@ class RunService:
         spec_data = canonical_spec(loaded.spec)
         digest = spec_hash(spec_data)
         run_id = run_id or naming.new_run_id(loaded.spec.name, self.now())
-        execution_input = json.dumps({"spec": spec_data, "run_id": run_id}, sort_keys=True)
+        # The execution input's one model (schema: statemachines/benchmark-run.input.schema.json).
+        execution_input = runplan.RunRequest(spec=spec_data, run_id=run_id).model_dump_json(exclude_defaults=True)
         estimate = {"estimated_cost_usd": plan.estimated_cost_usd, "wall_s": plan.wall_s,
                     "unpriced_targets": plan.unpriced_targets, "budget_usd": plan.budget_usd}
         try:
@@ -345,11 +348,6 @@ class RunService:
     def _check_plan_state(loaded: LoadedSpec, run_id: str | None, regions: TargetRegions) -> None:
         """Refuse here what the state machine's Plan state would refuse a moment after starting
         (run too long for one execution, too many history events)."""
-        try:
-            from benchfleet.aws import runplan
-            from benchfleet.aws.errors import PlanRejected
-        except ImportError:  # pragma: no cover - another engineer's module; the API works without it
-            return
         try:
             runplan.plan_run(runplan.RunRequest(spec=canonical_spec(loaded.spec), run_id=run_id),
                              regions=regions)

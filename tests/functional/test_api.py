@@ -104,6 +104,22 @@ def test_post_starts_an_execution_named_by_the_key(api):
     assert set(stored) == {"spec", "run_id"}  # what the Plan state's RunRequest accepts
 
 
+def test_the_started_input_is_what_plan_accepts_as_that_execution(api):
+    """The StartExecution input, read back from Step Functions, planned as the Plan state would:
+    its RunRequest and $$.Execution.Name (no wrapping, no inlining)."""
+    from benchfleet.aws import runplan
+    from benchfleet.aws.regions import TargetRegions
+
+    status, body, _ = api("POST", "/runs", SPEC, {"Idempotency-Key": "planned-input-1"})
+    assert status == 202, body
+    described = api.sfn.describe_execution(executionArn=api.service.execution_arn(body["run_id"]))
+    request = runplan.parse_request(json.loads(described["input"]))
+    # The Plan Lambda's regions: the same stack environment (TARGET_REGIONS) as the API's.
+    regions = TargetRegions.of(REGION, TARGET_REGIONS)
+    plan = runplan.plan_run(request, execution_name=described["name"], regions=regions)
+    assert plan["run_id"] == "planned-input-1" and plan["target_count"] == 2
+
+
 def test_retry_with_same_key_returns_the_same_run(api):
     first = api("POST", "/runs", SPEC, {"Idempotency-Key": "abc-1"})
     # same spec, different spelling (defaults written out, keys reordered): still the same run

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -32,7 +32,19 @@ from benchfleet.aws.regions import TargetRegions
 from benchfleet.aws.settings import Settings
 from benchfleet.mysqlcnf import CnfError, render
 from benchfleet.plan import Plan, TargetPlan, make_plan
-from benchfleet.spec import SLUG, LoadedSpec, SpecError, Workload, parse_spec, workloads_dir
+from benchfleet.spec import (
+    SLUG,
+    AuroraTarget,
+    ComparisonSpec,
+    Ec2Target,
+    ExistingTarget,
+    LoadedSpec,
+    RdsTarget,
+    SpecError,
+    Workload,
+    parse_spec,
+    workloads_dir,
+)
 
 # The ASL's top-level TimeoutSeconds (statemachines/benchmark-run.asl.json): the absolute cap.
 EXECUTION_TIMEOUT_S = 259_200
@@ -66,15 +78,41 @@ class Timing(BaseModel):
 
 
 class RunRequest(BaseModel):
-    """The execution's input."""
+    """The execution's input, whoever starts it: the API, ``run --remote`` (through the API) and the
+    EventBridge Scheduler schedules of cdk/lib/schedules.ts. Its JSON Schema (``input_schema``) is
+    committed as statemachines/benchmark-run.input.schema.json and checked against every producer."""
 
     model_config = ConfigDict(extra="forbid")
 
+    # Parsed by Plan with parse_spec (messages naming the field); the schema says what it must be.
     spec: dict[str, Any]
     run_id: str | None = Field(None, pattern=naming.RUN_ID.pattern)
     # The EventBridge Scheduler schedule that started the run (cdk/lib/schedules.ts): the run's name.
     schedule: str | None = Field(None, pattern=SLUG, max_length=64)
     timing: Timing = Timing()
+
+
+class _InlineSpec(ComparisonSpec):
+    """A comparison spec as an execution takes it: the workload inline, never a name; cloud targets."""
+
+    workload: Workload = Field(description="The workload itself (Lambdas ship no workload library)")
+    targets: list[Annotated[Ec2Target | RdsTarget | AuroraTarget | ExistingTarget,
+                            Field(discriminator="kind")]] = Field(  # type: ignore[assignment]
+        min_length=1, max_length=200)  # ComparisonSpec's bounds; kinds: CLOUD_KINDS
+
+
+def input_schema() -> dict[str, Any]:
+    """The JSON Schema of an execution's input: RunRequest, its ``spec`` a comparison spec with the
+    workload inline."""
+    schema = RunRequest.model_json_schema()
+    spec = _InlineSpec.model_json_schema(ref_template="#/$defs/{model}")
+    schema.setdefault("$defs", {}).update(spec.pop("$defs", {}))
+    spec["title"] = "ComparisonSpec (workload inline)"
+    schema["$defs"]["InlineSpec"] = spec
+    schema["properties"]["spec"] = {"$ref": "#/$defs/InlineSpec"}
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "benchfleet benchmark-run execution input"
+    return schema
 
 
 def _loaded(spec_data: dict[str, Any], regions: TargetRegions) -> LoadedSpec:
