@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,7 +32,7 @@ needs_shared_fixtures = pytest.mark.skipif(not SHARED_FIXTURES.is_dir(),
 # What the CDK app sets on every Lambda (cdk/lib/lambdas.ts); handlers read it, never hard-code it.
 os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "Benchfleet")
 
-for path in (REPO / "lambdas",):
+for path in (REPO / "lambdas", REPO / "tests" / "synthesized"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
@@ -42,3 +43,21 @@ def bf_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "bfhome"
     monkeypatch.setenv("BENCHFLEET_HOME", str(home))
     return home
+
+
+# Scheduled comparisons as an operator would configure them (cdk/README.md, context `schedules`): the
+# flagship comparison (YAML) and a one-target fixture (JSON), both naming their workload.
+SCHEDULES = [
+    {"name": "nightly-graviton", "expression": "cron(0 2 * * ? *)",
+     "spec": "workloads/comparisons/graviton-vs-intel-vs-amd.yaml", "timezone": "Europe/Paris"},
+    {"name": "weekly-fixture", "expression": "rate(7 days)", "spec": "tests/cdk/fixtures/nightly-spec.json"},
+]
+
+
+@pytest.fixture(scope="session")
+def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The stack as `cdk synth` writes it (cdk.json's context plus SCHEDULES), once per session:
+    a ``synth.Template`` (tests/synthesized/synth.py)."""
+    from synth import Template, synthesize
+
+    return Template(synthesize(tmp_path_factory.mktemp("cdk.out"), {"schedules": SCHEDULES}))

@@ -1,8 +1,10 @@
 /**
  * Scheduled comparisons (context `schedules`): one EventBridge Scheduler schedule per entry, each
- * starting the benchmark state machine with the entry's spec file (read and converted to JSON at
- * synth time) plus {"schedule": name}. All schedules share one role that may only start
- * executions of this state machine.
+ * starting the benchmark state machine with the execution input Plan takes
+ * (benchfleet.aws.runplan.RunRequest, schema in statemachines/benchmark-run.input.schema.json):
+ * `{"spec": <the entry's spec, workload inline>, "schedule": <name>}`. The spec file is read, its
+ * named workload inlined from workloads/ and checked at synth: the Lambdas ship no workload library.
+ * All schedules share one role that may only start executions of this state machine.
  */
 import * as fs from 'fs';
 import * as path from 'path';
@@ -16,19 +18,53 @@ import { parse } from 'yaml';
 import { ScheduleConfig } from './config';
 import { REPO_ROOT } from './naming';
 
-/** Read a YAML or JSON comparison spec from the repository (YAML parses JSON too). */
-export function readSpec(specPath: string, repoRoot: string = REPO_ROOT): Record<string, unknown> {
-  const file = path.resolve(repoRoot, specPath);
-  const relative = path.relative(repoRoot, file);
+/** Read a YAML or JSON mapping from the repository (YAML parses JSON too). */
+function readMapping(file: string, what: string, repoRoot: string): Record<string, unknown> {
+  const resolved = path.resolve(repoRoot, file);
+  const relative = path.relative(repoRoot, resolved);
   if (relative.startsWith('..') || path.isAbsolute(relative)) {
-    throw new Error(`schedule spec ${specPath}: must be a path inside the repository`);
+    throw new Error(`${what} ${file}: must be a path inside the repository`);
   }
-  if (!fs.existsSync(file)) throw new Error(`schedule spec ${specPath}: no such file`);
-  const spec: unknown = parse(fs.readFileSync(file, 'utf8'));
-  if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) {
-    throw new Error(`schedule spec ${specPath}: expected a mapping at the top level`);
+  if (!fs.existsSync(resolved)) throw new Error(`${what} ${file}: no such file`);
+  const doc: unknown = parse(fs.readFileSync(resolved, 'utf8'));
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
+    throw new Error(`${what} ${file}: expected a mapping at the top level`);
   }
-  return spec as Record<string, unknown>;
+  return doc as Record<string, unknown>;
+}
+
+/** Read a YAML or JSON comparison spec from the repository. */
+export function readSpec(specPath: string, repoRoot: string = REPO_ROOT): Record<string, unknown> {
+  return readMapping(specPath, 'schedule spec', repoRoot);
+}
+
+/**
+ * The spec as an execution takes it: a workload name replaced by workloads/<name>.{yaml,yml,json}
+ * (as benchfleet.spec.load_workload finds it), and no local target (Plan refuses those: a schedule
+ * that can never run is an error at synth, not every night).
+ */
+export function executionSpec(specPath: string, repoRoot: string = REPO_ROOT): Record<string, unknown> {
+  const spec = readSpec(specPath, repoRoot);
+  const targets = Array.isArray(spec.targets) ? (spec.targets as Array<Record<string, unknown>>) : [];
+  const local = targets.findIndex((t) => t.kind === 'local');
+  if (local >= 0) {
+    throw new Error(
+      `schedule spec ${specPath}: targets[${local}].kind: local targets run with benchfleet run --local`,
+    );
+  }
+  if (typeof spec.workload !== 'string') return spec;
+  const name = spec.workload;
+  const file = ['.yaml', '.yml', '.json']
+    .map((suffix) => `workloads/${name}${suffix}`)
+    .find((f) => fs.existsSync(path.join(repoRoot, f)));
+  if (file === undefined) {
+    throw new Error(`schedule spec ${specPath}: workload: no workload named ${name} in workloads/`);
+  }
+  const workload = readMapping(file, 'workload', repoRoot);
+  if (workload.name !== name) {
+    throw new Error(`workload ${file}: name is ${JSON.stringify(workload.name)} but the file is named ${name}`);
+  }
+  return { ...spec, workload };
 }
 
 export interface SchedulesProps {
@@ -54,7 +90,7 @@ export class Schedules extends Construct {
     });
 
     for (const entry of props.schedules) {
-      const input = { ...readSpec(entry.spec), schedule: entry.name };
+      const input = { spec: executionSpec(entry.spec), schedule: entry.name };
       const target = new schedulerTargets.StepFunctionsStartExecution(props.stateMachine, {
         role: this.role,
         input: scheduler.ScheduleTargetInput.fromObject(input),

@@ -17,7 +17,9 @@ agent output (tests/fixtures/agent) where Run Command would, and sets the invoca
 
 Retry back-off: moto's retrier calls ``time.sleep(interval)``; ``retrier_decl.time`` is replaced
 by an object whose ``sleep`` records the interval, so back-off is asserted, not waited for. Wait
-states get 0 s from the input (the plan's timing overrides), never by editing the definition.
+states get 0 s from the input (the plan's timing overrides), never by editing the definition; an
+input without overrides (a schedule's, as deployed) has its Wait states' seconds recorded in
+``waits`` instead of slept.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from moto.ec2.models import ec2_backends
 from moto.ssm.models import ssm_backends
 from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
+from moto.stepfunctions.parser.asl.component.state.wait.wait_function.wait_function import WaitFunction
 
 from benchfleet import naming
 from benchfleet.aws import clients, commands
@@ -219,6 +222,7 @@ class Harness:
         self.calls: list[Call] = []
         self.lock = threading.Lock()
         self.sleeps: list[float] = []
+        self.waits: list[int] = []
         self.sf = boto3.client("stepfunctions", region_name=REGION)
         self.s3 = boto3.client("s3", region_name=REGION)
         self.agent = Agent(self.s3)
@@ -235,13 +239,29 @@ class Harness:
         }
         for service, proxy in self.proxies.items():
             clients.override(service, lambda p=proxy: p)
-        self.arn = self.sf.create_state_machine(
-            name="benchfleet-run", definition=definition(),
-            roleArn=f"arn:aws:iam::{DEFAULT_ACCOUNT_ID}:role/sfn")["stateMachineArn"]
+        # Function ARN -> handler module, for definitions whose ARNs do not name the module.
+        self.functions: dict[str, str] = {}
+        self.arn = self.create(definition(), "benchfleet-run")
+
+    def create(self, definition: str, name: str) -> str:
+        return str(self.sf.create_state_machine(name=name, definition=definition,
+                                                roleArn=f"arn:aws:iam::{DEFAULT_ACCOUNT_ID}:role/sfn")["stateMachineArn"])
+
+    def deploy(self, template: Any) -> str:
+        """The state machine exactly as synthesized (``synth.Template``: DefinitionString with the
+        substitutions CloudFormation applies, the deployed TimeoutSeconds); each Lambda ARN in it
+        invokes the handler module its function's ``Handler`` names."""
+        for logical_id, function in template.of_type("AWS::Lambda::Function").items():
+            handler = function["Properties"].get("Handler", "")
+            if handler.startswith("handlers."):
+                self.functions[template.arn(logical_id)] = handler.split(".")[1]
+        (deployed,) = template.state_machine_definitions().values()
+        return self.create(json.dumps(deployed), "benchfleet-deployed")
 
     # -- the seam -------------------------------------------------------------------------------
     def invoke(self, parameters: dict[str, Any], region: str, state_credentials: Any) -> dict[str, Any]:
-        module = parameters["FunctionName"].rsplit(":function:benchfleet-", 1)[1].replace("-", "_")
+        module = self.functions.get(parameters["FunctionName"]) or \
+            parameters["FunctionName"].rsplit(":function:benchfleet-", 1)[1].replace("-", "_")
         event = json.loads(parameters["Payload"])
         call = Call(module, event)
         with self.lock:
@@ -268,7 +288,12 @@ class Harness:
         """One execution named ``name`` (the run id); ``extra`` adds input keys (``schedule``...)."""
         payload = {"spec": spec, "timing": {"ready_poll_s": 0, "poll_cap_s": 0, "overrun_poll_s": 0,
                                             "cooldown_s": 0, **(timing or {})}, **(extra or {})}
-        execution = self.sf.start_execution(stateMachineArn=self.arn, name=name,
+        return self.execute(payload, name=name, timeout_s=timeout_s)
+
+    def execute(self, payload: dict[str, Any], *, name: str, timeout_s: float = 90,
+                state_machine_arn: str | None = None) -> dict[str, Any]:
+        """One execution of exactly ``payload`` (nothing added: what a deployed producer sends)."""
+        execution = self.sf.start_execution(stateMachineArn=state_machine_arn or self.arn, name=name,
                                             input=json.dumps(payload))["executionArn"]
         deadline = time.monotonic() + timeout_s
         while True:
@@ -343,8 +368,12 @@ def _world():
             setup_account(monkeypatch)
             h = Harness()
             fake_time = types.SimpleNamespace(sleep=lambda s: h.sleeps.append(s))
+            def wait(_self: Any, env: Any, wait_seconds: int) -> None:
+                h.waits.append(wait_seconds)
+
             with mock.patch.object(lambda_eval_utils, "_invoke_lambda_function", h.invoke), \
-                    mock.patch.object(retrier_decl, "time", fake_time):
+                    mock.patch.object(retrier_decl, "time", fake_time), \
+                    mock.patch.object(WaitFunction, "_wait_interval", wait):
                 yield h
             clients.reset()
 
@@ -354,6 +383,7 @@ def harness(_world: Harness) -> Harness:
     """The module's harness with this test's faults, calls and recorded sleeps cleared."""
     _world.calls.clear()
     _world.sleeps.clear()
+    _world.waits.clear()
     _world.agent.outcome.clear()
     _world.agent.pending.clear()
     _world.agent.status_override = None
