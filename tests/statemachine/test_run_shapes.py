@@ -88,8 +88,9 @@ def test_the_distributed_map_runs_every_target_in_child_executions(harness):
     assert result["status"] == "SUCCEEDED", harness.explain(result)
     states = entered(result)
     assert states["Run targets in child executions"] == 1 and states["Run targets side by side"] == 0
-    # The child executions run the derived iterator (its states renamed), never the inline one's.
-    assert states["Provision the target (child)"] == 3 and states["Provision the target"] == 0
+    # The iterator's states ran in child executions, whose events are in their own histories (as on
+    # AWS): the parent's holds none of them.
+    assert states["Provision the target"] == 0 and states["Provision the target (child)"] == 0
     plan = next(c for c in harness.calls_of("plan"))
     assert plan.result["distributed"] is True and plan.result["target_count"] == 3
     assert sorted(c.event["target"]["id"] for c in harness.calls_of("provision")) == [
