@@ -3,6 +3,12 @@
  * POST /runs, GET /runs, GET /runs/{id}, DELETE /runs/{id}, GET /runs/{id}/results.
  * API Gateway validates what it can before the Lambda runs (a body with name and targets, the path
  * id), and answers bad bodies with 400 and the validator's message naming the field.
+ *
+ * Stage access logs (and execution logs) need the account/region's API Gateway CloudWatch Logs role,
+ * an account-wide singleton (AWS::ApiGateway::Account): where none is set the stage fails to create
+ * and the stack rolls back. This stack never sets it (that would take over every other API's logging
+ * in the account, and `cdk destroy` would leave or break it), so access logs are opt-in
+ * (`apiAccessLogs`) for accounts that have the role; by default the stack deploys anywhere.
  */
 import { RemovalPolicy } from 'aws-cdk-lib';
 import * as apigw from 'aws-cdk-lib/aws-apigateway';
@@ -15,6 +21,8 @@ export interface BenchfleetApiProps {
   readonly handler: lambda.IFunction;
   readonly throttleRateLimit: number;
   readonly throttleBurstLimit: number;
+  /** Write stage access logs: the account must already have API Gateway's CloudWatch Logs role. */
+  readonly accessLogs: boolean;
   readonly logRetention: logs.RetentionDays;
   readonly removalPolicy: RemovalPolicy;
   readonly stageName?: string;
@@ -45,14 +53,16 @@ export const RUN_REQUEST_SCHEMA: apigw.JsonSchema = {
 
 export class BenchfleetApi extends Construct {
   public readonly api: apigw.RestApi;
-  public readonly accessLogs: logs.LogGroup;
+  public readonly accessLogs?: logs.LogGroup;
 
   constructor(scope: Construct, id: string, props: BenchfleetApiProps) {
     super(scope, id);
-    this.accessLogs = new logs.LogGroup(this, 'AccessLogs', {
-      retention: props.logRetention,
-      removalPolicy: props.removalPolicy,
-    });
+    if (props.accessLogs) {
+      this.accessLogs = new logs.LogGroup(this, 'AccessLogs', {
+        retention: props.logRetention,
+        removalPolicy: props.removalPolicy,
+      });
+    }
     this.api = new apigw.RestApi(this, 'Api', {
       description: 'benchfleet: start, list, show, cancel benchmark runs and read their results',
       endpointTypes: [apigw.EndpointType.REGIONAL],
@@ -60,8 +70,12 @@ export class BenchfleetApi extends Construct {
       defaultMethodOptions: { authorizationType: apigw.AuthorizationType.IAM },
       deployOptions: {
         stageName: props.stageName ?? 'v1',
-        accessLogDestination: new apigw.LogGroupLogDestination(this.accessLogs),
-        accessLogFormat: apigw.AccessLogFormat.jsonWithStandardFields(),
+        ...(this.accessLogs === undefined
+          ? {}
+          : {
+              accessLogDestination: new apigw.LogGroupLogDestination(this.accessLogs),
+              accessLogFormat: apigw.AccessLogFormat.jsonWithStandardFields(),
+            }),
         tracingEnabled: true,
         metricsEnabled: true,
         throttlingRateLimit: props.throttleRateLimit,
@@ -128,9 +142,21 @@ export class BenchfleetApi extends Construct {
         {
           id: 'AwsSolutions-APIG6',
           reason:
-            'Access logs (JSON, every request) and X-Ray tracing are on; execution logging needs the ' +
-            'account-wide API Gateway CloudWatch role, which this stack must not own or delete.',
+            'Execution logging needs the account-wide API Gateway CloudWatch role, which this stack ' +
+            'must not own or delete; X-Ray traces (sampled) and stage metrics (requests, 4xx, 5xx, ' +
+            'latency) are on.',
         },
+        ...(this.accessLogs === undefined
+          ? [
+              {
+                id: 'AwsSolutions-APIG1',
+                reason:
+                  'Access logs need the account-wide API Gateway CloudWatch role, which a fresh ' +
+                  'account lacks (the stage would fail to create); opt in with -c apiAccessLogs=true ' +
+                  'where the role is set. X-Ray traces (sampled) and stage metrics are on.',
+              },
+            ]
+          : []),
         {
           id: 'AwsSolutions-COG4',
           reason: 'Callers are IAM principals (CLI, scheduler, CI) authorized with SigV4, not Cognito users.',

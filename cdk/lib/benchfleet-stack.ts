@@ -94,6 +94,7 @@ export class BenchfleetStack extends Stack {
       handler: this.orchestration.functions.functions.api,
       throttleRateLimit: config.apiThrottleRateLimit,
       throttleBurstLimit: config.apiThrottleBurstLimit,
+      accessLogs: config.apiAccessLogs,
       logRetention,
       removalPolicy,
     });

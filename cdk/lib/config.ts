@@ -46,6 +46,11 @@ export interface BenchfleetConfig {
   readonly powertoolsLayerVersion: number;
   readonly apiThrottleRateLimit: number;
   readonly apiThrottleBurstLimit: number;
+  /**
+   * true: the API stage writes access logs, which needs the account/region's API Gateway CloudWatch
+   * Logs role (an account-wide setting this stack does not own). false: deployable in a fresh account.
+   */
+  readonly apiAccessLogs: boolean;
   readonly schedules: readonly ScheduleConfig[];
   /** QuickSight user/group ARN owning the dashboards; unset = no dashboards (cdk/lib/dashboards.ts). */
   readonly quicksightPrincipalArn?: string;
@@ -78,6 +83,7 @@ export const DEFAULTS: BenchfleetConfig = {
   powertoolsLayerVersion: 27,
   apiThrottleRateLimit: 10,
   apiThrottleBurstLimit: 20,
+  apiAccessLogs: false,
   schedules: [],
 };
 
@@ -287,6 +293,7 @@ export function readConfig(node: Node): BenchfleetConfig {
     powertoolsLayerVersion: int(node, 'powertoolsLayerVersion', DEFAULTS.powertoolsLayerVersion, 1, 10000),
     apiThrottleRateLimit: int(node, 'apiThrottleRateLimit', DEFAULTS.apiThrottleRateLimit, 1, 10000),
     apiThrottleBurstLimit: int(node, 'apiThrottleBurstLimit', DEFAULTS.apiThrottleBurstLimit, 1, 5000),
+    apiAccessLogs: bool(node, 'apiAccessLogs', DEFAULTS.apiAccessLogs),
     schedules: schedules(node),
     ...(quicksightPrincipalArn === undefined ? {} : { quicksightPrincipalArn }),
     ...(sweepRegions === undefined ? {} : { sweepRegions }),

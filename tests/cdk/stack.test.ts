@@ -82,14 +82,32 @@ describe('API', () => {
     });
   });
 
-  test('stage has access logs, tracing and throttling', () => {
+  test('stage has tracing and throttling, and nothing that needs the account CloudWatch role', () => {
     built.template.hasResourceProperties('AWS::ApiGateway::Stage', {
-      AccessLogSetting: { DestinationArn: Match.anyValue(), Format: Match.anyValue() },
+      AccessLogSetting: Match.absent(),
       TracingEnabled: true,
       MethodSettings: Match.arrayWith([
         Match.objectLike({ ThrottlingRateLimit: 10, ThrottlingBurstLimit: 20 }),
       ]),
     });
+    // Execution logging (LoggingLevel, DataTraceEnabled) would need the role too.
+    for (const [, stage] of resourcesOf(built.template, 'AWS::ApiGateway::Stage')) {
+      for (const setting of stage.Properties.MethodSettings ?? []) {
+        expect(setting.LoggingLevel ?? 'OFF').toBe('OFF');
+        expect(setting.DataTraceEnabled ?? false).toBe(false);
+      }
+    }
+    // The account-wide role setting is not this stack's to take over.
+    expect(resourcesOf(built.template, 'AWS::ApiGateway::Account')).toEqual([]);
+  });
+
+  test('apiAccessLogs=true: JSON access logs to a log group, still no account setting', () => {
+    const withLogs = buildStack({ apiAccessLogs: true });
+    withLogs.template.hasResourceProperties('AWS::ApiGateway::Stage', {
+      AccessLogSetting: { DestinationArn: Match.anyValue(), Format: Match.anyValue() },
+    });
+    expect(resourcesOf(withLogs.template, 'AWS::ApiGateway::Account')).toEqual([]);
+    expect(nagFindings(withLogs.stack)).toEqual([]);
   });
 });
 
@@ -295,7 +313,8 @@ describe('permissions of the API, the sweepers and the targets', () => {
 describe('logging', () => {
   test('every log group has a retention', () => {
     const groups = resourcesOf(built.template, 'AWS::Logs::LogGroup');
-    expect(groups.length).toBeGreaterThanOrEqual(ALL_HANDLERS.length + 3);
+    // One per Lambda, the state machine's and the VPC flow logs' (API access logs are opt-in).
+    expect(groups.length).toBeGreaterThanOrEqual(ALL_HANDLERS.length + 2);
     for (const [, group] of groups) expect(group.Properties.RetentionInDays).toBe(30);
   });
 
