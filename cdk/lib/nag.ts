@@ -71,6 +71,12 @@ export const WILDCARDS = {
       'rds!<db|cluster>-<uuid>: it is not a stack resource, so the stack can neither name nor tag it; the rds! ' +
       'prefix limits access to RDS-managed secrets.',
   },
+  awsManagedKeys: {
+    appliesTo: [regional('kms', 'key/*')],
+    reason:
+      'kms:DescribeKey only, on the AWS managed keys aws/secretsmanager and aws/rds (kms:ResourceAliases): ' +
+      'RDS needs it for managed master passwords and encrypted storage, and their key ids differ per account.',
+  },
   executions: {
     appliesTo: [
       { regex: `/^Resource::arn:${PARTITION}:states:${REGION}:${ACCOUNT}:execution:[A-Za-z0-9-]+:\\*$/` },

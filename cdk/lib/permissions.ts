@@ -224,6 +224,34 @@ export class Permissions {
         resources: [this.arn('secretsmanager', 'secret', 'rds!*')],
       }),
     );
+    // The Service Authorization Reference's dependent actions of rds:CreateDBInstance/CreateDBCluster
+    // for what provision asks (ManageMasterUserPassword, StorageEncrypted, both with the AWS managed
+    // keys): kms:DescribeKey on the Secrets Manager and RDS keys, whose ids differ per account and
+    // region, so they are matched by alias.
+    allowWildcard(role, 'awsManagedKeys');
+    add(
+      new iam.PolicyStatement({
+        sid: 'DescribeAwsManagedKeysForRds',
+        actions: ['kms:DescribeKey'],
+        resources: [this.arn('kms', 'key', '*')],
+        conditions: {
+          'ForAnyValue:StringEquals': { 'kms:ResourceAliases': ['alias/aws/secretsmanager', 'alias/aws/rds'] },
+        },
+      }),
+    );
+    // In a fresh account the first CreateDBInstance creates RDS's service-linked role with the
+    // caller's permissions.
+    add(
+      new iam.PolicyStatement({
+        sid: 'RdsServiceLinkedRole',
+        actions: ['iam:CreateServiceLinkedRole'],
+        resources: [
+          `arn:${this.stack.partition}:iam::${this.stack.account}:role/aws-service-role/rds.amazonaws.com/` +
+            'AWSServiceRoleForRDS',
+        ],
+        conditions: { StringEquals: { 'iam:AWSServiceName': 'rds.amazonaws.com' } },
+      }),
+    );
   }
 
   /**

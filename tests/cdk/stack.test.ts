@@ -276,6 +276,28 @@ describe('permissions of the API, the sweepers and the targets', () => {
     expect(roleStatements('StartStep').flatMap(actionsOf).filter((a) => a.startsWith('secretsmanager:'))).toEqual([]);
   });
 
+  test('provision has what RDS-managed master passwords need (Service Authorization Reference)', () => {
+    const provision = roleStatements('Provision');
+    const secrets = provision.find((s) => actionsOf(s).includes('secretsmanager:CreateSecret'));
+    expect(actionsOf(secrets)).toEqual(['secretsmanager:CreateSecret', 'secretsmanager:TagResource']);
+    // kms:DescribeKey on the AWS managed keys only, matched by alias.
+    const describeKey = provision.find((s) => actionsOf(s).includes('kms:DescribeKey'));
+    expect(actionsOf(describeKey)).toEqual(['kms:DescribeKey']);
+    expect(text(describeKey.Resource)).toMatch(/:kms:.*:key\/\*"/);
+    expect(describeKey.Condition).toEqual({
+      'ForAnyValue:StringEquals': { 'kms:ResourceAliases': ['alias/aws/secretsmanager', 'alias/aws/rds'] },
+    });
+    // A fresh account's first RDS database creates RDS's service-linked role.
+    const slr = provision.find((s) => actionsOf(s).includes('iam:CreateServiceLinkedRole'));
+    expect(slr.Condition).toEqual({ StringEquals: { 'iam:AWSServiceName': 'rds.amazonaws.com' } });
+    expect(text(slr.Resource)).toMatch(/role\/aws-service-role\/rds\.amazonaws\.com\/AWSServiceRoleForRDS"/);
+    // No other role gets KMS.
+    const kms = policyStatements(built.template).filter(({ statement }) =>
+      actionsOf(statement).some((a) => a.startsWith('kms:')),
+    );
+    expect(kms.map(({ policy }) => policy)).toEqual([expect.stringMatching(/Provision/)]);
+  });
+
   test('teardown_by_tag: EventBridge retries, Lambda retries, then a dead-letter queue with an alarm', () => {
     const [[queueId, queue]] = resourcesOf(built.template, 'AWS::SQS::Queue');
     expect(queue.Properties).toMatchObject({ SqsManagedSseEnabled: true, MessageRetentionPeriod: 14 * 24 * 3600 });
