@@ -70,7 +70,12 @@ export class Orchestration extends Construct {
       powertoolsLayerVersion: props.powertoolsLayerVersion,
       logRetention: props.logRetention,
       removalPolicy: props.removalPolicy,
-      environment: { ...props.environment, STATE_MACHINE_ARN: stateMachineArn },
+      // MAX_RUN_HOURS: Plan (and the API) refuse runs the state machine's timeout would cut short.
+      environment: {
+        ...props.environment,
+        STATE_MACHINE_ARN: stateMachineArn,
+        MAX_RUN_HOURS: String(props.maxRunHours),
+      },
       results: props.results,
       fleet: props.fleet,
       stateMachineArn,

@@ -95,7 +95,7 @@ export interface BenchmarkStateMachineProps {
   readonly functions: Record<StateMachineHandler, lambda.IFunction>;
   /** Non-function substitutions (ResultsBucket, AgentDocumentName). */
   readonly substitutions: Record<string, string>;
-  /** Execution timeout: top-level TimeoutSeconds (the smaller one wins if the file sets its own). */
+  /** Execution timeout: the top-level TimeoutSeconds (the file must not set its own). */
   readonly timeout: Duration;
   readonly permissions: Permissions;
   /** Invoked by the rule on FAILED / TIMED_OUT / ABORTED executions. */
@@ -138,9 +138,11 @@ export class BenchmarkStateMachine extends Construct {
       );
     }
 
-    const timeoutSeconds = props.timeout.toSeconds();
-    const own = definition.TimeoutSeconds;
-    definition.TimeoutSeconds = typeof own === 'number' && own < timeoutSeconds ? own : timeoutSeconds;
+    // One source of truth: maxRunHours sets TimeoutSeconds here and MAX_RUN_HOURS for Plan.
+    if (definition.TimeoutSeconds !== undefined) {
+      throw new Error(`${ASL_PATH}: TimeoutSeconds comes from the CDK context key maxRunHours; remove it from the file`);
+    }
+    definition.TimeoutSeconds = props.timeout.toSeconds();
 
     this.logGroup = new logs.LogGroup(this, 'Logs', {
       retention: props.logRetention,

@@ -76,9 +76,12 @@ describe('the ASL decides what the state machine role may do', () => {
     { definitionPath: path.join(FIXTURES, 'sdk-integrations.asl.json') },
   );
 
-  test('a shorter TimeoutSeconds in the file is kept', () => {
+  test('TimeoutSeconds is maxRunHours, and every Lambda learns it as MAX_RUN_HOURS', () => {
     const [, sm] = resourcesOf(template, 'AWS::StepFunctions::StateMachine')[0];
-    expect(JSON.parse(sm.Properties.DefinitionString).TimeoutSeconds).toBe(3600);
+    expect(JSON.parse(sm.Properties.DefinitionString).TimeoutSeconds).toBe(48 * 3600);
+    const python = resourcesOf(template, 'AWS::Lambda::Function').filter(([, f]) => f.Properties.Runtime === 'python3.13');
+    expect(python.length).toBeGreaterThan(0);
+    for (const [, f] of python) expect(f.Properties.Environment.Variables.MAX_RUN_HOURS).toBe('48');
   });
 
   test('aws-sdk ssm integrations and Distributed Map get exactly their grants', () => {

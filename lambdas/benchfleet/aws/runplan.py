@@ -46,8 +46,6 @@ from benchfleet.spec import (
     workloads_dir,
 )
 
-# The ASL's top-level TimeoutSeconds (statemachines/benchmark-run.asl.json): the absolute cap.
-EXECUTION_TIMEOUT_S = 259_200
 # Above this many targets the targets Map runs Distributed (each target its own child history).
 INLINE_MAX_TARGETS = 40
 READY_POLL_S = {"ec2": 15, "existing": 15, "rds": 60, "aurora": 60}
@@ -229,9 +227,12 @@ def _price_lookup(target: object) -> float | None:
 
 
 def plan_run(request: RunRequest, *, execution_name: str | None = None, zone_count: int = 1,
-             now: datetime | None = None, regions: TargetRegions | None = None) -> dict[str, Any]:
+             now: datetime | None = None, regions: TargetRegions | None = None,
+             max_run_hours: int | None = None) -> dict[str, Any]:
     """The state machine's plan. ``regions``: where targets may run (default: the Lambda's
-    environment); every cloud target leaves with the region it runs in."""
+    environment); every cloud target leaves with the region it runs in. ``max_run_hours``: the
+    deployed execution timeout (default: MAX_RUN_HOURS, set by the CDK app from maxRunHours, the
+    same value as the state machine's TimeoutSeconds); a longer run is refused, naming the limit."""
     run_id = run_id_for(request, execution_name)
     regions = regions or Settings.from_env().regions
     loaded = _loaded(request.spec, regions)
@@ -239,9 +240,12 @@ def plan_run(request: RunRequest, *, execution_name: str | None = None, zone_cou
     if plan.over_budget:
         raise PlanRejected(f"spec: budget_usd: the estimate is ${plan.estimated_cost_usd:.2f}, above the "
                            f"budget of ${plan.budget_usd:.2f}")
-    if plan.wall_s + DEADLINE_MARGIN.total_seconds() * 2 > EXECUTION_TIMEOUT_S:
-        raise PlanRejected(f"spec: the run would take {plan.wall_s} s; one execution runs at most "
-                           f"{EXECUTION_TIMEOUT_S - 2 * int(DEADLINE_MARGIN.total_seconds())} s")
+    max_run_hours = max_run_hours or Settings.from_env().max_run_hours
+    margins_s = 2 * int(DEADLINE_MARGIN.total_seconds())
+    if plan.wall_s + margins_s > max_run_hours * 3600:
+        raise PlanRejected(f"spec: the run would take {plan.wall_s} s plus {margins_s} s of margins, and this "
+                           f"deployment's executions time out after {max_run_hours} h (CDK context maxRunHours): "
+                           "shorten the run, or deploy with a larger maxRunHours")
     now = now or datetime.now(UTC)
     run_id = run_id or naming.new_run_id(request.schedule or plan.name, now)
     o = request.timing

@@ -29,6 +29,9 @@ class Settings:
     # (TARGET_REGIONS, from the CDK context key targetRegions): benchfleet.aws.regions.
     home_region: str = "us-east-1"
     target_regions: tuple[str, ...] = ()
+    # The deployed state machine's execution timeout (its TimeoutSeconds / 3600), from the same CDK
+    # context key maxRunHours; the default is cdk.json's (tests/unit/test_settings_defaults.py).
+    max_run_hours: int = 48
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -53,6 +56,7 @@ class Settings:
             launch_template_id=get("LAUNCH_TEMPLATE_ID"),
             home_region=get("AWS_REGION") or get("AWS_DEFAULT_REGION") or "us-east-1",
             target_regions=tuple(r.strip() for r in get("TARGET_REGIONS").split(",") if r.strip()),
+            max_run_hours=int(get("MAX_RUN_HOURS") or cls.max_run_hours),
         )
 
     @property
