@@ -34,7 +34,8 @@ CREATE TABLE IF NOT EXISTS runs (
     estimated_cost_usd DOUBLE, actual_cost_usd DOUBLE);
 CREATE TABLE IF NOT EXISTS targets (
     run_id VARCHAR NOT NULL, target_id VARCHAR NOT NULL, repetition INTEGER NOT NULL, kind VARCHAR,
-    instance_type VARCHAR, engine VARCHAR, mysql_config VARCHAR, region VARCHAR, storage VARCHAR,
+    instance_type VARCHAR, engine VARCHAR, mysql_config VARCHAR, region VARCHAR, availability_zone VARCHAR,
+    storage VARCHAR,
     cpus VARCHAR, price_per_hour DOUBLE, cpu_model VARCHAR, vcpus INTEGER, cpus_usable INTEGER,
     memory_mb BIGINT, arch VARCHAR, kernel VARCHAR, os VARCHAR, sysbench_version VARCHAR,
     engine_version VARCHAR, config_hash VARCHAR, recorded_at TIMESTAMPTZ, server_variables JSON,
@@ -61,6 +62,8 @@ CREATE TABLE IF NOT EXISTS cloud_metrics (
 -- whose CPU the steal figures are (server: the server's host; client: this machine, not the server's).
 ALTER TABLE targets ADD COLUMN IF NOT EXISTS server_variables JSON;
 ALTER TABLE targets ADD COLUMN IF NOT EXISTS steal_source VARCHAR;
+-- Where a cloud target really ran (collect's targets rows); empty for local targets.
+ALTER TABLE targets ADD COLUMN IF NOT EXISTS availability_zone VARCHAR;
 """
 
 
