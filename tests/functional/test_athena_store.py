@@ -160,16 +160,17 @@ def test_cloud_metrics_targets_and_runs(store, aws):
     CloudMetric = pytest.importorskip("benchfleet.aws.timestream").CloudMetric
     metrics = [
         CloudMetric(time=T0, run_id=RUN, target_id="aurora-r6g", repetition=1, step="measure-t8",
-                    metric="WriteLatency", value=1.7, unit="Milliseconds"),
+                    metric="WriteLatency", value=1.7, unit="Milliseconds", period_s=60),
         CloudMetric(time=T0 + timedelta(minutes=1), run_id=RUN, target_id="aurora-r6g", repetition=1,
-                    step="measure-t8", metric="CommitLatency", value=2.4, unit="Milliseconds"),
+                    step="measure-t8", metric="CommitLatency", value=2.4, unit="Milliseconds", period_s=60),
     ]
     assert store.write_cloud_metrics(metrics) == 2
     (mkey,) = store.keys_written
     assert mkey.startswith(f"tables/cloud_metrics/run_id={RUN}/aurora-r6g.")
     lines = read_lines(aws["s3"], mkey)
     assert lines[0] == {"time": athena_timestamp(T0), "target_id": "aurora-r6g", "repetition": 1,
-                        "step": "measure-t8", "metric": "WriteLatency", "value": 1.7, "unit": "Milliseconds"}
+                        "step": "measure-t8", "metric": "WriteLatency", "value": 1.7, "unit": "Milliseconds",
+                        "period_s": 60}
     assert lines[0]["time"] == "2026-11-02 10:15:00.000000"
 
     (tkey,) = store.write_targets([{"run_id": RUN, "target_id": "aurora-r6g", "repetition": 1,
@@ -228,8 +229,9 @@ def test_glue_columns_match_the_local_duckdb_schema(tmp_path):
             local = [r["column_name"] for r in db.query(
                 "SELECT column_name FROM information_schema.columns WHERE table_name = ? "
                 "ORDER BY ordinal_position", [table])]
-            # cloud_metrics in the cloud also carry the step window they were collected for.
-            extra = {"repetition", "step"} if table == "cloud_metrics" else set()
+            # cloud_metrics in the cloud also carry the step window they were collected for and the
+            # CloudWatch period of each point.
+            extra = {"repetition", "step", "period_s"} if table == "cloud_metrics" else set()
             assert set(local) - {"run_id"} == {n for n, _ in columns} - extra, table
     finally:
         db.close()

@@ -46,7 +46,7 @@ PARTITION_KEY = "run_id"
 SAMPLE_COLUMNS: tuple[str, ...] = tuple(f for f in Sample.model_fields if f != PARTITION_KEY)
 SUMMARY_COLUMNS: tuple[str, ...] = tuple(f for f in StepSummary.model_fields if f != PARTITION_KEY)
 CLOUD_METRIC_COLUMNS: tuple[str, ...] = ("time", "target_id", "repetition", "step", "metric", "value",
-                                         "unit")
+                                         "unit", "period_s")
 TARGET_COLUMNS: tuple[str, ...] = (
     "target_id", "repetition", "kind", "instance_type", "engine", "mysql_config", "region", "availability_zone",
     "storage",
@@ -152,7 +152,7 @@ class AthenaStore:
         return len(summaries)
 
     def write_cloud_metrics(self, metrics: Sequence[Row]) -> int:
-        """CloudMetric rows (time, run_id, target_id, repetition, step, metric, value, unit)."""
+        """CloudMetric rows (time, run_id, target_id, repetition, step, metric, value, unit, period_s)."""
         groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
         for metric in metrics:
             row = _as_dict(metric)

@@ -5,12 +5,17 @@
 - ``CPUCreditBalance`` of burstable (t*) instances and DB classes (5-minute metrics);
 - RDS ``WriteLatency`` / ``ReadLatency``, published in seconds, stored in ms;
 - Aurora ``CommitLatency`` / ``DMLLatency`` (already ms) by DBClusterIdentifier + Role=WRITER.
+
+CloudWatch keeps data at a period under 60 s for 3 hours, at 60 s for 15 days, at 300 s for 63 days,
+then at 3600 s: a query at a finer period than the window's age allows returns no points (a 4 h
+step's 1 s steal came back empty). Each query asks for the finest period still retained for the
+window's start, never finer than the metric's own, and every row records the period it has.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from benchfleet.aws.errors import aws_errors
@@ -26,6 +31,19 @@ class Query:
     period: int
     unit: str
     scale: float = 1.0
+
+
+# (age of the data below which it is kept, finest period kept) — GetMetricData's retention.
+RETENTION: tuple[tuple[timedelta, int], ...] = (
+    (timedelta(hours=3), 1), (timedelta(days=15), 60), (timedelta(days=63), 300))
+OLDEST_PERIOD_S = 3600
+
+
+def retained_period(period: int, start: datetime, now: datetime) -> int:
+    """The finest period at least ``period`` that CloudWatch still holds for data from ``start``."""
+    age = now - start
+    finest = next((p for limit, p in RETENTION if age < limit), OLDEST_PERIOD_S)
+    return max(period, finest)
 
 
 def _burstable(instance_type: str | None) -> bool:
@@ -59,11 +77,13 @@ def queries(kind: str, resources: dict[str, Any], target: dict[str, Any]) -> lis
 
 
 def step_window(cloudwatch: Any, *, qs: list[Query], start: datetime, end: datetime, run_id: str,
-                target_id: str, repetition: int, step: str) -> list[CloudMetric]:
+                target_id: str, repetition: int, step: str, now: datetime | None = None) -> list[CloudMetric]:
     if not qs:
         return []
     # Pad by one 5-minute period so coarse metrics have a point inside the window.
     start, end = start - timedelta(minutes=5), end + timedelta(minutes=5)
+    now = now or datetime.now(UTC)
+    qs = [replace(q, period=retained_period(q.period, start, now)) for q in qs]
     by_id = {f"m{i}": q for i, q in enumerate(qs)}
     data = [{"Id": qid, "ReturnData": True, "MetricStat": {
         "Metric": {"Namespace": q.namespace, "MetricName": q.metric,
@@ -78,5 +98,5 @@ def step_window(cloudwatch: Any, *, qs: list[Query], start: datetime, end: datet
                 for ts, value in zip(result["Timestamps"], result["Values"], strict=True):
                     rows.append(CloudMetric(time=ts, run_id=run_id, target_id=target_id, repetition=repetition,
                                             step=step, metric=q.name, value=round(value * q.scale, 6),
-                                            unit=q.unit))
+                                            unit=q.unit, period_s=q.period))
     return rows

@@ -36,6 +36,8 @@ class CloudMetric(BaseModel):
     metric: str
     value: float
     unit: str
+    # The CloudWatch period of this point, s (the finest still retained when collected).
+    period_s: int
 
 
 def _millis(ts: datetime) -> str:
@@ -73,7 +75,7 @@ def summary_record(summary: StepSummary) -> dict[str, Any]:
 
 def cloud_record(metric: CloudMetric) -> dict[str, Any]:
     record = _record(metric, metric.metric, ("run_id", "target_id", "repetition", "step"))
-    record["MeasureValues"] = [m for m in record["MeasureValues"] if m["Name"] in ("value", "unit")]
+    record["MeasureValues"] = [m for m in record["MeasureValues"] if m["Name"] in ("value", "unit", "period_s")]
     return record
 
 
