@@ -37,7 +37,8 @@ export const WILDCARDS = {
     appliesTo: [regional('ec2', 'instance/*')],
     reason:
       'Instance ids exist only at run time; every statement on instance/* is conditioned on the ' +
-      'benchfleet:run-id tag (aws:RequestTag to launch, aws:ResourceTag / ssm:resourceTag to use or delete).',
+      'benchfleet:run-id tag and this stack as benchfleet:stack (aws:RequestTag to launch, ' +
+      'aws:ResourceTag / ssm:resourceTag to use or terminate).',
   },
   launchResources: {
     appliesTo: [
@@ -58,18 +59,27 @@ export const WILDCARDS = {
     reason: "Canonical's public AMI parameters, one per release and architecture (read only).",
   },
   databases: {
-    appliesTo: ['db', 'cluster', 'pg', 'cluster-pg', 'og'].map((t) => regional('rds', `${t}:*`)),
+    appliesTo: [
+      { regex: '/^Resource::arn:(<AWS::Partition>|aws[a-z-]*):rds:(<AWS::Region>|[a-z0-9-]+):(<AWS::AccountId>|[0-9]{12}):(db|cluster):bf[0-9a-f]{6}-\\*$/' },
+      regional('rds', 'pg:default.*'),
+      regional('rds', 'cluster-pg:default.*'),
+      regional('rds', 'og:default:*'),
+    ],
     reason:
-      'DB instance, cluster and parameter group names exist only at run time: creating requires the run ' +
-      'tags (aws:RequestTag), modifying and deleting require the run-id tag on the resource (aws:ResourceTag); ' +
-      'option groups are only referenced by CreateDBInstance.',
+      'DB instance and cluster names exist only at run time: they start with this stack\'s prefix, creating ' +
+      'requires the run tags and this stack as owner (aws:RequestTag), deleting requires both on the resource ' +
+      '(aws:ResourceTag); the default parameter and option groups are only referenced by the creates.',
   },
   rdsSecrets: {
-    appliesTo: [regional('secretsmanager', 'secret:rds!*')],
+    appliesTo: [
+      regional('secretsmanager', 'secret:rds!*'),
+      // The target role's reads: any region (targets may be anywhere), conditioned on the DB ARN tag.
+      { regex: `/^Resource::arn:${PARTITION}:secretsmanager:\\*:${ACCOUNT}:secret:rds!(db|cluster)-\\*$/` },
+    ],
     reason:
       'RDS itself creates the managed master password secret of a run\'s database at run time and names it ' +
-      'rds!<db|cluster>-<uuid>: it is not a stack resource, so the stack can neither name nor tag it; the rds! ' +
-      'prefix limits access to RDS-managed secrets.',
+      'rds!<db|cluster>-<uuid>: it is not a stack resource. Creating it is allowed only through RDS ' +
+      '(aws:CalledVia); reading it only when RDS tagged it with a DB ARN of this stack\'s prefix.',
   },
   awsManagedKeys: {
     appliesTo: [regional('kms', 'key/*')],

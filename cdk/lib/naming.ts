@@ -11,6 +11,8 @@ export const REPO_ROOT = path.resolve(__dirname, '..', '..');
 export const TAG_RUN_ID = 'benchfleet:run-id';
 export const TAG_TARGET_ID = 'benchfleet:target-id';
 export const TAG_EXPIRES_AT = 'benchfleet:expires-at';
+/** The owning stack (cdk/lib/ownership.ts): create and remove only with this stack's value. */
+export const TAG_STACK = 'benchfleet:stack';
 /** Tag keys a run may set on the resources it creates (aws:TagKeys). */
 export const ALLOWED_RUN_TAG_KEYS = ['benchfleet:*', 'Name'];
 

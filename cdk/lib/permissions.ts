@@ -1,7 +1,8 @@
 /**
  * Least-privilege building blocks for the Lambda roles. Runs may create EC2/RDS resources only
- * when the request carries the benchfleet run tags, and may stop/terminate/delete only resources
- * that carry them; describe-style calls have no resource-level permissions and use "*".
+ * when the request carries the run tags and this stack's `benchfleet:stack` identity, and may
+ * terminate/delete only resources that carry both (cdk/lib/ownership.ts); nothing may lift deletion
+ * or termination protection; describe-style calls have no resource-level permissions and use "*".
  */
 import { ArnFormat, Stack } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -11,19 +12,32 @@ import {
   ALLOWED_RUN_TAG_KEYS,
   TAG_EXPIRES_AT,
   TAG_RUN_ID,
+  TAG_STACK,
   UBUNTU_AMI_OWNER,
 } from './naming';
+import { dbIdentifierPrefix, stackOwner } from './ownership';
 
-/** Conditions a create request must meet: run-id and expires-at tags, only benchfleet/Name keys. */
-export const REQUIRE_RUN_TAGS = {
-  Null: { [`aws:RequestTag/${TAG_RUN_ID}`]: 'false', [`aws:RequestTag/${TAG_EXPIRES_AT}`]: 'false' },
-  'ForAllValues:StringLike': { 'aws:TagKeys': ALLOWED_RUN_TAG_KEYS },
-};
+type Conditions = Record<string, Record<string, unknown>>;
 
-/** Conditions on an existing resource: it must carry the run-id tag. */
-export const REQUIRE_RUN_RESOURCE_TAG = {
-  Null: { [`aws:ResourceTag/${TAG_RUN_ID}`]: 'false' },
-};
+/**
+ * Conditions a create request must meet: run-id and expires-at tags, this stack as the owner, only
+ * benchfleet/Name keys. `extraEquals` joins the StringEquals block (one key per operator in JSON).
+ */
+export function requireRunTags(owner: string, extraEquals: Record<string, string> = {}): Conditions {
+  return {
+    Null: { [`aws:RequestTag/${TAG_RUN_ID}`]: 'false', [`aws:RequestTag/${TAG_EXPIRES_AT}`]: 'false' },
+    StringEquals: { [`aws:RequestTag/${TAG_STACK}`]: owner, ...extraEquals },
+    'ForAllValues:StringLike': { 'aws:TagKeys': ALLOWED_RUN_TAG_KEYS },
+  };
+}
+
+/** Conditions on an existing resource: a run's, and this stack's. */
+export function requireOwnedResource(owner: string, tagPrefix = 'aws:ResourceTag'): Conditions {
+  return {
+    Null: { [`${tagPrefix}/${TAG_RUN_ID}`]: 'false' },
+    StringEquals: { [`${tagPrefix}/${TAG_STACK}`]: owner },
+  };
+}
 
 export interface FleetResources {
   readonly vpcArn: string;
@@ -53,12 +67,16 @@ const DESCRIBE_ACTIONS = [
 
 export class Permissions {
   private readonly stack: Stack;
+  private readonly owner: string;
+  private readonly dbPrefix: string;
 
   constructor(
     scope: Construct,
     private readonly fleet: FleetResources,
   ) {
     this.stack = Stack.of(scope);
+    this.owner = stackOwner(this.stack);
+    this.dbPrefix = dbIdentifierPrefix(this.stack);
   }
 
   private arn(service: string, resource: string, resourceName: string, account = true): string {
@@ -114,10 +132,7 @@ export class Permissions {
         sid: 'RunTaggedInstances',
         actions: ['ec2:RunInstances'],
         resources: [instanceArn],
-        conditions: {
-          ...REQUIRE_RUN_TAGS,
-          StringEquals: { 'ec2:MetadataHttpTokens': 'required' },
-        },
+        conditions: requireRunTags(this.owner, { 'ec2:MetadataHttpTokens': 'required' }),
       }),
     );
     add(
@@ -125,7 +140,7 @@ export class Permissions {
         sid: 'RunTaggedEncryptedVolumes',
         actions: ['ec2:RunInstances'],
         resources: [volumeArn],
-        conditions: { ...REQUIRE_RUN_TAGS, Bool: { 'ec2:Encrypted': 'true' } },
+        conditions: { ...requireRunTags(this.owner), Bool: { 'ec2:Encrypted': 'true' } },
       }),
     );
     // Resources RunInstances uses but does not create with tags: our VPC, SGs, template, Ubuntu AMIs.
@@ -160,7 +175,7 @@ export class Permissions {
         sid: 'TagOnLaunchOnly',
         actions: ['ec2:CreateTags'],
         resources: [instanceArn, volumeArn, eniArn],
-        conditions: { StringEquals: { 'ec2:CreateAction': 'RunInstances' }, ...REQUIRE_RUN_TAGS },
+        conditions: requireRunTags(this.owner, { 'ec2:CreateAction': 'RunInstances' }),
       }),
     );
     add(
@@ -185,43 +200,42 @@ export class Permissions {
         ],
       }),
     );
-    // RDS / Aurora: instances, clusters and parameter groups are created only with run tags,
-    // in our DB subnet group.
+    // RDS / Aurora: instances and clusters are created only with run tags and this stack as owner,
+    // named with the stack's prefix, in our DB subnet group. RDS authorizes the tags of a create as
+    // rds:AddTagsToResource, and has no create-only condition like ec2:CreateAction: allowing it only
+    // on the prefix's ARNs is what keeps an existing database from being tagged into our ownership.
+    const ownDbs = [this.rds('db', `${this.dbPrefix}-*`), this.rds('cluster', `${this.dbPrefix}-*`)];
     add(
       new iam.PolicyStatement({
-        sid: 'CreateTaggedDatabases',
-        actions: [
-          'rds:CreateDBInstance',
-          'rds:CreateDBCluster',
-          'rds:CreateDBParameterGroup',
-          'rds:CreateDBClusterParameterGroup',
-          'rds:AddTagsToResource',
-        ],
+        sid: 'CreateOwnedDatabases',
+        actions: ['rds:CreateDBInstance', 'rds:CreateDBCluster', 'rds:AddTagsToResource'],
+        resources: ownDbs,
+        conditions: requireRunTags(this.owner),
+      }),
+    );
+    // What a create names besides the new DB: the default parameter and option groups, our subnet
+    // group. Only the creates: AddTagsToResource is not allowed on them.
+    add(
+      new iam.PolicyStatement({
+        sid: 'CreateWithDefaultGroupsInOurSubnets',
+        actions: ['rds:CreateDBInstance', 'rds:CreateDBCluster'],
         resources: [
-          this.rds('db'),
-          this.rds('cluster'),
-          this.rds('pg'),
-          this.rds('cluster-pg'),
-          this.rds('og'),
+          this.rds('pg', 'default.*'),
+          this.rds('cluster-pg', 'default.*'),
+          this.rds('og', 'default:*'),
           this.rds('subgrp', this.fleet.dbSubnetGroupName),
         ],
-        conditions: REQUIRE_RUN_TAGS,
+        conditions: requireRunTags(this.owner),
       }),
     );
-    add(
-      new iam.PolicyStatement({
-        sid: 'ConfigureRunParameterGroups',
-        actions: ['rds:ModifyDBParameterGroup', 'rds:ModifyDBClusterParameterGroup'],
-        resources: [this.rds('pg'), this.rds('cluster-pg')],
-        conditions: REQUIRE_RUN_RESOURCE_TAG,
-      }),
-    );
-    // ManageMasterUserPassword: RDS creates the secret (rds!...) with the caller's permissions.
+    // ManageMasterUserPassword: RDS creates the secret (rds!...) with the caller's permissions, for
+    // the DB being created (which the statements above restrict); nobody else may through this.
     add(
       new iam.PolicyStatement({
         sid: 'RdsManagedMasterSecrets',
         actions: ['secretsmanager:CreateSecret', 'secretsmanager:TagResource'],
         resources: [this.arn('secretsmanager', 'secret', 'rds!*')],
+        conditions: { 'ForAnyValue:StringEquals': { 'aws:CalledVia': ['rds.amazonaws.com'] } },
       }),
     );
     // The Service Authorization Reference's dependent actions of rds:CreateDBInstance/CreateDBCluster
@@ -255,9 +269,9 @@ export class Permissions {
   }
 
   /**
-   * teardown / teardown_by_tag / janitor / api: stop, terminate and delete only run-tagged resources,
-   * in the stack's region and in `extraRegions` (the sweep regions; ARNs name their region).
-   * ModifyInstanceAttribute lifts termination protection, ModifyDB* deletion protection, first.
+   * teardown / teardown_by_tag / janitor / api: terminate and delete only resources of a run of this
+   * stack, in the stack's region and in `extraRegions` (the sweep regions; ARNs name their region).
+   * No Modify*: benchfleet creates nothing protected, so protection is a person's and stays on.
    */
   public grantTargetDelete(role: iam.IRole, extraRegions: readonly string[] = []): void {
     allowWildcard(role, 'instances');
@@ -266,28 +280,20 @@ export class Permissions {
     const regions = [this.stack.region, ...extraRegions.filter((r) => r !== this.stack.region)];
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({
-        sid: 'TerminateTaggedInstances',
-        actions: ['ec2:TerminateInstances', 'ec2:StopInstances', 'ec2:ModifyInstanceAttribute'],
+        sid: 'TerminateOwnedInstances',
+        actions: ['ec2:TerminateInstances'],
         resources: regions.map((region) => this.ec2('instance', region)),
-        conditions: REQUIRE_RUN_RESOURCE_TAG,
+        conditions: requireOwnedResource(this.owner),
       }),
     );
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({
-        sid: 'DeleteTaggedDatabases',
-        actions: [
-          'rds:DeleteDBInstance',
-          'rds:DeleteDBCluster',
-          'rds:DeleteDBParameterGroup',
-          'rds:DeleteDBClusterParameterGroup',
-          // to switch deletion protection off before deleting
-          'rds:ModifyDBInstance',
-          'rds:ModifyDBCluster',
-        ],
+        sid: 'DeleteOwnedDatabases',
+        actions: ['rds:DeleteDBInstance', 'rds:DeleteDBCluster'],
         resources: regions.flatMap((region) =>
-          ['db', 'cluster', 'pg', 'cluster-pg'].map((type) => this.rds(type, '*', region)),
+          ['db', 'cluster'].map((type) => this.rds(type, `${this.dbPrefix}-*`, region)),
         ),
-        conditions: REQUIRE_RUN_RESOURCE_TAG,
+        conditions: requireOwnedResource(this.owner),
       }),
     );
   }
@@ -305,10 +311,10 @@ export class Permissions {
     );
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({
-        sid: 'SendToTaggedInstances',
+        sid: 'SendToOwnedInstances',
         actions: ['ssm:SendCommand'],
         resources: [this.ec2('instance')],
-        conditions: { Null: { [`ssm:resourceTag/${TAG_RUN_ID}`]: 'false' } },
+        conditions: requireOwnedResource(this.owner, 'ssm:resourceTag'),
       }),
     );
   }
@@ -337,25 +343,44 @@ export class Permissions {
 }
 
 /**
- * The target instance role: the RDS-managed master password of a run's database. The agent on the
- * client host reads it itself, so the password never travels in Run Command parameters.
+ * The target instance role: the RDS-managed master password of a database this stack created. The
+ * agent on the client host reads it itself, so the password never travels in Run Command parameters.
+ *
+ * RDS tags the secret it manages with the ARN of its DB instance or cluster
+ * (`aws:rds:primaryDBInstanceArn` / `aws:rds:primaryDBClusterArn`), and this stack's DBs are named
+ * with its prefix: a host can read the secrets of this stack's databases and of no other database
+ * in the account. IAM cannot narrow it to one run: a host's credentials carry no run (instance
+ * tags are not principal tags), and the secret's tags are RDS's, not ours.
  */
 export function grantRdsManagedSecretsRead(role: iam.IRole & Construct): void {
   allowWildcard(role, 'rdsSecrets');
 
   const stack = Stack.of(role);
+  const prefix = dbIdentifierPrefix(stack);
+  // Targets may be in any region a spec names; the secret lives in its database's region.
+  const secrets = (name: string): string =>
+    stack.formatArn({
+      service: 'secretsmanager',
+      region: '*',
+      resource: 'secret',
+      resourceName: name,
+      arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+    });
+  const dbArn = (type: string): string => `arn:${stack.partition}:rds:*:${stack.account}:${type}:${prefix}-*`;
   role.addToPrincipalPolicy(
     new iam.PolicyStatement({
-      sid: 'ReadRdsManagedMasterSecrets',
+      sid: 'ReadOwnedRdsInstanceSecrets',
       actions: ['secretsmanager:GetSecretValue'],
-      resources: [
-        stack.formatArn({
-          service: 'secretsmanager',
-          resource: 'secret',
-          resourceName: 'rds!*',
-          arnFormat: ArnFormat.COLON_RESOURCE_NAME,
-        }),
-      ],
+      resources: [secrets('rds!db-*')],
+      conditions: { StringLike: { 'secretsmanager:ResourceTag/aws:rds:primaryDBInstanceArn': dbArn('db') } },
+    }),
+  );
+  role.addToPrincipalPolicy(
+    new iam.PolicyStatement({
+      sid: 'ReadOwnedAuroraClusterSecrets',
+      actions: ['secretsmanager:GetSecretValue'],
+      resources: [secrets('rds!cluster-*')],
+      conditions: { StringLike: { 'secretsmanager:ResourceTag/aws:rds:primaryDBClusterArn': dbArn('cluster') } },
     }),
   );
 }

@@ -18,6 +18,7 @@ import { Construct } from 'constructs';
 import { copyTree, fileCopyAsset } from './bundling';
 import { allowWildcard } from './nag';
 import { REPO_ROOT, RUNS_PREFIX } from './naming';
+import { ownershipEnvironment } from './ownership';
 import { grantRdsManagedSecretsRead } from './permissions';
 
 /** Domain modules the agent imports, shipped next to workloads/ at the same relative paths. */
@@ -239,6 +240,7 @@ export class TargetFleet extends Construct {
       AGENT_BUNDLE_S3_URI: this.agentBundle.s3ObjectUrl,
       LAUNCH_TEMPLATE_ID: this.launchTemplate.launchTemplateId ?? '',
       CLOUDWATCH_AGENT_CONFIG_PARAMETER: this.cloudWatchAgentConfig.parameterName,
+      ...ownershipEnvironment(Stack.of(this)),
     };
   }
 }

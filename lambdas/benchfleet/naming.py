@@ -9,6 +9,11 @@ from datetime import UTC, datetime
 TAG_RUN_ID = "benchfleet:run-id"
 TAG_TARGET_ID = "benchfleet:target-id"
 TAG_EXPIRES_AT = "benchfleet:expires-at"
+# The owning deployment ("<stack name>@<region>", BENCHFLEET_STACK from the CDK app): IAM lets a
+# stack create and remove only resources that carry its own value, and the sweepers look for it,
+# so two stacks in one account never touch each other's runs, and nothing untagged is ever ours.
+TAG_STACK = "benchfleet:stack"
+DEFAULT_DB_PREFIX = "bf"
 RUN_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,78}[a-z0-9]$")
 
 
@@ -23,9 +28,13 @@ def raw_key(run_id: str, target_id: str, repetition: int, step: str) -> str:
     return f"runs/{run_id}/{target_id}/rep-{repetition}/{step}.jsonl"
 
 
-def tags(run_id: str, target_id: str, expires_at: datetime) -> dict[str, str]:
-    return {TAG_RUN_ID: run_id, TAG_TARGET_ID: target_id,
-            TAG_EXPIRES_AT: expires_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
+def tags(run_id: str, target_id: str, expires_at: datetime, owner: str | None = None) -> dict[str, str]:
+    """The run's tags; with ``owner``, the owning stack's too (what provision puts on everything)."""
+    out = {TAG_RUN_ID: run_id, TAG_TARGET_ID: target_id,
+           TAG_EXPIRES_AT: expires_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    if owner is not None:
+        out[TAG_STACK] = owner
+    return out
 
 
 # ---- resource names (AWS backend) ----------------------------------------------------------------
@@ -44,11 +53,14 @@ def instance_name(run_id: str, target_id: str, repetition: int, role: str = "tar
     return f"benchfleet-{run_id}-{target_id}-rep-{repetition}-{role}"[:255]
 
 
-def db_identifier(run_id: str, target_id: str, repetition: int, role: str = "db") -> str:
+def db_identifier(run_id: str, target_id: str, repetition: int, role: str = "db",
+                  prefix: str = DEFAULT_DB_PREFIX) -> str:
     """RDS instance / Aurora cluster identifier: a letter first, [a-z0-9-], no '--', at most 63
-    characters, unique per run x target x repetition x role (cluster | writer | db)."""
+    characters, unique per run x target x repetition x role (cluster | writer | db). ``prefix`` is
+    the stack's (DB_IDENTIFIER_PREFIX): IAM lets a stack create and tag only DBs named with it, so
+    no existing database can be adopted by tagging it."""
     readable = re.sub(r"-+", "-", target_id)[:28].strip("-")
-    name = f"bf-{readable}-{_digest(run_id, target_id, repetition, role)}-r{repetition}-{role}"
+    name = f"{prefix}-{readable}-{_digest(run_id, target_id, repetition, role)}-r{repetition}-{role}"
     return name[:DB_IDENTIFIER_MAX].rstrip("-")
 
 

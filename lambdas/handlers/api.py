@@ -58,18 +58,14 @@ def configure(service: RunService | None) -> None:
 def service() -> RunService:
     global _service
     if _service is None:
-        from benchfleet.aws.sweep import RegionClients, teardown_run
+        from benchfleet.aws.sweep import boto3_clients, teardown_run
 
         region = os.environ.get("AWS_REGION") or boto3.session.Session().region_name or "us-east-1"
-
-        def clients_for(r: str) -> RegionClients:
-            return RegionClients(region=r, ec2=boto3.client("ec2", region_name=r),
-                                 rds=boto3.client("rds", region_name=r))
+        settings = Settings.from_env()
 
         def teardown(run_id: str, regions: list[str]) -> dict[str, Any]:
-            return teardown_run(run_id, clients_for, regions).summary()
+            return teardown_run(run_id, settings.owner(), boto3_clients, regions).summary()
 
-        settings = Settings.from_env()
         _service = RunService(sfn=boto3.client("stepfunctions"), s3=boto3.client("s3"),
                               state_machine_arn=settings.state_machine_arn,
                               bucket=settings.results_bucket,

@@ -2,7 +2,8 @@
 resources are past ``benchfleet:expires-at``. Publishes what it removed and what it could not; the
 CDK app alarms on ``RemovalFailures`` and on this function's errors.
 
-Environment: ``STATE_MACHINE_ARN``; ``SWEEP_REGIONS`` (comma separated, default the function's own
+Environment: ``STATE_MACHINE_ARN``; ``BENCHFLEET_STACK`` (only this stack's resources are swept);
+``SWEEP_REGIONS`` (comma separated, default the function's own
 region) — every region a spec may put targets in.
 """
 
@@ -16,7 +17,8 @@ import boto3
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-from benchfleet.aws.sweep import RegionClients, SweepReport, janitor_sweep, running_executions
+from benchfleet.aws.settings import Settings
+from benchfleet.aws.sweep import SweepReport, boto3_clients, janitor_sweep, running_executions
 
 logger = Logger()
 metrics = Metrics()  # namespace from POWERTOOLS_METRICS_NAMESPACE, set by the CDK app
@@ -27,11 +29,6 @@ def regions() -> list[str]:
     return configured or [os.environ.get("AWS_REGION") or boto3.session.Session().region_name or "us-east-1"]
 
 
-def clients_for(region: str) -> RegionClients:
-    return RegionClients(region=region, ec2=boto3.client("ec2", region_name=region),
-                         rds=boto3.client("rds", region_name=region))
-
-
 def publish(report: SweepReport) -> None:
     metrics.add_metric(name="ResourcesRemoved", unit=MetricUnit.Count, value=len(report.removed))
     metrics.add_metric(name="ResourcesAlreadyGone", unit=MetricUnit.Count, value=len(report.already_gone))
@@ -40,9 +37,11 @@ def publish(report: SweepReport) -> None:
 
 
 def sweep(now: datetime | None = None) -> SweepReport:
+    settings = Settings.from_env()
+    owner = settings.owner()
     sfn = boto3.client("stepfunctions")
-    arn = os.environ["STATE_MACHINE_ARN"]
-    return janitor_sweep(clients_for, regions(), lambda: running_executions(sfn, arn),
+    arn = settings.state_machine_arn
+    return janitor_sweep(boto3_clients, regions(), lambda: running_executions(sfn, arn), owner,
                          now or datetime.now(UTC))
 
 

@@ -11,6 +11,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from benchfleet.aws import clients, lifecycle
 from benchfleet.aws.events import Resources
+from benchfleet.aws.settings import Settings
 
 logger = Logger()
 tracer = Tracer()
@@ -39,7 +40,8 @@ def handler(event: TeardownEvent, context: LambdaContext) -> dict[str, Any]:
     if event.target.kind == "existing":
         resources["managed"] = False
     result = lifecycle.teardown(clients.client("ec2"), clients.client("rds"), run_id=event.run_id,
-                                target_id=event.target.target_id, resources=resources)
+                                target_id=event.target.target_id, resources=resources,
+                                owner=Settings.from_env().owner())
     logger.info("torn down", extra=result)
     metrics.add_metric(name="TargetsTornDown", unit=MetricUnit.Count, value=1)
     return result

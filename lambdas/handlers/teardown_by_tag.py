@@ -3,7 +3,8 @@
 Called by an EventBridge rule on "Step Functions Execution Status Change" (FAILED / TIMED_OUT /
 ABORTED): StopExecution skips the state machine's Catch, so its Teardown never ran. The run id is
 ``run_id`` of the execution input, else the execution name; the regions are those the spec's
-targets name, plus this function's own. Idempotent; races with the janitor are harmless.
+targets name, plus this function's own; only resources of this stack (``BENCHFLEET_STACK``) are
+removed. Idempotent; races with the janitor are harmless.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from benchfleet.aws.sweep import RegionClients, run_id_of, teardown_run
+from benchfleet.aws.settings import Settings
+from benchfleet.aws.sweep import boto3_clients, run_id_of, teardown_run
 from benchfleet.naming import RUN_ID
 
 logger = Logger()
@@ -43,11 +45,6 @@ class StatusChangeEvent(BaseModel):
 
 def home_region() -> str:
     return os.environ.get("AWS_REGION") or boto3.session.Session().region_name or "us-east-1"
-
-
-def clients_for(region: str) -> RegionClients:
-    return RegionClients(region=region, ec2=boto3.client("ec2", region_name=region),
-                         rds=boto3.client("rds", region_name=region))
 
 
 def spec_regions(execution_input: str | None) -> list[str]:
@@ -82,7 +79,7 @@ def teardown(event: dict[str, Any]) -> dict[str, Any]:
         logger.warning("execution name is not a run id; nothing of ours carries it", extra={"run_id": run_id})
         return {"skipped": "not a run id", "run_id": run_id}
     regions = [home_region(), *spec_regions(execution_input)]
-    report = teardown_run(run_id, clients_for, regions)
+    report = teardown_run(run_id, Settings.from_env().owner(), boto3_clients, regions)
     metrics.add_metric(name="ResourcesRemoved", unit=MetricUnit.Count, value=len(report.removed))
     metrics.add_metric(name="RemovalFailures", unit=MetricUnit.Count, value=len(report.failed))
     summary = {"run_id": run_id, "status": detail.status, **report.summary()}

@@ -135,7 +135,7 @@ describe('IAM least privilege', () => {
     });
   });
 
-  test('terminate, stop, delete and modify only resources tagged with a run', () => {
+  test('terminate, stop, delete and modify only resources of a run of this stack', () => {
     const destructive = [
       'ec2:TerminateInstances',
       'ec2:StopInstances',
@@ -150,6 +150,7 @@ describe('IAM least privilege', () => {
       if (!actionsOf(statement).some((a) => destructive.includes(a))) continue;
       seen += 1;
       expect(statement.Condition?.Null?.['aws:ResourceTag/benchfleet:run-id']).toBe('false');
+      expect(statement.Condition?.StringEquals?.['aws:ResourceTag/benchfleet:stack']).toBeDefined();
       expect(statement.Resource).not.toEqual('*');
     }
     expect(seen).toBeGreaterThanOrEqual(4); // teardown, teardown_by_tag, janitor, api
@@ -178,11 +179,12 @@ describe('IAM least privilege', () => {
     });
   });
 
-  test('ssm:SendCommand only on the agent document and run-tagged instances', () => {
+  test("ssm:SendCommand only on the agent document and this stack's run instances", () => {
     const send = statements().filter(({ statement }) => actionsOf(statement).includes('ssm:SendCommand'));
     expect(send.length).toBe(2);
-    const onInstances = send.find(({ statement }) => statement.Sid === 'SendToTaggedInstances')!.statement;
-    expect(onInstances.Condition).toEqual({ Null: { 'ssm:resourceTag/benchfleet:run-id': 'false' } });
+    const onInstances = send.find(({ statement }) => statement.Sid === 'SendToOwnedInstances')!.statement;
+    expect(onInstances.Condition.Null).toEqual({ 'ssm:resourceTag/benchfleet:run-id': 'false' });
+    expect(onInstances.Condition.StringEquals['ssm:resourceTag/benchfleet:stack']).toBeDefined();
     const onDocument = send.find(({ statement }) => statement.Sid === 'SendAgentDocument')!.statement;
     expect(JSON.stringify(onDocument.Resource)).toContain('document/');
     expect(JSON.stringify(onDocument.Resource)).toContain('TargetsAgentDocument');
@@ -232,9 +234,9 @@ describe('permissions of the API, the sweepers and the targets', () => {
     expect(withAction(api, 's3:PutObject')).toEqual([]);
     expect(withAction(api, 'ec2:DescribeInstances')[0].Resource).toBe('*');
     const teardown = roleStatements('TeardownByTag');
-    for (const sid of ['TerminateTaggedInstances', 'DeleteTaggedDatabases']) {
+    for (const sid of ['TerminateOwnedInstances', 'DeleteOwnedDatabases']) {
       const mine = api.find((s) => s.Sid === sid);
-      expect(mine.Condition).toEqual({ Null: { 'aws:ResourceTag/benchfleet:run-id': 'false' } });
+      expect(mine.Condition.Null).toEqual({ 'aws:ResourceTag/benchfleet:run-id': 'false' });
       expect(mine).toEqual(teardown.find((s) => s.Sid === sid));
     }
   });
@@ -250,7 +252,9 @@ describe('permissions of the API, the sweepers and the targets', () => {
       for (const absent of ['states:StartExecution', 'states:StopExecution', 's3:PutObject', 'tag:GetResources']) {
         expect(actions).not.toContain(absent);
       }
-      expect(actions).toEqual(expect.arrayContaining(['ec2:TerminateInstances', 'ec2:ModifyInstanceAttribute']));
+      expect(actions).toContain('ec2:TerminateInstances');
+      // Protection is never lifted (ownership.test.ts evaluates this for every role).
+      expect(actions).not.toContain('ec2:ModifyInstanceAttribute');
       expect(actions).toEqual(expect.arrayContaining(['rds:DeleteDBInstance', 'rds:DeleteDBCluster']));
     }
   });
@@ -266,13 +270,13 @@ describe('permissions of the API, the sweepers and the targets', () => {
     }
   });
 
-  test('only the target role reads RDS-managed master secrets (rds!*); start_step does not', () => {
+  test('only the target role reads RDS-managed master secrets (rds!db-*, rds!cluster-*); start_step does not', () => {
     const reads = policyStatements(built.template).filter(({ statement }) =>
       actionsOf(statement).includes('secretsmanager:GetSecretValue'),
     );
-    expect(reads).toHaveLength(1);
-    expect(reads[0].policy).toMatch(/^TargetsInstanceRoleDefaultPolicy/);
-    expect(text(reads[0].statement.Resource)).toMatch(/:secretsmanager:.*:secret:rds!\*"/);
+    expect(reads).toHaveLength(2);
+    for (const read of reads) expect(read.policy).toMatch(/^TargetsInstanceRoleDefaultPolicy/);
+    expect(reads.map((r) => text(r.statement.Resource)).join()).toMatch(/secret:rds!db-\*".*secret:rds!cluster-\*"/);
     expect(roleStatements('StartStep').flatMap(actionsOf).filter((a) => a.startsWith('secretsmanager:'))).toEqual([]);
   });
 

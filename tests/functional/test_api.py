@@ -15,6 +15,13 @@ from benchfleet import api_service
 from benchfleet.aws.sweep import RegionClients, teardown_run
 from benchfleet.naming import tag_list, tags
 
+OWNER = "Benchfleet@us-east-1"  # BENCHFLEET_STACK (cdk/lib/ownership.ts)
+
+
+def owned(run_id: str, target_id: str, expires_at: datetime) -> list[dict[str, str]]:
+    """The tags provision puts on a resource of this stack's run."""
+    return tag_list(tags(run_id, target_id, expires_at, OWNER))
+
 REGION = "us-east-1"
 TARGET_REGIONS = ("eu-north-1",)  # what the CDK context key targetRegions deployed besides REGION
 BUCKET = "bf-results"
@@ -62,6 +69,8 @@ class Api:
         self.service = api_service.RunService(
             sfn=sfn, s3=s3, state_machine_arn=arn, bucket=BUCKET,
             price_lookup=api_service.default_price_lookup(),
+            teardown=lambda run_id, regions: teardown_run(run_id, OWNER, clients_for, regions).summary(),
+            home_region=REGION)
             teardown=lambda run_id, regions: teardown_run(run_id, clients_for, regions).summary(),
             home_region=REGION, target_regions=TARGET_REGIONS)
         api.configure(self.service)
@@ -256,12 +265,12 @@ def test_delete_stops_and_tears_down_idempotently(api):
     ec2 = boto3.client("ec2")
     later = datetime.now(UTC) + timedelta(hours=3)
     mine = ec2.run_instances(ImageId="ami-12c6146b", MinCount=1, MaxCount=1, TagSpecifications=[
-        {"ResourceType": "instance", "Tags": tag_list(tags("run-1", "m6i", later))}])["Instances"][0]["InstanceId"]
+        {"ResourceType": "instance", "Tags": owned("run-1", "m6i", later)}])["Instances"][0]["InstanceId"]
     abroad = boto3.client("ec2", region_name="eu-north-1").run_instances(
         ImageId="ami-12c6146b", MinCount=1, MaxCount=1, TagSpecifications=[
-            {"ResourceType": "instance", "Tags": tag_list(tags("run-1", "m6g", later))}])["Instances"][0]["InstanceId"]
+            {"ResourceType": "instance", "Tags": owned("run-1", "m6g", later)}])["Instances"][0]["InstanceId"]
     other = ec2.run_instances(ImageId="ami-12c6146b", MinCount=1, MaxCount=1, TagSpecifications=[
-        {"ResourceType": "instance", "Tags": tag_list(tags("run-2", "m6i", later))}])["Instances"][0]["InstanceId"]
+        {"ResourceType": "instance", "Tags": owned("run-2", "m6i", later)}])["Instances"][0]["InstanceId"]
     status, body, _ = api("DELETE", "/runs/run-1")
     assert status == 202 and body["cancelled"] is True and body["status"] == "ABORTED"
     assert {r["id"] for r in body["teardown"]["removed"]} == {mine, abroad}

@@ -15,8 +15,10 @@ from moto import mock_aws
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "statemachine"))
 from sm_harness import (
     BUCKET,
+    DB_PREFIX,
     ENV,
     FIXTURES,
+    OWNER,
     REGION,
     Context,
     FaultProxy,
@@ -103,7 +105,10 @@ def test_provision_ec2_tags_everything_and_picks_the_architecture(aws):
     inst = ec2.describe_instances(InstanceIds=[res["instance_id"]])["Reservations"][0]["Instances"][0]
     tags = tags_of(inst["Tags"])
     assert tags[naming.TAG_RUN_ID] == RUN and tags[naming.TAG_TARGET_ID] == "ec2-t"
-    assert tags[naming.TAG_EXPIRES_AT] == EXPIRES
+    assert tags[naming.TAG_EXPIRES_AT] == EXPIRES and tags[naming.TAG_STACK] == OWNER
+    volumes = ec2.describe_volumes(Filters=[{"Name": "attachment.instance-id", "Values": [res["instance_id"]]}])
+    for volume in volumes["Volumes"]:
+        assert tags_of(volume.get("Tags", []))[naming.TAG_STACK] == OWNER
     assert inst["SubnetId"] == clients_subnets()[1] and res["zone_index"] == 1
 
 
@@ -119,10 +124,14 @@ def test_provision_rds_and_aurora_with_looked_up_versions(aws):
     db = rds.describe_db_instances(DBInstanceIdentifier=r["db_instance_id"])["DBInstances"][0]
     assert db["EngineVersion"] == "8.0.40" and tags_of(db["TagList"])[naming.TAG_RUN_ID] == RUN
     assert not db["DeletionProtection"] and len(r["db_instance_id"]) <= 63
+    # named with the stack's prefix (the only DB ARNs its role may create, tag or delete), owned
+    assert r["db_instance_id"].startswith(f"{DB_PREFIX}-") and tags_of(db["TagList"])[naming.TAG_STACK] == OWNER
     a = provision("aurora")
     cluster = rds.describe_db_clusters(DBClusterIdentifier=a["db_cluster_id"])["DBClusters"][0]
     assert cluster["EngineVersion"] == "8.0.mysql_aurora.3.08.0"
     assert tags_of(cluster["TagList"])[naming.TAG_TARGET_ID] == "aurora-t"
+    assert tags_of(cluster["TagList"])[naming.TAG_STACK] == OWNER
+    assert a["db_cluster_id"].startswith(f"{DB_PREFIX}-") and a["db_instance_id"].startswith(f"{DB_PREFIX}-")
     writer = rds.describe_db_instances(DBInstanceIdentifier=a["db_instance_id"])["DBInstances"][0]
     assert writer["DBClusterIdentifier"] == a["db_cluster_id"]
     client_zone = boto3.client("ec2", region_name=REGION).describe_instances(

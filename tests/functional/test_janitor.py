@@ -1,4 +1,5 @@
-"""Janitor against moto: live, expired and foreign resources; only the right ones go; idempotent."""
+"""Janitor against moto: live, expired and foreign resources; only the right ones go; idempotent.
+Two stacks in one account: each janitor removes only its own, and the other's live runs survive."""
 
 from __future__ import annotations
 
@@ -9,10 +10,13 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from benchfleet import naming
 from benchfleet.aws import sweep
-from benchfleet.naming import TAG_EXPIRES_AT, TAG_RUN_ID, TAG_TARGET_ID, tags
+from benchfleet.naming import TAG_EXPIRES_AT, TAG_RUN_ID, TAG_STACK, TAG_TARGET_ID
 
 REGION = "us-east-1"
+OWNER = "Benchfleet@us-east-1"  # BENCHFLEET_STACK as cdk/lib/ownership.ts builds it
+OTHER_STACK = "Benchfleet-team-b@us-east-1"
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 ASL = json.dumps({"StartAt": "Wait", "States": {"Wait": {"Type": "Pass", "End": True}}})
 
@@ -30,7 +34,13 @@ def aws(monkeypatch):
         arn = sfn.create_state_machine(name="bf", definition=ASL, roleArn=role)["stateMachineArn"]
         monkeypatch.setenv("STATE_MACHINE_ARN", arn)
         monkeypatch.setenv("SWEEP_REGIONS", REGION)
+        monkeypatch.setenv("BENCHFLEET_STACK", OWNER)
         yield sfn, arn
+
+
+def tags(run_id: str, target_id: str, expires_at: datetime, owner: str = OWNER) -> dict[str, str]:
+    """What provision puts on a resource of ``owner``'s stack."""
+    return naming.tags(run_id, target_id, expires_at, owner)
 
 
 def _tag_list(d: dict[str, str]) -> list[dict[str, str]]:
@@ -57,7 +67,7 @@ def db_instance(name: str, run_tags: dict[str, str] | None, protected: bool = Fa
 def aurora(name: str, run_tags: dict[str, str]) -> tuple[str, str]:
     rds = boto3.client("rds")
     rds.create_db_cluster(DBClusterIdentifier=name, Engine="aurora-mysql", MasterUsername="admin",
-                          MasterUserPassword="password123", DeletionProtection=True,
+                          MasterUserPassword="password123", DeletionProtection=False,
                           Tags=_tag_list(run_tags))
     rds.create_db_instance(DBInstanceIdentifier=f"{name}-writer", DBInstanceClass="db.r6g.large",
                            Engine="aurora-mysql", DBClusterIdentifier=name, Tags=_tag_list(run_tags))
@@ -94,23 +104,35 @@ def test_janitor_removes_only_finished_or_expired(aws):
     keep_foreign_db = db_instance("foreign-db", {"owner": "someone"})
     gone_expired = ec2_instance(tags("running-run", "c", earlier))
     gone_finished = ec2_instance(tags("old-run", "a", later))
-    gone_finished_db = db_instance("old-db", tags("old-run", "b", later), protected=True)
+    gone_finished_db = db_instance("old-db", tags("old-run", "b", later))
     gone_cluster = aurora("old-aurora", tags("old-run", "c", later))
     # an expiry nobody can read never removes a running run's resource on its own
-    keep_bad_expiry = ec2_instance({TAG_RUN_ID: "running-run", TAG_TARGET_ID: "d", TAG_EXPIRES_AT: "soon"})
+    keep_bad_expiry = ec2_instance({TAG_RUN_ID: "running-run", TAG_TARGET_ID: "d", TAG_EXPIRES_AT: "soon",
+                                    TAG_STACK: OWNER})
+    # benchfleet's tag keys, but not created by this stack: never touched
+    unowned = {TAG_RUN_ID: "old-run", TAG_EXPIRES_AT: "2000-01-01T00:00:00Z"}
+    keep_unowned = ec2_instance(unowned)
+    keep_unowned_db = db_instance("legacy-db", unowned)
+    # ours, but someone turned deletion protection on: reported, never lifted
+    keep_protected_db = db_instance("old-protected", tags("old-run", "e", later), protected=True)
 
     summary = janitor.sweep(now=NOW).summary()
 
-    assert live_ec2() == {keep_live, keep_untagged, keep_foreign, keep_bad_expiry}
-    assert live_dbs() == {keep_live_db, keep_foreign_db}
+    assert live_ec2() == {keep_live, keep_untagged, keep_foreign, keep_bad_expiry, keep_unowned}
+    assert live_dbs() == {keep_live_db, keep_foreign_db, keep_unowned_db, keep_protected_db}
     removed = {r["id"] for r in summary["removed"]}
     assert removed == {gone_expired, gone_finished, gone_finished_db, *gone_cluster}
-    assert summary["failed"] == []
+    assert [(f["id"], f["error"].split(":")[0]) for f in summary["failed"]] == [(keep_protected_db, "Protected")]
     assert {r["id"] for r in summary["kept"]} == {keep_live, keep_live_db, keep_bad_expiry}
+    rds = boto3.client("rds")
+    described = rds.describe_db_instances(DBInstanceIdentifier=keep_protected_db)["DBInstances"][0]
+    assert described["DeletionProtection"] is True
+    legacy = rds.describe_db_instances(DBInstanceIdentifier=keep_unowned_db)["DBInstances"][0]
+    assert {t["Key"]: t["Value"] for t in legacy["TagList"]} == unowned  # not tagged either
 
     again = janitor.sweep(now=NOW).summary()
-    assert again["removed"] == [] and again["failed"] == []
-    assert live_ec2() == {keep_live, keep_untagged, keep_foreign, keep_bad_expiry}
+    assert again["removed"] == [] and [f["id"] for f in again["failed"]] == [keep_protected_db]
+    assert live_ec2() == {keep_live, keep_untagged, keep_foreign, keep_bad_expiry, keep_unowned}
 
 
 def test_running_run_protected_by_input_run_id(aws):
@@ -119,7 +141,7 @@ def test_running_run_protected_by_input_run_id(aws):
     sfn.start_execution(stateMachineArn=arn, name="3f1c0c8e-0000-4000-8000-000000000001",
                         input=json.dumps({"run_id": "nightly-x-20261122t000000-abcd"}))
     keep = ec2_instance(tags("nightly-x-20261122t000000-abcd", "a", NOW + timedelta(hours=1)))
-    report = sweep.janitor_sweep(sweep_clients, [REGION], lambda: sweep.running_executions(sfn, arn), NOW)
+    report = sweep.janitor_sweep(sweep_clients, [REGION], lambda: sweep.running_executions(sfn, arn), OWNER, NOW)
     assert report.removed == [] and live_ec2() == {keep}
 
 
@@ -135,14 +157,14 @@ def test_nothing_removed_when_runs_cannot_be_listed(aws):
         raise RuntimeError("ListExecutions throttled")
 
     with pytest.raises(RuntimeError):
-        sweep.janitor_sweep(sweep_clients, [REGION], broken, NOW)
+        sweep.janitor_sweep(sweep_clients, [REGION], broken, OWNER, NOW)
     assert len(live_ec2()) == 1
 
 
 def test_deleting_twice_concurrently_is_success(aws):
     """Janitor and teardown-by-tag racing: the second sees the resource going and counts it done."""
     db = db_instance("old-db", tags("old-run", "b", NOW))
-    found = sweep.find_tagged(sweep_clients(REGION), "old-run")
+    found = sweep.find_tagged(sweep_clients(REGION), OWNER, "old-run")
     first = sweep.remove_all(sweep_clients, found)
     second = sweep.remove_all(sweep_clients, found)  # same stale listing, resource already gone
     assert [r.id for r in first.removed] == [db]
@@ -168,3 +190,44 @@ def test_janitor_publishes_metrics(aws, capsys):
     blob = json.loads(next(line for line in out.splitlines() if "ResourcesRemoved" in line))
     assert blob["ResourcesRemoved"] in (1.0, [1.0])
     assert blob["RemovalFailures"] in (0.0, [0.0])
+
+
+def test_two_stacks_in_one_account_each_sweep_only_their_own(aws, monkeypatch):
+    """Stack A's janitor sees B's running executions as "not running" (they are another state
+    machine's): only the stack tag keeps it from terminating B's live run, and vice versa."""
+    from handlers import janitor
+
+    sfn, arn_a = aws
+    role = boto3.client("iam").get_role(RoleName="sfn")["Role"]["Arn"]
+    arn_b = sfn.create_state_machine(name="bf-b", definition=ASL, roleArn=role)["stateMachineArn"]
+    later, earlier = NOW + timedelta(hours=3), NOW - timedelta(minutes=1)
+    start(sfn, arn_a, "run-a")
+    start(sfn, arn_b, "run-b")
+    a_live = ec2_instance(tags("run-a", "t", later))
+    a_live_db = db_instance("a-live", tags("run-a", "d", later))
+    a_expired = ec2_instance(tags("run-a", "x", earlier))
+    a_finished_db = db_instance("a-finished", tags("old-a", "d", later))
+    b_live = ec2_instance(tags("run-b", "t", later, OTHER_STACK))
+    b_live_db = db_instance("b-live", tags("run-b", "d", later, OTHER_STACK))
+    b_expired = ec2_instance(tags("run-b", "x", earlier, OTHER_STACK))
+    b_finished_db = db_instance("b-finished", tags("old-b", "d", later, OTHER_STACK))
+
+    removed_by_a = {r["id"] for r in janitor.sweep(now=NOW).summary()["removed"]}
+    assert removed_by_a == {a_expired, a_finished_db}
+    assert {b_live, b_expired} <= live_ec2() and {b_live_db, b_finished_db} <= live_dbs()
+
+    monkeypatch.setenv("BENCHFLEET_STACK", OTHER_STACK)
+    monkeypatch.setenv("STATE_MACHINE_ARN", arn_b)
+    removed_by_b = {r["id"] for r in janitor.sweep(now=NOW).summary()["removed"]}
+    assert removed_by_b == {b_expired, b_finished_db}
+    assert live_ec2() == {a_live, b_live} and live_dbs() == {a_live_db, b_live_db}
+
+
+def test_janitor_refuses_to_sweep_without_a_stack_identity(aws, monkeypatch):
+    from handlers import janitor
+
+    keep = ec2_instance(tags("old-run", "a", NOW - timedelta(hours=1)))
+    monkeypatch.delenv("BENCHFLEET_STACK")
+    with pytest.raises(RuntimeError, match="BENCHFLEET_STACK"):
+        janitor.sweep(now=NOW)
+    assert live_ec2() == {keep}

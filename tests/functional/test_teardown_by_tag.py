@@ -1,4 +1,5 @@
-"""Teardown by tag against moto: a failed / aborted run's resources go, nobody else's; idempotent."""
+"""Teardown by tag against moto: a failed / aborted run's resources go, nobody else's (not even
+another stack's run of the same id); idempotent."""
 
 from __future__ import annotations
 
@@ -15,23 +16,26 @@ REGION = "us-east-1"
 OTHER_REGION = "eu-west-1"
 LATER = datetime.now(UTC) + timedelta(hours=5)
 SM_ARN = f"arn:aws:states:{REGION}:123456789012:stateMachine:bf"
+OWNER = "Benchfleet@us-east-1"  # BENCHFLEET_STACK as cdk/lib/ownership.ts builds it
+OTHER_STACK = "Benchfleet-team-b@us-east-1"
 
 
 @pytest.fixture
 def aws(monkeypatch):
     for k, v in {"AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION, "AWS_ACCESS_KEY_ID": "testing",
-                 "AWS_SECRET_ACCESS_KEY": "testing", "STATE_MACHINE_ARN": SM_ARN}.items():
+                 "AWS_SECRET_ACCESS_KEY": "testing", "STATE_MACHINE_ARN": SM_ARN,
+                 "BENCHFLEET_STACK": OWNER}.items():
         monkeypatch.setenv(k, v)
     with mock_aws():
         yield
 
 
-def instance(run_id: str | None, region: str = REGION) -> str:
+def instance(run_id: str | None, region: str = REGION, owner: str | None = OWNER) -> str:
     ec2 = boto3.client("ec2", region_name=region)
     kw = {}
     if run_id:
         kw["TagSpecifications"] = [{"ResourceType": "instance", "Tags": [
-            {"Key": k, "Value": v} for k, v in tags(run_id, "a", LATER).items()]}]
+            {"Key": k, "Value": v} for k, v in tags(run_id, "a", LATER, owner).items()]}]
     return ec2.run_instances(ImageId="ami-12c6146b", MinCount=1, MaxCount=1, **kw)["Instances"][0]["InstanceId"]
 
 
@@ -60,10 +64,12 @@ def test_tears_down_only_that_run(aws, status):
     mine_abroad = instance("run-1", OTHER_REGION)
     other_run = instance("run-2")
     untagged = instance(None)
+    other_stacks_run = instance("run-1", owner=OTHER_STACK)  # run ids are only unique per stack
+    unowned = instance("run-1", owner=None)  # benchfleet's run tag, but nobody's identity
     spec = {"name": "x", "targets": [{"id": "a", "kind": "ec2", "region": OTHER_REGION}]}
     out = teardown_by_tag.handler(event("run-1", status, {"run_id": "run-1", "spec": spec}), None)
     assert {r["id"] for r in out["removed"]} == {mine, mine_abroad}
-    assert live() == {other_run, untagged} and live(OTHER_REGION) == set()
+    assert live() == {other_run, untagged, other_stacks_run, unowned} and live(OTHER_REGION) == set()
     again = teardown_by_tag.handler(event("run-1", status, {"run_id": "run-1", "spec": spec}), None)
     assert again["removed"] == [] and again["failed"] == []
 

@@ -345,10 +345,15 @@ def setup_account(monkeypatch: pytest.MonkeyPatch) -> None:
            "SUBNET_IDS": ",".join(s["SubnetId"] for s in subnets), "CLIENT_SECURITY_GROUP_ID": sg,
            "DB_SECURITY_GROUP_ID": sg, "DB_SUBNET_GROUP_NAME": "bf-db", "AGENT_DOCUMENT_NAME": DOCUMENT,
            "LAUNCH_TEMPLATE_ID": template["LaunchTemplateId"],
+           # ownership (cdk/lib/ownership.ts): the stack's identity and DB identifier prefix
+           "BENCHFLEET_STACK": OWNER, "DB_IDENTIFIER_PREFIX": DB_PREFIX,
            "TARGET_INSTANCE_PROFILE_ARN": f"arn:aws:iam::{DEFAULT_ACCOUNT_ID}:instance-profile/bf"}
     for k, v in env.items():
         monkeypatch.setenv(k, v)
 
+
+OWNER = "Benchfleet@us-east-1"
+DB_PREFIX = "bf2b97c5"
 
 ENV = {"AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION, "AWS_ACCESS_KEY_ID": "testing",
        "AWS_SECRET_ACCESS_KEY": "testing", "POWERTOOLS_TRACE_DISABLED": "1",

@@ -41,19 +41,22 @@ def provision(ec2: Any, rds: Any, ssm: Any, settings: Settings, *, run_id: str, 
         raise TargetFailed(f"target {target_id} is for {region}, but provision acts in {ec2.meta.region_name}: "
                            f"it needs {region}'s resources (CDK context key targetRegions)")
     out["region"] = region
-    tags = {naming.TAG_RUN_ID: run_id, naming.TAG_TARGET_ID: target_id, naming.TAG_EXPIRES_AT: expires_at}
+    owner = settings.owner()
+    tags = {naming.TAG_RUN_ID: run_id, naming.TAG_TARGET_ID: target_id, naming.TAG_EXPIRES_AT: expires_at,
+            naming.TAG_STACK: owner}
+    prefix = settings.db_identifier_prefix
     subnet_id, zone = t.subnet_for(ec2, settings, zone_index)
     out.update(subnet_id=subnet_id, zone=zone)
     try:
         if kind == "rds":
             out["db_instance_id"] = t.create_rds(
                 rds, settings, target=target, zone=zone, tags=tags,
-                identifier=naming.db_identifier(run_id, target_id, repetition, "db"))
+                identifier=naming.db_identifier(run_id, target_id, repetition, "db", prefix))
         elif kind == "aurora":
             out["db_cluster_id"], out["db_instance_id"] = t.create_aurora(
                 rds, settings, target=target, zone=zone, tags=tags,
-                cluster_id=naming.db_identifier(run_id, target_id, repetition, "cluster"),
-                writer_id=naming.db_identifier(run_id, target_id, repetition, "writer"))
+                cluster_id=naming.db_identifier(run_id, target_id, repetition, "cluster", prefix),
+                writer_id=naming.db_identifier(run_id, target_id, repetition, "writer", prefix))
         role = "target" if kind == "ec2" else "client"
         instance_type = target["instance_type"] if kind == "ec2" else target["client"]["instance_type"]
         out["instance_type"] = instance_type
@@ -64,7 +67,7 @@ def provision(ec2: Any, rds: Any, ssm: Any, settings: Settings, *, run_id: str, 
             storage=target.get("storage") if kind == "ec2" else None)
     except BaseException:
         log.warning("provision of %s failed in %s: deleting what was created", target_id, zone)
-        teardown(ec2, rds, run_id=run_id, target_id=target_id, resources=out, verify=False)
+        teardown(ec2, rds, run_id=run_id, target_id=target_id, resources=out, owner=owner, verify=False)
         raise
     return out
 
@@ -89,25 +92,25 @@ def check_ready(ec2: Any, rds: Any, ssm: Any, *, resources: dict[str, Any], timi
 
 
 def teardown(ec2: Any, rds: Any, *, run_id: str, target_id: str, resources: dict[str, Any] | None,
-             verify: bool = True) -> dict[str, Any]:
-    """Idempotent: delete what was recorded, then whatever else carries the run's and target's tags,
-    then check that nothing is left that is neither gone nor going."""
+             owner: str, verify: bool = True) -> dict[str, Any]:
+    """Idempotent: delete what was recorded, then whatever else carries the run's, the target's and
+    the owning stack's tags, then check that nothing is left that is neither gone nor going."""
     resources = resources or {}
     if resources.get("managed") is False:
         return {"deleted": [], "left": [], "managed": False}
     deleted: list[str] = []
-    instances = set(t.tagged_instances(ec2, run_id, target_id))
+    instances = set(t.tagged_instances(ec2, run_id, target_id, owner))
     if resources.get("instance_id"):
         instances.add(resources["instance_id"])
     deleted += [f"instance {i}" for i in t.terminate_instances(ec2, sorted(instances))]
-    db_instances, clusters = t.tagged_databases(rds, run_id, target_id)
+    db_instances, clusters = t.tagged_databases(rds, run_id, target_id, owner)
     for ident in {*db_instances, *filter(None, [resources.get("db_instance_id")])}:
         if t.delete_db_instance(rds, ident):
             deleted.append(f"db instance {ident}")
     for ident in {*clusters, *filter(None, [resources.get("db_cluster_id")])}:
         if t.delete_db_cluster(rds, ident):
             deleted.append(f"db cluster {ident}")
-    left = t.leftovers(ec2, rds, run_id, target_id) if verify else []
+    left = t.leftovers(ec2, rds, run_id, target_id, owner) if verify else []
     if left:
         raise TargetFailed(f"teardown of {target_id} left {', '.join(left)}")
     return {"deleted": sorted(deleted), "left": left, "managed": True}

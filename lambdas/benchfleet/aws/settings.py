@@ -32,6 +32,9 @@ class Settings:
     # The deployed state machine's execution timeout (its TimeoutSeconds / 3600), from the same CDK
     # context key maxRunHours; the default is cdk.json's (tests/unit/test_settings_defaults.py).
     max_run_hours: int = 48
+    # Ownership (benchfleet.naming.TAG_STACK): the stack's identity and its DB identifier prefix.
+    stack: str = ""
+    db_identifier_prefix: str = "bf"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -57,8 +60,21 @@ class Settings:
             home_region=get("AWS_REGION") or get("AWS_DEFAULT_REGION") or "us-east-1",
             target_regions=tuple(r.strip() for r in get("TARGET_REGIONS").split(",") if r.strip()),
             max_run_hours=int(get("MAX_RUN_HOURS") or cls.max_run_hours),
+            stack=get("BENCHFLEET_STACK"),
+            db_identifier_prefix=get("DB_IDENTIFIER_PREFIX", "bf") or "bf",
         )
 
     @property
     def regions(self) -> TargetRegions:
         return TargetRegions.of(self.home_region, self.target_regions)
+
+    def owner(self) -> str:
+        """The stack identity every created resource is tagged with; refusing to work without it
+        (an unowned resource could be swept by any stack, or by none)."""
+        if not self.stack:
+            raise OwnerUnknown("BENCHFLEET_STACK is not set: the CDK app gives every Lambda its stack's identity")
+        return self.stack
+
+
+class OwnerUnknown(RuntimeError):
+    """The Lambda does not know which stack it belongs to, so it may neither create nor remove."""

@@ -1,12 +1,18 @@
 """Find and remove what a run left behind, by tag: the failure handler and the hourly janitor.
 
-Every resource a run creates carries ``benchfleet:run-id`` and ``benchfleet:expires-at``
-(``benchfleet.naming``). Two callers remove them:
+Every resource a run creates carries ``benchfleet:run-id``, ``benchfleet:expires-at`` and the
+owning stack's ``benchfleet:stack`` (``benchfleet.naming``). Two callers remove them:
 
 - ``teardown_run``: everything of one run, whatever its expiry (the run failed, timed out or was
   cancelled; StopExecution skips the state machine's Catch, so its Teardown never ran);
 - ``janitor_sweep``: everything whose run is no longer running, or that is past its expiry.
   A running run's resources before their expiry are never touched.
+
+Only resources that carry **this** stack's identity are ever candidates: another stack in the same
+account sees its own runs as running and ours as not, so a janitor that went by the run-id key alone
+would terminate the other stack's live runs (IAM enforces the same rule; this keeps the sweep from
+even trying). Deletion and termination protection are never lifted: benchfleet creates everything
+with both off, so a protected resource is one a person protected, and it is reported, not removed.
 
 Both are idempotent and safe to run at the same time as each other and as the state machine's own
 Teardown: removing something that is already being removed, or is gone, counts as success.
@@ -27,7 +33,7 @@ from typing import Any, Literal
 
 from botocore.exceptions import ClientError
 
-from benchfleet.naming import TAG_EXPIRES_AT, TAG_RUN_ID, TAG_TARGET_ID
+from benchfleet.naming import TAG_EXPIRES_AT, TAG_RUN_ID, TAG_STACK, TAG_TARGET_ID
 
 Kind = Literal["ec2-instance", "db-instance", "db-cluster"]
 Outcome = Literal["removed", "already-gone"]
@@ -93,6 +99,14 @@ class RegionClients:
 ClientsFor = Callable[[str], RegionClients]
 
 
+def boto3_clients(region: str) -> RegionClients:
+    """EC2 and RDS clients of one region (what the sweeping Lambdas use)."""
+    import boto3
+
+    return RegionClients(region=region, ec2=boto3.client("ec2", region_name=region),
+                         rds=boto3.client("rds", region_name=region))
+
+
 def parse_expiry(value: str | None) -> datetime | None:
     """``benchfleet:expires-at`` as an aware datetime; None when absent or unreadable (an unreadable
     expiry never makes a resource removable on its own: its run must also have ended)."""
@@ -115,39 +129,48 @@ def _code(error: ClientError) -> str:
 
 # ---- finding ------------------------------------------------------------------------------------
 
-def _resource(kind: Kind, rid: str, region: str, raw_tags: Iterable[dict[str, str]] | None, run_id: str | None,
-              state: str, **extra: Any) -> Resource | None:
-    """A Resource from a described item, or None when it does not carry the run id tag we look for."""
+def _resource(kind: Kind, rid: str, region: str, raw_tags: Iterable[dict[str, str]] | None, owner: str,
+              run_id: str | None, state: str, **extra: Any) -> Resource | None:
+    """A Resource from a described item, or None unless it carries our stack's identity and a run id
+    (the one we look for, when given)."""
     tags = _tag_map(raw_tags)
-    if TAG_RUN_ID not in tags or (run_id and tags[TAG_RUN_ID] != run_id):
+    if tags.get(TAG_STACK) != owner or TAG_RUN_ID not in tags or (run_id and tags[TAG_RUN_ID] != run_id):
         return None
     return Resource(kind=kind, id=rid, region=region, run_id=tags[TAG_RUN_ID], target_id=tags.get(TAG_TARGET_ID),
                     expires_at=parse_expiry(tags.get(TAG_EXPIRES_AT)), state=state, **extra)
 
 
-def find_tagged(clients: RegionClients, run_id: str | None = None) -> list[Resource]:
-    """Every live EC2 instance, DB instance and DB cluster in one region that carries a run id tag
-    (that run's only, when ``run_id`` is given). Untagged resources are never returned."""
+def _require_owner(owner: str) -> str:
+    if not owner:
+        raise ValueError("no stack identity (BENCHFLEET_STACK): refusing to sweep what could be anyone's")
+    return owner
+
+
+def find_tagged(clients: RegionClients, owner: str, run_id: str | None = None) -> list[Resource]:
+    """Every live EC2 instance, DB instance and DB cluster in one region that carries ``owner`` as
+    its stack and a run id tag (that run's only, when ``run_id`` is given). Nothing else is returned."""
+    _require_owner(owner)
     candidates: list[Resource | None] = []
     tag_filter = ({"Name": f"tag:{TAG_RUN_ID}", "Values": [run_id]} if run_id
                   else {"Name": "tag-key", "Values": [TAG_RUN_ID]})
     pages = clients.ec2.get_paginator("describe_instances").paginate(
-        Filters=[tag_filter, {"Name": "instance-state-name", "Values": _LIVE_EC2_STATES}])
+        Filters=[tag_filter, {"Name": f"tag:{TAG_STACK}", "Values": [owner]},
+                 {"Name": "instance-state-name", "Values": _LIVE_EC2_STATES}])
     for page in pages:
         for reservation in page.get("Reservations", []):
             for inst in reservation.get("Instances", []):
                 candidates.append(_resource("ec2-instance", inst["InstanceId"], clients.region, inst.get("Tags"),
-                                            run_id, str(inst.get("State", {}).get("Name", ""))))
+                                            owner, run_id, str(inst.get("State", {}).get("Name", ""))))
     for page in clients.rds.get_paginator("describe_db_instances").paginate():
         for db in page.get("DBInstances", []):
             candidates.append(_resource("db-instance", db["DBInstanceIdentifier"], clients.region, db.get("TagList"),
-                                        run_id, str(db.get("DBInstanceStatus", "")),
+                                        owner, run_id, str(db.get("DBInstanceStatus", "")),
                                         deletion_protection=bool(db.get("DeletionProtection")),
                                         cluster_id=db.get("DBClusterIdentifier")))
     for page in clients.rds.get_paginator("describe_db_clusters").paginate():
         for cluster in page.get("DBClusters", []):
             candidates.append(_resource("db-cluster", cluster["DBClusterIdentifier"], clients.region,
-                                        cluster.get("TagList"), run_id, str(cluster.get("Status", "")),
+                                        cluster.get("TagList"), owner, run_id, str(cluster.get("Status", "")),
                                         deletion_protection=bool(cluster.get("DeletionProtection"))))
     return [r for r in candidates if r is not None]
 
@@ -168,33 +191,34 @@ def _still_there(clients: RegionClients, res: Resource) -> bool:
         raise
 
 
+class Protected(Exception):
+    """The resource is deletion- or termination-protected. benchfleet creates nothing protected, so
+    a person turned it on: the sweep leaves it and reports it (RemovalFailures alarms)."""
+
+
 def remove(clients: RegionClients, res: Resource) -> Outcome:
-    """Terminate or delete one resource; deletion protection off, no final snapshot.
-    Raises ClientError when the resource could not be removed and is still there."""
+    """Terminate or delete one resource, no final snapshot. Never lifts deletion or termination
+    protection (raises Protected). Raises ClientError when the resource could not be removed and
+    is still there."""
     if res.state in ("shutting-down", "terminated", "deleting"):
         return "already-gone"
+    if res.deletion_protection:
+        raise Protected(f"deletion protection is on; benchfleet created {res.id} without it, so someone "
+                        "turned it on: not removing it")
     try:
         if res.kind == "ec2-instance":
             try:
                 clients.ec2.terminate_instances(InstanceIds=[res.id])
             except ClientError as e:
-                if _code(e) != "OperationNotPermitted":  # termination protection: lift it, retry
-                    raise
-                clients.ec2.modify_instance_attribute(InstanceId=res.id,
-                                                      DisableApiTermination={"Value": False})
-                clients.ec2.terminate_instances(InstanceIds=[res.id])
+                if _code(e) == "OperationNotPermitted":
+                    raise Protected(f"termination protection is on for {res.id}: not removing it") from None
+                raise
         elif res.kind == "db-instance":
-            if res.deletion_protection:
-                clients.rds.modify_db_instance(DBInstanceIdentifier=res.id, DeletionProtection=False,
-                                               ApplyImmediately=True)
             kwargs: dict[str, Any] = {"DBInstanceIdentifier": res.id, "SkipFinalSnapshot": True}
             if not res.cluster_id:  # automated backups belong to the cluster for Aurora members
                 kwargs["DeleteAutomatedBackups"] = True
             clients.rds.delete_db_instance(**kwargs)
         else:
-            if res.deletion_protection:
-                clients.rds.modify_db_cluster(DBClusterIdentifier=res.id, DeletionProtection=False,
-                                              ApplyImmediately=True)
             clients.rds.delete_db_cluster(DBClusterIdentifier=res.id, SkipFinalSnapshot=True)
     except ClientError as e:
         code = _code(e)
@@ -211,6 +235,9 @@ def remove_all(clients_for: ClientsFor, resources: Iterable[Resource]) -> SweepR
     for res in sorted(resources, key=lambda r: (r.region, _ORDER[r.kind], r.id)):
         try:
             outcome = remove(clients_for(res.region), res)
+        except Protected as e:
+            report.failed.append((res, f"Protected: {e}"))
+            continue
         except ClientError as e:
             report.failed.append((res, f"{_code(e)}: {e.response.get('Error', {}).get('Message', '')}"))
             continue
@@ -220,11 +247,11 @@ def remove_all(clients_for: ClientsFor, resources: Iterable[Resource]) -> SweepR
 
 # ---- the two callers ----------------------------------------------------------------------------
 
-def teardown_run(run_id: str, clients_for: ClientsFor, regions: Iterable[str]) -> SweepReport:
-    """Remove everything tagged with ``run_id`` in ``regions``, whatever its expiry."""
+def teardown_run(run_id: str, owner: str, clients_for: ClientsFor, regions: Iterable[str]) -> SweepReport:
+    """Remove everything of ``owner``'s stack tagged with ``run_id`` in ``regions``, whatever its expiry."""
     report = SweepReport()
     for region in dict.fromkeys(regions):
-        report.merge(remove_all(clients_for, find_tagged(clients_for(region), run_id)))
+        report.merge(remove_all(clients_for, find_tagged(clients_for(region), owner, run_id)))
     return report
 
 
@@ -239,8 +266,9 @@ def removal_reason(res: Resource, running: set[str], now: datetime) -> str | Non
 
 
 def janitor_sweep(clients_for: ClientsFor, regions: Iterable[str], running_runs: Callable[[], set[str]],
-                  now: datetime | None = None) -> SweepReport:
-    """Remove tagged resources whose run is no longer running or that are past their expiry.
+                  owner: str, now: datetime | None = None) -> SweepReport:
+    """Remove ``owner``'s tagged resources whose run is no longer running (among ``running_runs``,
+    this stack's executions) or that are past their expiry.
 
     Resources are listed *before* the running runs are: anything found was created by a run that
     had started by then, so if that run is still running it is in the list (listing runs first would
@@ -249,7 +277,7 @@ def janitor_sweep(clients_for: ClientsFor, regions: Iterable[str], running_runs:
     now = now or datetime.now(UTC)
     found: list[Resource] = []
     for region in dict.fromkeys(regions):
-        found += find_tagged(clients_for(region))
+        found += find_tagged(clients_for(region), owner)
     if not found:
         return SweepReport()
     running = running_runs()

@@ -208,29 +208,31 @@ def db_connection(rds: Any, resources: dict[str, Any]) -> dict[str, Any] | None:
 
 # ---- teardown -----------------------------------------------------------------------------------
 
-def tagged_instances(ec2: Any, run_id: str, target_id: str) -> list[str]:
+def tagged_instances(ec2: Any, run_id: str, target_id: str, owner: str) -> list[str]:
     filters = [{"Name": f"tag:{naming.TAG_RUN_ID}", "Values": [run_id]},
                {"Name": f"tag:{naming.TAG_TARGET_ID}", "Values": [target_id]},
+               {"Name": f"tag:{naming.TAG_STACK}", "Values": [owner]},
                {"Name": "instance-state-name", "Values": ["pending", "running", "stopping", "stopped"]}]
     with aws_errors():
         pages = ec2.get_paginator("describe_instances").paginate(Filters=filters)
         return [i["InstanceId"] for page in pages for r in page["Reservations"] for i in r["Instances"]]
 
 
-def _has_tags(tag_list: list[dict[str, str]], run_id: str, target_id: str) -> bool:
+def _has_tags(tag_list: list[dict[str, str]], wanted: dict[str, str]) -> bool:
     tags = {t["Key"]: t["Value"] for t in tag_list}
-    return tags.get(naming.TAG_RUN_ID) == run_id and tags.get(naming.TAG_TARGET_ID) == target_id
+    return all(tags.get(k) == v for k, v in wanted.items())
 
 
-def tagged_databases(rds: Any, run_id: str, target_id: str) -> tuple[list[str], list[str]]:
-    """(DB instance ids, DB cluster ids) tagged with the run and target (TagList on each)."""
+def tagged_databases(rds: Any, run_id: str, target_id: str, owner: str) -> tuple[list[str], list[str]]:
+    """(DB instance ids, DB cluster ids) tagged with the run, the target and the owning stack."""
+    wanted = {naming.TAG_RUN_ID: run_id, naming.TAG_TARGET_ID: target_id, naming.TAG_STACK: owner}
     with aws_errors():
         instances = [d["DBInstanceIdentifier"]
                      for page in rds.get_paginator("describe_db_instances").paginate()
-                     for d in page["DBInstances"] if _has_tags(d.get("TagList", []), run_id, target_id)]
+                     for d in page["DBInstances"] if _has_tags(d.get("TagList", []), wanted)]
         clusters = [c["DBClusterIdentifier"]
                     for page in rds.get_paginator("describe_db_clusters").paginate()
-                    for c in page["DBClusters"] if _has_tags(c.get("TagList", []), run_id, target_id)]
+                    for c in page["DBClusters"] if _has_tags(c.get("TagList", []), wanted)]
     return instances, clusters
 
 
@@ -273,10 +275,10 @@ def delete_db_cluster(rds: Any, identifier: str) -> bool:
     return True
 
 
-def leftovers(ec2: Any, rds: Any, run_id: str, target_id: str) -> list[str]:
+def leftovers(ec2: Any, rds: Any, run_id: str, target_id: str, owner: str) -> list[str]:
     """What of this target is neither gone nor going (terminated / shutting-down / deleting)."""
-    left = [f"instance {i}" for i in tagged_instances(ec2, run_id, target_id)]
-    instances, clusters = tagged_databases(rds, run_id, target_id)
+    left = [f"instance {i}" for i in tagged_instances(ec2, run_id, target_id, owner)]
+    instances, clusters = tagged_databases(rds, run_id, target_id, owner)
     with aws_errors():
         for ident in instances:
             with contextlib.suppress(rds.exceptions.DBInstanceNotFoundFault):

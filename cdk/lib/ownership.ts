@@ -1,0 +1,32 @@
+/**
+ * Who owns what a run creates. Every instance, volume and database carries `benchfleet:stack` with
+ * the deploying stack's identity, and its DB identifiers start with the stack's prefix; IAM lets the
+ * stack create only with its identity and remove only what carries it, and the sweepers look for
+ * it (lambdas/benchfleet/aws/sweep.py). Two stacks in one account thus never touch each other's
+ * runs, and nothing benchfleet did not create can be adopted, stopped or deleted.
+ */
+import { createHash } from 'crypto';
+import { Stack } from 'aws-cdk-lib';
+
+/**
+ * `<stack name>@<region>`: unique per account, since a stack name is unique within a region, and
+ * readable in the console. The region is a token in an environment-agnostic synth.
+ */
+export function stackOwner(stack: Stack): string {
+  return `${stack.stackName}@${stack.region}`;
+}
+
+/**
+ * `bf` + 6 hex of the stack name: DB identifiers of this stack start with `<prefix>-`. RDS has no
+ * create-only condition for tagging (EC2's `ec2:CreateAction`), so `rds:AddTagsToResource` and the
+ * creates are allowed only on DB ARNs with this prefix: an existing database can neither be created
+ * over nor tagged into the stack's ownership. Stacks sharing an account need distinct names.
+ */
+export function dbIdentifierPrefix(stack: Stack): string {
+  return `bf${createHash('sha256').update(stack.stackName).digest('hex').slice(0, 6)}`;
+}
+
+/** The Lambdas' environment for ownership (read by benchfleet.aws.settings). */
+export function ownershipEnvironment(stack: Stack): Record<string, string> {
+  return { BENCHFLEET_STACK: stackOwner(stack), DB_IDENTIFIER_PREFIX: dbIdentifierPrefix(stack) };
+}

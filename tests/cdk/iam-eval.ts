@@ -1,0 +1,178 @@
+/**
+ * A small IAM policy evaluator over a synthesized template: the identity policies of one role,
+ * CloudFormation intrinsics resolved, evaluated for one request the way IAM does (an explicit Deny
+ * wins, then any Allow, else an implicit deny). It covers what benchfleet's policies use: Action /
+ * Resource globs, String*, Arn*, Bool and Null operators, ForAllValues / ForAnyValue and IfExists.
+ * Anything else throws, so a policy this evaluator cannot read fails the test instead of passing it.
+ *
+ * Written here rather than taken from a package: the maintained simulator on npm is AGPL-licensed.
+ * AWS managed policies attached to a role are not evaluated (their documents are not in the
+ * template): tests say which ones a role has and why they do not matter for the actions they check.
+ */
+import { Template } from 'aws-cdk-lib/assertions';
+
+export interface Pseudo {
+  readonly partition: string;
+  readonly region: string;
+  readonly account: string;
+}
+
+export const PSEUDO: Pseudo = { partition: 'aws', region: 'us-east-1', account: '111111111111' };
+
+export type ContextValue = string | string[];
+
+export interface Request {
+  readonly action: string;
+  readonly resource: string;
+  /** Condition keys of the request (aws:RequestTag/..., aws:ResourceTag/..., aws:TagKeys, ...). */
+  readonly context?: Record<string, ContextValue>;
+}
+
+export type Decision = 'allow' | 'explicit-deny' | 'implicit-deny';
+
+interface Statement {
+  readonly Effect: 'Allow' | 'Deny';
+  readonly Action?: string | string[];
+  readonly NotAction?: string | string[];
+  readonly Resource?: string | string[];
+  readonly NotResource?: string | string[];
+  readonly Condition?: Record<string, Record<string, unknown>>;
+}
+
+/** CloudFormation value -> string: pseudo parameters, Fn::Join, and `<LogicalId>` for other refs. */
+export function resolve(value: unknown, pseudo: Pseudo = PSEUDO): unknown {
+  if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') return String(value);
+  if (Array.isArray(value)) return value.map((v) => resolve(v, pseudo));
+  if (value !== null && typeof value === 'object') {
+    const obj = value as Record<string, unknown>;
+    const keys = Object.keys(obj);
+    const known: Record<string, string> = {
+      'AWS::Partition': pseudo.partition,
+      'AWS::Region': pseudo.region,
+      'AWS::AccountId': pseudo.account,
+      'AWS::URLSuffix': 'amazonaws.com',
+    };
+    if (keys.length === 1 && keys[0] === 'Ref') {
+      const ref = String(obj.Ref);
+      return known[ref] ?? `<${ref}>`;
+    }
+    if (keys.length === 1 && keys[0] === 'Fn::Sub' && typeof obj['Fn::Sub'] === 'string') {
+      return obj['Fn::Sub'].replace(/\$\{([^}]+)\}/g, (_, name: string) => known[name] ?? `<${name}>`);
+    }
+    if (keys.length === 1 && keys[0] === 'Fn::Join') {
+      const [sep, parts] = obj['Fn::Join'] as [string, unknown[]];
+      return (parts.map((p) => resolve(p, pseudo)) as string[]).join(sep);
+    }
+    if (keys.length === 1 && keys[0] === 'Fn::GetAtt') {
+      const [id, attr] = obj['Fn::GetAtt'] as [string, string];
+      return `<${id}.${attr}>`;
+    }
+    if (keys.some((k) => k.startsWith('Fn::'))) throw new Error(`cannot resolve ${JSON.stringify(value)}`);
+    return Object.fromEntries(Object.entries(obj).map(([k, v]) => [k, resolve(v, pseudo)]));
+  }
+  throw new Error(`cannot resolve ${JSON.stringify(value)}`);
+}
+
+/** Every inline policy statement attached to the one role whose logical id matches `role`. */
+export function roleStatements(template: Template, role: RegExp | string, pseudo: Pseudo = PSEUDO): Statement[] {
+  const pattern = typeof role === 'string' ? new RegExp(`^${role}$`) : role;
+  const roles = allRoles(template).filter((id) => pattern.test(id));
+  if (roles.length !== 1) throw new Error(`${roles.length} roles match ${pattern}: ${roles.join(', ')}`);
+  const out: Statement[] = [];
+  for (const policy of Object.values(template.findResources('AWS::IAM::Policy'))) {
+    const attached = (policy.Properties.Roles ?? []).some((r: { Ref?: string }) => r.Ref === roles[0]);
+    if (!attached) continue;
+    for (const st of policy.Properties.PolicyDocument.Statement) out.push(resolve(st, pseudo) as Statement);
+  }
+  return out;
+}
+
+/** Logical ids of every IAM role in the template. */
+export function allRoles(template: Template): string[] {
+  return Object.keys(template.findResources('AWS::IAM::Role'));
+}
+
+const list = (v: string | string[] | undefined): string[] => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
+
+/** IAM's wildcard match: `*` any run of characters, `?` one character. */
+export function globMatch(pattern: string, value: string, caseInsensitive = false): boolean {
+  const escaped = pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+  return new RegExp(`^${escaped}$`, caseInsensitive ? 'si' : 's').test(value);
+}
+
+function lookup(context: Record<string, ContextValue>, key: string): string[] | undefined {
+  // Condition key names are case-insensitive; tag values are not.
+  const found = Object.keys(context).find((k) => k.toLowerCase() === key.toLowerCase());
+  return found === undefined ? undefined : list(context[found]);
+}
+
+const COMPARE: Record<string, (policy: string, actual: string) => boolean> = {
+  StringEquals: (p, a) => p === a,
+  StringNotEquals: (p, a) => p !== a,
+  StringEqualsIgnoreCase: (p, a) => p.toLowerCase() === a.toLowerCase(),
+  StringLike: (p, a) => globMatch(p, a),
+  StringNotLike: (p, a) => !globMatch(p, a),
+  ArnEquals: (p, a) => p === a,
+  ArnLike: (p, a) => globMatch(p, a),
+  ArnNotEquals: (p, a) => p !== a,
+  ArnNotLike: (p, a) => !globMatch(p, a),
+  Bool: (p, a) => p.toLowerCase() === a.toLowerCase(),
+};
+const NEGATED = new Set(['StringNotEquals', 'StringNotLike', 'ArnNotEquals', 'ArnNotLike']);
+
+function conditionHolds(operator: string, key: string, expected: unknown, context: Record<string, ContextValue>): boolean {
+  const wanted = list(expected as string | string[]);
+  const actual = lookup(context, key);
+  if (operator === 'Null') {
+    const mustBeAbsent = wanted[0] === 'true';
+    return mustBeAbsent === (actual === undefined);
+  }
+  let op = operator;
+  let setOp: 'all' | 'any' | undefined;
+  if (op.startsWith('ForAllValues:')) [setOp, op] = ['all', op.slice('ForAllValues:'.length)];
+  else if (op.startsWith('ForAnyValue:')) [setOp, op] = ['any', op.slice('ForAnyValue:'.length)];
+  const ifExists = op.endsWith('IfExists');
+  if (ifExists) op = op.slice(0, -'IfExists'.length);
+  const compare = COMPARE[op];
+  if (compare === undefined) throw new Error(`operator ${operator} is not supported by this evaluator`);
+  const negated = NEGATED.has(op);
+  if (actual === undefined) {
+    if (setOp === 'all') return true; // vacuously true
+    if (setOp === 'any') return false;
+    return ifExists || negated;
+  }
+  // A negated operator holds when no policy value matches; a positive one when any does.
+  const matchesOne = (a: string): boolean =>
+    negated ? wanted.every((p) => compare(p, a)) : wanted.some((p) => compare(p, a));
+  if (setOp === 'all') return actual.every(matchesOne);
+  if (setOp === 'any') return actual.some(matchesOne);
+  if (actual.length !== 1) throw new Error(`${key} has several values: use ForAllValues/ForAnyValue`);
+  return matchesOne(actual[0]);
+}
+
+function applies(st: Statement, req: Request): boolean {
+  const context = req.context ?? {};
+  const actionOk =
+    st.Action !== undefined
+      ? list(st.Action).some((a) => globMatch(a, req.action, true))
+      : !list(st.NotAction).some((a) => globMatch(a, req.action, true));
+  if (!actionOk) return false;
+  const resourceOk =
+    st.Resource !== undefined
+      ? list(st.Resource).some((r) => globMatch(r, req.resource))
+      : !list(st.NotResource).some((r) => globMatch(r, req.resource));
+  if (!resourceOk) return false;
+  for (const [operator, block] of Object.entries(st.Condition ?? {})) {
+    for (const [key, expected] of Object.entries(block)) {
+      if (!conditionHolds(operator, key, expected, context)) return false;
+    }
+  }
+  return true;
+}
+
+/** IAM's decision for one request against identity policy statements. */
+export function evaluate(statements: readonly Statement[], req: Request): Decision {
+  const matching = statements.filter((st) => applies(st, req));
+  if (matching.some((st) => st.Effect === 'Deny')) return 'explicit-deny';
+  return matching.some((st) => st.Effect === 'Allow') ? 'allow' : 'implicit-deny';
+}

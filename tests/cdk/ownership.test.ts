@@ -1,0 +1,204 @@
+/**
+ * Never touch what is not ours (issue 14), decided by evaluating the synthesized IAM policies of
+ * every role for the requests that matter: another stack's resources, pre-existing resources (with
+ * or without benchfleet's tag keys), protection switches, and RDS-managed secrets.
+ */
+import { App, Stack } from 'aws-cdk-lib';
+import { dbIdentifierPrefix, stackOwner } from '../../cdk/lib/ownership';
+import { buildStack, Built } from './helpers';
+import { allRoles, ContextValue, evaluate, globMatch, PSEUDO, Request, roleStatements } from './iam-eval';
+
+const { partition, region, account } = PSEUDO;
+const OTHER_REGION = 'eu-north-1';
+
+let built: Built;
+let ours: { owner: string; prefix: string };
+let theirs: { owner: string; prefix: string };
+beforeAll(() => {
+  built = buildStack({ stackName: 'BenchfleetA', sweepRegions: [region, OTHER_REGION] });
+  // Identities as the template resolves them (the region is a token in an env-agnostic synth).
+  ours = { owner: `BenchfleetA@${region}`, prefix: dbIdentifierPrefix(built.stack) };
+  const other = new Stack(new App(), 'BenchfleetB');
+  theirs = { owner: `BenchfleetB@${region}`, prefix: dbIdentifierPrefix(other) };
+  expect(stackOwner(built.stack)).toContain('BenchfleetA@');
+  expect(theirs.prefix).not.toEqual(ours.prefix);
+});
+
+const role = (name: string): RegExp => new RegExp(`^OrchestrationFunctions${name}Role[0-9A-F]{8}$`);
+const SWEEPERS = ['Teardown', 'TeardownByTag', 'Janitor', 'Api'];
+const TARGET_ROLE = /^TargetsInstanceRole[0-9A-F]{8}$/;
+
+const instance = (r = region): string => `arn:${partition}:ec2:${r}:${account}:instance/i-0123456789abcdef0`;
+const db = (name: string, r = region): string => `arn:${partition}:rds:${r}:${account}:db:${name}`;
+const cluster = (name: string, r = region): string => `arn:${partition}:rds:${r}:${account}:cluster:${name}`;
+const runTags = (owner?: string): Record<string, string> => ({
+  'benchfleet:run-id': 'nightly-20261123t010000-ab12',
+  'benchfleet:target-id': 'm6i',
+  'benchfleet:expires-at': '2026-11-23T05:00:00Z',
+  ...(owner === undefined ? {} : { 'benchfleet:stack': owner }),
+});
+const asResource = (tags: Record<string, string>, prefix = 'aws:ResourceTag'): Record<string, ContextValue> =>
+  Object.fromEntries(Object.entries(tags).map(([k, v]) => [`${prefix}/${k}`, v]));
+const asRequest = (tags: Record<string, string>): Record<string, ContextValue> => ({
+  ...asResource(tags, 'aws:RequestTag'),
+  'aws:TagKeys': Object.keys(tags),
+});
+
+/** Every role of the stack whose policies allow `req`. */
+function rolesAllowing(req: Request): string[] {
+  return allRoles(built.template).filter((id) => evaluate(roleStatements(built.template, id), req) === 'allow');
+}
+
+describe('the evaluator reads policies the way IAM does', () => {
+  const st = (extra: object): any => ({ Effect: 'Allow', Action: 'rds:Delete*', Resource: 'arn:*:rds:*:*:db:*', ...extra });
+  test('wildcards, conditions, missing keys, explicit deny', () => {
+    expect(globMatch('arn:*:db:bf?-*', 'arn:aws:rds:x:1:db:bf1-x')).toBe(true);
+    const req = { action: 'rds:DeleteDBInstance', resource: db('x'), context: { 'aws:ResourceTag/k': 'v' } };
+    expect(evaluate([st({})], req)).toBe('allow');
+    expect(evaluate([st({ Condition: { StringEquals: { 'aws:ResourceTag/k': 'w' } } })], req)).toBe('implicit-deny');
+    expect(evaluate([st({ Condition: { StringEquals: { 'aws:ResourceTag/other': 'v' } } })], req)).toBe('implicit-deny');
+    expect(evaluate([st({ Condition: { Null: { 'aws:ResourceTag/other': 'true' } } })], req)).toBe('allow');
+    expect(evaluate([st({ Condition: { 'ForAllValues:StringLike': { 'aws:TagKeys': ['b*'] } } })], {
+      ...req,
+      context: { 'aws:TagKeys': ['benchfleet:x', 'Owner'] },
+    })).toBe('implicit-deny');
+    expect(evaluate([st({}), st({ Effect: 'Deny' })], req)).toBe('explicit-deny');
+    expect(evaluate([st({ Action: 'rds:Create*' })], req)).toBe('implicit-deny');
+    expect(() => evaluate([st({ Condition: { NumericLessThan: { 'aws:x': '1' } } })], req)).toThrow(/not supported/);
+  });
+});
+
+describe('another stack in the same account', () => {
+  test("no role of ours terminates, deletes or commands another stack's run resources", () => {
+    for (const r of [region, OTHER_REGION]) {
+      const context = asResource(runTags(theirs.owner));
+      expect(rolesAllowing({ action: 'ec2:TerminateInstances', resource: instance(r), context })).toEqual([]);
+      expect(rolesAllowing({ action: 'ssm:SendCommand', resource: instance(r), context: asResource(runTags(theirs.owner), 'ssm:resourceTag') })).toEqual([]);
+      for (const name of [`${theirs.prefix}-m6i-0a1b2c3d-r1-db`, `${ours.prefix}-m6i-0a1b2c3d-r1-db`]) {
+        expect(rolesAllowing({ action: 'rds:DeleteDBInstance', resource: db(name, r), context })).toEqual([]);
+      }
+      expect(rolesAllowing({ action: 'rds:DeleteDBCluster', resource: cluster(`${theirs.prefix}-a-0a1b2c3d-r1-cluster`, r), context })).toEqual([]);
+    }
+  });
+
+  test('our own run resources: exactly the sweepers and teardown may remove them, in every sweep region', () => {
+    const expected = SWEEPERS.map((n) => allRoles(built.template).find((id) => role(n).test(id))).sort();
+    const context = asResource(runTags(ours.owner));
+    expect(rolesAllowing({ action: 'ec2:TerminateInstances', resource: instance(), context }).sort()).toEqual(expected);
+    expect(rolesAllowing({ action: 'rds:DeleteDBInstance', resource: db(`${ours.prefix}-m6i-0a1b2c3d-r1-db`), context }).sort()).toEqual(expected);
+    // The sweepers work in every sweep region; the per-target teardown in the stack's region only.
+    const far = rolesAllowing({ action: 'rds:DeleteDBCluster', resource: cluster(`${ours.prefix}-a-0a1b2c3d-r1-cluster`, OTHER_REGION), context });
+    expect(far.length).toBe(3);
+    expect(far.some((id) => role('Teardown').test(id))).toBe(false);
+  });
+
+  test("provision cannot create with another stack's identity, nor with none", () => {
+    const provision = roleStatements(built.template, role('Provision'));
+    const launch = (owner?: string): Request => ({
+      action: 'ec2:RunInstances',
+      resource: instance(),
+      context: { ...asRequest(runTags(owner)), 'ec2:MetadataHttpTokens': 'required' },
+    });
+    expect(evaluate(provision, launch(ours.owner))).toBe('allow');
+    expect(evaluate(provision, launch(theirs.owner))).toBe('implicit-deny');
+    expect(evaluate(provision, launch(undefined))).toBe('implicit-deny');
+    const createDb = (owner: string | undefined, name: string): Request => ({
+      action: 'rds:CreateDBInstance',
+      resource: db(name),
+      context: asRequest(runTags(owner)),
+    });
+    expect(evaluate(provision, createDb(ours.owner, `${ours.prefix}-m6i-0a1b2c3d-r1-db`))).toBe('allow');
+    expect(evaluate(provision, createDb(theirs.owner, `${ours.prefix}-m6i-0a1b2c3d-r1-db`))).toBe('implicit-deny');
+    expect(evaluate(provision, createDb(ours.owner, `${theirs.prefix}-m6i-0a1b2c3d-r1-db`))).toBe('implicit-deny');
+  });
+});
+
+describe('pre-existing resources', () => {
+  const someoneElses = [
+    {},
+    { 'benchfleet:run-id': 'anything' }, // benchfleet's tag key but no ownership
+    { team: 'payments', 'benchfleet:expires-at': '2000-01-01T00:00:00Z' },
+  ];
+
+  test('an existing instance or database is never stopped, terminated, modified or deleted', () => {
+    const destructive: Array<[string, string]> = [
+      ['ec2:TerminateInstances', instance()],
+      ['ec2:StopInstances', instance()],
+      ['ec2:ModifyInstanceAttribute', instance()],
+      ['rds:DeleteDBInstance', db('prod-orders')],
+      ['rds:StopDBInstance', db('prod-orders')],
+      ['rds:ModifyDBInstance', db('prod-orders')],
+      ['rds:DeleteDBCluster', cluster('prod-aurora')],
+      ['rds:ModifyDBCluster', cluster('prod-aurora')],
+    ];
+    for (const tags of someoneElses) {
+      for (const [action, resource] of destructive) {
+        expect(rolesAllowing({ action, resource, context: asResource(tags) })).toEqual([]);
+      }
+    }
+    // Even carrying our identity, a database not named with our prefix is not ours to delete.
+    expect(rolesAllowing({ action: 'rds:DeleteDBInstance', resource: db('prod-orders'), context: asResource(runTags(ours.owner)) })).toEqual([]);
+  });
+
+  test('no role can lift deletion or termination protection on anything, ours included', () => {
+    const context = asResource(runTags(ours.owner));
+    for (const [action, resource] of [
+      ['ec2:ModifyInstanceAttribute', instance()],
+      ['rds:ModifyDBInstance', db(`${ours.prefix}-m6i-0a1b2c3d-r1-db`)],
+      ['rds:ModifyDBCluster', cluster(`${ours.prefix}-a-0a1b2c3d-r1-cluster`)],
+    ]) {
+      expect(rolesAllowing({ action, resource, context })).toEqual([]);
+    }
+  });
+
+  test('an existing database or instance cannot be tagged into our ownership', () => {
+    const tagging = asRequest(runTags(ours.owner));
+    for (const resource of [db('prod-orders'), cluster('prod-aurora'), db('bf-legacy-db')]) {
+      expect(rolesAllowing({ action: 'rds:AddTagsToResource', resource, context: tagging })).toEqual([]);
+    }
+    // EC2 tags only in the RunInstances request that creates the instance.
+    expect(rolesAllowing({ action: 'ec2:CreateTags', resource: instance(), context: tagging })).toEqual([]);
+    const onLaunch = { ...tagging, 'ec2:CreateAction': 'RunInstances' };
+    expect(rolesAllowing({ action: 'ec2:CreateTags', resource: instance(), context: onLaunch })).toHaveLength(1);
+  });
+});
+
+describe('RDS-managed master secrets', () => {
+  const secret = (kind: 'db' | 'cluster', r = region): string =>
+    `arn:${partition}:secretsmanager:${r}:${account}:secret:rds!${kind}-3f1c0c8e-0000-4000-8000-00000000000a-AbCdEf`;
+  const read = (resource: string, tags: Record<string, string>): Request => ({
+    action: 'secretsmanager:GetSecretValue',
+    resource,
+    context: asResource(tags, 'secretsmanager:ResourceTag'),
+  });
+  const instanceTag = 'aws:rds:primaryDBInstanceArn';
+  const clusterTag = 'aws:rds:primaryDBClusterArn';
+
+  test("a host reads the secret of this stack's databases, in any region a target may be", () => {
+    const host = roleStatements(built.template, TARGET_ROLE);
+    for (const r of [region, OTHER_REGION]) {
+      expect(evaluate(host, read(secret('db', r), { [instanceTag]: db(`${ours.prefix}-m6i-0a1b2c3d-r1-db`, r) }))).toBe('allow');
+      expect(evaluate(host, read(secret('cluster', r), { [clusterTag]: cluster(`${ours.prefix}-a-0a1b2c3d-r1-cluster`, r) }))).toBe('allow');
+    }
+  });
+
+  test("no host reads another database's secret, and no other role reads any", () => {
+    const others: Request[] = [
+      read(secret('db'), { [instanceTag]: db('prod-orders') }),
+      read(secret('db'), { [instanceTag]: db(`${theirs.prefix}-m6i-0a1b2c3d-r1-db`) }),
+      read(secret('cluster'), { [clusterTag]: cluster('prod-aurora') }),
+      read(secret('db'), {}), // a secret someone named rds!db-... by hand
+      read(`arn:${partition}:secretsmanager:${region}:${account}:secret:prod/api-key-AbCdEf`, {}),
+    ];
+    for (const req of others) expect(rolesAllowing(req)).toEqual([]);
+    const ourDb = read(secret('db'), { [instanceTag]: db(`${ours.prefix}-m6i-0a1b2c3d-r1-db`) });
+    expect(rolesAllowing(ourDb)).toEqual([allRoles(built.template).find((id) => TARGET_ROLE.test(id))]);
+  });
+
+  test('provision creates RDS-managed secrets only through RDS', () => {
+    const provision = roleStatements(built.template, role('Provision'));
+    const create = { action: 'secretsmanager:CreateSecret', resource: secret('db') };
+    expect(evaluate(provision, { ...create, context: { 'aws:CalledVia': ['rds.amazonaws.com'] } })).toBe('allow');
+    expect(evaluate(provision, create)).toBe('implicit-deny');
+  });
+});
