@@ -31,8 +31,9 @@ export const TASK_ROOT = '/var/task';
 export const LAMBDA_EXCLUDES = ['benchfleet/local', 'benchfleet/report', 'benchfleet/cli.py'];
 
 /** Data the Lambdas read, shipped under workloads/ in the asset: price tables (plan, summarize,
- *  stats) and MySQL configurations (plan renders a target's cnf). Not lua/, not the agent. */
-export const LAMBDA_WORKLOAD_DIRS = ['pricing', 'mysql'];
+ *  stats), MySQL configurations (plan renders a target's cnf) and the catalogue of what exists on
+ *  AWS (the API checks cloud specs against it). Not lua/, not the agent. */
+export const LAMBDA_WORKLOAD_DIRS = ['pricing', 'mysql', 'catalogue'];
 
 /** Where benchfleet.spec.workloads_dir() and benchfleet.pricing.pricing_dir() look in Lambda. */
 export const LAMBDA_DATA_ENVIRONMENT = {
@@ -183,7 +184,7 @@ export class BenchfleetFunctions extends Construct {
       'PowertoolsLayer',
       `arn:aws:lambda:${Aws.REGION}:017000801446:layer:${POWERTOOLS_LAYER_NAME}:${props.powertoolsLayerVersion}`,
     );
-    // Built by plain file copies (no Docker): lambdas/ plus workloads/{pricing,mysql}.
+    // Built by plain file copies (no Docker): lambdas/ plus workloads/{pricing,mysql,catalogue}.
     const code = lambda.Code.fromAsset(path.join(REPO_ROOT, 'lambdas'), fileCopyAsset(copyLambdaAsset));
     const permissions = new Permissions(this, props.fleet);
     const sweepRegions = props.sweepRegions ?? [Stack.of(this).region];

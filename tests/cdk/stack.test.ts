@@ -571,7 +571,7 @@ describe('orchestration', () => {
     const dir = path.join(built.app.outdir, `asset.${hash}`);
     const files = (rel: string): string[] => fs.readdirSync(path.join(dir, rel)).sort();
     expect(files('.')).toEqual(['benchfleet', 'handlers', 'workloads']);
-    expect(files('workloads')).toEqual(['mysql', 'pricing']);
+    expect(files('workloads')).toEqual(['catalogue', 'mysql', 'pricing']);
     expect(files('workloads/pricing')).toEqual(expect.arrayContaining(['ec2.json', 'rds.json', 'aurora.json', 'ebs.json']));
     expect(files('workloads/mysql')).toContain('default.cnf');
     expect(files('handlers')).toEqual(expect.arrayContaining(ALL_HANDLERS.map((m) => `${m}.py`)));

@@ -1,0 +1,178 @@
+"""What exists on AWS, checked before any execution starts: ``workloads/catalogue/aws.json``.
+
+The spec model checks shapes (``m6i.large`` looks like an instance type); this module checks that the
+thing named exists and that the combination is possible: instance types and DB classes, regions,
+engines and major versions per target kind, and the storage rules of EBS and RDS (which volume types
+take IOPS or throughput, within which bounds, io1/io2 needing IOPS, RDS having no instance store).
+A spec that fails here would otherwise start an execution and fail at provision, minutes later.
+
+The catalogue is data, dated by its ``as_of``; tests check that it covers every shipped comparison
+and every priced type. Standard library and pydantic only (the API Lambda imports this module).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+Problem = tuple[str, str]
+
+
+class _Data(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class Family(_Data):
+    sizes: list[str]
+    instance_store: bool = False
+
+
+class StorageRule(_Data):
+    size_gb: tuple[int, int] | None = None
+    iops: tuple[int, int] | None = None
+    iops_per_gb: int | None = None
+    iops_required: bool = False
+    throughput_mbps: tuple[int, int] | None = None
+    provisioned_from_gb: int | None = None
+    instance_store_required: bool = False
+
+
+class Ec2Section(_Data):
+    families: dict[str, Family]
+    engines: dict[str, list[str]]
+
+
+class DbSection(_Data):
+    classes: dict[str, list[str]]
+    engines: dict[str, list[str]]
+
+
+class Catalogue(_Data):
+    as_of: str
+    regions: list[str]
+    ec2: Ec2Section
+    rds: DbSection
+    aurora: DbSection
+    storage: dict[str, dict[str, StorageRule]]
+
+    def instance_type(self, name: str) -> Family | None:
+        family, _, size = name.partition(".")
+        found = self.ec2.families.get(family)
+        return found if found is not None and size in found.sizes else None
+
+    def db_class(self, section: DbSection, name: str) -> bool:
+        prefix, family, size = [*name.split("."), "", ""][:3]
+        return prefix == "db" and size in section.classes.get(family, [])
+
+
+def catalogue_path() -> Path:
+    from benchfleet.spec import workloads_dir
+
+    return workloads_dir() / "catalogue" / "aws.json"
+
+
+@lru_cache(maxsize=4)
+def _load(path: str) -> Catalogue:
+    with open(path) as f:
+        return Catalogue.model_validate(json.load(f))
+
+
+def load_catalogue(path: Path | None = None) -> Catalogue:
+    return _load(str(path or catalogue_path()))
+
+
+def _engine_problem(engines: dict[str, list[str]], engine: str, kind: str) -> str | None:
+    family, _, version = engine.partition("-")
+    lines = engines.get(family)
+    if lines is None:
+        return f"{kind} targets run {' or '.join(sorted(engines))}, not {family}"
+    if version and not any(version == v or version.startswith(v + ".") or v.startswith(version + ".")
+                           for v in lines):
+        return f"{family} {version} is not offered for {kind} targets (major versions: {', '.join(lines)})"
+    return None
+
+
+def _storage_problems(rules: dict[str, StorageRule], storage: Any, where: str, kind: str,
+                      family: Family | None) -> list[Problem]:
+    rule = rules.get(storage.type)
+    if rule is None:
+        offered = ", ".join(rules)
+        return [(f"{where}.type", f"{kind} targets have no {storage.type} storage (offered: {offered})")]
+    if rule.instance_store_required:
+        if family is not None and not family.instance_store:
+            return [(f"{where}.type", "this instance type has no instance store (types with local NVMe: "
+                                      "m6id, c6gd, r6id, i4i, ...)")]
+        return []
+    problems: list[Problem] = []
+    low, high = rule.size_gb or (1, 65536)
+    if not low <= storage.size_gb <= high:
+        problems.append((f"{where}.size_gb", f"{storage.type} volumes are {low}..{high} GiB on {kind}"))
+    if storage.iops is not None:
+        if rule.iops is None:
+            problems.append((f"{where}.iops", f"{storage.type} takes no provisioned IOPS (io1, io2 or gp3 do)"))
+        elif rule.provisioned_from_gb is not None and storage.size_gb < rule.provisioned_from_gb:
+            problems.append((f"{where}.iops", f"{storage.type} on {kind} takes provisioned IOPS from "
+                                              f"{rule.provisioned_from_gb} GiB"))
+        elif not rule.iops[0] <= storage.iops <= rule.iops[1]:
+            problems.append((f"{where}.iops", f"{storage.type} takes {rule.iops[0]}..{rule.iops[1]} IOPS on {kind}"))
+        elif rule.iops_per_gb is not None and storage.iops > rule.iops_per_gb * storage.size_gb:
+            problems.append((f"{where}.iops", f"{storage.type} allows at most {rule.iops_per_gb} IOPS per GiB "
+                                              f"({rule.iops_per_gb * storage.size_gb} for {storage.size_gb} GiB)"))
+    elif rule.iops_required:
+        problems.append((f"{where}.iops", f"{storage.type} volumes need iops"))
+    if storage.throughput_mbps is not None:
+        if rule.throughput_mbps is None:
+            problems.append((f"{where}.throughput_mbps", f"{storage.type} takes no provisioned throughput (gp3 does)"))
+        elif not rule.throughput_mbps[0] <= storage.throughput_mbps <= rule.throughput_mbps[1]:
+            low_t, high_t = rule.throughput_mbps
+            problems.append((f"{where}.throughput_mbps", f"{storage.type} takes {low_t}..{high_t} MB/s on {kind}"))
+    return problems
+
+
+def _client_problems(cat: Catalogue, target: Any, where: str) -> list[Problem]:
+    client = target.client.instance_type
+    if cat.instance_type(client) is None:
+        return [(f"{where}.client.instance_type", f"{client} is not an EC2 instance type "
+                                                 f"(workloads/catalogue/aws.json, as of {cat.as_of})")]
+    return []
+
+
+def target_problems(target: Any, index: int, cat: Catalogue | None = None) -> list[Problem]:
+    """Why one spec target cannot exist on AWS (empty when it can); local and existing targets pass."""
+    cat = cat or load_catalogue()
+    where = f"targets[{index}]"
+    kind = target.kind
+    if kind not in ("ec2", "rds", "aurora"):
+        return []
+    problems: list[Problem] = []
+    if target.region is not None and target.region not in cat.regions:
+        problems.append((f"{where}.region", f"{target.region} is not an AWS region"))
+    if kind == "ec2":
+        family = cat.instance_type(target.instance_type)
+        if family is None:
+            problems.append((f"{where}.instance_type", f"{target.instance_type} is not an EC2 instance type "
+                                                      f"(workloads/catalogue/aws.json, as of {cat.as_of})"))
+        engine = _engine_problem(cat.ec2.engines, target.engine, kind)
+        problems += [(f"{where}.engine", engine)] if engine else []
+        problems += _storage_problems(cat.storage["ec2"], target.storage, f"{where}.storage", kind, family)
+        return problems
+    section = cat.rds if kind == "rds" else cat.aurora
+    if not cat.db_class(section, target.instance_class):
+        problems.append((f"{where}.instance_class", f"{target.instance_class} is not a {kind} DB instance class "
+                                                    f"(workloads/catalogue/aws.json, as of {cat.as_of})"))
+    engine = _engine_problem(section.engines, target.engine, kind)
+    problems += [(f"{where}.engine", engine)] if engine else []
+    if kind == "rds":
+        problems += _storage_problems(cat.storage["rds"], target.storage, f"{where}.storage", kind, None)
+    problems += _client_problems(cat, target, where)
+    return problems
+
+
+def spec_problems(targets: list[Any], cat: Catalogue | None = None) -> list[Problem]:
+    """Every target's problems, in order."""
+    cat = cat or load_catalogue()
+    return [p for i, t in enumerate(targets) for p in target_problems(t, i, cat)]

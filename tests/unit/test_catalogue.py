@@ -1,0 +1,62 @@
+"""The catalogue of what exists on AWS (workloads/catalogue/aws.json) covers what the repository
+ships and prices, and refuses what cannot exist (the API's 400s are in tests/functional/test_api.py)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from benchfleet.catalogue import load_catalogue, spec_problems
+from benchfleet.spec import load_spec, parse_spec
+
+REPO = Path(__file__).resolve().parents[2]
+SHIPPED = sorted((REPO / "workloads" / "comparisons").glob("*.yaml"))
+
+
+def test_the_catalogue_is_dated():
+    assert re.match(r"^20[0-9]{2}-[01][0-9]-[0-3][0-9]$", load_catalogue().as_of)
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
+def test_every_shipped_comparison_is_possible(path):
+    loaded = load_spec(path)
+    assert spec_problems(list(loaded.spec.targets)) == []
+
+
+def test_shipped_comparisons_include_cloud_targets():
+    kinds = {t.kind for p in SHIPPED for t in load_spec(p).spec.targets}
+    assert {"ec2", "aurora"} <= kinds  # the coverage test above reads real cloud targets
+
+
+def test_every_priced_type_exists():
+    cat = load_catalogue()
+    pricing = REPO / "workloads" / "pricing"
+    for region, types in json.loads((pricing / "ec2.json").read_text())["regions"].items():
+        missing = [t for t in types if cat.instance_type(t) is None]
+        assert missing == [], f"ec2 {region}: {missing}"
+    for name, section in (("rds", cat.rds), ("aurora", cat.aurora)):
+        for region, classes in json.loads((pricing / f"{name}.json").read_text())["regions"].items():
+            missing = [c for c in classes if not cat.db_class(section, c)]
+            assert missing == [], f"{name} {region}: {missing}"
+
+
+EC2 = {"id": "t", "kind": "ec2", "instance_type": "m6i.large"}
+RDS = {"id": "t", "kind": "rds", "instance_class": "db.r6g.large"}
+
+
+@pytest.mark.parametrize(("target", "field"), [
+    ({**EC2, "storage": {"type": "gp3", "size_gb": 100, "iops": 3000, "throughput_mbps": 125}}, None),
+    ({**EC2, "instance_type": "i4i.large", "storage": {"type": "instance-store", "size_gb": 468}}, None),
+    ({**RDS, "engine": "mariadb-10.11", "storage": {"type": "io1", "size_gb": 200, "iops": 3000}}, None),
+    ({**EC2, "storage": {"type": "gp3", "size_gb": 8, "iops": 5000}}, "targets[0].storage.iops"),  # 500/GiB
+    ({**EC2, "storage": {"type": "io1", "size_gb": 100, "iops": 6000}}, "targets[0].storage.iops"),  # 50/GiB
+    ({**RDS, "storage": {"type": "gp3", "size_gb": 100, "iops": 12000}}, "targets[0].storage.iops"),  # >=400 GiB
+    ({**EC2, "engine": "mariadb-11.4"}, "targets[0].engine"),  # not packaged on the EC2 image
+])
+def test_storage_and_engine_rules(target, field):
+    targets = list(parse_spec({"name": "x", "workload": "w", "targets": [target]}).targets)
+    problems = spec_problems(targets)
+    assert [p[0] for p in problems] == ([field] if field else []), problems
