@@ -79,6 +79,7 @@ export class BenchfleetStack extends Stack {
       environment: {
         ...this.results.environment,
         ...this.fleet.environment(this.network.subnetIds),
+        MAX_RUN_COST_USD: String(config.maxRunCostUsd),
       },
       agentDocumentName: this.fleet.agentDocumentName,
       maxRunHours: config.maxRunHours,

@@ -42,6 +42,11 @@ export interface BenchfleetConfig {
   readonly subnetType: TargetSubnetType;
   /** Execution timeout of the state machine, in hours. */
   readonly maxRunHours: number;
+  /**
+   * Most a run submitted without budget_usd may cost, in USD (estimate from the price tables):
+   * MAX_RUN_COST_USD, enforced by POST /runs (lambdas/benchfleet/cost_ceiling.py).
+   */
+  readonly maxRunCostUsd: number;
   /** Version of the public Powertools V3 python3.13 arm64 layer (pinned with the architecture). */
   readonly powertoolsLayerVersion: number;
   readonly apiThrottleRateLimit: number;
@@ -80,6 +85,7 @@ export const DEFAULTS: BenchfleetConfig = {
   maxAzs: 2,
   subnetType: 'public',
   maxRunHours: 48,
+  maxRunCostUsd: 100,
   powertoolsLayerVersion: 27,
   apiThrottleRateLimit: 10,
   apiThrottleBurstLimit: 20,
@@ -134,6 +140,16 @@ function int(node: Node, key: string, fallback: number, min: number, max: number
   const n = typeof v === 'number' ? v : typeof v === 'string' ? Number(v) : NaN;
   if (!Number.isInteger(n) || n < min || n > max) {
     throw new ConfigError(key, `expected an integer in [${min}, ${max}], got ${JSON.stringify(v)}`);
+  }
+  return n;
+}
+
+function num(node: Node, key: string, fallback: number, min: number, max: number): number {
+  const v = raw(node, key);
+  if (v === undefined || v === null || v === '') return fallback;
+  const n = typeof v === 'number' ? v : typeof v === 'string' ? Number(v) : NaN;
+  if (!Number.isFinite(n) || n < min || n > max) {
+    throw new ConfigError(key, `expected a number in [${min}, ${max}], got ${JSON.stringify(v)}`);
   }
   return n;
 }
@@ -290,6 +306,7 @@ export function readConfig(node: Node): BenchfleetConfig {
     subnetType: oneOf(node, 'subnetType', DEFAULTS.subnetType, ['public', 'private']),
     // Step Functions Standard executions can run up to one year; 8760 h keeps us inside that.
     maxRunHours: int(node, 'maxRunHours', DEFAULTS.maxRunHours, 1, 8760),
+    maxRunCostUsd: num(node, 'maxRunCostUsd', DEFAULTS.maxRunCostUsd, 0.01, 1_000_000),
     powertoolsLayerVersion: int(node, 'powertoolsLayerVersion', DEFAULTS.powertoolsLayerVersion, 1, 10000),
     apiThrottleRateLimit: int(node, 'apiThrottleRateLimit', DEFAULTS.apiThrottleRateLimit, 1, 10000),
     apiThrottleBurstLimit: int(node, 'apiThrottleBurstLimit', DEFAULTS.apiThrottleBurstLimit, 1, 5000),

@@ -32,10 +32,11 @@ from typing import Any
 from botocore.exceptions import ClientError
 from pydantic import ValidationError
 
-from benchfleet import naming
+from benchfleet import catalogue, naming
 from benchfleet.aws import runplan
 from benchfleet.aws.errors import PlanRejected
 from benchfleet.aws.regions import TargetRegions
+from benchfleet.cost_ceiling import DEFAULT_MAX_RUN_COST_USD, cost_problems, request_price_problems
 from benchfleet.plan import Plan, PriceLookup, make_plan
 from benchfleet.spec import ComparisonSpec, LoadedSpec, SpecError, Workload, parse_spec, problems_of
 
@@ -182,6 +183,9 @@ def validate_submission(body: Any) -> LoadedSpec:
         elif target.kind == "existing" and getattr(target, "instance_id", None) is None:
             problems.append((f"targets[{i}].instance_id",
                              "an existing target needs the EC2 instance that runs the agent"))
+    problems += request_price_problems(spec.targets)
+    named = {field for field, _ in problems}
+    problems += [p for p in catalogue.spec_problems(list(spec.targets)) if p[0] not in named]
     if problems:
         raise ApiError(400, f"{problems[0][0]}: {problems[0][1]}", problems[0][0], problems)
     assert isinstance(spec.workload, Workload)
@@ -212,19 +216,11 @@ def _unpriced_reason(target: object) -> str:
         return "the price tables are not available"
 
 
-def check_budget(plan: Plan, spec_targets: list[Any]) -> None:
-    if plan.budget_usd is None:
-        return
-    if plan.unpriced_targets:
-        ids = {t.target_id: i for i, t in enumerate(plan.targets)}
-        problems = [(f"targets[{ids[t]}].price_per_hour",
-                     f"target {t} has no known price ({_unpriced_reason(spec_targets[ids[t]])}); set "
-                     "price_per_hour so budget_usd can be checked")
-                    for t in plan.unpriced_targets]
+def check_budget(plan: Plan, spec_targets: list[Any], ceiling: float = DEFAULT_MAX_RUN_COST_USD) -> None:
+    """The run's budget, or without one the deployment's ceiling (benchfleet.cost_ceiling)."""
+    problems = cost_problems(plan, spec_targets, ceiling, _unpriced_reason)
+    if problems:
         raise ApiError(400, f"{problems[0][0]}: {problems[0][1]}", problems[0][0], problems)
-    if plan.over_budget:
-        raise bad_request("budget_usd", f"the estimate is ${plan.estimated_cost_usd:.2f}, above the "
-                                        f"budget of ${plan.budget_usd:.2f}")
 
 
 def _iso(value: Any) -> str | None:
@@ -294,6 +290,8 @@ class RunService:
     home_region: str = "us-east-1"
     # Regions targets may run in besides the home region (TARGET_REGIONS; benchfleet.aws.regions).
     target_regions: tuple[str, ...] = ()
+    # Most a run without budget_usd may cost (MAX_RUN_COST_USD, CDK context key maxRunCostUsd).
+    max_run_cost_usd: float = DEFAULT_MAX_RUN_COST_USD
     now: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
 
     def execution_arn(self, name: str) -> str:
@@ -319,7 +317,7 @@ class RunService:
             raise ApiError(400, f"{problems[0][0]}: {problems[0][1]}", problems[0][0], problems)
         # Priced where each target runs (a target without a region runs in the home region).
         plan = make_plan(regions.resolve(loaded), self.price_lookup)
-        check_budget(plan, list(loaded.spec.targets))
+        check_budget(plan, list(loaded.spec.targets), self.max_run_cost_usd)
         self._check_plan_state(loaded, run_id, regions)
         spec_data = canonical_spec(loaded.spec)
         digest = spec_hash(spec_data)

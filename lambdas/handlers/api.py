@@ -37,6 +37,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from benchfleet import api_service
 from benchfleet.api_service import IDEMPOTENCY_KEY, MAX_BODY_BYTES, MAX_PAGE, ApiError, RunService
 from benchfleet.aws.settings import Settings
+from benchfleet.cost_ceiling import max_run_cost
 from benchfleet.naming import RUN_ID
 from benchfleet.spec import ComparisonSpec
 
@@ -71,7 +72,8 @@ def service() -> RunService:
                               bucket=settings.results_bucket,
                               price_lookup=api_service.default_price_lookup(),
                               teardown=teardown, home_region=region,
-                              target_regions=settings.target_regions)
+                              target_regions=settings.target_regions,
+                              max_run_cost_usd=max_run_cost(os.environ))
     return _service
 
 

@@ -5,8 +5,8 @@
  */
 import { App, Stack } from 'aws-cdk-lib';
 import { dbIdentifierPrefix, stackOwner } from '../../cdk/lib/ownership';
-import { buildStack, Built } from './helpers';
-import { allRoles, ContextValue, evaluate, globMatch, PSEUDO, Request, roleStatements } from './iam-eval';
+import { buildStack, Built, resourcesOf } from './helpers';
+import { allRoles, ContextValue, evaluate, globMatch, PSEUDO, Request, resolve, roleStatements } from './iam-eval';
 
 const { partition, region, account } = PSEUDO;
 const OTHER_REGION = 'eu-north-1';
@@ -48,6 +48,21 @@ const asRequest = (tags: Record<string, string>): Record<string, ContextValue> =
 function rolesAllowing(req: Request): string[] {
   return allRoles(built.template).filter((id) => evaluate(roleStatements(built.template, id), req) === 'allow');
 }
+
+describe('what the Lambdas are told', () => {
+  test('every function knows its stack, its DB prefix and the cost ceiling (tests use these values)', () => {
+    const fns = resourcesOf(built.template, 'AWS::Lambda::Function').filter(([, f]) => f.Properties.Runtime === 'python3.13');
+    expect(fns.length).toBeGreaterThan(10);
+    for (const [, fn] of fns) {
+      const env = resolve(fn.Properties.Environment.Variables) as Record<string, string>;
+      expect(env.BENCHFLEET_STACK).toBe(ours.owner);
+      expect(env.DB_IDENTIFIER_PREFIX).toBe(ours.prefix);
+      expect(env.MAX_RUN_COST_USD).toBe('100');
+    }
+    // The default stack's values, which the Python tests' fixtures use (tests/statemachine/sm_harness.py).
+    expect(dbIdentifierPrefix(new Stack(new App(), 'Benchfleet'))).toBe('bf2b97c5');
+  });
+});
 
 describe('the evaluator reads policies the way IAM does', () => {
   const st = (extra: object): any => ({ Effect: 'Allow', Action: 'rds:Delete*', Resource: 'arn:*:rds:*:*:db:*', ...extra });
@@ -114,7 +129,7 @@ describe('another stack in the same account', () => {
 });
 
 describe('pre-existing resources', () => {
-  const someoneElses = [
+  const someoneElses: Array<Record<string, string>> = [
     {},
     { 'benchfleet:run-id': 'anything' }, // benchfleet's tag key but no ownership
     { team: 'payments', 'benchfleet:expires-at': '2000-01-01T00:00:00Z' },

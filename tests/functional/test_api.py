@@ -16,12 +16,6 @@ from benchfleet.aws.sweep import RegionClients, teardown_run
 from benchfleet.naming import tag_list, tags
 
 OWNER = "Benchfleet@us-east-1"  # BENCHFLEET_STACK (cdk/lib/ownership.ts)
-
-
-def owned(run_id: str, target_id: str, expires_at: datetime) -> list[dict[str, str]]:
-    """The tags provision puts on a resource of this stack's run."""
-    return tag_list(tags(run_id, target_id, expires_at, OWNER))
-
 REGION = "us-east-1"
 TARGET_REGIONS = ("eu-north-1",)  # what the CDK context key targetRegions deployed besides REGION
 BUCKET = "bf-results"
@@ -29,8 +23,7 @@ ASL = json.dumps({"StartAt": "Plan", "States": {"Plan": {"Type": "Pass", "End": 
 WORKLOAD = {"name": "ro", "test": "oltp_read_only", "threads": [1, 4], "duration_s": 30, "warmup_s": 0}
 SPEC = {"name": "graviton-vs-intel", "workload": WORKLOAD, "repetitions": 2, "budget_usd": 50,
         "targets": [{"id": "m6i", "kind": "ec2", "instance_type": "m6i.large"},
-                    {"id": "m6g", "kind": "ec2", "instance_type": "m6g.large", "region": "eu-north-1",
-                     "price_per_hour": 0.08}]}
+                    {"id": "m5", "kind": "ec2", "instance_type": "m5.large", "region": "eu-north-1"}]}
 
 
 def event(method: str, path: str, body=None, headers=None, query=None, raw: str | None = None,
@@ -46,6 +39,11 @@ def event(method: str, path: str, body=None, headers=None, query=None, raw: str 
             "pathParameters": None, "stageVariables": None, "isBase64Encoded": b64, "body": text,
             "requestContext": {"resourcePath": path, "httpMethod": method, "stage": "prod",
                                "requestId": "r", "identity": {"sourceIp": "127.0.0.1"}}}
+
+
+def owned(run_id: str, target_id: str, expires_at: datetime) -> list[dict[str, str]]:
+    """The tags provision puts on a resource of this stack's run."""
+    return tag_list(tags(run_id, target_id, expires_at, OWNER))
 
 
 class Api:
@@ -70,8 +68,6 @@ class Api:
             sfn=sfn, s3=s3, state_machine_arn=arn, bucket=BUCKET,
             price_lookup=api_service.default_price_lookup(),
             teardown=lambda run_id, regions: teardown_run(run_id, OWNER, clients_for, regions).summary(),
-            home_region=REGION)
-            teardown=lambda run_id, regions: teardown_run(run_id, clients_for, regions).summary(),
             home_region=REGION, target_regions=TARGET_REGIONS)
         api.configure(self.service)
 
@@ -168,8 +164,10 @@ def test_without_key_each_post_is_a_new_run(api):
     ({**SPEC, "targets": [{"id": "lap", "kind": "local"}]}, "targets[0].kind"),
     ({**SPEC, "workload": "oltp-read-only"}, "workload"),
     ({**SPEC, "budget_usd": 0.01}, "budget_usd"),
-    ({**SPEC, "targets": [{"id": "x", "kind": "ec2", "instance_type": "zz9.huge"}]},
-     "targets[0].price_per_hour"),
+    ({**SPEC, "budget_usd": None, "targets": [{"id": "x", "kind": "ec2", "instance_type": "m6g.large",
+                                                "region": "eu-north-1"}]},
+     "targets[0].instance_type"),  # not in eu-north-1's price table: no ceiling can hold it
+    ({**SPEC, "targets": [{**SPEC["targets"][0], "price_per_hour": 0}]}, "targets[0].price_per_hour"),
     ({**SPEC, "name": "Bad Name"}, "name"),
     ({**SPEC, "surprise": 1}, "surprise"),
     ({**SPEC, "budget_usd": None, "workload": {**WORKLOAD, "duration_s": 48 * 3600, "threads": [1, 2, 3]}},
@@ -181,6 +179,65 @@ def test_bad_spec_is_400_naming_the_field(api, spec, field):
     assert body["field"] == field, body
     assert body["message"].startswith(field)
     assert api.starts == 0
+
+
+EC2 = {"id": "t", "kind": "ec2", "instance_type": "m6i.large"}
+RDS = {"id": "t", "kind": "rds", "instance_class": "db.r6g.large"}
+AURORA = {"id": "t", "kind": "aurora", "instance_class": "db.r6g.large"}
+
+
+@pytest.mark.parametrize(("target", "field"), [
+    ({**EC2, "instance_type": "m6i.huge"}, "instance_type"),
+    ({**EC2, "instance_type": "zz9.large"}, "instance_type"),
+    ({**EC2, "region": "us-east-9"}, "region"),
+    ({**EC2, "engine": "mysql-5.1"}, "engine"),
+    ({**EC2, "engine": "mariadb-11.8"}, "engine"),  # the EC2 image packages MariaDB 10.11
+    ({**RDS, "engine": "mysql-5.7"}, "engine"),
+    ({**AURORA, "engine": "mysql-5.7"}, "engine"),
+    ({**EC2, "storage": {"type": "gp2", "size_gb": 100, "iops": 3000}}, "storage.iops"),
+    ({**EC2, "storage": {"type": "io2", "size_gb": 100}}, "storage.iops"),
+    ({**EC2, "storage": {"type": "io1", "size_gb": 500, "iops": 100000}}, "storage.iops"),
+    ({**EC2, "storage": {"type": "gp3", "size_gb": 100, "iops": 2000}}, "storage.iops"),
+    ({**EC2, "storage": {"type": "gp2", "size_gb": 100, "throughput_mbps": 250}}, "storage.throughput_mbps"),
+    ({**EC2, "storage": {"type": "instance-store", "size_gb": 100}}, "storage.type"),  # m6i has none
+    ({**RDS, "storage": {"type": "instance-store", "size_gb": 100}}, "storage.type"),
+    ({**RDS, "storage": {"type": "io1", "size_gb": 50, "iops": 1000}}, "storage.size_gb"),
+    ({**RDS, "storage": {"type": "gp3", "size_gb": 100, "iops": 12000}}, "storage.iops"),
+    ({**RDS, "instance_class": "db.m6i.huge"}, "instance_class"),
+    ({**AURORA, "instance_class": "db.m5.large"}, "instance_class"),  # Aurora has no m5 class
+    ({**RDS, "client": {"instance_type": "c6i.huge"}}, "client.instance_type"),
+])
+def test_an_impossible_cloud_spec_is_400_naming_the_field(api, target, field):
+    status, body, _ = api("POST", "/runs", {**SPEC, "targets": [target]})
+    assert status == 400, body
+    assert body["field"] == f"targets[0].{field}", body
+    assert api.starts == 0
+
+
+AURORA_FLEET = {"name": "aurora-fleet", "repetitions": 1,
+                "workload": {**WORKLOAD, "threads": [1, 2, 4, 8, 16, 32, 64], "duration_s": 6 * 3600},
+                "targets": [{"id": f"a{i}", "kind": "aurora", "instance_class": "db.r6i.32xlarge"}
+                            for i in range(200)]}
+
+
+def test_without_a_budget_the_deployment_ceiling_holds(api):
+    """The issue's case: 200 x aurora db.r6i.32xlarge for 42 h was accepted at ~$158,000."""
+    status, body, _ = api("POST", "/runs", AURORA_FLEET)
+    assert status == 400, body
+    assert body["field"] == "budget_usd" and "$100.00" in body["message"] and "maxRunCostUsd" in body["message"]
+    cheap = {**SPEC, "budget_usd": None}
+    status, body, _ = api("POST", "/runs", cheap)
+    assert status == 202 and body["estimated_cost_usd"] <= 100, body
+    assert api.starts == 1
+
+
+def test_an_unpriced_target_needs_an_explicit_budget(api):
+    unpriced = {**SPEC, "targets": [{"id": "g", "kind": "ec2", "instance_type": "m6g.large",
+                                     "region": "eu-north-1"}]}
+    status, body, _ = api("POST", "/runs", {**unpriced, "budget_usd": None})
+    assert status == 400 and body["field"] == "targets[0].instance_type", body
+    status, body, _ = api("POST", "/runs", unpriced)  # budget_usd 50: the user accepts it unpriced
+    assert status == 202 and body["unpriced_targets"] == ["g"], body
 
 
 def test_a_target_in_a_region_with_nothing_deployed_is_400_naming_its_region(api):
@@ -268,7 +325,7 @@ def test_delete_stops_and_tears_down_idempotently(api):
         {"ResourceType": "instance", "Tags": owned("run-1", "m6i", later)}])["Instances"][0]["InstanceId"]
     abroad = boto3.client("ec2", region_name="eu-north-1").run_instances(
         ImageId="ami-12c6146b", MinCount=1, MaxCount=1, TagSpecifications=[
-            {"ResourceType": "instance", "Tags": owned("run-1", "m6g", later)}])["Instances"][0]["InstanceId"]
+            {"ResourceType": "instance", "Tags": owned("run-1", "m5", later)}])["Instances"][0]["InstanceId"]
     other = ec2.run_instances(ImageId="ami-12c6146b", MinCount=1, MaxCount=1, TagSpecifications=[
         {"ResourceType": "instance", "Tags": owned("run-2", "m6i", later)}])["Instances"][0]["InstanceId"]
     status, body, _ = api("DELETE", "/runs/run-1")
@@ -290,7 +347,7 @@ def test_results_json_and_csv(api):
     summary = {"run": {"run_id": "run-1"}, "rows": [
         {"target_id": "m6i", "threads": 1, "tps": {"mean": 100.0, "ci_low": 90.0, "ci_high": 110.0,
                                                     "values": [95.0, 105.0]}},
-        {"target_id": "m6g", "threads": 1, "tps": {"mean": 120.0, "ci_low": 110.0, "ci_high": 130.0,
+        {"target_id": "m5", "threads": 1, "tps": {"mean": 120.0, "ci_low": 110.0, "ci_high": 130.0,
                                                     "values": [115.0, 125.0]}}]}
     api.s3.put_object(Bucket=BUCKET, Key="runs/run-1/summary.json", Body=json.dumps(summary).encode())
     status, body, _ = api("GET", "/runs/run-1/results")

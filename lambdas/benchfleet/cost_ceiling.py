@@ -1,0 +1,88 @@
+"""What a run submitted through the API may cost: the server's rules, not the request's.
+
+- Prices come from the deployment's price tables (``benchfleet.pricing``) only: a cloud target's
+  ``price_per_hour`` is refused, since a request that names its own price (``0``) could otherwise
+  walk past every budget.
+- A spec with ``budget_usd`` is held to it. A spec without one is held to the deployment's ceiling
+  per run (CDK context key ``maxRunCostUsd`` -> ``MAX_RUN_COST_USD``, default $100), and may not
+  contain a target the tables cannot price: an estimate that leaves a target out is no ceiling.
+  ``existing`` targets are the owner's own hosts: benchfleet creates nothing for them, so they
+  have no price and need none.
+
+Every refusal is a ``(field, message)`` pair naming the field to change. Standard library only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from benchfleet.plan import Plan
+
+DEFAULT_MAX_RUN_COST_USD = 100.0
+ENV_KEY = "MAX_RUN_COST_USD"
+
+Problem = tuple[str, str]
+
+
+def max_run_cost(env: Mapping[str, str]) -> float:
+    """The ceiling from the environment; the safe default when unset. A value that is not a positive
+    number is a deployment error: raise rather than run without a ceiling."""
+    raw = env.get(ENV_KEY, "").strip()
+    if not raw:
+        return DEFAULT_MAX_RUN_COST_USD
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{ENV_KEY}={raw!r} is not a number of USD") from None
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{ENV_KEY}={raw!r} must be a positive number of USD")
+    return value
+
+
+def request_price_problems(targets: Sequence[Any]) -> list[Problem]:
+    """A price in the request is refused: the server prices targets from its tables."""
+    return [(f"targets[{i}].price_per_hour",
+             "prices come from this deployment's price tables (workloads/pricing), not from the request; "
+             "remove it (budget_usd bounds what a run may cost)")
+            for i, target in enumerate(targets)
+            if getattr(target, "kind", None) != "local" and getattr(target, "price_per_hour", None) is not None]
+
+
+def _unpriced_field(index: int, target: Any) -> str:
+    """The field of an unpriced target to change: the part the tables do not know."""
+    from benchfleet.pricing import price_breakdown
+
+    try:
+        parts = price_breakdown(target)
+    except (OSError, ValueError, KeyError):  # no tables at all: the target's own type is as good as any
+        parts = {"instance": None}
+    where = f"targets[{index}]"
+    if parts.get("instance") is None:
+        return f"{where}.instance_type" if getattr(target, "kind", None) == "ec2" else f"{where}.instance_class"
+    if parts.get("client") is None:
+        return f"{where}.client.instance_type"
+    return f"{where}.storage"
+
+
+def cost_problems(plan: Plan, targets: Sequence[Any], ceiling: float,
+                  unpriced_reason: Callable[[Any], str]) -> list[Problem]:
+    """Refusals of a planned run against its budget or, without one, the deployment's ceiling."""
+    index = {t.target_id: i for i, t in enumerate(plan.targets)}
+    estimate = plan.estimated_cost_usd
+    if plan.budget_usd is not None:
+        if plan.over_budget:
+            return [("budget_usd", f"the estimate is ${estimate:.2f}, above the budget of ${plan.budget_usd:.2f}")]
+        return []
+    unpriced = [t for t in plan.unpriced_targets if plan.targets[index[t]].kind != "existing"]
+    problems: list[Problem] = [
+        (_unpriced_field(index[t], targets[index[t]]),
+         f"target {t} has no price ({unpriced_reason(targets[index[t]])}): without budget_usd every target "
+         "must be priced from the tables; set budget_usd to run it anyway")
+        for t in unpriced]
+    if estimate > ceiling:
+        problems.append(("budget_usd", f"the estimate is ${estimate:.2f}, above this deployment's ceiling of "
+                                       f"${ceiling:.2f} per run for a spec without budget_usd (CDK context key "
+                                       "maxRunCostUsd); set budget_usd to run it"))
+    return problems
