@@ -99,8 +99,9 @@ describe('the ASL decides what the state machine role may do', () => {
       ]),
     );
     expect(actions).not.toContain('ec2:RunInstances');
-    const sendToInstances = statements.find((s) => s.Sid === 'SendToTaggedInstances');
-    expect(sendToInstances.Condition).toEqual({ Null: { 'ssm:resourceTag/benchfleet:run-id': 'false' } });
+    const sendToInstances = statements.find((s) => s.Sid === 'SendToOwnedInstances');
+    expect(sendToInstances.Condition.Null).toEqual({ 'ssm:resourceTag/benchfleet:run-id': 'false' });
+    expect(sendToInstances.Condition.StringEquals['ssm:resourceTag/benchfleet:stack']).toBeDefined();
     expect(nagFindings(stack)).toEqual([]);
   });
 });
@@ -183,12 +184,13 @@ describe('sweepRegions', () => {
       return p.Properties.PolicyDocument.Statement;
     };
     for (const name of ['Janitor', 'TeardownByTag', 'Api', 'Teardown']) {
-      const terminate = policy(name).find((s) => s.Sid === 'TerminateTaggedInstances');
+      const terminate = policy(name).find((s) => s.Sid === 'TerminateOwnedInstances');
       const text = JSON.stringify(terminate.Resource);
       expect(text).toContain('"AWS::Region"'); // the stack's own region always
       if (name === 'Teardown') expect(text).not.toContain('eu-west-1');
       else expect(text).toMatch(/:ec2:eu-west-1:.*:ec2:us-east-1:|:ec2:us-east-1:.*:ec2:eu-west-1:/);
-      expect(terminate.Condition).toEqual({ Null: { 'aws:ResourceTag/benchfleet:run-id': 'false' } });
+      expect(terminate.Condition.Null).toEqual({ 'aws:ResourceTag/benchfleet:run-id': 'false' });
+      expect(terminate.Condition.StringEquals['aws:ResourceTag/benchfleet:stack']).toBeDefined();
     }
   });
 
@@ -214,7 +216,7 @@ describe('targetRegions', () => {
     const [, policy] = resourcesOf(template, 'AWS::IAM::Policy').find(([id]) =>
       /^OrchestrationFunctionsJanitorRoleDefaultPolicy[0-9A-F]{8}$/.test(id),
     )!;
-    const terminate = policy.Properties.PolicyDocument.Statement.find((s: any) => s.Sid === 'TerminateTaggedInstances');
+    const terminate = policy.Properties.PolicyDocument.Statement.find((s: any) => s.Sid === 'TerminateOwnedInstances');
     const text = JSON.stringify(terminate.Resource);
     expect(text).toContain(':ec2:us-west-1:');
     expect(text).toContain(':ec2:eu-north-1:');
