@@ -13,6 +13,11 @@ export const TAG_TARGET_ID = 'benchfleet:target-id';
 export const TAG_EXPIRES_AT = 'benchfleet:expires-at';
 /** The owning stack (cdk/lib/ownership.ts): create and remove only with this stack's value. */
 export const TAG_STACK = 'benchfleet:stack';
+/**
+ * On a host an `existing` target names (`instance_id`): its owner lets this stack run the agent
+ * there, and nothing more (the sweepers look for run-id and stack, never for this key).
+ */
+export const TAG_AGENT_HOST = 'benchfleet:agent-host';
 /** Tag keys a run may set on the resources it creates (aws:TagKeys). */
 export const ALLOWED_RUN_TAG_KEYS = ['benchfleet:*', 'Name'];
 

@@ -11,6 +11,7 @@ import { allowWildcard } from './nag';
 import {
   ALLOWED_RUN_TAG_KEYS,
   TAG_EXPIRES_AT,
+  TAG_AGENT_HOST,
   TAG_RUN_ID,
   TAG_STACK,
   UBUNTU_AMI_OWNER,
@@ -315,6 +316,16 @@ export class Permissions {
         actions: ['ssm:SendCommand'],
         resources: [this.ec2('instance')],
         conditions: requireOwnedResource(this.owner, 'ssm:resourceTag'),
+      }),
+    );
+    // An existing target's host is someone else's: its owner opts in with benchfleet:agent-host,
+    // which lets this stack run the agent document there and gives no role any other right on it.
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'SendToOptedInHosts',
+        actions: ['ssm:SendCommand'],
+        resources: [this.ec2('instance')],
+        conditions: { StringEquals: { [`ssm:resourceTag/${TAG_AGENT_HOST}`]: this.owner } },
       }),
     );
   }

@@ -13,6 +13,9 @@ TAG_EXPIRES_AT = "benchfleet:expires-at"
 # stack create and remove only resources that carry its own value, and the sweepers look for it,
 # so two stacks in one account never touch each other's runs, and nothing untagged is ever ours.
 TAG_STACK = "benchfleet:stack"
+# On an existing target's host: its owner lets that stack run the agent there (SendCommand only);
+# the sweepers never look for it, so such a host is never stopped or terminated.
+TAG_AGENT_HOST = "benchfleet:agent-host"
 DEFAULT_DB_PREFIX = "bf"
 RUN_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,78}[a-z0-9]$")
 

@@ -178,6 +178,19 @@ describe('pre-existing resources', () => {
   });
 });
 
+describe("an existing target's host", () => {
+  test('opted in with benchfleet:agent-host, it receives the agent and nothing else', () => {
+    const optedIn = asResource({ 'benchfleet:agent-host': ours.owner });
+    const senders = rolesAllowing({ action: 'ssm:SendCommand', resource: instance(), context: asResource({ 'benchfleet:agent-host': ours.owner }, 'ssm:resourceTag') });
+    expect(senders.length).toBeGreaterThanOrEqual(1);
+    expect(senders.every((id) => /StartStep|StateMachine/.test(id))).toBe(true);
+    expect(rolesAllowing({ action: 'ssm:SendCommand', resource: instance(), context: asResource({ 'benchfleet:agent-host': theirs.owner }, 'ssm:resourceTag') })).toEqual([]);
+    for (const action of ['ec2:TerminateInstances', 'ec2:StopInstances', 'ec2:ModifyInstanceAttribute', 'ec2:CreateTags']) {
+      expect(rolesAllowing({ action, resource: instance(), context: optedIn })).toEqual([]);
+    }
+  });
+});
+
 describe('RDS-managed master secrets', () => {
   const secret = (kind: 'db' | 'cluster', r = region): string =>
     `arn:${partition}:secretsmanager:${r}:${account}:secret:rds!${kind}-3f1c0c8e-0000-4000-8000-00000000000a-AbCdEf`;

@@ -12,7 +12,7 @@ from moto import mock_aws
 
 from benchfleet import naming
 from benchfleet.aws import sweep
-from benchfleet.naming import TAG_EXPIRES_AT, TAG_RUN_ID, TAG_STACK, TAG_TARGET_ID
+from benchfleet.naming import TAG_AGENT_HOST, TAG_EXPIRES_AT, TAG_RUN_ID, TAG_STACK, TAG_TARGET_ID
 
 REGION = "us-east-1"
 OWNER = "Benchfleet@us-east-1"  # BENCHFLEET_STACK as cdk/lib/ownership.ts builds it
@@ -112,13 +112,14 @@ def test_janitor_removes_only_finished_or_expired(aws):
     # benchfleet's tag keys, but not created by this stack: never touched
     unowned = {TAG_RUN_ID: "old-run", TAG_EXPIRES_AT: "2000-01-01T00:00:00Z"}
     keep_unowned = ec2_instance(unowned)
+    keep_guest_host = ec2_instance({TAG_AGENT_HOST: OWNER})  # an existing target's host, opted in
     keep_unowned_db = db_instance("legacy-db", unowned)
     # ours, but someone turned deletion protection on: reported, never lifted
     keep_protected_db = db_instance("old-protected", tags("old-run", "e", later), protected=True)
 
     summary = janitor.sweep(now=NOW).summary()
 
-    assert live_ec2() == {keep_live, keep_untagged, keep_foreign, keep_bad_expiry, keep_unowned}
+    assert live_ec2() == {keep_live, keep_untagged, keep_foreign, keep_bad_expiry, keep_unowned, keep_guest_host}
     assert live_dbs() == {keep_live_db, keep_foreign_db, keep_unowned_db, keep_protected_db}
     removed = {r["id"] for r in summary["removed"]}
     assert removed == {gone_expired, gone_finished, gone_finished_db, *gone_cluster}
@@ -132,7 +133,7 @@ def test_janitor_removes_only_finished_or_expired(aws):
 
     again = janitor.sweep(now=NOW).summary()
     assert again["removed"] == [] and [f["id"] for f in again["failed"]] == [keep_protected_db]
-    assert live_ec2() == {keep_live, keep_untagged, keep_foreign, keep_bad_expiry, keep_unowned}
+    assert live_ec2() == {keep_live, keep_untagged, keep_foreign, keep_bad_expiry, keep_unowned, keep_guest_host}
 
 
 def test_running_run_protected_by_input_run_id(aws):
