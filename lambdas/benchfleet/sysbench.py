@@ -8,13 +8,16 @@ The parser understands what sysbench 1.0.x prints for ``run``:
 - the final summary (SQL statistics, General statistics, Latency, Threads fairness);
 - the latency histogram (``--histogram=on``);
 - FATAL/ALERT lines, which are failures even when sysbench exits 0.
+
+It reads line by line (a file object streams; a multi-gigabyte log is never held whole), every pattern
+is linear in the length of a line, and a number it cannot read is a SysbenchParseError naming the line.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 __all__ = [
     "Interval",
@@ -22,8 +25,10 @@ __all__ = [
     "SysbenchOutput",
     "SysbenchParseError",
     "build_command",
+    "interval_lengths",
     "parse_interval",
     "parse_output",
+    "step_accounting",
 ]
 
 # Option names sysbench accepts are lower-case words joined by dashes or underscores; anything else
@@ -34,7 +39,18 @@ _COMMANDS = ("prepare", "run", "cleanup", "help")
 
 
 class SysbenchParseError(ValueError):
-    """sysbench output that cannot be read as sysbench 1.0.x output."""
+    """sysbench output that cannot be read as sysbench 1.0.x output; ``line`` is the 1-based line
+    number of the offending line when there is one."""
+
+    def __init__(self, message: str, line: Optional[int] = None) -> None:
+        super().__init__("line {}: {}".format(line, message) if line is not None else message)
+        self.line = line
+        self.reason = message
+
+
+# A sysbench line is well under 1 KiB; a line over 1 MiB is not sysbench output, and reading it whole
+# would let one line take all memory.
+MAX_LINE_CHARS = 1 << 20
 
 
 @dataclass
@@ -59,6 +75,7 @@ class Interval:
     reconnects_per_s: float
     queue: Optional[int] = None
     concurrency: Optional[int] = None
+    interval_s: Optional[float] = None  # seconds since the previous line's timestamp (set by parse_output)
 
 
 @dataclass
@@ -97,8 +114,11 @@ class SysbenchOutput:
 
     version: Optional[str] = None
     threads: Optional[int] = None
+    report_interval_s: Optional[int] = None
     intervals: List[Interval] = field(default_factory=list)
+    interval_count: int = 0
     summary: Optional[Summary] = None
+    summary_missing: List[str] = field(default_factory=list)
     histogram: List[Tuple[float, int]] = field(default_factory=list)
     errors: List[str] = field(default_factory=list)
 
@@ -157,9 +177,12 @@ _INTERVAL = re.compile(
 _QUEUE = re.compile(r"^\[\s*(?P<second>[0-9.]+)s\s*\]\s+queue length:\s*(?P<q>\d+),\s*concurrency:\s*(?P<c>\d+)")
 _VERSION = re.compile(r"^sysbench\s+(?P<v>\d+\.\d+\.\d+\S*)")
 _THREADS = re.compile(r"^Number of threads:\s*(\d+)")
+_REPORT_EVERY = re.compile(r"^Report intermediate results every\s+(\d+)\s+second")
 _COUNT_RATE = re.compile(
     r"^\s*(?P<k>transactions|queries|ignored errors|reconnects):\s+(?P<n>\d+)\s+\((?P<r>[0-9.]+) per sec\.\)")
-_KEYVAL = re.compile(r"^\s*(?P<k>[A-Za-z][A-Za-z ()/]*?):\s+(?P<v>\S.*?)\s*$")
+# Matched against stripped lines, so the value simply runs to the end: a lazy value followed by
+# ``\s*$`` backtracks quadratically on a line with a long run of inner spaces.
+_KEYVAL = re.compile(r"^(?P<k>[A-Za-z][A-Za-z ()/]*?):\s+(?P<v>\S.*)$")
 _PERCENTILE = re.compile(r"^\s*(?P<p>\d+)th percentile:\s+(?P<v>[0-9.]+)")
 _HIST_ROW = re.compile(r"^\s*(?P<v>[0-9.]+)\s+\|\**\s+(?P<n>\d+)\s*$")
 _FAILURE = re.compile(r"^(?:FATAL|ALERT)\b|^\S.*\bFATAL:")
@@ -186,69 +209,140 @@ def parse_interval(line: str) -> Optional[Interval]:
     )
 
 
-def parse_output(text: str) -> SysbenchOutput:
-    """Parse a whole sysbench output (run log). Raises SysbenchParseError if it is not sysbench's.
+# What a complete final summary has: sysbench prints these lines last, so a log cut anywhere in its
+# summary lacks at least one of them (``Threads fairness`` closes every 1.0.x summary).
+_SUMMARY_REQUIRED = ("total time", "total number of events", "latency min", "latency avg", "latency max",
+                     "latency sum", "fairness events", "fairness execution time")
+_SQL_REQUIRED = ("transactions", "queries")
 
-    Failures sysbench printed are kept in ``errors`` rather than raised: the caller decides that an
-    output with errors, or without a summary, is a failed step.
+
+def parse_output(text: Union[str, Iterable[str]],
+                 on_interval: Optional[Callable[[Interval], None]] = None) -> SysbenchOutput:
+    """Parse a whole sysbench output (run log): a string or any iterable of lines (an open file
+    streams). Raises SysbenchParseError if it is not sysbench's, naming the line of a number that
+    cannot be read or of a line too long to be sysbench's.
+
+    Each interval gets ``interval_s``, the seconds since the previous interval line (sysbench's
+    timestamps; under load they are not one ``--report-interval`` apart). With ``on_interval`` the
+    intervals are handed to it and not kept (``interval_count`` still counts them).
+
+    ``summary`` is set only when the final summary is complete; a summary cut short leaves it None
+    and names what is missing in ``summary_missing``. Failures sysbench printed are kept in
+    ``errors`` rather than raised: the caller decides that an output with errors, or without a
+    summary, is a failed step.
     """
     out = SysbenchOutput()
     summary = Summary()
-    seen_summary = False
+    seen: set[str] = set()
     section = ""
     in_histogram = False
     recognised = False
-    for raw in text.splitlines():
-        line = raw.rstrip()
-        stripped = line.strip()
+    previous_second = 0.0
+    lines = text.splitlines() if isinstance(text, str) else text
+    number = 0
+    for number, raw in enumerate(lines, start=1):
+        if len(raw) > MAX_LINE_CHARS:
+            raise SysbenchParseError("a line of {:,}+ characters is not sysbench output".format(
+                MAX_LINE_CHARS), number)
+        stripped = raw.strip()
         if not stripped:
             in_histogram = False
             continue
-        interval = parse_interval(stripped)
-        if interval is not None:
-            recognised = True
-            out.intervals.append(interval)
-            continue
-        queue = _QUEUE.match(stripped)
-        if queue is not None:
-            recognised = True
-            _attach_queue(out.intervals, float(queue.group("second")), int(queue.group("q")), int(queue.group("c")))
-            continue
-        if _FAILURE.search(stripped):
-            out.errors.append(stripped)
-            continue
-        m = _VERSION.match(stripped)
-        if m:
-            recognised = True
-            out.version = m.group("v")
-            continue
-        m = _THREADS.match(stripped)
-        if m:
-            out.threads = int(m.group(1))
-            continue
-        if stripped.startswith("Latency histogram"):
-            in_histogram = True
-            recognised = True
-            continue
-        if in_histogram:
-            row = _HIST_ROW.match(line)
-            if row:
-                out.histogram.append((float(row.group("v")), int(row.group("n"))))
-            continue
-        if stripped.endswith(":") and not stripped.startswith("["):
-            if stripped.lower() == "queries performed:":
-                continue  # a heading inside "SQL statistics", not a section of its own
-            section = stripped[:-1].strip().lower()
-            if section in ("sql statistics", "general statistics", "latency (ms)", "threads fairness"):
+        try:
+            interval = parse_interval(stripped)
+            if interval is not None:
                 recognised = True
-                seen_summary = True
-            continue
-        seen_summary = _read_summary_line(summary, section, stripped) or seen_summary
+                interval.interval_s = round(interval.second - previous_second, 6)
+                previous_second = interval.second
+                out.interval_count += 1
+                if on_interval is not None:
+                    on_interval(interval)
+                else:
+                    out.intervals.append(interval)
+                continue
+            queue = _QUEUE.match(stripped)
+            if queue is not None:
+                recognised = True
+                _attach_queue(out.intervals, float(queue.group("second")), int(queue.group("q")),
+                              int(queue.group("c")))
+                continue
+            if _FAILURE.search(stripped):
+                out.errors.append(stripped)
+                continue
+            m = _VERSION.match(stripped)
+            if m:
+                recognised = True
+                out.version = m.group("v")
+                continue
+            m = _THREADS.match(stripped)
+            if m:
+                out.threads = int(m.group(1))
+                continue
+            m = _REPORT_EVERY.match(stripped)
+            if m:
+                out.report_interval_s = int(m.group(1))
+                continue
+            if stripped.startswith("Latency histogram"):
+                in_histogram = True
+                recognised = True
+                continue
+            if in_histogram:
+                row = _HIST_ROW.match(stripped)
+                if row:
+                    out.histogram.append((float(row.group("v")), int(row.group("n"))))
+                continue
+            if stripped.endswith(":") and not stripped.startswith("["):
+                if stripped.lower() == "queries performed:":
+                    continue  # a heading inside "SQL statistics", not a section of its own
+                section = stripped[:-1].strip().lower()
+                if section in ("sql statistics", "general statistics", "latency (ms)", "threads fairness"):
+                    recognised = True
+                    seen.add(section)
+                continue
+            key = _read_summary_line(summary, section, stripped)
+            if key:
+                seen.add(key)
+        except (ValueError, OverflowError) as e:
+            raise SysbenchParseError("cannot read {!r}: {}".format(stripped[:120], e), number) from None
     if not recognised and not out.errors:
         raise SysbenchParseError("no sysbench output found (no version line, interval or summary)")
-    if seen_summary:
-        out.summary = summary
+    if seen:
+        required = _SUMMARY_REQUIRED + (_SQL_REQUIRED if "sql statistics" in seen else ())
+        out.summary_missing = [k for k in required if k not in seen]
+        if not out.summary_missing:
+            out.summary = summary
     return out
+
+
+def interval_lengths(seconds: Sequence[float]) -> List[float]:
+    """The length of each interval from sysbench's timestamps (seconds since the start of the run, in
+    order): the first from 0, each next from the one before. sysbench prints whole seconds, so a
+    length can be 0 (two reports within one rounded second); their sum is the time covered."""
+    out: List[float] = []
+    previous = 0.0
+    for second in seconds:
+        out.append(round(second - previous, 6))
+        previous = second
+    return out
+
+
+def step_accounting(seconds: Sequence[float], total_time_s: float,
+                    report_interval_s: Optional[float] = None) -> Dict[str, Any]:
+    """How complete a step's per-second data is, from its interval timestamps and sysbench's total
+    time: ``samples`` present, ``samples_expected`` (total time / report interval), ``covered_s``
+    (the last timestamp: the seconds the samples account for) and ``missing_final`` (the interval
+    that should end the step was never printed). The report interval, when not given, is the most
+    common interval length (1 s when there is none). No samples: nothing expected (a summary-only
+    log), ``samples_expected`` None."""
+    if not seconds:
+        return {"samples": 0, "samples_expected": None, "covered_s": None, "missing_final": None}
+    every = report_interval_s
+    if not every:
+        lengths = [round(x) for x in interval_lengths(seconds) if x > 0]
+        every = max(set(lengths), key=lambda x: (lengths.count(x), -x)) if lengths else 1
+    covered = float(max(seconds))
+    return {"samples": len(seconds), "samples_expected": int(total_time_s // every),
+            "covered_s": covered, "missing_final": covered + every / 2 < total_time_s}
 
 
 def _attach_queue(intervals: List[Interval], second: float, queue: int, concurrency: int) -> None:
@@ -259,7 +353,8 @@ def _attach_queue(intervals: List[Interval], second: float, queue: int, concurre
             return
 
 
-def _read_summary_line(s: Summary, section: str, line: str) -> bool:
+def _read_summary_line(s: Summary, section: str, line: str) -> Optional[str]:
+    """Read one summary line into ``s``; the name of what it read (for completeness), or None."""
     m = _COUNT_RATE.match(line)
     if m:
         key, n, rate = m.group("k"), int(m.group("n")), float(m.group("r"))
@@ -271,42 +366,42 @@ def _read_summary_line(s: Summary, section: str, line: str) -> bool:
             s.ignored_errors, s.errors_per_s = n, rate
         else:
             s.reconnects, s.reconnects_per_s = n, rate
-        return True
+        return key
     m = _PERCENTILE.match(line)
     if m and section == "latency (ms)":
         s.latency_pct, s.latency_pct_ms = int(m.group("p")), float(m.group("v"))
-        return True
+        return "latency percentile"
     m = _KEYVAL.match(line)
     if not m:
-        return False
+        return None
     key, value = m.group("k").strip().lower(), m.group("v")
     if section == "sql statistics":
         target = {"read": "reads", "write": "writes", "other": "other", "total": "total_queries"}.get(key)
         if target:
             setattr(s, target, int(value))
-            return True
+            return key
     elif section == "general statistics":
         if key == "total time":
             s.total_time_s = float(value.rstrip("s"))
-            return True
+            return key
         if key == "total number of events":
             s.events = int(value)
-            return True
+            return key
     elif section == "latency (ms)":
         target = {"min": "latency_min_ms", "avg": "latency_avg_ms", "max": "latency_max_ms",
                   "sum": "latency_sum_ms"}.get(key)
         if target:
             setattr(s, target, float(value))
-            return True
+            return "latency " + key
     elif section == "threads fairness":
         avg, _, stddev = value.partition("/")
         if key == "events (avg/stddev)":
             s.fairness_events_avg, s.fairness_events_stddev = float(avg), float(stddev)
-            return True
+            return "fairness events"
         if key == "execution time (avg/stddev)":
             s.fairness_time_avg_s, s.fairness_time_stddev_s = float(avg), float(stddev)
-            return True
-    return False
+            return "fairness execution time"
+    return None
 
 
 def iter_intervals(lines: Iterable[str]) -> Iterable[Interval]:

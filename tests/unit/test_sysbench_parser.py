@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+import statistics
+import threading
+
 import pytest
 from tests.conftest import FIXTURES, SHARED_FIXTURES, needs_shared_fixtures
+from tests.sysbench_logs import LOADED_SECONDS, run_log
 
-from benchfleet.sysbench import SysbenchParseError, build_command, parse_interval, parse_output
+from benchfleet.stats.figures import weighted_mean
+from benchfleet.sysbench import (
+    MAX_LINE_CHARS,
+    SysbenchParseError,
+    build_command,
+    parse_interval,
+    parse_output,
+    step_accounting,
+)
 
 STUDY = SHARED_FIXTURES / "percona-2021-arm-m6"
 OURS = FIXTURES / "sysbench-1.0.20"
@@ -101,3 +113,66 @@ def test_command_builder_never_lets_a_value_become_an_argument() -> None:
         build_command("--help", "run", {})
     with pytest.raises(ValueError):
         build_command("oltp_read_only", "rm", {})
+
+
+# ---- per-second accounting: what each sample really covers -----------------------------------------
+
+def test_each_interval_carries_its_real_length_from_sysbench_timestamps() -> None:
+    tps = [900.0, 880.0, 300.0, 450.0, 870.0, 860.0, 420.0, 910.0, 890.0]
+    out = parse_output(run_log(LOADED_SECONDS, tps))
+    assert [i.interval_s for i in out.intervals] == [1, 1, 3, 2, 1, 1, 2, 0, 1]
+    assert out.report_interval_s == 1 and out.summary is not None
+    # Rates weighted by the seconds they cover are the summary's events over time; one sample per
+    # line counted as one second each is not.
+    weighted = weighted_mean([i.tps for i in out.intervals], [i.interval_s or 0 for i in out.intervals])
+    assert weighted == pytest.approx(out.summary.tps, rel=1e-3)
+    assert statistics.fmean(i.tps for i in out.intervals) > 1.2 * out.summary.tps
+    assert step_accounting([i.second for i in out.intervals], out.summary.total_time_s) == {
+        "samples": 9, "samples_expected": 12, "covered_s": 12.0, "missing_final": False}
+
+
+def test_a_missing_final_interval_is_detected() -> None:
+    out = parse_output(run_log(LOADED_SECONDS[:-1], [900.0] * 8))
+    assert out.summary is not None
+    accounting = step_accounting([i.second for i in out.intervals], out.summary.total_time_s)
+    assert accounting["missing_final"] is True and accounting["covered_s"] == 11.0
+    assert step_accounting([], 12.0)["samples_expected"] is None  # summary-only: nothing expected
+
+
+# ---- logs that must not be taken as results (issue 13) ----------------------------------------------
+
+def test_a_summary_cut_anywhere_is_not_a_summary() -> None:
+    lines = (OURS / "run_ri.log").read_text().splitlines()
+    start = lines.index("SQL statistics:")
+    last = max(i for i, line in enumerate(lines) if line.strip())
+    assert parse_output("\n".join(lines)).summary is not None
+    for cut in range(start + 1, last + 1):
+        out = parse_output("\n".join(lines[:cut]))
+        assert out.summary is None and out.summary_missing, f"cut after line {cut}"
+
+
+@pytest.mark.parametrize("bad", ["total number of events:              29x2",
+                                 "total number of events:              " + "9" * 5000])
+def test_a_number_that_cannot_be_read_names_its_line(bad: str) -> None:
+    lines = (OURS / "run_ri.log").read_text().splitlines()
+    number = next(i for i, line in enumerate(lines, start=1) if "total number of events" in line)
+    lines[number - 1] = "    " + bad
+    with pytest.raises(SysbenchParseError) as e:
+        parse_output("\n".join(lines))
+    assert e.value.line == number and f"line {number}:" in str(e.value)
+
+
+def test_a_long_line_of_spaces_is_read_in_linear_time() -> None:
+    # Quadratic backtracking took 24 s on 100k spaces; at ~1 MB it would take hours. Linear: well under
+    # a second, so 60 s is not a timing assertion but a hang detector.
+    text = "sysbench 1.0.20\n" + "total time: 1" + " " * (MAX_LINE_CHARS - 64) + "x\n" + " " * 100_000 + "\n"
+    worker = threading.Thread(target=parse_output, args=(text,), daemon=True)
+    worker.start()
+    worker.join(60)
+    assert not worker.is_alive()
+
+
+def test_a_line_too_long_to_be_sysbench_is_refused_with_its_number() -> None:
+    with pytest.raises(SysbenchParseError) as e:
+        parse_output(iter(["sysbench 1.0.20\n", "x" * (MAX_LINE_CHARS + 1)]))
+    assert e.value.line == 2
