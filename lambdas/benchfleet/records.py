@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import statistics
+from collections import defaultdict
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from benchfleet.stats.figures import cv
+from benchfleet.stats.figures import weighted_cv
+from benchfleet.sysbench import interval_lengths, step_accounting
 
 Phase = Literal["prepare", "warmup", "measure"]
 
@@ -52,6 +54,8 @@ class Sample(_Row):
     cpu_user_pct: float | None = None
     cpu_system_pct: float | None = None
     cpu_iowait_pct: float | None = None
+    interval_s: float | None = Field(None, description="seconds this sample's rates cover, from sysbench's "
+                                     "timestamps (not always the report interval under load)")
 
 
 class StepSummary(_Row):
@@ -78,7 +82,12 @@ class StepSummary(_Row):
     latency_pct_ms: float | None = Field(None, description="sysbench's percentile over the whole step")
     sysbench_version: str | None = None
     samples: int = Field(0, description="per-second samples of the step")
-    tps_cv: float | None = Field(None, description="jitter: stdev/mean of per-second tps")
+    samples_expected: int | None = Field(None, description="total time / report interval; None for a "
+                                         "step without per-second data")
+    covered_s: float | None = Field(None, description="seconds the samples account for (last timestamp)")
+    missing_final: bool | None = Field(None, description="the step's last interval was never printed")
+    tps_cv: float | None = Field(None, description="jitter: stdev/mean of per-second tps, weighted by "
+                                 "interval length")
     steal_mean_pct: float | None = Field(None, description="mean of per-second CPU steal %")
 
 
@@ -176,19 +185,43 @@ def parse_agent_lines(text: str, source: str = "agent output") -> AgentOutput:
             detail = e.errors()[0] if isinstance(e, ValidationError) else None
             what = f"{'.'.join(map(str, detail['loc']))}: {detail['msg']}" if detail else str(e)
             raise RecordError(f"{source}:{number}: {what}") from None
+    out.samples = with_interval_lengths(out.samples)
     for record in raw_summaries:
         out.summaries.append(_summary(record, out.samples, source))
     return out
 
 
+def with_interval_lengths(samples: list[Sample]) -> list[Sample]:
+    """Samples with ``interval_s`` from consecutive ``second`` timestamps of the same step (in the
+    order written): under load sysbench reports late, and a sample then covers several seconds."""
+    steps: dict[tuple[str, str, int, str], list[int]] = defaultdict(list)
+    for i, s in enumerate(samples):
+        steps[(s.run_id, s.target_id, s.repetition, s.step)].append(i)
+    out = list(samples)
+    for indices in steps.values():
+        for i, length in zip(indices, interval_lengths([samples[i].second for i in indices]), strict=True):
+            if out[i].interval_s is None:
+                out[i] = out[i].model_copy(update={"interval_s": length})
+    return out
+
+
+def per_second_figures(samples: list[Sample], total_time_s: float,
+                       report_interval_s: float | None = None) -> dict[str, Any]:
+    """A step's figures from its samples: accounting (:func:`step_accounting`), ``tps_cv`` (jitter,
+    weighted by interval length) and ``steal_mean_pct`` (mean per-second steal)."""
+    weights = [s.interval_s if s.interval_s is not None else 1.0 for s in samples]
+    steal = [s.cpu_steal_pct for s in samples if s.cpu_steal_pct is not None]
+    jitter = weighted_cv([s.tps for s in samples], weights)
+    return {**step_accounting([s.second for s in samples], total_time_s, report_interval_s),
+            "tps_cv": round(jitter, 6) if jitter is not None else None,
+            "steal_mean_pct": round(statistics.fmean(steal), 4) if steal else None}
+
+
 def _summary(record: dict[str, Any], samples: list[Sample], source: str) -> StepSummary:
     mine = [s for s in samples if (s.target_id, s.repetition, s.step) ==
             (record.get("target_id"), record.get("repetition"), record.get("step"))]
-    tps = [s.tps for s in mine]
-    steal = [s.cpu_steal_pct for s in mine if s.cpu_steal_pct is not None]
-    jitter = cv(tps)
-    derived = {"samples": len(mine), "tps_cv": round(jitter, 6) if jitter is not None else None,
-               "steal_mean_pct": round(statistics.fmean(steal), 4) if steal else None}
+    total = record.get("total_time_s")
+    derived = per_second_figures(mine, float(total) if isinstance(total, int | float) else 0.0)
     try:
         return StepSummary.model_validate({**record, **derived})
     except ValidationError as e:

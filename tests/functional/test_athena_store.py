@@ -33,7 +33,7 @@ RUN = "graviton-vs-intel-20261102t101500-ab12"
 T0 = datetime(2026, 11, 2, 10, 15, tzinfo=UTC)
 
 # Python type of a record field -> the Glue types that hold it without loss.
-GLUE_TYPES = {int: {"int", "bigint"}, float: {"double"}, str: {"string"}, datetime: {"timestamp"}}
+GLUE_TYPES = {int: {"int", "bigint"}, float: {"double"}, str: {"string"}, datetime: {"timestamp"}, bool: {"boolean"}}
 
 
 def sample(target: str = "m6i-large", rep: int = 1, step: str = "measure-t8", second: int = 1,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -75,6 +76,19 @@ def test_summary_gets_jitter_and_mean_steal_from_its_seconds() -> None:
     assert s.samples == 2 and s.steal_mean_pct == 2.0
     assert s.tps_cv == pytest.approx(14.1421356 / 100, abs=1e-6)  # stdev(90,110)=14.14, mean 100
     assert s.tps == 100.0  # sysbench's own figure, not the mean of seconds
+    # total time 3 s, report interval 1 s: three samples expected, two present, the last missing.
+    assert (s.samples_expected, s.covered_s, s.missing_final) == (3, 2.0, True)
+
+
+def test_samples_carry_the_seconds_they_cover_and_jitter_is_weighted_by_them() -> None:
+    # Reports at 1, 3 and 4 s: the second sample stands for two seconds.
+    out = parse_agent_lines("\n".join([sample(1, 100), sample(3, 50), sample(4, 100), SUMMARY.replace(
+        '"total_time_s": 3.0', '"total_time_s": 4.0')]))
+    assert [x.interval_s for x in out.samples] == [1, 2, 1]
+    (s,) = out.summaries
+    assert (s.samples, s.samples_expected, s.covered_s, s.missing_final) == (3, 4, 4.0, False)
+    # weighted mean 75 over 4 s; weighted variance (2 x 25^2 + 2 x 25^2) / 3
+    assert s.tps_cv == pytest.approx(math.sqrt(2500 / 3) / 75, abs=1e-6)
 
 
 @pytest.mark.parametrize(("text", "fragment"), [

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 import sys
 from pathlib import Path
 
@@ -280,5 +281,31 @@ def test_targets_without_a_recorded_price_are_priced_from_the_spec(tmp_path: Pat
         # spec targets: ec2 m6i.large with the default gp3 100 GB volume
         assert result["targets"][0]["price_per_hour"] == pytest.approx(0.096 + 8 / 730, abs=1e-6)
         assert result["rows"][0]["cost_per_1000_tps"] is not None
+    finally:
+        s.close()
+
+
+def test_step_rates_are_weighted_by_the_seconds_each_sample_covers(tmp_path: Path) -> None:
+    """sysbench under load: [1, 2, 5, 7, ...] -- a per-second mean counting each line as one second
+    overstates throughput; weighted by interval length it is the events over the time, in SQL and
+    Python alike."""
+    s = DuckDBStore(tmp_path / "b.duckdb")
+    try:
+        run_id = fill_store(s, "weighted-20261122t100000-abcd", reps=2, threads=(1,), seconds=9, warmup_s=2)
+        lengths = [1, 1, 3, 2, 1, 1, 2, 0, 1]
+        tps = [900.0, 880.0, 300.0, 450.0, 870.0, 860.0, 420.0, 910.0, 890.0]
+        target = s.query("SELECT min(target_id) AS t FROM samples")[0]["t"]
+        for second, (length, rate) in enumerate(zip(lengths, tps, strict=True), start=1):
+            s.db.execute("UPDATE samples SET interval_s = ?, tps = ? WHERE target_id = ? AND second = ? "
+                         "AND phase = 'measure' AND repetition = 1", [length, rate, target, second])
+        sql = next(r for r in s.query(stats.STEP_STATS_SQL, [run_id])
+                   if (r["target_id"], r["repetition"]) == (target, 1))
+        py = next(r for r in stats.step_stats_from_samples(s.samples(run_id))
+                  if (r["target_id"], r["repetition"]) == (target, 1))
+        expected = sum(length * rate for length, rate in zip(lengths, tps, strict=True)) / 12
+        for key in ("tps_mean", "tps_cv", "covered_s"):
+            assert sql[key] == pytest.approx(py[key]), key
+        assert sql["tps_mean"] == pytest.approx(expected) and sql["covered_s"] == 12
+        assert statistics.fmean(tps) > 1.2 * expected
     finally:
         s.close()

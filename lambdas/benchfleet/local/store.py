@@ -17,12 +17,14 @@ _SAMPLE_COLUMNS = [
     "time", "run_id", "target_id", "repetition", "workload", "step", "threads", "phase", "second",
     "tps", "qps", "reads_per_s", "writes_per_s", "other_per_s", "latency_ms", "latency_pct",
     "errors_per_s", "reconnects_per_s", "cpu_steal_pct", "cpu_user_pct", "cpu_system_pct", "cpu_iowait_pct",
+    "interval_s",
 ]
 _SUMMARY_COLUMNS = [
     "time", "run_id", "target_id", "repetition", "workload", "step", "threads", "phase", "total_time_s",
     "transactions", "tps", "queries", "qps", "reads", "writes", "other", "ignored_errors", "errors_per_s",
     "reconnects", "reconnects_per_s", "events", "latency_min_ms", "latency_avg_ms", "latency_max_ms",
     "latency_pct", "latency_pct_ms", "sysbench_version", "samples", "tps_cv", "steal_mean_pct",
+    "samples_expected", "covered_s", "missing_final",
 ]
 _FINGERPRINT_COLUMNS = ["cpu_model", "vcpus", "cpus_usable", "memory_mb", "arch", "kernel", "os",
                         "sysbench_version", "engine_version", "config_hash"]
@@ -64,6 +66,11 @@ ALTER TABLE targets ADD COLUMN IF NOT EXISTS server_variables JSON;
 ALTER TABLE targets ADD COLUMN IF NOT EXISTS steal_source VARCHAR;
 -- Where a cloud target really ran (collect's targets rows); empty for local targets.
 ALTER TABLE targets ADD COLUMN IF NOT EXISTS availability_zone VARCHAR;
+-- Per-second accounting (interval_s) and a step's samples expected vs present.
+ALTER TABLE samples ADD COLUMN IF NOT EXISTS interval_s DOUBLE;
+ALTER TABLE step_summaries ADD COLUMN IF NOT EXISTS samples_expected INTEGER;
+ALTER TABLE step_summaries ADD COLUMN IF NOT EXISTS covered_s DOUBLE;
+ALTER TABLE step_summaries ADD COLUMN IF NOT EXISTS missing_final BOOLEAN;
 """
 
 
@@ -101,6 +108,15 @@ class DuckDBStore:
         """Remove a run and all its rows (before loading a fresh copy of it)."""
         for table in ("samples", "step_summaries", "cloud_metrics", "targets", "runs"):
             self.db.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+
+    def delete_target(self, run_id: str, target_id: str) -> None:
+        """Remove one target's rows from a run (an import into the run that failed half-way)."""
+        for table in ("samples", "step_summaries", "cloud_metrics", "targets"):
+            self.db.execute(f"DELETE FROM {table} WHERE run_id = ? AND target_id = ?", [run_id, target_id])
+
+    def set_spec(self, run_id: str, spec: dict[str, Any]) -> None:
+        """Replace a run's spec (an import adds a target to an existing run)."""
+        self.db.execute("UPDATE runs SET spec = ? WHERE run_id = ?", [json.dumps(spec), run_id])
 
     def runs(self) -> list[dict[str, Any]]:
         return self._dicts("SELECT run_id, name, status, mode, started_at, ended_at, estimated_cost_usd, "

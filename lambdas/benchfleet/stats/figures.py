@@ -42,6 +42,29 @@ def cv(values: Sequence[float]) -> float | None:
     return statistics.stdev(values) / mean
 
 
+def weighted_mean(values: Sequence[float], weights: Sequence[float]) -> float | None:
+    """sum(w x) / sum(w): a rate averaged over intervals of different lengths (``weights`` in
+    seconds) is the events over the time. None when the weights add up to 0."""
+    total = math.fsum(weights)
+    if total <= 0:
+        return None
+    return math.fsum(w * x for x, w in zip(values, weights, strict=True)) / total
+
+
+def weighted_cv(values: Sequence[float], weights: Sequence[float]) -> float | None:
+    """CV of a rate over intervals of different lengths: the weighted mean, and the variance with
+    frequency weights sum(w (x - m)^2) / (sum(w) - 1), which is the sample variance when every
+    weight is 1. None as for :func:`cv`."""
+    if len(values) < 2:
+        return None
+    mean = weighted_mean(values, weights)
+    total = math.fsum(weights)
+    if mean is None or mean == 0 or math.isnan(mean) or total <= 1:
+        return None
+    var = math.fsum(w * (x - mean) ** 2 for x, w in zip(values, weights, strict=True)) / (total - 1)
+    return math.sqrt(var) / mean
+
+
 def mean_ci(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float] | None:
     """Student-t confidence interval of the mean of ``values`` (independent repetitions):
     mean -/+ t(1 - alpha/2, n - 1) * s / sqrt(n). None below two values."""
@@ -54,12 +77,15 @@ def mean_ci(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[fl
 
 
 def step_stats(tps: Sequence[float], latency_ms: Sequence[float],
-               steal_pct: Sequence[float | None] = ()) -> dict[str, float | int | None]:
-    """Figures of one step from its measure-phase per-second samples:
+               steal_pct: Sequence[float | None] = (),
+               interval_s: Sequence[float] | None = None) -> dict[str, float | int | None]:
+    """Figures of one step from its measure-phase per-second samples, each covering ``interval_s``
+    seconds (1 each when not given):
 
-    - ``seconds``: number of per-second samples;
-    - ``tps_mean``/``tps_median``/``tps_stdev``/``tps_min``/``tps_max``: of per-second tps;
-    - ``tps_cv``: jitter, stdev / mean of per-second tps;
+    - ``seconds``: number of per-second samples; ``covered_s``: the seconds they cover;
+    - ``tps_mean``: of per-second tps weighted by interval length (events / time);
+    - ``tps_median``/``tps_stdev``/``tps_min``/``tps_max``: of per-second tps;
+    - ``tps_cv``: jitter, weighted stdev / weighted mean of per-second tps (:func:`weighted_cv`);
     - ``latency_series_p50_ms``/``_p95_ms``/``_p99_ms``: the 50th/95th/99th percentile *across seconds*
       of the per-second latency (each second's value is sysbench's ``latency_pct`` percentile of that
       second's events) -- how bad the worst seconds were, not a percentile of all events;
@@ -68,14 +94,16 @@ def step_stats(tps: Sequence[float], latency_ms: Sequence[float],
     """
     steal = [float(s) for s in steal_pct if s is not None]
     n = len(tps)
+    weights = list(interval_s) if interval_s is not None else [1.0] * n
     return {
         "seconds": n,
-        "tps_mean": statistics.fmean(tps) if tps else None,
+        "covered_s": math.fsum(weights) if tps else None,
+        "tps_mean": weighted_mean(tps, weights) if tps else None,
         "tps_median": statistics.median(tps) if tps else None,
         "tps_stdev": statistics.stdev(tps) if n > 1 else None,
         "tps_min": min(tps) if tps else None,
         "tps_max": max(tps) if tps else None,
-        "tps_cv": cv(tps),
+        "tps_cv": weighted_cv(tps, weights),
         "latency_series_p50_ms": percentile(latency_ms, 50),
         "latency_series_p95_ms": percentile(latency_ms, 95),
         "latency_series_p99_ms": percentile(latency_ms, 99),

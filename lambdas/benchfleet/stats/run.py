@@ -72,12 +72,21 @@ class QueryStore(Protocol):
 
 
 # Per-step figures of step_stats(), computed by the store (DuckDB) so a million samples never travel
-# to Python. quantile_cont is type 7, the same as percentile() above.
+# to Python. quantile_cont is type 7, the same as percentile(). Rates are weighted by the seconds each
+# sample covers (interval_s; 1 for rows stored before it existed): under load sysbench reports late
+# and one sample can stand for three seconds.
 STEP_STATS_SQL = """
-SELECT target_id, repetition, step, any_value(threads) AS threads, count(*) AS seconds,
-       avg(tps) AS tps_mean, median(tps) AS tps_median, stddev_samp(tps) AS tps_stdev,
+WITH s AS (
+    SELECT *, coalesce(interval_s, 1.0) AS w FROM samples WHERE run_id = ? AND phase = 'measure'),
+m AS (
+    SELECT target_id, repetition, step, sum(w * tps) / nullif(sum(w), 0) AS wmean, sum(w) AS wsum
+    FROM s GROUP BY target_id, repetition, step)
+SELECT s.target_id, s.repetition, s.step, any_value(threads) AS threads, count(*) AS seconds,
+       any_value(m.wsum) AS covered_s,
+       any_value(m.wmean) AS tps_mean, median(tps) AS tps_median, stddev_samp(tps) AS tps_stdev,
        min(tps) AS tps_min, max(tps) AS tps_max,
-       CASE WHEN count(*) > 1 AND avg(tps) <> 0 THEN stddev_samp(tps) / avg(tps) END AS tps_cv,
+       CASE WHEN count(*) > 1 AND any_value(m.wmean) <> 0 AND any_value(m.wsum) > 1
+            THEN sqrt(sum(w * (tps - m.wmean) ^ 2) / (any_value(m.wsum) - 1)) / any_value(m.wmean) END AS tps_cv,
        quantile_cont(latency_ms, 0.50) AS latency_series_p50_ms,
        quantile_cont(latency_ms, 0.95) AS latency_series_p95_ms,
        quantile_cont(latency_ms, 0.99) AS latency_series_p99_ms,
@@ -85,9 +94,9 @@ SELECT target_id, repetition, step, any_value(threads) AS threads, count(*) AS s
             THEN stddev_samp(latency_ms) / avg(latency_ms) END AS latency_series_cv,
        avg(cpu_steal_pct) AS steal_mean_pct, max(cpu_steal_pct) AS steal_max_pct,
        avg(errors_per_s) AS errors_per_s_mean, any_value(latency_pct) AS latency_pct
-FROM samples WHERE run_id = ? AND phase = 'measure'
-GROUP BY target_id, repetition, step
-ORDER BY target_id, threads, repetition
+FROM s JOIN m USING (target_id, repetition, step)
+GROUP BY s.target_id, s.repetition, s.step
+ORDER BY s.target_id, threads, s.repetition
 """
 
 
@@ -101,7 +110,8 @@ def step_stats_from_samples(samples: Iterable[Mapping[str, Any]]) -> list[dict[s
     for (target_id, repetition, step), rows in groups.items():
         figures = step_stats([float(r["tps"]) for r in rows],
                              [float(r["latency_ms"]) for r in rows if r.get("latency_ms") is not None],
-                             [r.get("cpu_steal_pct") for r in rows])
+                             [r.get("cpu_steal_pct") for r in rows],
+                             [float(r["interval_s"]) if r.get("interval_s") is not None else 1.0 for r in rows])
         errors = [float(r["errors_per_s"]) for r in rows if r.get("errors_per_s") is not None]
         out.append({"target_id": target_id, "repetition": repetition, "step": step,
                     "threads": int(rows[0]["threads"]), **figures,
