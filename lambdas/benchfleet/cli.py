@@ -165,7 +165,8 @@ def _results(store: Any, run_id: str) -> dict[str, Any]:
         "run": {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in run.items() if k != "spec"},
         "comparison": comparison_table(summaries),
         "steps": [{k: s[k] for k in ("target_id", "repetition", "step", "threads", "phase", "tps", "qps",
-                                     "latency_pct", "latency_pct_ms", "samples", "tps_cv", "steal_mean_pct",
+                                     "latency_pct", "latency_pct_ms", "samples", "samples_expected",
+                                     "covered_s", "missing_final", "tps_cv", "steal_mean_pct",
                                      "errors_per_s", "reconnects_per_s", "total_time_s")}
                   for s in summaries],
         "targets": [{k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in t.items()}
@@ -280,7 +281,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     from benchfleet.ui import print_comparison
 
     with open_store(home()) as store:
-        run_id = import_logs(store, [Path(p) for p in args.paths], args.target, args.run)
+        run_id = import_logs(store, [Path(p) for p in args.paths], args.target, args.run, args.into, args.threads)
         print_comparison(run_id, _results(store, run_id))
     return EXIT_OK
 
@@ -336,10 +337,14 @@ def parser() -> argparse.ArgumentParser:
     _remote_args(s, None)
     s.set_defaults(func=cmd_cancel)
 
-    s = sub.add_parser("import", help="import existing sysbench logs as a run")
-    s.add_argument("paths", nargs="+", metavar="PATH", help="sysbench output files or folders of them")
+    s = sub.add_parser("import", help="import existing sysbench logs as a run, or as a target of one")
+    s.add_argument("paths", nargs="+", metavar="PATH",
+                   help="sysbench output files or folders of them; each folder is one repetition")
     s.add_argument("--target", required=True, help="target id the logs belong to")
-    s.add_argument("--run", help="name of the imported run (default: import-<target>)")
+    into = s.add_mutually_exclusive_group()
+    into.add_argument("--run", help="name of a new run (default: import-<target>)")
+    into.add_argument("--into", metavar="RUN", help="add the target to this existing run (id or unique prefix)")
+    s.add_argument("--threads", type=int, help="thread count of logs that do not print it")
     s.set_defaults(func=cmd_import)
     return p
 

@@ -1,77 +1,221 @@
-"""``benchfleet import``: existing sysbench logs become a run, read by the one sysbench parser."""
+"""``benchfleet import``: existing sysbench logs become a run (or a target of one), read by the one
+sysbench parser.
+
+Each folder given is one repetition of the target (its logs are its thread counts); loose files are
+numbered per thread count in the order given. Every log is read twice, line by line, never whole: once
+to check it (a complete final summary, its thread count, a content hash no other log of the run has)
+before anything is written, once to stream its per-second samples into the store in batches.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import re
+from array import array
 from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from benchfleet.cli import EXIT_USAGE, CliError
-from benchfleet.local.store import DuckDBStore
+from benchfleet.local.store import DuckDBStore, RunNotFound
 from benchfleet.naming import new_run_id
 from benchfleet.records import AgentOutput, Sample, StepSummary
 from benchfleet.spec import SLUG
-from benchfleet.stats.figures import cv
-from benchfleet.sysbench import SysbenchOutput, SysbenchParseError, parse_output
+from benchfleet.stats.figures import weighted_cv
+from benchfleet.sysbench import (
+    MAX_LINE_CHARS,
+    Interval,
+    SysbenchOutput,
+    SysbenchParseError,
+    parse_output,
+    step_accounting,
+)
+
+_BATCH = 20_000  # samples per insert: bounds memory whatever the log's length
+_SUFFIXES = (".log", ".txt")
 
 
-def _files(paths: list[Path]) -> list[Path]:
-    found: list[Path] = []
+@dataclass
+class _Log:
+    path: Path
+    sha256: str
+    out: SysbenchOutput
+    threads: int
+    repetition: int = 0
+
+
+def _read_lines(path: Path, digest: Any | None = None) -> Iterator[str]:
+    """The lines of ``path`` decoded leniently, at most MAX_LINE_CHARS + 1 bytes at a time (so one
+    endless line cannot take all memory: the parser refuses it), feeding ``digest`` the raw bytes."""
+    with path.open("rb") as f:
+        while True:
+            raw = f.readline(MAX_LINE_CHARS + 1)
+            if not raw:
+                return
+            if digest is not None:
+                digest.update(raw)
+            yield raw.decode("utf-8", errors="replace")
+
+
+def _groups(paths: list[Path]) -> list[list[Path]]:
+    """One group per folder (a repetition) and one per loose file."""
+    groups: list[list[Path]] = []
     for path in paths:
         if path.is_dir():
-            found += sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in (".log", ".txt"))
+            files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in _SUFFIXES)
+            if not files:
+                raise CliError(f"{path}: no sysbench logs (*.log, *.txt) in this folder", EXIT_USAGE)
+            groups.append(files)
         elif path.is_file():
-            found.append(path)
+            groups.append([path])
         else:
             raise CliError(f"{path}: no such file or folder", EXIT_USAGE)
-    if not found:
-        raise CliError("no sysbench logs (*.log, *.txt) found in the given paths", EXIT_USAGE)
-    return found
+    return groups
 
 
-def import_logs(store: DuckDBStore, paths: list[Path], target_id: str, name: str | None) -> str:
-    import re
+def _check(path: Path, threads_given: int | None) -> _Log:
+    """Read one log to check it; nothing kept but its summary (intervals are only counted)."""
+    digest = hashlib.sha256()
+    try:
+        out = parse_output(_read_lines(path, digest), on_interval=lambda _: None)
+    except SysbenchParseError as e:
+        where = f"{path}:{e.line}" if e.line is not None else str(path)
+        raise CliError(f"{where}: {e.reason}", EXIT_USAGE) from None
+    except OSError as e:
+        raise CliError(f"{path}: cannot read: {e.strerror or e}", EXIT_USAGE) from None
+    if out.errors:
+        raise CliError(f"{path}: sysbench reported a failure: {out.errors[0]}", EXIT_USAGE)
+    if out.summary is None:
+        what = (f"its final summary is incomplete (no {', '.join(out.summary_missing)})" if out.summary_missing
+                else "it has no final summary")
+        raise CliError(f"{path}: not imported: {what}; a run that was cut short has no result", EXIT_USAGE)
+    if out.summary.events == 0 or out.summary.total_time_s <= 0:
+        raise CliError(f"{path}: not imported: sysbench completed no event", EXIT_USAGE)
+    threads = out.threads
+    if threads is None:
+        if threads_given is None:
+            raise CliError(f"{path}: the log does not say its thread count (no 'Number of threads:' line); "
+                           "give it with --threads N", EXIT_USAGE)
+        threads = threads_given
+    elif threads_given is not None and threads_given != threads:
+        raise CliError(f"{path}: the log says {threads} threads, --threads says {threads_given}", EXIT_USAGE)
+    return _Log(path, digest.hexdigest(), out, threads)
 
+
+def _known_hashes(spec: dict[str, Any]) -> dict[str, str]:
+    """sha256 -> what it was imported as, for the logs a run already holds."""
+    known = {}
+    for item in spec.get("imported_from") or []:
+        if isinstance(item, dict) and item.get("sha256"):
+            known[item["sha256"]] = f"{item.get('path')} (target {item.get('target_id')})"
+    return known
+
+
+def _plan(groups: list[list[Path]], threads_given: int | None, known: dict[str, str]) -> list[_Log]:
+    logs: list[_Log] = []
+    seen = dict(known)
+    per_threads: Counter[int] = Counter()
+    for group in groups:
+        in_group: dict[int, Path] = {}
+        checked = [_check(path, threads_given) for path in group]
+        for log in checked:
+            if log.sha256 in seen:
+                raise CliError(f"{log.path}: the same content as {seen[log.sha256]}: one run of sysbench "
+                               "imported twice would count as two repetitions", EXIT_USAGE)
+            seen[log.sha256] = str(log.path)
+            if log.threads in in_group:
+                raise CliError(f"{log.path.parent}: two logs for {log.threads} threads ({in_group[log.threads]} "
+                               f"and {log.path}); a folder is one repetition: give each repetition its own "
+                               "folder", EXIT_USAGE)
+            in_group[log.threads] = log.path
+        for log in checked:
+            per_threads[log.threads] += 1
+            log.repetition = per_threads[log.threads]
+            logs.append(log)
+    return logs
+
+
+def import_logs(store: DuckDBStore, paths: list[Path], target_id: str, name: str | None,
+                into: str | None = None, threads: int | None = None) -> str:
+    """Import ``paths`` as target ``target_id``: a new run named ``name`` (default
+    ``import-<target>``), or, with ``into``, a new target of that existing run (id or unique
+    prefix). Returns the run id. CliError (exit 2) naming the file for anything refused; nothing is
+    written unless every log is accepted."""
+    if into is not None and name is not None:
+        raise CliError("give either --run NAME (a new run) or --into RUN (an existing one), not both", EXIT_USAGE)
+    if threads is not None and threads < 1:
+        raise CliError(f"--threads {threads}: must be at least 1", EXIT_USAGE)
     name = name or f"import-{target_id}"
     for label, value in (("--target", target_id), ("--run", name)):
-        if not re.match(SLUG, value):
+        if not re.match(SLUG, value, re.ASCII):
             raise CliError(f"{label} {value!r}: use lower-case letters, digits and dashes", EXIT_USAGE)
-    parsed: list[tuple[Path, SysbenchOutput]] = []
-    for path in _files(paths):
+    spec: dict[str, Any]
+    if into is not None:
         try:
-            out = parse_output(path.read_text(errors="replace"))
-        except SysbenchParseError as e:
-            raise CliError(f"{path}: {e}", EXIT_USAGE) from None
-        if out.errors:
-            raise CliError(f"{path}: sysbench reported a failure: {out.errors[0]}", EXIT_USAGE)
-        if out.summary is None:
-            raise CliError(f"{path}: no final summary (an interrupted run?)", EXIT_USAGE)
-        parsed.append((path, out))
-    run_id = new_run_id(name)
-    store.create_run(run_id, name, {"name": name, "imported_from": [str(p) for p, _ in parsed],
-                                    "targets": [{"id": target_id, "kind": "existing"}]}, "import", None)
-    repetitions: Counter[int] = Counter()
-    output = AgentOutput()
-    for path, out in parsed:
-        assert out.summary is not None
-        threads = out.threads or (out.intervals[0].threads if out.intervals else 1)
-        repetitions[threads] += 1
-        rep = repetitions[threads]
-        end = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
-        start = end - timedelta(seconds=out.summary.total_time_s)
-        base = {"run_id": run_id, "target_id": target_id, "repetition": rep, "workload": "imported",
-                "step": f"t{threads:04d}", "phase": "measure", "threads": threads}
-        samples = [Sample(**base, time=start + timedelta(seconds=i.second), second=i.second, tps=i.tps,
-                          qps=i.qps, reads_per_s=i.reads_per_s, writes_per_s=i.writes_per_s,
-                          other_per_s=i.other_per_s, latency_ms=i.latency_ms, latency_pct=i.latency_pct,
-                          errors_per_s=i.errors_per_s, reconnects_per_s=i.reconnects_per_s)
-                   for i in out.intervals]
-        output.samples += samples
-        output.summaries.append(StepSummary(**base, **vars(out.summary) | {"latency_pct": out.summary.latency_pct},
-                                            time=end, sysbench_version=out.version, samples=len(samples),
-                                            tps_cv=cv([s.tps for s in samples])))
-    for rep in range(1, max(repetitions.values()) + 1):
-        store.add_target(run_id, target_id, rep, {"kind": "existing"}, None)
-    store.add_output(output)
-    store.finish_run(run_id, "succeeded", f"imported {len(parsed)} log(s)")
+            run = store.run(into)
+        except RunNotFound as e:
+            raise CliError(f"--into: {e}", EXIT_USAGE) from None
+        run_id, spec = str(run["run_id"]), dict(run["spec"])
+        if any(t.get("target_id") == target_id for t in store.targets(run_id)):
+            raise CliError(f"--target {target_id}: run {run_id} already has this target", EXIT_USAGE)
+    else:
+        run_id, spec = new_run_id(name), {"name": name, "imported_from": [], "targets": []}
+    logs = _plan(_groups(paths), threads, _known_hashes(spec))
+    spec["targets"] = [*(spec.get("targets") or []), {"id": target_id, "kind": "existing"}]
+    spec["imported_from"] = [*(x for x in spec.get("imported_from") or [] if isinstance(x, dict)),
+                             *({"path": str(log.path), "sha256": log.sha256, "target_id": target_id,
+                                "repetition": log.repetition, "threads": log.threads} for log in logs)]
+    if into is None:
+        store.create_run(run_id, name, spec, "import", None)
+    try:
+        for rep in range(1, max(log.repetition for log in logs) + 1):
+            store.add_target(run_id, target_id, rep, {"kind": "existing"}, None)
+        for log in logs:
+            _store_log(store, run_id, target_id, log)
+    except BaseException:
+        if into is None:
+            store.delete_run(run_id)
+        else:
+            store.delete_target(run_id, target_id)
+        raise
+    if into is None:
+        store.finish_run(run_id, "succeeded", f"imported {len(logs)} log(s)")
+    else:
+        store.set_spec(run_id, spec)
     return run_id
+
+
+def _store_log(store: DuckDBStore, run_id: str, target_id: str, log: _Log) -> None:
+    """Stream the log's intervals into the store, then its step summary with the per-second figures."""
+    summary = log.out.summary
+    assert summary is not None
+    end = datetime.fromtimestamp(log.path.stat().st_mtime, tz=UTC)
+    start = end - timedelta(seconds=summary.total_time_s)
+    base = {"run_id": run_id, "target_id": target_id, "repetition": log.repetition, "workload": "imported",
+            "step": f"t{log.threads:04d}", "phase": "measure", "threads": log.threads}
+    seconds, tps, lengths = array("d"), array("d"), array("d")
+    batch: list[Sample] = []
+
+    def take(i: Interval) -> None:
+        seconds.append(i.second)
+        tps.append(i.tps)
+        lengths.append(i.interval_s if i.interval_s is not None else 1.0)
+        batch.append(Sample(**base, time=start + timedelta(seconds=i.second), second=i.second, tps=i.tps,
+                            qps=i.qps, reads_per_s=i.reads_per_s, writes_per_s=i.writes_per_s,
+                            other_per_s=i.other_per_s, latency_ms=i.latency_ms, latency_pct=i.latency_pct,
+                            errors_per_s=i.errors_per_s, reconnects_per_s=i.reconnects_per_s,
+                            interval_s=i.interval_s))
+        if len(batch) >= _BATCH:
+            store.add_output(AgentOutput(samples=batch))
+            batch.clear()
+
+    if log.out.interval_count:
+        parse_output(_read_lines(log.path), on_interval=take)
+    jitter = weighted_cv(tps, lengths)
+    figures = {**step_accounting(seconds, summary.total_time_s, log.out.report_interval_s),
+               "tps_cv": round(jitter, 6) if jitter is not None else None}
+    step = StepSummary(**{**base, **vars(summary), **figures}, time=end, sysbench_version=log.out.version)
+    store.add_output(AgentOutput(samples=batch, summaries=[step]))

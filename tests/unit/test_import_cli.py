@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import tracemalloc
 from pathlib import Path
 
 import pytest
 from tests.conftest import SHARED_FIXTURES, needs_shared_fixtures
+from tests.sysbench_logs import LOADED_SECONDS, run_log
 
 from benchfleet.cli import main
 
@@ -63,3 +65,117 @@ def test_history_of_runs_with_one_name(bf_home: Path, capsys: pytest.CaptureFixt
     assert all(r["delta_pct"] is not None for r in second)
     # One repetition each: no confidence interval, so a drop can never be called a regression.
     assert doc["regressions"] == [] and code == 0
+
+
+# ---- logs that are not results are refused, naming the file (issue 13) ------------------------------
+
+def _runs(capsys: pytest.CaptureFixture[str]) -> list[dict[str, object]]:
+    capsys.readouterr()
+    assert main(["runs", "--format", "json"]) == 0
+    runs: list[dict[str, object]] = json.loads(capsys.readouterr().out)
+    return runs
+
+
+@pytest.mark.parametrize("cut_after", ["SQL statistics:", "total time:", "min:", "events (avg/stddev):"])
+def test_a_truncated_log_is_refused_and_nothing_is_stored(bf_home: Path, tmp_path: Path, cut_after: str,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    text = run_log(LOADED_SECONDS, [900.0] * 9)
+    log = tmp_path / "cut.log"
+    log.write_text(text[:text.index(cut_after) + len(cut_after)] + "\n")
+    assert main(["import", str(log), "--target", "db"]) == 2
+    err = capsys.readouterr().err
+    assert str(log) in err and "incomplete" in err and "Traceback" not in err
+    assert _runs(capsys) == []
+
+
+def test_a_corrupt_number_names_file_and_line(bf_home: Path, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    lines = run_log(LOADED_SECONDS, [900.0] * 9).splitlines()
+    number = next(i for i, line in enumerate(lines, start=1) if "total number of events" in line)
+    lines[number - 1] = "    total number of events:              12O4"
+    log = tmp_path / "corrupt.log"
+    log.write_text("\n".join(lines))
+    assert main(["import", str(log), "--target", "db"]) == 2
+    err = capsys.readouterr().err
+    assert f"{log}:{number}:" in err and "12O4" in err and "Traceback" not in err
+
+
+def test_a_large_log_streams(bf_home: Path, tmp_path: Path) -> None:
+    # 40 MB of long lines the parser reads past, then a real summary: holding the log whole (or its lines)
+    # would take over 40 MB; streaming takes a few.
+    log = tmp_path / "big.log"
+    head, tail = run_log([1, 2], [900.0, 900.0], total_time_s=2.0).split("SQL statistics:")
+    filler = "Initializing worker threads... " * 1000 + "\n"
+    with log.open("w") as f:
+        f.write(head)
+        for _ in range(1300):
+            f.write(filler)
+        f.write("SQL statistics:" + tail)
+    assert log.stat().st_size > 40_000_000
+    tracemalloc.start()
+    try:
+        assert main(["import", str(log), "--target", "db"]) == 0
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 20_000_000
+
+
+# ---- whole studies: one run, several targets, each folder a repetition (issue 16) -------------------
+
+def test_per_second_accounting_of_an_imported_log(bf_home: Path, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "loaded.log"
+    log.write_text(run_log(LOADED_SECONDS[:-1], [900.0, 880.0, 300.0, 450.0, 870.0, 860.0, 420.0, 910.0]))
+    assert main(["import", str(log), "--target", "db", "--run", "loaded"]) == 0
+    (run,) = _runs(capsys)
+    assert main(["results", str(run["run_id"]), "--format", "json"]) == 0
+    (step,) = json.loads(capsys.readouterr().out)["steps"]
+    assert (step["samples"], step["samples_expected"], step["covered_s"], step["missing_final"]) == (8, 12, 11.0, True)
+
+
+def test_the_same_file_twice_is_refused(bf_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = run_log(LOADED_SECONDS, [900.0] * 9)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "t4.log").write_text(text)
+    (tmp_path / "b" / "renamed.log").write_text(text)
+    assert main(["import", str(tmp_path / "a"), str(tmp_path / "b"), "--target", "db"]) == 2
+    assert "same content" in capsys.readouterr().err and _runs(capsys) == []
+    assert main(["import", str(tmp_path / "a"), "--target", "db", "--run", "one"]) == 0
+    (run,) = _runs(capsys)
+    assert main(["import", str(tmp_path / "b"), "--target", "other", "--into", str(run["run_id"])]) == 2
+    assert "same content" in capsys.readouterr().err
+
+
+def test_a_log_without_its_thread_count_needs_threads(bf_home: Path, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "nothreads.log"
+    log.write_text(run_log([], [], threads=None, transactions=12_000))
+    assert main(["import", str(log), "--target", "db"]) == 2
+    assert "--threads" in capsys.readouterr().err and _runs(capsys) == []
+    assert main(["import", str(log), "--target", "db", "--threads", "8"]) == 0
+    (run,) = _runs(capsys)
+    assert main(["results", str(run["run_id"]), "--format", "json"]) == 0
+    assert [s["threads"] for s in json.loads(capsys.readouterr().out)["steps"]] == [8]
+
+
+@needs_shared_fixtures
+def test_a_study_of_two_instance_types_is_one_run(bf_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["import", str(STUDY / "c5.large"), "--target", "c5-large", "--run", "c5-vs-c6g"]) == 0
+    (run,) = _runs(capsys)
+    prefix = str(run["run_id"])[:12]
+    assert main(["import", str(STUDY / "c6g.large"), "--target", "c6g-large", "--into", prefix]) == 0
+    assert main(["import", str(STUDY / "c5a.large"), "--target", "c6g-large", "--into", prefix]) == 2
+    assert "already has this target" in capsys.readouterr().err
+    assert len(_runs(capsys)) == 1
+    assert main(["results", prefix, "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)["statistics"]
+    assert [t["target_id"] for t in doc["targets"]] == ["c5-large", "c6g-large"] and doc["baseline"] == "c5-large"
+    rows = {(r["target_id"], r["threads"]): r for r in doc["rows"]}
+    assert len(rows) == 16
+    c6g = rows[("c6g-large", 16)]
+    assert c6g["relative"]["vs"] == "c5-large" and c6g["relative"]["verdict"]
+    printed = float((STUDY / "c6g.large" / "OLTP_READ_only_test_16_thread.log").read_text()
+                    .split("transactions:")[1].split("(")[1].split()[0])
+    assert c6g["tps"]["mean"] == printed
