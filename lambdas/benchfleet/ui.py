@@ -14,6 +14,7 @@ from rich.table import Table
 from benchfleet.plan import Plan, PlanStep, TargetPlan
 from benchfleet.pricing import DEFAULT_REGION
 from benchfleet.records import AgentOutput
+from benchfleet.stats import MIN_REPETITIONS
 
 # Off a terminal (CI logs, pipes) rich would assume 80 columns and fold the tables.
 console = Console(width=None if sys.stdout.isatty() else 160)
@@ -169,29 +170,70 @@ def _duration(seconds: int) -> str:
 def print_runs(runs: list[dict[str, Any]]) -> None:
     table = Table(title="runs")
     for col in ("run id", "name", "status", "mode", "started", "est. cost", "message"):
-        table.add_column(col)
+        # Run ids are what people copy into the next command: never shortened.
+        table.add_column(col, no_wrap=col == "run id", overflow="fold")
     for r in runs:
         table.add_row(r["run_id"], r["name"], r["status"], r["mode"], f"{r['started_at']:%Y-%m-%d %H:%M}",
                       f"${_fmt(r['estimated_cost_usd'], 2)}", (r.get("message") or "")[:60])
     console.print(table)
 
 
+def verdict_text(relative: dict[str, Any] | None) -> str:
+    """What a comparison row says about its target against the baseline, in words."""
+    if not relative:
+        return "baseline"
+    verdict = str(relative.get("verdict"))
+    if verdict == "too few repetitions":
+        needed = relative.get("repetitions_needed")
+        return f"too few reps: ~{needed} each" if needed else f"too few reps: {MIN_REPETITIONS}+ each"
+    if verdict == "no significant difference" and relative.get("repetitions_needed"):
+        return f"no sig. diff. (~{relative['repetitions_needed']} reps)"
+    return verdict
+
+
+def _range(low: Any, high: Any, digits: int = 1, suffix: str = "") -> str:
+    if low is None or high is None:
+        return "-"
+    return f"{_fmt(float(low), digits)}–{_fmt(float(high), digits)}{suffix}"
+
+
+def _signed(value: Any, digits: int = 1) -> str:
+    return "-" if value is None else f"{float(value):+,.{digits}f}%"
+
+
 def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
-    """Per target x threads: tps mean with min-max across repetitions, qps, latency percentile, steal."""
-    rows = doc["comparison"]
-    pct = next((r["latency_pct"] for r in rows if r["latency_pct"]), 95)
-    table = Table(title=f"comparison: {run_id}")
-    for col in ("target", "threads", "reps", "tps mean", "tps min–max", "qps mean", f"p{pct} ms (median)",
-                "steal %", "samples"):
-        table.add_column(col, justify="left" if col == "target" else "right")
+    """Who wins, per target x threads in spec order: mean tps and its 95% interval, the difference to
+    the baseline with its interval and verdict, the latency percentile (median of an odd number of
+    repetitions, else the range), steal, and a flag on steps whose per-second data has gaps."""
+    stats = doc["statistics"]
+    rows = stats["rows"]
+    pct = next((r["latency_pct"] for r in rows if r.get("latency_pct")), 95)
+    variant = stats.get("variant")
+    title = f"comparison: {run_id}" + (f"  [{variant['label']}]" if variant else "")
+    table = Table(title=title, caption=f"baseline: {stats.get('baseline')}; intervals are 95%")
+    for col in ("target", "thr", "reps", "tps", "tps 95% CI", "vs baseline", "Δ 95% CI", "verdict",
+                f"p{pct} ms", "steal %", "gaps"):
+        table.add_column(col, justify="left" if col in ("target", "verdict", "gaps") else "right",
+                         overflow="fold")
     for r in rows:
-        table.add_row(r["target_id"], str(r["threads"]), str(r["repetitions"]), _fmt(r["tps_mean"]),
-                      f"{_fmt(r['tps_min'])}–{_fmt(r['tps_max'])}", _fmt(r["qps_mean"], 0),
-                      _fmt(r["latency_pct_ms_median"], 2), _fmt(r["steal_mean_pct"], 2), str(r["samples"]))
+        tps, rel, lat = r["tps"], r.get("relative"), r["latency_step_pct_ms"]
+        latency = (_fmt(lat["median"], 2) if lat.get("median") is not None
+                   else _range(lat.get("min"), lat.get("max"), 2))
+        style = {"faster": "green", "slower": "red"}.get(str((rel or {}).get("verdict")), "")
+        table.add_row(r["target_id"], str(r["threads"]), str(r["repetitions"]), _fmt(tps["mean"]),
+                      _range(tps.get("ci_low"), tps.get("ci_high")), _signed((rel or {}).get("pct")),
+                      _range((rel or {}).get("ci_low_pct"), (rel or {}).get("ci_high_pct"), 1, "%")
+                      if rel else "-", verdict_text(rel), latency, _fmt(r.get("steal_mean_pct"), 2),
+                      _gaps(r), style=style or None)
     console.print(table)
     clients = sorted({t["target_id"] for t in doc.get("targets") or [] if t.get("steal_source") == "client"})
     if clients:
         console.print(f"steal % of {', '.join(clients)}: this machine's (the client's), not the server's")
+
+
+def _gaps(row: dict[str, Any]) -> str:
+    flagged = [f"rep {s['repetition']}" for s in row.get("steps") or [] if s.get("gap")]
+    return ", ".join(flagged)
 
 
 def print_remote_run(run: dict[str, Any]) -> None:

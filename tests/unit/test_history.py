@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from benchfleet.history import Point, history, point_from_row, points_from_comparison, render_text, trend
@@ -93,9 +95,9 @@ def test_rows_from_stats_comparison_documents():
 def test_interval_computed_from_values_when_missing():
     pt = point_from_row("r1", None, {"target_id": "a", "threads": 1, "tps_values": [90, 100, 110]})
     assert pt.tps_mean == 100.0
-    # mean +/- t(0.975, 2) * s / sqrt(3) = 100 +/- 4.303 * 10 / 1.732
-    assert pt.tps_ci_low == pytest.approx(100 - 24.84, abs=0.01)
-    assert pt.tps_ci_high == pytest.approx(100 + 24.84, abs=0.01)
+    # on the log scale: 100 * exp(-/+ t(0.975, 2) * (10 / 100) / sqrt(3)) = 100 * exp(-/+ 0.2484)
+    assert pt.tps_ci_low == pytest.approx(100 * math.exp(-0.24842), abs=0.01)
+    assert pt.tps_ci_high == pytest.approx(100 * math.exp(0.24842), abs=0.01)
     flat = point_from_row("r1", None, {"target_id": "a", "threads": 1, "tps_mean": 5, "tps_ci_low": 4,
                                        "tps_ci_high": 6})
     assert (flat.tps_mean, flat.tps_ci_low, flat.tps_ci_high) == (5.0, 4.0, 6.0)

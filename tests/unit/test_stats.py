@@ -68,11 +68,18 @@ def test_regularized_beta() -> None:
 # ---- one series ----------------------------------------------------------------------------------
 
 def test_mean_ci_by_hand() -> None:
-    # mean 12, s = 2, n = 3: 12 -/+ 4.302653 * 2 / sqrt(3) = 12 -/+ 4.968275
+    # mean 12, s = 2, n = 3, on the log scale: 12 * exp(-/+ 4.302653 * (2 / 12) / sqrt(3))
+    half = 4.302653 * (2 / 12) / math.sqrt(3)
     low, high = stats.mean_ci([10, 12, 14])
-    assert low == pytest.approx(7.031725, abs=1e-5)
-    assert high == pytest.approx(16.968275, abs=1e-5)
+    assert low == pytest.approx(12 * math.exp(-half), abs=1e-5)
+    assert high == pytest.approx(12 * math.exp(half), abs=1e-5)
     assert stats.mean_ci([5.0]) is None
+
+
+def test_a_throughput_interval_never_goes_below_zero() -> None:
+    # Two repetitions far apart (the demo's durable target): the linear interval was -524 .. 1975.
+    low, high = stats.mean_ci([300.0, 1150.0])
+    assert 0 < low < 300 and high > 1150
 
 
 def test_cv() -> None:
@@ -111,7 +118,7 @@ def test_percentiles_are_never_averaged_across_repetitions() -> None:
 def test_mean_spread() -> None:
     spread = stats.mean_spread([10.0, 12.0, 14.0])
     assert (spread["mean"], spread["min"], spread["max"], spread["stdev"]) == (12, 10, 14, 2)
-    assert spread["ci_low"] == pytest.approx(7.031725, abs=1e-5)
+    assert spread["ci_low"] == pytest.approx(stats.mean_ci([10.0, 12.0, 14.0])[0])
     assert stats.mean_spread([3.0])["ci_low"] is None
 
 
@@ -141,12 +148,39 @@ def test_relative_difference_no_significant_difference() -> None:
 
 def test_relative_difference_edge_cases() -> None:
     single = stats.relative_difference([110.0], [99.0, 101.0])
-    assert single.pct == pytest.approx(10.0) and single.verdict == "insufficient data"
-    assert single.ci_low_pct is None
+    assert single.pct == pytest.approx(10.0) and single.verdict == "too few repetitions"
+    assert single.ci_low_pct is None and single.repetitions == (1, 2)
     exact = stats.relative_difference([110.0, 110.0], [100.0, 100.0])
     assert (exact.ci_low_pct, exact.verdict) == (pytest.approx(10.0), "faster")
     assert stats.relative_difference([], [1.0]).verdict == "insufficient data"
     assert stats.relative_difference([100.0, 100.0], [100.0, 100.0]).verdict == "no significant difference"
+
+
+def test_two_repetitions_that_all_agree_are_too_few_not_no_difference() -> None:
+    # The demo at 2 repetitions: relaxed beat durable every time, yet df ~ 1 makes the interval huge.
+    rel = stats.relative_difference([2100.0, 2600.0], [700.0, 1150.0])
+    assert rel.ci_low_pct < 0 < rel.ci_high_pct
+    assert rel.verdict == "too few repetitions" and rel.repetitions == (2, 2)
+    assert rel.repetitions_needed is not None and 3 <= rel.repetitions_needed <= 10
+    # With that many, the same means and spreads decide.
+    n = rel.repetitions_needed
+    more = stats.relative_difference([2100.0, 2600.0, 2350.0] * (n // 3 + 1), [700.0, 1150.0, 925.0] * (n // 3 + 1))
+    assert more.verdict == "faster"
+    # At 3 or more an interval containing 0 is a finding, and identical means need no more repetitions.
+    same = stats.relative_difference([100.0, 101.0, 99.0], [99.0, 101.0, 100.0])
+    assert same.verdict == "no significant difference" and same.repetitions_needed is None
+
+
+def test_zero_throughput_is_minus_100_percent() -> None:
+    rel = stats.relative_difference([0.0, 0.0], [500.0, 510.0])
+    assert (rel.pct, rel.verdict) == (-100.0, "slower")
+    assert stats.relative_difference([500.0], [0.0]).verdict == "insufficient data"
+
+
+def test_a_median_of_an_even_number_of_repetitions_is_not_claimed() -> None:
+    two = stats.percentile_spread([10.0, 30.0])
+    assert two["median"] is None and (two["min"], two["max"]) == (10.0, 30.0)
+    assert stats.percentile_spread([10.0, 30.0, 11.0])["median"] == 11.0
 
 
 def test_relative_difference_lower_is_better_for_latency() -> None:
@@ -211,7 +245,7 @@ def test_comparison_table_keeps_its_keys() -> None:
         assert key in row
     assert row["tps_mean"] == 100 and row["latency_pct_ms_median"] == 6.0 and row["samples"] == 180
     assert row["qps_mean"] == 2000
-    assert row["tps_ci_low"] == pytest.approx(100 - 4.302653 * 10 / math.sqrt(3), abs=1e-4)
+    assert row["tps_ci_low"] == pytest.approx(100 * math.exp(-4.302653 * 0.1 / math.sqrt(3)), abs=1e-4)
 
 
 # ---- a whole run ------------------------------------------------------------------------------------

@@ -5,12 +5,15 @@ Pure Python and the standard library only (Lambdas import this module). Conventi
 - A **step** is one thread count of one repetition of one target. Its per-second samples of the
   ``measure`` phase give the per-step figures (warm-up never counts).
 - Across **repetitions** (each on its own host where the kind allows) a mean-like figure (tps) is
-  reported as mean, min, max and a Student-t confidence interval of the mean; a **percentile** is
-  never averaged: it is reported as the median and the range of the per-repetition percentiles.
+  reported as mean, min, max and a Student-t confidence interval of the mean on the log scale (it
+  never goes below 0); a **percentile** is never averaged: it is reported as the range of the
+  per-repetition percentiles, and their median where that is one repetition's figure (odd counts).
 - A percentile of a series uses linear interpolation between closest ranks (Hyndman & Fan type 7,
   the same as DuckDB's ``quantile_cont``), so SQL and Python give the same numbers.
 - Relative differences compare target means with a Welch interval on the log of the ratio of means
-  (delta method), which takes the baseline's own uncertainty into account.
+  (delta method), which takes the baseline's own uncertainty into account. An interval containing 0
+  with fewer than MIN_REPETITIONS on a side is "too few repetitions", with an estimate of how many
+  would decide, never "no significant difference".
 """
 
 from benchfleet.stats.cost import (
@@ -22,6 +25,7 @@ from benchfleet.stats.cost import (
 )
 from benchfleet.stats.figures import (
     CONFIDENCE,
+    MIN_REPETITIONS,
     Relative,
     Verdict,
     cv,
@@ -30,6 +34,7 @@ from benchfleet.stats.figures import (
     percentile,
     percentile_spread,
     relative_difference,
+    repetitions_needed,
     step_stats,
 )
 from benchfleet.stats.run import (
@@ -46,6 +51,7 @@ from benchfleet.stats.tdist import regularized_beta, t_quantile
 
 __all__ = [
     "CONFIDENCE",
+    "MIN_REPETITIONS",
     "NOTES",
     "STEP_STATS_SQL",
     "QueryStore",
@@ -61,6 +67,7 @@ __all__ = [
     "percentile_spread",
     "regularized_beta",
     "relative_difference",
+    "repetitions_needed",
     "run_comparison",
     "spec_target_price",
     "speedup_table",

@@ -27,10 +27,11 @@ def comparison_table(summaries: Iterable[Mapping[str, Any]]) -> list[dict[str, A
 
     - ``tps_mean``/``tps_min``/``tps_max``: mean, min and max across repetitions of sysbench's own
       tps for the whole step; ``qps_mean`` likewise for sysbench's qps;
-    - ``tps_ci_low``/``tps_ci_high``: 95 % Student-t confidence interval of that mean (None below two
-      repetitions);
-    - ``latency_pct_ms_median``/``_min``/``_max``: median and range across repetitions of sysbench's
-      step percentile (``latency_pct``, e.g. 95);
+    - ``tps_ci_low``/``tps_ci_high``: 95 % Student-t confidence interval of that mean on the log
+      scale (:func:`mean_ci`; None below two repetitions);
+    - ``latency_pct_ms_median``/``_min``/``_max``: median (odd counts only, see
+      :func:`percentile_spread`) and range across repetitions of sysbench's step percentile
+      (``latency_pct``, e.g. 95);
     - ``tps_cv_mean``: mean across repetitions of each step's CV of per-second tps (jitter);
     - ``steal_mean_pct``: mean across repetitions of each step's mean per-second CPU steal;
     - ``samples``: per-second samples of all repetitions together.
@@ -46,15 +47,16 @@ def comparison_table(summaries: Iterable[Mapping[str, Any]]) -> list[dict[str, A
         steal = [float(s["steal_mean_pct"]) for s in items if s.get("steal_mean_pct") is not None]
         cvs = [float(s["tps_cv"]) for s in items if s.get("tps_cv") is not None]
         ci = mean_ci(tps)
+        lat_spread = percentile_spread(lat)
         rows.append({
             "target_id": target_id, "threads": threads, "repetitions": len(items),
             "tps_mean": statistics.fmean(tps), "tps_min": min(tps), "tps_max": max(tps),
             "qps_mean": statistics.fmean(float(s["qps"]) for s in items),
             "tps_ci_low": ci[0] if ci else None, "tps_ci_high": ci[1] if ci else None,
             "latency_pct": items[0].get("latency_pct"),
-            "latency_pct_ms_median": statistics.median(lat) if lat else None,
-            "latency_pct_ms_min": min(lat) if lat else None,
-            "latency_pct_ms_max": max(lat) if lat else None,
+            "latency_pct_ms_median": lat_spread["median"],
+            "latency_pct_ms_min": lat_spread["min"],
+            "latency_pct_ms_max": lat_spread["max"],
             "tps_cv_mean": statistics.fmean(cvs) if cvs else None,
             "steal_mean_pct": statistics.fmean(steal) if steal else None,
             "samples": sum(int(s.get("samples") or 0) for s in items),
@@ -237,14 +239,20 @@ def comparison(run: Mapping[str, Any], targets: Sequence[Mapping[str, Any]],
 
 NOTES = {
     "tps": "sysbench's own tps of each measure step (exact over the step), across repetitions: mean, "
-           "min, max and a Student-t confidence interval of the mean",
+           "min, max and a Student-t confidence interval of the mean on the log scale (never below 0)",
     "latency_step_pct_ms": "sysbench's latency percentile (latency_pct) over each whole step; across "
-                           "repetitions the median and range, never a mean",
+                           "repetitions the range, and the median only for an odd number of repetitions "
+                           "(of an even number it would be an average of two); never a mean",
+    "per_second": "each sample's rates cover the seconds since sysbench's previous report (interval_s); "
+                  "per-second means are weighted by them; a step whose samples fall short of its total time "
+                  "/ report interval, or whose final interval is missing, is flagged",
     "latency_series_p95_ms": "95th percentile across the step's seconds of the per-second latency "
                              "percentile (worst seconds); across repetitions median and range",
     "tps_cv": "jitter: stdev / mean of per-second tps within a step (warm-up excluded)",
     "relative": "100 * (mean tps / baseline mean tps - 1) at the same threads; Welch interval on the "
-                "log ratio; verdict from whether the interval contains 0",
+                "log ratio; verdict from whether the interval contains 0: below 3 repetitions on a side "
+                "that is 'too few repetitions', with the repetitions that would decide at the spread "
+                "seen; 0 tps is -100%",
     "cost_per_1000_tps": "price_per_hour (instance + client + storage, on-demand list) / (tps / 1000): "
                          "USD per hour for each 1000 TPS",
     "speedup": "peak mean tps over the thread sweep / that of the smallest size of the same family "
@@ -307,9 +315,20 @@ def _row(target_id: str, threads: int, summaries: Sequence[Mapping[str, Any]],
         "steps": [{"repetition": rep, **{k: v for k, v in step_by_rep.get(rep, {}).items()
                                           if k not in ("target_id", "repetition", "threads")},
                    "summary_tps": summary_by_rep.get(rep, {}).get("tps"),
-                   "summary_latency_pct_ms": summary_by_rep.get(rep, {}).get("latency_pct_ms")}
+                   "summary_latency_pct_ms": summary_by_rep.get(rep, {}).get("latency_pct_ms"),
+                   **_accounting(summary_by_rep.get(rep, {}))}
                   for rep in reps],
     }
+
+
+def _accounting(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """A step's per-second accounting from its summary: ``samples`` present, ``samples_expected``,
+    ``missing_final`` and ``gap``: fewer samples than expected (sysbench reported late, so some
+    seconds are only known as part of a longer interval) or the final interval missing."""
+    present, expected = summary.get("samples"), summary.get("samples_expected")
+    missing_final = summary.get("missing_final")
+    gap = bool(missing_final) or (expected is not None and present is not None and present < expected)
+    return {"samples": present, "samples_expected": expected, "missing_final": missing_final, "gap": gap}
 
 
 # Sizes for the speedup table: the vCPU count of AWS size names for the general families
