@@ -90,12 +90,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     removed = reap_leftovers(data)
     if removed:
         console.print(f"[yellow]removed {len(removed)} server(s) left by an earlier crash: {', '.join(removed)}")
+    variant = _variant(args)
     with open_store(data) as store:
         observer = RichObserver(plan)
         with observer:
             for text in checked.notices:
                 observer.message(text)
             result = run_local(loaded, plan, store, data, observer)
+        if variant:
+            store.set_spec(result.run_id, {**store.run(result.run_id)["spec"], "variant": variant})
         report = _write_report(store, result.run_id, None)
         print_comparison(result.run_id, _results(store, result.run_id))
         console.print(f"report: {report}")
@@ -104,6 +107,15 @@ def cmd_run(args: argparse.Namespace) -> int:
             return EXIT_FAILED
         console.print(f"run {result.run_id} succeeded")
     return EXIT_OK
+
+
+def _variant(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The mark of a smoke or --local run (benchfleet.scale.variant), from the spec as written."""
+    if args.scale == "full" and not args.local:
+        return None
+    from benchfleet.scale import variant
+
+    return variant(load_spec(args.spec).spec, args.scale, args.local)
 
 
 def _run_remote(args: argparse.Namespace) -> int:
@@ -173,6 +185,10 @@ def _results(store: Any, run_id: str) -> dict[str, Any]:
                     for t in store.targets(run["run_id"])],
     }
     doc["statistics"] = run_comparison(store, run["run_id"])
+    label = (doc["statistics"].get("variant") or {}).get("label")
+    doc["run"]["variant"] = label
+    for step in doc["steps"]:
+        step["variant"] = label
     return doc
 
 
@@ -214,6 +230,8 @@ def cmd_results(args: argparse.Namespace) -> int:
             doc = _results(store, run_id)
         except RunNotFound as e:
             raise CliError(str(e), EXIT_USAGE) from None
+    if args.per_second:
+        return _per_second(run_id, args.format)
     if args.format == "json":
         print(json.dumps(doc, indent=2, default=str))
     elif args.format == "csv":
@@ -222,6 +240,46 @@ def cmd_results(args: argparse.Namespace) -> int:
         from benchfleet.ui import print_comparison
 
         print_comparison(doc["run"]["run_id"], doc)
+    return EXIT_OK
+
+
+def _per_second(run: str, fmt: str) -> int:
+    """Every sample of a run (warm-up and measure), one row each: the data behind the charts."""
+    from benchfleet.local.store import open_store
+
+    with open_store(home()) as store:
+        run_id = store.run(run)["run_id"]
+        rows = [{k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in r.items()}
+                for r in store.samples(run_id)]
+    if fmt == "csv":
+        print(_csv(rows), end="")
+    elif fmt == "json":
+        print(json.dumps(rows, indent=2, default=str))
+    else:
+        raise CliError("--per-second prints every sample: use --format csv or json", EXIT_USAGE)
+    return EXIT_OK
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from benchfleet.local.store import RunNotFound, open_store
+    from benchfleet.stats import run_comparison
+    from benchfleet.stats.compare import compare_runs
+
+    with open_store(home()) as store:
+        try:
+            docs = [run_comparison(store, run) for run in (args.baseline_run, args.run)]
+        except RunNotFound as e:
+            raise CliError(str(e), EXIT_USAGE) from None
+    doc = compare_runs(docs[0], docs[1])
+    if not doc["rows"]:
+        raise CliError(f"runs {doc['baseline_run']} and {doc['run']} have no target x threads in common "
+                       "(same target ids, or one target each)", EXIT_USAGE)
+    if args.format == "json":
+        print(json.dumps(doc, indent=2, default=str))
+    else:
+        from benchfleet.ui import print_run_comparison
+
+        print_run_comparison(doc)
     return EXIT_OK
 
 
@@ -241,8 +299,10 @@ def _history(args: argparse.Namespace) -> int:
         with open_store(home()) as store:
             for run in reversed(store.runs()):
                 if run["name"] == args.history and run["status"] == "succeeded":
-                    points += hist.points_from_comparison(run_comparison(store, run["run_id"]),
-                                                          run_id=run["run_id"], started_at=run["started_at"])
+                    doc = run_comparison(store, run["run_id"])
+                    if doc.get("variant"):
+                        continue  # a smoke or stand-in run says nothing about the spec's trend
+                    points += hist.points_from_comparison(doc, run_id=run["run_id"], started_at=run["started_at"])
         if not points:
             raise CliError(f"no succeeded runs named {args.history!r}", EXIT_USAGE)
         doc = hist.history(args.history, points)
@@ -323,8 +383,15 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("run", nargs="?", help="run id (a unique prefix is enough locally)")
     s.add_argument("--format", choices=("table", "json", "csv"), default="table")
     s.add_argument("--history", metavar="NAME", help="trend of consecutive runs named NAME; exit 1 on a regression")
+    s.add_argument("--per-second", action="store_true", help="every per-second sample (with --format csv or json)")
     _remote_args(s, "a cloud run: load its raw output from S3 first")
     s.set_defaults(func=cmd_results)
+
+    s = sub.add_parser("compare", help="a second run against a first, per target x threads, with verdicts")
+    s.add_argument("baseline_run", metavar="RUN", help="the run to compare against (id or unique prefix)")
+    s.add_argument("run", metavar="RUN2", help="the run compared with it")
+    s.add_argument("--format", choices=("table", "json"), default="table")
+    s.set_defaults(func=cmd_compare)
 
     s = sub.add_parser("report", help="write the self-contained HTML report of a run")
     s.add_argument("run")

@@ -90,3 +90,19 @@ def as_local(loaded: LoadedSpec, memory_mb: int = LOCAL_STAND_IN_MEMORY_MB) -> L
     spec = ComparisonSpec.model_validate({**loaded.spec.model_dump(), "targets": [
         t.model_dump() for t in targets], "budget_usd": None})
     return loaded.model_copy(update={"spec": spec})
+
+
+def variant(spec: ComparisonSpec, scale: str, local: bool) -> dict[str, object] | None:
+    """How a run differs from the spec as written, or None for the spec itself: ``scale`` (smoke),
+    ``substituted`` (ids of cloud targets run as local stand-ins) and a ``label`` a reader sees in
+    tables and the report. Such a run answers "does it work", never the spec's question, so it is
+    marked everywhere and kept out of the spec's history."""
+    substituted = [t.id for t in spec.targets if t.kind != "local"] if local else []
+    if scale == "full" and not substituted:
+        return None
+    parts = []
+    if scale != "full":
+        parts.append(f"{scale} scale: 1 repetition of short steps, not the spec's result")
+    if substituted:
+        parts.append(f"local MariaDB stand-ins for {', '.join(substituted)}")
+    return {"scale": scale, "substituted": substituted, "label": "; ".join(parts)}

@@ -173,7 +173,8 @@ def print_runs(runs: list[dict[str, Any]]) -> None:
         # Run ids are what people copy into the next command: never shortened.
         table.add_column(col, no_wrap=col == "run id", overflow="fold")
     for r in runs:
-        table.add_row(r["run_id"], r["name"], r["status"], r["mode"], f"{r['started_at']:%Y-%m-%d %H:%M}",
+        mode = r["mode"] + (" [not the spec: " + r["variant"] + "]" if r.get("variant") else "")
+        table.add_row(r["run_id"], r["name"], r["status"], mode, f"{r['started_at']:%Y-%m-%d %H:%M}",
                       f"${_fmt(r['estimated_cost_usd'], 2)}", (r.get("message") or "")[:60])
     console.print(table)
 
@@ -209,7 +210,7 @@ def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
     rows = stats["rows"]
     pct = next((r["latency_pct"] for r in rows if r.get("latency_pct")), 95)
     variant = stats.get("variant")
-    title = f"comparison: {run_id}" + (f"  [{variant['label']}]" if variant else "")
+    title = f"comparison: {run_id}" + (f"\n[bold yellow]not the spec's result: {variant['label']}" if variant else "")
     table = Table(title=title, caption=f"baseline: {stats.get('baseline')}; intervals are 95%")
     for col in ("target", "thr", "reps", "tps", "tps 95% CI", "vs baseline", "Δ 95% CI", "verdict",
                 f"p{pct} ms", "steal %", "gaps"):
@@ -229,6 +230,23 @@ def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
     clients = sorted({t["target_id"] for t in doc.get("targets") or [] if t.get("steal_source") == "client"})
     if clients:
         console.print(f"steal % of {', '.join(clients)}: this machine's (the client's), not the server's")
+
+
+def print_run_comparison(doc: dict[str, Any]) -> None:
+    """``benchfleet compare``: the second run's targets against the first run's."""
+    table = Table(title=f"{doc['run']} vs {doc['baseline_run']}", caption="intervals are 95%")
+    for col in ("target", "vs", "thr", "reps", "tps", "baseline tps", "change", "Δ 95% CI", "verdict"):
+        table.add_column(col, justify="left" if col in ("target", "vs", "verdict") else "right", overflow="fold")
+    for r in doc["rows"]:
+        rel = r["relative"]
+        style = {"faster": "green", "slower": "red"}.get(str(rel.get("verdict")), "")
+        table.add_row(r["target_id"], r["vs_target_id"], str(r["threads"]), str(r["repetitions"]),
+                      _fmt(r["tps"]["mean"]), _fmt(r["baseline_tps"]["mean"]), _signed(rel.get("pct")),
+                      _range(rel.get("ci_low_pct"), rel.get("ci_high_pct"), 1, "%"), verdict_text(rel),
+                      style=style or None)
+    console.print(table)
+    if doc["unmatched"]:
+        console.print(f"[yellow]not in both runs: {', '.join(doc['unmatched'])}")
 
 
 def _gaps(row: dict[str, Any]) -> str:

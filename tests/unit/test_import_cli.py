@@ -179,3 +179,29 @@ def test_a_study_of_two_instance_types_is_one_run(bf_home: Path, capsys: pytest.
     printed = float((STUDY / "c6g.large" / "OLTP_READ_only_test_16_thread.log").read_text()
                     .split("transactions:")[1].split("(")[1].split()[0])
     assert c6g["tps"]["mean"] == printed
+
+
+def test_compare_two_runs_and_export_per_second_csv(bf_home: Path, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    # Two runs of one target each (say, two primary-key orders), three repetitions each.
+    for name, level in (("pk-asc", 1000.0), ("pk-desc", 700.0)):
+        folders = []
+        for rep, wobble in enumerate((0.0, 12.0, -9.0), start=1):
+            folder = tmp_path / name / f"rep{rep}"
+            folder.mkdir(parents=True)
+            (folder / "t4.log").write_text(run_log(LOADED_SECONDS, [level + wobble] * 9))
+            folders.append(str(folder))
+        assert main(["import", *folders, "--target", name, "--run", name]) == 0
+    capsys.readouterr()
+    assert main(["compare", "pk-asc", "pk-desc", "--format", "json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["rows"]
+    assert (row["target_id"], row["vs_target_id"], row["threads"], row["repetitions"]) == ("pk-desc", "pk-asc", 4, 3)
+    assert row["relative"]["verdict"] == "slower" and row["relative"]["pct"] == pytest.approx(-30, abs=1)
+    assert main(["compare", "pk-asc", "nope"]) == 2
+    capsys.readouterr()
+    assert main(["results", "pk-asc", "--per-second", "--format", "csv"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = lines[0].split(",")
+    assert len(lines) == 1 + 3 * 9 and "interval_s" in header and "tps" in header
+    assert [line.split(",")[header.index("interval_s")] for line in lines[1:10]] == [
+        "1.0", "1.0", "3.0", "2.0", "1.0", "1.0", "2.0", "0.0", "1.0"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from tests.conftest import REPO
+
 from benchfleet.plan import (
     EXPIRY_MARGIN,
     PREPARE_MIN_SECONDS,
@@ -12,7 +14,7 @@ from benchfleet.plan import (
     TEARDOWN_SECONDS,
     make_plan,
 )
-from benchfleet.spec import parse_spec, resolve
+from benchfleet.spec import load_spec, parse_spec, resolve
 
 WORKLOAD = {"name": "w", "test": "oltp_read_only", "threads": [4, 1, 2], "duration_s": 60,
             "cooldown_s": 10, "warmup_s": 30, "tables": 2, "table_size": 100_000, "prepare_threads": 2}
@@ -65,3 +67,13 @@ def test_expiry_covers_the_whole_plan_plus_margin() -> None:
     plan = make_plan(loaded([{"id": "a", "kind": "local"}]))
     start = datetime(2026, 1, 1, tzinfo=UTC)
     assert plan.expires_at(start) == start + timedelta(seconds=plan.wall_s) + EXPIRY_MARGIN
+
+
+def test_smoke_and_stand_in_runs_are_marked_as_not_the_spec() -> None:
+    from benchfleet.scale import variant
+
+    spec = load_spec(str(REPO / "workloads" / "comparisons" / "aurora-pk-order-random.yaml")).spec
+    assert variant(spec, "full", False) is None
+    smoke = variant(spec, "smoke", True)
+    assert smoke is not None and smoke["substituted"] == ["aurora-r6g-large"]
+    assert "smoke scale" in str(smoke["label"]) and "stand-ins for aurora-r6g-large" in str(smoke["label"])

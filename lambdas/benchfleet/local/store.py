@@ -120,7 +120,8 @@ class DuckDBStore:
 
     def runs(self) -> list[dict[str, Any]]:
         return self._dicts("SELECT run_id, name, status, mode, started_at, ended_at, estimated_cost_usd, "
-                           "actual_cost_usd, message FROM runs ORDER BY started_at DESC")
+                           "actual_cost_usd, message, json_extract_string(spec, '$.variant.label') AS variant "
+                           "FROM runs ORDER BY started_at DESC")
 
     def run(self, run_id: str) -> dict[str, Any]:
         rows = self._dicts("SELECT * FROM runs WHERE run_id = ?", [run_id])
