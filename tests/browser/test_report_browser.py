@@ -13,9 +13,12 @@ from pathlib import Path
 
 import pytest
 from synthetic import fill_store
+from tests.sysbench_logs import run_log
 
+from benchfleet.importer import import_logs
 from benchfleet.local.store import DuckDBStore
 from benchfleet.report import write_report
+from benchfleet.report.charts import _PALETTE
 
 pytestmark = pytest.mark.browser
 
@@ -50,7 +53,7 @@ def test_every_chart_renders_without_console_errors(report: Path, tmp_path: Path
     # Plotly's bundle mentions its CDN (for geo maps, unused); what matters is that nothing is loaded.
     assert not re.search(r"<script[^>]+src=|<link[^>]+href=", html), "the report must need no network"
     expected = int(re.search(r"data-charts='(\d+)'", html).group(1))
-    assert expected == 5  # throughput, latency, relative, timeline, cost
+    assert expected == 6  # throughput, latency, relative, qps, timeline, cost
 
     result = chromium(tmp_path, "--enable-logging=stderr", "--v=0", "--dump-dom", report.as_uri())
     assert result.returncode == 0, result.stderr[-2000:]
@@ -58,13 +61,81 @@ def test_every_chart_renders_without_console_errors(report: Path, tmp_path: Path
     plots = re.findall(r'class="[^"]*\bjs-plotly-plot\b', dom)
     assert len(plots) == expected, f"{len(plots)} of {expected} charts rendered"
     # Each chart draws at least one <svg class="main-svg">; an empty or failed one draws none.
-    for key in ("throughput", "latency", "relative", "timeline", "cost"):
+    for key in ("throughput", "latency", "relative", "qps", "timeline", "cost"):
         chart = dom.split(f'id="chart-{key}"', 1)[1].split('class="card"', 1)[0]
         assert "main-svg" in chart, f"chart {key} has no SVG"
         assert re.search(r'class="(trace|bars|points|scatterlayer)', chart), f"chart {key} drew no trace"
     console = [line for line in result.stderr.splitlines() if ":CONSOLE" in line]
     errors = [line for line in console if "Uncaught" in line or "ERROR:CONSOLE" in line or "Error" in line]
     assert not errors, "\n".join(errors)
+
+
+def _dom(report: Path, tmp_path: Path, width: int = 1280) -> str:
+    result = chromium(tmp_path, f"--window-size={width},3000", "--dump-dom", report.as_uri())
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout
+
+
+def _chart(dom: str, key: str) -> str:
+    return dom.split(f'id="chart-{key}"', 1)[1].split('class="card"', 1)[0]
+
+
+def _rgb(color: str) -> str:
+    return "rgb({}, {}, {})".format(*(int(color[i:i + 2], 16) for i in (1, 3, 5)))
+
+
+def test_what_a_reader_sees_is_readable(report: Path, tmp_path: Path) -> None:
+    """The defects a reader met: steal ticks '1 1 0 0 0 0', no step boundaries, repetitions of a target
+    in one style, band markers in another target's colour, two columns titled '95% CI', tables cut."""
+    # Measure the tables after layout, at the width the report is read at.
+    probe = tmp_path / "probe.html"
+    probe.write_text(report.read_text().replace("</body>", (
+        "<script>window.addEventListener('load',function(){var cut=[].filter.call("
+        "document.querySelectorAll('.scroll'),function(e){return e.scrollWidth>e.clientWidth+1;}).length;"
+        "document.body.setAttribute('data-cut-tables',String(cut));});</script></body>")))
+    dom = _dom(probe, tmp_path)
+    assert 'data-cut-tables="0"' in dom
+    timeline = _chart(dom, "timeline")
+    for axis in ("y2tick", "y3tick"):  # steal and iowait panels
+        ticks = re.findall(rf'class="{axis}"><text[^>]*>([^<]*)</text>', timeline)
+        assert len(ticks) >= 3 and len(set(ticks)) == len(ticks), (axis, ticks)
+    # Five measure steps after the warm-up: five boundaries.
+    assert timeline.count('class="shape-group"') == 5
+    # Each target's three repetitions: one colour, three line styles.
+    lines = re.findall(r'class="js-line"[^>]*style="([^"]*)"', timeline)
+    for color in _PALETTE[:3]:
+        styles = {re.search(r"stroke-dasharray: ([^;]*)", st).group(1) if "dasharray" in st else "solid"
+                  for st in lines if f"stroke: {_rgb(color)};" in st}
+        assert len(styles) >= 3, (color, styles)
+    # Every marker in a target's colour.
+    palette = {_rgb(c) for c in _PALETTE}
+    fills = re.findall(r'class="point"[^>]*style="[^"]*fill: (rgba?\([^)]*\))', dom)
+    assert fills
+    off = {f for f in fills if "rgb(" + f.split("(", 1)[1].rsplit(",", 1)[0] + ")" not in palette
+           and f not in palette}
+    assert not off, off
+    results_table = dom.split("Results by target and threads", 1)[1].split("</table>")[0]
+    headers = re.findall(r"<th[^>]*>([^<]*)</th>", results_table)
+    assert len(headers) == len(set(headers)), headers
+
+
+def test_an_imported_run_says_it_has_no_per_second_data(tmp_path: Path) -> None:
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed (make browser-deps installs Debian's chromium)")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for threads in (1, 4):
+        (logs / f"t{threads}.log").write_text(run_log([], [], threads=threads, transactions=9000 * threads))
+    store = DuckDBStore(tmp_path / "benchfleet.duckdb")
+    try:
+        run_id = import_logs(store, [logs], "summary-only", None)
+        report = write_report(store, run_id, tmp_path / "imported.html")
+    finally:
+        store.close()
+    dom = _dom(report, tmp_path)
+    assert 'id="chart-timeline"' not in dom and 'id="missing-timeline"' in dom
+    assert "no per-second data" in dom.split('id="missing-timeline"', 1)[1][:200]
+    assert "main-svg" in _chart(dom, "throughput")
 
 
 def test_screenshot(report: Path, tmp_path: Path) -> None:

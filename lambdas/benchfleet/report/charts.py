@@ -81,7 +81,9 @@ def throughput(comparison: dict[str, Any], palette: dict[str, str]) -> Figure:
         visible: bool | str = True if i < 2 * VISIBLE_SERIES else "legendonly"
         x = [r["threads"] for r in rows]
         if any(r["tps"]["n"] > 1 for r in rows):
-            data.append({"type": "scatter", "x": x + x[::-1],
+            # mode "lines": a scatter without a mode draws markers in the default colourway, i.e. in
+            # another target's colour.
+            data.append({"type": "scatter", "mode": "lines", "x": x + x[::-1],
                          "y": [r["tps"]["max"] for r in rows] + [r["tps"]["min"] for r in rows][::-1],
                          "fill": "toself", "fillcolor": _rgba(color, 0.18), "line": {"width": 0},
                          "hoverinfo": "skip", "showlegend": False, "legendgroup": target_id,
@@ -90,7 +92,8 @@ def throughput(comparison: dict[str, Any], palette: dict[str, str]) -> Figure:
         data.append({"type": "scatter", "mode": "lines+markers", "name": target_id, "legendgroup": target_id,
                      "x": x, "y": [r["tps"]["mean"] for r in rows], "text": text,
                      "hovertemplate": "%{fullData.name}<br>%{x} threads: %{y:,.1f} tps<br>%{text}<extra></extra>",
-                     "line": {"color": color, "width": 2}, "marker": {"size": 6}, "visible": visible})
+                     "line": {"color": color, "width": 2}, "marker": {"size": 6, "color": color},
+                     "visible": visible})
     return {"data": data, "layout": _layout("Throughput vs threads (mean of repetitions, band: min-max)",
                                             "threads", "transactions / s",
                                             xaxis=_threads_axis(comparison["rows"]))}
@@ -106,28 +109,32 @@ def _ci_text(row: dict[str, Any]) -> str:
 
 
 def latency(comparison: dict[str, Any], palette: dict[str, str]) -> Figure:
-    """sysbench's step latency percentile vs threads: the median over repetitions, bars to the
-    lowest and highest repetition (percentiles are never averaged)."""
+    """sysbench's step latency percentile vs threads: each repetition's own figure (small markers)
+    and, for an odd number of repetitions, the line through their median (percentiles are never
+    averaged, and the median of an even number would be an average of two)."""
     data = []
     pct = next((r["latency_pct"] for r in comparison["rows"] if r.get("latency_pct")), 95)
+    hover = "%{fullData.name}<br>%{x} threads: p" + str(pct) + " %{y:,.2f} ms<extra></extra>"
     for i, (target_id, rows) in enumerate(_by_target(comparison["rows"]).items()):
-        rows = [r for r in rows if r["latency_step_pct_ms"]["median"] is not None]
-        if not rows:
-            continue
-        med = [r["latency_step_pct_ms"]["median"] for r in rows]
-        data.append({
-            "type": "scatter", "mode": "lines+markers", "name": target_id, "legendgroup": target_id,
-            "x": [r["threads"] for r in rows], "y": med,
-            "error_y": {"type": "data", "symmetric": False,
-                        "array": [r["latency_step_pct_ms"]["max"] - m for r, m in zip(rows, med, strict=True)],
-                        "arrayminus": [m - r["latency_step_pct_ms"]["min"] for r, m in zip(rows, med, strict=True)],
-                        "thickness": 1, "width": 3},
-            "hovertemplate": "%{fullData.name}<br>%{x} threads: p" + str(pct) + " %{y:,.2f} ms<extra></extra>",
-            "line": {"color": palette[target_id], "width": 2}, "marker": {"size": 6},
-            "visible": True if i < 2 * VISIBLE_SERIES else "legendonly"})
+        color = palette[target_id]
+        visible = True if i < 2 * VISIBLE_SERIES else "legendonly"
+        reps = [(r["threads"], v) for r in rows for v in r["latency_step_pct_ms"]["values"]]
+        median_rows = [r for r in rows if r["latency_step_pct_ms"]["median"] is not None]
+        if median_rows:
+            data.append({"type": "scatter", "mode": "lines+markers", "name": target_id, "legendgroup": target_id,
+                         "x": [r["threads"] for r in median_rows],
+                         "y": [r["latency_step_pct_ms"]["median"] for r in median_rows], "hovertemplate": hover,
+                         "line": {"color": color, "width": 2}, "marker": {"size": 7, "color": color},
+                         "visible": visible})
+        if reps:
+            data.append({"type": "scatter", "mode": "markers", "name": f"{target_id} repetitions",
+                         "legendgroup": target_id, "showlegend": not median_rows,
+                         "x": [x for x, _ in reps], "y": [y for _, y in reps], "hovertemplate": hover,
+                         "marker": {"size": 5, "color": _rgba(color, 0.55), "line": {"width": 0}},
+                         "visible": visible})
     return {"data": data, "layout": _layout(
-        f"p{pct} latency vs threads (median of repetitions, bars: min-max)", "threads", "ms",
-        xaxis=_threads_axis(comparison["rows"]))}
+        f"p{pct} latency vs threads (points: repetitions; line: their median, odd counts only)", "threads",
+        "ms", xaxis=_threads_axis(comparison["rows"]))}
 
 
 def relative(comparison: dict[str, Any], palette: dict[str, str]) -> Figure:
@@ -159,21 +166,55 @@ def relative(comparison: dict[str, Any], palette: dict[str, str]) -> Figure:
         xaxis={"type": "category"})}
 
 
+# Repetitions of one target share its colour and differ by dash, so that both are recognisable.
+_DASHES = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]
+# CPU shares below this are noise: the axis shows at least 0..5 %, so that its ticks are distinct
+# whole numbers instead of "1 1 0 0 0 0" from rounding a 0..0.5 range.
+_MIN_PCT_RANGE = 5.0
+
+
+def _pct_axis(values: list[float | None], title: str, domain: list[float]) -> dict[str, Any]:
+    top = max([v for v in values if v is not None] or [0.0])
+    return {"title": {"text": title}, "domain": domain, "anchor": "x", "range": [0, max(_MIN_PCT_RANGE, top * 1.1)],
+            "tickformat": ".0f", "gridcolor": "#e5e5e5", "zeroline": False}
+
+
+def _step_boundaries(series: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Vertical lines where the thread count changes (the steps of the first series: every series of
+    a run has the same steps) and a label with the threads of each step."""
+    if not series:
+        return [], []
+    first = series[0]
+    shapes, labels = [], []
+    previous = None
+    for t, threads in zip(first["t"], first["threads"], strict=True):
+        if threads != previous:
+            if previous is not None:
+                shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": t, "x1": t, "y0": 0, "y1": 1,
+                               "line": {"color": "#999", "width": 1, "dash": "dot"}})
+            labels.append({"x": t, "y": 1, "xref": "x", "yref": "paper", "yanchor": "bottom", "xanchor": "left",
+                           "text": f"{threads} thr", "showarrow": False, "font": {"size": 10, "color": "#666"}})
+            previous = threads
+    return shapes, labels
+
+
 def timeline(series: dict[str, Any], palette: dict[str, str]) -> Figure:
-    """tps over time per target x repetition (warm-up and measure steps), CPU steal % on the right
-    axis (dotted). When seconds are aggregated, the line is the mean of each bucket and the band
-    its min-max."""
+    """tps over time per target x repetition (warm-up and measure steps; repetitions by dash), with
+    CPU steal % and iowait % in panels below on their own axes, and the step boundaries drawn. When
+    seconds are aggregated, the line is the mean of each bucket and the band its min-max."""
     width = series["width_s"]
     data: list[dict[str, Any]] = []
     seen: list[str] = []
     order = {t: i for i, t in enumerate(palette)}
-    for s in sorted(series["series"], key=lambda s: (order.get(s["target_id"], len(order)), s["repetition"])):
+    ordered = sorted(series["series"], key=lambda s: (order.get(s["target_id"], len(order)), s["repetition"]))
+    for s in ordered:
         target_id = s["target_id"]
         if target_id not in seen:
             seen.append(target_id)
         color = palette.get(target_id, "#333")
+        dash = _DASHES[(s["repetition"] - 1) % len(_DASHES)]
         visible: bool | str = True if seen.index(target_id) < VISIBLE_SERIES else "legendonly"
-        name = f"{target_id} #{s['repetition']}"
+        name = f"{target_id} rep {s['repetition']}"
         group = f"{target_id}-{s['repetition']}"
         if width > 1:
             data.append({"type": "scatter", "mode": "lines", "x": s["t"] + s["t"][::-1],
@@ -183,24 +224,45 @@ def timeline(series: dict[str, Any], palette: dict[str, str]) -> Figure:
                          "visible": visible})
         data.append({"type": "scattergl" if len(s["t"]) > 2000 else "scatter", "mode": "lines",
                      "name": name, "legendgroup": group, "x": s["t"], "y": s["tps"],
-                     "customdata": s["threads"], "line": {"color": color, "width": 1.3},
+                     "customdata": s["threads"], "line": {"color": color, "width": 1.3, "dash": dash},
                      "hovertemplate": "%{fullData.name}<br>t=%{x}s, %{customdata} threads: %{y:,.1f} tps"
                                       "<extra></extra>", "visible": visible})
-        if any(v is not None for v in s["steal"]):
-            data.append({"type": "scatter", "mode": "lines", "name": f"{name} steal %", "legendgroup": group,
-                         "x": s["t"], "y": s["steal"], "yaxis": "y2", "showlegend": False,
-                         "line": {"color": color, "width": 1, "dash": "dot"},
-                         "hovertemplate": "%{fullData.name}<br>t=%{x}s: %{y:.1f}% steal<extra></extra>",
-                         "visible": visible})
+        for key, axis, what in (("steal", "y2", "steal"), ("iowait", "y3", "iowait")):
+            if any(v is not None for v in s.get(key) or []):
+                data.append({"type": "scatter", "mode": "lines", "name": f"{name} {what} %", "legendgroup": group,
+                             "x": s["t"], "y": s[key], "yaxis": axis, "showlegend": False,
+                             "line": {"color": color, "width": 1, "dash": dash},
+                             "hovertemplate": "%{fullData.name}<br>t=%{x}s: %{y:.2f}% " + what + "<extra></extra>",
+                             "visible": visible})
     what = "per second" if width == 1 else f"mean of {width} s buckets, band: min-max second"
+    shapes, labels = _step_boundaries(ordered)
     return {"data": data, "layout": _layout(
-        f"Throughput over time ({what}) and CPU steal (dotted, right axis)", "seconds since warm-up start",
-        "transactions / s", height=500,
-        legend={"orientation": "h", "y": -0.18, "x": 0},
-        yaxis2={"title": {"text": "CPU steal %"}, "overlaying": "y", "side": "right", "rangemode": "tozero",
-                "tickformat": ".0f",
-                "showgrid": False},
-        margin={"r": 70, "b": 40})}
+        f"Throughput over time ({what}); CPU steal and iowait below", "seconds since warm-up start",
+        "transactions / s", height=640, shapes=shapes, annotations=labels,
+        legend={"orientation": "h", "y": -0.12, "x": 0},
+        xaxis={"anchor": "y3"},  # the time axis under the lowest panel, not between the panels
+        yaxis={"domain": [0.42, 1]},
+        yaxis2=_pct_axis([v for s in ordered for v in s.get("steal") or []], "steal %", [0.22, 0.38]),
+        yaxis3=_pct_axis([v for s in ordered for v in s.get("iowait") or []], "iowait %", [0, 0.18]),
+        margin={"r": 30, "b": 40, "t": 60})}
+
+
+def qps(comparison: dict[str, Any], palette: dict[str, str]) -> Figure:
+    """Mean qps across repetitions vs threads per target (sysbench's own qps of each step)."""
+    data = []
+    for i, (target_id, rows) in enumerate(_by_target(comparison["rows"]).items()):
+        rows = [r for r in rows if (r.get("qps") or {}).get("mean") is not None]
+        if not rows:
+            continue
+        data.append({"type": "scatter", "mode": "lines+markers", "name": target_id, "legendgroup": target_id,
+                     "x": [r["threads"] for r in rows], "y": [r["qps"]["mean"] for r in rows],
+                     "text": [f"min-max {r['qps']['min']:,.0f} - {r['qps']['max']:,.0f}" for r in rows],
+                     "hovertemplate": "%{fullData.name}<br>%{x} threads: %{y:,.0f} qps<br>%{text}<extra></extra>",
+                     "line": {"color": palette[target_id], "width": 2},
+                     "marker": {"size": 6, "color": palette[target_id]},
+                     "visible": True if i < 2 * VISIBLE_SERIES else "legendonly"})
+    return {"data": data, "layout": _layout("Queries per second vs threads (mean of repetitions)", "threads",
+                                            "queries / s", xaxis=_threads_axis(comparison["rows"]))}
 
 
 def cost(comparison: dict[str, Any], palette: dict[str, str]) -> Figure:

@@ -30,7 +30,8 @@ WITH firsts AS (
 SELECT s.target_id, s.repetition,
        CAST(floor((epoch(s.time) - epoch(f.t0)) / ?) AS BIGINT) AS bucket,
        avg(s.tps) AS tps, min(s.tps) AS tps_min, max(s.tps) AS tps_max,
-       avg(s.cpu_steal_pct) AS steal, max(s.threads) AS threads, count(*) AS n
+       avg(s.cpu_steal_pct) AS steal, avg(s.cpu_iowait_pct) AS iowait, avg(s.qps) AS qps,
+       max(s.threads) AS threads, count(*) AS n
 FROM samples s JOIN firsts f USING (target_id, repetition)
 WHERE s.run_id = ? AND s.phase IN ('warmup', 'measure')
 GROUP BY ALL
@@ -40,7 +41,8 @@ ORDER BY s.target_id, s.repetition, bucket
 
 def timeline(store: DuckDBStore, run_id: str) -> dict[str, Any]:
     """The per-second series, downsampled: ``width_s`` (seconds per point; 1 = raw) and ``series``,
-    one per target x repetition: ``{target_id, repetition, t, tps, tps_min, tps_max, steal, threads}``
+    one per target x repetition: ``{target_id, repetition, t, tps, tps_min, tps_max, steal, iowait,
+    qps, threads}``
     with ``t`` the bucket start in seconds since the series' first sample."""
     spans = store.query(_SPANS_SQL, [run_id])
     if not spans:
@@ -50,14 +52,16 @@ def timeline(store: DuckDBStore, run_id: str) -> dict[str, Any]:
     width = max(1, math.ceil(longest / per_series))
     cursor = store.db.execute(_TIMELINE_SQL, [run_id, width, run_id])
     series: dict[tuple[str, int], dict[str, list[Any]]] = {}
-    for target_id, repetition, bucket, tps, tps_min, tps_max, steal, threads, _n in cursor.fetchall():
+    for target_id, repetition, bucket, tps, tps_min, tps_max, steal, iowait, qps, threads, _n in cursor.fetchall():
         s = series.setdefault((target_id, repetition), {k: [] for k in (
-            "t", "tps", "tps_min", "tps_max", "steal", "threads")})
+            "t", "tps", "tps_min", "tps_max", "steal", "iowait", "qps", "threads")})
         s["t"].append(bucket * width)
         s["tps"].append(_r(tps))
         s["tps_min"].append(_r(tps_min))
         s["tps_max"].append(_r(tps_max))
         s["steal"].append(_r(steal))
+        s["iowait"].append(_r(iowait))
+        s["qps"].append(_r(qps))
         s["threads"].append(threads)
     return {"width_s": width,
             "series": [{"target_id": t, "repetition": r, **values} for (t, r), values in series.items()]}

@@ -20,14 +20,27 @@ h1{font-size:22px;margin:8px 0 2px} h2{font-size:17px;margin:28px 0 8px;border-b
 padding-bottom:4px} .sub{color:#666;font-size:13px;margin-bottom:12px}
 .card{background:#fff;border:1px solid #e1e4e8;border-radius:6px;padding:10px 12px;margin:10px 0}
 table{border-collapse:collapse;font-size:12.5px;width:100%;background:#fff}
-th,td{border-bottom:1px solid #eee;padding:4px 8px;text-align:right;white-space:nowrap}
+th,td{border-bottom:1px solid #eee;padding:4px 6px;text-align:right;white-space:nowrap}
+th{white-space:normal;vertical-align:bottom;min-width:3.5em}
+td.l{white-space:normal;max-width:16em;overflow-wrap:anywhere}
 th{background:#fafbfc;position:sticky;top:0;font-weight:600} td.l,th.l{text-align:left}
 .scroll{max-height:480px;overflow:auto;border:1px solid #e1e4e8;border-radius:6px}
+.variant{background:#fff4d6;border:1px solid #e0b84c;border-radius:6px;padding:8px 12px;font-weight:600}
+.gap{color:#b45309}
 .kv{display:grid;grid-template-columns:max-content auto;gap:2px 16px;font-size:13px}
 .kv div:nth-child(odd){color:#666} .faster{color:#17803d;font-weight:600} .slower{color:#b42318;font-weight:600}
 .muted{color:#888} .note{font-size:12px;color:#555;margin:4px 0} details pre{font-size:12px;overflow:auto}
 .chart{min-height:260px}
 """
+
+
+# What a chart that cannot be drawn says instead.
+_MISSING = {
+    "cost": "No priced target: set price_per_hour on local targets or use instance types the price tables know.",
+    "timeline": "This run has no per-second data: its logs were imported from sysbench summaries only "
+                "(no --report-interval lines), so there is nothing to draw over time. The figures above "
+                "come from sysbench's own summary of each step.",
+}
 
 
 def write_report(store: DuckDBStore, run_id: str, path: Path | str) -> Path:
@@ -65,10 +78,16 @@ def render_report(store: DuckDBStore, run_id: str) -> str:
                         "100 x (mean tps / baseline mean tps - 1) at the same thread count. Error bars: "
                         "95% confidence interval (Welch, on the log ratio). A verdict needs the whole "
                         "interval on one side of 0."))
-    figures.append(("timeline", "Throughput over time and CPU steal", charts.timeline(series, palette),
-                    "Warm-up and every measure step of each repetition, one after the other. Steal is the "
-                    "share of CPU time the hypervisor gave to someone else: when it rises, throughput "
-                    "falls for reasons that are not the database's."))
+    figures.append(("qps", "Queries per second vs threads", charts.qps(comparison, palette),
+                    "Mean over repetitions of sysbench's qps for each step: the figure the workload files "
+                    "name for mixes whose transactions differ in size."))
+    figures.append(("timeline", "Throughput over time, CPU steal and iowait",
+                    charts.timeline(series, palette) if series["series"] else None,
+                    "Warm-up and every measure step of each repetition (one dash style per repetition), "
+                    "step boundaries dotted. Steal is the share of CPU time the hypervisor gave to someone "
+                    "else: when it rises, throughput falls for reasons that are not the database's. iowait "
+                    "is time the CPU waited on storage (flushes of a durable configuration). Every sample: "
+                    f"benchfleet results {run['run_id']} --per-second --format csv"))
     cost_fig = charts.cost(comparison, palette)
     figures.append(("cost", "Cost per 1000 TPS", cost_fig if cost_fig["data"][0]["x"] else None,
                     "Price per hour (on-demand list price of instance, client and storage) divided by "
@@ -86,8 +105,7 @@ def render_report(store: DuckDBStore, run_id: str) -> str:
     for key, title, fig, note in figures:
         parts.append(f"<h2>{escape(title)}</h2><p class='note'>{escape(note)}</p>")
         if fig is None:
-            parts.append("<p class='muted'>No priced target: set price_per_hour on local targets or use "
-                         "instance types the price tables know.</p>")
+            parts.append(f"<p class='muted' id='missing-{key}'>{escape(_MISSING[key])}</p>")
             continue
         parts.append(f"<div class='card'><div id='chart-{key}' class='chart'></div></div>")
         parts.append(_figure_script(f"chart-{key}", fig))
@@ -170,9 +188,12 @@ def _header(run: dict[str, Any], comparison: dict[str, Any]) -> str:
     grid = "".join(f"<div>{escape(k)}</div><div>{v}</div>" for k, v in kv)
     spec_json = escape(json.dumps(spec, indent=2, default=str))
     msg = f"<p class='note'>{_e(run.get('message'))}</p>" if run.get("message") else ""
+    variant = comparison.get("variant")
+    banner = (f"<p class='variant' id='variant'>Not the spec's result: {escape(str(variant.get('label')))}. "
+              "It shows that the comparison runs, not how the targets compare.</p>" if variant else "")
     return (f"<h1>{escape(run['name'])}</h1><div class='sub'>benchfleet report - "
             f"{len(comparison['targets'])} targets, {len(comparison['rows'])} target x threads results</div>"
-            f"<div class='card'><div class='kv'>{grid}</div>{msg}"
+            f"{banner}<div class='card'><div class='kv'>{grid}</div>{msg}"
             f"<details><summary>Spec</summary><pre>{spec_json}</pre></details></div>")
 
 
@@ -198,6 +219,8 @@ def _targets_table(comparison: dict[str, Any]) -> str:
 
 
 def _summary_table(comparison: dict[str, Any]) -> str:
+    from benchfleet.ui import verdict_text
+
     rows = []
     pct = next((r["latency_pct"] for r in comparison["rows"] if r.get("latency_pct")), 95)
     for r in comparison["rows"]:
@@ -210,15 +233,24 @@ def _summary_table(comparison: dict[str, Any]) -> str:
         rel_ci = (f"{_pct(rel.get('ci_low_pct'))} .. {_pct(rel.get('ci_high_pct'))}"
                   if rel.get("ci_low_pct") is not None else "<span class='muted'>-</span>")
         lat = r["latency_step_pct_ms"]
+        gaps = [f"rep {s['repetition']}: {s['samples']} of {s['samples_expected']} samples"
+                + (", last missing" if s.get("missing_final") else "")
+                for s in r.get("steps") or [] if s.get("gap")]
         rows.append([
             escape(r["target_id"]), _n(r["threads"]), _n(r["repetitions"]), _n(tps["mean"]), ci,
             f"{_n(tps['min'])} - {_n(tps['max'])}", _n(lat["median"], 2),
             f"{_n(lat['min'], 2)} - {_n(lat['max'], 2)}", _pct(rel.get("pct")), rel_ci,
-            f"<span class='{css}'>{_e(verdict) if verdict else '-'}</span>",
-            _n(r["steal_mean_pct"], 2), _money(r["cost_per_1000_tps"])])
-    return "<h2>Results by target and threads</h2>" + _table(
-        ["target", "threads", "reps", "tps mean", "95% CI", "min - max", f"p{pct} ms median",
-         f"p{pct} range", "vs baseline", "95% CI", "verdict", "steal %", "$/h per 1k TPS"], rows)
+            f"<span class='{css}'>{escape(verdict_text(rel or None))}</span>",
+            _n(r["steal_mean_pct"], 2), _money(r["cost_per_1000_tps"]),
+            f"<span class='gap'>{escape('; '.join(gaps))}</span>" if gaps else ""])
+    return ("<h2>Results by target and threads</h2><p class='note'>Intervals are 95%. A verdict needs the "
+            "whole interval of the difference on one side of 0; below 3 repetitions it says how many "
+            f"would decide. p{pct} median: of an odd number of repetitions only. Per-second gaps: steps "
+            "whose samples fall short of total time / report interval (sysbench reported late) or "
+            "whose last interval is missing.</p>" + _table(
+                ["target", "threads", "reps", "tps mean", "tps 95% CI", "tps min - max", f"p{pct} ms median",
+                 f"p{pct} ms min - max", "vs baseline", "vs baseline 95% CI", "verdict", "steal %",
+                 "$/h per 1k TPS", "per-second gaps"], rows))
 
 
 def _jitter_table(comparison: dict[str, Any]) -> str:
