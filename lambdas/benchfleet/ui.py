@@ -120,9 +120,13 @@ class RichObserver:
         self._show(step.name)
         for s in output.summaries:
             pct = f"p{s.latency_pct}" if s.latency_pct else "lat"
+            # Samples present of expected: under load sysbench reports late and one line covers seconds.
+            samples = f"{s.samples}/{s.samples_expected}" if s.samples_expected is not None else str(s.samples)
+            last = ", last interval missing" if s.missing_final else ""
             self.progress.console.print(
                 f"  {target_id} rep {repetition} {step.name:>8}: {s.tps:,.1f} tps, {s.qps:,.0f} qps, "
-                f"{pct} {_fmt(s.latency_pct_ms, 2)} ms, {s.samples} samples, steal {_fmt(s.steal_mean_pct, 2)}%")
+                f"{pct} {_fmt(s.latency_pct_ms, 2)} ms, {samples} samples{last}, "
+                f"steal {_fmt(s.steal_mean_pct, 2)}%")
 
     def message(self, text: str) -> None:
         self.progress.console.print(f"[yellow]{text}")
@@ -202,6 +206,10 @@ def _signed(value: Any, digits: int = 1) -> str:
     return "-" if value is None else f"{float(value):+,.{digits}f}%"
 
 
+def _signed_range(low: Any, high: Any) -> str:
+    return "-" if low is None or high is None else f"{_signed(low)}..{_signed(high)}"
+
+
 def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
     """Who wins, per target x threads in spec order: mean tps and its 95% interval, the difference to
     the baseline with its interval and verdict, the latency percentile (median of an odd number of
@@ -223,8 +231,8 @@ def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
         style = {"faster": "green", "slower": "red"}.get(str((rel or {}).get("verdict")), "")
         table.add_row(r["target_id"], str(r["threads"]), str(r["repetitions"]), _fmt(tps["mean"]),
                       _range(tps.get("ci_low"), tps.get("ci_high")), _signed((rel or {}).get("pct")),
-                      _range((rel or {}).get("ci_low_pct"), (rel or {}).get("ci_high_pct"), 1, "%")
-                      if rel else "-", verdict_text(rel), latency, _fmt(r.get("steal_mean_pct"), 2),
+                      _signed_range((rel or {}).get("ci_low_pct"), (rel or {}).get("ci_high_pct")),
+                      verdict_text(rel), latency, _fmt(r.get("steal_mean_pct"), 2),
                       _gaps(r), style=style or None)
     console.print(table)
     clients = sorted({t["target_id"] for t in doc.get("targets") or [] if t.get("steal_source") == "client"})
@@ -242,7 +250,7 @@ def print_run_comparison(doc: dict[str, Any]) -> None:
         style = {"faster": "green", "slower": "red"}.get(str(rel.get("verdict")), "")
         table.add_row(r["target_id"], r["vs_target_id"], str(r["threads"]), str(r["repetitions"]),
                       _fmt(r["tps"]["mean"]), _fmt(r["baseline_tps"]["mean"]), _signed(rel.get("pct")),
-                      _range(rel.get("ci_low_pct"), rel.get("ci_high_pct"), 1, "%"), verdict_text(rel),
+                      _signed_range(rel.get("ci_low_pct"), rel.get("ci_high_pct")), verdict_text(rel),
                       style=style or None)
     console.print(table)
     if doc["unmatched"]:

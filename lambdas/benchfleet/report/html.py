@@ -22,11 +22,11 @@ padding-bottom:4px} .sub{color:#666;font-size:13px;margin-bottom:12px}
 table{border-collapse:collapse;font-size:12.5px;width:100%;background:#fff}
 th,td{border-bottom:1px solid #eee;padding:4px 6px;text-align:right;white-space:nowrap}
 th{white-space:normal;vertical-align:bottom;min-width:3.5em}
-td.l{white-space:normal;max-width:16em;overflow-wrap:anywhere}
+td.l{white-space:normal;max-width:16em;overflow-wrap:anywhere} td.l:first-child{white-space:nowrap}
 th{background:#fafbfc;position:sticky;top:0;font-weight:600} td.l,th.l{text-align:left}
 .scroll{max-height:480px;overflow:auto;border:1px solid #e1e4e8;border-radius:6px}
 .variant{background:#fff4d6;border:1px solid #e0b84c;border-radius:6px;padding:8px 12px;font-weight:600}
-.gap{color:#b45309}
+.gap{color:#b45309;display:inline-block;white-space:normal;min-width:12em;max-width:16em;text-align:left}
 .kv{display:grid;grid-template-columns:max-content auto;gap:2px 16px;font-size:13px}
 .kv div:nth-child(odd){color:#666} .faster{color:#17803d;font-weight:600} .slower{color:#b42318;font-weight:600}
 .muted{color:#888} .note{font-size:12px;color:#555;margin:4px 0} details pre{font-size:12px;overflow:auto}
