@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -196,44 +197,63 @@ def verdict_text(relative: dict[str, Any] | None) -> str:
     return verdict
 
 
-def _range(low: Any, high: Any, digits: int = 1, suffix: str = "") -> str:
-    if low is None or high is None:
+def _num(value: Any) -> str:
+    """A figure in as few characters as keep it exact enough: no decimals from 100 up."""
+    if value is None:
         return "-"
-    return f"{_fmt(float(low), digits)}–{_fmt(float(high), digits)}{suffix}"
+    v = float(value)
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.1f}"
 
 
-def _signed(value: Any, digits: int = 1) -> str:
-    return "-" if value is None else f"{float(value):+,.{digits}f}%"
+def _range(low: Any, high: Any) -> str:
+    return "-" if low is None or high is None else f"{_num(low)}–{_num(high)}"
+
+
+def _signed(value: Any) -> str:
+    if value is None:
+        return "-"
+    v = float(value)
+    return f"{v:+,.0f}%" if abs(v) >= 100 else f"{v:+.1f}%"
 
 
 def _signed_range(low: Any, high: Any) -> str:
     return "-" if low is None or high is None else f"{_signed(low)}..{_signed(high)}"
 
 
+def _compact_table(title: str, caption: str, columns: list[tuple[str, bool]]) -> Table:
+    """Numbers never folded (a cut "1,069…" is worse than no column); words wrap. No vertical rules:
+    a table of ten figures fits 100 columns."""
+    table = Table(title=title, caption=caption, box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 0))
+    for name, words in columns:
+        table.add_column(name, justify="left" if words else "right", no_wrap=not words,
+                         overflow="fold" if words else "ellipsis")
+    return table
+
+
 def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
     """Who wins, per target x threads in spec order: mean tps and its 95% interval, the difference to
     the baseline with its interval and verdict, the latency percentile (median of an odd number of
-    repetitions, else the range), steal, and a flag on steps whose per-second data has gaps."""
+    repetitions, else the range), steal, and the repetitions whose per-second data has gaps."""
     stats = doc["statistics"]
     rows = stats["rows"]
     pct = next((r["latency_pct"] for r in rows if r.get("latency_pct")), 95)
     variant = stats.get("variant")
     title = f"comparison: {run_id}" + (f"\n[bold yellow]not the spec's result: {variant['label']}" if variant else "")
-    table = Table(title=title, caption=f"baseline: {stats.get('baseline')}; intervals are 95%")
-    for col in ("target", "thr", "reps", "tps", "tps 95% CI", "vs baseline", "Δ 95% CI", "verdict",
-                f"p{pct} ms", "steal %", "gaps"):
-        table.add_column(col, justify="left" if col in ("target", "verdict", "gaps") else "right",
-                         overflow="fold")
+    table = _compact_table(title, f"baseline {stats.get('baseline')}; intervals 95%; gaps: repetitions whose "
+                           "per-second samples fall short", [
+                               ("target", True), ("thr", False), ("reps", False), ("tps", False),
+                               ("tps 95% CI", False), ("vs base", False), ("Δ 95% CI", False),
+                               ("verdict", True), (f"p{pct} ms", False), ("steal%", False), ("gaps", True)])
     for r in rows:
         tps, rel, lat = r["tps"], r.get("relative"), r["latency_step_pct_ms"]
         latency = (_fmt(lat["median"], 2) if lat.get("median") is not None
-                   else _range(lat.get("min"), lat.get("max"), 2))
+                   else f"{_fmt(lat.get('min'), 2)}–{_fmt(lat.get('max'), 2)}" if lat.get("min") is not None else "-")
         style = {"faster": "green", "slower": "red"}.get(str((rel or {}).get("verdict")), "")
-        table.add_row(r["target_id"], str(r["threads"]), str(r["repetitions"]), _fmt(tps["mean"]),
+        table.add_row(r["target_id"], str(r["threads"]), str(r["repetitions"]), _num(tps["mean"]),
                       _range(tps.get("ci_low"), tps.get("ci_high")), _signed((rel or {}).get("pct")),
                       _signed_range((rel or {}).get("ci_low_pct"), (rel or {}).get("ci_high_pct")),
-                      verdict_text(rel), latency, _fmt(r.get("steal_mean_pct"), 2),
-                      _gaps(r), style=style or None)
+                      verdict_text(rel), latency, _fmt(r.get("steal_mean_pct"), 1), _gaps(r),
+                      style=style or None)
     console.print(table)
     clients = sorted({t["target_id"] for t in doc.get("targets") or [] if t.get("steal_source") == "client"})
     if clients:
@@ -242,14 +262,14 @@ def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
 
 def print_run_comparison(doc: dict[str, Any]) -> None:
     """``benchfleet compare``: the second run's targets against the first run's."""
-    table = Table(title=f"{doc['run']} vs {doc['baseline_run']}", caption="intervals are 95%")
-    for col in ("target", "vs", "thr", "reps", "tps", "baseline tps", "change", "Δ 95% CI", "verdict"):
-        table.add_column(col, justify="left" if col in ("target", "vs", "verdict") else "right", overflow="fold")
+    table = _compact_table(f"{doc['run']} vs {doc['baseline_run']}", "intervals 95%", [
+        ("target", True), ("vs", True), ("thr", False), ("reps", False), ("tps", False),
+        ("baseline tps", False), ("change", False), ("Δ 95% CI", False), ("verdict", True)])
     for r in doc["rows"]:
         rel = r["relative"]
         style = {"faster": "green", "slower": "red"}.get(str(rel.get("verdict")), "")
         table.add_row(r["target_id"], r["vs_target_id"], str(r["threads"]), str(r["repetitions"]),
-                      _fmt(r["tps"]["mean"]), _fmt(r["baseline_tps"]["mean"]), _signed(rel.get("pct")),
+                      _num(r["tps"]["mean"]), _num(r["baseline_tps"]["mean"]), _signed(rel.get("pct")),
                       _signed_range(rel.get("ci_low_pct"), rel.get("ci_high_pct")), verdict_text(rel),
                       style=style or None)
     console.print(table)
@@ -258,8 +278,7 @@ def print_run_comparison(doc: dict[str, Any]) -> None:
 
 
 def _gaps(row: dict[str, Any]) -> str:
-    flagged = [f"rep {s['repetition']}" for s in row.get("steps") or [] if s.get("gap")]
-    return ", ".join(flagged)
+    return ",".join(f"r{s['repetition']}" for s in row.get("steps") or [] if s.get("gap"))
 
 
 def print_remote_run(run: dict[str, Any]) -> None:
