@@ -205,3 +205,26 @@ def test_compare_two_runs_and_export_per_second_csv(bf_home: Path, tmp_path: Pat
     assert len(lines) == 1 + 3 * 9 and "interval_s" in header and "tps" in header
     assert [line.split(",")[header.index("interval_s")] for line in lines[1:10]] == [
         "1.0", "1.0", "3.0", "2.0", "1.0", "1.0", "2.0", "0.0", "1.0"]
+
+
+@needs_shared_fixtures
+def test_the_terminal_says_who_wins_at_100_columns(bf_home: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    import io
+
+    from rich.console import Console
+
+    from benchfleet import ui
+
+    assert main(["import", str(STUDY / "c6g.large"), "--target", "c6g-large", "--run", "study"]) == 0
+    run_id = str(_runs(capsys)[0]["run_id"])
+    monkeypatch.setattr(ui, "console", Console(width=100, file=io.StringIO(), color_system=None))
+    assert main(["import", str(STUDY / "c5.large"), "--target", "c5-large", "--into", run_id]) == 0
+    text = ui.console.file.getvalue()
+    assert "…" not in text and run_id in text
+    lines = [line.strip() for line in text.splitlines() if line.strip().startswith(("c6g-large", "c5-large"))]
+    # Spec order (the first import is the baseline), one line per row, the difference and the verdict.
+    assert [line.split()[:2] for line in lines][:2] == [["c6g-large", "1"], ["c6g-large", "2"]]
+    assert len(lines) == 16 and all(len(line) <= 100 for line in lines)
+    c5_at_1 = next(line for line in lines if line.split()[:2] == ["c5-large", "1"])
+    assert "+18.7%" in c5_at_1 and "too few reps: 3+ each" in c5_at_1
