@@ -220,8 +220,9 @@ def per_second_figures(samples: list[Sample], total_time_s: float,
 def _summary(record: dict[str, Any], samples: list[Sample], source: str) -> StepSummary:
     mine = [s for s in samples if (s.target_id, s.repetition, s.step) ==
             (record.get("target_id"), record.get("repetition"), record.get("step"))]
-    total = record.get("total_time_s")
-    derived = per_second_figures(mine, float(total) if isinstance(total, int | float) else 0.0)
+    total, every = record.get("total_time_s"), record.get("report_interval_s")
+    derived = per_second_figures(mine, float(total) if isinstance(total, int | float) else 0.0,
+                                 float(every) if isinstance(every, int | float) and every > 0 else None)
     try:
         return StepSummary.model_validate({**record, **derived})
     except ValidationError as e:

@@ -106,6 +106,9 @@ class Summary:
     fairness_events_stddev: Optional[float] = None
     fairness_time_avg_s: Optional[float] = None
     fairness_time_stddev_s: Optional[float] = None
+    # From the header ("Report intermediate results every N second(s)"), kept with the summary so that
+    # whoever reads the summary alone (the agent's summary record) knows how many samples to expect.
+    report_interval_s: Optional[int] = None
 
 
 @dataclass
@@ -310,6 +313,7 @@ def parse_output(text: Union[str, Iterable[str]],
         required = _SUMMARY_REQUIRED + (_SQL_REQUIRED if "sql statistics" in seen else ())
         out.summary_missing = [k for k in required if k not in seen]
         if not out.summary_missing:
+            summary.report_interval_s = out.report_interval_s
             out.summary = summary
     return out
 

@@ -80,7 +80,15 @@ def run_workload(workload: Workload, conn: Connection, config_hash: str, target_
         assert len(output.summaries) == 1, f"{workload.name} {step.name}: no summary"
         summary = output.summaries[0]
         assert summary.events > 0 and summary.tps > 0
-        assert len(output.samples) >= step.duration_s - 1, f"{workload.name} {step.name}: too few samples"
+        # sysbench prints one line per report interval only when it is not starved: on a loaded machine
+        # a line covers several seconds and the last one can be lost. What must hold is the accounting:
+        # every second expected, what the samples cover, and a lost end flagged, never hidden.
+        what = f"{workload.name} {step.name}: {summary.samples}/{summary.samples_expected} samples, " \
+               f"{summary.covered_s} of {summary.total_time_s} s"
+        assert output.samples and summary.samples == len(output.samples), what
+        assert summary.samples_expected == int(summary.total_time_s // workload.report_interval_s), what
+        assert summary.covered_s == max(s.second for s in output.samples), what
+        assert summary.missing_final == (summary.covered_s + 0.5 < summary.total_time_s), what
         assert all(s.phase == step.kind and s.threads == step.threads for s in output.samples)
         summaries.append(summary)
     return summaries

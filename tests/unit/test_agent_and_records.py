@@ -17,8 +17,10 @@ from benchfleet.mysqlcnf import CnfError, render
 from benchfleet.plan import PlanStep
 from benchfleet.records import RecordError, parse_agent_lines
 from benchfleet.spec import Workload
+from benchfleet.sysbench import parse_output
 
 AGENT = REPO / "workloads" / "agent" / "benchfleet_agent.py"
+FIXTURES = REPO / "tests" / "fixtures" / "sysbench-1.0.20"
 spec = importlib.util.spec_from_file_location("benchfleet_agent", AGENT)
 assert spec and spec.loader
 agent = importlib.util.module_from_spec(spec)
@@ -89,6 +91,18 @@ def test_samples_carry_the_seconds_they_cover_and_jitter_is_weighted_by_them() -
     assert (s.samples, s.samples_expected, s.covered_s, s.missing_final) == (3, 4, 4.0, False)
     # weighted mean 75 over 4 s; weighted variance (2 x 25^2 + 2 x 25^2) / 3
     assert s.tps_cv == pytest.approx(math.sqrt(2500 / 3) / 75, abs=1e-6)
+
+
+def test_the_report_interval_comes_with_the_summary_not_from_a_guess() -> None:
+    # --report-interval=2 on a loaded host: the lengths [2, 1, 3] would not say it; sysbench's header does,
+    # and the parser keeps it with the summary the agent writes.
+    text = (FIXTURES / "run_ri.log").read_text().replace("every 1 second(s)", "every 2 second(s)")
+    summary = parse_output(text).summary
+    assert summary is not None and summary.report_interval_s == 2
+    record = json.loads(SUMMARY.replace('"total_time_s": 3.0', '"total_time_s": 6.0'))
+    record["report_interval_s"] = summary.report_interval_s
+    out = parse_agent_lines("\n".join([sample(2, 100), sample(3, 100), sample(6, 100), json.dumps(record)]))
+    assert (out.summaries[0].samples, out.summaries[0].samples_expected) == (3, 3)
 
 
 @pytest.mark.parametrize(("text", "fragment"), [
