@@ -1,0 +1,98 @@
+"""An independent IAM linter (parliament, with its community auditors) over every statement of every
+policy `cdk synth` deploys. A finding fails the test unless it is suppressed below, on its statement
+(Sid, or its sorted actions when it has none), with the reason it is not a real problem; a
+suppression that no longer matches anything fails too, so the list stays current.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from parliament import analyze_policy_string
+from synth import Template
+
+# parliament reads a statement against each action's resource types one statement at a time, so a
+# statement scoped to one of the several resource types an action authorizes reads as a mismatch.
+SPLIT_BY_RESOURCE = ("The action authorizes several resource types (Service Authorization Reference); this "
+                     "statement grants it on one of them with that type's own conditions, the others are in "
+                     "sibling statements. parliament checks each statement alone.")
+DESCRIBES = ("Describe/List calls that list everything: the sweepers and readiness must list every instance "
+             "and DB to read their tags (RDS cannot filter on tags); nothing is changed through them.")
+
+SUPPRESSED: dict[tuple[str, str], str] = {
+    ("RESOURCE_MISMATCH", "RunTaggedInstances"): SPLIT_BY_RESOURCE,
+    ("RESOURCE_MISMATCH", "RunTaggedEncryptedVolumes"): SPLIT_BY_RESOURCE,
+    ("RESOURCE_MISMATCH", "RunInOurVpc"): SPLIT_BY_RESOURCE,
+    ("RESOURCE_MISMATCH", "RunWithOurSecurityGroupsAndTemplate"): SPLIT_BY_RESOURCE,
+    ("RESOURCE_MISMATCH", "RunUbuntuImages"): SPLIT_BY_RESOURCE,
+    ("RESOURCE_MISMATCH", "CreateOwnedDatabases"): SPLIT_BY_RESOURCE + " CreateDBInstance also authorizes "
+                                                   "the cluster of an Aurora member.",
+    ("RESOURCE_MISMATCH", "CreateWithDefaultGroupsInOurSubnets"): SPLIT_BY_RESOURCE,
+    ("RESOURCE_MISMATCH", "DeleteOwnedDatabases"): "DeleteDBCluster also authorizes a final snapshot; "
+                                                   "benchfleet never takes one (SkipFinalSnapshot).",
+    ("RESOURCE_MISMATCH", "SendToOwnedInstances"): SPLIT_BY_RESOURCE + " SendCommand's document is in "
+                                                   "SendAgentDocument.",
+    ("RESOURCE_MISMATCH", "SendToOptedInHosts"): SPLIT_BY_RESOURCE + " SendCommand's document is in "
+                                                 "SendAgentDocument.",
+    ("RESOURCE_MISMATCH", "ReadUbuntuAmiParameters"): "Canonical's public parameters have no account in "
+                                                      "their ARN (arn:aws:ssm:<region>::parameter/aws/...).",
+    ("PERMISSIONS_MANAGEMENT_ACTIONS", "PassTargetRoleToEc2"): "iam:PassRole of the target role only, only "
+                                                               "to ec2.amazonaws.com (iam:PassedToService).",
+    ("RESOURCE_STAR", "describe"): DESCRIBES,
+    ("UNKNOWN_CONDITION_FOR_ACTION", "DescribeAwsManagedKeysForRds"): "kms:ResourceAliases applies to "
+        "kms:DescribeKey (Service Authorization Reference, AWS KMS condition keys); parliament 1.6.4's "
+        "action data predates the key.",
+    ("PERMISSIONS_MANAGEMENT_ACTIONS", "RdsServiceLinkedRole"): "RDS's own service-linked role, created once "
+        "per account by the first database; only that role, only for rds.amazonaws.com (iam:AWSServiceName).",
+    ("RESOURCE_MISMATCH", "timestream:DescribeTable,timestream:WriteRecords"): "Granted on the database and "
+        "its tables/*: WriteRecords and DescribeTable name a table; the database ARN serves DescribeDatabase.",
+    ("RESOURCE_MISMATCH", "timestream:DescribeTable,timestream:Select"): "Granted on the database and its "
+        "tables/*, as for WriteRecords.",
+    ("RESOURCE_MISMATCH", "states:ListExecutions,states:StartExecution"): "The state machine's ARN; "
+        "ListExecutions also accepts a Map Run ARN, which benchfleet does not list by.",
+    ("RESOURCE_MISMATCH", "states:DescribeExecution,states:StopExecution"): "Standard executions' ARNs; "
+        "DescribeExecution also takes Express ones, which benchfleet does not run.",
+    ("RESOURCE_MISMATCH", "states:DescribeExecution"): "Standard executions' ARNs; Express ones, which "
+        "DescribeExecution also takes, are never run.",
+    ("RESOURCE_MISMATCH", "states:ListExecutions"): "The state machine's ARN; a Map Run ARN, which "
+        "ListExecutions also takes, is never listed by.",
+    ("PERMISSIONS_MANAGEMENT_ACTIONS", "logs:delivery"): "CloudWatch Logs delivery for the state machine's "
+        "log group (and X-Ray): Step Functions requires these on '*' (no resource-level permissions).",
+}
+
+
+def _key(issue: str, statement: dict[str, Any]) -> tuple[str, str]:
+    actions = statement.get("Action", [])
+    actions = sorted(actions if isinstance(actions, list) else [actions])
+    verbs = [a.split(":", 1)[1] for a in actions]
+    if issue == "RESOURCE_STAR" and all(v.startswith(("Describe", "List", "Get")) or a.startswith("xray:")
+                                        for a, v in zip(actions, verbs, strict=True)):
+        return issue, "describe"
+    if issue == "PERMISSIONS_MANAGEMENT_ACTIONS" and all(
+            "LogDeliver" in a or "ResourcePolic" in a or a.startswith(("logs:Describe", "xray:")) for a in actions):
+        return issue, "logs:delivery"
+    return issue, statement.get("Sid") or ",".join(actions)
+
+
+def findings(template: Template) -> dict[tuple[str, str], list[str]]:
+    out: dict[tuple[str, str], list[str]] = {}
+    for logical_id, policy in template.of_type("AWS::IAM::Policy").items():
+        document = template.resolve(policy["Properties"]["PolicyDocument"])
+        for statement in document["Statement"]:
+            analyzed = analyze_policy_string(json.dumps({"Version": "2012-10-17", "Statement": [statement]}),
+                                             include_community_auditors=True)
+            for finding in analyzed.findings:
+                out.setdefault(_key(finding.issue, statement), []).append(logical_id)
+    return out
+
+
+def test_no_unsuppressed_iam_linter_finding(synthesized: Template):
+    found = findings(synthesized)
+    assert {k: v for k, v in found.items() if k not in SUPPRESSED} == {}
+
+
+def test_every_suppression_is_current(synthesized: Template):
+    found = findings(synthesized)
+    assert [k for k in SUPPRESSED if k not in found] == []
+    assert all(len(reason) > 40 for reason in SUPPRESSED.values())
