@@ -75,6 +75,7 @@ export class BenchfleetStack extends Stack {
         dbSubnetGroupName: this.fleet.dbSubnetGroup.subnetGroupName,
         targetRoleArn: this.fleet.role.roleArn,
         agentDocumentArn: this.fleet.agentDocumentArn,
+        outputBucketArn: this.results.bucket.bucketArn,
       },
       environment: {
         ...this.results.environment,

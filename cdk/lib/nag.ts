@@ -90,8 +90,11 @@ export const WILDCARDS = {
   executions: {
     appliesTo: [
       { regex: `/^Resource::arn:${PARTITION}:states:${REGION}:${ACCOUNT}:execution:[A-Za-z0-9-]+:\\*$/` },
+      { regex: `/^Resource::arn:${PARTITION}:states:${REGION}:${ACCOUNT}:execution:[A-Za-z0-9-]+\\/\\*:\\*$/` },
     ],
-    reason: 'Execution names are chosen per run (Idempotency-Key); limited to executions of this state machine.',
+    reason:
+      'Execution names are chosen per run (Idempotency-Key), Distributed Map child executions are named ' +
+      '<state machine>/<map run label>:<id> by Step Functions; limited to executions of this state machine.',
   },
 } satisfies Record<string, Omit<NagPackSuppression, 'id'>>;
 

@@ -47,6 +47,8 @@ export interface FleetResources {
   readonly dbSubnetGroupName: string;
   readonly targetRoleArn: string;
   readonly agentDocumentArn: string;
+  /** The bucket Run Command writes the agent's output to (SendCommand's OutputS3BucketName). */
+  readonly outputBucketArn: string;
 }
 
 /** Reads that do not support resource-level permissions. */
@@ -308,6 +310,15 @@ export class Permissions {
         sid: 'SendAgentDocument',
         actions: ['ssm:SendCommand'],
         resources: [this.fleet.agentDocumentArn],
+      }),
+    );
+    // SendCommand with OutputS3BucketName is also authorized against the bucket (Service
+    // Authorization Reference: ssm:SendCommand, resource type bucket).
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'SendOutputToResultsBucket',
+        actions: ['ssm:SendCommand'],
+        resources: [this.fleet.outputBucketArn],
       }),
     );
     role.addToPrincipalPolicy(

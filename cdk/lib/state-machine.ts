@@ -86,6 +86,12 @@ export function analyzeDefinition(definition: unknown): DefinitionAnalysis {
   return { placeholders, sdkIntegrations, unsupported, distributedMap };
 }
 
+/** execution:<name>:* -> execution:<name>/*:*, the ARNs of a Distributed Map's child executions. */
+export function mapRunExecutionArnPattern(executionArnPattern: string): string {
+  if (!executionArnPattern.endsWith(':*')) throw new Error(`not an execution ARN pattern: ${executionArnPattern}`);
+  return `${executionArnPattern.slice(0, -2)}/*:*`;
+}
+
 export interface BenchmarkStateMachineProps {
   /** Physical name: lets the Lambdas' environment carry the ARN without a dependency cycle. */
   readonly stateMachineName: string;
@@ -179,10 +185,12 @@ export class BenchmarkStateMachine extends Construct {
           resources: [props.stateMachineArn],
         }),
       );
+      // Its child executions are named <state machine>/<map run label>:<id>
+      // (arn:...:execution:<name>/<label>:<id>), not <name>:<id>: describe and stop those.
       role.addToPrincipalPolicy(
         new iam.PolicyStatement({
           actions: ['states:DescribeExecution', 'states:StopExecution'],
-          resources: [props.executionArnPattern],
+          resources: [mapRunExecutionArnPattern(props.executionArnPattern)],
         }),
       );
     }

@@ -116,10 +116,12 @@ export class TargetFleet extends Construct {
     grantRdsManagedSecretsRead(this.role);
 
     allowWildcard(this.role, 'runsPrefix');
-    // Run Command uploads the agent's output to runs/<run>/...; it checks the bucket's encryption first.
+    // Run Command uploads the agent's output to runs/<run>/...; it checks the bucket's encryption first
+    // and uploads with the bucket-owner-full-control ACL, which needs s3:PutObjectAcl (the bucket
+    // enforces bucket ownership, so the ACL grants nothing more).
     this.role.addToPrincipalPolicy(
       new iam.PolicyStatement({
-        actions: ['s3:PutObject'],
+        actions: ['s3:PutObject', 's3:PutObjectAcl'],
         resources: [props.resultsBucket.arnForObjects(`${RUNS_PREFIX}*`)],
       }),
     );

@@ -179,13 +179,16 @@ describe('IAM least privilege', () => {
     });
   });
 
-  test("ssm:SendCommand only on the agent document and this stack's run instances", () => {
+  test("ssm:SendCommand only on the agent document, this stack's run instances and the output bucket", () => {
     const send = statements().filter(({ statement }) => actionsOf(statement).includes('ssm:SendCommand'));
     expect(send.map(({ statement }) => statement.Sid).sort()).toEqual([
       'SendAgentDocument',
+      'SendOutputToResultsBucket', // OutputS3BucketName is authorized against the bucket too
       'SendToOptedInHosts', // an existing target's host (ownership.test.ts)
       'SendToOwnedInstances',
     ]);
+    const onBucket = send.find(({ statement }) => statement.Sid === 'SendOutputToResultsBucket')!.statement;
+    expect(onBucket.Resource).toEqual({ 'Fn::GetAtt': [expect.stringMatching(/^Results[0-9A-F]+$/), 'Arn'] });
     const onInstances = send.find(({ statement }) => statement.Sid === 'SendToOwnedInstances')!.statement;
     expect(onInstances.Condition.Null).toEqual({ 'ssm:resourceTag/benchfleet:run-id': 'false' });
     expect(onInstances.Condition.StringEquals['ssm:resourceTag/benchfleet:stack']).toBeDefined();

@@ -1,0 +1,68 @@
+"""Grants checked against the Service Authorization Reference on the synthesized template: each
+deployed role is asked whether it may do what its component does, on the ARN AWS authorizes.
+Conditions are not evaluated here (jest checks them); actions and resources are, with IAM's
+wildcard semantics ("*" and "?" match across ":" and "/")."""
+
+from __future__ import annotations
+
+from fnmatch import fnmatchcase
+
+from synth import ACCOUNT, REGION, Template
+
+
+def statements_of(template: Template, role_prefix: str) -> list[dict]:
+    roles = [k for k in template.of_type("AWS::IAM::Role") if k.startswith(role_prefix)]
+    assert len(roles) == 1, (role_prefix, roles)
+    out = []
+    for policy in template.of_type("AWS::IAM::Policy").values():
+        props = policy["Properties"]
+        if {"Ref": roles[0]} in props["Roles"]:
+            out += template.resolve(props["PolicyDocument"])["Statement"]
+    return out
+
+
+def allows(statements: list[dict], action: str, resource: str) -> bool:
+    def listed(value) -> list[str]:
+        return value if isinstance(value, list) else [value]
+
+    return any(s["Effect"] == "Allow"
+               and any(fnmatchcase(action.lower(), a.lower()) for a in listed(s["Action"]))
+               and any(fnmatchcase(resource, r) for r in listed(s["Resource"])) for s in statements)
+
+
+def state_machine_name(template: Template) -> str:
+    (machine,) = template.of_type("AWS::StepFunctions::StateMachine")
+    return template.arn(machine).rsplit(":", 1)[1]
+
+
+def test_the_state_machine_may_describe_and_stop_its_distributed_map_children(synthesized: Template):
+    statements = statements_of(synthesized, "OrchestrationBenchmarkRunStateMachineRole")
+    name = state_machine_name(synthesized)
+    base = f"arn:aws:states:{REGION}:{ACCOUNT}"
+    # A child execution of a Distributed Map: execution:<state machine>/<map run label>:<id>.
+    child = f"{base}:execution:{name}/Runtargetsinchildexecutions-1a2b3c4d:0f1e2d3c-aaaa-bbbb-cccc-123456789abc"
+    for action in ("states:DescribeExecution", "states:StopExecution"):
+        assert allows(statements, action, child), action
+        assert not allows(statements, action, f"{base}:execution:SomeoneElses/label:id"), action
+    assert allows(statements, "states:StartExecution", f"{base}:stateMachine:{name}")
+
+
+def test_start_step_may_send_the_agent_document_with_output_to_the_results_bucket(synthesized: Template):
+    statements = statements_of(synthesized, "OrchestrationFunctionsStartStepRole")
+    (bucket,) = [k for k, r in synthesized.of_type("AWS::S3::Bucket").items() if k.startswith("Results")
+                 and "AccessLogs" not in k]
+    (document,) = synthesized.of_type("AWS::SSM::Document")
+    assert allows(statements, "ssm:SendCommand", synthesized.arn(bucket))
+    assert allows(statements, "ssm:SendCommand",
+                  f"arn:aws:ssm:{REGION}:{ACCOUNT}:document/{synthesized.resolve({'Ref': document})}")
+    assert allows(statements, "ssm:SendCommand", f"arn:aws:ec2:{REGION}:{ACCOUNT}:instance/i-0123456789abcdef0")
+
+
+def test_the_target_role_may_upload_run_command_output_with_its_acl(synthesized: Template):
+    statements = statements_of(synthesized, "TargetsInstanceRole")
+    (bucket,) = [k for k in synthesized.of_type("AWS::S3::Bucket") if k.startswith("Results")
+                 and "AccessLogs" not in k]
+    key = synthesized.arn(bucket) + "/runs/run-1/m7g/rep-1/t0001/ssm/cmd/i-1/awsrunShellScript/0.runAgent/stdout"
+    for action in ("s3:PutObject", "s3:PutObjectAcl"):
+        assert allows(statements, action, key), action
+    assert allows(statements, "s3:GetEncryptionConfiguration", synthesized.arn(bucket))
