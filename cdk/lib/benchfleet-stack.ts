@@ -81,6 +81,9 @@ export class BenchfleetStack extends Stack {
         ...this.results.environment,
         ...this.fleet.environment(this.network.subnetIds),
         MAX_RUN_COST_USD: String(config.maxRunCostUsd),
+        // Per-region caps the Plan Lambda enforces (benchfleet.aws.runplan.check_plan).
+        MAX_VCPUS_PER_REGION: String(config.maxVcpusPerRegion),
+        MAX_HOSTS_PER_REGION: String(config.maxHostsPerRegion),
       },
       agentDocumentName: this.fleet.agentDocumentName,
       maxRunHours: config.maxRunHours,

@@ -47,6 +47,12 @@ export interface BenchfleetConfig {
    * MAX_RUN_COST_USD, enforced by POST /runs (lambdas/benchfleet/cost_ceiling.py).
    */
   readonly maxRunCostUsd: number;
+  /**
+   * What one run may run at once per region (the Plan Lambda refuses more, naming the key): EC2
+   * vCPUs (a fresh account's On-Demand Standard quota is usually 32) and hosts (EC2 + DB instances).
+   */
+  readonly maxVcpusPerRegion: number;
+  readonly maxHostsPerRegion: number;
   /** Version of the public Powertools V3 python3.13 arm64 layer (pinned with the architecture). */
   readonly powertoolsLayerVersion: number;
   readonly apiThrottleRateLimit: number;
@@ -86,6 +92,8 @@ export const DEFAULTS: BenchfleetConfig = {
   subnetType: 'public',
   maxRunHours: 48,
   maxRunCostUsd: 100,
+  maxVcpusPerRegion: 32,
+  maxHostsPerRegion: 20,
   powertoolsLayerVersion: 27,
   apiThrottleRateLimit: 10,
   apiThrottleBurstLimit: 20,
@@ -307,6 +315,8 @@ export function readConfig(node: Node): BenchfleetConfig {
     // Step Functions Standard executions can run up to one year; 8760 h keeps us inside that.
     maxRunHours: int(node, 'maxRunHours', DEFAULTS.maxRunHours, 1, 8760),
     maxRunCostUsd: num(node, 'maxRunCostUsd', DEFAULTS.maxRunCostUsd, 0.01, 1_000_000),
+    maxVcpusPerRegion: int(node, 'maxVcpusPerRegion', DEFAULTS.maxVcpusPerRegion, 1, 100_000),
+    maxHostsPerRegion: int(node, 'maxHostsPerRegion', DEFAULTS.maxHostsPerRegion, 1, 10_000),
     powertoolsLayerVersion: int(node, 'powertoolsLayerVersion', DEFAULTS.powertoolsLayerVersion, 1, 10000),
     apiThrottleRateLimit: int(node, 'apiThrottleRateLimit', DEFAULTS.apiThrottleRateLimit, 1, 10000),
     apiThrottleBurstLimit: int(node, 'apiThrottleBurstLimit', DEFAULTS.apiThrottleBurstLimit, 1, 5000),

@@ -35,10 +35,12 @@ export const LAMBDA_EXCLUDES = ['benchfleet/local', 'benchfleet/report', 'benchf
  *  AWS (the API checks cloud specs against it). Not lua/, not the agent. */
 export const LAMBDA_WORKLOAD_DIRS = ['pricing', 'mysql', 'catalogue'];
 
-/** Where benchfleet.spec.workloads_dir() and benchfleet.pricing.pricing_dir() look in Lambda. */
+/** Where benchfleet.spec.workloads_dir() and benchfleet.pricing.pricing_dir() look in Lambda, and
+ *  where benchfleet.aws.asl_walk finds the definitions (plan counts the run's state transitions). */
 export const LAMBDA_DATA_ENVIRONMENT = {
   BENCHFLEET_WORKLOADS: `${TASK_ROOT}/workloads`,
   BENCHFLEET_PRICING: `${TASK_ROOT}/workloads/pricing`,
+  BENCHFLEET_STATEMACHINES: `${TASK_ROOT}/statemachines`,
 };
 
 function isTestPath(relPath: string): boolean {
@@ -46,7 +48,8 @@ function isTestPath(relPath: string): boolean {
   return name === 'tests' || name === 'conftest.py' || /^test_.*\.py$/.test(name);
 }
 
-/** The function asset's content: lambdas/ at the root (handlers/, benchfleet/) plus the data above. */
+/** The function asset's content: lambdas/ at the root (handlers/, benchfleet/) plus the data above
+ *  and statemachines/*.asl.json. */
 export function copyLambdaAsset(outputDir: string): void {
   copyTree(
     path.join(REPO_ROOT, 'lambdas'),
@@ -56,6 +59,9 @@ export function copyLambdaAsset(outputDir: string): void {
   for (const dir of LAMBDA_WORKLOAD_DIRS) {
     copyTree(path.join(REPO_ROOT, 'workloads', dir), path.join(outputDir, 'workloads', dir), isTestPath);
   }
+  // The deployed definitions themselves (the same files orchestration.ts loads), not the README.
+  copyTree(path.join(REPO_ROOT, 'statemachines'), path.join(outputDir, 'statemachines'),
+    (rel) => !rel.endsWith('.asl.json'));
 }
 
 type Grant =

@@ -40,7 +40,33 @@ def _load(path: str, scale: str = "full", local: bool = False) -> tuple[LoadedSp
     loaded = apply_scale(load_spec(path), scale)
     if local and not loaded.spec.is_local:
         loaded = as_local(loaded)
-    return loaded, make_plan(loaded, price_per_hour)
+    if loaded.spec.is_local:
+        return loaded, make_plan(loaded, price_per_hour)
+    # A cloud run: planned as the deployed state machine runs it, control plane included.
+    from benchfleet.aws import runplan
+    from benchfleet.aws.errors import PlanRejected
+
+    try:
+        plan, _, _ = runplan.aws_plan(loaded, price_per_hour)
+    except PlanRejected as e:
+        raise CliError(f"{path}: {e}", EXIT_USAGE) from None
+    return loaded, plan
+
+
+def _fit_problem(plan: Plan) -> str | None:
+    """Why the deployed state machine would refuse a cloud plan (caps: the deployment's context keys,
+    here from $BENCHFLEET_MAX_VCPUS_PER_REGION / $BENCHFLEET_MAX_HOSTS_PER_REGION or the defaults)."""
+    if plan.mode == "local":
+        return None
+    from benchfleet.aws import runplan
+
+    def cap(name: str, default: int) -> int:
+        value = os.environ.get(name, "")
+        return int(value) if value.isdigit() and int(value) > 0 else default
+
+    return runplan.fit_problem(
+        plan, max_vcpus=cap("BENCHFLEET_MAX_VCPUS_PER_REGION", runplan.DEFAULT_MAX_VCPUS_PER_REGION),
+        max_hosts=cap("BENCHFLEET_MAX_HOSTS_PER_REGION", runplan.DEFAULT_MAX_HOSTS_PER_REGION))
 
 
 # ---- commands -------------------------------------------------------------------------------------
@@ -60,12 +86,16 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_plan(args: argparse.Namespace) -> int:
     _, plan = _load(args.spec, args.scale, args.local)
     summary = plan.summary()
+    problem = _fit_problem(plan)
+    summary["refused"] = problem
     if args.format == "json":
         print(json.dumps(summary, indent=2))
-        return EXIT_OK
-    from benchfleet.ui import print_plan
+    else:
+        from benchfleet.ui import print_plan
 
-    print_plan(summary)
+        print_plan(summary)
+    if problem:
+        raise CliError(f"{args.spec}: {problem}", EXIT_USAGE)
     return EXIT_OK
 
 
@@ -128,6 +158,9 @@ def _run_remote(args: argparse.Namespace) -> int:
     if plan.over_budget:
         raise CliError(f"estimated cost ${plan.estimated_cost_usd:.2f} is over the budget "
                        f"${plan.budget_usd:.2f}", EXIT_USAGE)
+    problem = _fit_problem(plan)
+    if problem:
+        raise CliError(f"{args.spec}: {problem}", EXIT_USAGE)
     run_id = remote.submit(loaded, args.api_url)
     console.print(f"submitted {run_id} (estimated ${plan.estimated_cost_usd:.2f}, about "
                   f"{plan.wall_s // 60} min); Ctrl-C stops watching, `benchfleet cancel {run_id}` stops the run")

@@ -3,17 +3,27 @@
 The plan is what both backends execute: the local runner walks it in order, the state machine maps
 over it. Steps are ``prepare`` (load the data set and fingerprint), ``warmup`` and one ``measure``
 step per thread count; each is one agent invocation.
+
+How many repetitions of a target run at once is what the backend does, not what the spec wishes:
+the local runner runs them one after another, and in AWS the caller passes the deployed state
+machine's concurrency (``benchfleet.aws.runplan.aws_plan`` reads it from the definition). Wall time,
+peak hosts and vCPUs per region follow from it; cost does not (each repetition's host exists for one
+repetition either way). In AWS the plan also carries the run's control-plane charges (Step Functions,
+Lambda, CloudWatch, store writes: ``benchfleet.aws.controlplane``), listed apart from the hosts.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from benchfleet.pricing import DEFAULT_REGION
 from benchfleet.spec import ComparisonSpec, LoadedSpec, Workload
+from benchfleet.stats.cost import vcpus_from_size
 
 StepKind = Literal["prepare", "warmup", "measure"]
 
@@ -37,6 +47,44 @@ PREPARE_MIN_SECONDS = 2
 EXPIRY_MARGIN = timedelta(hours=2)
 
 PriceLookup = Callable[[object], float | None]
+# Burstable (t*) sizes up to large all have 2 vCPUs.
+_BURSTABLE_2_VCPU = ("nano", "micro", "small", "medium", "large")
+
+
+def vcpus_of(instance_type: str) -> int | None:
+    """vCPUs of an EC2 instance type or DB instance class from its size name (m6i.2xlarge 8,
+    m6g.medium 1, t3.micro 2); None for metal and unknown sizes."""
+    family, _, size = instance_type.removeprefix("db.").partition(".")
+    if family.startswith("t"):
+        if size in _BURSTABLE_2_VCPU:
+            return 2
+        family = "burstable"  # beyond large, t* sizes follow the general rule (t3.xlarge 4, ...)
+    n = vcpus_from_size(f"{family}.{size}")
+    return int(n) if n else None
+
+
+class Host(BaseModel):
+    """One machine a repetition of a target runs: EC2 hosts count against the region's EC2 vCPU
+    quota, DB instances against RDS's."""
+
+    model_config = ConfigDict(frozen=True)
+
+    service: Literal["ec2", "rds"]
+    instance_type: str
+    vcpus: int | None
+    region: str
+
+
+class RunCharge(BaseModel):
+    """One per-run charge beyond the hosts (a control-plane line: transitions, invocations...)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    item: str
+    quantity: float
+    unit: str
+    usd_per_unit: float
+    cost_usd: float
 
 
 class PlanStep(BaseModel):
@@ -69,6 +117,11 @@ class TargetPlan(BaseModel):
     step_overhead_s: int = 0
     price_per_hour: float | None
     server_options: dict[str, bool | int | float | str] = {}
+    hosts: list[Host] = []
+    # Repetitions the backend runs at once (1: one after another), and the spec's spacing of their
+    # starts (0: all at once).
+    at_once: int = 1
+    spacing_s: int = 0
 
     @property
     def repetition_s(self) -> int:
@@ -79,13 +132,32 @@ class TargetPlan(BaseModel):
 
     @property
     def total_s(self) -> int:
+        """Wall time of all repetitions: one after another, or started ``spacing_s`` apart."""
+        if self.at_once <= 1:
+            return self.repetition_s * self.repetitions
+        if self.at_once >= self.repetitions:
+            return (self.repetitions - 1) * self.spacing_s + self.repetition_s
+        return math.ceil(self.repetitions / self.at_once) * self.repetition_s
+
+    @property
+    def host_s(self) -> int:
+        """Seconds hosts exist, all repetitions together: what the target costs."""
         return self.repetition_s * self.repetitions
+
+    @property
+    def peak_repetitions(self) -> int:
+        """Repetitions running at the same moment at most."""
+        if self.at_once <= 1:
+            return 1
+        if self.spacing_s <= 0:
+            return min(self.at_once, self.repetitions)
+        return min(self.at_once, self.repetitions, math.ceil(self.repetition_s / self.spacing_s))
 
     @property
     def estimated_cost_usd(self) -> float | None:
         if self.price_per_hour is None:
             return None
-        return round(self.price_per_hour * self.total_s / 3600, 4)
+        return round(self.price_per_hour * self.host_s / 3600, 4)
 
 
 class Plan(BaseModel):
@@ -97,17 +169,61 @@ class Plan(BaseModel):
     repetitions: int
     targets: list[TargetPlan]
     budget_usd: float | None
+    # AWS: what the run costs beyond its hosts (benchfleet.aws.controlplane); empty locally.
+    control_plane: list[RunCharge] = []
 
     @property
     def wall_s(self) -> int:
         """Local targets run one after another (two databases on one machine disturb each other);
-        AWS targets run side by side, repetitions one after another per target."""
+        AWS targets run side by side, their repetitions as the backend runs them (``at_once``)."""
         totals = [t.total_s for t in self.targets]
         return sum(totals) if self.mode == "local" else max(totals)
 
     @property
-    def estimated_cost_usd(self) -> float:
+    def hosts_usd(self) -> float:
+        """Instances, clients and storage of every priced target."""
         return round(sum(t.estimated_cost_usd or 0.0 for t in self.targets), 4)
+
+    @property
+    def control_plane_usd(self) -> float:
+        return round(sum(c.cost_usd for c in self.control_plane), 4)
+
+    @property
+    def estimated_cost_usd(self) -> float:
+        return round(self.hosts_usd + self.control_plane_usd, 4)
+
+    def region_peaks(self) -> list[dict[str, Any]]:
+        """Per region: the most EC2 hosts, their vCPUs and DB instances running at one moment (every
+        target side by side, each at its peak of concurrent repetitions)."""
+        peaks: dict[str, dict[str, Any]] = {}
+        if self.mode == "local":
+            return []
+        for t in self.targets:
+            for host in t.hosts:
+                peak = peaks.setdefault(host.region, {"region": host.region, "ec2_hosts": 0, "ec2_vcpus": 0,
+                                                      "db_instances": 0, "unknown_vcpus": []})
+                if host.service == "rds":
+                    peak["db_instances"] += t.peak_repetitions
+                    continue
+                peak["ec2_hosts"] += t.peak_repetitions
+                if host.vcpus is None:
+                    peak["unknown_vcpus"].append(host.instance_type)
+                else:
+                    peak["ec2_vcpus"] += host.vcpus * t.peak_repetitions
+        return sorted(peaks.values(), key=lambda p: str(p["region"]))
+
+    def capacity_problem(self, max_vcpus: int, max_hosts: int, *, vcpus_key: str, hosts_key: str) -> str | None:
+        """Why this plan would exceed a region's cap (None when it fits); names the cap and its key."""
+        for peak in self.region_peaks():
+            hosts = peak["ec2_hosts"] + peak["db_instances"]
+            if peak["ec2_vcpus"] > max_vcpus:
+                return (f"the run needs {peak['ec2_vcpus']} EC2 vCPUs at once in {peak['region']}, above the "
+                        f"cap of {max_vcpus} ({vcpus_key}): use fewer or smaller targets, or raise the cap "
+                        "after raising the region's On-Demand vCPU quota")
+            if hosts > max_hosts:
+                return (f"the run needs {hosts} hosts at once in {peak['region']}, above the cap of "
+                        f"{max_hosts} ({hosts_key}): use fewer targets, or raise the cap")
+        return None
 
     @property
     def unpriced_targets(self) -> list[str]:
@@ -126,12 +242,17 @@ class Plan(BaseModel):
         return {
             "name": self.name, "workload": self.workload, "mode": self.mode,
             "repetitions": self.repetitions, "wall_s": self.wall_s,
-            "estimated_cost_usd": self.estimated_cost_usd, "budget_usd": self.budget_usd,
+            "estimated_cost_usd": self.estimated_cost_usd, "hosts_usd": self.hosts_usd,
+            "control_plane_usd": self.control_plane_usd,
+            "control_plane": [c.model_dump() for c in self.control_plane],
+            "budget_usd": self.budget_usd,
             "over_budget": self.over_budget, "unpriced_targets": self.unpriced_targets,
+            "regions": self.region_peaks(),
             "targets": [
                 {"target_id": t.target_id, "kind": t.kind, "region": t.region, "server_options": t.server_options,
                  "steps": [s.model_dump() for s in t.steps],
-                 "repetition_s": t.repetition_s, "total_s": t.total_s,
+                 "repetition_s": t.repetition_s, "total_s": t.total_s, "repetitions_at_once": t.peak_repetitions,
+                 "repetition_spacing_s": t.spacing_s, "hosts": [h.model_dump() for h in t.hosts],
                  "price_per_hour": t.price_per_hour, "estimated_cost_usd": t.estimated_cost_usd}
                 for t in self.targets],
         }
@@ -152,8 +273,23 @@ def workload_steps(workload: Workload) -> list[PlanStep]:
     return steps
 
 
-def make_plan(loaded: LoadedSpec, price_lookup: PriceLookup | None = None) -> Plan:
-    """Expand a resolved spec. ``price_lookup(target)`` gives $/hour (target plus its client)."""
+def hosts_of(target: Any) -> list[Host]:
+    """The machines one repetition of a target creates (an existing target creates none)."""
+    region = getattr(target, "region", None) or DEFAULT_REGION
+    if target.kind == "ec2":
+        return [Host(service="ec2", instance_type=target.instance_type, vcpus=vcpus_of(target.instance_type),
+                     region=region)]
+    if target.kind in ("rds", "aurora"):
+        client = target.client.instance_type
+        return [Host(service="rds", instance_type=target.instance_class, vcpus=vcpus_of(target.instance_class),
+                     region=region),
+                Host(service="ec2", instance_type=client, vcpus=vcpus_of(client), region=region)]
+    return []
+
+
+def make_plan(loaded: LoadedSpec, price_lookup: PriceLookup | None = None, *, at_once: int = 1) -> Plan:
+    """Expand a resolved spec. ``price_lookup(target)`` gives $/hour (target plus its client);
+    ``at_once``: how many repetitions of a target the backend runs at the same time (0: all)."""
     spec: ComparisonSpec = loaded.spec
     steps = workload_steps(loaded.workload)
     targets = []
@@ -165,12 +301,15 @@ def make_plan(loaded: LoadedSpec, price_lookup: PriceLookup | None = None) -> Pl
         # is theirs whether or not it is benchmarked).
         if price is None and (target.kind == "local" or spec.is_local):
             price = 0.0
+        # One host per target for local and existing targets: repetitions on it cannot overlap.
+        concurrent = (at_once or spec.repetitions) if target.kind in ("ec2", "rds", "aurora") else 1
         targets.append(TargetPlan(
             target_id=target.id, kind=target.kind,
             region=getattr(target, "region", None) or ("local" if spec.is_local else None),
             repetitions=spec.repetitions, steps=steps,
             provision_s=PROVISION_SECONDS[target.kind], teardown_s=TEARDOWN_SECONDS[target.kind],
             step_overhead_s=STEP_OVERHEAD_SECONDS.get(target.kind, 0) if spec.is_local else 0,
-            price_per_hour=price, server_options=target.server_options))
+            price_per_hour=price, server_options=target.server_options, hosts=hosts_of(target),
+            at_once=concurrent, spacing_s=spec.repetition_spacing_s or 0))
     return Plan(name=spec.name, workload=loaded.workload.name, mode="local" if spec.is_local else "aws",
                 repetitions=spec.repetitions, targets=targets, budget_usd=spec.budget_usd)

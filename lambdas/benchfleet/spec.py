@@ -280,6 +280,10 @@ class ComparisonSpec(_Model):
         Discriminator(lambda v: "by-name" if isinstance(v, str) else "inline"),
     ] = Field(description="A workload file in workloads/ (by name) or an inline workload")
     repetitions: int = Field(1, ge=1, le=20, description="Each on its own host where the kind allows")
+    repetition_spacing_s: int | None = Field(
+        None, ge=0, le=7 * 86400,
+        description="Start each repetition this many seconds after the previous one started (e.g. to "
+                    "spread them over the day); unset: all at once where the backend runs them at once")
     budget_usd: float | None = Field(None, ge=0, le=1_000_000, description="Refuse to start above this")
     baseline: str | None = Field(None, pattern=SLUG, description="Target id relative figures refer to")
     targets: list[Target] = Field(min_length=1, max_length=200)

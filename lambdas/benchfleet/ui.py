@@ -152,10 +152,14 @@ def print_plan(summary: dict[str, Any]) -> None:
                       "unpriced" if no_price else _fmt(t["price_per_hour"], 3),
                       "unpriced" if no_price else f"${_fmt(t['estimated_cost_usd'], 2)}")
     console.print(table)
+    if summary["mode"] == "aws":
+        _print_cloud_plan(summary)
     unpriced = len(summary["unpriced_targets"])
     console.print(f"estimated wall time {_duration(summary['wall_s'])}, estimated cost "
                   f"${summary['estimated_cost_usd']:.2f}"
                   + (f" + {unpriced} target{'s' if unpriced > 1 else ''} unpriced" if unpriced else "")
+                  + (f" (hosts ${summary['hosts_usd']:.2f} + control plane ${summary['control_plane_usd']:.2f})"
+                     if summary["control_plane"] else "")
                   + (f" (budget ${summary['budget_usd']:.2f})" if summary["budget_usd"] is not None else ""))
     if summary["unpriced_targets"]:
         console.print(f"[yellow]no price known for: {', '.join(summary['unpriced_targets'])}")
@@ -164,6 +168,29 @@ def print_plan(summary: dict[str, Any]) -> None:
                       f"{DEFAULT_REGION} list prices")
     if summary["over_budget"]:
         console.print("[red]over budget: `benchfleet run` will refuse to start")
+
+
+def _print_cloud_plan(summary: dict[str, Any]) -> None:
+    """Peak hosts and vCPUs per region, repetitions at once, and the control plane's charges."""
+    at_once = {t["repetitions_at_once"] for t in summary["targets"] if t["kind"] != "existing"}
+    runs = "one after another" if at_once <= {1} else f"up to {max(at_once)} at once"
+    console.print(f"repetitions per target: {runs} (as the deployed state machine runs them)")
+    regions = Table(title="peak at one moment, per region")
+    for col in ("region", "EC2 hosts", "EC2 vCPUs", "DB instances"):
+        regions.add_column(col, justify="left" if col == "region" else "right")
+    for r in summary["regions"]:
+        vcpus = str(r["ec2_vcpus"]) + (f" + {len(r['unknown_vcpus'])} unknown" if r["unknown_vcpus"] else "")
+        regions.add_row(r["region"], str(r["ec2_hosts"]), vcpus, str(r["db_instances"]))
+    console.print(regions)
+    if summary["control_plane"]:
+        charges = Table(title="control plane (per run)")
+        for col in ("item", "quantity", "$/unit", "cost"):
+            charges.add_column(col, justify="left" if col == "item" else "right")
+        for c in summary["control_plane"]:
+            charges.add_row(c["item"], f"{c['quantity']:,.0f}", f"{c['usd_per_unit']:.8g}", f"${c['cost_usd']:.4f}")
+        console.print(charges)
+    if summary.get("refused"):
+        console.print(f"[red]{summary['refused']}")
 
 
 def _duration(seconds: int) -> str:

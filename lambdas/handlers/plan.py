@@ -30,11 +30,15 @@ def handler(event: PlanEvent, context: LambdaContext) -> dict[str, Any]:
     settings = Settings.from_env()
     request = runplan.parse_request(event.input)
     # The run id is the execution's name (the janitor and teardown-by-tag rely on it).
-    plan = runplan.plan_run(request, execution_name=event.execution_name, zone_count=len(settings.subnet_ids),
-                             regions=settings.regions)
+    plan = runplan.plan_run(
+        request, execution_name=event.execution_name, zone_count=len(settings.subnet_ids),
+        regions=settings.regions, store=settings.results_store,
+        max_vcpus=settings.max_vcpus_per_region or runplan.DEFAULT_MAX_VCPUS_PER_REGION,
+        max_hosts=settings.max_hosts_per_region or runplan.DEFAULT_MAX_HOSTS_PER_REGION)
     logger.append_keys(run_id=plan["run_id"])
     logger.info("planned", extra={"targets": plan["target_count"], "distributed": plan["distributed"],
                                   "history_bound": plan["history_bound"], "wall_s": plan["wall_s"],
+                                  "control_plane_usd": plan["control_plane_usd"],
                                   "schedule": plan["schedule"]})
     metrics.add_metric(name="TargetsPlanned", unit=MetricUnit.Count, value=plan["target_count"])
     return plan

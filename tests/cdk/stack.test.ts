@@ -577,7 +577,7 @@ describe('orchestration', () => {
     const hash = [...keys][0].replace(/\.zip$/, '');
     const dir = path.join(built.app.outdir, `asset.${hash}`);
     const files = (rel: string): string[] => fs.readdirSync(path.join(dir, rel)).sort();
-    expect(files('.')).toEqual(['benchfleet', 'handlers', 'workloads']);
+    expect(files('.')).toEqual(['benchfleet', 'handlers', 'statemachines', 'workloads']);
     expect(files('workloads')).toEqual(['catalogue', 'mysql', 'pricing']);
     expect(files('workloads/pricing')).toEqual(expect.arrayContaining(['ec2.json', 'rds.json', 'aurora.json', 'ebs.json']));
     expect(files('workloads/mysql')).toContain('default.cnf');

@@ -395,3 +395,19 @@ def test_run_id_is_the_execution_name_and_a_schedule_names_the_run(aws):
         call("plan", {"input": {"spec": spec()}, "execution_name": "Console_Run"})
     with pytest.raises(errors.PlanRejected, match="input: schedule"):
         call("plan", {"input": {"spec": spec(), "schedule": "Not A Slug"}, "execution_name": "exec-3"})
+
+
+def test_plan_takes_the_region_caps_from_its_environment(aws, monkeypatch):
+    # Four m6i.2xlarge side by side: 32 vCPUs, exactly the default cap.
+    wide = spec(targets=[{"id": f"m{i}", "kind": "ec2", "instance_type": "m6i.2xlarge"} for i in range(4)])
+    plan = call("plan", {"input": {"spec": wide}, "execution_name": "caps-1"})
+    assert plan["control_plane_usd"] > 0
+    assert plan["estimated_cost_usd"] == pytest.approx(plan["hosts_usd"] + plan["control_plane_usd"], abs=1e-4)
+    monkeypatch.setenv("MAX_VCPUS_PER_REGION", "24")
+    with pytest.raises(errors.PlanRejected, match=r"32 EC2 vCPUs at once in us-east-1, above the cap of 24 "
+                                                  r"\(cdk context maxVcpusPerRegion\)"):
+        call("plan", {"input": {"spec": wide}, "execution_name": "caps-2"})
+    monkeypatch.setenv("MAX_VCPUS_PER_REGION", "64")
+    monkeypatch.setenv("MAX_HOSTS_PER_REGION", "3")
+    with pytest.raises(errors.PlanRejected, match=r"4 hosts at once .*\(cdk context maxHostsPerRegion\)"):
+        call("plan", {"input": {"spec": wide}, "execution_name": "caps-3"})

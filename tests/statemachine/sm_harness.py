@@ -30,6 +30,8 @@ import threading
 import time
 import types
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -361,10 +363,9 @@ ENV = {"AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION, "AWS_ACCESS_KEY_ID": 
        "POWERTOOLS_LOG_LEVEL": "WARNING"}
 
 
-@pytest.fixture(scope="module")
-def _world():
-    """One moto account and one state machine per test module (parsing the definition takes
-    seconds); runs are told apart by their run id, which tags everything they create."""
+@contextmanager
+def offline_world() -> Iterator[Harness]:
+    """A moto account with the state machine and the seam in place (tests/perf uses it too)."""
     with pytest.MonkeyPatch.context() as monkeypatch:
         for k, v in ENV.items():
             monkeypatch.setenv(k, v)
@@ -381,6 +382,14 @@ def _world():
                     mock.patch.object(WaitFunction, "_wait_interval", wait):
                 yield h
             clients.reset()
+
+
+@pytest.fixture(scope="module")
+def _world():
+    """One moto account and one state machine per test module (parsing the definition takes
+    seconds); runs are told apart by their run id, which tags everything they create."""
+    with offline_world() as h:
+        yield h
 
 
 @pytest.fixture
@@ -433,3 +442,29 @@ def leftovers(run_id: str) -> list[str]:
             found.append(cluster["DBClusterIdentifier"])
     return found
 
+
+
+@contextmanager
+def slow_start(harness: Harness, *, not_ready: int, running_polls: dict[str, int]) -> Iterator[None]:
+    """Readiness answers "not yet" to the first ``not_ready`` checks of the run, and each step named
+    in ``running_polls`` is still InProgress at that many polls (its first run only)."""
+    pings = {"n": 0}
+    real = harness.proxies["ssm"].extra["describe_instance_information"]
+
+    def slow_agent(**kw: Any) -> Any:
+        pings["n"] += 1
+        return {"InstanceInformationList": []} if pings["n"] <= not_ready else real(**kw)
+    harness.proxies["ssm"].extra["describe_instance_information"] = slow_agent
+    left = dict(running_polls)
+
+    def status(step: str) -> str | None:
+        if left.get(step, 0) > 0:
+            left[step] -= 1
+            return "InProgress"
+        return None
+    harness.agent.status_override = status
+    try:
+        yield
+    finally:
+        harness.proxies["ssm"].extra["describe_instance_information"] = real
+        harness.agent.status_override = None

@@ -20,18 +20,19 @@ client of an ``rds`` / ``aurora`` target sysbench, the mysql client and python3-
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from benchfleet import naming
-from benchfleet.aws import history
+from benchfleet.aws import asl_walk, controlplane, history
 from benchfleet.aws.errors import PlanRejected
 from benchfleet.aws.regions import TargetRegions
 from benchfleet.aws.settings import Settings
 from benchfleet.mysqlcnf import CnfError, render
-from benchfleet.plan import Plan, TargetPlan, make_plan
+from benchfleet.plan import Plan, PriceLookup, TargetPlan, make_plan
 from benchfleet.spec import (
     SLUG,
     AuroraTarget,
@@ -58,6 +59,13 @@ CLOUD_KINDS = ("ec2", "rds", "aurora", "existing")
 # What the agent can install on an EC2 target (Ubuntu 24.04 packages: mysql-server-8.0,
 # mariadb-server); workloads/agent/benchfleet_install.py maps these to packages.
 EC2_MYSQL_VERSIONS = ("8.0",)
+# Caps on what one run may run at once per region (cdk context maxVcpusPerRegion / maxHostsPerRegion,
+# given to the Plan Lambda as MAX_VCPUS_PER_REGION / MAX_HOSTS_PER_REGION). 32 vCPUs is a fresh
+# account's usual "Running On-Demand Standard instances" quota; 20 hosts its old instance limit.
+DEFAULT_MAX_VCPUS_PER_REGION = 32
+DEFAULT_MAX_HOSTS_PER_REGION = 20
+VCPUS_KEY = "cdk context maxVcpusPerRegion"
+HOSTS_KEY = "cdk context maxHostsPerRegion"
 
 
 class Timing(BaseModel):
@@ -226,51 +234,115 @@ def _price_lookup(target: object) -> float | None:
         return None
 
 
-def plan_run(request: RunRequest, *, execution_name: str | None = None, zone_count: int = 1,
-             now: datetime | None = None, regions: TargetRegions | None = None,
-             max_run_hours: int | None = None) -> dict[str, Any]:
-    """The state machine's plan. ``regions``: where targets may run (default: the Lambda's
-    environment); every cloud target leaves with the region it runs in. ``max_run_hours``: the
-    deployed execution timeout (default: MAX_RUN_HOURS, set by the CDK app from maxRunHours, the
-    same value as the state machine's TimeoutSeconds); a longer run is refused, naming the limit."""
-    run_id = run_id_for(request, execution_name)
-    regions = regions or Settings.from_env().regions
-    loaded = _loaded(request.spec, regions)
-    plan: Plan = make_plan(loaded, _price_lookup)
-    if plan.over_budget:
-        raise PlanRejected(f"spec: budget_usd: the estimate is ${plan.estimated_cost_usd:.2f}, above the "
-                           f"budget of ${plan.budget_usd:.2f}")
-    max_run_hours = max_run_hours or Settings.from_env().max_run_hours
-    margins_s = 2 * int(DEADLINE_MARGIN.total_seconds())
-    if plan.wall_s + margins_s > max_run_hours * 3600:
-        raise PlanRejected(f"spec: the run would take {plan.wall_s} s plus {margins_s} s of margins, and this "
-                           f"deployment's executions time out after {max_run_hours} h (CDK context maxRunHours): "
-                           "shorten the run, or deploy with a larger maxRunHours")
-    now = now or datetime.now(UTC)
-    run_id = run_id or naming.new_run_id(request.schedule or plan.name, now)
-    o = request.timing
+@dataclass(frozen=True)
+class PollCaps:
+    """Inline or Distributed Map, each target's poll cap, and the worst-case history of the run."""
 
-    def caps(scope_s: int) -> int:
-        return history.poll_cap_for(scope_s)
+    distributed: bool
+    caps: dict[str, int]
+    history_bound: int
 
+
+def poll_caps(plan: Plan, o: Timing) -> PollCaps:
+    """Poll caps that keep every history inside its budget (PlanRejected when none can)."""
     seconds = {t.target_id: t.repetitions * sum(s.duration_s for s in t.steps) for t in plan.targets}
-    inline_cap = caps(sum(seconds.values()))
+    inline_cap = history.poll_cap_for(sum(seconds.values()))
     ready = {t.target_id: _timing(t, inline_cap, o)["ready_max_polls"] for t in plan.targets}
     inline_bound = history.execution_events(
         [(t.repetitions, _bound(t, inline_cap, ready[t.target_id])) for t in plan.targets])
     inline_max = INLINE_MAX_TARGETS if o.distributed_above is None else o.distributed_above
     distributed = len(plan.targets) > inline_max or inline_bound > history.HISTORY_BUDGET
-    cap_of = {t.target_id: caps(seconds[t.target_id]) if distributed else inline_cap for t in plan.targets}
-    if distributed:
-        bounds = {t.target_id: history.execution_events(
-            [(t.repetitions, _bound(t, cap_of[t.target_id], ready[t.target_id]))]) for t in plan.targets}
-        worst = max(bounds, key=lambda k: bounds[k])
-        if bounds[worst] > history.HISTORY_BUDGET:
-            raise PlanRejected(f"spec: target {worst} needs up to {bounds[worst]} Step Functions history "
-                               f"events, above {history.HISTORY_BUDGET}: use fewer steps or repetitions")
-        bound = max(bounds.values())
-    else:
-        bound = inline_bound
+    cap_of = {t.target_id: history.poll_cap_for(seconds[t.target_id]) if distributed else inline_cap
+              for t in plan.targets}
+    if not distributed:
+        return PollCaps(False, cap_of, inline_bound)
+    bounds = {t.target_id: history.execution_events(
+        [(t.repetitions, _bound(t, cap_of[t.target_id], ready[t.target_id]))]) for t in plan.targets}
+    worst = max(bounds, key=lambda k: bounds[k])
+    if bounds[worst] > history.HISTORY_BUDGET:
+        raise PlanRejected(f"spec: target {worst} needs up to {bounds[worst]} Step Functions history "
+                           f"events, above {history.HISTORY_BUDGET}: use fewer steps or repetitions")
+    return PollCaps(True, cap_of, max(bounds.values()))
+
+
+def repetitions_at_once(definition: dict[str, Any]) -> int:
+    """How many repetitions of a target the deployed definition runs at once (0: all of them): the
+    MaxConcurrency of the Maps one level under the targets Map."""
+    limits = asl_walk.map_concurrency(definition, 1)
+    bounded = [n for n in limits if n > 0]
+    return min(bounded) if bounded else 0
+
+
+def aws_plan(loaded: LoadedSpec, price_lookup: PriceLookup | None = None, *, timing: Timing | None = None,
+             store: str = "timestream",
+             definition: dict[str, Any] | None = None) -> tuple[Plan, PollCaps, controlplane.ControlPlane]:
+    """The plan of a cloud run as the deployed state machine runs it: repetitions as its definition
+    runs them, the control plane's charges (from the definition walked with the plan) included."""
+    definition = definition or asl_walk.load_definition()
+    plan = make_plan(loaded, price_lookup, at_once=repetitions_at_once(definition))
+    caps = poll_caps(plan, timing or Timing())
+    try:
+        prices = controlplane.load_prices()
+    except (OSError, ValueError):
+        prices = None  # like an unpriced host: no table, no figure (never a guess)
+    # Estimated with production's intervals even when a test shortens the waits.
+    cp = controlplane.estimate(plan, definition, poll_caps=caps.caps, ready_poll_s=READY_POLL_S,
+                               report_interval_s=loaded.workload.report_interval_s, store=store, prices=prices)
+    return plan.model_copy(update={"control_plane": cp.charges}), caps, cp
+
+
+def fit_problem(plan: Plan, *, max_vcpus: int = DEFAULT_MAX_VCPUS_PER_REGION,
+                max_hosts: int = DEFAULT_MAX_HOSTS_PER_REGION, max_run_hours: int | None = None) -> str | None:
+    """Why the deployed machine cannot run this plan (None when it can): over a region's cap, a
+    spacing it cannot keep, or longer than its executions may run (``max_run_hours``, when known)."""
+    problem = plan.capacity_problem(max_vcpus, max_hosts, vcpus_key=VCPUS_KEY, hosts_key=HOSTS_KEY)
+    if problem:
+        return f"spec: targets: {problem}"
+    for t in plan.targets:
+        if t.at_once <= 1 and t.repetitions > 1 and t.spacing_s > t.repetition_s:
+            return (f"spec: repetition_spacing_s: {t.spacing_s} s is longer than one repetition of {t.target_id} "
+                    f"({t.repetition_s} s); the deployed state machine runs repetitions one after another "
+                    "without waiting between them")
+    margins_s = 2 * int(DEADLINE_MARGIN.total_seconds())
+    if max_run_hours is not None and plan.wall_s + margins_s > max_run_hours * 3600:
+        return (f"spec: the run would take {plan.wall_s} s plus {margins_s} s of margins, and this "
+                f"deployment's executions time out after {max_run_hours} h (CDK context maxRunHours): "
+                "shorten the run, or deploy with a larger maxRunHours")
+    return None
+
+
+def check_plan(plan: Plan, *, max_vcpus: int = DEFAULT_MAX_VCPUS_PER_REGION,
+               max_hosts: int = DEFAULT_MAX_HOSTS_PER_REGION, max_run_hours: int | None = None) -> None:
+    """PlanRejected when the run is over budget (hosts and control plane together) or does not fit."""
+    if plan.over_budget:
+        raise PlanRejected(f"spec: budget_usd: the estimate is ${plan.estimated_cost_usd:.2f} "
+                           f"(hosts ${plan.hosts_usd:.2f}, control plane ${plan.control_plane_usd:.2f}), "
+                           f"above the budget of ${plan.budget_usd:.2f}")
+    problem = fit_problem(plan, max_vcpus=max_vcpus, max_hosts=max_hosts, max_run_hours=max_run_hours)
+    if problem:
+        raise PlanRejected(problem)
+
+
+def plan_run(request: RunRequest, *, execution_name: str | None = None, zone_count: int = 1,
+             now: datetime | None = None, regions: TargetRegions | None = None,
+             max_run_hours: int | None = None, store: str = "timestream",
+             max_vcpus: int = DEFAULT_MAX_VCPUS_PER_REGION,
+             max_hosts: int = DEFAULT_MAX_HOSTS_PER_REGION) -> dict[str, Any]:
+    """The state machine's plan. ``regions``: where targets may run (default: the Lambda's
+    environment); every cloud target leaves with the region it runs in. ``max_run_hours``: the
+    deployed execution timeout (default: MAX_RUN_HOURS, set by the CDK app from maxRunHours, the
+    same value as the state machine's TimeoutSeconds); a longer run is refused, naming the limit.
+    ``store``, ``max_vcpus``, ``max_hosts``: the results store priced and the per-region caps."""
+    run_id = run_id_for(request, execution_name)
+    regions = regions or Settings.from_env().regions
+    loaded = _loaded(request.spec, regions)
+    o = request.timing
+    plan, caps, _ = aws_plan(loaded, _price_lookup, timing=o, store=store)
+    check_plan(plan, max_vcpus=max_vcpus, max_hosts=max_hosts,
+               max_run_hours=max_run_hours or Settings.from_env().max_run_hours)
+    now = now or datetime.now(UTC)
+    run_id = run_id or naming.new_run_id(request.schedule or plan.name, now)
+    distributed, cap_of, bound = caps.distributed, caps.caps, caps.history_bound
     expires_at = plan.expires_at(now)
     targets = []
     for index, (spec_target, t) in enumerate(zip(loaded.spec.targets, plan.targets, strict=True)):
@@ -296,7 +368,8 @@ def plan_run(request: RunRequest, *, execution_name: str | None = None, zone_cou
         "target_count": len(targets), "distributed": distributed,
         "zones": {"count": max(zone_count, 1), "last": max(zone_count, 1) - 1},
         "history_bound": bound, "wall_s": plan.wall_s,
-        "estimated_cost_usd": plan.estimated_cost_usd, "targets": targets,
+        "estimated_cost_usd": plan.estimated_cost_usd, "hosts_usd": plan.hosts_usd,
+        "control_plane_usd": plan.control_plane_usd, "targets": targets,
     }
 
 

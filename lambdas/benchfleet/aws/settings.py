@@ -35,6 +35,10 @@ class Settings:
     # Ownership (benchfleet.naming.TAG_STACK): the stack's identity and its DB identifier prefix.
     stack: str = ""
     db_identifier_prefix: str = "bf"
+    # Per-region caps of one run (cdk context maxVcpusPerRegion / maxHostsPerRegion); None: the
+    # plan's defaults.
+    max_vcpus_per_region: int | None = None
+    max_hosts_per_region: int | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -62,6 +66,8 @@ class Settings:
             max_run_hours=int(get("MAX_RUN_HOURS") or cls.max_run_hours),
             stack=get("BENCHFLEET_STACK"),
             db_identifier_prefix=get("DB_IDENTIFIER_PREFIX", "bf") or "bf",
+            max_vcpus_per_region=_int(get("MAX_VCPUS_PER_REGION")),
+            max_hosts_per_region=_int(get("MAX_HOSTS_PER_REGION")),
         )
 
     @property
@@ -78,3 +84,7 @@ class Settings:
 
 class OwnerUnknown(RuntimeError):
     """The Lambda does not know which stack it belongs to, so it may neither create nor remove."""
+
+
+def _int(value: str) -> int | None:
+    return int(value) if value.isdigit() else None

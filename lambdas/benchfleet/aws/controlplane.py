@@ -1,0 +1,198 @@
+"""What a run costs beyond its hosts: Step Functions transitions, Lambda, CloudWatch, store writes.
+
+Counts come from the deployed definition walked with the plan (``benchfleet.aws.asl_walk``): per
+step, the polls a step of its duration makes at the plan's poll cap plus one after it ends (the
+agent finishes and Run Command reports a few seconds after sysbench's last second); per repetition,
+the readiness checks its provisioning time takes at the readiness interval. Metrics requested per
+collect are the queries ``benchfleet.aws.cloudwatch.queries`` makes for the target; store writes
+are the records a step produces. Prices and the assumed Lambda durations are dated data in
+``workloads/pricing/control-plane.json``. Run Command and GetCommandInvocation are free; data
+transfer and log ingestion are left out (cents per thousand runs).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from benchfleet.aws import asl_walk, cloudwatch, history
+from benchfleet.plan import Plan, RunCharge, TargetPlan
+from benchfleet.pricing import pricing_dir
+
+PRICES_FILE = "control-plane.json"
+# Polls after a step's planned end: the agent's exit and Run Command's status lag behind sysbench.
+EXPECTED_OVERRUN_POLLS = 1
+
+
+class _Price(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    usd: float
+    unit: str
+
+
+class ControlPlanePrices(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    as_of: str
+    prices: dict[str, _Price]
+    # memory_mib / duration_ms by handler module
+    lambda_: dict[str, Any]
+    requests: dict[str, Any]
+
+    def usd(self, name: str) -> float:
+        return self.prices[name].usd
+
+
+@lru_cache(maxsize=4)
+def _load(path: str) -> ControlPlanePrices:
+    with open(path) as f:
+        data = json.load(f)
+    data["lambda_"] = data.pop("lambda")
+    return ControlPlanePrices.model_validate(data)
+
+
+def load_prices(directory: Path | None = None) -> ControlPlanePrices:
+    return _load(str((directory or pricing_dir()) / PRICES_FILE))
+
+
+# ---- the plan as the walker sees it -------------------------------------------------------------
+
+@dataclass
+class StepScope:
+    polls: int  # step_status invocations, the first included
+
+    def items(self) -> Sequence[asl_walk.Scope]:
+        return []
+
+    def laps(self, handlers: frozenset[str]) -> int:
+        return self.polls - 1 if "step_status" in handlers else 0
+
+
+@dataclass
+class RepetitionScope:
+    steps: list[StepScope]
+    ready_checks: int  # readiness invocations, the first included
+
+    def items(self) -> Sequence[asl_walk.Scope]:
+        return self.steps
+
+    def laps(self, handlers: frozenset[str]) -> int:
+        return self.ready_checks - 1 if "readiness" in handlers else 0
+
+
+@dataclass
+class TargetScope:
+    repetitions: list[RepetitionScope]
+
+    def items(self) -> Sequence[asl_walk.Scope]:
+        return self.repetitions
+
+    def laps(self, handlers: frozenset[str]) -> int:
+        return 0
+
+
+@dataclass
+class RunScope:
+    targets: list[TargetScope] = field(default_factory=list)
+
+    def items(self) -> Sequence[asl_walk.Scope]:
+        return self.targets
+
+    def laps(self, handlers: frozenset[str]) -> int:
+        return 0
+
+
+def expected_scope(plan: Plan, poll_caps: Mapping[str, int], ready_poll_s: Mapping[str, int]) -> RunScope:
+    """What a successful run of ``plan`` is expected to do: polls per step, readiness checks."""
+    targets = []
+    for t in plan.targets:
+        cap = poll_caps[t.target_id]
+        steps = [StepScope(history.polls_for(s.duration_s, cap) + EXPECTED_OVERRUN_POLLS) for s in t.steps]
+        interval = max(1, ready_poll_s[t.kind])
+        ready = max(1, math.ceil(t.provision_s / interval))
+        targets.append(TargetScope([RepetitionScope(steps, ready) for _ in range(t.repetitions)]))
+    return RunScope(targets)
+
+
+# ---- charges ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ControlPlane:
+    counts: asl_walk.Counts
+    charges: list[RunCharge]
+    measure_steps: int
+
+    @property
+    def usd(self) -> float:
+        return round(sum(c.cost_usd for c in self.charges), 4)
+
+
+def _metric_queries(t: TargetPlan) -> list[cloudwatch.Query]:
+    ec2 = next((h.instance_type for h in t.hosts if h.service == "ec2"), None)
+    db = next((h.instance_type for h in t.hosts if h.service == "rds"), None)
+    resources = {"instance_id": "i-planned", "instance_type": ec2, "db_instance_id": "planned",
+                 "db_cluster_id": "planned"}
+    return cloudwatch.queries(t.kind, resources, {"instance_type": ec2, "instance_class": db})
+
+
+def _step_records(t: TargetPlan, report_interval_s: int) -> tuple[int, int]:
+    """(metrics requested by the collects, store records written) over one repetition's steps."""
+    queries = _metric_queries(t)
+    metrics = len(queries) * len(t.steps)
+    records = 0
+    for step in t.steps:
+        if step.kind != "prepare":
+            records += step.duration_s // max(1, report_interval_s) + 1  # samples and the summary
+        # The window is padded by 5 minutes each side (cloudwatch.step_window).
+        records += sum((step.duration_s + 600) // q.period for q in queries)
+    return metrics, records
+
+
+def _charge(prices: ControlPlanePrices, item: str, price: str, quantity: float) -> RunCharge:
+    usd = prices.usd(price)
+    return RunCharge(item=item, quantity=round(quantity, 3), unit=prices.prices[price].unit, usd_per_unit=usd,
+                     cost_usd=round(quantity * usd, 6))
+
+
+def estimate(plan: Plan, definition: Mapping[str, Any], *, poll_caps: Mapping[str, int],
+             ready_poll_s: Mapping[str, int], report_interval_s: int, store: str = "timestream",
+             prices: ControlPlanePrices | None) -> ControlPlane:
+    """Counts of the run, and its charges priced by ``prices`` (none without a price table)."""
+    scope = expected_scope(plan, poll_caps, ready_poll_s)
+    counts = asl_walk.walk(definition["States"], definition["StartAt"], scope)
+    measure = sum(1 for t in plan.targets for s in t.steps if s.kind == "measure") * plan.repetitions
+    if prices is None:
+        return ControlPlane(counts=counts, charges=[], measure_steps=measure)
+    memory = prices.lambda_["memory_mib"]
+    duration = prices.lambda_["duration_ms"]
+    gb_s = sum(n * memory[h] / 1024 * duration[h] / 1000 for h, n in counts.invocations.items())
+    metrics = records = puts = metric_hours = 0
+    req = prices.requests
+    for t in plan.targets:
+        m, r = _step_records(t, report_interval_s)
+        metrics += m * t.repetitions
+        records += r * t.repetitions
+        per_step = req["s3_puts_per_step"] + (req["athena_s3_puts_per_step"] if store == "athena" else 0)
+        puts += (per_step * len(t.steps) + req["s3_puts_per_repetition"]) * t.repetitions
+        # The CloudWatch agent's steal metric, billed per hour it receives data, per EC2 host.
+        ec2_hosts = sum(1 for h in t.hosts if h.service == "ec2") or (1 if t.kind == "existing" else 0)
+        metric_hours += ec2_hosts * math.ceil(t.repetition_s / 3600) * t.repetitions
+    puts += req["s3_puts_per_run"]
+    charges = [
+        _charge(prices, "Step Functions state transitions", "state_transition", counts.transitions),
+        _charge(prices, "Lambda requests", "lambda_request", counts.invocation_total),
+        _charge(prices, "Lambda compute (GB-s)", "lambda_gb_second", gb_s),
+        _charge(prices, "CloudWatch GetMetricData metrics", "metric_requested", metrics),
+        _charge(prices, "CloudWatch agent custom metric-hours", "custom_metric_hour", metric_hours),
+        _charge(prices, "S3 PUT requests", "s3_put", puts),
+    ]
+    if store == "timestream":
+        charges.append(_charge(prices, "Timestream writes", "timestream_write", records))
+    return ControlPlane(counts=counts, charges=charges, measure_steps=measure)

@@ -1,0 +1,47 @@
+"""The control-plane estimate counts what the deployed definition really does: the walker
+(benchfleet.aws.asl_walk), given the polls and readiness checks a run made, must give exactly the
+state transitions (StateEntered events: what Step Functions bills) and Lambda invocations of
+moto's recorded execution of statemachines/benchmark-run.asl.json."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from sm_harness import slow_start, spec
+
+from benchfleet.aws import asl_walk
+from benchfleet.aws.controlplane import RepetitionScope, RunScope, StepScope, TargetScope
+
+TWO_TARGETS = [{"id": "ec2-m6g", "kind": "ec2", "instance_type": "m6g.large"},
+               {"id": "ec2-m6i", "kind": "ec2", "instance_type": "m6i.large"}]
+
+
+def test_walked_definition_matches_moto_history(harness):
+    # Readiness says "not yet" twice (one target's first checks), t0001 is still running at 2 polls.
+    with slow_start(harness, not_ready=2, running_polls={"t0001": 2}):
+        result = harness.run(spec(targets=TWO_TARGETS, repetitions=2), name="count-transitions")
+    assert result["status"] == "SUCCEEDED", harness.explain(result)
+
+    # What the run did, per target x repetition: readiness checks and polls per step, from the calls.
+    ready: Counter[tuple[str, int]] = Counter()
+    polls: Counter[tuple[str, int, str]] = Counter()
+    # Readiness checks name the host, which provision created for one target x repetition.
+    host_of = {c.result["instance_id"]: (c.event["target"]["id"], c.event["repetition"])
+               for c in harness.calls_of("provision")}
+    for call in harness.calls_of("readiness"):
+        ready[host_of[call.event["resources"]["instance_id"]]] += 1
+    starts = {c.result["command_id"]: (c.event["target"]["id"], c.event["repetition"], c.event["step"]["name"])
+              for c in harness.calls_of("start_step")}
+    for call in harness.calls_of("step_status"):
+        polls[starts[call.event["command_id"]]] += 1
+    steps = ["prepare", "t0001"]
+    scope = RunScope([TargetScope([RepetitionScope([StepScope(polls[(t["id"], r, s)]) for s in steps],
+                                                   ready[(t["id"], r)]) for r in (1, 2)])
+                      for t in TWO_TARGETS])
+    assert sum(ready.values()) == 4 + 2 and sum(polls.values()) == 8 + 2  # the scenario happened
+
+    definition = asl_walk.load_definition()
+    counts = asl_walk.walk(definition["States"], definition["StartAt"], scope)
+    entered = sum(1 for e in result["history"] if e["type"].endswith("StateEntered"))
+    assert counts.transitions == entered
+    assert dict(counts.invocations) == dict(Counter(c.module for c in harness.calls))
