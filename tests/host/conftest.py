@@ -120,8 +120,8 @@ class Fleet:
         self.namespaces.append(ns)
         return ns
 
-    def boot(self, name: str, netns: Netns | None = None) -> Machine:
-        machine = Machine(self.tree, f"bf-{name}-{uuid.uuid4().hex[:6]}", netns or self.netns())
+    def boot(self, name: str, netns: Netns | None = None, masked: tuple[str, ...] = ()) -> Machine:
+        machine = Machine(self.tree, f"bf-{name}-{uuid.uuid4().hex[:6]}", netns or self.netns(), masked)
         self.machines.append(machine)
         record("boot_s", machine.wait_booted())
         return machine

@@ -37,7 +37,7 @@ class Netns:
 
 
 class Machine:
-    def __init__(self, tree: Path, name: str, netns: Netns) -> None:
+    def __init__(self, tree: Path, name: str, netns: Netns, masked: tuple[str, ...] = ()) -> None:
         self.name = name
         self.dir = Path(tempfile.mkdtemp(prefix=f"{name}-", dir="/var/tmp"))
         self.root = self.dir / "root"
@@ -46,6 +46,8 @@ class Machine:
         subprocess.run(["mount", "-t", "overlay", "overlay", "-o",
                         f"lowerdir={tree},upperdir={self.dir / 'upper'},workdir={self.dir / 'work'}", str(self.root)],
                        check=True, capture_output=True)
+        for unit in masked:  # units this host must not start (a client host runs no engine)
+            (self.root / "etc/systemd/system" / unit).symlink_to("/dev/null")
         self.log = (self.dir / "console.log").open("w")
         self.proc = subprocess.Popen(
             # No machined and no systemd as PID 1 here: --register=no --keep-unit need neither.

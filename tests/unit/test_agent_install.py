@@ -279,7 +279,8 @@ def test_the_agent_reads_the_password_from_the_file_or_the_secret_never_the_job(
             return {"SecretString": json.dumps({"username": "benchfleet", "password": "from-secret"})}
 
     fake_boto3 = type(sys)("boto3")
-    fake_boto3.client = lambda service, region_name: (seen.append((service, region_name)), FakeClient())[1]
+    fake_boto3.client = lambda service, region_name, endpoint_url=None: (
+        seen.append((service, region_name)), FakeClient())[1]
     monkeypatch.setitem(sys.modules, "boto3", fake_boto3)
     arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:rds!db-abc-123"
     assert agent.db_password({"db": {"password_secret_arn": arn}}) == "from-secret"

@@ -200,7 +200,11 @@ def secret_password(arn: str) -> str:
     if len(parts) < 7 or parts[2] != "secretsmanager":
         raise JobError("db.password_secret_arn is not a Secrets Manager ARN")
     try:
-        value = boto3.client("secretsmanager", region_name=parts[3]).get_secret_value(SecretId=arn)
+        # AWS_ENDPOINT_URL_SECRETSMANAGER is botocore's own setting since 1.31; older botocore
+        # (Debian 12's python3-boto3) ignores it, so it is passed on explicitly.
+        client = boto3.client("secretsmanager", region_name=parts[3],
+                              endpoint_url=os.environ.get("AWS_ENDPOINT_URL_SECRETSMANAGER") or None)
+        value = client.get_secret_value(SecretId=arn)
         data = json.loads(value["SecretString"])
         return str(data["password"])
     except Exception as e:  # botocore's errors, a secret that is not JSON: say which, never the value
@@ -307,6 +311,11 @@ def _prepare(job: Dict[str, Any], emit: Emitter, conn: benchfleet_dbclient.Conne
         why = found.get("server_variables_error") or "the session has no TLS cipher"
         return emit.error("tls", "db.tls=required but no TLS connection to {}: {}".format(
             conn.db.get("host"), why))
+    if not job.get("install"):  # an endpoint this job did not set up: make sure the database exists
+        why = benchfleet_dbclient.ensure_database(conn)
+        if why is not None:  # it may exist already: sysbench prepare then says what is wrong
+            emit.emit("notice", stage="prepare", time=time.time(), message="CREATE DATABASE IF NOT EXISTS {} "
+                      "on {} failed: {}".format(conn.db.get("database", "sbtest"), conn.db.get("host"), why))
     step = job["step"]
     started = time.time()
     for command in ("cleanup", "prepare"):

@@ -114,7 +114,7 @@ class Connection:
         mariadb = "mariadb" in (_first_line([client, "--version"]) or "").lower()
         lines = ["[client]", "user={}".format(self.db.get("user", "sbtest")),
                  "password={}".format(self.password or ""), "host={}".format(self.db.get("host", "127.0.0.1")),
-                 "port={}".format(self.db.get("port", 3306)), "database={}".format(self.db.get("database", "sbtest"))]
+                 "port={}".format(self.db.get("port", 3306))]
         ca = self.db.get("ssl_ca")
         if self.tls == "required":
             if mariadb:
@@ -194,6 +194,16 @@ def differences(requested: Dict[str, str], effective: Dict[str, str]) -> Tuple[L
         if normalise(wanted) != normalise(have) and not (wanted == "" and normalise(have) == "ON"):
             changed.append({"option": option, "requested": wanted, "effective": have})
     return changed, unverified
+
+
+def ensure_database(conn: Connection) -> Optional[str]:
+    """``CREATE DATABASE IF NOT EXISTS`` for the job's database (an RDS/Aurora endpoint has none
+    until someone makes it; sysbench prepare needs it). None when done, else why not."""
+    name = str(conn.db.get("database") or "sbtest")
+    if not re.match(r"^[A-Za-z0-9_]{1,64}$", name):
+        return "db.database {!r} is not a plain identifier".format(name)
+    rows, why = conn.query("CREATE DATABASE IF NOT EXISTS `{}`".format(name))
+    return None if rows is not None else why
 
 
 def server_state(conn: Connection, requested: Dict[str, str]) -> Dict[str, Any]:
