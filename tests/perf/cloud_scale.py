@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""Cloud runs at scale, measured offline on the real definition and handlers (benchmark, not a test).
+
+statemachines/benchmark-run.asl.json runs in moto's Step Functions executor with every Lambda
+handler called in-process (tests/statemachine/sm_harness.py: real moto EC2/RDS/SSM/S3/Timestream,
+Run Command played with captured agent output). Prints one ``name=value`` per line, the last five:
+
+  wall_ratio=            graviton spec: planned wall time / one repetition of its slowest target
+                         (the plan follows the deployed definition's repetition concurrency)
+  transitions_per_step=  state transitions (StateEntered events, what Step Functions bills) per
+                         measure step, measured in moto: one graviton target, one repetition, each
+                         step polled as often as the plan expects a real step to be
+  control_plane_share=   control-plane estimate / hosts estimate (EC2 + storage), graviton spec
+  peak_payload_kib=      largest state input or output in a comparison of --targets targets x 3
+                         repetitions (graviton's workload steps), measured in moto's history
+  targets_torn_down=     hosts terminated / hosts created in that comparison, the worse of a
+                         successful run and a run aborted midway (torn down by teardown_by_tag,
+                         called with the event the EventBridge rule sends)
+
+    .venv/bin/python tests/perf/cloud_scale.py [--targets 200] [--repetitions 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import logging
+import os
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+for path in (REPO / "lambdas", REPO / "tests" / "statemachine"):
+    sys.path.insert(0, str(path))
+
+import boto3  # noqa: E402
+import yaml  # noqa: E402
+
+from benchfleet import naming  # noqa: E402
+from benchfleet.aws import controlplane, runplan  # noqa: E402
+from benchfleet.pricing import price_per_hour  # noqa: E402
+from benchfleet.spec import load_spec, resolve  # noqa: E402
+
+GRAVITON = REPO / "workloads" / "comparisons" / "graviton-vs-intel-vs-amd.yaml"
+
+
+def graviton_spec() -> dict[str, Any]:
+    """The graviton comparison as the API receives it: the workload inline."""
+    loaded = load_spec(GRAVITON)
+    data = yaml.safe_load(GRAVITON.read_text())
+    data["workload"] = loaded.workload.model_dump(mode="json")
+    return dict(data)
+
+
+def planned() -> tuple[float, float, controlplane.ControlPlane, dict[str, list[tuple[str, int]]]]:
+    loaded = load_spec(GRAVITON)
+    plan, caps, cp = runplan.aws_plan(resolve(loaded.spec, "graviton"), price_per_hour)
+    slowest = max(t.repetition_s for t in plan.targets)
+    scope = controlplane.expected_scope(plan, caps.caps, runplan.READY_POLL_S)
+    first = plan.targets[0]
+    polls = {first.target_id: [(step.name, s.polls) for step, s in zip(
+        first.steps, scope.targets[0].repetitions[0].steps, strict=True)]}
+    return plan.wall_s / slowest, plan.control_plane_usd / plan.hosts_usd, cp, polls
+
+
+def entered_name(event: dict[str, Any]) -> str | None:
+    return (event.get("stateEnteredEventDetails") or {}).get("name")
+
+
+def per_measure_step(events: list[dict[str, Any]]) -> tuple[float, float]:
+    """Mean (state transitions, history events) per measure step: from a measure step's
+    "Start the step" to the next step's start or the teardown."""
+    bounds = []
+    for i, e in enumerate(events):
+        if entered_name(e) == "Start the step":
+            step = json.loads(e["stateEnteredEventDetails"]["input"])["step"]
+            bounds.append((i, step["kind"]))
+        elif entered_name(e) == "Tear down the target":
+            bounds.append((i, "end"))
+    transitions, total, steps = 0, 0, 0
+    for (start, kind), (end, _) in itertools.pairwise(bounds):
+        if kind != "measure":
+            continue
+        steps += 1
+        total += end - start
+        transitions += sum(1 for e in events[start:end] if e["type"].endswith("StateEntered"))
+    return transitions / steps, total / steps
+
+
+def payload_kib(events: list[dict[str, Any]]) -> float:
+    largest = 0
+    for e in events:
+        for key, details in e.items():
+            if key.endswith("EventDetails") and isinstance(details, dict):
+                for field in ("input", "output"):
+                    if isinstance(details.get(field), str):
+                        largest = max(largest, len(details[field].encode()))
+    return largest / 1024
+
+
+def hosts(run_id: str) -> tuple[int, int]:
+    """(created, terminated) EC2 instances of a run (every target here is EC2), from moto."""
+    ec2 = boto3.client("ec2", region_name="us-east-1")
+    states = [i["State"]["Name"] for r in ec2.describe_instances(Filters=[
+        {"Name": f"tag:{naming.TAG_RUN_ID}", "Values": [run_id]}])["Reservations"] for i in r["Instances"]]
+    return len(states), sum(1 for s in states if s in ("shutting-down", "terminated"))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--targets", type=int, default=200)
+    parser.add_argument("--repetitions", type=int, default=3)
+    parser.add_argument("--abort-after-steps", type=int, default=None,
+                        help="abort the second run after this many steps started (default: half of them)")
+    args = parser.parse_args()
+
+    from sm_harness import offline_world
+
+    wall_ratio, share, cp, polls = planned()
+    print(f"graviton_planned_transitions={cp.counts.transitions}")
+    print(f"graviton_planned_lambda_invocations={cp.counts.invocation_total}")
+    print(f"graviton_planned_transitions_per_measure_step_all_in={cp.counts.transitions / cp.measure_steps:.1f}")
+    spec = graviton_spec()
+    with offline_world() as harness:
+        # One graviton target, one repetition, each step "running" for the polls the plan expects.
+        target_id, expected = next(iter(polls.items()))
+        left = Counter({name: n - 1 for name, n in expected})
+
+        def still_running(step: str) -> str | None:
+            if left[step] > 0:
+                left[step] -= 1
+                return "InProgress"
+            return None
+        harness.agent.status_override = still_running
+        one = dict(spec, targets=[t for t in spec["targets"] if t["id"] == target_id], repetitions=1)
+        started = time.monotonic()
+        result = harness.run(one, name="scale-one-target", timeout_s=600)
+        harness.agent.status_override = None
+        if result["status"] != "SUCCEEDED":
+            raise SystemExit(f"one-target run {result['status']}: {harness.explain(result)}")
+        transitions, events = per_measure_step(result["history"])
+        measured = [n for name, n in expected if name.startswith("t")]
+        print(f"polls_per_measure_step={sum(measured) / len(measured):.1f}")
+        print(f"history_events_per_measure_step={events:.1f}")
+        print(f"one_target_run_s={time.monotonic() - started:.1f}")
+
+        # The large comparison: graviton's steps on --targets targets x --repetitions, polled once each.
+        many = [{"id": f"t{i:03d}", "kind": "ec2", "instance_type": "m6g.large", "region": "us-east-1"}
+                for i in range(args.targets)]
+        big = dict(spec, targets=many, repetitions=args.repetitions, budget_usd=None, baseline=None)
+        started = time.monotonic()
+        result = harness.run(big, name="scale-many", timeout_s=7200)
+        print(f"many_targets={args.targets}")
+        print(f"many_status={result['status']}")
+        if result["status"] != "SUCCEEDED":
+            print(harness.explain(result)[:1500], file=sys.stderr)
+        print(f"many_run_s={time.monotonic() - started:.1f}")
+        peak = payload_kib(result["history"])
+        created, torn = hosts("scale-many")
+        ratios = [torn / created if created else 0.0]
+        print(f"many_hosts_created={created}")
+        print(f"many_hosts_torn_down={torn}")
+
+        # Aborted midway: StopExecution skips every Catch; the EventBridge rule calls teardown_by_tag.
+        ratios.append(abort_midway(harness, big, args.abort_after_steps))
+    print(f"wall_ratio={wall_ratio:.2f}")
+    print(f"transitions_per_step={transitions:.1f}")
+    print(f"control_plane_share={share:.4f}")
+    print(f"peak_payload_kib={peak:.1f}")
+    print(f"targets_torn_down={min(ratios):.3f}")
+    return 0
+
+
+def abort_midway(harness: Any, spec: dict[str, Any], after_steps: int | None) -> float:
+    import importlib
+
+    small = dict(spec, targets=spec["targets"][:10], repetitions=1)
+    steps_total = len(small["targets"]) * (2 + len(spec["workload"]["threads"]))
+    after = after_steps or steps_total // 2
+    payload = {"spec": small, "timing": {"ready_poll_s": 0, "poll_cap_s": 0, "overrun_poll_s": 0, "cooldown_s": 0}}
+    harness.calls.clear()
+    arn = harness.sf.start_execution(stateMachineArn=harness.arn, name="scale-abort",
+                                     input=json.dumps(payload))["executionArn"]
+    deadline = time.monotonic() + 600
+    while len(harness.calls_of("start_step")) < after:
+        if harness.sf.describe_execution(executionArn=arn)["status"] != "RUNNING" or time.monotonic() > deadline:
+            raise SystemExit("the run to abort ended before it was aborted")
+        time.sleep(0.05)
+    # moto's executor logs the stopped workers' ends as errors; an abort is the point here.
+    logging.getLogger("moto.stepfunctions").setLevel(logging.CRITICAL)
+    harness.sf.stop_execution(executionArn=arn, error="Aborted", cause="cloud_scale.py: abort midway")
+    with harness.lock:  # the in-flight Lambda call finishes first, as on AWS
+        pass
+    time.sleep(1)
+    detail = {"executionArn": arn, "stateMachineArn": harness.arn, "name": "scale-abort", "status": "ABORTED",
+              "input": json.dumps(payload), "startDate": 1, "stopDate": 2}
+    event = {"version": "0", "id": "e", "detail-type": "Step Functions Execution Status Change",
+             "source": "aws.states", "account": "123456789012", "time": "2026-11-22T00:00:00Z",
+             "region": "us-east-1", "resources": [arn], "detail": detail}
+    from sm_harness import Context
+
+    os.environ["STATE_MACHINE_ARN"] = harness.arn  # teardown_by_tag acts on its own machine's runs only
+    importlib.import_module("handlers.teardown_by_tag").handler(event, Context(function_name="teardown_by_tag"))
+    created, torn = hosts("scale-abort")
+    print(f"abort_after_steps_started={after}")
+    print(f"abort_hosts_created={created}")
+    print(f"abort_hosts_torn_down={torn}")
+    return torn / created if created else 0.0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
