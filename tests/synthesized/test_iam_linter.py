@@ -35,6 +35,12 @@ SUPPRESSED: dict[tuple[str, str], str] = {
                                                    "SendAgentDocument.",
     ("RESOURCE_MISMATCH", "SendToOptedInHosts"): SPLIT_BY_RESOURCE + " SendCommand's document is in "
                                                  "SendAgentDocument.",
+    ("RESOURCE_MISMATCH", "SendOutputToResultsBucket"): SPLIT_BY_RESOURCE + " With OutputS3BucketName, "
+        "SendCommand is authorized against the bucket too (resource type bucket); its document and "
+        "instances are in SendAgentDocument and SendToOwnedInstances.",
+    ("PERMISSIONS_MANAGEMENT_ACTIONS", "s3:PutObject,s3:PutObjectAcl"): "Run Command uploads the agent's "
+        "output under runs/ with the bucket-owner-full-control ACL, which needs s3:PutObjectAcl; the bucket "
+        "enforces bucket ownership (ACLs disabled), so the ACL grants nobody anything.",
     ("RESOURCE_MISMATCH", "ReadUbuntuAmiParameters"): "Canonical's public parameters have no account in "
                                                       "their ARN (arn:aws:ssm:<region>::parameter/aws/...).",
     ("PERMISSIONS_MANAGEMENT_ACTIONS", "PassTargetRoleToEc2"): "iam:PassRole of the target role only, only "
