@@ -1,11 +1,13 @@
 """How the HTML report scales with the number of per-second samples (not part of the unit suite).
 
-For 10k, 100k and 1M samples (1M = 50 targets x 8 steps x 2500 s), a temporary DuckDB store is
-filled with SQL (generate_series, seconds per size), then a fresh subprocess builds the report and
-reports its wall time and peak resident memory (ru_maxrss: Python, DuckDB and Plotly's JS string
-together). Target: 1M samples in under 10 s and 2 GB.
+For 10k, 100k and 1M samples (1M = 50 targets x 8 steps x 2500 s) and a 200-target 24 h soak
+(17m: 200 targets x one 86,400 s step, 17.3M samples), a temporary DuckDB store is filled with SQL
+(generate_series, seconds per size), then fresh subprocesses run ``benchfleet results RUN --format
+json`` and build the report, each reporting its wall time and peak resident memory (ru_maxrss:
+Python, DuckDB and Plotly's JS string together). Targets: 1M samples in under 10 s and 2 GB; the
+17M soak's results and report each in under 10 s and 1 GB, its HTML under 10 MB.
 
-    .venv/bin/python tests/perf/report_scaling.py [--sizes 10k,100k,1m] [--keep DIR]
+    .venv/bin/python tests/perf/report_scaling.py [--sizes 10k,100k,1m,17m] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -13,13 +15,17 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-SIZES = {"10k": (5, 4, 500), "100k": (20, 5, 1000), "1m": (50, 8, 2500)}  # targets, steps, seconds
+SIZES = {"10k": (5, 4, 500), "100k": (20, 5, 1000), "1m": (50, 8, 2500),  # targets, steps, seconds
+         "17m": (200, 1, 86_400)}
+# (seconds, peak MB, HTML MB) each of results and report may take at this many samples or more.
+LIMITS = {1_000_000: (10.0, 2048.0, None), 17_000_000: (10.0, 1024.0, 10.0)}
 RUN_ID = "scaling-20261101t000000-0000"
 FAMILIES = [("m6i", 0.048), ("m6g", 0.0385), ("c7g", 0.03625), ("m7i", 0.0504), ("r6i", 0.063)]
 SIZE_NAMES = [("large", 2), ("xlarge", 4), ("2xlarge", 8), ("4xlarge", 16), ("8xlarge", 32)]
@@ -31,7 +37,8 @@ SELECT TIMESTAMPTZ '2026-11-01 00:00:00+00' + to_seconds(CAST(k * (? + 10) + i A
        'sweep' AS workload, 't' || lpad(CAST(th AS VARCHAR), 4, '0') AS step, th AS threads,
        'measure' AS phase, i AS second, tps, tps * 16, tps * 14, 0, tps * 2,
        1000.0 * th / tps * (1.3 + 0.6 * random()) AS latency_ms, 95, 0, 0,
-       CASE WHEN i % 600 < 30 THEN 15 + 10 * random() ELSE 0.3 * random() END AS steal, 60, 15, 0.1
+       CASE WHEN i % 600 < 30 THEN 15 + 10 * random() ELSE 0.3 * random() END AS steal, 60, 15, 0.1,
+       1.0 AS interval_s
 FROM (
     SELECT t, k, i, CAST(pow(2, k) AS INTEGER) AS th,
            (1000 + 100 * (t % 10)) * (1 << (t // 10 % 5)) * pow(2, k) / (pow(2, k) + 1.5)
@@ -45,7 +52,8 @@ SELECT max(time), run_id, target_id, repetition, any_value(workload), step, any_
        count(*), CAST(sum(tps) AS BIGINT), avg(tps), CAST(sum(qps) AS BIGINT), avg(qps),
        CAST(sum(reads_per_s) AS BIGINT), 0, CAST(sum(other_per_s) AS BIGINT), 0, 0, 0, 0,
        CAST(sum(tps) AS BIGINT), min(latency_ms) / 3, avg(latency_ms) / 1.5, max(latency_ms) * 3, 95,
-       quantile_cont(latency_ms, 0.9), '1.0.20', count(*), stddev_samp(tps) / avg(tps), avg(cpu_steal_pct)
+       quantile_cont(latency_ms, 0.9), '1.0.20', count(*), stddev_samp(tps) / avg(tps), avg(cpu_steal_pct),
+       count(*) AS samples_expected, CAST(count(*) AS DOUBLE) AS covered_s, false AS missing_final
 FROM samples WHERE run_id = ? GROUP BY run_id, target_id, repetition, step
 """
 
@@ -97,12 +105,34 @@ def build(path: Path, out: Path) -> None:
     print(json.dumps({"seconds": elapsed, "peak_mb": peak_mb, "bytes": report.stat().st_size}))
 
 
+def results(path: Path) -> None:
+    """``benchfleet results RUN --format json`` over the store (its output is counted, not kept)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lambdas"))
+    import contextlib
+    import io
+    import os
+
+    os.environ["BENCHFLEET_HOME"] = str(path.parent)
+    start = time.perf_counter()
+    from benchfleet.cli import main as cli
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = cli(["results", RUN_ID, "--format", "json"])
+    elapsed = time.perf_counter() - start
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    if code != 0:
+        raise SystemExit(f"results exited {code}")
+    print(json.dumps({"seconds": elapsed, "peak_mb": peak_mb, "bytes": len(out.getvalue())}))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="10k,100k,1m")
+    parser.add_argument("--sizes", default="10k,100k,1m,17m")
     parser.add_argument("--keep", type=Path, help="keep stores and reports in this directory")
     parser.add_argument("--_generate", nargs=4, help=argparse.SUPPRESS)
     parser.add_argument("--_build", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--_results", nargs=1, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args._generate:
         generate(Path(args._generate[0]), *map(int, args._generate[1:]))
@@ -110,34 +140,48 @@ def main() -> int:
     if args._build:
         build(Path(args._build[0]), Path(args._build[1]))
         return 0
+    if args._results:
+        results(Path(args._results[0]))
+        return 0
 
     work = args.keep or Path(tempfile.mkdtemp(prefix="report-scaling-"))
     work.mkdir(parents=True, exist_ok=True)
-    print(f"{'samples':>9} {'targets x steps x s':>20} {'generate s':>11} {'report s':>9} {'peak MB':>8} "
-          f"{'HTML MB':>8}")
-    failed = False
+    print(f"{'samples':>10} {'targets x steps x s':>20} {'generate s':>11} {'results s':>10} {'results MB':>11} "
+          f"{'report s':>9} {'report MB':>10} {'HTML MB':>8}")
+    failed = []
     for name in args.sizes.split(","):
         targets, steps, seconds = SIZES[name]
-        db = work / f"{name}.duckdb"
+        # The store where `benchfleet results` finds it: $BENCHFLEET_HOME/benchfleet.duckdb.
+        db = work / name / "benchfleet.duckdb"
+        db.parent.mkdir(exist_ok=True)
         db.unlink(missing_ok=True)
         t0 = time.perf_counter()
         subprocess.run([sys.executable, __file__, "--_generate", str(db), str(targets), str(steps), str(seconds)],
                        check=True)
         generated = time.perf_counter() - t0
-        result = subprocess.run([sys.executable, __file__, "--_build", str(db), str(work / f"{name}.html")],
-                                check=True, capture_output=True, text=True)
-        figures = json.loads(result.stdout.strip().splitlines()[-1])
+        figures = {}
+        for what, extra in (("results", ["--_results", str(db)]),
+                            ("report", ["--_build", str(db), str(work / name / "report.html")])):
+            done = subprocess.run([sys.executable, __file__, *extra], check=True, capture_output=True, text=True)
+            figures[what] = json.loads(done.stdout.strip().splitlines()[-1])
         n = targets * steps * seconds
-        print(f"{n:>9,} {f'{targets} x {steps} x {seconds}':>20} {generated:>11.1f} {figures['seconds']:>9.2f} "
-              f"{figures['peak_mb']:>8.0f} {figures['bytes'] / 1e6:>8.1f}")
-        if n >= 1_000_000 and (figures["seconds"] > 10 or figures["peak_mb"] > 2048):
-            failed = True
+        r, h = figures["results"], figures["report"]
+        print(f"{n:>10,} {f'{targets} x {steps} x {seconds}':>20} {generated:>11.1f} {r['seconds']:>10.2f} "
+              f"{r['peak_mb']:>11.0f} {h['seconds']:>9.2f} {h['peak_mb']:>10.0f} {h['bytes'] / 1e6:>8.1f}", flush=True)
+        for floor, (max_s, max_mb, max_html_mb) in LIMITS.items():
+            if n < floor:
+                continue
+            for what in ("results", "report"):
+                f = figures[what]
+                if f["seconds"] > max_s or f["peak_mb"] > max_mb:
+                    failed.append(f"{name} {what}: {f['seconds']:.1f} s, {f['peak_mb']:.0f} MB "
+                                  f"(target {max_s:.0f} s, {max_mb:.0f} MB)")
+            if max_html_mb is not None and h["bytes"] / 1e6 > max_html_mb:
+                failed.append(f"{name} HTML: {h['bytes'] / 1e6:.1f} MB (target {max_html_mb:.0f} MB)")
     if not args.keep:
-        for f in work.iterdir():
-            f.unlink()
-        work.rmdir()
-    if failed:
-        print("1M samples: over the target (10 s, 2 GB)")
+        shutil.rmtree(work)
+    for problem in failed:
+        print(f"over the target: {problem}")
     return 1 if failed else 0
 
 
