@@ -160,12 +160,18 @@ def main() -> int:
         result = harness.run(big, name="scale-many", timeout_s=7200)
         print(f"many_targets={args.targets}")
         print(f"many_status={result['status']}")
-        if result["status"] != "SUCCEEDED":
-            raise SystemExit(f"the {args.targets}-target run {result['status']}: {harness.explain(result)[:1500]}")
         print(f"many_run_s={time.monotonic() - started:.1f}")
-        peak = payload_kib(result["history"])
+        # A result over 256 KiB fails its state (moto enforces the limit, States.DataLimitExceeded):
+        # such a payload is not in the history, so the handlers' results are measured too.
+        too_large = [e for e in result["history"] if "DataLimitExceeded" in json.dumps(e, default=str)]
+        results_kib = max(len(json.dumps(c.result, default=str).encode()) / 1024 for c in harness.calls)
+        peak = max(payload_kib(result["history"]), results_kib)
+        print(f"many_data_limit_exceeded={len(too_large)}")
+        if result["status"] != "SUCCEEDED" and not too_large:
+            raise SystemExit(f"the {args.targets}-target run {result['status']}: {harness.explain(result)[:1500]}")
         created, torn = hosts("scale-many")
-        ratios = [torn / created if created else 0.0]
+        # A run stopped before it created anything has nothing to tear down: no ratio from it.
+        ratios = [torn / created] if created else []
         print(f"many_hosts_created={created}")
         print(f"many_hosts_torn_down={torn}")
 
