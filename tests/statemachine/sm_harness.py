@@ -142,10 +142,10 @@ def client_error(code: str, op: str, message: str = "injected") -> ClientError:
 class MotoGaps:
     """What moto does not implement, answered from moto's own state."""
 
-    def __init__(self) -> None:
-        self.ec2 = boto3.client("ec2", region_name=REGION)
+    def __init__(self, region: str = REGION) -> None:
+        self.ec2 = boto3.client("ec2", region_name=region)
         # Read from moto's state: DescribeImages of every bundled AMI takes seconds to serialise.
-        self.ami = next(iter(ec2_backends[DEFAULT_ACCOUNT_ID][REGION].amis))
+        self.ami = next(iter(ec2_backends[DEFAULT_ACCOUNT_ID][region].amis))
         self.ami_requests: list[str] = []
 
     def get_parameter(self, real: Any) -> Any:
@@ -194,7 +194,9 @@ class Agent:
     def ran(self, event: dict[str, Any], result: dict[str, Any]) -> None:
         target_id, rep, step = event["target"]["id"], event["repetition"], event["step"]["name"]
         outcome = self.outcome.get(target_id, "ok")
-        command = ssm_backends[DEFAULT_ACCOUNT_ID][REGION].get_command_by_id(result["command_id"])
+        # Run Command of the target's region (start_step's answer says which).
+        region = result.get("region") or REGION
+        command = ssm_backends[DEFAULT_ACCOUNT_ID][region].get_command_by_id(result["command_id"])
         status = {"failed": "Failed", "timed_out": "TimedOut", "hang": "InProgress"}.get(outcome, "Success")
         for inv in command.invocations:
             inv["Status"] = inv["StatusDetails"] = status
@@ -210,6 +212,8 @@ class Agent:
                 record = json.loads(line)
                 record.update(run_id=event["run_id"], target_id=target_id, repetition=rep,
                               workload=event["workload"]["name"], step=step)
+                if record["type"] == "fingerprint":  # what the agent reads from the host's IMDS
+                    record.update(self.placement(region, result["instance_id"]))
                 if outcome == "garbage" and record["type"] == "sample":
                     record["tps"] = "lots"  # what a broken agent might print: collect must refuse it
                 lines.append(json.dumps(record, separators=(",", ":")))
@@ -217,6 +221,16 @@ class Agent:
             prefix = naming.step_output_prefix(event["run_id"], target_id, rep, step)
             key = f"{prefix}/{result['command_id']}/{result['instance_id']}/awsrunShellScript/0.runAgent/stdout"
             self.s3.put_object(Bucket=BUCKET, Key=key, Body=body.encode())
+
+
+    @staticmethod
+    def placement(region: str, instance_id: str) -> dict[str, str]:
+        try:
+            found = boto3.client("ec2", region_name=region).describe_instances(InstanceIds=[instance_id])
+        except ClientError:  # an existing target's host that is not in moto: no metadata to read
+            return {}
+        zone = found["Reservations"][0]["Instances"][0]["Placement"]["AvailabilityZone"]
+        return {"region": region, "availability_zone": zone}
 
 
 class Harness:
@@ -372,16 +386,41 @@ def offline_world() -> Iterator[Harness]:
         with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
             clients.reset()
             setup_account(monkeypatch)
-            h = Harness()
-            fake_time = types.SimpleNamespace(sleep=lambda s: h.sleeps.append(s))
-            def wait(_self: Any, env: Any, wait_seconds: int) -> None:
-                h.waits.append(wait_seconds)
-
-            with mock.patch.object(lambda_eval_utils, "_invoke_lambda_function", h.invoke), \
-                    mock.patch.object(retrier_decl, "time", fake_time), \
-                    mock.patch.object(WaitFunction, "_wait_interval", wait):
+            with executing(Harness()) as h:
                 yield h
             clients.reset()
+
+
+@contextmanager
+def executing(h: Harness) -> Iterator[Harness]:
+    """moto's executor calls the handlers through ``h``; Retry back-off is recorded, not slept."""
+    fake_time = types.SimpleNamespace(sleep=lambda s: h.sleeps.append(s))
+
+    def wait(_self: Any, env: Any, wait_seconds: int) -> None:
+        h.waits.append(wait_seconds)
+
+    with mock.patch.object(lambda_eval_utils, "_invoke_lambda_function", h.invoke), \
+            mock.patch.object(retrier_decl, "time", fake_time), \
+            mock.patch.object(WaitFunction, "_wait_interval", wait):
+        yield h
+
+
+def cleared(h: Harness, *more_proxies: dict[str, FaultProxy]) -> Harness:
+    """``h`` with the last test's faults, calls and recorded sleeps forgotten."""
+    h.calls.clear()
+    h.sleeps.clear()
+    h.waits.clear()
+    h.agent.outcome.clear()
+    h.agent.pending.clear()
+    h.agent.status_override = None
+    h.gaps.ami_requests.clear()
+    for proxies in (h.proxies, *more_proxies):
+        for proxy in proxies.values():
+            proxy.faults.clear()
+            proxy.calls.clear()
+            proxy.records_per_call.clear()
+            proxy.tables_per_call.clear()
+    return h
 
 
 @pytest.fixture(scope="module")
@@ -395,19 +434,7 @@ def _world():
 @pytest.fixture
 def harness(_world: Harness) -> Harness:
     """The module's harness with this test's faults, calls and recorded sleeps cleared."""
-    _world.calls.clear()
-    _world.sleeps.clear()
-    _world.waits.clear()
-    _world.agent.outcome.clear()
-    _world.agent.pending.clear()
-    _world.agent.status_override = None
-    _world.gaps.ami_requests.clear()
-    for proxy in _world.proxies.values():
-        proxy.faults.clear()
-        proxy.calls.clear()
-        proxy.records_per_call.clear()
-        proxy.tables_per_call.clear()
-    return _world
+    return cleared(_world)
 
 
 def spec(**overrides: Any) -> dict[str, Any]:
@@ -427,10 +454,10 @@ def spec(**overrides: Any) -> dict[str, Any]:
     return base
 
 
-def leftovers(run_id: str) -> list[str]:
+def leftovers(run_id: str, region: str = REGION) -> list[str]:
     """Anything of the run still alive in moto: running/pending instances, DB instances, clusters."""
-    ec2 = boto3.client("ec2", region_name=REGION)
-    rds = boto3.client("rds", region_name=REGION)
+    ec2 = boto3.client("ec2", region_name=region)
+    rds = boto3.client("rds", region_name=region)
     found = [i["InstanceId"] for r in ec2.describe_instances(Filters=[
         {"Name": f"tag:{naming.TAG_RUN_ID}", "Values": [run_id]},
         {"Name": "instance-state-name", "Values": ["pending", "running"]}])["Reservations"] for i in r["Instances"]]
