@@ -10,6 +10,7 @@ import { AthenaStore } from './athena-store';
 import { BenchfleetConfig, effectiveSweepRegions } from './config';
 import { Dashboards } from './dashboards';
 import { applyWildcardSuppressions } from './nag';
+import { targetResourcesParameterName } from './naming';
 import { Network } from './network';
 import { Orchestration } from './orchestration';
 import { ResultsStore } from './results-store';
@@ -84,6 +85,7 @@ export class BenchfleetStack extends Stack {
         // Per-region caps the Plan Lambda enforces (benchfleet.aws.runplan.check_plan).
         MAX_VCPUS_PER_REGION: String(config.maxVcpusPerRegion),
         MAX_HOSTS_PER_REGION: String(config.maxHostsPerRegion),
+        TARGET_RESOURCES_PARAMETER: targetResourcesParameterName(this.stackName),
       },
       agentDocumentName: this.fleet.agentDocumentName,
       maxRunHours: config.maxRunHours,

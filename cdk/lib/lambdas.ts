@@ -268,8 +268,11 @@ export class BenchfleetFunctions extends Construct {
       case 'targetCreate':
         return p.grantTargetCreate(role);
       case 'targetDelete':
-        // The per-target teardown works in the stack's region; the sweepers wherever targets may be.
-        return p.grantTargetDelete(role, module === 'teardown' ? [] : (props.sweepRegions ?? []));
+        // The per-target teardown works in the target regions; the sweepers wherever targets may be.
+        return p.grantTargetDelete(
+          role,
+          module === 'teardown' ? (props.targetRegions ?? []) : (props.sweepRegions ?? []),
+        );
       case 'commandSend':
         return p.grantCommandSend(role);
       case 'commandRead':

@@ -71,3 +71,12 @@ export function pascal(module: string): string {
     .map((p) => p.charAt(0).toUpperCase() + p.slice(1))
     .join('');
 }
+
+/**
+ * SSM parameter, same name in every target region, holding the ids of the target resources deployed
+ * there as JSON (lambdas/benchfleet/aws/regional.py reads it in the target's region at run time:
+ * no stack refers to another region at deploy time).
+ */
+export function targetResourcesParameterName(stackName: string): string {
+  return `/benchfleet/${stackName}/target-resources`;
+}

@@ -39,11 +39,13 @@ def handler(event: CollectEvent, context: LambdaContext) -> dict[str, Any]:
     logger.append_keys(run_id=event.run_id, target_id=event.target["id"], repetition=event.repetition,
                        step=event.step.name)
     store = store_from_settings(settings, clients.client)
+    # Raw output and the record store are at home; CloudWatch and RDS where the target ran.
+    region = settings.regions.region_of(event.resources)
     result = collect_step(
-        clients.client("s3"), clients.client("cloudwatch"), store, settings.results_bucket,
+        clients.client("s3"), clients.client("cloudwatch", region), store, settings.results_bucket,
         run_id=event.run_id, target=event.target, kind=event.kind, repetition=event.repetition,
         step=event.step.model_dump(), resources=event.resources.model_dump(), started_at=event.started_at,
-        rds=clients.client("rds"))
+        rds=clients.client("rds", region))
     for name in ("samples", "summaries", "cloud_metrics"):
         metrics.add_metric(name=f"Collected_{name}", unit=MetricUnit.Count, value=result[name])
     logger.info("collected", extra=result)

@@ -3,8 +3,8 @@ resources are past ``benchfleet:expires-at``. Publishes what it removed and what
 CDK app alarms on ``RemovalFailures`` and on this function's errors.
 
 Environment: ``STATE_MACHINE_ARN``; ``BENCHFLEET_STACK`` (only this stack's resources are swept);
-``SWEEP_REGIONS`` (comma separated, default the function's own
-region) — every region a spec may put targets in.
+``SWEEP_REGIONS`` (comma separated: the CDK app's targetRegions and sweepRegions) — every region a
+spec may put targets in; the function's own region always.
 """
 
 from __future__ import annotations
@@ -25,8 +25,10 @@ metrics = Metrics()  # namespace from POWERTOOLS_METRICS_NAMESPACE, set by the C
 
 
 def regions() -> list[str]:
+    """The home region (where runs start) and every configured one, each once."""
     configured = [r.strip() for r in os.environ.get("SWEEP_REGIONS", "").split(",") if r.strip()]
-    return configured or [os.environ.get("AWS_REGION") or boto3.session.Session().region_name or "us-east-1"]
+    home = os.environ.get("AWS_REGION") or boto3.session.Session().region_name or "us-east-1"
+    return list(dict.fromkeys([home, *configured]))
 
 
 def publish(report: SweepReport) -> None:

@@ -9,7 +9,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.parser import BaseModel, event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from benchfleet.aws import clients, lifecycle
+from benchfleet.aws import clients, lifecycle, regional
 from benchfleet.aws.settings import Settings
 
 logger = Logger()
@@ -31,8 +31,12 @@ class ProvisionEvent(BaseModel):
 @event_parser(model=ProvisionEvent)
 def handler(event: ProvisionEvent, context: LambdaContext) -> dict[str, Any]:
     logger.append_keys(run_id=event.run_id, target_id=event.target["id"], repetition=event.repetition)
+    settings = Settings.from_env()
+    # In the target's own region, with that region's network, launch template and subnet group.
+    region = settings.regions.region_of(event.target)
+    ssm = clients.client("ssm", region)
     resources = lifecycle.provision(
-        clients.client("ec2"), clients.client("rds"), clients.client("ssm"), Settings.from_env(),
+        clients.client("ec2", region), clients.client("rds", region), ssm, regional.settings_in(region, settings, ssm),
         run_id=event.run_id, target=event.target, repetition=event.repetition,
         zone_index=event.zone_index, expires_at=event.expires_at)
     logger.info("provisioned", extra={"resources": resources})

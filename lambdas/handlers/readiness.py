@@ -10,6 +10,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from benchfleet.aws import clients, lifecycle
 from benchfleet.aws.events import Resources, Timing
+from benchfleet.aws.settings import Settings
 
 logger = Logger()
 tracer = Tracer()
@@ -28,8 +29,9 @@ class ReadinessEvent(BaseModel):
 @metrics.log_metrics
 @event_parser(model=ReadinessEvent)
 def handler(event: ReadinessEvent, context: LambdaContext) -> dict[str, Any]:
+    region = Settings.from_env().regions.region_of(event.resources)  # where provision created it
     answer = lifecycle.check_ready(
-        clients.client("ec2"), clients.client("rds"), clients.client("ssm"),
+        clients.client("ec2", region), clients.client("rds", region), clients.client("ssm", region),
         resources=event.resources.model_dump(), timing=event.timing.model_dump(),
         attempt=event.attempt, deadline=event.deadline)
     logger.info("readiness", extra={"ready": answer["ready"], "attempt": event.attempt,

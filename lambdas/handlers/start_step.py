@@ -10,7 +10,7 @@ from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from benchfleet import naming
-from benchfleet.aws import clients, commands, jobs, targets
+from benchfleet.aws import clients, commands, jobs, regional, targets
 from benchfleet.aws.events import StepState
 from benchfleet.aws.settings import Settings
 
@@ -24,13 +24,17 @@ metrics = Metrics()  # namespace from POWERTOOLS_METRICS_NAMESPACE, set by the C
 @metrics.log_metrics
 @event_parser(model=StepState)
 def handler(event: StepState, context: LambdaContext) -> dict[str, Any]:
-    settings = Settings.from_env()
+    home = Settings.from_env()
+    # Run Command in the target's region, with that region's agent document; output to the home bucket.
+    region = home.regions.region_of(event.resources)
+    ssm = clients.client("ssm", region)
+    settings = regional.settings_in(region, home, ssm)
     target_id, step = event.target["id"], event.step
     logger.append_keys(run_id=event.run_id, target_id=target_id, repetition=event.repetition, step=step.name)
     if not event.resources.instance_id:
         raise ValueError(f"target {target_id} has no instance to run the agent on")
     command_id = commands.send_step(
-        clients.client("ssm"), document=settings.agent_document_name,
+        ssm, document=settings.agent_document_name, bucket_region=home.home_region,
         instance_id=event.resources.instance_id, job=jobs.job_for(event),
         bucket=settings.results_bucket,
         output_prefix=naming.step_output_prefix(event.run_id, target_id, event.repetition, step.name),
@@ -38,6 +42,6 @@ def handler(event: StepState, context: LambdaContext) -> dict[str, Any]:
         comment=f"benchfleet {event.run_id} {target_id} rep {event.repetition} {step.name}")
     logger.info("step sent", extra={"command_id": command_id})
     metrics.add_metric(name="StepsStarted", unit=MetricUnit.Count, value=1)
-    return {"command_id": command_id, "instance_id": event.resources.instance_id,
+    return {"command_id": command_id, "instance_id": event.resources.instance_id, "region": region,
             "started_at": targets.now_iso(), "state": "running", "poll": 0,
             "wait_s": max(0, min(step.duration_s, event.timing.poll_cap_s))}

@@ -13,6 +13,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from benchfleet.aws import clients, commands
 from benchfleet.aws.events import Timing
+from benchfleet.aws.settings import Settings
 
 logger = Logger()
 tracer = Tracer()
@@ -22,6 +23,7 @@ metrics = Metrics()  # namespace from POWERTOOLS_METRICS_NAMESPACE, set by the C
 class StatusEvent(BaseModel):
     command_id: str
     instance_id: str
+    region: str | None = None
     started_at: str
     duration_s: int
     deadline: str
@@ -34,7 +36,8 @@ class StatusEvent(BaseModel):
 @metrics.log_metrics
 @event_parser(model=StatusEvent)
 def handler(event: StatusEvent, context: LambdaContext) -> dict[str, Any]:
-    state, detail = commands.invocation_state(clients.client("ssm"), event.command_id, event.instance_id)
+    region = event.region or Settings.from_env().home_region  # start_step's: the target's region
+    state, detail = commands.invocation_state(clients.client("ssm", region), event.command_id, event.instance_id)
     now = datetime.now(UTC)
     if state == "running" and now > datetime.strptime(event.deadline, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC):
         state, detail = "timed_out", f"past the target's deadline {event.deadline}"
@@ -42,5 +45,6 @@ def handler(event: StatusEvent, context: LambdaContext) -> dict[str, Any]:
                               cap_s=event.timing.poll_cap_s, overrun_poll_s=event.timing.overrun_poll_s, now=now)
     logger.info("step status", extra={"command_id": event.command_id, "state": state, "detail": detail,
                                       "poll": event.poll, "wait_s": wait})
-    return {"command_id": event.command_id, "instance_id": event.instance_id, "started_at": event.started_at,
+    return {"command_id": event.command_id, "instance_id": event.instance_id, "region": region,
+            "started_at": event.started_at,
             "state": state, "detail": detail, "poll": event.poll, "wait_s": wait}

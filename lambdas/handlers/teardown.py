@@ -21,6 +21,7 @@ metrics = Metrics()  # namespace from POWERTOOLS_METRICS_NAMESPACE, set by the C
 class TeardownTarget(BaseModel):
     target_id: str
     kind: str
+    region: str | None = None  # the plan's: where the target runs
 
 
 class TeardownEvent(BaseModel):
@@ -39,7 +40,9 @@ def handler(event: TeardownEvent, context: LambdaContext) -> dict[str, Any]:
     resources = event.resources.model_dump()
     if event.target.kind == "existing":
         resources["managed"] = False
-    result = lifecycle.teardown(clients.client("ec2"), clients.client("rds"), run_id=event.run_id,
+    # Where provision created it; when provision failed before recording that, the target's region.
+    region = resources.get("region") or Settings.from_env().regions.region_of(event.target)
+    result = lifecycle.teardown(clients.client("ec2", region), clients.client("rds", region), run_id=event.run_id,
                                 target_id=event.target.target_id, resources=resources,
                                 owner=Settings.from_env().owner())
     logger.info("torn down", extra=result)

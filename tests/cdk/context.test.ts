@@ -207,6 +207,8 @@ describe('targetRegions', () => {
     expect(fns.length).toBeGreaterThan(0);
     for (const [, fn] of fns) {
       expect(fn.Properties.Environment.Variables.TARGET_REGIONS).toBe('us-west-1,eu-north-1');
+      // Where each target region lists its resource ids (the same name in every region).
+      expect(fn.Properties.Environment.Variables.TARGET_RESOURCES_PARAMETER).toBe('/benchfleet/Benchfleet/target-resources');
     }
   });
 
@@ -220,6 +222,19 @@ describe('targetRegions', () => {
     const text = JSON.stringify(terminate.Resource);
     expect(text).toContain(':ec2:us-west-1:');
     expect(text).toContain(':ec2:eu-north-1:');
+  });
+
+  test("the per-target teardown may delete in every target region (it acts in the target's)", () => {
+    const [, policy] = resourcesOf(template, 'AWS::IAM::Policy').find(([id]) =>
+      /^OrchestrationFunctionsTeardownRoleDefaultPolicy[0-9A-F]{8}$/.test(id),
+    )!;
+    const statements = policy.Properties.PolicyDocument.Statement;
+    for (const sid of ['TerminateOwnedInstances', 'DeleteOwnedDatabases']) {
+      const text = JSON.stringify(statements.find((s: any) => s.Sid === sid).Resource);
+      expect(text).toContain(':us-west-1:');
+      expect(text).toContain(':eu-north-1:');
+      expect(text).toContain('"AWS::Region"');
+    }
   });
 
   test('with sweepRegions too: the union', () => {

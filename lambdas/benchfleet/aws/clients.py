@@ -1,8 +1,10 @@
 """boto3 clients for the handlers. Adapters never create clients: handlers pass these in.
 
-One client per service per process, created under a lock (creating clients is not thread safe,
-using them is; the offline state machine runs Map iterations in threads). Tests replace a service
-with ``override`` to fake what moto lacks or to inject faults.
+One client per service and region per process, created under a lock (creating clients is not thread
+safe, using them is; the offline state machine runs Map iterations in threads). ``region`` None is
+the Lambda's own (home) region; a target's EC2, RDS, SSM and CloudWatch calls use the target's
+region (benchfleet.aws.regions), the results bucket and record store stay at home. Tests replace a
+service with ``override`` to fake what moto lacks or to inject faults, in one region or in all.
 """
 
 from __future__ import annotations
@@ -14,25 +16,28 @@ from typing import Any
 import boto3
 
 _lock = threading.Lock()
-_cache: dict[str, Any] = {}
-_overrides: dict[str, Callable[[], Any]] = {}
+_cache: dict[tuple[str, str | None], Any] = {}
+_overrides: dict[tuple[str, str | None], Callable[[], Any]] = {}
 
 
-def client(service: str) -> Any:
-    if service in _overrides:
-        return _overrides[service]()
+def client(service: str, region: str | None = None) -> Any:
+    factory = _overrides.get((service, region)) or _overrides.get((service, None))
+    if factory is not None:
+        return factory()
     with _lock:
-        if service not in _cache:
-            _cache[service] = boto3.session.Session().client(service)  # type: ignore[call-overload]
-        return _cache[service]
+        if (service, region) not in _cache:
+            session = boto3.session.Session()
+            _cache[(service, region)] = session.client(service, region_name=region)  # type: ignore[call-overload]
+        return _cache[(service, region)]
 
 
-def override(service: str, factory: Callable[[], Any] | None) -> None:
-    """Tests only: serve ``service`` from ``factory`` (None restores boto3)."""
+def override(service: str, factory: Callable[[], Any] | None, region: str | None = None) -> None:
+    """Tests only: serve ``service`` from ``factory`` (None restores boto3), in ``region`` only when
+    given, else in every region without an override of its own."""
     if factory is None:
-        _overrides.pop(service, None)
+        _overrides.pop((service, region), None)
     else:
-        _overrides[service] = factory
+        _overrides[(service, region)] = factory
 
 
 def reset() -> None:

@@ -27,7 +27,8 @@ TIMED_OUT = {"TimedOut", "Cancelled", "Cancelling"}
 
 
 def send_step(ssm: Any, *, document: str, instance_id: str, job: dict[str, Any], bucket: str,
-              output_prefix: str, execution_timeout_s: int, comment: str) -> str:
+              output_prefix: str, execution_timeout_s: int, comment: str, bucket_region: str | None = None) -> str:
+    """``bucket_region``: the results bucket's, when the target (and ``ssm``) is in another region."""
     # The document refuses single quotes (its shell fallback quotes JobJson with them); in JSON a
     # quote can only be inside a string, where \u0027 means the same (a cnf comment, a Lua path).
     job_json = json.dumps(job, separators=(",", ":"), sort_keys=True).replace("'", "\\u0027")
@@ -37,7 +38,8 @@ def send_step(ssm: Any, *, document: str, instance_id: str, job: dict[str, Any],
             TimeoutSeconds=DELIVERY_TIMEOUT_S,
             Parameters={"JobJson": [job_json],
                         "executionTimeout": [str(min(execution_timeout_s, MAX_EXECUTION_TIMEOUT_S))]},
-            OutputS3BucketName=bucket, OutputS3KeyPrefix=output_prefix)
+            OutputS3BucketName=bucket, OutputS3KeyPrefix=output_prefix,
+            **({"OutputS3Region": bucket_region} if bucket_region else {}))
     return str(response["Command"]["CommandId"])
 
 

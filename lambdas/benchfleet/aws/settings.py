@@ -39,6 +39,8 @@ class Settings:
     # plan's defaults.
     max_vcpus_per_region: int | None = None
     max_hosts_per_region: int | None = None
+    # Fixed name of the SSM parameter holding each target region's resource ids (regional.py).
+    target_resources_parameter: str = ""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -68,6 +70,7 @@ class Settings:
             db_identifier_prefix=get("DB_IDENTIFIER_PREFIX", "bf") or "bf",
             max_vcpus_per_region=_int(get("MAX_VCPUS_PER_REGION")),
             max_hosts_per_region=_int(get("MAX_HOSTS_PER_REGION")),
+            target_resources_parameter=get("TARGET_RESOURCES_PARAMETER"),
         )
 
     @property
