@@ -6,9 +6,12 @@ the API, a JSON body); errors name the file, the field path and the problem.
 
 from __future__ import annotations
 
+import codecs
 import json
+import math
 import os
 import re
+import stat
 import unicodedata
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
@@ -30,8 +33,10 @@ _OPTION_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 _TEST = re.compile(r"^(?:[a-z][a-z0-9_]{0,63}|lua/[a-z0-9][a-z0-9_-]{0,62}\.lua)$")
 _INSTANCE_TYPE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9]+$")
 _DB_CLASS = re.compile(r"^db\.[a-z0-9-]+\.[a-z0-9]+$")
-_REGION = re.compile(r"^[a-z]{2}(?:-gov)?-[a-z]+-\d$")
-_ENGINE = re.compile(r"^(?:mysql|mariadb)(?:-\d+(?:\.\d+){0,2})?$")
+# [0-9], never \d: pydantic-core's regex engine takes \d as any Unicode digit, and "us-east-\u0661"
+# or "mysql-\uff18.0" would start runs no AWS SDK or package manager can act on.
+REGION = re.compile(r"^[a-z]{2}(?:-gov)?-[a-z]+-[0-9]$")
+_ENGINE = re.compile(r"^(?:mysql|mariadb)(?:-[0-9]+(?:\.[0-9]+){0,2})?$")
 _HOST = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$")
 _SAFE_VALUE = re.compile(r"^[A-Za-z0-9_.,:/+%@-]{0,256}$")
 _SERVER_OPTION = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
@@ -45,14 +50,86 @@ MAX_THREADS = 4096
 OptionValue = bool | int | float | str
 
 
+# Limits on what a spec document may be. A real spec is a few kilobytes, four levels deep, with
+# small integers; past these a reader would spend minutes and gigabytes (or overflow its stack)
+# before saying anything useful.
+MAX_FILE_BYTES = 1024 * 1024
+MAX_DEPTH = 20
+MAX_VALUES = 100_000          # also bounds YAML aliases that expand one node into millions
+MAX_INT_DIGITS = 19           # 64-bit integers; no field or sysbench option takes more
+MAX_PROBLEMS_SHOWN = 20       # a screenful
+
+
 class SpecError(ValueError):
-    """A spec or workload that cannot be used. ``problems`` are ``(field path, message)`` pairs."""
+    """A spec or workload that cannot be used. ``problems`` are ``(field path, message)`` pairs;
+    the message shows the first MAX_PROBLEMS_SHOWN and counts the rest."""
 
     def __init__(self, source: str, problems: list[tuple[str, str]]) -> None:
         self.source = source
         self.problems = problems
-        super().__init__("\n".join(f"{source}: {path}: {msg}" if path else f"{source}: {msg}"
-                                   for path, msg in problems))
+        shown = [f"{source}: {path}: {msg}" if path else f"{source}: {msg}"
+                 for path, msg in problems[:MAX_PROBLEMS_SHOWN]]
+        if len(problems) > MAX_PROBLEMS_SHOWN:
+            shown.append(f"{source}: ... and {len(problems) - MAX_PROBLEMS_SHOWN} more problems")
+        super().__init__("\n".join(shown))
+
+
+def join_path(path: str, key: str | int) -> str:
+    """``targets`` + 0 -> ``targets[0]``; ``workload`` + ``threads`` -> ``workload.threads``."""
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else key
+
+
+class LongNumber(str):
+    """An integer literal longer than MAX_INT_DIGITS, kept as its text: converting it would raise
+    (Python refuses more than 4300 digits) or hand sysbench a number it cannot read."""
+
+
+def bounded_int(text: str) -> int | LongNumber:
+    """``parse_int`` for JSON and YAML readers: big integers become LongNumber, reported by
+    ``document_problems`` with their field."""
+    digits = text.lstrip("+-").replace("_", "")
+    return LongNumber(text) if len(digits) > MAX_INT_DIGITS else int(text, 0 if digits[:2] in ("0x", "0o", "0b")
+                                                                      else 10)
+
+
+def document_problems(value: Any, top: str = "") -> list[tuple[str, str]]:
+    """Where a parsed document nests deeper than MAX_DEPTH, holds more than MAX_VALUES values or a
+    number strict JSON cannot carry (NaN, Infinity, overflowing floats, integers beyond 64 bits).
+    Iterative, so the depth it checks cannot exhaust the stack; ``top`` names the root."""
+    problems: list[tuple[str, str]] = []
+    stack: list[tuple[Any, str, int]] = [(value, "", 0)]
+    seen = 0
+    while stack and len(problems) < MAX_PROBLEMS_SHOWN:
+        item, path, depth = stack.pop()
+        where = f"{top}{path}" if not path or path.startswith("[") else path
+        seen += 1
+        if seen > MAX_VALUES:
+            problems.append((top, f"holds more than {MAX_VALUES} values; a spec needs far fewer"))
+            break
+        if isinstance(item, dict | list):
+            if depth >= MAX_DEPTH:
+                problems.append((where, f"is nested more than {MAX_DEPTH} levels deep"))
+                continue
+            pairs = item.items() if isinstance(item, dict) else enumerate(item)
+            stack.extend((v, join_path(path, k if isinstance(k, int) else str(k)), depth + 1)
+                         for k, v in reversed(list(pairs)))
+        elif isinstance(item, LongNumber) or (type(item) is int and not -(2**63) <= item < 2**63):
+            problems.append((where, f"is a number of more than {MAX_INT_DIGITS} digits; no field takes one"))
+        elif isinstance(item, float) and not math.isfinite(item):
+            problems.append((where, "must be a finite number (NaN, Infinity and numbers beyond 1.8e308 "
+                                    "are not JSON)"))
+    return problems
+
+
+class FieldProblem(ValueError):
+    """A cross-field check's refusal about one field: pydantic places model validators' errors at
+    the model, and ``problems_of`` moves them to ``path`` so the message names the field."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 class _Model(BaseModel):
@@ -167,7 +244,7 @@ class Ec2Target(_TargetBase):
     instance_type: str = Field(pattern=_INSTANCE_TYPE.pattern, max_length=32)
     engine: str = Field("mysql-8.0", pattern=_ENGINE.pattern)
     storage: Storage = Storage()
-    region: str | None = Field(None, pattern=_REGION.pattern)
+    region: str | None = Field(None, pattern=REGION.pattern)
 
 
 class RdsTarget(_TargetBase):
@@ -175,7 +252,7 @@ class RdsTarget(_TargetBase):
     instance_class: str = Field(pattern=_DB_CLASS.pattern, max_length=40)
     engine: str = Field("mysql-8.0", pattern=_ENGINE.pattern)
     storage: Storage = Storage()
-    region: str | None = Field(None, pattern=_REGION.pattern)
+    region: str | None = Field(None, pattern=REGION.pattern)
     client: Client = Client()
 
 
@@ -183,13 +260,13 @@ class AuroraTarget(_TargetBase):
     kind: Literal["aurora"]
     instance_class: str = Field(pattern=_DB_CLASS.pattern, max_length=40)
     engine: str = Field("mysql-8.0", pattern=_ENGINE.pattern)
-    region: str | None = Field(None, pattern=_REGION.pattern)
+    region: str | None = Field(None, pattern=REGION.pattern)
     client: Client = Client()
 
 
 class LocalTarget(_TargetBase):
     kind: Literal["local"]
-    engine: str = Field("mariadb", pattern=r"^mariadb(?:-\d+(?:\.\d+){0,2})?$")
+    engine: str = Field("mariadb", pattern=r"^mariadb(?:-[0-9]+(?:\.[0-9]+){0,2})?$")
     memory_mb: int = Field(1024, ge=64, le=1_048_576, description="Memory the server is sized for")
     cpus: list[Annotated[int, Field(ge=0, le=1023)]] | None = Field(
         None, min_length=1, description="CPUs to pin the server to (emulates instance sizes)")
@@ -290,13 +367,15 @@ class ComparisonSpec(_Model):
 
     @model_validator(mode="after")
     def _cross_fields(self) -> ComparisonSpec:
-        seen: set[str] = set()
-        for target in self.targets:
+        seen: dict[str, int] = {}
+        for i, target in enumerate(self.targets):
             if target.id in seen:
-                raise ValueError(f"target id {target.id!r} is used twice; ids must be unique")
-            seen.add(target.id)
+                raise FieldProblem(f"targets[{i}].id", f"target id {target.id!r} is used twice (also "
+                                                       f"targets[{seen[target.id]}]); ids must be unique")
+            seen[target.id] = i
         if self.baseline is not None and self.baseline not in seen:
-            raise ValueError(f"baseline {self.baseline!r} is not one of the target ids")
+            raise FieldProblem("baseline", f"{self.baseline!r} is not one of the target ids "
+                                           f"({', '.join(seen)})")
         return self
 
     @property
@@ -346,28 +425,94 @@ def problems_of(error: ValidationError) -> list[tuple[str, str]]:
             msg = "kind is required (one of " + ", ".join(TARGET_KINDS) + ")"
         elif e["type"] == "extra_forbidden":
             msg = "unknown key (see workloads/README.md for the keys)"
-        out.append((_loc(tuple(e["loc"])), msg))
+        where = _loc(tuple(e["loc"]))
+        cause = (e.get("ctx") or {}).get("error")
+        if isinstance(cause, FieldProblem):
+            where = f"{where}.{cause.path}" if where else cause.path
+        out.append((where, msg))
     return out
 
 
+def read_text(path: Path, limit: int = MAX_FILE_BYTES) -> str:
+    """A spec, workload or cnf file's text; SpecError naming the file when it is not a regular file
+    (a FIFO or a device would block or never end), is larger than ``limit``, or is not UTF-8 text."""
+    where = str(path)
+    try:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then tells what it is.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as e:
+        raise SpecError(where, [("", f"cannot read: {e.strerror or e}")]) from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        kind = "a directory" if stat.S_ISDIR(info.st_mode) else "a FIFO" if stat.S_ISFIFO(info.st_mode) \
+            else "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode) else "special"
+        raise SpecError(where, [("", f"is {kind}, not a regular file")])
+    with os.fdopen(fd, "rb") as f:
+        if info.st_size > limit:
+            raise SpecError(where, [("", f"is larger than {limit // 1024} KiB ({info.st_size} bytes); "
+                                         "a spec or workload is a few KiB")])
+        try:
+            data = f.read(limit + 1)
+        except OSError as e:
+            raise SpecError(where, [("", f"cannot read: {e.strerror or e}")]) from None
+    if len(data) > limit:  # grew while we read it
+        raise SpecError(where, [("", f"is larger than {limit // 1024} KiB")])
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE, codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
+        raise SpecError(where, [("", "is UTF-16 or UTF-32 text; save it as UTF-8")])
+    if b"\x00" in data:
+        raise SpecError(where, [("", "is a binary file or UTF-16 text without a BOM (it holds NUL bytes), "
+                                     "not UTF-8 YAML or JSON")])
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise SpecError(where, [("", f"is not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); "
+                                     "save it as UTF-8")]) from None
+
+
+def _yaml_loader() -> type:
+    """SafeLoader whose integers are bounded like JSON's (``bounded_int``)."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    def construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
+        text = str(loader.construct_scalar(node))
+        digits = text.lstrip("+-").replace("_", "")
+        if len(digits) > MAX_INT_DIGITS:
+            return LongNumber(text)
+        return yaml.SafeLoader.construct_yaml_int(loader, node)
+
+    Loader.add_constructor("tag:yaml.org,2002:int", construct_int)
+    return Loader
+
+
 def read_document(path: Path) -> Any:
-    """YAML or JSON from a file; SpecError (naming the file and line) when it is neither."""
+    """YAML or JSON from a file; SpecError (naming the file, and the line or field) when it is
+    neither, or breaks a limit (size, depth, number of values, numbers JSON cannot carry)."""
     import yaml  # CLI-only path; Lambdas receive JSON
 
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise SpecError(str(path), [("", f"cannot read: {e.strerror or e}")]) from None
+    text = read_text(path)
     try:
         if path.suffix == ".json":
-            return json.loads(text)
-        return yaml.safe_load(text)
+            data = json.loads(text, parse_int=bounded_int)
+        else:
+            data = yaml.load(text, Loader=_yaml_loader())  # noqa: S506 - a SafeLoader subclass
+    except RecursionError:
+        raise SpecError(str(path), [("", f"is nested far more than {MAX_DEPTH} levels deep")]) from None
     except json.JSONDecodeError as e:
         raise SpecError(str(path), [("", f"invalid JSON at line {e.lineno}: {e.msg}")]) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
         raise SpecError(str(path), [("", f"invalid YAML{where}: {getattr(e, 'problem', e)}")]) from None
+    except ValueError as e:  # a YAML scalar its constructor cannot convert
+        raise SpecError(str(path), [("", f"invalid value: {str(e)[:200]}")]) from None
+    problems = document_problems(data)
+    if problems:
+        raise SpecError(str(path), problems)
+    return data
 
 
 _M = TypeVar("_M", bound=BaseModel)

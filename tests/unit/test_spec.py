@@ -36,7 +36,7 @@ def test_demo_spec_loads_with_defaults_and_its_workload() -> None:
 
 
 @pytest.mark.parametrize(("data", "path", "fragment"), [
-    (spec(targets=[{"id": "a", "kind": "local"}, {"id": "a", "kind": "local"}]), "", "used twice"),
+    (spec(targets=[{"id": "a", "kind": "local"}, {"id": "a", "kind": "local"}]), "targets[1].id", "used twice"),
     (spec(targets=[{"id": "m", "kind": "ec2"}]), "targets[0].instance_type", "required"),
     (spec(targets=[{"id": "m", "kind": "rds", "instance_type": "m5.large"}]), "targets[0].instance_class", "required"),
     (spec(targets=[{"id": "m", "kind": "existing"}]), "targets[0].host", "required"),
@@ -76,7 +76,7 @@ def test_demo_spec_loads_with_defaults_and_its_workload() -> None:
     (spec(description="price \u202eevil"), "description", "invisible character (U+202E)"),
     (spec(targets=[{"id": "m", "kind": "ec2", "instance_type": "m" * 40 + ".large"}]), "targets[0].instance_type",
      "at most 32"),
-    (spec(baseline="nope"), "", "baseline"),
+    (spec(baseline="nope"), "baseline", "not one of the target ids"),
     (spec(targets=[]), "targets", "at least 1"),
     (spec(targets=[{"id": "a", "kind": "local", "cpus": [0, 1000]}]), "targets[0].cpus", "does not exist"),
 ])
