@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import ValidationError
 
 from benchfleet import catalogue, naming
@@ -38,7 +38,19 @@ from benchfleet.aws.errors import PlanRejected
 from benchfleet.aws.regions import TargetRegions
 from benchfleet.cost_ceiling import DEFAULT_MAX_RUN_COST_USD, cost_problems, request_price_problems
 from benchfleet.plan import Plan, PriceLookup, make_plan
-from benchfleet.spec import ComparisonSpec, LoadedSpec, SpecError, Workload, parse_spec, problems_of
+from benchfleet.spec import (
+    MAX_DEPTH,
+    REGION,
+    ComparisonSpec,
+    LoadedSpec,
+    SpecError,
+    Workload,
+    bounded_int,
+    document_problems,
+    join_path,
+    parse_spec,
+    problems_of,
+)
 
 IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
 MAX_BODY_BYTES = 128 * 1024
@@ -117,10 +129,25 @@ NAME_KEYS = {"name", "id", "baseline", "kind", "instance_type", "instance_class"
              "test", "mysql_config", "type", "rand_type", "workload"}
 
 
-def _path_join(path: str, key: str | int) -> str:
-    if isinstance(key, int):
-        return f"{path}[{key}]"
-    return f"{path}.{key}" if path else key
+def parse_json_body(text: str) -> Any:
+    """A request body as JSON, refusing (ApiError 400 naming the field) what would crash a JSON
+    reader or encoder later: the limits of ``spec.document_problems`` (depth, integers beyond 64
+    bits, NaN, Infinity, 1e309). Text that is not JSON at all returns None: the router's own parser
+    reports it."""
+    try:
+        data = json.loads(text, parse_int=bounded_int)
+    except RecursionError:
+        raise bad_request("body", f"is nested more than {MAX_DEPTH} levels deep") from None
+    except ValueError:
+        return None
+    _refuse_document_problems(data)
+    return data
+
+
+def _refuse_document_problems(data: Any) -> None:
+    problems = document_problems(data, top="body")
+    if problems:
+        raise ApiError(400, f"{problems[0][0]}: {problems[0][1]}", problems[0][0], problems)
 
 
 def hostile_strings(value: Any, path: str = "", depth: int = 0) -> list[tuple[str, str]]:
@@ -128,7 +155,7 @@ def hostile_strings(value: Any, path: str = "", depth: int = 0) -> list[tuple[st
     invisible format characters (NUL, bidi overrides, zero-width) anywhere, keys included. The
     models' patterns catch most of these too; this guards fields whose pattern has no length bound
     and free text that people read (an RTL override in a description misleads the reader)."""
-    if depth > 20:
+    if depth > MAX_DEPTH:
         return [(path or "body", "is nested too deeply")]
     problems: list[tuple[str, str]] = []
     if isinstance(value, dict):
@@ -136,10 +163,10 @@ def hostile_strings(value: Any, path: str = "", depth: int = 0) -> list[tuple[st
             if not isinstance(key, str) or not key or len(key) > 64 or _bad_chars(key, free_text=False):
                 problems.append((path or "body", "has a key that is not a spec key"))
                 continue
-            problems += hostile_strings(item, _path_join(path, key), depth + 1)
+            problems += hostile_strings(item, join_path(path, key), depth + 1)
     elif isinstance(value, list):
         for i, item in enumerate(value[:1000]):
-            problems += hostile_strings(item, _path_join(path, i), depth + 1)
+            problems += hostile_strings(item, join_path(path, i), depth + 1)
     elif isinstance(value, str):
         key = path.rsplit(".", 1)[-1]
         free = key in FREE_TEXT_KEYS
@@ -160,6 +187,7 @@ def validate_submission(body: Any) -> LoadedSpec:
     """A POST /runs body -> a spec the state machine can run, or ApiError 400 naming each field."""
     if not isinstance(body, dict):
         raise bad_request("body", "must be a JSON object: a comparison spec")
+    _refuse_document_problems(body)
     hostile = hostile_strings(body)
     if hostile:
         raise ApiError(400, f"{hostile[0][0]}: {hostile[0][1]}", hostile[0][0], hostile[:20])
@@ -322,7 +350,8 @@ class RunService:
         spec_data = canonical_spec(loaded.spec)
         digest = spec_hash(spec_data)
         run_id = run_id or naming.new_run_id(loaded.spec.name, self.now())
-        # The execution input's one model (schema: statemachines/benchmark-run.input.schema.json).
+        # The execution input's one model (schema: statemachines/benchmark-run.input.schema.json);
+        # strict JSON, since validate_submission refused NaN, Infinity and integers beyond 64 bits.
         execution_input = runplan.RunRequest(spec=spec_data, run_id=run_id).model_dump_json(exclude_defaults=True)
         estimate = {"estimated_cost_usd": plan.estimated_cost_usd, "wall_s": plan.wall_s,
                     "unpriced_targets": plan.unpriced_targets, "budget_usd": plan.budget_usd}
@@ -352,8 +381,11 @@ class RunService:
         except PlanRejected as e:
             text = str(e).removeprefix("spec: ")
             where, _, msg = text.partition(": ")
-            fld = where if msg and re.match(r"^[a-z_][a-z0-9_.\[\]]*$", where) else "body"
-            raise ApiError(400, f"{fld}: {msg or text}", fld) from None
+            if e.field:  # the message is a sentence about the spec as a whole: keep all of it
+                raise bad_request(e.field, text) from None
+            if msg and re.match(r"^[a-z_][a-z0-9_.\[\]]*$", where):
+                raise bad_request(where, msg) from None
+            raise bad_request("body", text) from None
 
     # -- GET /runs --------------------------------------------------------------------------------
     def list_runs(self, limit: int = DEFAULT_PAGE, next_token: str | None = None,
@@ -488,9 +520,18 @@ class RunService:
         data = _input(described)
         tagged_run = data.get("run_id") if isinstance(data.get("run_id"), str) else run_id
         spec = _spec_of(data)
+        # Only names that can be regions: a run started before patterns were ASCII-only may name
+        # "us-east-\u0661", which every SDK call refuses; nothing of the run can exist there.
         regions = [self.home_region, *sorted({t["region"] for t in spec.get("targets") or []
-                                              if isinstance(t, dict) and isinstance(t.get("region"), str)})]
-        teardown = self.teardown(str(tagged_run), regions) if self.teardown else None
+                                              if isinstance(t, dict) and isinstance(t.get("region"), str)
+                                              and REGION.fullmatch(t["region"])})]
+        teardown: dict[str, Any] | None = None
+        if self.teardown:
+            try:
+                teardown = self.teardown(str(tagged_run), regions)
+            except BotoCoreError as e:  # a region that cannot be reached; the run is stopped anyway
+                teardown = {"error": f"{type(e).__name__}: {e}; the teardown rule on stopped runs and "
+                                     "the hourly janitor remove what is left", "regions": regions}
         body = {"run_id": run_id, "status": status, "cancelled": stopped_now, "teardown": teardown}
         return (202 if stopped_now else 200), body
 

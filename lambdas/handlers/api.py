@@ -284,7 +284,22 @@ def precheck(event: Any) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         if content_type is not None and content_type.split(";")[0].strip().lower() not in (
                 "application/json", ""):
             return refuse(415, "Content-Type: the body must be application/json", "Content-Type")
+        # Media types are case-insensitive (RFC 9110); the router compares them as written.
+        event = _with_header(event, "content-type", "application/json")
+        if body:
+            try:
+                api_service.parse_json_body(body)
+            except ApiError as e:
+                return None, {"statusCode": e.status, "headers": {"Content-Type": "application/json"},
+                              "body": json.dumps(e.body())}
     return event, None
+
+
+def _with_header(event: dict[str, Any], name: str, value: str) -> dict[str, Any]:
+    """``event`` with header ``name`` (any spelling) replaced by ``value``."""
+    headers = {k: v for k, v in (event.get("headers") or {}).items() if str(k).lower() != name}
+    multi = {k: v for k, v in (event.get("multiValueHeaders") or {}).items() if str(k).lower() != name}
+    return {**event, "headers": {**headers, name: value}, "multiValueHeaders": {**multi, name: [value]}}
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

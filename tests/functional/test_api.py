@@ -171,7 +171,7 @@ def test_without_key_each_post_is_a_new_run(api):
     ({**SPEC, "name": "Bad Name"}, "name"),
     ({**SPEC, "surprise": 1}, "surprise"),
     ({**SPEC, "budget_usd": None, "workload": {**WORKLOAD, "duration_s": 48 * 3600, "threads": [1, 2, 3]}},
-     "body"),  # longer than one execution may run: the Plan state's own refusal, made before starting
+     "workload.duration_s"),  # longer than one execution may run: the Plan state's refusal, made before starting
 ])
 def test_bad_spec_is_400_naming_the_field(api, spec, field):
     status, body, _ = api("POST", "/runs", spec)
@@ -391,3 +391,104 @@ def test_openapi_document_is_up_to_date():
     assert set(doc["paths"]) == {"/runs", "/runs/{run_id}", "/runs/{run_id}/results"}
     assert doc["paths"]["/runs"]["post"]["requestBody"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/ComparisonSpec"}
+
+
+# ---- faults and bad input (issue 13): each got a 5xx, a cut message or "body" before -------------
+
+def _raw_spec(replace: str, value: str) -> str:
+    """SPEC as JSON text with the JSON value of one placeholder written out by hand (no encoder
+    would write these: 5,000-digit integers, NaN, 1e309)."""
+    spec = json.loads(json.dumps(SPEC))
+    if replace == "option":
+        spec["workload"] = {**WORKLOAD, "options": {"rand-seed": "PLACEHOLDER"}}
+    else:
+        spec["repetitions"] = "PLACEHOLDER"
+    return json.dumps(spec).replace('"PLACEHOLDER"', value)
+
+
+@pytest.mark.parametrize(("where", "value", "field"), [
+    ("option", "NaN", "workload.options.rand-seed"),
+    ("option", "Infinity", "workload.options.rand-seed"),
+    ("option", "-Infinity", "workload.options.rand-seed"),
+    ("option", "1e309", "workload.options.rand-seed"),
+    ("option", "9" * 5000, "workload.options.rand-seed"),
+    ("option", "9" * 30, "workload.options.rand-seed"),
+    ("top", "7" * 4301, "repetitions"),
+])
+def test_numbers_no_json_reader_can_hold_are_400_naming_the_field(api, where, value, field):
+    status, body, _ = api("POST", "/runs", raw=_raw_spec(where, value))
+    assert status == 400, body
+    assert body["field"] == field, body
+    assert api.starts == 0
+
+
+@pytest.mark.parametrize("depth", [100, 1000, 1100, 20_000])
+def test_deeply_nested_bodies_are_400(api, depth):
+    for raw in ("[" * depth + "]" * depth, '{"a":' * depth + "1" + "}" * depth,
+                json.dumps({**SPEC, "description": "PLACEHOLDER"}).replace('"PLACEHOLDER"', "[" * depth + "]" * depth)):
+        status, body, _ = api("POST", "/runs", raw=raw)
+        assert status == 400, body
+        assert body["field"] and body["message"].startswith(body["field"] + ": "), body
+        assert "deep" in body["message"], body
+    assert api.starts == 0
+
+
+def test_execution_input_is_strict_json(api):
+    spec = {**SPEC, "workload": {**WORKLOAD, "options": {"rand-seed": 7, "scale": 1.5}}}
+    assert api("POST", "/runs", spec, {"Idempotency-Key": "strict-1"})[0] == 202
+    described = api.sfn.describe_execution(executionArn=api.service.execution_arn("strict-1"))
+    # a strict reader: NaN, Infinity and -Infinity are not JSON
+    json.loads(described["input"], parse_constant=lambda c: pytest.fail(f"{c} in the execution input"))
+
+
+@pytest.mark.parametrize(("path", "value"), [
+    (("targets", 1, "region"), "us-east-\u0661"),       # ARABIC-INDIC DIGIT ONE
+    (("targets", 1, "region"), "eu-north-\uff11"),      # FULLWIDTH DIGIT ONE
+    (("targets", 0, "engine"), "mysql-\uff18.0"),       # FULLWIDTH DIGIT EIGHT
+    (("targets", 0, "engine"), "mysql-8.\u0660"),
+])
+def test_patterns_take_ascii_digits_only(api, path, value):
+    spec = json.loads(json.dumps(SPEC))
+    spec["targets"][path[1]][path[2]] = value
+    status, body, _ = api("POST", "/runs", spec)
+    assert status == 400, body
+    assert body["field"] == f"targets[{path[1]}].{path[2]}", body
+    assert api.starts == 0
+
+
+def test_delete_of_a_run_started_with_a_unicode_digit_region_is_not_502(api):
+    # A run started before patterns were ASCII-only: its stored spec names a region no AWS SDK
+    # accepts. Cancelling it must stop it and tear down what can exist, not fail on every retry.
+    spec = {**json.loads(json.dumps(SPEC)), "budget_usd": None}
+    spec["targets"][1]["region"] = "us-east-\u0661"
+    api.sfn.start_execution(stateMachineArn=api.arn, name="legacy-1",
+                            input=json.dumps({"spec": spec, "run_id": "legacy-1"}))
+    status, body, _ = api("DELETE", "/runs/legacy-1")
+    assert status == 202, body
+    assert body["status"] == "ABORTED" and body["teardown"]["failed"] == []
+    assert api("DELETE", "/runs/legacy-1")[0] == 200
+
+
+@pytest.mark.parametrize("ctype", ["APPLICATION/JSON", "Application/Json; charset=UTF-8",
+                                   "application/json;charset=utf-8", " application/json "])
+def test_content_type_is_case_insensitive(api, ctype):
+    status, body, _ = api("POST", "/runs", SPEC, {"Content-Type": ctype})
+    assert status == 202, body
+
+
+@pytest.mark.parametrize(("spec", "field", "words"), [
+    ({**SPEC, "targets": [*SPEC["targets"], {**SPEC["targets"][0]}]}, "targets[2].id", "used twice"),
+    ({**SPEC, "baseline": "nope"}, "baseline", "not one of the target ids"),
+    # the Plan state's refusals, made before starting: a spec field and the whole reason
+    ({**SPEC, "budget_usd": None, "workload": {**WORKLOAD, "duration_s": 48 * 3600, "threads": [1, 2, 3]}},
+     "workload.duration_s", "one execution runs at most"),
+    ({**SPEC, "budget_usd": None, "repetitions": 20,
+      "workload": {**WORKLOAD, "duration_s": 30, "threads": list(range(1, 65))}},
+     "targets[0]", "use fewer steps or repetitions"),
+])
+def test_cross_field_and_plan_refusals_name_the_spec_field(api, spec, field, words):
+    status, body, _ = api("POST", "/runs", spec)
+    assert status == 400, body
+    assert body["field"] == field, body
+    assert words in body["message"], body
+    assert api.starts == 0

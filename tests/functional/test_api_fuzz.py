@@ -287,3 +287,62 @@ def test_hostile_bodies_and_methods(api, data):
     else:
         evt = event(value, "/runs", json.dumps(VALID))
     check(api, "body_or_method", evt)
+
+
+# Any JSON value at all, with what JSON readers trip on: huge integers, non-finite and overflowing
+# floats, deep nesting, and valid specs with one such value put anywhere in them.
+_SCALARS = (st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12)
+            | st.integers(min_value=10**18, max_value=10**40))
+_JSON = st.recursive(_SCALARS, lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=8), c,
+                                                                                     max_size=4),
+                     max_leaves=20)
+_RAW_NUMBERS = st.sampled_from(["NaN", "Infinity", "-Infinity", "1e309", "-1e309", "9" * 4301, "-" + "9" * 5000,
+                                "1" + "0" * 40, "1.5e-400"])
+
+
+@st.composite
+def any_json_body(draw: Any) -> str:
+    kind = draw(st.sampled_from(["value", "spec-with-value", "raw-number", "deep"]))
+    if kind == "value":
+        return json.dumps(draw(_JSON), allow_nan=True)
+    spec = copy.deepcopy(VALID)
+    if kind == "deep":
+        depth = draw(st.sampled_from([30, 500, 999, 1001, 5000, 50_000]))
+        opener, closer = draw(st.sampled_from([("[", "]"), ('{"a":', "}")]))
+        nested = opener * depth + ("1" if opener != "[" else "") + closer * depth
+        where = draw(st.sampled_from(["top", "description", "options"]))
+        if where == "top":
+            return nested
+        placeholder = "PLACEHOLDER"
+        if where == "options":
+            spec["workload"]["options"] = {"x": placeholder}
+        else:
+            spec["description"] = placeholder
+        return json.dumps(spec).replace(f'"{placeholder}"', nested)
+    paths = [["repetitions"], ["budget_usd"], ["workload", "duration_s"], ["workload", "threads", 0],
+             ["targets", 0, "price_per_hour"], ["workload", "options", "x"], ["name"], ["targets", 1, "id"]]
+    path = draw(st.sampled_from(paths))
+    if path[:2] == ["workload", "options"]:
+        spec["workload"]["options"] = {}
+    _set(spec, path, "PLACEHOLDER")
+    value = draw(_RAW_NUMBERS) if kind == "raw-number" else json.dumps(draw(_JSON), allow_nan=True)
+    return json.dumps(spec).replace('"PLACEHOLDER"', value)
+
+
+@settings(max_examples=400, deadline=None, database=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                 HealthCheck.data_too_large])
+@given(body=any_json_body(), ctype=st.sampled_from(["application/json", "APPLICATION/JSON",
+                                                    "application/json; charset=utf-8"]))
+def test_any_json_body_gets_a_status_below_500(api, body, ctype):
+    module, spy = api
+    resp = module.handler(event("POST", "/runs", body, {"Content-Type": ctype}), None)
+    TRIED["any_json"] += 1
+    STATS[str(resp["statusCode"])] += 1
+    assert resp["statusCode"] < 500, (resp, body[:300])
+    doc = json.loads(resp["body"])
+    if resp["statusCode"] >= 400:
+        assert doc["message"] and doc["field"], doc
+    elif doc.get("created"):  # what went to StartExecution is strict JSON
+        described = spy.describe_execution(executionArn=module.service().execution_arn(doc["run_id"]))
+        json.loads(described["input"], parse_constant=lambda c: pytest.fail(f"{c} in the execution input"))

@@ -29,7 +29,13 @@ class TargetFailed(Exception):
 
 
 class PlanRejected(Exception):
-    """The spec cannot run: invalid, over budget, or beyond what one execution can hold."""
+    """The spec cannot run: invalid, over budget, or beyond what one execution can hold. ``field``
+    is the spec field the refusal is about when the message does not start with it (the API
+    answers naming it)."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class CollectFailed(Exception):

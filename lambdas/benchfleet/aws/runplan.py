@@ -260,8 +260,10 @@ def poll_caps(plan: Plan, o: Timing) -> PollCaps:
         [(t.repetitions, _bound(t, cap_of[t.target_id], ready[t.target_id]))]) for t in plan.targets}
     worst = max(bounds, key=lambda k: bounds[k])
     if bounds[worst] > history.HISTORY_BUDGET:
+        index = [t.target_id for t in plan.targets].index(worst)
         raise PlanRejected(f"spec: target {worst} needs up to {bounds[worst]} Step Functions history "
-                           f"events, above {history.HISTORY_BUDGET}: use fewer steps or repetitions")
+                           f"events, above {history.HISTORY_BUDGET}: use fewer steps or repetitions",
+                           field=f"targets[{index}]")
     return PollCaps(True, cap_of, max(bounds.values()))
 
 
@@ -305,8 +307,8 @@ def fit_problem(plan: Plan, *, max_vcpus: int = DEFAULT_MAX_VCPUS_PER_REGION,
                     "without waiting between them")
     margins_s = 2 * int(DEADLINE_MARGIN.total_seconds())
     if max_run_hours is not None and plan.wall_s + margins_s > max_run_hours * 3600:
-        return (f"spec: the run would take {plan.wall_s} s plus {margins_s} s of margins, and this "
-                f"deployment's executions time out after {max_run_hours} h (CDK context maxRunHours): "
+        return (f"spec: workload.duration_s: the run would take {plan.wall_s} s plus {margins_s} s of margins, "
+                f"and this deployment's executions time out after {max_run_hours} h (CDK context maxRunHours): "
                 "shorten the run, or deploy with a larger maxRunHours")
     return None
 
