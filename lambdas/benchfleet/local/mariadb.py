@@ -117,10 +117,12 @@ def _pid_alive(pid: int | None) -> bool:
 
 
 def _die_with_parent() -> None:
-    """preexec_fn: the server gets SIGTERM when benchfleet dies, however it dies."""
+    """preexec_fn: the server is killed when benchfleet dies, however it dies. SIGKILL, not SIGTERM:
+    a server that is stopped, or waiting on a full disk, never acts on SIGTERM (it was still alive
+    a minute after its owner); its data dir is throwaway, and the next command removes it."""
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def free_port() -> int:
@@ -164,6 +166,7 @@ def _terminate(pid: int | None, timeout: float = _STOP_TIMEOUT_S) -> None:
     assert pid is not None
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
+        os.kill(pid, signal.SIGCONT)  # a stopped server acts on SIGTERM only once it runs again
     deadline = time.monotonic() + timeout
     while _pid_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -195,6 +198,10 @@ class LocalServer:
     @property
     def config_hash(self) -> str:
         return self.rendered.sha256
+
+    @property
+    def error_log(self) -> Path | None:
+        return self.dir / "error.log" if self.dir is not None else None
 
     def __enter__(self) -> Connection:
         try:

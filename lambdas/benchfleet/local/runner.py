@@ -25,6 +25,7 @@ from benchfleet.agentjob import agent_job
 from benchfleet.local.existing import ExistingServer, ExistingServerError, engine_of, table_prefixes, variables_hash
 from benchfleet.local.mariadb import Connection, LocalServer, LocalServerError
 from benchfleet.local.store import DuckDBStore
+from benchfleet.local.watchdog import StepWatchdog, deadline_s, kill_group, plan_mismatch
 from benchfleet.naming import new_run_id, raw_key
 from benchfleet.plan import Plan, PlanStep
 from benchfleet.records import AgentOutput, Fingerprint, parse_agent_lines
@@ -184,8 +185,8 @@ def _run_target(loaded: LoadedSpec, target: LocalTarget | ExistingTarget, repeti
         requested = dict(server.rendered.options) if isinstance(server, LocalServer) else None
         for step in steps:
             observer.step_started(target.id, repetition, step)
-            output = _run_step(loaded, target, repetition, step, run_id, conn, server.config_hash,
-                               home, observer, result, requested)
+            output = _run_step(loaded, target, repetition, step, run_id, conn, server, home, observer, result,
+                               requested)
             if step.kind == "prepare":
                 fp = _fingerprint(output, target)
                 store.add_target(run_id, target.id, repetition, _target_meta(target, fp), fp)
@@ -199,36 +200,52 @@ def _run_target(loaded: LoadedSpec, target: LocalTarget | ExistingTarget, repeti
 
 
 def _run_step(loaded: LoadedSpec, target: LocalTarget | ExistingTarget, repetition: int, step: PlanStep,
-              run_id: str, conn: Connection, config_hash: str | None, home: Path, observer: Observer,
+              run_id: str, conn: Connection, server: LocalServer | ExistingServer, home: Path, observer: Observer,
               result: RunResult, requested: dict[str, str] | None = None) -> AgentOutput:
     job = agent_job(run_id=run_id, target_id=target.id, repetition=repetition, workload=loaded.workload,
-                    step=step, db=conn.as_job(), config_hash=config_hash, requested=requested)
+                    step=step, db=conn.as_job(), config_hash=server.config_hash, requested=requested)
     raw = home / "raw" / raw_key(run_id, target.id, repetition, step.name).removeprefix("runs/")
     raw.parent.mkdir(parents=True, exist_ok=True)
     result.raw_files.append(raw)
     # The job goes in on stdin: it carries the database password, which argv would show to `ps`.
+    where = f"{target.id} repetition {repetition} step {step.name}"
     with raw.open("w") as sink:
+        # Its own process group (with its sysbench), so the watchdog can stop both, even stopped ones.
         agent = subprocess.Popen([sys.executable, str(agent_path()), "--job", "-"], stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, text=True, bufsize=1)
+                                 stdout=subprocess.PIPE, text=True, bufsize=1, start_new_session=True)
         assert agent.stdin is not None and agent.stdout is not None
         agent.stdin.write(json.dumps(job))
         agent.stdin.close()
+        watched = [("the agent", agent.pid)]
+        error_log = None
+        if isinstance(server, LocalServer):  # an existing server is not ours to watch, only the agent
+            error_log = server.error_log
+            if server.process is not None:
+                watched.insert(0, ("the MariaDB server", server.process.pid))
+        dog = StepWatchdog(deadline_s(step), watched, lambda reason: kill_group(agent.pid), error_log=error_log)
         try:
-            for line in agent.stdout:
-                sink.write(line)
-                sink.flush()
-                if line.startswith('{"type":"sample"'):
-                    record = json.loads(line)
-                    observer.sample(target.id, step, record["second"], record["tps"])
+            with dog:
+                for line in agent.stdout:
+                    dog.progress()
+                    sink.write(line)
+                    sink.flush()
+                    if line.startswith('{"type":"sample"'):
+                        record = json.loads(line)
+                        observer.sample(target.id, step, record["second"], record["tps"])
         except BaseException:
-            # Interrupted here (SIGTERM reaches only us): stop the agent, which stops its sysbench.
+            # Interrupted here (SIGTERM reaches only us): stop the agent and its sysbench.
             if agent.poll() is None:
-                agent.terminate()
+                kill_group(agent.pid)
             raise
         finally:
             code = agent.wait()
+    if dog.reason:
+        raise StepFailed(f"{where}: {dog.reason}; stopped, nothing of this step stored")
     output = parse_agent_lines(raw.read_text(), str(raw))
     if code != 0 or output.errors:
         first = output.errors[0].message if output.errors else f"agent exited with code {code}"
-        raise StepFailed(f"{target.id} repetition {repetition} step {step.name}: {first}")
+        raise StepFailed(f"{where}: {first}")
+    mismatch = plan_mismatch(step, output, loaded.workload.report_interval_s)
+    if mismatch:
+        raise StepFailed(f"{where}: {mismatch}: the host or server stalled; not stored as a result")
     return output
