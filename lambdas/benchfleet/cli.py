@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchfleet.local.store import StoreError
 from benchfleet.plan import Plan, make_plan
 from benchfleet.pricing import price_per_hour
 from benchfleet.remote import RemoteError
@@ -239,7 +240,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
             print_remote_runs(runs)
         return EXIT_OK
-    with open_store(home()) as store:
+    with open_store(home(), write=False) as store:
         runs = store.runs()
     if args.format == "json":
         print(json.dumps(runs, indent=2, default=str))
@@ -257,7 +258,7 @@ def cmd_results(args: argparse.Namespace) -> int:
         return _history(args)
     if not args.run:
         raise CliError("results needs a RUN (or --history NAME)", EXIT_USAGE)
-    with open_store(home()) as store:
+    with open_store(home(), write=args.remote) as store:
         try:
             run_id = _sync_remote(args.run, args.api_url, store) if args.remote else args.run
             doc = _results(store, run_id)
@@ -329,7 +330,7 @@ def _history(args: argparse.Namespace) -> int:
         from benchfleet.stats import run_comparison
 
         points = []
-        with open_store(home()) as store:
+        with open_store(home(), write=False) as store:
             for run in reversed(store.runs()):
                 if run["name"] == args.history and run["status"] == "succeeded":
                     doc = run_comparison(store, run["run_id"])
@@ -358,7 +359,7 @@ def _csv(rows: list[dict[str, Any]]) -> str:
 def cmd_report(args: argparse.Namespace) -> int:
     from benchfleet.local.store import RunNotFound, open_store
 
-    with open_store(home()) as store:
+    with open_store(home(), write=args.remote) as store:
         try:
             run_id = _sync_remote(args.run, args.api_url, store) if args.remote else store.run(args.run)["run_id"]
         except RunNotFound as e:
@@ -469,6 +470,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RemoteError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE if 400 <= e.status < 500 else EXIT_FAILED
+    except StoreError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_FAILED
     except KeyboardInterrupt:
         print("interrupted: servers stopped and their data removed", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -107,6 +107,7 @@ def test_a_stopped_server_or_agent_fails_the_step_with_the_reason(bf_home: Path,
     started = time.monotonic()
     os.kill(pid, signal.SIGSTOP)
     with resumed_at_end(pid):
+        assert the_run(bf_home)["status"] == "running"  # the store is readable while the run goes on
         output = proc.communicate(timeout=120)[0]
     assert proc.returncode == 1, output
     assert "stopped for" in output and "t0002" in output, output
@@ -129,6 +130,8 @@ def test_benchfleet_killed_while_its_server_is_stopped_takes_the_server_with_it(
         proc.kill()
         proc.communicate(timeout=30)
         wait_for("the server to die with its owner", lambda: process_state(pid) in (None, "Z"), timeout=10)
+    run = the_run(bf_home)  # the next command finds the run's process gone
+    assert run["status"] == "interrupted", run
 
 
 def test_a_full_disk_during_prepare_fails_the_run_cleanly(tmp_path: Path) -> None:

@@ -86,7 +86,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DuckDBStore]:
                 db.add_output(step_output(target, rep, threads, T0 + timedelta(minutes=threads + rep)))
     # DuckDBStore has no cloud-metric writer (collect writes them in the cloud); plain SQL through it.
     for minute in range(5):
-        db.query("INSERT INTO cloud_metrics VALUES (?, ?, 'm6i-large', 'WriteLatency', ?, 'Milliseconds')",
+        db.execute("INSERT INTO cloud_metrics VALUES (?, ?, 'm6i-large', 'WriteLatency', ?, 'Milliseconds')",
                  [T0 + timedelta(minutes=minute), RUN, 1.5 + minute / 10])
     db.finish_run(RUN, "succeeded", actual_cost_usd=1.1)
     yield db

@@ -310,7 +310,7 @@ def test_targets_without_a_recorded_price_are_priced_from_the_spec(tmp_path: Pat
     s = DuckDBStore(tmp_path / "b.duckdb")
     try:
         run_id = fill_store(s, "unpriced-20261122t100000-abcd", reps=2, threads=(1,), seconds=5, warmup_s=2)
-        s.db.execute("UPDATE targets SET price_per_hour = NULL")
+        s.execute("UPDATE targets SET price_per_hour = NULL")
         result = stats.run_comparison(s, run_id)
         # spec targets: ec2 m6i.large with the default gp3 100 GB volume
         assert result["targets"][0]["price_per_hour"] == pytest.approx(0.096 + 8 / 730, abs=1e-6)

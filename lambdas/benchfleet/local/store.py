@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import socket
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -74,54 +77,220 @@ ALTER TABLE step_summaries ADD COLUMN IF NOT EXISTS missing_final BOOLEAN;
 """
 
 
+# Local bookkeeping, not part of the data model (the Athena store has no such table): which
+# process on which host is writing a run, so a run whose process is gone can be told from a live one.
+OWNERS = """
+CREATE TABLE IF NOT EXISTS run_owners (
+    run_id VARCHAR PRIMARY KEY, host VARCHAR NOT NULL, pid INTEGER NOT NULL, started VARCHAR);
+"""
+# How long to wait for another benchfleet process's write (milliseconds) or read to finish.
+LOCK_WAIT_S = 60.0
+
+
 class RunNotFound(LookupError):
     pass
 
 
-class DuckDBStore:
-    """Results of local runs and imports. One writer at a time (DuckDB's own rule)."""
+class StoreError(RuntimeError):
+    """The store cannot be used; the message names the file and what to do. Raised when the store
+    is opened, so a run fails before anything is benchmarked."""
 
-    def __init__(self, path: Path) -> None:
+
+def _process_start(pid: int) -> str | None:
+    """The start time of ``pid`` (clock ticks since boot): with the pid, it names one process."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _owner_alive(host: str | None, pid: int | None, started: str | None) -> bool:
+    if host is None or pid is None:
+        return False  # a run from before owners were recorded: nothing can still be writing it
+    if host != socket.gethostname():
+        return True  # another machine's process: we cannot tell, so we do not judge
+    return _process_start(pid) == started
+
+
+class DuckDBStore:
+    """Results of local runs and imports, at ``path``.
+
+    No connection is held between operations: each write opens the file, writes in one transaction
+    and closes it, and reads share one read-only connection until the next write or ``close()``.
+    So ``runs`` and ``results`` work while a run is writing (each waits out the other's short
+    turn), and reading needs no write access (a read-only home). A file DuckDB cannot read is never
+    opened for writing. ``write=False``: open for reading only (no schema created or changed)."""
+
+    def __init__(self, path: Path, write: bool = True) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = duckdb.connect(str(path))
-        self.db.execute("SET TimeZone = 'UTC'")
-        self.db.execute(SCHEMA)
+        self.write_mode = write
+        self._reader: duckdb.DuckDBPyConnection | None = None
+        if path.exists():
+            self._probe()
+        if write:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with self._writing() as db:
+                db.execute(SCHEMA + OWNERS)
+                self._check_columns(db)
+        self._mark_interrupted()
+
+    # ---- connections ---------------------------------------------------------------------------
+    def _connect(self, read_only: bool) -> duckdb.DuckDBPyConnection:
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                db = duckdb.connect(str(self.path), read_only=read_only)
+                db.execute("SET TimeZone = 'UTC'")
+                return db
+            except duckdb.IOException as e:
+                if "lock" in str(e).lower() and time.monotonic() < deadline:
+                    time.sleep(0.05)  # another benchfleet process is in its (short) turn
+                    continue
+                raise self._error(e) from None
+            except duckdb.Error as e:
+                raise self._error(e) from None
+
+    def _error(self, e: BaseException) -> StoreError:
+        first = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
+        return StoreError(f"{self.path}: cannot use this results store: {first}. It was left as it is; "
+                          "move it away (or set BENCHFLEET_HOME) to start a new one")
+
+    def _probe(self) -> None:
+        """Read every table once, read-only: a damaged or foreign file fails here, before any write."""
+        db = self._connect(read_only=True)
+        try:
+            tables = [r[0] for r in db.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'").fetchall()]
+            for table in tables:
+                db.execute(f'SELECT count(*) FROM "{table}"').fetchall()
+        except duckdb.Error as e:
+            raise self._error(e) from None
+        finally:
+            db.close()
+
+    def _check_columns(self, db: duckdb.DuckDBPyConnection) -> None:
+        """Schema drift (a store from another version) fails now, not after benchmarking."""
+        expected = duckdb.connect()
+        try:
+            expected.execute(SCHEMA + OWNERS)
+            want = _columns(expected)
+        finally:
+            expected.close()
+        have = _columns(db)
+        missing = [f"{table}.{col}" for table, cols in want.items() for col in cols
+                   if col not in have.get(table, set())]
+        if missing:
+            raise StoreError(f"{self.path}: this results store lacks columns {', '.join(missing[:10])} "
+                             "(written by another benchfleet version). It was left as it is; move it away "
+                             "(or set BENCHFLEET_HOME) to start a new one")
+
+    @property
+    def db(self) -> duckdb.DuckDBPyConnection:
+        """The read connection (opened on first use; an empty in-memory store when there is no file)."""
+        if self._reader is None:
+            if self.path.exists():
+                self._reader = self._connect(read_only=True)
+            else:
+                self._reader = duckdb.connect()
+                self._reader.execute("SET TimeZone = 'UTC'")
+                self._reader.execute(SCHEMA + OWNERS)
+        return self._reader
+
+    @contextmanager
+    def _writing(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """One short write transaction on its own connection, closed at once."""
+        if not self.write_mode:
+            raise StoreError(f"{self.path}: opened for reading only")
+        self._close_reader()
+        db = self._connect(read_only=False)
+        try:
+            db.execute("BEGIN")
+            try:
+                yield db
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+        except duckdb.Error as e:
+            raise self._error(e) from None
+        finally:
+            db.close()
+
+    def _close_reader(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
 
     def close(self) -> None:
-        self.db.close()
+        self._close_reader()
+
+    def _mark_interrupted(self) -> None:
+        """Runs still 'running' whose process is gone end as 'interrupted' (in the file when it can
+        be written, else as read)."""
+        try:
+            running = self._dicts("SELECT r.run_id, o.host, o.pid, o.started FROM runs r "
+                                  "LEFT JOIN run_owners o USING (run_id) WHERE r.status = 'running'")
+        except duckdb.CatalogException:  # read-only, from before owners were recorded (or no runs table)
+            try:
+                running = self._dicts("SELECT run_id, NULL AS host, NULL AS pid, NULL AS started FROM runs "
+                                      "WHERE status = 'running'")
+            except duckdb.CatalogException:
+                running = []
+        stale = [r["run_id"] for r in running if not _owner_alive(r["host"], r["pid"], r["started"])]
+        self._interrupted = set(stale)
+        if stale and self.write_mode:
+            with self._writing() as db:
+                db.executemany("UPDATE runs SET status = 'interrupted', ended_at = ?, message = ? "
+                               "WHERE run_id = ? AND status = 'running'",
+                               [[datetime.now(UTC), INTERRUPTED, run_id] for run_id in stale])
+            self._interrupted = set()
 
     # ---- runs --------------------------------------------------------------------------------
     def create_run(self, run_id: str, name: str, spec: dict[str, Any], mode: str,
                    estimated_cost_usd: float | None) -> None:
-        self.db.execute(
-            "INSERT INTO runs (run_id, name, spec, status, mode, started_at, estimated_cost_usd) "
-            "VALUES (?, ?, ?, 'running', ?, ?, ?)",
-            [run_id, name, json.dumps(spec), mode, datetime.now(UTC), estimated_cost_usd])
+        with self._writing() as db:
+            db.execute(
+                "INSERT INTO runs (run_id, name, spec, status, mode, started_at, estimated_cost_usd) "
+                "VALUES (?, ?, ?, 'running', ?, ?, ?)",
+                [run_id, name, json.dumps(spec), mode, datetime.now(UTC), estimated_cost_usd])
+            db.execute("INSERT OR REPLACE INTO run_owners VALUES (?, ?, ?, ?)",
+                       [run_id, socket.gethostname(), os.getpid(), _process_start(os.getpid())])
 
     def finish_run(self, run_id: str, status: str, message: str | None = None,
                    actual_cost_usd: float | None = None) -> None:
-        self.db.execute("UPDATE runs SET status = ?, message = ?, ended_at = ?, actual_cost_usd = ? "
-                        "WHERE run_id = ?", [status, message, datetime.now(UTC), actual_cost_usd, run_id])
+        with self._writing() as db:
+            db.execute("UPDATE runs SET status = ?, message = ?, ended_at = ?, actual_cost_usd = ? "
+                       "WHERE run_id = ?", [status, message, datetime.now(UTC), actual_cost_usd, run_id])
 
     def delete_run(self, run_id: str) -> None:
         """Remove a run and all its rows (before loading a fresh copy of it)."""
-        for table in ("samples", "step_summaries", "cloud_metrics", "targets", "runs"):
-            self.db.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+        with self._writing() as db:
+            for table in ("samples", "step_summaries", "cloud_metrics", "targets", "run_owners", "runs"):
+                db.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
 
     def delete_target(self, run_id: str, target_id: str) -> None:
         """Remove one target's rows from a run (an import into the run that failed half-way)."""
-        for table in ("samples", "step_summaries", "cloud_metrics", "targets"):
-            self.db.execute(f"DELETE FROM {table} WHERE run_id = ? AND target_id = ?", [run_id, target_id])
+        with self._writing() as db:
+            for table in ("samples", "step_summaries", "cloud_metrics", "targets"):
+                db.execute(f"DELETE FROM {table} WHERE run_id = ? AND target_id = ?", [run_id, target_id])
 
     def set_spec(self, run_id: str, spec: dict[str, Any]) -> None:
         """Replace a run's spec (an import adds a target to an existing run)."""
-        self.db.execute("UPDATE runs SET spec = ? WHERE run_id = ?", [json.dumps(spec), run_id])
+        with self._writing() as db:
+            db.execute("UPDATE runs SET spec = ? WHERE run_id = ?", [json.dumps(spec), run_id])
 
     def runs(self) -> list[dict[str, Any]]:
-        return self._dicts("SELECT run_id, name, status, mode, started_at, ended_at, estimated_cost_usd, "
-                           "actual_cost_usd, message, json_extract_string(spec, '$.variant.label') AS variant "
-                           "FROM runs ORDER BY started_at DESC")
+        return self._as_interrupted(self._dicts(
+            "SELECT run_id, name, status, mode, started_at, ended_at, estimated_cost_usd, "
+            "actual_cost_usd, message, json_extract_string(spec, '$.variant.label') AS variant "
+            "FROM runs ORDER BY started_at DESC"))
+
+    def _as_interrupted(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Rows of runs found interrupted in a store opened read-only (it could not record that)."""
+        for row in rows:
+            if row.get("run_id") in self._interrupted and row.get("status") == "running":
+                row.update(status="interrupted", message=INTERRUPTED)
+        return rows
 
     def run(self, run_id: str) -> dict[str, Any]:
         rows = self._dicts("SELECT * FROM runs WHERE run_id = ?", [run_id])
@@ -132,7 +301,7 @@ class DuckDBStore:
             if len(rows) != 1:
                 raise RunNotFound(f"no run {run_id!r}" if not rows else
                                   f"{run_id!r} matches {len(rows)} runs; give more of the id")
-        row = rows[0]
+        row = self._as_interrupted(rows)[0]
         row["spec"] = json.loads(row["spec"])
         return row
 
@@ -143,29 +312,15 @@ class DuckDBStore:
         values = {"run_id": run_id, "target_id": target_id, "repetition": repetition, **meta,
                   **{k: fp.get(k) for k in _FINGERPRINT_COLUMNS}, "recorded_at": fp.get("time")}
         columns = list(values)
-        self.db.execute(
-            f"INSERT OR REPLACE INTO targets ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
-            [values[c] for c in columns])
+        with self._writing() as db:
+            db.execute(f"INSERT OR REPLACE INTO targets ({', '.join(columns)}) "
+                       f"VALUES ({', '.join('?' * len(columns))})", [values[c] for c in columns])
 
     def add_output(self, output: AgentOutput) -> None:
         """Insert samples and step summaries (in one transaction, so a step is there whole or not)."""
-        self.db.execute("BEGIN")
-        try:
-            self._insert("samples", _SAMPLE_COLUMNS, output.samples)
-            self._insert("step_summaries", _SUMMARY_COLUMNS, output.summaries, replace=True)
-            self.db.execute("COMMIT")
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-
-    def _insert(self, table: str, columns: list[str], rows: Sequence[Sample | StepSummary],
-                replace: bool = False) -> None:
-        if not rows:
-            return
-        verb = "INSERT OR REPLACE" if replace else "INSERT"
-        self.db.executemany(
-            f"{verb} INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
-            [[getattr(r, c) for c in columns] for r in rows])
+        with self._writing() as db:
+            _insert(db, "samples", _SAMPLE_COLUMNS, output.samples)
+            _insert(db, "step_summaries", _SUMMARY_COLUMNS, output.summaries, replace=True)
 
     # ---- reads -------------------------------------------------------------------------------
     def targets(self, run_id: str) -> list[dict[str, Any]]:
@@ -186,15 +341,42 @@ class DuckDBStore:
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         return self._dicts(sql, params)
 
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
+        """A statement that writes, in its own short transaction (``query`` only reads)."""
+        with self._writing() as db:
+            db.execute(sql, list(params))
+
     def _dicts(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         cursor = self.db.execute(sql, list(params))
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
+def _insert(db: duckdb.DuckDBPyConnection, table: str, columns: list[str], rows: Sequence[Sample | StepSummary],
+            replace: bool = False) -> None:
+    if not rows:
+        return
+    verb = "INSERT OR REPLACE" if replace else "INSERT"
+    db.executemany(f"{verb} INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                   [[getattr(r, c) for c in columns] for r in rows])
+
+
+def _columns(db: duckdb.DuckDBPyConnection) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for table, column in db.execute("SELECT table_name, column_name FROM information_schema.columns "
+                                    "WHERE table_schema = 'main'").fetchall():
+        out.setdefault(table, set()).add(column)
+    return out
+
+
+INTERRUPTED = "interrupted: the benchfleet process running it ended before the run did"
+
+
 @contextmanager
-def open_store(home: Path) -> Iterator[DuckDBStore]:
-    store = DuckDBStore(home / "benchfleet.duckdb")
+def open_store(home: Path, write: bool = True) -> Iterator[DuckDBStore]:
+    """The store of ``home``; ``write=False`` for commands that only read (they then work on a
+    read-only home and never change the file)."""
+    store = DuckDBStore(home / "benchfleet.duckdb", write=write)
     try:
         yield store
     finally:
