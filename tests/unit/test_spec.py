@@ -153,3 +153,23 @@ def test_server_options_are_one_spelling_and_reach_the_plan() -> None:
     assert parsed.targets[0].server_options == {"innodb_buffer_pool_size": "64M", "sync_binlog": 0}
     summary = make_plan(resolve(parsed, "s.yaml")).summary()
     assert summary["targets"][0]["server_options"] == {"innodb_buffer_pool_size": "64M", "sync_binlog": 0}
+
+
+def test_no_pattern_takes_unicode_digits() -> None:
+    # pydantic-core's \d matches any Unicode digit ("us-east-\u0661", "mysql-\uff18.0"): [0-9] only.
+    patterns: list[str] = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            patterns.extend(v for k, v in node.items() if k == "pattern" and isinstance(v, str))
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(json_schema())
+    assert patterns and not [p for p in patterns if "\\d" in p]
+    for field, value in (("region", "us-east-\u0661"), ("engine", "mysql-\uff18.0")):
+        target = {"id": "m", "kind": "ec2", "instance_type": "m6i.large", field: value}
+        assert any(p == f"targets[0].{field}" for p, _ in problems(spec(targets=[target]))), field

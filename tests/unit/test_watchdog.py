@@ -44,7 +44,7 @@ def test_a_step_without_a_final_summary_is_not_a_result() -> None:
 
 def test_deadline_is_the_duration_plus_a_grace() -> None:
     assert deadline_s(step(10)) == 40 and deadline_s(step(600)) == 900
-    assert deadline_s(step(20, "prepare")) == 120
+    assert deadline_s(step(20, "prepare")) == 360
 
 
 def test_the_watchdog_fires_past_the_deadline_and_on_a_stopped_process(tmp_path: Path) -> None:

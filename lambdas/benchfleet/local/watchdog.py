@@ -133,8 +133,8 @@ class StepWatchdog:
 def deadline_s(step: PlanStep) -> int:
     """How long a local step may run: its planned duration plus a grace for sysbench's start and
     stop, and for prepare, whose duration is an estimate from the data set's size."""
-    if step.kind == "prepare":
-        return step.duration_s * 3 + 60
+    if step.kind == "prepare":  # a last resort: a stopped server or a full disk is caught sooner
+        return step.duration_s * 3 + 300
     return step.duration_s + max(30, step.duration_s // 2)
 
 
