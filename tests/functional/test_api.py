@@ -481,7 +481,7 @@ def test_content_type_is_case_insensitive(api, ctype):
     ({**SPEC, "baseline": "nope"}, "baseline", "not one of the target ids"),
     # the Plan state's refusals, made before starting: a spec field and the whole reason
     ({**SPEC, "budget_usd": None, "workload": {**WORKLOAD, "duration_s": 48 * 3600, "threads": [1, 2, 3]}},
-     "workload.duration_s", "one execution runs at most"),
+     "workload.duration_s", "executions time out after"),
     ({**SPEC, "budget_usd": None, "repetitions": 20,
       "workload": {**WORKLOAD, "duration_s": 30, "threads": list(range(1, 65))}},
      "targets[0]", "use fewer steps or repetitions"),
