@@ -45,8 +45,8 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
         run_id = fill_store(store)
         # Per-second gaps in every step of repetition 1 (sysbench reporting late, the last interval lost):
         # their notes are the longest cells of the results table.
-        store.db.execute("UPDATE step_summaries SET samples_expected = samples + 3, missing_final = true "
-                         "WHERE repetition = 1")
+        store.execute("UPDATE step_summaries SET samples_expected = samples + 3, missing_final = true "
+                      "WHERE repetition = 1")
         return write_report(store, run_id[:12], tmp / "reports" / f"{run_id}.html")
     finally:
         store.close()

@@ -74,16 +74,17 @@ def generate(path: Path, targets: int, steps: int, seconds: int) -> None:
         spec = {"name": "scaling", "workload": "sweep", "repetitions": 1,
                 "targets": [{k: v for k, v in t.items() if k not in ("price", "vcpus")} for t in spec_targets]}
         store.create_run(RUN_ID, "scaling", spec, "aws", None)
-        store.db.execute("SELECT setseed(0.42)")
-        store.db.execute(_SAMPLES_SQL, [seconds, RUN_ID, targets, steps, seconds])
-        store.db.execute(_SUMMARIES_SQL, [RUN_ID])
-        for t in spec_targets:
-            store.db.execute(
-                "INSERT INTO targets (run_id, target_id, repetition, kind, instance_type, engine, mysql_config, "
-                "region, storage, price_per_hour, vcpus, cpu_model, arch) VALUES (?, ?, 1, 'ec2', ?, ?, ?, ?, "
-                "'gp3:100', ?, ?, 'synthetic', 'x86_64')",
-                [RUN_ID, t["id"], t["instance_type"], t["engine"], t["mysql_config"], t["region"], t["price"],
-                 t["vcpus"]])
+        with store.transaction() as db:
+            db.execute("SELECT setseed(0.42)")
+            db.execute(_SAMPLES_SQL, [seconds, RUN_ID, targets, steps, seconds])
+            db.execute(_SUMMARIES_SQL, [RUN_ID])
+            for t in spec_targets:
+                db.execute(
+                    "INSERT INTO targets (run_id, target_id, repetition, kind, instance_type, engine, mysql_config, "
+                    "region, storage, price_per_hour, vcpus, cpu_model, arch) VALUES (?, ?, 1, 'ec2', ?, ?, ?, ?, "
+                    "'gp3:100', ?, ?, 'synthetic', 'x86_64')",
+                    [RUN_ID, t["id"], t["instance_type"], t["engine"], t["mysql_config"], t["region"], t["price"],
+                     t["vcpus"]])
         store.finish_run(RUN_ID, "succeeded")
     finally:
         store.close()

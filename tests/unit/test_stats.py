@@ -330,7 +330,7 @@ def test_step_rates_are_weighted_by_the_seconds_each_sample_covers(tmp_path: Pat
         tps = [900.0, 880.0, 300.0, 450.0, 870.0, 860.0, 420.0, 910.0, 890.0]
         target = s.query("SELECT min(target_id) AS t FROM samples")[0]["t"]
         for second, (length, rate) in enumerate(zip(lengths, tps, strict=True), start=1):
-            s.db.execute("UPDATE samples SET interval_s = ?, tps = ? WHERE target_id = ? AND second = ? "
+            s.execute("UPDATE samples SET interval_s = ?, tps = ? WHERE target_id = ? AND second = ? "
                          "AND phase = 'measure' AND repetition = 1", [length, rate, target, second])
         sql = next(r for r in s.query(stats.STEP_STATS_SQL, [run_id])
                    if (r["target_id"], r["repetition"]) == (target, 1))

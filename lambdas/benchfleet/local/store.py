@@ -7,7 +7,7 @@ import os
 import socket
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -345,6 +345,10 @@ class DuckDBStore:
         """A statement that writes, in its own short transaction (``query`` only reads)."""
         with self._writing() as db:
             db.execute(sql, list(params))
+
+    def transaction(self) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
+        """Several writing statements on one connection, in one short transaction."""
+        return self._writing()
 
     def _dicts(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         cursor = self.db.execute(sql, list(params))
