@@ -136,7 +136,8 @@ export const HANDLERS: Record<HandlerModule, HandlerSpec> = {
     description: 'Write summary.json and the terminal run status',
     timeout: Duration.minutes(5),
     memoryMiB: 1024,
-    grants: ['runsReadWrite', 'storeRead'],
+    // storeWrite: the runs (and targets) rows and their partitions (Athena store).
+    grants: ['runsReadWrite', 'storeRead', 'storeWrite'],
   },
   api: {
     description: 'REST API: start, list, show, cancel runs and return results',

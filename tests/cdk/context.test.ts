@@ -36,6 +36,20 @@ describe('resultsStore=athena', () => {
     for (const [, fn] of fns) expect(fn.Properties.Environment.Variables.RESULTS_STORE).toBe('athena');
   });
 
+  test('summarize may write the runs and targets rows and register their partitions', () => {
+    const [roleId] = resourcesOf(template, 'AWS::IAM::Role').find(([id]) =>
+      id.startsWith('OrchestrationFunctionsSummarizeRole'),
+    )!;
+    const statements = resourcesOf(template, 'AWS::IAM::Policy')
+      .filter(([, p]) => p.Properties.Roles.some((r: any) => r.Ref === roleId))
+      .flatMap(([, p]) => p.Properties.PolicyDocument.Statement as any[]);
+    const actions = (s: any): string[] => (Array.isArray(s.Action) ? s.Action : [s.Action]);
+    const put = statements.find((s) => actions(s).includes('s3:PutObject') && JSON.stringify(s.Resource).includes('/tables/*'));
+    expect(put).toBeDefined();
+    const glue = statements.find((s) => actions(s).includes('glue:BatchCreatePartition'));
+    expect(JSON.stringify(glue.Resource)).toMatch(/table\//);
+  });
+
   test('still cdk-nag clean', () => {
     expect(nagFindings(stack)).toEqual([]);
   });

@@ -117,7 +117,7 @@ def test_timestream_keeps_run_and_target_metadata_in_s3_only(aws):
     assert not any(k.startswith("tables/") for k in keys)
 
 
-def test_a_store_that_refuses_the_run_row_does_not_cost_the_run_its_status(aws):
+def test_a_store_that_refuses_the_run_row_fails_the_run_naming_it_and_still_writes_the_status(aws):
     s3 = aws
 
     class Broken(TimestreamStore):
@@ -126,7 +126,9 @@ def test_a_store_that_refuses_the_run_row_does_not_cost_the_run_its_status(aws):
 
     result = finish(s3, Broken(None, "bf"))
     summary = json.loads(s3.get_object(Bucket=BUCKET, Key=naming.summary_key(RUN))["Body"].read())
-    assert result["status"] == "SUCCEEDED" and "glue is down" in summary["metadata"]["error"]
+    assert "glue is down" in summary["metadata"]["error"]
+    assert result["status"] == summary["status"] == "FAILED"
+    assert result["error"]["error"] == "StoreFailed" and "glue is down" in result["error"]["cause"]
 
 
 def raw_prepare_on(s3: Any, target_id: str, **placement: str) -> None:

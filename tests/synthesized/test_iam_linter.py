@@ -53,6 +53,8 @@ SUPPRESSED: dict[tuple[str, str], str] = {
         "per account by the first database; only that role, only for rds.amazonaws.com (iam:AWSServiceName).",
     ("RESOURCE_MISMATCH", "timestream:DescribeTable,timestream:WriteRecords"): "Granted on the database and "
         "its tables/*: WriteRecords and DescribeTable name a table; the database ARN serves DescribeDatabase.",
+    ("RESOURCE_MISMATCH", "timestream:DescribeTable,timestream:Select,timestream:WriteRecords"): "Granted on "
+        "the database and its tables/*, as for WriteRecords (summarize reads and writes the store).",
     ("RESOURCE_MISMATCH", "timestream:DescribeTable,timestream:Select"): "Granted on the database and its "
         "tables/*, as for WriteRecords.",
     ("RESOURCE_MISMATCH", "states:ListExecutions,states:StartExecution"): "The state machine's ARN; "

@@ -100,11 +100,16 @@ def summarize(s3: Any, bucket: str, *, run_id: str, plan: dict[str, Any] | None,
     }
     key = naming.summary_key(run_id)
     # Metadata first: summary.json is the run's terminal mark, written last, and always: a store
-    # that refuses the run's row must not leave the run without a status.
+    # that refuses the run's row must not leave the run without a status. Nor is its error
+    # swallowed: the run fails, naming the store (dashboards would lose the run's name and baseline).
     try:
         summary["metadata"] = write_metadata(s3, store, bucket, summary=summary, spec=spec)
     except Exception as e:
-        summary["metadata"] = {"error": f"{type(e).__name__}: {e}"[:1000]}
+        cause = f"{type(e).__name__}: {e}"[:1000]
+        summary["metadata"] = {"error": cause}
+        status = summary["status"] = FAILED
+        summary["error"] = summary["error"] or {
+            "error": "StoreFailed", "cause": f"the results store refused the run's metadata: {cause}"}
     with aws_errors():
         s3.put_object(Bucket=bucket, Key=key, Body=json.dumps(summary, indent=2).encode(),
                       ContentType="application/json")
