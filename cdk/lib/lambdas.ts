@@ -14,7 +14,7 @@ import { Construct } from 'constructs';
 import { copyTree, fileCopyAsset } from './bundling';
 import { allowWildcard } from './nag';
 import { ALL_HANDLERS, HandlerModule, METRICS_NAMESPACE, pascal, REPO_ROOT, SERVICE_NAME } from './naming';
-import { FleetResources, Permissions } from './permissions';
+import { FleetResources, grantRdsSecretBinding, Permissions } from './permissions';
 import { ResultsStore } from './results-store';
 
 /** Public Powertools layer: account 017000801446, python3.13, arm64 (must match ARCHITECTURE). */
@@ -70,6 +70,7 @@ type Grant =
   | 'targetDelete'
   | 'commandSend'
   | 'commandRead'
+  | 'secretBinding'
   | 'cloudMetrics'
   | 'runsRead'
   | 'runsReadWrite'
@@ -101,10 +102,10 @@ export const HANDLERS: Record<HandlerModule, HandlerSpec> = {
     grants: ['describe', 'targetCreate', 'runsReadWrite'],
   },
   readiness: {
-    description: 'Report whether a target and its SSM agent are ready',
+    description: 'Report whether a target and its SSM agent are ready; bind its DB secret to its host',
     timeout: Duration.seconds(60),
     memoryMiB: 256,
-    grants: ['describe', 'commandRead', 'runsReadWrite'],
+    grants: ['describe', 'commandRead', 'secretBinding', 'runsReadWrite'],
   },
   start_step: {
     description: 'Send the agent document to a target for one benchmark step',
@@ -278,6 +279,8 @@ export class BenchfleetFunctions extends Construct {
         return p.grantCommandSend(role);
       case 'commandRead':
         return p.grantCommandRead(role);
+      case 'secretBinding':
+        return grantRdsSecretBinding(role);
       case 'cloudMetrics':
         return p.grantCloudMetrics(role);
       case 'runsRead':

@@ -73,13 +73,15 @@ export const WILDCARDS = {
   rdsSecrets: {
     appliesTo: [
       regional('secretsmanager', 'secret:rds!*'),
-      // The target role's reads: any region (targets may be anywhere), conditioned on the DB ARN tag.
+      // The target role's reads and readiness's binding: any region (targets may be anywhere), conditioned on tags.
       { regex: `/^Resource::arn:${PARTITION}:secretsmanager:\\*:${ACCOUNT}:secret:rds!(db|cluster)-\\*$/` },
     ],
     reason:
       'RDS itself creates the managed master password secret of a run\'s database at run time and names it ' +
       'rds!<db|cluster>-<uuid>: it is not a stack resource. Creating it is allowed only through RDS ' +
-      '(aws:CalledVia); reading it only when RDS tagged it with a DB ARN of this stack\'s prefix.',
+      '(aws:CalledVia); tagging it (readiness) only with benchfleet:secret-reader = an instance ARN, and only when ' +
+      'RDS tagged it with a DB ARN of this stack\'s prefix; reading it (the target role) only then, and only ' +
+      'from the host whose instance ARN that tag names (ec2:SourceInstanceARN).',
   },
   awsManagedKeys: {
     appliesTo: [regional('kms', 'key/*')],

@@ -18,6 +18,11 @@ export const TAG_STACK = 'benchfleet:stack';
  * there, and nothing more (the sweepers look for run-id and stack, never for this key).
  */
 export const TAG_AGENT_HOST = 'benchfleet:agent-host';
+/**
+ * On the RDS-managed secret of a run's database: the ARN of the one host that may read it, which
+ * the host role's read compares with the caller's `ec2:SourceInstanceARN` (cdk/lib/permissions.ts).
+ */
+export const TAG_SECRET_READER = 'benchfleet:secret-reader';
 /** Tag keys a run may set on the resources it creates (aws:TagKeys). */
 export const ALLOWED_RUN_TAG_KEYS = ['benchfleet:*', 'Name'];
 

@@ -13,6 +13,7 @@ import {
   TAG_EXPIRES_AT,
   TAG_AGENT_HOST,
   TAG_RUN_ID,
+  TAG_SECRET_READER,
   TAG_STACK,
   UBUNTU_AMI_OWNER,
 } from './naming';
@@ -365,44 +366,90 @@ export class Permissions {
 }
 
 /**
- * The target instance role: the RDS-managed master password of a database this stack created. The
- * agent on the client host reads it itself, so the password never travels in Run Command parameters.
- *
- * RDS tags the secret it manages with the ARN of its DB instance or cluster
+ * The RDS-managed master secrets of this stack's databases, per kind: RDS names the secret
+ * `rds!<db|cluster>-<uuid>` and tags it with the ARN of its DB instance or cluster
  * (`aws:rds:primaryDBInstanceArn` / `aws:rds:primaryDBClusterArn`), and this stack's DBs are named
- * with its prefix: a host can read the secrets of this stack's databases and of no other database
- * in the account. IAM cannot narrow it to one run: a host's credentials carry no run (instance
- * tags are not principal tags), and the secret's tags are RDS's, not ours.
+ * with its prefix. Any region: a target may run wherever a spec puts it, and its secret lives
+ * beside its database.
+ */
+function ownedRdsSecrets(stack: Stack): Array<{ kind: string; resource: string; condition: Record<string, string> }> {
+  const prefix = dbIdentifierPrefix(stack);
+  return [
+    { kind: 'Instance', type: 'db', tag: 'aws:rds:primaryDBInstanceArn' },
+    { kind: 'Cluster', type: 'cluster', tag: 'aws:rds:primaryDBClusterArn' },
+  ].map(({ kind, type, tag }) => ({
+    kind,
+    resource: stack.formatArn({
+      service: 'secretsmanager',
+      region: '*',
+      resource: 'secret',
+      resourceName: `rds!${type}-*`,
+      arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+    }),
+    condition: {
+      [`secretsmanager:ResourceTag/${tag}`]: `arn:${stack.partition}:rds:*:${stack.account}:${type}:${prefix}-*`,
+    },
+  }));
+}
+
+/**
+ * The target instance role: the RDS-managed master password of the database its own run created,
+ * read by the agent on the client host itself, so the password never travels in Run Command
+ * parameters.
+ *
+ * One role serves every host, and a host's credentials carry no run (instance tags are not
+ * principal tags), but they do carry the instance: `ec2:SourceInstanceARN` is in the request
+ * context of every call made with an instance profile's credentials, and IAM accepts it as a policy
+ * variable in a string condition (IAM User Guide, "IAM policy elements: Variables and tags",
+ * "Request information that you can use for policy variables"). Readiness tags the secret of each
+ * run's database with the ARN of that run's client host (benchfleet:secret-reader, below), so a
+ * host reads the one secret whose tag names it, and no other: not another run's, not another
+ * stack's, not a secret it was never bound to. An `existing` target's secret is read on its
+ * owner's host with its owner's role; this role grants nothing on it.
  */
 export function grantRdsManagedSecretsRead(role: iam.IRole & Construct): void {
   allowWildcard(role, 'rdsSecrets');
 
+  for (const { kind, resource, condition } of ownedRdsSecrets(Stack.of(role))) {
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: `ReadOwnRunsRds${kind}Secret`,
+        actions: ['secretsmanager:GetSecretValue'],
+        resources: [resource],
+        conditions: {
+          StringLike: condition,
+          StringEquals: { [`secretsmanager:ResourceTag/${TAG_SECRET_READER}`]: '${ec2:SourceInstanceARN}' },
+        },
+      }),
+    );
+  }
+}
+
+/**
+ * readiness: bind the secret of a run's database to that run's client host, by tagging it with the
+ * host's instance ARN once the database is available (what the host role's read requires). Only
+ * secrets of this stack's databases, only that one tag key, only an instance ARN of this account as
+ * its value. Secrets Manager lets the caller tag a secret another service manages (TagResource; the
+ * `aws:` tags RDS sets stay RDS's); nothing here can untag, and no other role can tag.
+ */
+export function grantRdsSecretBinding(role: iam.IRole & Construct): void {
+  allowWildcard(role, 'rdsSecrets');
+
   const stack = Stack.of(role);
-  const prefix = dbIdentifierPrefix(stack);
-  // Targets may be in any region a spec names; the secret lives in its database's region.
-  const secrets = (name: string): string =>
-    stack.formatArn({
-      service: 'secretsmanager',
-      region: '*',
-      resource: 'secret',
-      resourceName: name,
-      arnFormat: ArnFormat.COLON_RESOURCE_NAME,
-    });
-  const dbArn = (type: string): string => `arn:${stack.partition}:rds:*:${stack.account}:${type}:${prefix}-*`;
-  role.addToPrincipalPolicy(
-    new iam.PolicyStatement({
-      sid: 'ReadOwnedRdsInstanceSecrets',
-      actions: ['secretsmanager:GetSecretValue'],
-      resources: [secrets('rds!db-*')],
-      conditions: { StringLike: { 'secretsmanager:ResourceTag/aws:rds:primaryDBInstanceArn': dbArn('db') } },
-    }),
-  );
-  role.addToPrincipalPolicy(
-    new iam.PolicyStatement({
-      sid: 'ReadOwnedAuroraClusterSecrets',
-      actions: ['secretsmanager:GetSecretValue'],
-      resources: [secrets('rds!cluster-*')],
-      conditions: { StringLike: { 'secretsmanager:ResourceTag/aws:rds:primaryDBClusterArn': dbArn('cluster') } },
-    }),
-  );
+  for (const { kind, resource, condition } of ownedRdsSecrets(stack)) {
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: `BindRds${kind}SecretToItsHost`,
+        actions: ['secretsmanager:TagResource'],
+        resources: [resource],
+        conditions: {
+          StringLike: {
+            ...condition,
+            [`aws:RequestTag/${TAG_SECRET_READER}`]: `arn:${stack.partition}:ec2:*:${stack.account}:instance/i-*`,
+          },
+          'ForAllValues:StringEquals': { 'aws:TagKeys': [TAG_SECRET_READER] },
+        },
+      }),
+    );
+  }
 }

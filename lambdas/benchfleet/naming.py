@@ -16,6 +16,9 @@ TAG_STACK = "benchfleet:stack"
 # On an existing target's host: its owner lets that stack run the agent there (SendCommand only);
 # the sweepers never look for it, so such a host is never stopped or terminated.
 TAG_AGENT_HOST = "benchfleet:agent-host"
+# On the RDS-managed secret of a run's database: the instance ARN of the one host that may read it
+# (IAM compares it with the caller's ec2:SourceInstanceARN; benchfleet.aws.secret_binding).
+TAG_SECRET_READER = "benchfleet:secret-reader"  # noqa: S105 (a tag key, not a password)
 DEFAULT_DB_PREFIX = "bf"
 RUN_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,78}[a-z0-9]$")
 

@@ -32,8 +32,8 @@ def handler(event: ReadinessEvent, context: LambdaContext) -> dict[str, Any]:
     region = Settings.from_env().regions.region_of(event.resources)  # where provision created it
     answer = lifecycle.check_ready(
         clients.client("ec2", region), clients.client("rds", region), clients.client("ssm", region),
-        resources=event.resources.model_dump(), timing=event.timing.model_dump(),
-        attempt=event.attempt, deadline=event.deadline)
+        clients.client("secretsmanager", region), resources=event.resources.model_dump(),
+        timing=event.timing.model_dump(), attempt=event.attempt, deadline=event.deadline)
     logger.info("readiness", extra={"ready": answer["ready"], "attempt": event.attempt,
                                     "wait_s": answer["wait_s"]})
     return answer

@@ -2,7 +2,8 @@
  * A small IAM policy evaluator over a synthesized template: the identity policies of one role,
  * CloudFormation intrinsics resolved, evaluated for one request the way IAM does (an explicit Deny
  * wins, then any Allow, else an implicit deny). It covers what benchfleet's policies use: Action /
- * Resource globs, String*, Arn*, Bool and Null operators, ForAllValues / ForAnyValue and IfExists.
+ * Resource globs, String*, Arn*, Bool and Null operators, ForAllValues / ForAnyValue and IfExists,
+ * and policy variables (`${ec2:SourceInstanceARN}`) in the values of String* / Arn* conditions.
  * Anything else throws, so a policy this evaluator cannot read fails the test instead of passing it.
  *
  * Written here rather than taken from a package: the maintained simulator on npm is AGPL-licensed.
@@ -120,8 +121,37 @@ const COMPARE: Record<string, (policy: string, actual: string) => boolean> = {
 };
 const NEGATED = new Set(['StringNotEquals', 'StringNotLike', 'ArnNotEquals', 'ArnNotLike']);
 
+const VARIABLE = /\$\{([^}]*)\}/g;
+
+/**
+ * A condition value with its policy variables replaced from the request context, or undefined when
+ * one of them is absent: IAM User Guide, "IAM policy elements: Variables and tags" — a variable
+ * whose key is not in the request "is not present ... any attempt to match it fails". Defaults
+ * (`${key, 'x'}`) and the special `${*}` / `${?}` / `${$}` are not used by benchfleet: they throw.
+ */
+function substitute(value: string, operator: string, context: Record<string, ContextValue>): string | undefined {
+  if (!value.includes('${')) return value;
+  if (!/^(String|Arn)/.test(operator)) throw new Error(`policy variable in a ${operator} condition: IAM ignores it`);
+  if (NEGATED.has(operator)) throw new Error(`policy variable in a ${operator} condition is not supported by this evaluator`);
+  let missing = false;
+  const out = value.replace(VARIABLE, (_, name: string) => {
+    if (!/^[A-Za-z0-9]+:[A-Za-z0-9/_-]+$/.test(name)) throw new Error(`policy variable \${${name}} is not supported by this evaluator`);
+    const found = lookup(context, name);
+    if (found === undefined) {
+      missing = true;
+      return '';
+    }
+    if (found.length !== 1) throw new Error(`policy variable ${name} has several values`);
+    return found[0];
+  });
+  return missing ? undefined : out;
+}
+
 function conditionHolds(operator: string, key: string, expected: unknown, context: Record<string, ContextValue>): boolean {
-  const wanted = list(expected as string | string[]);
+  const bare = operator.replace(/^(ForAllValues|ForAnyValue):/, '').replace(/IfExists$/, '');
+  const wanted = list(expected as string | string[])
+    .map((v) => substitute(v, bare, context))
+    .filter((v): v is string => v !== undefined);
   const actual = lookup(context, key);
   if (operator === 'Null') {
     const mustBeAbsent = wanted[0] === 'true';

@@ -192,40 +192,127 @@ describe("an existing target's host", () => {
 });
 
 describe('RDS-managed master secrets', () => {
-  const secret = (kind: 'db' | 'cluster', r = region): string =>
-    `arn:${partition}:secretsmanager:${r}:${account}:secret:rds!${kind}-3f1c0c8e-0000-4000-8000-00000000000a-AbCdEf`;
-  const read = (resource: string, tags: Record<string, string>): Request => ({
-    action: 'secretsmanager:GetSecretValue',
-    resource,
-    context: asResource(tags, 'secretsmanager:ResourceTag'),
-  });
+  const secretArn = (kind: 'db' | 'cluster', id: string, r = region): string =>
+    `arn:${partition}:secretsmanager:${r}:${account}:secret:rds!${kind}-3f1c0c8e-0000-4000-8000-0000000000${id}-AbCdEf`;
+  const hostArn = (id: string, r = region): string => `arn:${partition}:ec2:${r}:${account}:instance/i-0123456789abcd${id}`;
   const instanceTag = 'aws:rds:primaryDBInstanceArn';
   const clusterTag = 'aws:rds:primaryDBClusterArn';
+  const READER = 'benchfleet:secret-reader';
+  /** One run's database secret as readiness leaves it: RDS's tag, and the run's host as its reader. */
+  interface RunSecret {
+    readonly arn: string;
+    readonly tags: Record<string, string>;
+    readonly host: string;
+  }
+  const runSecret = (run: string, kind: 'db' | 'cluster' = 'db', r = region, prefix = ours.prefix): RunSecret => {
+    const host = hostArn(run, r);
+    const dbTag: Record<string, string> = kind === 'db'
+      ? { [instanceTag]: db(`${prefix}-m6i-${run}00000a-r1-db`, r) }
+      : { [clusterTag]: cluster(`${prefix}-a-${run}00000a-r1-cluster`, r) };
+    return { arn: secretArn(kind, run, r), tags: { ...dbTag, [READER]: host }, host };
+  };
+  /** GetSecretValue of `secret` with the credentials of the instance profile of `host` (or none). */
+  const read = (secret: { arn: string; tags: Record<string, string> }, host?: string): Request => ({
+    action: 'secretsmanager:GetSecretValue',
+    resource: secret.arn,
+    context: {
+      ...asResource(secret.tags, 'secretsmanager:ResourceTag'),
+      ...(host === undefined ? {} : { 'ec2:SourceInstanceARN': host }),
+    },
+  });
+  const hostRole = (): ReturnType<typeof roleStatements> => roleStatements(built.template, TARGET_ROLE);
 
-  test("a host reads the secret of this stack's databases, in any region a target may be", () => {
-    const host = roleStatements(built.template, TARGET_ROLE);
+  test('the evaluator substitutes policy variables, and a variable absent from the request matches nothing', () => {
+    const st = {
+      Effect: 'Allow' as const,
+      Action: 'secretsmanager:GetSecretValue',
+      Resource: '*',
+      Condition: { StringEquals: { 'secretsmanager:ResourceTag/r': '${ec2:SourceInstanceARN}' } },
+    };
+    const req = (tag: string, source?: string): Request => ({
+      action: 'secretsmanager:GetSecretValue',
+      resource: 'x',
+      context: { 'secretsmanager:ResourceTag/r': tag, ...(source === undefined ? {} : { 'ec2:SourceInstanceARN': source }) },
+    });
+    expect(evaluate([st], req('a', 'a'))).toBe('allow');
+    expect(evaluate([st], req('a', 'b'))).toBe('implicit-deny');
+    expect(evaluate([st], req('${ec2:SourceInstanceARN}'))).toBe('implicit-deny');
+    expect(evaluate([st], req(''))).toBe('implicit-deny');
+    expect(() => evaluate([{ ...st, Condition: { Bool: { 'aws:x': '${aws:y}' } } }], req('a', 'a'))).toThrow(/IAM ignores it/);
+  });
+
+  test("a run's host reads its own database's secret, RDS or Aurora, in any region a target may be", () => {
     for (const r of [region, OTHER_REGION]) {
-      expect(evaluate(host, read(secret('db', r), { [instanceTag]: db(`${ours.prefix}-m6i-0a1b2c3d-r1-db`, r) }))).toBe('allow');
-      expect(evaluate(host, read(secret('cluster', r), { [clusterTag]: cluster(`${ours.prefix}-a-0a1b2c3d-r1-cluster`, r) }))).toBe('allow');
+      for (const kind of ['db', 'cluster'] as const) {
+        const mine = runSecret('a1', kind, r);
+        expect(evaluate(hostRole(), read(mine, mine.host))).toBe('allow');
+      }
     }
   });
 
-  test("no host reads another database's secret, and no other role reads any", () => {
-    const others: Request[] = [
-      read(secret('db'), { [instanceTag]: db('prod-orders') }),
-      read(secret('db'), { [instanceTag]: db(`${theirs.prefix}-m6i-0a1b2c3d-r1-db`) }),
-      read(secret('cluster'), { [clusterTag]: cluster('prod-aurora') }),
-      read(secret('db'), {}), // a secret someone named rds!db-... by hand
-      read(`arn:${partition}:secretsmanager:${region}:${account}:secret:prod/api-key-AbCdEf`, {}),
+  test("the host of run A cannot read run B's secret, nor any secret not bound to it", () => {
+    const a = runSecret('a1');
+    const b = runSecret('b2');
+    expect(evaluate(hostRole(), read(b, a.host))).toBe('implicit-deny');
+    expect(evaluate(hostRole(), read(a, b.host))).toBe('implicit-deny');
+    const cases: Request[] = [
+      // Run B's secret before readiness bound it, and a secret of ours bound to no host.
+      read({ arn: b.arn, tags: { [instanceTag]: b.tags[instanceTag] } }, a.host),
+      // Bound to run A's host but not a database of this stack: another stack's, or someone else's.
+      read({ arn: b.arn, tags: { [instanceTag]: db(`${theirs.prefix}-m6i-a100000a-r1-db`), [READER]: a.host } }, a.host),
+      read({ arn: b.arn, tags: { [instanceTag]: db('prod-orders'), [READER]: a.host } }, a.host),
+      read({ arn: secretArn('cluster', 'c3'), tags: { [clusterTag]: cluster('prod-aurora'), [READER]: a.host } }, a.host),
+      // A secret someone named rds!db-... by hand and tagged for the host; an ordinary secret.
+      read({ arn: secretArn('db', 'd4'), tags: { [READER]: a.host } }, a.host),
+      read({ arn: `arn:${partition}:secretsmanager:${region}:${account}:secret:prod/api-key-AbCdEf`, tags: { [READER]: a.host } }, a.host),
+      // The right secret, read with credentials that are not an instance profile's (no SourceInstanceARN).
+      read(a),
     ];
-    for (const req of others) expect(rolesAllowing(req)).toEqual([]);
-    const ourDb = read(secret('db'), { [instanceTag]: db(`${ours.prefix}-m6i-0a1b2c3d-r1-db`) });
-    expect(rolesAllowing(ourDb)).toEqual([allRoles(built.template).find((id) => TARGET_ROLE.test(id))]);
+    for (const req of cases) expect(evaluate(hostRole(), req)).toBe('implicit-deny');
+  });
+
+  test("no role but the host role reads a run's secret; an existing target's secret is no role's", () => {
+    const a = runSecret('a1');
+    const target = allRoles(built.template).find((id) => TARGET_ROLE.test(id));
+    expect(rolesAllowing(read(a, a.host))).toEqual([target]);
+    // Lambda roles carry no SourceInstanceARN: the same request without it is nobody's.
+    expect(rolesAllowing(read(a))).toEqual([]);
+    // An existing target names its own secret (password_secret_arn), read on its owner's host with its
+    // owner's role: nothing of this stack reads it, whatever its name or tags.
+    const theirsSecret = { arn: `arn:${partition}:secretsmanager:${region}:${account}:secret:team/mysql-AbCdEf`, tags: {} };
+    expect(rolesAllowing(read(theirsSecret, a.host))).toEqual([]);
+  });
+
+  test("only readiness binds a secret to a host: this stack's databases' secrets, one tag key, an instance's ARN", () => {
+    const a = runSecret('a1');
+    const bind = (secret: RunSecret, tags: Record<string, string>): Request => ({
+      action: 'secretsmanager:TagResource',
+      resource: secret.arn,
+      context: { ...asResource(secret.tags, 'secretsmanager:ResourceTag'), ...asRequest(tags) },
+    });
+    const unbound = { ...a, tags: { [instanceTag]: a.tags[instanceTag] } };
+    const readiness = allRoles(built.template).find((id) => role('Readiness').test(id));
+    expect(rolesAllowing(bind(unbound, { [READER]: a.host }))).toEqual([readiness]);
+    const aurora = runSecret('a1', 'cluster', OTHER_REGION);
+    expect(rolesAllowing(bind(aurora, { [READER]: hostArn('b2', OTHER_REGION) }))).toEqual([readiness]);
+    const refused: Request[] = [
+      bind({ ...a, tags: { [instanceTag]: db(`${theirs.prefix}-m6i-a100000a-r1-db`) } }, { [READER]: a.host }),
+      bind({ ...a, tags: { [instanceTag]: db('prod-orders') } }, { [READER]: a.host }),
+      bind({ ...a, tags: {} }, { [READER]: a.host }),
+      bind(unbound, { [READER]: a.host, team: 'x' }), // another key besides
+      bind(unbound, { [READER]: `arn:${partition}:iam::${account}:role/anyone` }), // not an instance
+      bind(unbound, { [READER]: `arn:${partition}:ec2:${region}:222222222222:instance/i-0123456789abcdef0` }),
+    ];
+    for (const req of refused) expect(rolesAllowing(req)).toEqual([]);
+    // Nobody unbinds or reaches the secret's policy.
+    for (const action of ['secretsmanager:UntagResource', 'secretsmanager:PutResourcePolicy', 'secretsmanager:DeleteResourcePolicy']) {
+      expect(rolesAllowing({ action, resource: a.arn, context: asResource(a.tags, 'secretsmanager:ResourceTag') })).toEqual([]);
+    }
   });
 
   test('provision creates RDS-managed secrets only through RDS', () => {
     const provision = roleStatements(built.template, role('Provision'));
-    const create = { action: 'secretsmanager:CreateSecret', resource: secret('db') };
+    const create = { action: 'secretsmanager:CreateSecret', resource: secretArn('db', 'a1') };
     expect(evaluate(provision, { ...create, context: { 'aws:CalledVia': ['rds.amazonaws.com'] } })).toBe('allow');
     expect(evaluate(provision, create)).toBe('implicit-deny');
   });

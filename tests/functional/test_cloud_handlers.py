@@ -184,6 +184,53 @@ def test_readiness(aws):
         readiness(res, deadline="2000-01-01T00:00:00Z")
 
 
+def secret_tags(arn: str) -> dict:
+    return tags_of(boto3.client("secretsmanager", region_name=REGION).describe_secret(SecretId=arn).get("Tags", []))
+
+
+@pytest.mark.parametrize("kind", ["rds", "aurora"])
+def test_readiness_binds_the_database_secret_to_this_runs_host_before_naming_it(aws, kind):
+    """The host role reads a secret only when its benchfleet:secret-reader tag is the caller's
+    ec2:SourceInstanceARN (jest: ownership.test.ts). Moto enforces no IAM: what is checked here is
+    the request the readiness role is allowed to make (one tag key, an instance ARN of this account
+    and region, on a secret RDS tagged with a DB of this stack's prefix)."""
+    proxies, _ = aws
+    tagged: list[dict] = []
+    sm = FaultProxy(boto3.client("secretsmanager", region_name=REGION),
+                    faults={"tag_resource": lambda kwargs: tagged.append(kwargs)})  # records, never fails
+    clients.override("secretsmanager", lambda: sm)
+    res = provision(kind)
+    online = proxies["ssm"].extra["describe_instance_information"]
+    proxies["ssm"].extra["describe_instance_information"] = lambda **kw: {"InstanceInformationList": []}
+    assert not readiness(res)["ready"] and sm.calls["tag_resource"] == 0  # not ready: nothing bound yet
+    proxies["ssm"].extra["describe_instance_information"] = online
+    answer = readiness(res)
+    assert answer["ready"]
+    arn = answer["db"]["password_secret_arn"]
+    tags = secret_tags(arn)
+    account = boto3.client("sts", region_name=REGION).get_caller_identity()["Account"]
+    host = f"arn:aws:ec2:{REGION}:{account}:instance/{res['instance_id']}"
+    assert tags[naming.TAG_SECRET_READER] == host
+    rds_tag = "aws:rds:primaryDBClusterArn" if kind == "aurora" else "aws:rds:primaryDBInstanceArn"
+    assert tags[rds_tag].split(":")[-1].startswith(f"{DB_PREFIX}-")
+    assert tagged == [{"SecretId": arn, "Tags": [{"Key": naming.TAG_SECRET_READER, "Value": host}]}]
+
+
+def test_readiness_fails_the_target_when_the_secret_cannot_be_bound(aws):
+    """A host that cannot read its password can never run: the target fails, naming why, instead of
+    being reported ready."""
+    sm = FaultProxy(boto3.client("secretsmanager", region_name=REGION),
+                    faults={"tag_resource": [client_error("AccessDeniedException", "TagResource")]})
+    clients.override("secretsmanager", lambda: sm)
+    res = provision("rds")
+    with pytest.raises(errors.TargetFailed, match=r"could not bind secret .* \(AccessDeniedException\)"):
+        readiness(res)
+    # Throttling is retried by the state machine, not a failure.
+    sm.faults["tag_resource"] = [client_error("ThrottlingException", "TagResource")]
+    with pytest.raises(errors.ThrottlingException):
+        readiness(res)
+
+
 def step_state(res: dict, kind: str, db: dict | None) -> dict:
     plan = call("plan", {"input": {"spec": spec(), "run_id": RUN}})
     item = next(t for t in plan["targets"] if t["kind"] == kind)

@@ -66,3 +66,39 @@ def test_the_target_role_may_upload_run_command_output_with_its_acl(synthesized:
     for action in ("s3:PutObject", "s3:PutObjectAcl"):
         assert allows(statements, action, key), action
     assert allows(statements, "s3:GetEncryptionConfiguration", synthesized.arn(bucket))
+
+
+def test_the_secret_binding_readiness_writes_is_the_one_the_deployed_policies_require(synthesized: Template):
+    """Readiness tags a database's secret with its host's ARN (benchfleet.aws.secret_binding); the
+    host role reads a secret only when that tag equals the caller's ec2:SourceInstanceARN, and the
+    readiness role may set only that key, to an instance ARN. Moto checks none of it: the tag key,
+    the ARN's form and the conditions are compared here with the template's own statements."""
+    from benchfleet import naming
+    from benchfleet.aws.secret_binding import host_arn
+
+    secret = f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:rds!db-3f1c0c8e-0000-4000-8000-00000000000a-AbCdEf"
+    host = host_arn(secret, "i-0123456789abcdef0")
+    assert host == f"arn:aws:ec2:{REGION}:{ACCOUNT}:instance/i-0123456789abcdef0"  # ec2:SourceInstanceARN's form
+
+    reads = [s for s in statements_of(synthesized, "TargetsInstanceRole")
+             if s["Action"] == "secretsmanager:GetSecretValue"]
+    assert sorted(s["Resource"].split(":secret:")[1] for s in reads) == ["rds!cluster-*", "rds!db-*"]
+    assert any(fnmatchcase(secret, s["Resource"]) for s in reads)
+    for s in reads:
+        assert s["Condition"]["StringEquals"] == {
+            f"secretsmanager:ResourceTag/{naming.TAG_SECRET_READER}": "${ec2:SourceInstanceARN}"}
+
+    binds = [s for s in statements_of(synthesized, "OrchestrationFunctionsReadinessRole")
+             if s["Action"] == "secretsmanager:TagResource"]
+    assert len(binds) == 2
+    for s in binds:
+        assert s["Condition"]["ForAllValues:StringEquals"] == {"aws:TagKeys": [naming.TAG_SECRET_READER]}
+        assert fnmatchcase(host, s["Condition"]["StringLike"][f"aws:RequestTag/{naming.TAG_SECRET_READER}"])
+    # Nothing else in the stack may tag, untag or read a secret.
+    for role in synthesized.of_type("AWS::IAM::Role"):
+        if role.startswith(("TargetsInstanceRole", "OrchestrationFunctionsReadinessRole",
+                            "OrchestrationFunctionsProvisionRole")):
+            continue
+        statements = statements_of(synthesized, role)
+        for action in ("secretsmanager:GetSecretValue", "secretsmanager:TagResource", "secretsmanager:UntagResource"):
+            assert not allows(statements, action, secret), (role, action)

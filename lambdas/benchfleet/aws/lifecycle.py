@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from benchfleet import naming
+from benchfleet.aws import secret_binding
 from benchfleet.aws import targets as t
 from benchfleet.aws.errors import TargetFailed
 from benchfleet.aws.settings import Settings
@@ -72,10 +73,11 @@ def provision(ec2: Any, rds: Any, ssm: Any, settings: Settings, *, run_id: str, 
     return out
 
 
-def check_ready(ec2: Any, rds: Any, ssm: Any, *, resources: dict[str, Any], timing: dict[str, Any],
-                attempt: int, deadline: str, now: datetime | None = None) -> dict[str, Any]:
+def check_ready(ec2: Any, rds: Any, ssm: Any, secretsmanager: Any, *, resources: dict[str, Any],
+                timing: dict[str, Any], attempt: int, deadline: str, now: datetime | None = None) -> dict[str, Any]:
     """Is the target usable? The answer carries the next wait: early on, the rest of the kind's
-    typical provisioning time (at most 10 polls' worth), then the plain poll interval."""
+    typical provisioning time (at most 10 polls' worth), then the plain poll interval. A database's
+    secret is bound to the run's host before the answer names it (benchfleet.aws.secret_binding)."""
     now = now or datetime.now(UTC)
     if now > _parse(deadline):
         raise TargetFailed(f"target not ready by its deadline {deadline}")
@@ -84,6 +86,10 @@ def check_ready(ec2: Any, rds: Any, ssm: Any, *, resources: dict[str, Any], timi
     if resources.get("db_instance_id"):
         db = t.db_connection(rds, resources)
         ready = ready and db is not None
+        if ready and db is not None:
+            if not db.get("password_secret_arn"):
+                raise TargetFailed(f"database {resources['db_instance_id']} has no RDS-managed master secret")
+            secret_binding.bind(secretsmanager, db["password_secret_arn"], resources["instance_id"])
     elapsed = (now - _parse(resources["provisioned_at"])).total_seconds()
     poll = int(timing["ready_poll_s"])
     expected_left = max(0, int(timing.get("provision_s", 0) - elapsed))
