@@ -212,3 +212,16 @@ def test_concurrent_writers_each_get_their_turn(tmp_path: Path) -> None:
     for proc in procs:
         assert proc.wait(timeout=120) == 0, proc.communicate()[1]
     assert len(DuckDBStore(path, write=False).runs()) == 30
+
+
+def test_no_progress_bar_is_drawn_on_stdout(tmp_path: Path) -> None:
+    """DuckDB draws one on stdout once a query passes 2 s (the 17M-sample soak's did, inside the JSON
+    of `results --format json`): every connection of the store has it off."""
+    store = DuckDBStore(filled(tmp_path))
+    try:
+        setting = "SELECT current_setting('enable_progress_bar') AS on"
+        assert store.query(setting) == [{"on": False}]
+        with store.transaction() as db:
+            assert db.execute(setting).fetchone() == (False,)
+    finally:
+        store.close()

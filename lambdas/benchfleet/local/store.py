@@ -141,6 +141,9 @@ class DuckDBStore:
             try:
                 db = duckdb.connect(str(self.path), read_only=read_only)
                 db.execute("SET TimeZone = 'UTC'")
+                # DuckDB draws a progress bar on stdout for a query past 2 s: in the middle of
+                # `results --format json`, at the largest runs.
+                db.execute("SET enable_progress_bar = false")
                 return db
             except duckdb.IOException as e:
                 if "lock" in str(e).lower() and time.monotonic() < deadline:
