@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -85,6 +87,12 @@ CREATE TABLE IF NOT EXISTS run_owners (
 """
 # How long to wait for another benchfleet process's write (milliseconds) or read to finish.
 LOCK_WAIT_S = 60.0
+# What DuckDB may hold for the reads (its cache of the file's blocks included; left alone it takes 80%
+# of the machine's memory for a cache): `results` and `report` of a 200-target 24 h soak stay within
+# 1 GB with it. The per-step percentiles, which cannot spill, are computed in batches that fit
+# (benchfleet/stats/step_sql.py); what can spill goes to a private temporary directory, not beside
+# the store, which may be read-only.
+READ_MEMORY_LIMIT = "512MB"
 
 
 class RunNotFound(LookupError):
@@ -125,6 +133,7 @@ class DuckDBStore:
         self.path = path
         self.write_mode = write
         self._reader: duckdb.DuckDBPyConnection | None = None
+        self._spill: Path | None = None
         if path.exists():
             self._probe()
         if write:
@@ -193,6 +202,9 @@ class DuckDBStore:
         if self._reader is None:
             if self.path.exists():
                 self._reader = self._connect(read_only=True)
+                self._spill = Path(tempfile.gettempdir()) / f"benchfleet-duckdb-{os.getpid()}-{id(self):x}"
+                self._reader.execute(f"SET memory_limit = '{READ_MEMORY_LIMIT}'")
+                self._reader.execute("SET temp_directory = ?", [str(self._spill)])
             else:
                 self._reader = duckdb.connect()
                 self._reader.execute("SET TimeZone = 'UTC'")
@@ -223,6 +235,9 @@ class DuckDBStore:
         if self._reader is not None:
             self._reader.close()
             self._reader = None
+        if self._spill is not None:
+            shutil.rmtree(self._spill, ignore_errors=True)
+            self._spill = None
 
     def close(self) -> None:
         self._close_reader()

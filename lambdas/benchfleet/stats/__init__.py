@@ -39,7 +39,6 @@ from benchfleet.stats.figures import (
 )
 from benchfleet.stats.run import (
     NOTES,
-    STEP_STATS_SQL,
     QueryStore,
     comparison,
     comparison_table,
@@ -47,13 +46,13 @@ from benchfleet.stats.run import (
     spec_target_price,
     step_stats_from_samples,
 )
+from benchfleet.stats.step_sql import step_stats_in_store
 from benchfleet.stats.tdist import regularized_beta, t_quantile
 
 __all__ = [
     "CONFIDENCE",
     "MIN_REPETITIONS",
     "NOTES",
-    "STEP_STATS_SQL",
     "QueryStore",
     "Relative",
     "Verdict",
@@ -73,6 +72,7 @@ __all__ = [
     "speedup_table",
     "step_stats",
     "step_stats_from_samples",
+    "step_stats_in_store",
     "t_quantile",
     "target_group_and_size",
     "transactions_per_usd",

@@ -19,6 +19,7 @@ from benchfleet.stats.figures import (
     relative_difference,
     step_stats,
 )
+from benchfleet.stats.step_sql import step_stats_in_store
 
 # ---- a whole run ----------------------------------------------------------------------------------
 
@@ -73,37 +74,8 @@ class QueryStore(Protocol):
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]: ...
 
 
-# Per-step figures of step_stats(), computed by the store (DuckDB) so a million samples never travel
-# to Python. quantile_cont is type 7, the same as percentile(). Rates are weighted by the seconds each
-# sample covers (interval_s; 1 for rows stored before it existed): under load sysbench reports late
-# and one sample can stand for three seconds.
-STEP_STATS_SQL = """
-WITH s AS (
-    SELECT *, coalesce(interval_s, 1.0) AS w FROM samples WHERE run_id = ? AND phase = 'measure'),
-m AS (
-    SELECT target_id, repetition, step, sum(w * tps) / nullif(sum(w), 0) AS wmean, sum(w) AS wsum
-    FROM s GROUP BY target_id, repetition, step)
-SELECT s.target_id, s.repetition, s.step, any_value(threads) AS threads, count(*) AS seconds,
-       any_value(m.wsum) AS covered_s,
-       any_value(m.wmean) AS tps_mean, median(tps) AS tps_median, stddev_samp(tps) AS tps_stdev,
-       min(tps) AS tps_min, max(tps) AS tps_max,
-       CASE WHEN count(*) > 1 AND any_value(m.wmean) <> 0 AND any_value(m.wsum) > 1
-            THEN sqrt(sum(w * (tps - m.wmean) ^ 2) / (any_value(m.wsum) - 1)) / any_value(m.wmean) END AS tps_cv,
-       quantile_cont(latency_ms, 0.50) AS latency_series_p50_ms,
-       quantile_cont(latency_ms, 0.95) AS latency_series_p95_ms,
-       quantile_cont(latency_ms, 0.99) AS latency_series_p99_ms,
-       CASE WHEN count(latency_ms) > 1 AND avg(latency_ms) <> 0
-            THEN stddev_samp(latency_ms) / avg(latency_ms) END AS latency_series_cv,
-       avg(cpu_steal_pct) AS steal_mean_pct, max(cpu_steal_pct) AS steal_max_pct,
-       avg(errors_per_s) AS errors_per_s_mean, any_value(latency_pct) AS latency_pct
-FROM s JOIN m USING (target_id, repetition, step)
-GROUP BY s.target_id, s.repetition, s.step
-ORDER BY s.target_id, threads, s.repetition
-"""
-
-
 def step_stats_from_samples(samples: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The rows of STEP_STATS_SQL computed in Python from sample rows (for stores without SQL)."""
+    """The rows of :func:`step_stats_in_store` computed in Python from sample rows (for stores without SQL)."""
     groups: dict[tuple[str, int, str], list[Mapping[str, Any]]] = defaultdict(list)
     for s in samples:
         if s.get("phase") == "measure":
@@ -124,11 +96,11 @@ def step_stats_from_samples(samples: Iterable[Mapping[str, Any]]) -> list[dict[s
 
 def run_comparison(store: QueryStore, run_id: str, confidence: float = CONFIDENCE) -> dict[str, Any]:
     """The full comparison of a run as a JSON-serialisable dict (``benchfleet results --format json``,
-    the HTML report, the API). Per-step figures come from the store's SQL (STEP_STATS_SQL)."""
+    the HTML report, the API). Per-step figures come from the store's SQL (:func:`step_stats_in_store`)."""
     run = store.run(run_id)
     run_id = run["run_id"]
     return comparison(run, store.targets(run_id), store.summaries(run_id),
-                      store.query(STEP_STATS_SQL, [run_id]), confidence, price_of=spec_target_price)
+                      step_stats_in_store(store, run_id), confidence, price_of=spec_target_price)
 
 
 def spec_target_price(spec_target: Mapping[str, Any]) -> float | None:
@@ -154,7 +126,7 @@ def comparison(run: Mapping[str, Any], targets: Sequence[Mapping[str, Any]],
                ) -> dict[str, Any]:
     """The comparison from rows: the run, its ``targets`` rows (one per target x repetition, with the
     environment fingerprint and price_per_hour), its step ``summaries`` and per-step figures
-    (``steps``: rows of STEP_STATS_SQL or :func:`step_stats_from_samples`). ``price_of(spec target)``
+    (``steps``: rows of :func:`step_stats_in_store` or :func:`step_stats_from_samples`). ``price_of(spec target)``
     prices targets whose rows carry no price_per_hour.
 
     Keys: ``run``; ``confidence``; ``baseline`` (spec's ``baseline`` or the first target);

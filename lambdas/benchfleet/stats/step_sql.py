@@ -1,0 +1,97 @@
+"""Per-step figures of :func:`benchfleet.stats.step_stats`, computed by the store (DuckDB) so that
+millions of samples never travel to Python, in memory bounded whatever the size of the run.
+
+Two passes. The first is one scan of streaming aggregates (counts, sums, extremes): its state is a
+few numbers per step. The second needs what the first found: the spread of per-second tps around
+the step's *weighted* mean (interval_s weights, see NOTES["per_second"]) and the exact percentiles,
+whose DuckDB state holds every value of its group and cannot spill to disk. So it runs over batches
+of steps holding at most ``batch_samples`` samples together: a 200-target 24 h soak (17M samples)
+then needs a few hundred MB instead of GBs, and the numbers are those of one query over all
+steps (tests/unit/test_stats.py keeps that query as the reference and compares on the real fixture).
+
+quantile_cont is type 7, the same as :func:`benchfleet.stats.percentile`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Protocol
+
+# Samples whose values the percentile states of one batch hold (8 bytes each, two aggregates).
+BATCH_SAMPLES = 4_000_000
+
+# Rates are weighted by the seconds each sample covers (interval_s; 1 for rows stored before it
+# existed): under load sysbench reports late and one sample can stand for three seconds.
+_STREAMING_SQL = """
+SELECT target_id, repetition, step, any_value(threads) AS threads, count(*) AS seconds,
+       sum(coalesce(interval_s, 1.0)) AS covered_s,
+       sum(coalesce(interval_s, 1.0) * tps) / nullif(sum(coalesce(interval_s, 1.0)), 0) AS tps_mean,
+       stddev_samp(tps) AS tps_stdev, min(tps) AS tps_min, max(tps) AS tps_max,
+       CASE WHEN count(latency_ms) > 1 AND avg(latency_ms) <> 0
+            THEN stddev_samp(latency_ms) / avg(latency_ms) END AS latency_series_cv,
+       avg(cpu_steal_pct) AS steal_mean_pct, max(cpu_steal_pct) AS steal_max_pct,
+       avg(errors_per_s) AS errors_per_s_mean, any_value(latency_pct) AS latency_pct
+FROM samples WHERE run_id = ? AND phase = 'measure'
+GROUP BY target_id, repetition, step
+"""
+
+# One batch of steps (parallel lists, zipped by unnest) with their weighted mean and weight total.
+_BATCH_SQL = """
+WITH b AS (
+    SELECT unnest(CAST(? AS VARCHAR[])) AS target_id, unnest(CAST(? AS INTEGER[])) AS repetition,
+           unnest(CAST(? AS VARCHAR[])) AS step, unnest(CAST(? AS DOUBLE[])) AS wmean,
+           unnest(CAST(? AS DOUBLE[])) AS wsum)
+SELECT s.target_id, s.repetition, s.step, median(s.tps) AS tps_median,
+       CASE WHEN count(*) > 1 AND any_value(b.wmean) <> 0 AND any_value(b.wsum) > 1
+            THEN sqrt(sum(coalesce(s.interval_s, 1.0) * (s.tps - b.wmean) ^ 2) / (any_value(b.wsum) - 1))
+                 / any_value(b.wmean) END AS tps_cv,
+       quantile_cont(s.latency_ms, [0.50, 0.95, 0.99]) AS latency_series_ms
+FROM samples s JOIN b USING (target_id, repetition, step)
+WHERE s.run_id = ? AND s.phase = 'measure'
+GROUP BY s.target_id, s.repetition, s.step
+"""
+
+# The keys of each step's row, in this order (as step_stats_from_samples gives them).
+STEP_KEYS = ("target_id", "repetition", "step", "threads", "seconds", "covered_s", "tps_mean", "tps_median",
+             "tps_stdev", "tps_min", "tps_max", "tps_cv", "latency_series_p50_ms", "latency_series_p95_ms",
+             "latency_series_p99_ms", "latency_series_cv", "steal_mean_pct", "steal_max_pct",
+             "errors_per_s_mean", "latency_pct")
+
+
+class SQLStore(Protocol):
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]: ...
+
+
+def step_stats_in_store(store: SQLStore, run_id: str, batch_samples: int = BATCH_SAMPLES) -> list[dict[str, Any]]:
+    """One row per measure step of ``run_id`` (keys STEP_KEYS), ordered by target, threads and
+    repetition."""
+    steps = {_key(r): r for r in store.query(_STREAMING_SQL, [run_id])}
+    for batch in _batches(sorted(steps.values(), key=_key), batch_samples):
+        params: list[Any] = [[r["target_id"] for r in batch], [r["repetition"] for r in batch],
+                             [r["step"] for r in batch], [r["tps_mean"] for r in batch],
+                             [r["covered_s"] for r in batch], run_id]
+        for row in store.query(_BATCH_SQL, params):
+            p50, p95, p99 = row.pop("latency_series_ms") or (None, None, None)
+            steps[_key(row)].update(row, latency_series_p50_ms=p50, latency_series_p95_ms=p95,
+                                    latency_series_p99_ms=p99)
+    rows = [{k: r.get(k) for k in STEP_KEYS} for r in steps.values()]
+    return sorted(rows, key=lambda r: (r["target_id"], r["threads"] is None, r["threads"] or 0,
+                                       r["repetition"], r["step"]))
+
+
+def _key(row: Mapping[str, Any]) -> tuple[str, int, str]:
+    return (row["target_id"], row["repetition"], row["step"])
+
+
+def _batches(steps: list[dict[str, Any]], limit: int) -> Iterator[list[dict[str, Any]]]:
+    """Consecutive steps holding at most ``limit`` samples together; a larger step is a batch alone."""
+    batch: list[dict[str, Any]] = []
+    held = 0
+    for step in steps:
+        if batch and held + step["seconds"] > limit:
+            yield batch
+            batch, held = [], 0
+        batch.append(step)
+        held += step["seconds"]
+    if batch:
+        yield batch
