@@ -14,29 +14,37 @@ MAX_POINTS_PER_SERIES = 1200
 MAX_POINTS_TOTAL = 60_000
 MIN_POINTS_PER_SERIES = 150
 
+# Each target x repetition's warm-up/measure span: where its time axis starts (t0) and how long it is.
 _SPANS_SQL = """
-SELECT target_id, repetition, epoch(max(time)) - epoch(min(time)) + 1 AS span_s, count(*) AS n
+SELECT target_id, repetition, epoch(min(time)) AS t0, epoch(max(time)) - epoch(min(time)) + 1 AS span_s
 FROM samples WHERE run_id = ? AND phase IN ('warmup', 'measure')
 GROUP BY target_id, repetition
 """
 
-# Seconds since each target x repetition's first warm-up/measure sample, bucketed by ``width``
-# seconds: mean, min and max tps of the bucket (an envelope, so no spike disappears), mean CPU steal
-# and the thread count (the highest in the bucket, which is where a step boundary falls).
+# Seconds since each series' t0, bucketed by ``width`` seconds: mean, min and max tps of the bucket
+# (an envelope, so no spike disappears), mean CPU steal, iowait and qps, and the thread count (the
+# highest in the bucket, which is where a step boundary falls); rounded to three decimals, which are
+# plenty for a chart and keep the file small. Each series comes back as one row of lists, so no
+# point passes through Python one by one.
+_ROUNDED = ("tps", "tps_min", "tps_max", "steal", "iowait", "qps")
 _TIMELINE_SQL = """
-WITH firsts AS (
-    SELECT target_id, repetition, min(time) AS t0 FROM samples
-    WHERE run_id = ? AND phase IN ('warmup', 'measure') GROUP BY target_id, repetition)
-SELECT s.target_id, s.repetition,
-       CAST(floor((epoch(s.time) - epoch(f.t0)) / ?) AS BIGINT) AS bucket,
-       avg(s.tps) AS tps, min(s.tps) AS tps_min, max(s.tps) AS tps_max,
-       avg(s.cpu_steal_pct) AS steal, avg(s.cpu_iowait_pct) AS iowait, avg(s.qps) AS qps,
-       max(s.threads) AS threads, count(*) AS n
-FROM samples s JOIN firsts f USING (target_id, repetition)
-WHERE s.run_id = ? AND s.phase IN ('warmup', 'measure')
-GROUP BY ALL
-ORDER BY s.target_id, s.repetition, bucket
-"""
+WITH f AS (
+    SELECT unnest(CAST(? AS VARCHAR[])) AS target_id, unnest(CAST(? AS INTEGER[])) AS repetition,
+           unnest(CAST(? AS DOUBLE[])) AS t0, CAST(? AS BIGINT) AS width),
+b AS (
+    SELECT s.target_id, s.repetition, CAST(floor((epoch(s.time) - f.t0) / f.width) AS BIGINT) AS bucket,
+           any_value(f.width) AS width,
+           avg(s.tps) AS tps, min(s.tps) AS tps_min, max(s.tps) AS tps_max, avg(s.cpu_steal_pct) AS steal,
+           avg(s.cpu_iowait_pct) AS iowait, avg(s.qps) AS qps, max(s.threads) AS threads
+    FROM samples s JOIN f USING (target_id, repetition)
+    WHERE s.run_id = ? AND s.phase IN ('warmup', 'measure')
+    GROUP BY s.target_id, s.repetition, bucket)
+SELECT target_id, repetition, list(bucket * width ORDER BY bucket) AS t, {},
+       list(threads ORDER BY bucket) AS threads
+FROM b GROUP BY target_id, repetition
+ORDER BY target_id, repetition
+""".format(", ".join(  # NaN or infinity (not JSON) as null
+    f"list(CASE WHEN isfinite({k}) THEN round({k}, 3) END ORDER BY bucket) AS {k}" for k in _ROUNDED))
 
 
 def timeline(store: DuckDBStore, run_id: str) -> dict[str, Any]:
@@ -50,28 +58,9 @@ def timeline(store: DuckDBStore, run_id: str) -> dict[str, Any]:
     per_series = max(MIN_POINTS_PER_SERIES, min(MAX_POINTS_PER_SERIES, MAX_POINTS_TOTAL // len(spans)))
     longest = max(float(s["span_s"]) for s in spans)
     width = max(1, math.ceil(longest / per_series))
-    cursor = store.db.execute(_TIMELINE_SQL, [run_id, width, run_id])
-    series: dict[tuple[str, int], dict[str, list[Any]]] = {}
-    for target_id, repetition, bucket, tps, tps_min, tps_max, steal, iowait, qps, threads, _n in cursor.fetchall():
-        s = series.setdefault((target_id, repetition), {k: [] for k in (
-            "t", "tps", "tps_min", "tps_max", "steal", "iowait", "qps", "threads")})
-        s["t"].append(bucket * width)
-        s["tps"].append(_r(tps))
-        s["tps_min"].append(_r(tps_min))
-        s["tps_max"].append(_r(tps_max))
-        s["steal"].append(_r(steal))
-        s["iowait"].append(_r(iowait))
-        s["qps"].append(_r(qps))
-        s["threads"].append(threads)
-    return {"width_s": width,
-            "series": [{"target_id": t, "repetition": r, **values} for (t, r), values in series.items()]}
-
-
-def _r(value: float | None) -> float | None:
-    """Three significant decimals are plenty for a chart and keep the file small."""
-    if value is None or not math.isfinite(value):
-        return None
-    return round(value, 3)
+    series = store.query(_TIMELINE_SQL, [[s["target_id"] for s in spans], [s["repetition"] for s in spans],
+                                         [s["t0"] for s in spans], width, run_id])
+    return {"width_s": width, "series": series}
 
 
 def fingerprint_values(comparison: dict[str, Any], target_id: str, key: str) -> str:
