@@ -60,27 +60,18 @@ export class BenchfleetStack extends Stack {
     this.fleet = new TargetFleet(this, 'Targets', {
       vpc: this.network.vpc,
       subnets: this.network.subnets,
+      stackName: this.stackName,
       resultsBucket: this.results.bucket,
       removalPolicy,
     });
 
     this.orchestration = new Orchestration(this, 'Orchestration', {
       results: this.results,
-      fleet: {
-        vpcArn: this.formatArn({ service: 'ec2', resource: 'vpc', resourceName: this.network.vpc.vpcId }),
-        securityGroupIds: [
-          this.fleet.clientSecurityGroup.securityGroupId,
-          this.fleet.dbSecurityGroup.securityGroupId,
-        ],
-        launchTemplateId: this.fleet.launchTemplate.launchTemplateId ?? '*',
-        dbSubnetGroupName: this.fleet.dbSubnetGroup.subnetGroupName,
-        targetRoleArn: this.fleet.role.roleArn,
-        agentDocumentArn: this.fleet.agentDocumentArn,
-        outputBucketArn: this.results.bucket.bucketArn,
-      },
+      // The home region's resources; the bucket's grant holds in every region (bucket ARNs name none).
+      fleet: { ...this.fleet.fleetResources(), outputBucketArn: this.results.bucket.bucketArn },
       environment: {
         ...this.results.environment,
-        ...this.fleet.environment(this.network.subnetIds),
+        ...this.fleet.environment(),
         MAX_RUN_COST_USD: String(config.maxRunCostUsd),
         // Per-region caps the Plan Lambda enforces (benchfleet.aws.runplan.check_plan).
         MAX_VCPUS_PER_REGION: String(config.maxVcpusPerRegion),

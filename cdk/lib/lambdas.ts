@@ -13,7 +13,17 @@ import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
 import { copyTree, fileCopyAsset } from './bundling';
 import { allowWildcard } from './nag';
-import { ALL_HANDLERS, HandlerModule, METRICS_NAMESPACE, pascal, REPO_ROOT, SERVICE_NAME } from './naming';
+import {
+  ALL_HANDLERS,
+  HandlerModule,
+  lambdaRoleName,
+  METRICS_NAMESPACE,
+  pascal,
+  REGIONALLY_GRANTED_HANDLERS,
+  RegionallyGrantedHandler,
+  REPO_ROOT,
+  SERVICE_NAME,
+} from './naming';
 import { FleetResources, grantRdsSecretBinding, Permissions } from './permissions';
 import { ResultsStore } from './results-store';
 
@@ -211,6 +221,10 @@ export class BenchfleetFunctions extends Construct {
       const role = new iam.Role(this, `${id}Role`, {
         assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
         description: `benchfleet ${module} Lambda`,
+        // Regional stacks attach their region's grants to these by name (regional-stack.ts).
+        ...((REGIONALLY_GRANTED_HANDLERS as readonly string[]).includes(module)
+          ? { roleName: lambdaRoleName(Stack.of(this).stackName, module as RegionallyGrantedHandler) }
+          : {}),
       });
       allowWildcard(role, 'unscopedApis'); // X-Ray (Tracing.ACTIVE)
       // Instead of AWSLambdaBasicExecutionRole (any log group): this function's log group only.

@@ -85,3 +85,25 @@ export function pascal(module: string): string {
 export function targetResourcesParameterName(stackName: string): string {
   return `/benchfleet/${stackName}/target-resources`;
 }
+
+/**
+ * Fixed, stack-scoped names of what is global (IAM) and that regional stacks refer to by name: they
+ * cannot reference the home stack (CloudFormation has no cross-region references). Stacks sharing an
+ * account already need distinct names (ownership.ts), so the stack name is enough.
+ */
+export function targetInstanceRoleName(stackName: string): string {
+  return `${stackName}-targets`;
+}
+
+/** The Lambda roles regional stacks attach their region's grants to (provision, start_step). */
+export const REGIONALLY_GRANTED_HANDLERS = ['provision', 'start_step'] as const;
+export type RegionallyGrantedHandler = (typeof REGIONALLY_GRANTED_HANDLERS)[number];
+
+export function lambdaRoleName(stackName: string, module: RegionallyGrantedHandler): string {
+  return `${stackName}-${module.replace('_', '-')}`;
+}
+
+/** The regional stack of `region` (one per targetRegions entry besides the home region). */
+export function regionalStackName(stackName: string, region: string): string {
+  return `${stackName}-${region}`;
+}

@@ -57,8 +57,4 @@ export class Network extends Construct {
     this.vpc = vpc;
     this.subnets = { subnetType: ec2.SubnetType.PUBLIC };
   }
-
-  public get subnetIds(): string[] {
-    return this.vpc.selectSubnets(this.subnets).subnetIds;
-  }
 }

@@ -13,7 +13,12 @@ import { Stack } from 'aws-cdk-lib';
  * readable in the console. The region is a token in an environment-agnostic synth.
  */
 export function stackOwner(stack: Stack): string {
-  return `${stack.stackName}@${stack.region}`;
+  return ownerOf(stack.stackName, stack.region);
+}
+
+/** The identity of the home stack `stackName` in `region`; regional stacks act for it (regional-stack.ts). */
+export function ownerOf(stackName: string, region: string): string {
+  return `${stackName}@${region}`;
 }
 
 /**
@@ -23,7 +28,21 @@ export function stackOwner(stack: Stack): string {
  * over nor tagged into the stack's ownership. Stacks sharing an account need distinct names.
  */
 export function dbIdentifierPrefix(stack: Stack): string {
-  return `bf${createHash('sha256').update(stack.stackName).digest('hex').slice(0, 6)}`;
+  return dbIdentifierPrefixOf(stack.stackName);
+}
+
+export function dbIdentifierPrefixOf(stackName: string): string {
+  return `bf${createHash('sha256').update(stackName).digest('hex').slice(0, 6)}`;
+}
+
+/** Whose runs a set of grants is for: the owner tag value and the DB identifier prefix. */
+export interface Ownership {
+  readonly owner: string;
+  readonly dbPrefix: string;
+}
+
+export function ownershipOf(stackName: string, region: string): Ownership {
+  return { owner: ownerOf(stackName, region), dbPrefix: dbIdentifierPrefixOf(stackName) };
 }
 
 /** The Lambdas' environment for ownership (read by benchfleet.aws.settings). */

@@ -6,7 +6,7 @@
  */
 import { ArnFormat, Stack } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
-import { Construct } from 'constructs';
+import { Construct, IConstruct } from 'constructs';
 import { allowWildcard } from './nag';
 import {
   ALLOWED_RUN_TAG_KEYS,
@@ -17,7 +17,7 @@ import {
   TAG_STACK,
   UBUNTU_AMI_OWNER,
 } from './naming';
-import { dbIdentifierPrefix, stackOwner } from './ownership';
+import { dbIdentifierPrefix, Ownership, stackOwner } from './ownership';
 
 type Conditions = Record<string, Record<string, unknown>>;
 
@@ -41,6 +41,14 @@ export function requireOwnedResource(owner: string, tagPrefix = 'aws:ResourceTag
   };
 }
 
+/**
+ * What a grant adds statements to: a role, or a regional stack's managed policy attached to a role of
+ * the home stack (regional-stack.ts). The holder is also where the grant's cdk-nag reasons go.
+ */
+export interface PolicyHolder extends IConstruct {
+  addToPrincipalPolicy(statement: iam.PolicyStatement): unknown;
+}
+
 export interface FleetResources {
   readonly vpcArn: string;
   readonly securityGroupIds: string[];
@@ -48,8 +56,13 @@ export interface FleetResources {
   readonly dbSubnetGroupName: string;
   readonly targetRoleArn: string;
   readonly agentDocumentArn: string;
-  /** The bucket Run Command writes the agent's output to (SendCommand's OutputS3BucketName). */
-  readonly outputBucketArn: string;
+  /**
+   * The bucket Run Command writes the agent's output to (SendCommand's OutputS3BucketName). Bucket
+   * ARNs name no region: the home stack's grant covers every region, regional stacks omit it.
+   */
+  readonly outputBucketArn?: string;
+  /** The target-resources SSM parameter of a regional stack (regional.py reads it there). */
+  readonly targetResourcesParameterArn?: string;
 }
 
 /** Reads that do not support resource-level permissions. */
@@ -74,13 +87,15 @@ export class Permissions {
   private readonly owner: string;
   private readonly dbPrefix: string;
 
+  /** `ownership`: whose runs these grants are for; default the stack's own (a regional stack passes its home's). */
   constructor(
     scope: Construct,
     private readonly fleet: FleetResources,
+    ownership?: Ownership,
   ) {
     this.stack = Stack.of(scope);
-    this.owner = stackOwner(this.stack);
-    this.dbPrefix = dbIdentifierPrefix(this.stack);
+    this.owner = ownership?.owner ?? stackOwner(this.stack);
+    this.dbPrefix = ownership?.dbPrefix ?? dbIdentifierPrefix(this.stack);
   }
 
   private arn(service: string, resource: string, resourceName: string, account = true): string {
@@ -116,7 +131,7 @@ export class Permissions {
   }
 
   /** provision: launch EC2 targets and create RDS/Aurora targets, tagged with the run. */
-  public grantTargetCreate(role: iam.IRole): void {
+  public grantTargetCreate(role: PolicyHolder): void {
     allowWildcard(role, 'instances');
     allowWildcard(role, 'launchResources');
     allowWildcard(role, 'ubuntuImages');
@@ -303,7 +318,7 @@ export class Permissions {
   }
 
   /** start_step: Run Command of the agent document, on run-tagged instances only. */
-  public grantCommandSend(role: iam.IRole): void {
+  public grantCommandSend(role: PolicyHolder): void {
     allowWildcard(role, 'instances');
 
     role.addToPrincipalPolicy(
@@ -315,13 +330,15 @@ export class Permissions {
     );
     // SendCommand with OutputS3BucketName is also authorized against the bucket (Service
     // Authorization Reference: ssm:SendCommand, resource type bucket).
-    role.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        sid: 'SendOutputToResultsBucket',
-        actions: ['ssm:SendCommand'],
-        resources: [this.fleet.outputBucketArn],
-      }),
-    );
+    if (this.fleet.outputBucketArn !== undefined) {
+      role.addToPrincipalPolicy(
+        new iam.PolicyStatement({
+          sid: 'SendOutputToResultsBucket',
+          actions: ['ssm:SendCommand'],
+          resources: [this.fleet.outputBucketArn],
+        }),
+      );
+    }
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         sid: 'SendToOwnedInstances',
@@ -338,6 +355,18 @@ export class Permissions {
         actions: ['ssm:SendCommand'],
         resources: [this.ec2('instance')],
         conditions: { StringEquals: { [`ssm:resourceTag/${TAG_AGENT_HOST}`]: this.owner } },
+      }),
+    );
+  }
+
+  /** provision / start_step in a regional stack's region: the ids it published (benchfleet.aws.regional). */
+  public grantTargetResourcesRead(role: PolicyHolder): void {
+    if (this.fleet.targetResourcesParameterArn === undefined) return;
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'ReadTargetResources',
+        actions: ['ssm:GetParameter'],
+        resources: [this.fleet.targetResourcesParameterArn],
       }),
     );
   }

@@ -14,6 +14,11 @@ import { RUNS_PREFIX } from './naming';
 import { AthenaStore } from './athena-store';
 import { RecordStore, TimestreamStore } from './timestream-store';
 
+/** `keepResults`: retain what holds results or logs on `cdk destroy`, or delete it. */
+export function removalPolicyOf(keepResults: boolean): RemovalPolicy {
+  return keepResults ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
+}
+
 export interface ResultsStoreProps {
   /** Record store behind the Lambdas (context resultsStore). */
   readonly kind: ResultsStoreKind;
@@ -43,7 +48,7 @@ export class ResultsStore extends Construct {
   constructor(scope: Construct, id: string, props: ResultsStoreProps) {
     super(scope, id);
     this.kind = props.kind;
-    this.removalPolicy = props.keepResults ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
+    this.removalPolicy = removalPolicyOf(props.keepResults);
     const autoDeleteObjects = !props.keepResults;
 
     this.accessLogsBucket = new s3.Bucket(this, 'AccessLogs', {

@@ -17,9 +17,9 @@ import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
 import { copyTree, fileCopyAsset } from './bundling';
 import { allowWildcard } from './nag';
-import { REPO_ROOT, RUNS_PREFIX } from './naming';
+import { REPO_ROOT, RUNS_PREFIX, targetInstanceRoleName, targetResourcesParameterName } from './naming';
 import { ownershipEnvironment } from './ownership';
-import { grantRdsManagedSecretsRead } from './permissions';
+import { FleetResources, grantRdsManagedSecretsRead } from './permissions';
 
 /** Domain modules the agent imports, shipped next to workloads/ at the same relative paths. */
 export const AGENT_LAMBDA_MODULES = ['__init__.py', 'sysbench.py', 'mysqlcnf.py'];
@@ -68,69 +68,59 @@ class AgentBundle {
 export interface TargetFleetProps {
   readonly vpc: ec2.IVpc;
   readonly subnets: ec2.SubnetSelection;
-  readonly resultsBucket: s3.IBucket;
+  /** The home stack's name: names the instance role, the parameters and the document in every region. */
+  readonly stackName: string;
+  /**
+   * Home stack only: the results bucket, which the instance role (global, created once, by the home
+   * stack) writes the agent's output to. Regional stacks omit it and use that role by its fixed name.
+   */
+  readonly resultsBucket?: s3.IBucket;
   /** Root volume of instances launched from the template (the Lambdas may add data volumes). */
   readonly rootVolumeGiB?: number;
   readonly removalPolicy: RemovalPolicy;
 }
 
+/**
+ * What a target needs in one region, deployed by the home stack for the home region and by each
+ * regional stack (regional-stack.ts) for its own: security groups, DB subnet group, launch template,
+ * agent bundle, CloudWatch agent configuration, agent document, and the SSM parameter listing their
+ * ids (`/benchfleet/<stack>/target-resources`, read by lambdas/benchfleet/aws/regional.py).
+ */
 export class TargetFleet extends Construct {
-  public readonly role: iam.Role;
-  public readonly instanceProfile: iam.InstanceProfile;
+  public readonly role: iam.IRole;
+  public readonly instanceProfile: iam.IInstanceProfile;
   public readonly clientSecurityGroup: ec2.SecurityGroup;
   public readonly dbSecurityGroup: ec2.SecurityGroup;
   public readonly launchTemplate: ec2.LaunchTemplate;
   public readonly dbSubnetGroup: rds.SubnetGroup;
+  /** This region's copy of the agent bundle (an asset: `cdk deploy` uploads one to each region's asset bucket). */
   public readonly agentBundle: s3assets.Asset;
   public readonly cloudWatchAgentConfig: ssm.StringParameter;
   public readonly agentDocument: ssm.CfnDocument;
+  /** The ids above as JSON, the contract of lambdas/benchfleet/aws/regional.py (FIELDS). */
+  public readonly targetResources: ssm.StringParameter;
+  public readonly subnetIds: string[];
+  private readonly vpc: ec2.IVpc;
 
   constructor(scope: Construct, id: string, props: TargetFleetProps) {
     super(scope, id);
     const stack = Stack.of(this);
+    const roleName = targetInstanceRoleName(props.stackName);
 
-    // Instance role: SSM agent + CloudWatch agent, the agent bundle, and results under runs/.
-    this.role = new iam.Role(this, 'InstanceRole', {
-      assumedBy: new iam.ServicePrincipal('ec2.amazonaws.com'),
-      description:
-        'benchfleet targets: SSM and CloudWatch agents, agent bundle, results under runs/, RDS-managed DB passwords',
-      managedPolicies: [
-        iam.ManagedPolicy.fromAwsManagedPolicyName('AmazonSSMManagedInstanceCore'),
-        iam.ManagedPolicy.fromAwsManagedPolicyName('CloudWatchAgentServerPolicy'),
-      ],
-    });
-    NagSuppressions.addResourceSuppressions(this.role, [
-      {
-        id: 'AwsSolutions-IAM4',
-        reason:
-          'AmazonSSMManagedInstanceCore (Run Command transport) and CloudWatchAgentServerPolicy ' +
-          '(per-second steal metrics) are the AWS-maintained minimum for the two agents on a target.',
-        appliesTo: [
-          'Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonSSMManagedInstanceCore',
-          'Policy::arn:<AWS::Partition>:iam::aws:policy/CloudWatchAgentServerPolicy',
-        ],
-      },
-    ]);
-    this.instanceProfile = new iam.InstanceProfile(this, 'InstanceProfile', { role: this.role });
-    // RDS/Aurora targets: the agent on the client host reads the managed master password itself.
-    grantRdsManagedSecretsRead(this.role);
-
-    allowWildcard(this.role, 'runsPrefix');
-    // Run Command uploads the agent's output to runs/<run>/...; it checks the bucket's encryption first
-    // and uploads with the bucket-owner-full-control ACL, which needs s3:PutObjectAcl (the bucket
-    // enforces bucket ownership, so the ACL grants nothing more).
-    this.role.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        actions: ['s3:PutObject', 's3:PutObjectAcl'],
-        resources: [props.resultsBucket.arnForObjects(`${RUNS_PREFIX}*`)],
-      }),
-    );
-    this.role.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        actions: ['s3:GetEncryptionConfiguration'],
-        resources: [props.resultsBucket.bucketArn],
-      }),
-    );
+    if (props.resultsBucket !== undefined) {
+      const role = instanceRole(this, roleName, props.resultsBucket);
+      this.role = role;
+      this.instanceProfile = new iam.InstanceProfile(this, 'InstanceProfile', {
+        role,
+        instanceProfileName: roleName,
+      });
+    } else {
+      // IAM is global: the home stack's role and profile, by their fixed names (the home stack deploys first).
+      this.role = iam.Role.fromRoleName(this, 'InstanceRole', roleName);
+      this.instanceProfile = iam.InstanceProfile.fromInstanceProfileName(this, 'InstanceProfile', roleName);
+    }
+    this.vpc = props.vpc;
+    this.subnetIds = props.vpc.selectSubnets(props.subnets).subnetIds;
 
     this.clientSecurityGroup = new ec2.SecurityGroup(this, 'ClientSecurityGroup', {
       vpc: props.vpc,
@@ -187,6 +177,7 @@ export class TargetFleet extends Construct {
         `agent bundle built without ${bundler.missing.join(', ')} (not in the checkout yet)`,
       );
     }
+    // Hosts download this region's copy; in a regional stack this attaches to the home stack's role.
     this.role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         actions: ['s3:GetObject'],
@@ -205,7 +196,7 @@ export class TargetFleet extends Construct {
     // The CloudWatch agent reads its configuration from SSM; CloudWatchAgentServerPolicy only allows
     // parameters named AmazonCloudWatch-*.
     this.cloudWatchAgentConfig = new ssm.StringParameter(this, 'CloudWatchAgentConfig', {
-      parameterName: `AmazonCloudWatch-${stack.stackName}-targets`,
+      parameterName: `AmazonCloudWatch-${props.stackName}-targets`,
       description: 'benchfleet targets: per-second CPU steal/user/system/iowait (CWAgent namespace)',
       stringValue: JSON.stringify(cloudWatchAgentConfig()),
     });
@@ -215,6 +206,39 @@ export class TargetFleet extends Construct {
       documentFormat: 'JSON',
       content: agentDocumentContent(this.agentBundle.httpUrl, this.cloudWatchAgentConfig.parameterName),
     });
+
+    // Same name in every region: the Lambdas read it in the target's region (benchfleet.aws.regional).
+    this.targetResources = new ssm.StringParameter(this, 'TargetResources', {
+      parameterName: targetResourcesParameterName(props.stackName),
+      description: 'benchfleet: ids of what targets need in this region (lambdas/benchfleet/aws/regional.py)',
+      stringValue: stack.toJsonString(this.resourceIds()),
+    });
+  }
+
+  /** What the Lambdas' grants in this region name (permissions.ts): the home stack adds its bucket. */
+  public fleetResources(): FleetResources {
+    const stack = Stack.of(this);
+    return {
+      vpcArn: stack.formatArn({ service: 'ec2', resource: 'vpc', resourceName: this.vpc.vpcId }),
+      securityGroupIds: [this.clientSecurityGroup.securityGroupId, this.dbSecurityGroup.securityGroupId],
+      launchTemplateId: this.launchTemplate.launchTemplateId ?? '*',
+      dbSubnetGroupName: this.dbSubnetGroup.subnetGroupName,
+      targetRoleArn: this.role.roleArn,
+      agentDocumentArn: this.agentDocumentArn,
+      targetResourcesParameterArn: this.targetResources.parameterArn,
+    };
+  }
+
+  /** The target-resources parameter's JSON; its keys are regional.py's FIELDS (jest checks both). */
+  public resourceIds(): Record<string, unknown> {
+    return {
+      subnet_ids: this.subnetIds,
+      client_security_group_id: this.clientSecurityGroup.securityGroupId,
+      db_security_group_id: this.dbSecurityGroup.securityGroupId,
+      db_subnet_group_name: this.dbSubnetGroup.subnetGroupName,
+      launch_template_id: this.launchTemplate.launchTemplateId ?? '',
+      agent_document_name: this.agentDocumentName,
+    };
   }
 
   public get agentDocumentName(): string {
@@ -229,14 +253,14 @@ export class TargetFleet extends Construct {
     });
   }
 
-  /** Environment variables the Lambdas read (statemachines/README.md). */
-  public environment(subnetIds: string[]): Record<string, string> {
+  /** Environment variables the Lambdas read (statemachines/README.md): the home region's ids. */
+  public environment(): Record<string, string> {
     return {
       TARGET_INSTANCE_PROFILE_ARN: this.instanceProfile.instanceProfileArn,
       TARGET_ROLE_ARN: this.role.roleArn,
       CLIENT_SECURITY_GROUP_ID: this.clientSecurityGroup.securityGroupId,
       DB_SECURITY_GROUP_ID: this.dbSecurityGroup.securityGroupId,
-      SUBNET_IDS: subnetIds.join(','),
+      SUBNET_IDS: this.subnetIds.join(','),
       DB_SUBNET_GROUP_NAME: this.dbSubnetGroup.subnetGroupName,
       AGENT_DOCUMENT_NAME: this.agentDocumentName,
       AGENT_BUNDLE_S3_URI: this.agentBundle.s3ObjectUrl,
@@ -245,6 +269,56 @@ export class TargetFleet extends Construct {
       ...ownershipEnvironment(Stack.of(this)),
     };
   }
+}
+
+/**
+ * The target instance role (global: one per home stack, fixed name): SSM and CloudWatch agents, the
+ * agent's output under runs/ of the home results bucket (from every region), RDS-managed passwords.
+ * Each region's TargetFleet adds the read of its own copy of the agent bundle.
+ */
+function instanceRole(scope: Construct, roleName: string, resultsBucket: s3.IBucket): iam.Role {
+  const role = new iam.Role(scope, 'InstanceRole', {
+    roleName,
+    assumedBy: new iam.ServicePrincipal('ec2.amazonaws.com'),
+    description:
+      'benchfleet targets: SSM and CloudWatch agents, agent bundle, results under runs/, RDS-managed DB passwords',
+    managedPolicies: [
+      iam.ManagedPolicy.fromAwsManagedPolicyName('AmazonSSMManagedInstanceCore'),
+      iam.ManagedPolicy.fromAwsManagedPolicyName('CloudWatchAgentServerPolicy'),
+    ],
+  });
+  NagSuppressions.addResourceSuppressions(role, [
+    {
+      id: 'AwsSolutions-IAM4',
+      reason:
+        'AmazonSSMManagedInstanceCore (Run Command transport) and CloudWatchAgentServerPolicy ' +
+        '(per-second steal metrics) are the AWS-maintained minimum for the two agents on a target.',
+      appliesTo: [
+        'Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonSSMManagedInstanceCore',
+        'Policy::arn:<AWS::Partition>:iam::aws:policy/CloudWatchAgentServerPolicy',
+      ],
+    },
+  ]);
+  // RDS/Aurora targets: the agent on the client host reads the managed master password itself.
+  grantRdsManagedSecretsRead(role);
+
+  allowWildcard(role, 'runsPrefix');
+  // Run Command uploads the agent's output to runs/<run>/...; it checks the bucket's encryption first
+  // and uploads with the bucket-owner-full-control ACL, which needs s3:PutObjectAcl (the bucket
+  // enforces bucket ownership, so the ACL grants nothing more).
+  role.addToPrincipalPolicy(
+    new iam.PolicyStatement({
+      actions: ['s3:PutObject', 's3:PutObjectAcl'],
+      resources: [resultsBucket.arnForObjects(`${RUNS_PREFIX}*`)],
+    }),
+  );
+  role.addToPrincipalPolicy(
+    new iam.PolicyStatement({
+      actions: ['s3:GetEncryptionConfiguration'],
+      resources: [resultsBucket.bucketArn],
+    }),
+  );
+  return role;
 }
 
 /** Per-second CPU time split; InstanceId lets collect query one target's steal. */

@@ -1,0 +1,87 @@
+/**
+ * The app's stacks: the home stack (orchestration, results, and the home region's targets) and one
+ * TargetRegionStack per other region of `targetRegions`. cdk/bin/benchfleet.ts and the jest tests
+ * build the app through this function, so the tests read the stacks `cdk deploy --all` deploys.
+ */
+import { App, Aspects, Environment } from 'aws-cdk-lib';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import { BenchfleetStack } from './benchfleet-stack';
+import { BenchfleetConfig } from './config';
+import { regionalStackName } from './naming';
+import { TargetRegionStack } from './regional-stack';
+
+export interface BenchfleetApp {
+  readonly home: BenchfleetStack;
+  /** By region, in `targetRegions` order. */
+  readonly regions: ReadonlyMap<string, TargetRegionStack>;
+}
+
+/** What the CDK CLI tells the app about the credentials' environment (CDK_DEFAULT_*). */
+export interface CliEnvironment {
+  readonly CDK_DEFAULT_ACCOUNT?: string;
+  readonly CDK_DEFAULT_REGION?: string;
+}
+
+/** The home region, where an environment-agnostic home stack deploys: the context's, else the CLI's. */
+function homeRegionOf(config: BenchfleetConfig, cli: CliEnvironment): string | undefined {
+  // The CLI always sets CDK_DEFAULT_REGION (its default region when none is configured).
+  return config.region ?? cli.CDK_DEFAULT_REGION;
+}
+
+/**
+ * The home stack's environment: agnostic unless the context sets one, `vpcId` needs a lookup, or
+ * `targetRegions` is set (regional stacks name the home region in their grants, so the home stack is
+ * pinned to it).
+ */
+function homeEnvironment(config: BenchfleetConfig, cli: CliEnvironment): Environment | undefined {
+  const region = homeRegionOf(config, cli);
+  if (config.vpcId !== undefined) {
+    // Vpc.fromLookup needs a concrete account and region.
+    const account = config.account ?? cli.CDK_DEFAULT_ACCOUNT;
+    if (account === undefined || region === undefined) {
+      throw new Error('context "vpcId" needs "account" and "region" (context or AWS credentials)');
+    }
+    return { account, region };
+  }
+  if (config.targetRegions !== undefined) {
+    if (region === undefined) {
+      throw new Error(
+        'context "targetRegions": the home region is unknown, so it cannot be told from the target regions: ' +
+          'set context "region" (or run through the CDK CLI, which sets CDK_DEFAULT_REGION)',
+      );
+    }
+    return { region, ...(config.account === undefined ? {} : { account: config.account }) };
+  }
+  if (config.account !== undefined && config.region !== undefined) {
+    return { account: config.account, region: config.region };
+  }
+  return undefined;
+}
+
+export function buildApp(app: App, config: BenchfleetConfig, cli: CliEnvironment): BenchfleetApp {
+  const env = homeEnvironment(config, cli);
+  const home = new BenchfleetStack(app, config.stackName, {
+    config,
+    env,
+    description: 'benchfleet: serverless benchmarks of MySQL-compatible databases',
+  });
+  const regions = new Map<string, TargetRegionStack>();
+  const homeRegion = env?.region;
+  // `targetRegions` without the home region, which the home stack serves (two stacks there would
+  // both write the region's target-resources parameter). homeEnvironment pinned the home region.
+  for (const region of config.targetRegions ?? []) {
+    if (homeRegion === undefined || region === homeRegion) continue;
+    const stack = new TargetRegionStack(app, regionalStackName(config.stackName, region), {
+      config,
+      homeRegion,
+      env: { region, ...(env?.account === undefined ? {} : { account: env.account }) },
+      description: `benchfleet: what targets need in ${region} (home stack ${config.stackName} in ${homeRegion})`,
+    });
+    // Its grants and launch template name the home stack's IAM roles and instance profile.
+    stack.addStackDependency(home, 'IAM roles and instance profile of the home stack, used by name');
+    regions.set(region, stack);
+  }
+  // cdk-nag on every synth: unsuppressed findings are errors and fail `cdk synth`.
+  Aspects.of(app).add(new AwsSolutionsChecks({ verbose: true }));
+  return { home, regions };
+}

@@ -1,0 +1,275 @@
+/**
+ * Target regions (issue 15): with `targetRegions`, the app `cdk deploy --all` deploys has one small
+ * stack per region besides the home region, holding what a target needs there and that region's
+ * grants for the home stack's Lambdas; each is cdk-nag clean, and its target-resources parameter
+ * carries exactly what lambdas/benchfleet/aws/regional.py reads (checked by regional.py itself).
+ */
+import { execFileSync } from 'child_process';
+import * as path from 'path';
+import { App, Stack } from 'aws-cdk-lib';
+import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
+import { buildApp, BenchfleetApp } from '../../cdk/lib/app';
+import { readConfig } from '../../cdk/lib/config';
+import { cdkJsonContext, REPO_ROOT, resourcesOf } from './helpers';
+import { evaluate, PSEUDO, resolve } from './iam-eval';
+
+const HOME = 'us-east-1';
+const REGIONS = ['us-west-1', 'eu-north-1'];
+
+function build(context: Record<string, unknown>, cli: Record<string, string> = { CDK_DEFAULT_REGION: HOME }): BenchfleetApp {
+  const app = new App({ context: { ...cdkJsonContext(), ...context } });
+  return buildApp(app, readConfig(app.node), cli);
+}
+
+/** Unsuppressed AwsSolutions findings of one stack. */
+function nagFindings(stack: Stack): string[] {
+  const annotations = Annotations.fromStack(stack);
+  const rule = Match.stringLikeRegexp('AwsSolutions-.*');
+  return [...annotations.findError('*', rule), ...annotations.findWarning('*', rule)].map(
+    (m) => `${m.id}: ${String(m.entry.data).split(':')[0]}`,
+  );
+}
+
+/** The one resource of a type whose logical id starts with `prefix`. */
+function only(template: Template, type: string, prefix = ''): Record<string, any> {
+  const found = resourcesOf(template, type).filter(([id]) => id.startsWith(prefix));
+  expect(found.map(([id]) => id)).toHaveLength(1);
+  return found[0][1];
+}
+
+/** The Python side of the contract: regional.py's FIELDS, and what its parse() makes of `value`. */
+function regionalPy(value: string): { fields: string[]; parsed: Record<string, unknown> } {
+  const script =
+    'import json, sys\n' +
+    'from benchfleet.aws import regional\n' +
+    'print(json.dumps({"fields": list(regional.FIELDS), "parsed": regional.parse(sys.argv[1], "the parameter")}))\n';
+  const out = execFileSync(path.join(REPO_ROOT, '.venv', 'bin', 'python'), ['-c', script, value], {
+    env: { ...process.env, PYTHONPATH: path.join(REPO_ROOT, 'lambdas') },
+    encoding: 'utf8',
+  });
+  return JSON.parse(out);
+}
+
+describe('targetRegions: one regional stack per region besides the home region', () => {
+  // The home region listed too: it is served by the home stack, not by a second stack there.
+  const built = build({ targetRegions: [...REGIONS, HOME] });
+  const home = Template.fromStack(built.home);
+  const regional = new Map([...built.regions].map(([r, s]) => [r, Template.fromStack(s)]));
+
+  test('a stack per other region, in that region, deployed after the home stack', () => {
+    expect([...built.regions.keys()]).toEqual(REGIONS);
+    for (const [region, stack] of built.regions) {
+      expect(stack.region).toBe(region);
+      expect(stack.stackName).toBe(`Benchfleet-${region}`);
+      expect(stack.dependencies).toContain(built.home);
+    }
+    // Pinned to the home region: the regional stacks name it in their grants.
+    expect(built.home.region).toBe(HOME);
+  });
+
+  test('every stack is cdk-nag clean', () => {
+    expect(nagFindings(built.home)).toEqual([]);
+    for (const stack of built.regions.values()) expect(nagFindings(stack)).toEqual([]);
+  });
+
+  test('each region has what a target needs, built by the same constructs as the home region', () => {
+    const kinds = [
+      'AWS::EC2::VPC',
+      'AWS::EC2::FlowLog',
+      'AWS::EC2::SecurityGroup',
+      'AWS::EC2::LaunchTemplate',
+      'AWS::RDS::DBSubnetGroup',
+      'AWS::SSM::Document',
+    ];
+    for (const template of regional.values()) {
+      for (const kind of kinds) {
+        expect([kind, resourcesOf(template, kind).length]).toEqual([kind, resourcesOf(home, kind).length]);
+      }
+      // IAM is global: no role or instance profile of its own, no Lambda, no state machine.
+      for (const kind of ['AWS::IAM::InstanceProfile', 'AWS::Lambda::Function', 'AWS::StepFunctions::StateMachine']) {
+        expect(resourcesOf(template, kind)).toHaveLength(0);
+      }
+      expect(resourcesOf(template, 'AWS::IAM::Role').map(([id]) => id)).toEqual([
+        expect.stringMatching(/^NetworkVpcFlowLogIAMRole/),
+      ]);
+      template.hasResourceProperties('AWS::SSM::Parameter', {
+        Name: 'AmazonCloudWatch-Benchfleet-targets',
+        Value: Match.stringLikeRegexp('cpu_usage_steal'),
+      });
+    }
+  });
+
+  test("the target-resources parameter of every stack is what regional.py reads, under the Lambdas' name", () => {
+    const [, plan] = resourcesOf(home, 'AWS::Lambda::Function').find(
+      ([, f]) => f.Properties.Handler === 'handlers.plan.handler',
+    )!;
+    const name = plan.Properties.Environment.Variables.TARGET_RESOURCES_PARAMETER;
+    expect(name).toBe('/benchfleet/Benchfleet/target-resources');
+    for (const template of [home, ...regional.values()]) {
+      const parameter = only(template, 'AWS::SSM::Parameter', 'TargetsTargetResources');
+      expect(parameter.Properties.Name).toBe(name);
+      const value = resolve(parameter.Properties.Value, { ...PSEUDO, region: 'us-west-1' }) as string;
+      const { fields, parsed } = regionalPy(value);
+      expect(Object.keys(JSON.parse(value))).toEqual(fields);
+      // Each id is the resource the stack creates in that region.
+      expect(parsed).toEqual({
+        subnet_ids: [expect.stringMatching(/^<NetworkVpctargetsSubnet1Subnet/), expect.stringMatching(/^<NetworkVpctargetsSubnet2Subnet/)],
+        client_security_group_id: expect.stringMatching(/^<TargetsClientSecurityGroup.*\.GroupId>$/),
+        db_security_group_id: expect.stringMatching(/^<TargetsDbSecurityGroup.*\.GroupId>$/),
+        db_subnet_group_name: expect.stringMatching(/^<TargetsDbSubnetGroup/),
+        launch_template_id: expect.stringMatching(/^<TargetsLaunchTemplate/),
+        agent_document_name: expect.stringMatching(/^<TargetsAgentDocument/),
+      });
+    }
+  });
+
+  test("launch templates use the home stack's instance profile by its fixed name", () => {
+    const role = only(home, 'AWS::IAM::Role', 'TargetsInstanceRole');
+    const profile = only(home, 'AWS::IAM::InstanceProfile');
+    expect(role.Properties.RoleName).toBe('Benchfleet-targets');
+    expect(profile.Properties.InstanceProfileName).toBe('Benchfleet-targets');
+    for (const template of regional.values()) {
+      const lt = only(template, 'AWS::EC2::LaunchTemplate');
+      const arn = resolve(lt.Properties.LaunchTemplateData.IamInstanceProfile.Arn) as string;
+      expect(arn).toBe(`arn:aws:iam::${PSEUDO.account}:instance-profile/Benchfleet-targets`);
+      expect(lt.Properties.LaunchTemplateData.MetadataOptions.HttpTokens).toBe('required');
+    }
+  });
+
+  test("hosts download their own region's bundle, and the home role may read it", () => {
+    for (const [region, template] of regional) {
+      const doc = only(template, 'AWS::SSM::Document');
+      const bundle = resolve(doc.Properties.Content.parameters.BundleUri.default) as string;
+      expect(bundle).toMatch(new RegExp(`^https://s3\\.${region}\\.amazonaws\\.com/cdk-[a-z0-9]+-assets-${PSEUDO.account}-${region}/[0-9a-f]{64}\\.zip$`));
+      const read = only(template, 'AWS::IAM::Policy', 'TargetsInstanceRolePolicy');
+      expect(read.Properties.Roles).toEqual(['Benchfleet-targets']);
+      const [, bucketAndKey] = bundle.split(`.amazonaws.com/`);
+      const statements = resolve(read.Properties.PolicyDocument.Statement) as any[];
+      expect(evaluate(statements, { action: 's3:GetObject', resource: `arn:aws:s3:::${bucketAndKey}` })).toBe('allow');
+      expect(evaluate(statements, { action: 's3:GetObject', resource: `arn:aws:s3:::${bucketAndKey}x` })).toBe('implicit-deny');
+    }
+  });
+
+  describe("each region's grants, attached to the home stack's Lambda roles by name", () => {
+    const roleName = (handler: string): string => {
+      const [, fn] = resourcesOf(home, 'AWS::Lambda::Function').find(
+        ([, f]) => f.Properties.Handler === `handlers.${handler}.handler`,
+      )!;
+      const roleId = fn.Properties.Role['Fn::GetAtt'][0];
+      return home.toJSON().Resources[roleId].Properties.RoleName;
+    };
+    const [, anyFn] = resourcesOf(home, 'AWS::Lambda::Function').find(([, f]) => f.Properties.Runtime === 'python3.13')!;
+    const owner = anyFn.Properties.Environment.Variables.BENCHFLEET_STACK as string;
+    const prefix = anyFn.Properties.Environment.Variables.DB_IDENTIFIER_PREFIX as string;
+    const runTags = (stack: string): Record<string, string | string[]> => ({
+      'aws:RequestTag/benchfleet:run-id': 'r1',
+      'aws:RequestTag/benchfleet:expires-at': '2026-11-23T05:00:00Z',
+      'aws:RequestTag/benchfleet:stack': stack,
+      'aws:TagKeys': ['benchfleet:run-id', 'benchfleet:expires-at', 'benchfleet:stack'],
+      'ec2:MetadataHttpTokens': 'required',
+    });
+
+    test('the home identity is concrete: regional grants can name it', () => {
+      expect(owner).toBe(`Benchfleet@${HOME}`);
+      expect(roleName('provision')).toBe('Benchfleet-provision');
+      expect(roleName('start_step')).toBe('Benchfleet-start-step');
+    });
+
+    for (const region of REGIONS) {
+      const policyOf = (template: Template, handler: string): any[] => {
+        const policies = resourcesOf(template, 'AWS::IAM::ManagedPolicy').filter(([, p]) =>
+          p.Properties.Roles.includes(roleName(handler)),
+        );
+        expect(policies).toHaveLength(1);
+        const document = policies[0][1].Properties.PolicyDocument;
+        const resolved = resolve(document, { ...PSEUDO, region }) as { Statement: any[] };
+        // A managed policy holds at most 6,144 characters without whitespace (ids are shorter than this).
+        expect(JSON.stringify(resolved).length).toBeLessThan(6144);
+        return resolved.Statement;
+      };
+      const arn = (service: string, rest: string): string => `arn:aws:${service}:${region}:${PSEUDO.account}:${rest}`;
+
+      test(`${region}: provision creates run-tagged targets of the home stack there, and nothing else`, () => {
+        const template = regional.get(region)!;
+        const statements = policyOf(template, 'provision');
+        const instance = arn('ec2', 'instance/*');
+        expect(evaluate(statements, { action: 'ec2:RunInstances', resource: instance, context: runTags(owner) })).toBe('allow');
+        // The regional stack's own name is not an identity any Lambda tags with.
+        for (const other of [`Benchfleet-${region}@${region}`, `Benchfleet@${region}`]) {
+          expect(evaluate(statements, { action: 'ec2:RunInstances', resource: instance, context: runTags(other) })).toBe(
+            'implicit-deny',
+          );
+        }
+        // Only in this region's VPC, with its security groups and launch template.
+        const vpc = resourcesOf(template, 'AWS::EC2::VPC')[0][0];
+        const subnet = { action: 'ec2:RunInstances', resource: arn('ec2', 'subnet/subnet-1') };
+        expect(evaluate(statements, { ...subnet, context: { 'ec2:Vpc': arn('ec2', `vpc/<${vpc}>`) } })).toBe('allow');
+        expect(evaluate(statements, { ...subnet, context: { 'ec2:Vpc': arn('ec2', 'vpc/vpc-other') } })).toBe('implicit-deny');
+        const lt = resourcesOf(template, 'AWS::EC2::LaunchTemplate')[0][0];
+        expect(evaluate(statements, { action: 'ec2:RunInstances', resource: arn('ec2', `launch-template/<${lt}>`) })).toBe('allow');
+        expect(evaluate(statements, { action: 'ec2:RunInstances', resource: arn('ec2', 'launch-template/lt-other') })).toBe(
+          'implicit-deny',
+        );
+        // Databases named with the home stack's prefix, in this region's DB subnet group.
+        const dbContext = { context: runTags(owner) };
+        expect(evaluate(statements, { action: 'rds:CreateDBInstance', resource: arn('rds', `db:${prefix}-r1-x`), ...dbContext })).toBe('allow');
+        expect(evaluate(statements, { action: 'rds:CreateDBInstance', resource: arn('rds', 'db:prod-x'), ...dbContext })).toBe('implicit-deny');
+        const subgrp = resourcesOf(template, 'AWS::RDS::DBSubnetGroup')[0][0];
+        expect(evaluate(statements, { action: 'rds:CreateDBInstance', resource: arn('rds', `subgrp:<${subgrp}>`), ...dbContext })).toBe('allow');
+        // Another region's resources are that region's stack's business.
+        const elsewhere = `arn:aws:ec2:ap-south-1:${PSEUDO.account}:instance/*`;
+        expect(evaluate(statements, { action: 'ec2:RunInstances', resource: elsewhere, context: runTags(owner) })).toBe('implicit-deny');
+        expect(evaluate(statements, { action: 'ec2:TerminateInstances', resource: instance })).toBe('implicit-deny');
+      });
+
+      test(`${region}: start_step sends this region's agent document to the home stack's run instances`, () => {
+        const template = regional.get(region)!;
+        const statements = policyOf(template, 'start_step');
+        const doc = resourcesOf(template, 'AWS::SSM::Document')[0][0];
+        const send = (resource: string, context: Record<string, string> = {}): string =>
+          evaluate(statements, { action: 'ssm:SendCommand', resource, context });
+        expect(send(arn('ssm', `document/<${doc}>`))).toBe('allow');
+        expect(send(arn('ssm', 'document/AWS-RunShellScript'))).toBe('implicit-deny');
+        const instance = arn('ec2', 'instance/i-0123456789abcdef0');
+        expect(send(instance, { 'ssm:resourceTag/benchfleet:run-id': 'r1', 'ssm:resourceTag/benchfleet:stack': owner })).toBe('allow');
+        expect(send(instance, { 'ssm:resourceTag/benchfleet:run-id': 'r1', 'ssm:resourceTag/benchfleet:stack': 'Other@x' })).toBe(
+          'implicit-deny',
+        );
+      });
+
+      test(`${region}: provision and start_step read this region's target-resources parameter`, () => {
+        const template = regional.get(region)!;
+        const parameter = resourcesOf(template, 'AWS::SSM::Parameter').find(([id]) => id.startsWith('TargetsTargetResources'))![0];
+        for (const handler of ['provision', 'start_step']) {
+          const statements = policyOf(template, handler);
+          expect(evaluate(statements, { action: 'ssm:GetParameter', resource: arn('ssm', `parameter<${parameter}>`) })).toBe('allow');
+          expect(evaluate(statements, { action: 'ssm:GetParameter', resource: arn('ssm', 'parameter/other') })).toBe('implicit-deny');
+        }
+      });
+    }
+  });
+
+  test('the home stack still sweeps and tears down in every target region', () => {
+    const [, janitor] = resourcesOf(home, 'AWS::Lambda::Function').find(
+      ([, f]) => f.Properties.Handler === 'handlers.janitor.handler',
+    )!;
+    expect(janitor.Properties.Environment.Variables.SWEEP_REGIONS.split(',').sort()).toEqual([...REGIONS, HOME].sort());
+  });
+});
+
+describe('targetRegions unset or home only', () => {
+  test('unset: no regional stack, the home stack environment-agnostic', () => {
+    const built = build({});
+    expect(built.regions.size).toBe(0);
+    expect(built.home.resolve(built.home.region)).toEqual({ Ref: 'AWS::Region' });
+  });
+
+  test('the home region only: no regional stack', () => {
+    expect(build({ targetRegions: [HOME] }).regions.size).toBe(0);
+  });
+
+  test('the home region unknown: refused, naming the keys', () => {
+    expect(() => build({ targetRegions: REGIONS }, {})).toThrow(/targetRegions.*"region"/);
+    expect(build({ targetRegions: REGIONS, region: 'eu-north-1' }, {}).regions.size).toBe(1);
+  });
+});
