@@ -40,6 +40,11 @@ export interface BenchfleetConfig {
   readonly maxAzs: number;
   /** Which subnets of an existing VPC targets use: public (default) or private with egress. */
   readonly subnetType: TargetSubnetType;
+  /**
+   * The operator's word that the public subnets of `vpcId` assign public IPv4 addresses on launch
+   * (MapPublicIpOnLaunch), which a synth-time lookup cannot see; without it such a synth is refused.
+   */
+  readonly subnetsAssignPublicIp: boolean;
   /** Execution timeout of the state machine, in hours. */
   readonly maxRunHours: number;
   /**
@@ -90,6 +95,7 @@ export const DEFAULTS: BenchfleetConfig = {
   logRetentionDays: 30,
   maxAzs: 2,
   subnetType: 'public',
+  subnetsAssignPublicIp: false,
   maxRunHours: 48,
   maxRunCostUsd: 100,
   maxVcpusPerRegion: 32,
@@ -271,6 +277,21 @@ export function readConfig(node: Node): BenchfleetConfig {
   if (vpcId !== undefined && !/^vpc-[0-9a-f]{8,17}$/.test(vpcId)) {
     throw new ConfigError('vpcId', `expected vpc-<hex>, got ${JSON.stringify(vpcId)}`);
   }
+  const subnetType = oneOf<TargetSubnetType>(node, 'subnetType', DEFAULTS.subnetType, ['public', 'private']);
+  const subnetsAssignPublicIp = bool(node, 'subnetsAssignPublicIp', DEFAULTS.subnetsAssignPublicIp);
+  // A host without a public IP in a subnet without a NAT route reaches neither SSM (so no step ever
+  // runs: readiness waits until it gives up) nor the package mirrors the agent installs from. VPC
+  // interface endpoints would not do: apt needs the internet, and Run Command's output goes to the
+  // home region's bucket, out of reach of a target region's S3 gateway endpoint. So refuse here.
+  if (vpcId !== undefined && subnetType === 'public' && !subnetsAssignPublicIp) {
+    throw new ConfigError(
+      'subnetType',
+      `"public" with "vpcId" ${vpcId}: targets get a route to SSM and the package mirrors only if those subnets ` +
+        'assign public IPv4 addresses on launch (MapPublicIpOnLaunch), which a synth-time lookup cannot see. ' +
+        'Turn it on for them and set context "subnetsAssignPublicIp" to true, or use "subnetType": "private" ' +
+        '(subnets with a NAT gateway route)',
+    );
+  }
   return {
     stackName,
     account: optStr(node, 'account'),
@@ -311,7 +332,8 @@ export function readConfig(node: Node): BenchfleetConfig {
     vpcId,
     // A DB subnet group needs two AZs; env-agnostic stacks can use at most two.
     maxAzs: int(node, 'maxAzs', DEFAULTS.maxAzs, 2, 6),
-    subnetType: oneOf(node, 'subnetType', DEFAULTS.subnetType, ['public', 'private']),
+    subnetType,
+    subnetsAssignPublicIp,
     // Step Functions Standard executions can run up to one year; 8760 h keeps us inside that.
     maxRunHours: int(node, 'maxRunHours', DEFAULTS.maxRunHours, 1, 8760),
     maxRunCostUsd: num(node, 'maxRunCostUsd', DEFAULTS.maxRunCostUsd, 0.01, 1_000_000),

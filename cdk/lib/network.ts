@@ -2,7 +2,9 @@
  * The network targets run in: by default a new VPC with public subnets only (no NAT gateway: its
  * hourly price would dominate a short benchmark), or an existing VPC looked up by id.
  * Targets have no inbound rules; they reach SSM and package mirrors through the internet gateway
- * (and S3 through a free gateway endpoint).
+ * with the public IP their subnet assigns (and S3 through a free gateway endpoint), or, in an
+ * existing VPC's private subnets, through its NAT gateway. config.ts refuses what would leave them
+ * without a route.
  */
 import { RemovalPolicy } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
@@ -36,6 +38,17 @@ export class Network extends Construct {
         subnetType:
           props.subnetType === 'public' ? ec2.SubnetType.PUBLIC : ec2.SubnetType.PRIVATE_WITH_EGRESS,
       };
+      // The lookup calls a subnet "Private" only with a NAT (or transit) gateway route; subnets with
+      // neither are "Isolated" and never selected: their hosts would have no route to SSM.
+      try {
+        this.vpc.selectSubnets(this.subnets);
+      } catch (e) {
+        throw new Error(
+          `context "subnetType": no ${props.subnetType} subnets in ${props.vpcId} for targets ` +
+            `(${(e as Error).message})`,
+          { cause: e },
+        );
+      }
       return;
     }
 

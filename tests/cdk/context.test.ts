@@ -137,33 +137,73 @@ describe('definition checks', () => {
 describe('existing VPC (vpcId)', () => {
   const env = { account: '123456789012', region: 'eu-west-1' };
   const vpcId = 'vpc-0123456789abcdef0';
+  /** The lookup's answer, the way cdk.context.json records it. */
+  const lookup = (subnetGroups: unknown[]): Record<string, unknown> => ({
+    vpcId,
+    vpcCidrBlock: '10.10.0.0/16',
+    ownerAccountId: env.account,
+    availabilityZones: ['eu-west-1a', 'eu-west-1b'],
+    subnetGroups,
+  });
+  const lookupKey = (context: Record<string, unknown>): string => {
+    const first = buildStack({ ...context, '@aws-cdk/core:failSynthOnValidationErrors': false }, { env });
+    return first.app.synth().manifest.missing!.find((m) => m.provider === 'vpc-provider')!.key;
+  };
+
+  // Issue 11 defect 10: a host without a public IP in a subnet without a NAT route never reaches SSM.
+  test('public subnets without the word that they assign public IPs: refused, naming the keys', () => {
+    expect(() => buildStack({ vpcId }, { env })).toThrow(/subnetType.*MapPublicIpOnLaunch.*subnetsAssignPublicIp/);
+  });
+
+  test('private: only subnets with a NAT route; a VPC with isolated ones only is refused, naming subnetType', () => {
+    const context = { vpcId, subnetType: 'private' };
+    const key = lookupKey(context);
+    const isolated = {
+      name: 'Isolated',
+      type: 'Isolated',
+      subnets: [
+        { subnetId: 'subnet-0bbbbbbbbbbbbbbb1', cidr: '10.10.2.0/24', availabilityZone: 'eu-west-1a', routeTableId: 'rtb-03' },
+        { subnetId: 'subnet-0bbbbbbbbbbbbbbb2', cidr: '10.10.3.0/24', availabilityZone: 'eu-west-1b', routeTableId: 'rtb-04' },
+      ],
+    };
+    expect(() => buildStack({ ...context, [key]: lookup([isolated]) }, { env })).toThrow(
+      /context "subnetType": no private subnets in vpc-0123456789abcdef0/,
+    );
+    const nat = {
+      name: 'Private',
+      type: 'Private',
+      subnets: isolated.subnets.map((s, i) => ({ ...s, subnetId: `subnet-0cccccccccccccc${i}`, routeTableId: `rtb-1${i}` })),
+    };
+    const { template } = buildStack({ ...context, [key]: lookup([isolated, nat]) }, { env });
+    template.hasResourceProperties('AWS::RDS::DBSubnetGroup', {
+      SubnetIds: ['subnet-0cccccccccccccc0', 'subnet-0cccccccccccccc1'],
+    });
+  });
 
   test('looks the VPC up from context and uses its public subnets, without creating a VPC', () => {
     // First synth records the missing lookup (its dummy VPC id fails template validation, which is
     // what the CLI's lookup round trip tolerates too); answer it the way cdk.context.json would.
-    const first = buildStack({ vpcId, '@aws-cdk/core:failSynthOnValidationErrors': false }, { env });
+    const first = buildStack(
+      { vpcId, subnetsAssignPublicIp: true, '@aws-cdk/core:failSynthOnValidationErrors': false },
+      { env },
+    );
     const missing = first.app.synth().manifest.missing ?? [];
     expect(missing.map((m) => m.provider)).toContain('vpc-provider');
     const key = missing.find((m) => m.provider === 'vpc-provider')!.key;
     const { stack, template } = buildStack(
       {
         vpcId,
-        [key]: {
-          vpcId,
-          vpcCidrBlock: '10.10.0.0/16',
-          ownerAccountId: env.account,
-          availabilityZones: ['eu-west-1a', 'eu-west-1b'],
-          subnetGroups: [
-            {
-              name: 'Public',
-              type: 'Public',
-              subnets: [
-                { subnetId: 'subnet-0aaaaaaaaaaaaaaa1', cidr: '10.10.0.0/24', availabilityZone: 'eu-west-1a', routeTableId: 'rtb-01' },
-                { subnetId: 'subnet-0aaaaaaaaaaaaaaa2', cidr: '10.10.1.0/24', availabilityZone: 'eu-west-1b', routeTableId: 'rtb-02' },
-              ],
-            },
-          ],
-        },
+        subnetsAssignPublicIp: true,
+        [key]: lookup([
+          {
+            name: 'Public',
+            type: 'Public',
+            subnets: [
+              { subnetId: 'subnet-0aaaaaaaaaaaaaaa1', cidr: '10.10.0.0/24', availabilityZone: 'eu-west-1a', routeTableId: 'rtb-01' },
+              { subnetId: 'subnet-0aaaaaaaaaaaaaaa2', cidr: '10.10.1.0/24', availabilityZone: 'eu-west-1b', routeTableId: 'rtb-02' },
+            ],
+          },
+        ]),
       },
       { env },
     );

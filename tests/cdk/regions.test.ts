@@ -123,6 +123,30 @@ describe('targetRegions: one regional stack per region besides the home region',
     }
   });
 
+  // Issue 11 defect 10: hosts reach SSM, the package mirrors and the home bucket only through the
+  // internet gateway, with the public IP their subnet gives them.
+  test('every subnet targets launch in assigns public IPs and routes to an internet gateway', () => {
+    for (const template of [home, ...regional.values()]) {
+      const parameter = only(template, 'AWS::SSM::Parameter', 'TargetsTargetResources');
+      const ids = (JSON.parse(resolve(parameter.Properties.Value) as string).subnet_ids as string[]).map((id) =>
+        id.replace(/^<|>$/g, ''),
+      );
+      expect(ids).toHaveLength(2);
+      const resources = template.toJSON().Resources;
+      for (const id of ids) {
+        expect([id, resources[id].Properties.MapPublicIpOnLaunch]).toEqual([id, true]);
+        const table = Object.values<any>(resources).find(
+          (r) => r.Type === 'AWS::EC2::SubnetRouteTableAssociation' && r.Properties.SubnetId.Ref === id,
+        ).Properties.RouteTableId.Ref;
+        const route = Object.values<any>(resources).find(
+          (r) => r.Type === 'AWS::EC2::Route' && r.Properties.RouteTableId.Ref === table,
+        );
+        expect(route.Properties.DestinationCidrBlock).toBe('0.0.0.0/0');
+        expect(resources[route.Properties.GatewayId.Ref].Type).toBe('AWS::EC2::InternetGateway');
+      }
+    }
+  });
+
   test("launch templates use the home stack's instance profile by its fixed name", () => {
     const role = only(home, 'AWS::IAM::Role', 'TargetsInstanceRole');
     const profile = only(home, 'AWS::IAM::InstanceProfile');
