@@ -26,7 +26,13 @@ PSEUDO = {"AWS::AccountId": ACCOUNT, "AWS::Region": REGION, "AWS::Partition": "a
 
 
 def synthesize(out_dir: Path, context: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``cdk synth`` of the app with cdk.json's context plus ``context``; the stack's template."""
+    """``cdk synth`` of the app with cdk.json's context plus ``context``; the home stack's template."""
+    return synthesize_all(out_dir, context)[STACK]
+
+
+def synthesize_all(out_dir: Path, context: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+    """Every stack's template by stack name: the home stack and, with ``targetRegions``, the regional
+    stacks (``<STACK>-<region>``)."""
     if not CDK.exists():
         raise RuntimeError(f"{CDK} is missing: run `make node-deps` first")
     args = [str(CDK), "synth", "--quiet", "--no-notices", "--no-version-reporting", "--output", str(out_dir)]
@@ -36,7 +42,8 @@ def synthesize(out_dir: Path, context: dict[str, Any] | None = None) -> dict[str
                           env={**os.environ, "CDK_DISABLE_VERSION_CHECK": "1"})
     if done.returncode != 0:
         raise RuntimeError(f"cdk synth failed ({done.returncode}):\n{done.stderr[-4000:]}")
-    return json.loads((out_dir / f"{STACK}.template.json").read_text())
+    return {path.name.removesuffix(".template.json"): json.loads(path.read_text())
+            for path in out_dir.glob("*.template.json")}
 
 
 class Template:
@@ -60,8 +67,8 @@ class Template:
         kind = resource["Type"]
         if kind == "AWS::StepFunctions::StateMachine":
             return self.arn(name)
-        if kind in ("AWS::IAM::Role", "AWS::S3::Bucket", "AWS::SSM::Document", "AWS::Lambda::Function",
-                    "AWS::Logs::LogGroup"):
+        if kind in ("AWS::IAM::Role", "AWS::S3::Bucket", "AWS::SSM::Document", "AWS::SSM::Parameter",
+                    "AWS::Lambda::Function", "AWS::Logs::LogGroup"):
             props = resource.get("Properties", {})
             given = props.get("RoleName") or props.get("BucketName") or props.get("Name") \
                 or props.get("FunctionName") or props.get("LogGroupName")

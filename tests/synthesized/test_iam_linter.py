@@ -9,8 +9,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from parliament import analyze_policy_string
-from synth import Template
+from synth import Template, synthesize_all
+
+# The regional stacks (issue 15) attach their region's grants to the home stack's roles as managed
+# policies: the same statements, linted the same way.
+TARGET_REGIONS = ["us-west-1", "eu-north-1"]
 
 # parliament reads a statement against each action's resource types one statement at a time, so a
 # statement scoped to one of the several resource types an action authorizes reads as a mismatch.
@@ -85,7 +90,8 @@ def _key(issue: str, statement: dict[str, Any]) -> tuple[str, str]:
 
 def findings(template: Template) -> dict[tuple[str, str], list[str]]:
     out: dict[tuple[str, str], list[str]] = {}
-    for logical_id, policy in template.of_type("AWS::IAM::Policy").items():
+    policies = {**template.of_type("AWS::IAM::Policy"), **template.of_type("AWS::IAM::ManagedPolicy")}
+    for logical_id, policy in policies.items():
         document = template.resolve(policy["Properties"]["PolicyDocument"])
         for statement in document["Statement"]:
             analyzed = analyze_policy_string(json.dumps({"Version": "2012-10-17", "Statement": [statement]}),
@@ -104,3 +110,19 @@ def test_every_suppression_is_current(synthesized: Template):
     found = findings(synthesized)
     assert [k for k in SUPPRESSED if k not in found] == []
     assert all(len(reason) > 40 for reason in SUPPRESSED.values())
+
+
+@pytest.fixture(scope="module")
+def regional(tmp_path_factory: pytest.TempPathFactory) -> list[Template]:
+    """The regional stacks `cdk deploy --all` deploys with two target regions (home: us-east-1)."""
+    stacks = synthesize_all(tmp_path_factory.mktemp("cdk.out"), {"targetRegions": TARGET_REGIONS,
+                                                                "region": "us-east-1"})
+    assert sorted(stacks) == sorted(["Benchfleet", *(f"Benchfleet-{r}" for r in TARGET_REGIONS)])
+    return [Template(t) for name, t in stacks.items() if name != "Benchfleet"]
+
+
+def test_no_unsuppressed_iam_linter_finding_in_regional_stacks(regional: list[Template]):
+    for template in regional:
+        assert template.of_type("AWS::IAM::ManagedPolicy")
+        found = findings(template)
+        assert {k: v for k, v in found.items() if k not in SUPPRESSED} == {}
