@@ -100,6 +100,7 @@ export class Orchestration extends Construct {
       },
       timeout: Duration.hours(props.maxRunHours),
       permissions: new Permissions(this, props.fleet),
+      results: props.results,
       teardownByTag: fns.teardown_by_tag,
       logRetention: props.logRetention,
       removalPolicy: props.removalPolicy,

@@ -22,11 +22,13 @@ import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
 import { allowWildcard } from './nag';
-import { ASL_PATH, REPO_ROOT, STATE_MACHINE_HANDLERS, StateMachineHandler } from './naming';
+import { ASL_PATH, REPO_ROOT, RUNS_PREFIX, STATE_MACHINE_HANDLERS, StateMachineHandler } from './naming';
 import { Permissions } from './permissions';
+import { ResultsStore } from './results-store';
 
 /** aws-sdk service integrations the definition may use, and the permission each needs. */
-const SDK_INTEGRATIONS: Record<string, 'commandSend' | 'commandRead' | 'describe'> = {
+const SDK_INTEGRATIONS: Record<string, 'commandSend' | 'commandRead' | 'describe' | 'runsWrite'> = {
+  's3:putObject': 'runsWrite',
   'ssm:sendCommand': 'commandSend',
   'ssm:getCommandInvocation': 'commandRead',
   'ssm:listCommandInvocations': 'commandRead',
@@ -45,6 +47,8 @@ export interface DefinitionAnalysis {
   /** Task resources that are neither Lambda nor allow-listed aws-sdk integrations. */
   readonly unsupported: Set<string>;
   readonly distributedMap: boolean;
+  /** A Distributed Map reads its items from S3 (ItemReader) or writes its results there (ResultWriter). */
+  readonly mapS3: boolean;
 }
 
 /** Walk every state (Parallel branches, Map iterators/processors included). */
@@ -54,6 +58,7 @@ export function analyzeDefinition(definition: unknown): DefinitionAnalysis {
   const sdkIntegrations = new Set<string>();
   const unsupported = new Set<string>();
   let distributedMap = false;
+  let mapS3 = false;
 
   const visit = (machine: unknown): void => {
     if (typeof machine !== 'object' || machine === null) return;
@@ -75,15 +80,22 @@ export function analyzeDefinition(definition: unknown): DefinitionAnalysis {
         const processor = (state.ItemProcessor ?? state.Iterator) as Record<string, unknown> | undefined;
         const config = processor?.ProcessorConfig as { Mode?: string } | undefined;
         if (config?.Mode === 'DISTRIBUTED') distributedMap = true;
-        if (state.ItemReader !== undefined || state.ResultWriter !== undefined) {
-          unsupported.add(`${String(state.Type)} ItemReader/ResultWriter`);
+        for (const [field, resource] of [
+          ['ItemReader', 'arn:aws:states:::s3:getObject'],
+          ['ResultWriter', 'arn:aws:states:::s3:putObject'],
+        ]) {
+          const io = state[field] as { Resource?: string } | undefined;
+          if (io === undefined) continue;
+          // JSON items from one object, results to a prefix: both within the results bucket's runs/.
+          if (io.Resource === resource) mapS3 = true;
+          else unsupported.add(`Map ${field} ${String(io.Resource)}`);
         }
         visit(processor);
       }
     }
   };
   visit(definition);
-  return { placeholders, sdkIntegrations, unsupported, distributedMap };
+  return { placeholders, sdkIntegrations, unsupported, distributedMap, mapS3 };
 }
 
 /** execution:<name>:* -> execution:<name>/*:*, the ARNs of a Distributed Map's child executions. */
@@ -104,6 +116,8 @@ export interface BenchmarkStateMachineProps {
   /** Execution timeout: the top-level TimeoutSeconds (the file must not set its own). */
   readonly timeout: Duration;
   readonly permissions: Permissions;
+  /** The results bucket: outcomes, the plan's targets and the Distributed Map's results go under runs/. */
+  readonly results: ResultsStore;
   /** Invoked by the rule on FAILED / TIMED_OUT / ABORTED executions. */
   readonly teardownByTag: lambda.IFunction;
   readonly logRetention: logs.RetentionDays;
@@ -176,6 +190,16 @@ export class BenchmarkStateMachine extends Construct {
     if (kinds.has('commandSend')) props.permissions.grantCommandSend(role);
     if (kinds.has('commandRead')) props.permissions.grantCommandRead(role);
     if (kinds.has('describe')) props.permissions.grantDescribe(role);
+    if (kinds.has('runsWrite') || this.analysis.mapS3) props.results.grantReadWriteRuns(role);
+    if (this.analysis.mapS3) {
+      // ResultWriter writes its result files as multipart uploads.
+      role.addToPrincipalPolicy(
+        new iam.PolicyStatement({
+          actions: ['s3:AbortMultipartUpload', 's3:ListMultipartUploadParts'],
+          resources: [props.results.bucket.arnForObjects(`${RUNS_PREFIX}*`)],
+        }),
+      );
+    }
     if (this.analysis.distributedMap) {
       allowWildcard(role, 'executions');
       // A Distributed Map starts child executions of this state machine.

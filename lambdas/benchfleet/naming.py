@@ -84,6 +84,18 @@ def summary_key(run_id: str) -> str:
     return f"runs/{run_id}/summary.json"
 
 
+def plan_targets_key(run_id: str) -> str:
+    """The plan's targets (a JSON array): the Distributed Map's items (ItemReader) and what
+    summarize expects an outcome of."""
+    return f"runs/{run_id}/plan-targets.json"
+
+
+def outcome_key(run_id: str, target_id: str, repetition: int) -> str:
+    """One repetition's outcome (its steps' results, error, teardown), written by the state machine's
+    "Record the outcome" state (statemachines/benchmark-run.asl.json builds the same key)."""
+    return f"runs/{run_id}/{target_id}/rep-{repetition}/outcome.json"
+
+
 def tag_list(tag_map: dict[str, str]) -> list[dict[str, str]]:
     """``tags(...)`` in the Key/Value list form EC2 and RDS take."""
     return [{"Key": k, "Value": v} for k, v in tag_map.items()]

@@ -9,7 +9,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.parser import BaseModel, event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from benchfleet.aws import runplan
+from benchfleet.aws import clients, runplan
 from benchfleet.aws.settings import Settings
 
 logger = Logger()
@@ -41,4 +41,4 @@ def handler(event: PlanEvent, context: LambdaContext) -> dict[str, Any]:
                                   "control_plane_usd": plan["control_plane_usd"],
                                   "schedule": plan["schedule"]})
     metrics.add_metric(name="TargetsPlanned", unit=MetricUnit.Count, value=plan["target_count"])
-    return plan
+    return runplan.state_of(plan, clients.client("s3"), settings.results_bucket)

@@ -21,8 +21,8 @@ metrics = Metrics()  # namespace from POWERTOOLS_METRICS_NAMESPACE, set by the C
 
 class RunState(BaseModel):
     spec: dict[str, Any] | None = None
+    # The plan as the state carries it: no targets' results (they are in S3, see summary.py).
     plan: dict[str, Any] | None = None
-    results: list[Any] | None = None
     error: dict[str, Any] | None = None
 
 
@@ -42,7 +42,7 @@ def handler(event: SummarizeEvent, context: LambdaContext) -> dict[str, Any]:
     logger.append_keys(run_id=run_id)
     settings = Settings.from_env()
     result = summarize(clients.client("s3"), settings.results_bucket, run_id=run_id, plan=state.plan,
-                       results=state.results, error=state.error, spec=state.spec,
+                       error=state.error, spec=state.spec,
                        store=store_from_settings(settings, clients.client))
     logger.info("run finished", extra=result)
     metrics.add_metric(name="RunsSucceeded" if result["status"] == "SUCCEEDED" else "RunsFailed",

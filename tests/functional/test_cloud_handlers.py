@@ -362,17 +362,34 @@ def test_teardown_is_idempotent_finds_strays_by_tag_and_verifies(aws):
 
 
 def test_summarize_writes_the_terminal_status(aws):
+    """From what Plan and the state machine left in S3 (the plan's targets, each repetition's
+    outcome), never from the state."""
+    s3 = boto3.client("s3", region_name=REGION)
     ok = {"target_id": "a", "repetition": 1, "steps": [{"step": "t0001"}], "error": {},
           "teardown": {"deleted": ["instance i-1"], "left": []}, "teardown_error": {}}
     bad = ok | {"target_id": "b", "error": {"Error": "AgentFailed", "Cause": "exit 3"}}
-    out = call("summarize", {"state": {"plan": {"run_id": RUN, "name": "x"}, "results": [[ok], [bad]]},
-                             "execution_name": "e"})
+    for outcome in (ok, bad):
+        s3.put_object(Bucket=BUCKET, Key=naming.outcome_key(RUN, outcome["target_id"], 1),
+                      Body=json.dumps(outcome).encode())
+
+    def plan(*targets: str, repetitions: int = 1) -> dict:
+        key = naming.plan_targets_key(RUN)
+        s3.put_object(Bucket=BUCKET, Key=key, Body=json.dumps(
+            [{"target_id": t, "repetitions": list(range(1, repetitions + 1))} for t in targets]).encode())
+        return {"run_id": RUN, "name": "x", "targets_key": key}
+
+    out = call("summarize", {"state": {"plan": plan("a", "b")}, "execution_name": "e"})
     assert out["status"] == "FAILED" and out["failed_targets"] == ["b"]
-    summary = json.loads(boto3.client("s3", region_name=REGION).get_object(
-        Bucket=BUCKET, Key=f"runs/{RUN}/summary.json")["Body"].read())
+    summary = json.loads(s3.get_object(Bucket=BUCKET, Key=f"runs/{RUN}/summary.json")["Body"].read())
     assert summary["targets"][1]["repetitions"][0]["error"] == {"error": "AgentFailed", "cause": "exit 3"}
-    out = call("summarize", {"state": {"plan": {"run_id": RUN}, "results": [[ok]]}, "execution_name": "e"})
+    assert summary["targets"][0]["repetitions"][0]["steps"] == [{"step": "t0001"}]
+    out = call("summarize", {"state": {"plan": plan("a")}, "execution_name": "e"})
     assert out["status"] == "SUCCEEDED"
+    # A repetition that recorded no outcome (the run ended before it finished) fails the run.
+    out = call("summarize", {"state": {"plan": plan("a", repetitions=2)}, "execution_name": "e"})
+    assert out["status"] == "FAILED" and out["failed_targets"] == ["a"]
+    summary = json.loads(s3.get_object(Bucket=BUCKET, Key=f"runs/{RUN}/summary.json")["Body"].read())
+    assert summary["targets"][0]["repetitions"][1]["error"]["error"] == "NoOutcome"
 
 
 def test_nothing_heavy_on_a_lambdas_import_path():

@@ -68,8 +68,13 @@ def collect_prepare(s3: Any, store: Any) -> dict[str, Any]:
 def finish(s3: Any, store: Any) -> dict[str, Any]:
     outcome = {"target_id": TARGET["id"], "repetition": 1, "steps": [], "error": {}, "teardown": {"left": []},
                "teardown_error": {}}
-    plan = {"run_id": RUN, "name": "nightly", "started_at": "2026-11-22T00:00:00Z", "estimated_cost_usd": 1.25}
-    return summarize(s3, BUCKET, run_id=RUN, plan=plan, results=[[outcome]], error=None, store=store, spec=SPEC)
+    # What Plan and the state machine's "Record the outcome" leave in S3 (summarize reads them there).
+    s3.put_object(Bucket=BUCKET, Key=naming.plan_targets_key(RUN),
+                  Body=json.dumps([{"target_id": TARGET["id"], "repetitions": [1]}]).encode())
+    s3.put_object(Bucket=BUCKET, Key=naming.outcome_key(RUN, TARGET["id"], 1), Body=json.dumps(outcome).encode())
+    plan = {"run_id": RUN, "name": "nightly", "started_at": "2026-11-22T00:00:00Z", "estimated_cost_usd": 1.25,
+            "targets_key": naming.plan_targets_key(RUN)}
+    return summarize(s3, BUCKET, run_id=RUN, plan=plan, error=None, store=store, spec=SPEC)
 
 
 def body(s3: Any, key: str) -> Any:

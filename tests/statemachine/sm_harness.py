@@ -15,6 +15,10 @@ AMIs, DescribeInstanceInformation (PingStatus) and DescribeDBEngineVersions. Run
 nothing in moto, so ``Agent`` plays the agent: after each SendCommand it writes the captured real
 agent output (tests/fixtures/agent) where Run Command would, and sets the invocation's status.
 
+Stricter than moto where AWS is (``sfn_limits``): a state whose input or output passes 256 KiB
+fails the execution with ``States.DataLimitExceeded`` (the peak is in ``Harness.payloads``), and
+``States.ALL`` catches neither that nor ``States.Runtime``.
+
 Retry back-off: moto's retrier calls ``time.sleep(interval)``; ``retrier_decl.time`` is replaced
 by an object whose ``sleep`` records the interval, so back-off is asserted, not waited for. Wait
 states get 0 s from the input (the plan's timing overrides), never by editing the definition; an
@@ -47,6 +51,7 @@ from moto.ssm.models import ssm_backends
 from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
 from moto.stepfunctions.parser.asl.component.state.wait.wait_function.wait_function import WaitFunction
+from sfn_limits import Payloads, as_strict_as_aws, size_of
 
 from benchfleet import naming
 from benchfleet.aws import clients, commands
@@ -69,6 +74,7 @@ def definition() -> str:
     text = ASL.read_text()
     for key, module in HANDLERS.items():
         text = text.replace("${" + key + "FunctionArn}", function_arn(module))
+    text = text.replace("${ResultsBucket}", BUCKET)
     assert "${" not in text
     return text
 
@@ -239,6 +245,7 @@ class Harness:
         self.lock = threading.Lock()
         self.sleeps: list[float] = []
         self.waits: list[int] = []
+        self.payloads = Payloads()
         self.sf = boto3.client("stepfunctions", region_name=REGION)
         self.s3 = boto3.client("s3", region_name=REGION)
         self.agent = Agent(self.s3)
@@ -272,6 +279,10 @@ class Harness:
             if handler.startswith("handlers."):
                 self.functions[template.arn(logical_id)] = handler.split(".")[1]
         (deployed,) = template.state_machine_definitions().values()
+        # The deployed results bucket (the Distributed Map's ResultWriter names it statically).
+        bucket = deployed["States"]["Run targets in child executions"]["ResultWriter"]["Parameters"]["Bucket"]
+        if bucket != BUCKET:
+            self.s3.create_bucket(Bucket=bucket)
         return self.create(json.dumps(deployed), "benchfleet-deployed")
 
     # -- the seam -------------------------------------------------------------------------------
@@ -279,6 +290,7 @@ class Harness:
         module = self.functions.get(parameters["FunctionName"]) or \
             parameters["FunctionName"].rsplit(":function:benchfleet-", 1)[1].replace("-", "_")
         event = json.loads(parameters["Payload"])
+        self.payloads.measure(size_of(parameters["Payload"]), module, "lambda payload")
         call = Call(module, event)
         with self.lock:
             self.calls.append(call)
@@ -293,6 +305,7 @@ class Harness:
                 return {"StatusCode": 200, "FunctionError": "Unhandled",
                         "Payload": {"errorType": type(e).__name__, "errorMessage": str(e)[:1000]}}
             result = json.loads(json.dumps(result, default=str))
+            self.payloads.measure(size_of(result), module, "lambda result")
             call.result = result
             if module == "start_step":
                 self.agent.ran(event, result)
@@ -401,7 +414,8 @@ def executing(h: Harness) -> Iterator[Harness]:
 
     with mock.patch.object(lambda_eval_utils, "_invoke_lambda_function", h.invoke), \
             mock.patch.object(retrier_decl, "time", fake_time), \
-            mock.patch.object(WaitFunction, "_wait_interval", wait):
+            mock.patch.object(WaitFunction, "_wait_interval", wait), \
+            as_strict_as_aws(h.payloads):
         yield h
 
 
@@ -410,6 +424,7 @@ def cleared(h: Harness, *more_proxies: dict[str, FaultProxy]) -> Harness:
     h.calls.clear()
     h.sleeps.clear()
     h.waits.clear()
+    h.payloads.clear()
     h.agent.outcome.clear()
     h.agent.pending.clear()
     h.agent.status_override = None

@@ -5,7 +5,9 @@ DefinitionString with its DefinitionSubstitutions applied (not the file in state
   (Map iterators and Distributed Map item processors included), JSONPath and ARN checks.
 - statelint (PyPI): the States Language spec's rules, reported per field. ``--ignore=FLOAT``: its
   one FLOAT rule wants BackoffRate written as a float (2.0); JSON.stringify in the CDK app writes 2,
-  which AWS accepts (the States Language says "a number greater than 1.0").
+  which AWS accepts (the States Language says "a number greater than 1.0"). Its schema predates
+  ItemReader's ``ReaderConfig.InputType`` (AWS's reference, and CDK's S3JsonItemReader, write
+  ``"InputType": "JSON"`` for a JSON array read from S3): that one finding is allowed, by its text.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from synth import REPO, Template
 
 ASL_VALIDATOR = REPO / "node_modules" / ".bin" / "asl-validator"
 STATELINT = Path(sys.executable).parent / "statelint"
+STATELINT_OUTDATED = {'Field "InputType" not allowed in State Machine.States.Run targets in child executions.'
+                      'ItemReader.ReaderConfig'}
 
 
 @pytest.fixture(scope="module")
@@ -49,4 +53,6 @@ def test_statelint_finds_no_error(definitions: dict[str, Path]):
     for name, path in definitions.items():
         done = subprocess.run([str(STATELINT), "--ignore=FLOAT", str(path)], capture_output=True, text=True,
                               timeout=120)
-        assert done.returncode == 0 and done.stdout.strip() == "", f"{name}: statelint:\n{done.stdout}{done.stderr}"
+        lines = [line.strip() for line in done.stdout.splitlines() if line.strip()]
+        findings = [line for line in lines if not line.endswith("error:") and not line.endswith("errors:")]
+        assert done.stderr == "" and set(findings) <= STATELINT_OUTDATED, f"{name}: statelint:\n{done.stdout}"

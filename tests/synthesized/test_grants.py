@@ -102,3 +102,18 @@ def test_the_secret_binding_readiness_writes_is_the_one_the_deployed_policies_re
         statements = statements_of(synthesized, role)
         for action in ("secretsmanager:GetSecretValue", "secretsmanager:TagResource", "secretsmanager:UntagResource"):
             assert not allows(statements, action, secret), (role, action)
+
+
+def test_the_state_machine_may_read_the_plan_and_write_outcomes_and_map_results(synthesized: Template):
+    """What the definition itself does in S3 (no Lambda between): the Distributed Map's ItemReader
+    (GetObject of the plan's targets) and ResultWriter (PutObject, multipart), and "Record the
+    outcome" (aws-sdk PutObject); on the results bucket's runs/ only."""
+    statements = statements_of(synthesized, "OrchestrationBenchmarkRunStateMachineRole")
+    (bucket,) = [k for k in synthesized.of_type("AWS::S3::Bucket") if k.startswith("Results")
+                 and "AccessLogs" not in k]
+    runs = synthesized.arn(bucket) + "/runs"
+    assert allows(statements, "s3:GetObject", f"{runs}/run-1/plan-targets.json")
+    assert allows(statements, "s3:PutObject", f"{runs}/run-1/m7g/rep-1/outcome.json")
+    for action in ("s3:PutObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"):
+        assert allows(statements, action, f"{runs}/map-results/0f1e2d3c/SUCCEEDED_0.json"), action
+    assert not allows(statements, "s3:PutObject", synthesized.arn(bucket) + "/tables/runs/x.json")

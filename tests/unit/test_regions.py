@@ -8,10 +8,12 @@ import json
 import sys
 from pathlib import Path
 
+import boto3
 import pytest
+from moto import mock_aws
 
 from benchfleet import pricing
-from benchfleet.aws import runplan
+from benchfleet.aws import clients, runplan
 from benchfleet.aws.errors import PlanRejected
 from benchfleet.aws.regions import CONTEXT_KEY, TargetRegions
 from benchfleet.cli import main
@@ -64,9 +66,16 @@ def test_the_plan_handler_reads_the_regions_the_cdk_app_deploys(monkeypatch: pyt
 
     monkeypatch.setenv("AWS_REGION", "us-east-1")
     monkeypatch.setenv("TARGET_REGIONS", "us-west-1,eu-north-1")
+    monkeypatch.setenv("RESULTS_BUCKET", "bf-results")
+    for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(k, "testing")
     spec = load_spec(STEAL_REGIONS)
     data = spec.spec.model_dump(mode="json") | {"workload": spec.workload.model_dump(mode="json")}
-    out = handler.handler({"input": {"spec": data}, "execution_name": "steal-1"}, Context(function_name="plan"))
+    with mock_aws():  # Plan writes its targets to the results bucket
+        clients.reset()
+        boto3.client("s3", region_name="us-east-1").create_bucket(Bucket="bf-results")
+        out = handler.handler({"input": {"spec": data}, "execution_name": "steal-1"}, Context(function_name="plan"))
+        clients.reset()
     assert [t["region"] for t in out["targets"]] == ["us-west-1", "us-west-1", "eu-north-1", "eu-north-1"]
     monkeypatch.setenv("TARGET_REGIONS", "us-west-1")
     with pytest.raises(PlanRejected, match=r"targets\[2\]\.region: eu-north-1 .*targetRegions"):

@@ -19,6 +19,7 @@ client of an ``rds`` / ``aurora`` target sysbench, the mysql client and python3-
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -28,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from benchfleet import naming
 from benchfleet.aws import asl_walk, controlplane, history
-from benchfleet.aws.errors import PlanRejected
+from benchfleet.aws.errors import PlanRejected, aws_errors
 from benchfleet.aws.regions import TargetRegions
 from benchfleet.aws.settings import Settings
 from benchfleet.mysqlcnf import CnfError, render
@@ -49,6 +50,10 @@ from benchfleet.spec import (
 
 # Above this many targets the targets Map runs Distributed (each target its own child history).
 INLINE_MAX_TARGETS = 40
+# ... and above this many bytes of targets (JSON): the inline Map reads its items from the state,
+# which Step Functions limits to 256 KiB, next to the execution's input; the Distributed Map reads
+# them from S3 (ItemReader). 64 KiB leaves the rest of the state (the spec, the plan) room.
+INLINE_MAX_TARGET_BYTES = 64 * 1024
 READY_POLL_S = {"ec2": 15, "existing": 15, "rds": 60, "aurora": 60}
 OVERRUN_POLL_S = 30
 # Seconds a step may run past its planned duration: the first step installs the engine and sysbench.
@@ -362,6 +367,11 @@ def plan_run(request: RunRequest, *, execution_name: str | None = None, zone_cou
             "steps": _steps(t, cap_of[t.target_id], o, _install(index, target)),
             "timing": _timing(t, cap_of[t.target_id], o),
         })
+    if not distributed and len(json.dumps(targets, separators=(",", ":"))) > INLINE_MAX_TARGET_BYTES:
+        # Too large to carry in the state: the same plan, its targets in child executions.
+        larger = request.model_copy(update={"timing": o.model_copy(update={"distributed_above": 0})})
+        return plan_run(larger, execution_name=execution_name, zone_count=zone_count, now=now, regions=regions,
+                        max_run_hours=max_run_hours, store=store, max_vcpus=max_vcpus, max_hosts=max_hosts)
     return {
         "run_id": run_id, "name": request.schedule or plan.name, "schedule": request.schedule,
         "spec_name": plan.name, "workload": loaded.workload.model_dump(mode="json"),
@@ -373,6 +383,22 @@ def plan_run(request: RunRequest, *, execution_name: str | None = None, zone_cou
         "estimated_cost_usd": plan.estimated_cost_usd, "hosts_usd": plan.hosts_usd,
         "control_plane_usd": plan.control_plane_usd, "targets": targets,
     }
+
+
+def state_of(plan: dict[str, Any], s3: Any, bucket: str) -> dict[str, Any]:
+    """The plan as the state machine carries it. Its targets go to S3 (``naming.plan_targets_key``):
+    the Distributed Map reads them there (ItemReader) and Summarize knows from them which outcomes
+    to expect; the state keeps them only for the inline Map (small by construction, see
+    INLINE_MAX_TARGET_BYTES). ``bucket`` and the key travel with it."""
+    run_id = plan["run_id"]
+    key = naming.plan_targets_key(run_id)
+    with aws_errors():
+        s3.put_object(Bucket=bucket, Key=key, ContentType="application/json",
+                      Body=json.dumps(plan["targets"], separators=(",", ":")).encode())
+    state = {**plan, "bucket": bucket, "targets_key": key}
+    if plan["distributed"]:
+        del state["targets"]
+    return state
 
 
 def parse_request(data: Any) -> RunRequest:

@@ -3,6 +3,11 @@
 The only writer of a run's status. SUCCEEDED when every repetition of every target ran all its
 steps and was torn down; FAILED otherwise (the reason of each failure is kept).
 
+Nothing of the targets' results comes through the state (it would pass Step Functions' 256 KiB
+limit from a few dozen targets): the planned targets are read from the plan's S3 object
+(``naming.plan_targets_key``) and each repetition's outcome from the object the state machine's
+"Record the outcome" state wrote (``naming.outcome_key``); a repetition without one is FAILED.
+
 Beside summary.json it writes the run's metadata to S3 for every store -- ``spec.json`` (the
 execution's input spec) and ``targets.json`` (the repetitions' target rows collect wrote) -- and
 gives the store the run's row (``write_run``: Athena's ``runs`` table; nothing in Timestream)."""
@@ -11,15 +16,22 @@ from __future__ import annotations
 
 import contextlib
 import json
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from benchfleet import naming
-from benchfleet.aws.errors import aws_errors
+from benchfleet.aws.errors import aws_errors, error_code
 from benchfleet.aws.results_store import ResultsStore
 
 SUCCEEDED = "SUCCEEDED"
 FAILED = "FAILED"
+NO_OUTCOME = {"Error": "NoOutcome", "Cause": "the repetition recorded no outcome: the run ended before it "
+              "finished, or the state machine could not write it"}
+# Outcomes are read concurrently: 200 targets x 20 repetitions are 4,000 GETs.
+READERS = 16
 
 
 def _cause(error: dict[str, Any] | None) -> dict[str, str] | None:
@@ -75,19 +87,50 @@ def _time(value: str | None) -> datetime | None:
     return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC) if value else None
 
 
+def planned_repetitions(s3: Any, bucket: str, plan: dict[str, Any] | None) -> list[tuple[str, list[int]]]:
+    """(target id, repetitions) of every planned target, in the plan's order, from its S3 object."""
+    if not plan or not plan.get("targets_key"):
+        return []
+    with aws_errors():
+        body = s3.get_object(Bucket=bucket, Key=plan["targets_key"])["Body"].read()
+    return [(str(t["target_id"]), [int(r) for r in t["repetitions"]]) for t in json.loads(body)]
+
+
+def read_outcome(s3: Any, bucket: str, key: str) -> dict[str, Any] | None:
+    """A repetition's recorded outcome, None when it recorded none."""
+    try:
+        with aws_errors():
+            return dict(json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read()))
+    except ClientError as e:
+        if error_code(e) in ("NoSuchKey", "404"):
+            return None
+        raise
+
+
+def outcomes(s3: Any, bucket: str, run_id: str,
+             planned: list[tuple[str, list[int]]]) -> dict[tuple[str, int], dict[str, Any]]:
+    """Every planned repetition's outcome (``NO_OUTCOME`` as its error where none was recorded)."""
+    keys = [(t, r) for t, reps in planned for r in reps]
+    with ThreadPoolExecutor(max_workers=READERS) as pool:
+        found = list(pool.map(lambda k: read_outcome(s3, bucket, naming.outcome_key(run_id, *k)), keys))
+    return {k: o if o is not None else {"target_id": k[0], "repetition": k[1], "error": NO_OUTCOME}
+            for k, o in zip(keys, found, strict=True)}
+
+
 def summarize(s3: Any, bucket: str, *, run_id: str, plan: dict[str, Any] | None,
-              results: list[Any] | None, error: dict[str, Any] | None,
-              now: datetime | None = None, store: ResultsStore | None = None,
+              error: dict[str, Any] | None, now: datetime | None = None, store: ResultsStore | None = None,
               spec: dict[str, Any] | None = None) -> dict[str, Any]:
     now = now or datetime.now(UTC)
+    planned = planned_repetitions(s3, bucket, plan)
+    recorded = outcomes(s3, bucket, run_id, planned)
     targets = []
-    for target_outcomes in results or []:
+    for target_id, repetitions in planned:
         reps = []
-        for rep in target_outcomes or []:
-            reps.append({"repetition": rep.get("repetition"), "status": repetition_status(rep),
+        for n in repetitions:
+            rep = recorded[(target_id, n)]
+            reps.append({"repetition": n, "status": repetition_status(rep),
                          "error": _cause(rep.get("error")) or _cause(rep.get("teardown_error")),
                          "steps": rep.get("steps") or [], "teardown": rep.get("teardown")})
-        target_id = (target_outcomes or [{}])[0].get("target_id")
         targets.append({"target_id": target_id,
                         "status": SUCCEEDED if reps and all(r["status"] == SUCCEEDED for r in reps) else FAILED,
                         "repetitions": reps})
