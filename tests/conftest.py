@@ -46,11 +46,14 @@ def bf_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 # Scheduled comparisons as an operator would configure them (cdk/README.md, context `schedules`): the
-# flagship comparison (YAML) and a one-target fixture (JSON), both naming their workload.
+# flagship comparison (YAML) and a one-target fixture (JSON), both naming their workload, and a
+# fleet without budget_usd that costs more than the deployment's ceiling (Plan refuses it).
 SCHEDULES = [
     {"name": "nightly-graviton", "expression": "cron(0 2 * * ? *)",
      "spec": "workloads/comparisons/graviton-vs-intel-vs-amd.yaml", "timezone": "Europe/Paris"},
     {"name": "weekly-fixture", "expression": "rate(7 days)", "spec": "tests/cdk/fixtures/nightly-spec.json"},
+    {"name": "monthly-fleet", "expression": "cron(0 3 1 * ? *)",
+     "spec": "tests/cdk/fixtures/fleet-without-budget.json"},
 ]
 
 

@@ -36,7 +36,7 @@ from benchfleet import catalogue, naming
 from benchfleet.aws import runplan
 from benchfleet.aws.errors import PlanRejected
 from benchfleet.aws.regions import TargetRegions
-from benchfleet.cost_ceiling import DEFAULT_MAX_RUN_COST_USD, cost_problems, request_price_problems
+from benchfleet.cost_ceiling import DEFAULT_MAX_RUN_COST_USD, request_price_problems
 from benchfleet.plan import Plan, PriceLookup, make_plan
 from benchfleet.spec import (
     MAX_DEPTH,
@@ -235,22 +235,6 @@ def default_price_lookup() -> PriceLookup | None:
     return lookup
 
 
-def _unpriced_reason(target: object) -> str:
-    try:
-        from benchfleet.pricing import unpriced_reason
-
-        return unpriced_reason(target) or "not in the price tables"
-    except (ImportError, OSError, ValueError, KeyError):
-        return "the price tables are not available"
-
-
-def check_budget(plan: Plan, spec_targets: list[Any], ceiling: float = DEFAULT_MAX_RUN_COST_USD) -> None:
-    """The run's budget, or without one the deployment's ceiling (benchfleet.cost_ceiling)."""
-    problems = cost_problems(plan, spec_targets, ceiling, _unpriced_reason)
-    if problems:
-        raise ApiError(400, f"{problems[0][0]}: {problems[0][1]}", problems[0][0], problems)
-
-
 def _iso(value: Any) -> str | None:
     if isinstance(value, datetime):
         return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -343,10 +327,9 @@ class RunService:
         problems = regions.problems(list(loaded.spec.targets))
         if problems:
             raise ApiError(400, f"{problems[0][0]}: {problems[0][1]}", problems[0][0], problems)
-        # Priced where each target runs (a target without a region runs in the home region).
-        plan = make_plan(regions.resolve(loaded), self.price_lookup)
-        check_budget(plan, list(loaded.spec.targets), self.max_run_cost_usd)
-        self._check_plan_state(loaded, run_id, regions)
+        # The Plan state's own decision (prices where each target runs, control plane included,
+        # budget or ceiling, capacity, duration), made before anything starts.
+        plan = self._checked_plan(loaded, run_id, regions)
         spec_data = canonical_spec(loaded.spec)
         digest = spec_hash(spec_data)
         run_id = run_id or naming.new_run_id(loaded.spec.name, self.now())
@@ -371,14 +354,16 @@ class RunService:
         return 202, {"run_id": run_id, "name": loaded.spec.name, "status": "RUNNING", "created": True,
                      "started_at": _iso(started.get("startDate")), "spec_sha256": digest, **estimate}
 
-    @staticmethod
-    def _check_plan_state(loaded: LoadedSpec, run_id: str | None, regions: TargetRegions) -> None:
-        """Refuse here what the state machine's Plan state would refuse a moment after starting
-        (run too long for one execution, too many history events)."""
+    def _checked_plan(self, loaded: LoadedSpec, run_id: str | None, regions: TargetRegions) -> Plan:
+        """The plan the state machine's Plan state would make, or 400 for what it would refuse a
+        moment after starting (cost, run too long for one execution, too many history events)."""
         try:
-            runplan.plan_run(runplan.RunRequest(spec=canonical_spec(loaded.spec), run_id=run_id),
-                             regions=regions)
+            _, plan, _ = runplan.checked_plan(runplan.RunRequest(spec=canonical_spec(loaded.spec), run_id=run_id),
+                                              regions=regions, max_run_cost_usd=self.max_run_cost_usd)
         except PlanRejected as e:
+            if e.problems:
+                (field_, message), *_ = e.problems
+                raise ApiError(400, f"{field_}: {message}", field_, e.problems) from None
             text = str(e).removeprefix("spec: ")
             where, _, msg = text.partition(": ")
             if e.field:  # the message is a sentence about the spec as a whole: keep all of it
@@ -386,6 +371,7 @@ class RunService:
             if msg and re.match(r"^[a-z_][a-z0-9_.\[\]]*$", where):
                 raise bad_request(where, msg) from None
             raise bad_request("body", text) from None
+        return plan
 
     # -- GET /runs --------------------------------------------------------------------------------
     def list_runs(self, limit: int = DEFAULT_PAGE, next_token: str | None = None,

@@ -1,4 +1,7 @@
-"""What a run submitted through the API may cost: the server's rules, not the request's.
+"""What a run may cost: the server's rules, not the request's. The Plan Lambda applies them to
+every execution (scheduled ones included) through ``benchfleet.aws.runplan.check_plan``, and the
+API applies the same function before it starts one; the estimate is hosts and control plane
+together (Step Functions transitions, Lambda, the store: ``benchfleet.aws.controlplane``).
 
 - Prices come from the deployment's price tables (``benchfleet.pricing``) only: a cloud target's
   ``price_per_hour`` is refused, since a request that names its own price (``0``) could otherwise
@@ -54,6 +57,9 @@ def _unpriced_field(index: int, target: Any) -> str:
     """The field of an unpriced target to change: the part the tables do not know."""
     from benchfleet.pricing import price_breakdown
 
+    if target is None:  # the spec's targets were not given: the target itself
+        return f"targets[{index}]"
+
     try:
         parts = price_breakdown(target)
     except (OSError, ValueError, KeyError):  # no tables at all: the target's own type is as good as any
@@ -66,23 +72,45 @@ def _unpriced_field(index: int, target: Any) -> str:
     return f"{where}.storage"
 
 
+def unpriced_reason(target: Any) -> str:
+    """Why the price tables cannot price ``target`` (benchfleet.pricing), for a refusal."""
+    try:
+        from benchfleet.pricing import unpriced_reason as reason
+
+        return reason(target) or "not in the price tables"
+    except (ImportError, OSError, ValueError, KeyError):
+        return "the price tables are not available"
+
+
+def _estimate(plan: Plan) -> str:
+    cp = plan.control_plane_usd
+    parts = f" (hosts ${plan.hosts_usd:.2f}, control plane ${cp:.2f})" if cp else ""
+    return f"the estimate is ${plan.estimated_cost_usd:.2f}{parts}"
+
+
 def cost_problems(plan: Plan, targets: Sequence[Any], ceiling: float,
-                  unpriced_reason: Callable[[Any], str]) -> list[Problem]:
-    """Refusals of a planned run against its budget or, without one, the deployment's ceiling."""
+                  unpriced_reason: Callable[[Any], str] = unpriced_reason) -> list[Problem]:
+    """Refusals of a planned run: a price in the request; the run's budget, or without one the
+    deployment's ceiling (``plan`` priced with its control plane's charges, when it has them)."""
+    problems = request_price_problems(targets)
+    if problems:  # the plan was priced with the request's own numbers: nothing else is meaningful
+        return problems
     index = {t.target_id: i for i, t in enumerate(plan.targets)}
     estimate = plan.estimated_cost_usd
     if plan.budget_usd is not None:
         if plan.over_budget:
-            return [("budget_usd", f"the estimate is ${estimate:.2f}, above the budget of ${plan.budget_usd:.2f}")]
+            return [("budget_usd", f"{_estimate(plan)}, above the budget of ${plan.budget_usd:.2f}")]
         return []
     unpriced = [t for t in plan.unpriced_targets if plan.targets[index[t]].kind != "existing"]
-    problems: list[Problem] = [
-        (_unpriced_field(index[t], targets[index[t]]),
-         f"target {t} has no price ({unpriced_reason(targets[index[t]])}): without budget_usd every target "
-         "must be priced from the tables; set budget_usd to run it anyway")
-        for t in unpriced]
+    for t in unpriced:
+        i = index[t]
+        spec_target = targets[i] if i < len(targets) else None
+        reason = unpriced_reason(spec_target) if spec_target is not None else "not in the price tables"
+        problems.append((_unpriced_field(i, spec_target),
+                         f"target {t} has no price ({reason}): without budget_usd every target must be priced "
+                         "from the tables; set budget_usd to run it anyway"))
     if estimate > ceiling:
-        problems.append(("budget_usd", f"the estimate is ${estimate:.2f}, above this deployment's ceiling of "
+        problems.append(("budget_usd", f"{_estimate(plan)}, above this deployment's ceiling of "
                                        f"${ceiling:.2f} per run for a spec without budget_usd (CDK context key "
                                        "maxRunCostUsd); set budget_usd to run it"))
     return problems

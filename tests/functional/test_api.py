@@ -231,6 +231,26 @@ def test_without_a_budget_the_deployment_ceiling_holds(api):
     assert api.starts == 1
 
 
+def test_the_ceiling_counts_the_control_planes_charges_as_the_plan_state_does(api):
+    """The API decides with the Plan state's own function: hosts and control plane together. A
+    ceiling the hosts alone stay under, but not with the control plane, refuses the run."""
+    from benchfleet.aws import runplan
+    from benchfleet.aws.regions import TargetRegions
+
+    cheap = {**SPEC, "budget_usd": None}
+    regions = TargetRegions.of(REGION, TARGET_REGIONS)
+    _, plan, _ = runplan.checked_plan(runplan.RunRequest(spec=cheap), regions=regions, max_run_cost_usd=1e6)
+    assert plan.control_plane_usd > 0
+    api.service.max_run_cost_usd = plan.hosts_usd + plan.control_plane_usd / 2
+    status, body, _ = api("POST", "/runs", cheap)
+    assert status == 400 and body["field"] == "budget_usd", body
+    assert f"control plane ${plan.control_plane_usd:.2f}" in body["message"], body
+    api.service.max_run_cost_usd = plan.estimated_cost_usd + 0.01
+    status, body, _ = api("POST", "/runs", cheap)
+    assert status == 202 and body["estimated_cost_usd"] == plan.estimated_cost_usd, body
+    assert api.starts == 1
+
+
 def test_an_unpriced_target_needs_an_explicit_budget(api):
     unpriced = {**SPEC, "targets": [{"id": "g", "kind": "ec2", "instance_type": "m6g.large",
                                      "region": "eu-north-1"}]}

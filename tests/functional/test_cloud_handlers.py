@@ -89,7 +89,10 @@ def test_plan_carries_what_every_state_needs(aws):
 
 @pytest.mark.parametrize(("spec_change", "message"), [
     ({"workload": "oltp-read-only"}, "inline"),
-    ({"budget_usd": 0.001, "targets": [target("ec2") | {"price_per_hour": 10.0}]}, "budget"),
+    ({"budget_usd": 0.001}, r"^spec: budget_usd: the estimate is \$[0-9.]+ \(hosts \$[0-9.]+, control plane \$"),
+    # Scheduled runs reach Plan without the API: a price in the spec cannot walk past the budget.
+    ({"targets": [target("ec2") | {"price_per_hour": 0}]}, r"^spec: targets\[0\]\.price_per_hour: prices come from"),
+    ({"budget_usd": 0.001, "targets": [target("ec2") | {"price_per_hour": 0}]}, r"targets\[0\]\.price_per_hour"),
     ({"targets": [{"id": "l", "kind": "local"}]}, "--local"),
 ])
 def test_plan_refuses(aws, spec_change, message):
@@ -441,7 +444,8 @@ def test_plan_install_per_kind_and_cnf_problems_name_the_field(aws, tmp_path, mo
     (tmp_path / "mysql").mkdir()
     (tmp_path / "mysql" / "default.cnf").write_text("[mysqld]\nmax_connections = 77 # comment\n")
     monkeypatch.setenv("BENCHFLEET_WORKLOADS", str(tmp_path))
-    plan = call("plan", {"input": {"spec": spec(targets=[target("ec2")])}})
+    # (That copy holds no price tables: an unpriced target runs only with budget_usd.)
+    plan = call("plan", {"input": {"spec": spec(targets=[target("ec2")], budget_usd=5)}})
     assert plan["targets"][0]["steps"][0]["install"]["cnf"] == "[mysqld]\nmax_connections = 77\n"
 
 

@@ -68,8 +68,10 @@ def test_events_per_step_and_per_poll_match_the_model(harness, record_property):
 def soak(targets: list[dict], hours: int = 24) -> dict:
     workload = {"name": "soak", "test": "oltp_read_write", "tables": 8, "table_size": 1_000_000,
                 "warmup_s": 600, "threads": [16], "duration_s": hours * 3600}
-    request = runplan.RunRequest(spec={"name": "soak", "workload": workload, "targets": targets})
-    # History is the subject here, not the per-region caps (an account raised for 41 targets).
+    # History is the subject here, not the cost (a budget the soak fits; without one the deployment's
+    # ceiling would refuse it) nor the per-region caps (an account raised for 41 targets).
+    request = runplan.RunRequest(spec={"name": "soak", "workload": workload, "targets": targets,
+                                       "budget_usd": 100_000})
     return runplan.plan_run(request, zone_count=3, max_vcpus=1000, max_hosts=1000)
 
 

@@ -10,6 +10,7 @@ import uuid
 import pytest
 from sm_harness import BUCKET, Context, leftovers
 
+from benchfleet.aws.errors import PlanRejected
 from handlers import plan as plan_handler
 
 
@@ -17,8 +18,12 @@ from handlers import plan as plan_handler
 def schedule_inputs(synthesized) -> dict[str, dict]:
     schedules = synthesized.of_type("AWS::Scheduler::Schedule").values()
     inputs = {s["Properties"]["Name"]: json.loads(s["Properties"]["Target"]["Input"]) for s in schedules}
-    assert len(inputs) == 2, inputs.keys()
+    assert len(inputs) == 3, inputs.keys()
     return inputs
+
+
+# The schedule whose spec has no budget_usd and costs more than the deployment's ceiling.
+OVER_CEILING = "Benchfleet-monthly-fleet"
 
 
 def plan_event(payload: dict, execution_name: str) -> dict:
@@ -26,8 +31,10 @@ def plan_event(payload: dict, execution_name: str) -> dict:
     return {"input": payload, "execution_name": execution_name}
 
 
-def test_plan_accepts_every_synthesized_schedule_input(schedule_inputs, harness):
+def test_plan_accepts_every_synthesized_schedule_input_within_its_cost(schedule_inputs, harness):
     for name, payload in schedule_inputs.items():
+        if name == OVER_CEILING:
+            continue
         # EventBridge Scheduler names the executions it starts with a UUID.
         execution = str(uuid.uuid4())
         plan = plan_handler.handler(plan_event(payload, execution), Context(function_name="plan"))
@@ -51,3 +58,26 @@ def test_the_synthesized_schedule_input_runs_the_deployed_definition(synthesized
     # The plan's real waits were taken (recorded): readiness polls and cool-downs, none of them 0.
     assert harness.waits and min(harness.waits) >= 0 and max(harness.waits) > 0
     assert leftovers(execution) == []
+
+
+def test_plan_refuses_a_scheduled_run_above_the_deployments_ceiling(synthesized, schedule_inputs, harness,
+                                                                    monkeypatch):
+    """Scheduled runs go straight to the Plan state, never through the API: Plan applies the same
+    cost rules, with the ceiling the template gives the Plan function (MAX_RUN_COST_USD, from the
+    CDK context key maxRunCostUsd) and the control plane's charges counted."""
+    (plan_fn,) = [f for k, f in synthesized.of_type("AWS::Lambda::Function").items()
+                  if f["Properties"]["Handler"] == "handlers.plan.handler"]
+    ceiling = synthesized.resolve(plan_fn["Properties"]["Environment"]["Variables"]["MAX_RUN_COST_USD"])
+    assert ceiling == "100", ceiling
+    monkeypatch.setenv("MAX_RUN_COST_USD", ceiling)
+    payload = schedule_inputs[OVER_CEILING]
+    assert "budget_usd" not in payload["spec"]
+    with pytest.raises(PlanRejected) as refused:
+        plan_handler.handler(plan_event(payload, str(uuid.uuid4())), Context(function_name="plan"))
+    message = str(refused.value)
+    assert message.startswith("spec: budget_usd: the estimate is $"), message
+    assert "control plane $" in message and "ceiling of $100.00" in message and "maxRunCostUsd" in message
+    # The same schedule with a budget the user accepts runs.
+    budgeted = {**payload, "spec": {**payload["spec"], "budget_usd": 200}}
+    plan = plan_handler.handler(plan_event(budgeted, str(uuid.uuid4())), Context(function_name="plan"))
+    assert 100 < plan["estimated_cost_usd"] <= 200 and plan["control_plane_usd"] > 0

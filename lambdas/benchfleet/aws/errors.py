@@ -31,11 +31,13 @@ class TargetFailed(Exception):
 class PlanRejected(Exception):
     """The spec cannot run: invalid, over budget, or beyond what one execution can hold. ``field``
     is the spec field the refusal is about when the message does not start with it (the API
-    answers naming it)."""
+    answers naming it); ``problems`` every ``(field, message)`` when there are several."""
 
-    def __init__(self, message: str, field: str | None = None) -> None:
+    def __init__(self, message: str, field: str | None = None,
+                 problems: list[tuple[str, str]] | None = None) -> None:
         super().__init__(message)
         self.field = field
+        self.problems = problems or []
 
 
 class CollectFailed(Exception):

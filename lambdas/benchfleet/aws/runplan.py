@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from benchfleet import naming
+from benchfleet import cost_ceiling, naming
 from benchfleet.aws import asl_walk, controlplane, history
 from benchfleet.aws.errors import PlanRejected, aws_errors
 from benchfleet.aws.regions import TargetRegions
@@ -318,35 +319,59 @@ def fit_problem(plan: Plan, *, max_vcpus: int = DEFAULT_MAX_VCPUS_PER_REGION,
     return None
 
 
-def check_plan(plan: Plan, *, max_vcpus: int = DEFAULT_MAX_VCPUS_PER_REGION,
-               max_hosts: int = DEFAULT_MAX_HOSTS_PER_REGION, max_run_hours: int | None = None) -> None:
-    """PlanRejected when the run is over budget (hosts and control plane together) or does not fit."""
-    if plan.over_budget:
-        raise PlanRejected(f"spec: budget_usd: the estimate is ${plan.estimated_cost_usd:.2f} "
-                           f"(hosts ${plan.hosts_usd:.2f}, control plane ${plan.control_plane_usd:.2f}), "
-                           f"above the budget of ${plan.budget_usd:.2f}")
+def check_plan(plan: Plan, targets: Sequence[Any] | None = None, *,
+               max_run_cost_usd: float = cost_ceiling.DEFAULT_MAX_RUN_COST_USD,
+               max_vcpus: int = DEFAULT_MAX_VCPUS_PER_REGION, max_hosts: int = DEFAULT_MAX_HOSTS_PER_REGION,
+               max_run_hours: int | None = None) -> None:
+    """PlanRejected when the run may not cost what it would (benchfleet.cost_ceiling: no price from
+    the request; its budget, or without one the deployment's ceiling ``max_run_cost_usd``, hosts and
+    control plane together) or does not fit. ``targets``: the spec's, to name the field of an
+    unpriced one (and refuse a price it names). The Plan Lambda and the API both decide here."""
+    problems = cost_ceiling.cost_problems(plan, targets or [], max_run_cost_usd)
+    if problems:
+        field, message = problems[0]
+        raise PlanRejected(f"spec: {field}: {message}", problems=problems)
     problem = fit_problem(plan, max_vcpus=max_vcpus, max_hosts=max_hosts, max_run_hours=max_run_hours)
     if problem:
         raise PlanRejected(problem)
 
 
+def checked_plan(request: RunRequest, *, regions: TargetRegions | None = None, max_run_hours: int | None = None,
+                 max_run_cost_usd: float | None = None, store: str = "timestream",
+                 max_vcpus: int | None = None, max_hosts: int | None = None) -> tuple[LoadedSpec, Plan, PollCaps]:
+    """The spec as the deployed state machine would run it, priced (hosts and control plane) and
+    checked (cost, capacity, duration), or PlanRejected. Unset limits come from the Lambda's
+    environment (benchfleet.aws.settings), as the CDK app sets them for every function."""
+    settings = Settings.from_env()
+    regions = regions or settings.regions
+    loaded = _loaded(request.spec, regions)
+    plan, caps, _ = aws_plan(loaded, _price_lookup, timing=request.timing, store=store)
+    check_plan(plan, list(loaded.spec.targets),
+               max_run_cost_usd=settings.max_run_cost_usd if max_run_cost_usd is None else max_run_cost_usd,
+               max_vcpus=max_vcpus or settings.max_vcpus_per_region or DEFAULT_MAX_VCPUS_PER_REGION,
+               max_hosts=max_hosts or settings.max_hosts_per_region or DEFAULT_MAX_HOSTS_PER_REGION,
+               max_run_hours=max_run_hours or settings.max_run_hours)
+    return loaded, plan, caps
+
+
 def plan_run(request: RunRequest, *, execution_name: str | None = None, zone_count: int = 1,
              now: datetime | None = None, regions: TargetRegions | None = None,
-             max_run_hours: int | None = None, store: str = "timestream",
+             max_run_hours: int | None = None, max_run_cost_usd: float | None = None, store: str = "timestream",
              max_vcpus: int = DEFAULT_MAX_VCPUS_PER_REGION,
              max_hosts: int = DEFAULT_MAX_HOSTS_PER_REGION) -> dict[str, Any]:
     """The state machine's plan. ``regions``: where targets may run (default: the Lambda's
     environment); every cloud target leaves with the region it runs in. ``max_run_hours``: the
     deployed execution timeout (default: MAX_RUN_HOURS, set by the CDK app from maxRunHours, the
     same value as the state machine's TimeoutSeconds); a longer run is refused, naming the limit.
-    ``store``, ``max_vcpus``, ``max_hosts``: the results store priced and the per-region caps."""
+    ``max_run_cost_usd``: the most a run without budget_usd may cost (default: MAX_RUN_COST_USD,
+    from maxRunCostUsd). ``store``, ``max_vcpus``, ``max_hosts``: the results store priced and the
+    per-region caps."""
     run_id = run_id_for(request, execution_name)
     regions = regions or Settings.from_env().regions
-    loaded = _loaded(request.spec, regions)
+    loaded, plan, caps = checked_plan(request, regions=regions, max_run_hours=max_run_hours,
+                                      max_run_cost_usd=max_run_cost_usd, store=store,
+                                      max_vcpus=max_vcpus, max_hosts=max_hosts)
     o = request.timing
-    plan, caps, _ = aws_plan(loaded, _price_lookup, timing=o, store=store)
-    check_plan(plan, max_vcpus=max_vcpus, max_hosts=max_hosts,
-               max_run_hours=max_run_hours or Settings.from_env().max_run_hours)
     now = now or datetime.now(UTC)
     run_id = run_id or naming.new_run_id(request.schedule or plan.name, now)
     distributed, cap_of, bound = caps.distributed, caps.caps, caps.history_bound

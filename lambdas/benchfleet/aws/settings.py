@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from benchfleet.aws.regions import TargetRegions
+from benchfleet.cost_ceiling import DEFAULT_MAX_RUN_COST_USD, max_run_cost
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,8 @@ class Settings:
     # The deployed state machine's execution timeout (its TimeoutSeconds / 3600), from the same CDK
     # context key maxRunHours; the default is cdk.json's (tests/unit/test_settings_defaults.py).
     max_run_hours: int = 48
+    # The most a run without budget_usd may cost (MAX_RUN_COST_USD, CDK context key maxRunCostUsd).
+    max_run_cost_usd: float = DEFAULT_MAX_RUN_COST_USD
     # Ownership (benchfleet.naming.TAG_STACK): the stack's identity and its DB identifier prefix.
     stack: str = ""
     db_identifier_prefix: str = "bf"
@@ -66,6 +69,7 @@ class Settings:
             home_region=get("AWS_REGION") or get("AWS_DEFAULT_REGION") or "us-east-1",
             target_regions=tuple(r.strip() for r in get("TARGET_REGIONS").split(",") if r.strip()),
             max_run_hours=int(get("MAX_RUN_HOURS") or cls.max_run_hours),
+            max_run_cost_usd=max_run_cost(env),
             stack=get("BENCHFLEET_STACK"),
             db_identifier_prefix=get("DB_IDENTIFIER_PREFIX", "bf") or "bf",
             max_vcpus_per_region=_int(get("MAX_VCPUS_PER_REGION")),
