@@ -225,3 +225,19 @@ def test_no_progress_bar_is_drawn_on_stdout(tmp_path: Path) -> None:
             assert db.execute(setting).fetchone() == (False,)
     finally:
         store.close()
+
+
+def test_a_write_through_one_store_lets_go_of_another_stores_reads_in_the_process(tmp_path: Path) -> None:
+    """DuckDB refuses a read-write connection to a file this process holds read-only (another store of
+    it reading, as a test or `results --remote` beside `report` does): the write goes through and the
+    reader reads on, seeing it."""
+    path = filled(tmp_path)
+    reader = DuckDBStore(path, write=False)
+    writer = DuckDBStore(path)
+    try:
+        assert [r["run_id"] for r in reader.runs()] == [RUN]
+        writer.create_run("after-1", "after", {"name": "after"}, "local", 0.0)
+        assert sorted(r["run_id"] for r in reader.runs()) == sorted([RUN, "after-1"])
+    finally:
+        writer.close()
+        reader.close()

@@ -8,6 +8,7 @@ import shutil
 import socket
 import tempfile
 import time
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
@@ -95,6 +96,12 @@ LOCK_WAIT_S = 60.0
 READ_MEMORY_LIMIT = "512MB"
 
 
+# DuckDB keeps one database per file per process and refuses a connection of the other mode (read-only
+# vs read-write) to it while one is open, even from another DuckDBStore: so before a write, every store
+# of this process on the same file lets go of its read connection (it opens again on its next read).
+_READERS: dict[Path, weakref.WeakSet[DuckDBStore]] = {}
+
+
 class RunNotFound(LookupError):
     pass
 
@@ -124,7 +131,8 @@ class DuckDBStore:
     """Results of local runs and imports, at ``path``.
 
     No connection is held between operations: each write opens the file, writes in one transaction
-    and closes it, and reads share one read-only connection until the next write or ``close()``.
+    and closes it, and reads share one read-only connection until the next write (through any store of
+    this process on the file) or ``close()``.
     So ``runs`` and ``results`` work while a run is writing (each waits out the other's short
     turn), and reading needs no write access (a read-only home). A file DuckDB cannot read is never
     opened for writing. ``write=False``: open for reading only (no schema created or changed)."""
@@ -202,6 +210,7 @@ class DuckDBStore:
         if self._reader is None:
             if self.path.exists():
                 self._reader = self._connect(read_only=True)
+                _READERS.setdefault(self.path.resolve(), weakref.WeakSet()).add(self)
                 self._spill = Path(tempfile.gettempdir()) / f"benchfleet-duckdb-{os.getpid()}-{id(self):x}"
                 self._reader.execute(f"SET memory_limit = '{READ_MEMORY_LIMIT}'")
                 self._reader.execute("SET temp_directory = ?", [str(self._spill)])
@@ -216,7 +225,9 @@ class DuckDBStore:
         """One short write transaction on its own connection, closed at once."""
         if not self.write_mode:
             raise StoreError(f"{self.path}: opened for reading only")
-        self._close_reader()
+        self._close_reader()  # its own too when that was the empty in-memory store of a file not yet there
+        for store in list(_READERS.get(self.path.resolve(), ())):
+            store._close_reader()
         db = self._connect(read_only=False)
         try:
             db.execute("BEGIN")
