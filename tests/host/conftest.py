@@ -22,6 +22,7 @@ import pytest
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "synthesized"))
+sys.path.insert(0, str(HERE.parent / "statemachine"))  # sm_harness: the in-process Step Functions run
 
 import userland  # noqa: E402
 from machine import Machine, Netns  # noqa: E402

@@ -6,8 +6,9 @@ with its quote escaping, executionTimeout), captured instead of sent."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
+
+from sm_harness import Context, function_arn
 
 from benchfleet.aws import clients, runplan
 from benchfleet.aws.events import StepState
@@ -42,20 +43,6 @@ class _Capture:
         return {"Command": {"CommandId": "captured"}}
 
 
-@dataclass
-class _Context:
-    function_name: str = "benchfleet-start-step"
-    function_version: str = "$LATEST"
-    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:benchfleet-start-step"
-    memory_limit_in_mb: int = 256
-    aws_request_id: str = "host-tier"
-    log_group_name: str = "/aws/lambda/benchfleet-start-step"
-    log_stream_name: str = "host-tier"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 60_000
-
-
 def send_parameters(state: StepState, monkeypatch: Any) -> dict[str, Any]:
     """SendCommand's keyword arguments for this step: the start_step handler itself, with the
     environment the stack gives it, sending through a capturing client."""
@@ -67,7 +54,9 @@ def send_parameters(state: StepState, monkeypatch: Any) -> dict[str, Any]:
         monkeypatch.setenv(key, value)
     clients.override("ssm", lambda: capture)
     try:
-        start_step.handler(json.loads(state.model_dump_json()), _Context())
+        start_step.handler(json.loads(state.model_dump_json()),
+                           Context("benchfleet-start-step", invoked_function_arn=function_arn("start_step"),
+                                   aws_request_id="host-tier"))
     finally:
         clients.reset()
     return capture.sent
