@@ -211,15 +211,6 @@ def secret_password(arn: str) -> str:
         raise JobError("cannot read the database password from {}: {}".format(arn, type(e).__name__)) from None
 
 
-def _version_of(argv: List[str]) -> Optional[str]:
-    try:
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    text = (out.stdout or out.stderr).strip()
-    return text.splitlines()[0] if text else None
-
-
 def connect(job: Dict[str, Any]) -> benchfleet_dbclient.Connection:
     """The connection settings of this job (after the install step wrote the password file)."""
     try:
@@ -255,7 +246,7 @@ def fingerprint(job: Dict[str, Any], conn: benchfleet_dbclient.Connection,
     return {"cpu_model": cpu_model or platform.processor() or None, "vcpus": vcpus, "cpus_usable": affinity,
             "memory_mb": memory_mb, "arch": platform.machine(), "kernel": platform.release(),
             "os": _os_name(), "python": platform.python_version(),
-            "sysbench_version": _version_of([job.get("sysbench_binary") or "sysbench", "--version"]),
+            "sysbench_version": benchfleet_dbclient.first_line([job.get("sysbench_binary") or "sysbench", "--version"]),
             "config_hash": job.get("config_hash"), "client_library": conn.library, "tls": conn.tls,
             "hostname_hash": hashlib.sha256(platform.node().encode()).hexdigest()[:12],
             **benchfleet_dbclient.server_state(conn, requested),

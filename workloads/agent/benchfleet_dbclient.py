@@ -111,7 +111,7 @@ class Connection:
 
     # ---- the mysql client -----------------------------------------------------------------------
     def client_argv(self, client: str, sql: str) -> List[str]:
-        mariadb = "mariadb" in (_first_line([client, "--version"]) or "").lower()
+        mariadb = "mariadb" in (first_line([client, "--version"]) or "").lower()
         lines = ["[client]", "user={}".format(self.db.get("user", "sbtest")),
                  "password={}".format(self.password or ""), "host={}".format(self.db.get("host", "127.0.0.1")),
                  "port={}".format(self.db.get("port", 3306))]
@@ -149,7 +149,8 @@ class Connection:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def _first_line(argv: List[str]) -> Optional[str]:
+def first_line(argv: List[str]) -> Optional[str]:
+    """The first line a command prints (a program's ``--version``), or None when it cannot run."""
     try:
         out = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired):
