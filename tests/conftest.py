@@ -60,7 +60,8 @@ SCHEDULES = [
 @pytest.fixture(scope="session")
 def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """The stack as `cdk synth` writes it (cdk.json's context plus SCHEDULES), once per session:
-    a ``synth.Template`` (tests/synthesized/synth.py)."""
+    a ``synth.Template`` (tests/synthesized/synth.py) whose ``out_dir`` holds the assets."""
     from synth import Template, synthesize
 
-    return Template(synthesize(tmp_path_factory.mktemp("cdk.out"), {"schedules": SCHEDULES}))
+    out = tmp_path_factory.mktemp("cdk.out")
+    return Template(synthesize(out, {"schedules": SCHEDULES}), out)

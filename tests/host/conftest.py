@@ -1,7 +1,7 @@
 """The host tier: the synthesized agent document run on booted Debian hosts (tests/host/README.md).
 
-Session fixtures: the synthesized template (one `cdk synth`, tests/synthesized/synth.py), the agent
-document and bundle asset from it, the cached userland, and a factory of booted hosts closed at
+Session fixtures: the agent document and bundle asset of the synthesized template (tests/conftest.py's
+`synthesized`, the session's one `cdk synth`), the cached userland, and a factory of booted hosts closed at
 the end. Phase timings are printed at the end of the session (name=value lines).
 """
 
@@ -27,7 +27,7 @@ sys.path.insert(0, str(HERE.parent / "statemachine"))  # sm_harness: the in-proc
 import userland  # noqa: E402
 from machine import Machine, Netns  # noqa: E402
 from runcommand import RunCommand, zip_asset  # noqa: E402
-from synth import Template, synthesize  # noqa: E402
+from synth import Template  # noqa: E402
 
 TIMINGS: dict[str, float] = {}
 TOOLS = ("debootstrap", "systemd-nspawn", "nsenter", "ip", "mount", "chroot")
@@ -74,28 +74,19 @@ def userland_tree() -> Path:
 
 
 @pytest.fixture(scope="session")
-def synthesized(tmp_path_factory: pytest.TempPathFactory) -> tuple[Template, Path]:
-    out = tmp_path_factory.mktemp("cdk.out")
-    started = time.monotonic()
-    template = Template(synthesize(out))
-    record("synth_s", time.monotonic() - started)
-    return template, out
-
-
-@pytest.fixture(scope="session")
-def agent_document(synthesized: tuple[Template, Path]) -> dict[str, Any]:
+def agent_document(synthesized: Template) -> dict[str, Any]:
     """The AWS::SSM::Document's content as CloudFormation creates it (intrinsics resolved)."""
-    template, _ = synthesized
-    (doc,) = template.of_type("AWS::SSM::Document").values()
-    content: dict[str, Any] = template.resolve(doc["Properties"]["Content"])
+    (doc,) = synthesized.of_type("AWS::SSM::Document").values()
+    content: dict[str, Any] = synthesized.resolve(doc["Properties"]["Content"])
     return content
 
 
 @pytest.fixture(scope="session")
-def bundle_zip(synthesized: tuple[Template, Path], agent_document: dict[str, Any],
+def bundle_zip(synthesized: Template, agent_document: dict[str, Any],
                tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The agent bundle asset the stack publishes: cdk.out/asset.<hash>, zipped as the CLI zips it."""
-    _, out = synthesized
+    out = synthesized.out_dir
+    assert out is not None
     url = agent_document["parameters"]["BundleUri"]["default"]
     digest = url.rsplit("/", 1)[1].removesuffix(".zip")
     asset = out / f"asset.{digest}"

@@ -47,8 +47,9 @@ def synthesize_all(out_dir: Path, context: dict[str, Any] | None = None) -> dict
 
 
 class Template:
-    def __init__(self, template: dict[str, Any]) -> None:
+    def __init__(self, template: dict[str, Any], out_dir: Path | None = None) -> None:
         self.template = template
+        self.out_dir = out_dir  # the cdk.out it came from (its assets), when synthesized here
         self.resources: dict[str, dict[str, Any]] = template["Resources"]
 
     def of_type(self, resource_type: str) -> dict[str, dict[str, Any]]:
