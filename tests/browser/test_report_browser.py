@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from synthetic import fill_store
+from synthetic import TARGETS, fill_store
 from tests.sysbench_logs import run_log
 
 from benchfleet.importer import import_logs
@@ -141,6 +141,31 @@ def test_an_imported_run_says_it_has_no_per_second_data(tmp_path: Path) -> None:
     assert 'id="chart-timeline"' not in dom and 'id="missing-timeline"' in dom
     assert "no per-second data" in dom.split('id="missing-timeline"', 1)[1][:200]
     assert "main-svg" in _chart(dom, "throughput")
+
+
+def test_a_soak_without_gaps_draws_its_lines_from_x0_and_dx(tmp_path: Path) -> None:
+    """Two hours in 7 s buckets, none empty (the pause after warm-up falls inside one): the lines are
+    given as x0 + dx (the report's size at 200 targets x 24 h), and Chromium draws them over the whole
+    run, not as one point at 0."""
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed (make browser-deps installs Debian's chromium)")
+    store = DuckDBStore(tmp_path / "benchfleet.duckdb")
+    try:
+        run_id = fill_store(store, "soak-20261122t100000-abcd", targets=TARGETS[:1], reps=1, threads=(8,),
+                            seconds=7200, warmup_s=30)
+        report = write_report(store, run_id, tmp_path / "soak.html")
+    finally:
+        store.close()
+    assert '"x0":0,"dx":7' in report.read_text()
+    timeline = _chart(_dom(report, tmp_path), "timeline")
+    paths = re.findall(r'class="js-line"[^>]*d="M([^"]*)"', timeline)
+    # The min-max band (explicit times), then tps and steal point by point (Plotly drops points on a
+    # straight run, a constant iowait is one segment): each line ends where the band does.
+    band, tps, steal = [p for p in paths if p.count("L") >= 500]
+    right = max(float(xy.split(",")[0]) for xy in band.split("L"))
+    assert all(float(p.rsplit("L", 1)[1].split(",")[0]) == right for p in (tps, steal)), right
+    xticks = [float(t.replace(",", "")) for t in re.findall(r'class="xtick"><text[^>]*>([^<]*)</text>', timeline)]
+    assert max(xticks) >= 6000, xticks  # the axis reaches the end of the run
 
 
 def test_screenshot(report: Path, tmp_path: Path) -> None:

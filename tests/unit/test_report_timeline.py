@@ -51,3 +51,22 @@ def test_timeline_buckets_are_the_samples_they_hold(tmp_path: Path, monkeypatch:
             assert series["threads"][i] == max(int(s["threads"]) for s in buckets[b])
             steal = statistics.fmean(float(s["cpu_steal_pct"]) for s in buckets[b])
             assert series["steal"][i] == pytest.approx(round(steal, 3), abs=1e-3)
+
+
+def test_evenly_spaced_points_are_drawn_from_x0_and_dx_and_a_gap_keeps_its_times() -> None:
+    from benchfleet.report import charts
+
+    def series(target: str, t: list[int]) -> dict[str, object]:
+        n = len(t)
+        return {"target_id": target, "repetition": 1, "t": t, "tps": [1.0] * n, "tps_min": [0.5] * n,
+                "tps_max": [2.0] * n, "steal": [0.1] * n, "iowait": [None] * n, "qps": [9.0] * n,
+                "threads": [4] * n}
+
+    fig = charts.timeline({"width_s": 5, "series": [series("a", [0, 5, 10, 15]), series("b", [0, 5, 20])]},
+                          {"a": "#1f77b4", "b": "#d62728"})
+    lines = {t["name"]: t for t in fig["data"] if "min-max" not in t["name"]}
+    assert {k: lines["a rep 1"].get(k) for k in ("x", "x0", "dx")} == {"x": None, "x0": 0, "dx": 5}
+    assert {k: lines["a rep 1 steal %"].get(k) for k in ("x", "x0", "dx")} == {"x": None, "x0": 0, "dx": 5}
+    assert lines["b rep 1"]["x"] == [0, 5, 20] and "x0" not in lines["b rep 1"]
+    band = next(t for t in fig["data"] if t["name"] == "a rep 1 min-max")
+    assert band["x"] == [0, 5, 10, 15, 15, 10, 5, 0]  # the envelope is drawn around, on explicit times
