@@ -183,8 +183,9 @@ def _bad_chars(text: str, free_text: bool) -> bool:
     return any(unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co", "Cn") and c not in allowed for c in text)
 
 
-def validate_submission(body: Any) -> LoadedSpec:
-    """A POST /runs body -> a spec the state machine can run, or ApiError 400 naming each field."""
+def validate_submission(body: Any, home_region: str | None = None) -> LoadedSpec:
+    """A POST /runs body -> a spec the state machine can run, or ApiError 400 naming each field. A
+    target without a region runs in ``home_region`` (the stack's), where its type must be offered."""
     if not isinstance(body, dict):
         raise bad_request("body", "must be a JSON object: a comparison spec")
     _refuse_document_problems(body)
@@ -213,7 +214,7 @@ def validate_submission(body: Any) -> LoadedSpec:
                              "an existing target needs the EC2 instance that runs the agent"))
     problems += request_price_problems(spec.targets)
     named = {field for field, _ in problems}
-    problems += [p for p in catalogue.spec_problems(list(spec.targets)) if p[0] not in named]
+    problems += [p for p in catalogue.spec_problems(list(spec.targets), home_region=home_region) if p[0] not in named]
     if problems:
         raise ApiError(400, f"{problems[0][0]}: {problems[0][1]}", problems[0][0], problems)
     assert isinstance(spec.workload, Workload)
@@ -322,7 +323,7 @@ class RunService:
     def submit(self, body: Any, idempotency_key: str | None = None) -> tuple[int, dict[str, Any]]:
         """Start a run; (202, run) when started, (200, run) when the key names the same run already."""
         run_id = run_id_for_key(idempotency_key) if idempotency_key is not None else None
-        loaded = validate_submission(body)
+        loaded = validate_submission(body, self.home_region)
         regions = TargetRegions.of(self.home_region, self.target_regions)
         problems = regions.problems(list(loaded.spec.targets))
         if problems:

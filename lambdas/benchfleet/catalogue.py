@@ -4,6 +4,11 @@ The spec model checks shapes (``m6i.large`` looks like an instance type); this m
 thing named exists and that the combination is possible: instance types and DB classes, regions,
 engines and major versions per target kind, and the storage rules of EBS and RDS (which volume types
 take IOPS or throughput, within which bounds, io1/io2 needing IOPS, RDS having no instance store).
+Per region, which of those EC2 types the region offers (``workloads/catalogue/ec2-offerings.json``,
+from EC2's DescribeInstanceTypeOfferings; ``benchfleet.catalogue_refresh``): a target or client type
+a region does not offer is refused naming its ``instance_type`` and the region. A region without a
+recording refuses nothing. DB instance classes per region are not recorded (AWS documents no list:
+the RDS pricing pages and DescribeOrderableDBInstanceOptions are the sources).
 A spec that fails here would otherwise start an execution and fail at provision, minutes later.
 
 The catalogue is data, dated by its ``as_of``; tests check that it covers every shipped comparison
@@ -51,6 +56,23 @@ class DbSection(_Data):
     engines: dict[str, list[str]]
 
 
+class Offerings(_Data):
+    """Per region, the catalogue's EC2 families it offers: ``"*"`` every listed size, else the sizes."""
+
+    as_of: str
+    source: str
+    regions: dict[str, dict[str, str | list[str]]]
+
+    def offered(self, instance_type: str, region: str) -> bool | None:
+        """Whether ``region`` offers the type (None: the region has no recording)."""
+        families = self.regions.get(region)
+        if families is None:
+            return None
+        family, _, size = instance_type.partition(".")
+        sizes = families.get(family)
+        return sizes == "*" or (isinstance(sizes, list) and size in sizes)
+
+
 class Catalogue(_Data):
     as_of: str
     regions: list[str]
@@ -58,6 +80,7 @@ class Catalogue(_Data):
     rds: DbSection
     aurora: DbSection
     storage: dict[str, dict[str, StorageRule]]
+    offerings: Offerings | None = None
 
     def instance_type(self, name: str) -> Family | None:
         family, _, size = name.partition(".")
@@ -75,10 +98,17 @@ def catalogue_path() -> Path:
     return workloads_dir() / "catalogue" / "aws.json"
 
 
+OFFERINGS_FILE = "ec2-offerings.json"
+
+
 @lru_cache(maxsize=4)
 def _load(path: str) -> Catalogue:
     with open(path) as f:
-        return Catalogue.model_validate(json.load(f))
+        data = json.load(f)
+    offerings = Path(path).parent / OFFERINGS_FILE
+    if offerings.exists():
+        data["offerings"] = json.loads(offerings.read_text())
+    return Catalogue.model_validate(data)
 
 
 def load_catalogue(path: Path | None = None) -> Catalogue:
@@ -133,29 +163,43 @@ def _storage_problems(rules: dict[str, StorageRule], storage: Any, where: str, k
     return problems
 
 
-def _client_problems(cat: Catalogue, target: Any, where: str) -> list[Problem]:
+def _offered_problems(cat: Catalogue, instance_type: str, region: str | None, field: str) -> list[Problem]:
+    """An existing type the target's region does not offer."""
+    if region is None or cat.offerings is None or cat.offerings.offered(instance_type, region) is not False:
+        return []
+    return [(field, f"{instance_type} is not offered in {region} (workloads/catalogue/{OFFERINGS_FILE}, "
+                    f"as of {cat.offerings.as_of}): choose another type or region")]
+
+
+def _client_problems(cat: Catalogue, target: Any, where: str, region: str | None) -> list[Problem]:
     client = target.client.instance_type
     if cat.instance_type(client) is None:
         return [(f"{where}.client.instance_type", f"{client} is not an EC2 instance type "
                                                  f"(workloads/catalogue/aws.json, as of {cat.as_of})")]
-    return []
+    return _offered_problems(cat, client, region, f"{where}.client.instance_type")
 
 
-def target_problems(target: Any, index: int, cat: Catalogue | None = None) -> list[Problem]:
-    """Why one spec target cannot exist on AWS (empty when it can); local and existing targets pass."""
+def target_problems(target: Any, index: int, cat: Catalogue | None = None,
+                    home_region: str | None = None) -> list[Problem]:
+    """Why one spec target cannot exist on AWS (empty when it can); local and existing targets pass.
+    A target without a region runs in ``home_region`` (the stack's), when given."""
     cat = cat or load_catalogue()
     where = f"targets[{index}]"
     kind = target.kind
     if kind not in ("ec2", "rds", "aurora"):
         return []
     problems: list[Problem] = []
+    region = target.region or home_region
     if target.region is not None and target.region not in cat.regions:
         problems.append((f"{where}.region", f"{target.region} is not an AWS region"))
+        region = None
     if kind == "ec2":
         family = cat.instance_type(target.instance_type)
         if family is None:
             problems.append((f"{where}.instance_type", f"{target.instance_type} is not an EC2 instance type "
                                                       f"(workloads/catalogue/aws.json, as of {cat.as_of})"))
+        else:
+            problems += _offered_problems(cat, target.instance_type, region, f"{where}.instance_type")
         engine = _engine_problem(cat.ec2.engines, target.engine, kind)
         problems += [(f"{where}.engine", engine)] if engine else []
         problems += _storage_problems(cat.storage["ec2"], target.storage, f"{where}.storage", kind, family)
@@ -168,11 +212,11 @@ def target_problems(target: Any, index: int, cat: Catalogue | None = None) -> li
     problems += [(f"{where}.engine", engine)] if engine else []
     if kind == "rds":
         problems += _storage_problems(cat.storage["rds"], target.storage, f"{where}.storage", kind, None)
-    problems += _client_problems(cat, target, where)
+    problems += _client_problems(cat, target, where, region)
     return problems
 
 
-def spec_problems(targets: list[Any], cat: Catalogue | None = None) -> list[Problem]:
-    """Every target's problems, in order."""
+def spec_problems(targets: list[Any], cat: Catalogue | None = None, home_region: str | None = None) -> list[Problem]:
+    """Every target's problems, in order (a target without a region: in ``home_region``)."""
     cat = cat or load_catalogue()
-    return [p for i, t in enumerate(targets) for p in target_problems(t, i, cat)]
+    return [p for i, t in enumerate(targets) for p in target_problems(t, i, cat, home_region)]

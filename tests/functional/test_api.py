@@ -206,11 +206,17 @@ AURORA = {"id": "t", "kind": "aurora", "instance_class": "db.r6g.large"}
     ({**RDS, "instance_class": "db.m6i.huge"}, "instance_class"),
     ({**AURORA, "instance_class": "db.m5.large"}, "instance_class"),  # Aurora has no m5 class
     ({**RDS, "client": {"instance_type": "c6i.huge"}}, "client.instance_type"),
+    # Types that exist, but not in the target's region (workloads/catalogue/ec2-offerings.json).
+    ({**EC2, "instance_type": "m6id.large", "region": "eu-north-1"}, "instance_type"),
+    ({**EC2, "instance_type": "m7i.32xlarge"}, "instance_type"),  # no region: the stack's, us-east-1
+    ({**RDS, "region": "eu-north-1", "client": {"instance_type": "c7gn.large"}}, "client.instance_type"),
 ])
 def test_an_impossible_cloud_spec_is_400_naming_the_field(api, target, field):
     status, body, _ = api("POST", "/runs", {**SPEC, "targets": [target]})
     assert status == 400, body
     assert body["field"] == f"targets[0].{field}", body
+    if "not offered in" in body["message"]:
+        assert f"not offered in {target.get('region', REGION)}" in body["message"], body
     assert api.starts == 0
 
 

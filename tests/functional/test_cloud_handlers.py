@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -94,6 +95,9 @@ def test_plan_carries_what_every_state_needs(aws):
     ({"targets": [target("ec2") | {"price_per_hour": 0}]}, r"^spec: targets\[0\]\.price_per_hour: prices come from"),
     ({"budget_usd": 0.001, "targets": [target("ec2") | {"price_per_hour": 0}]}, r"targets\[0\]\.price_per_hour"),
     ({"targets": [{"id": "l", "kind": "local"}]}, "--local"),
+    # What exists where, as the API checks it (benchfleet.catalogue): scheduled runs are held to it too.
+    ({"targets": [target("ec2") | {"instance_type": "m7i.32xlarge"}]},
+     r"targets\[0\]\.instance_type: m7i\.32xlarge is not offered in us-east-1"),
 ])
 def test_plan_refuses(aws, spec_change, message):
     with pytest.raises(errors.PlanRejected, match=message):
@@ -443,6 +447,8 @@ def test_plan_install_per_kind_and_cnf_problems_name_the_field(aws, tmp_path, mo
     # The Lambda reads its own copy of workloads/mysql (BENCHFLEET_WORKLOADS, set by the CDK app).
     (tmp_path / "mysql").mkdir()
     (tmp_path / "mysql" / "default.cnf").write_text("[mysqld]\nmax_connections = 77 # comment\n")
+    # The Lambda ships the catalogue beside it (Plan checks what exists on AWS before planning).
+    shutil.copytree(Path(__file__).resolve().parents[2] / "workloads" / "catalogue", tmp_path / "catalogue")
     monkeypatch.setenv("BENCHFLEET_WORKLOADS", str(tmp_path))
     # (That copy holds no price tables: an unpriced target runs only with budget_usd.)
     plan = call("plan", {"input": {"spec": spec(targets=[target("ec2")], budget_usd=5)}})

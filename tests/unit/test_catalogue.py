@@ -20,10 +20,60 @@ def test_the_catalogue_is_dated():
     assert re.match(r"^20[0-9]{2}-[01][0-9]-[0-3][0-9]$", load_catalogue().as_of)
 
 
+# Where a target without a region runs in these checks: the region tests deploy to (sm_harness).
+HOME = "us-east-1"
+
+
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
 def test_every_shipped_comparison_is_possible(path):
     loaded = load_spec(path)
-    assert spec_problems(list(loaded.spec.targets)) == []
+    assert spec_problems(list(loaded.spec.targets), home_region=HOME) == []
+
+
+def test_the_region_offerings_are_dated_and_cover_every_shipped_cloud_target():
+    """Each EC2 type a shipped comparison launches (targets and RDS/Aurora clients) is checked
+    against a recording of its region: none falls in a region whose offerings are unknown."""
+    cat = load_catalogue()
+    offerings = cat.offerings
+    assert offerings is not None
+    assert re.match(r"^20[0-9]{2}-[01][0-9]-[0-3][0-9]$", offerings.as_of)
+    assert "DescribeInstanceTypeOfferings" in offerings.source
+    checked = []
+    for path in SHIPPED:
+        for target in load_spec(path).spec.targets:
+            if target.kind not in ("ec2", "rds", "aurora"):
+                continue
+            region = target.region or HOME
+            instance_type = target.instance_type if target.kind == "ec2" else target.client.instance_type
+            assert offerings.offered(instance_type, region) is True, (path.name, target.id, region)
+            checked.append((instance_type, region))
+    assert len({r for _, r in checked}) >= 2  # steal-regions.yaml compares regions
+    # The recording names only the catalogue's families and sizes, and most of its regions.
+    for region, families in offerings.regions.items():
+        assert region in cat.regions
+        for family, sizes in families.items():
+            assert family in cat.ec2.families and (sizes == "*" or set(sizes) <= set(cat.ec2.families[family].sizes))
+    assert len(offerings.regions) >= len(cat.regions) - 4
+
+
+@pytest.mark.parametrize(("target", "field", "region"), [
+    ({"id": "t", "kind": "ec2", "instance_type": "m6id.large", "region": "eu-north-1"}, "instance_type", "eu-north-1"),
+    ({"id": "t", "kind": "ec2", "instance_type": "x2gd.large", "region": "us-west-1"}, "instance_type", "us-west-1"),
+    ({"id": "t", "kind": "ec2", "instance_type": "m7i.32xlarge"}, "instance_type", HOME),  # m7i has no 32xlarge
+    ({"id": "t", "kind": "rds", "instance_class": "db.r6g.large", "region": "eu-north-1",
+      "client": {"instance_type": "c7gn.large"}}, "client.instance_type", "eu-north-1"),
+])
+def test_a_type_its_region_does_not_offer_is_refused_naming_the_field_and_the_region(target, field, region):
+    spec = parse_spec({"name": "x", "workload": "oltp-read-only-sweep", "targets": [target]}, "spec.yaml")
+    problems = spec_problems(list(spec.targets), home_region=HOME)
+    assert [f for f, _ in problems] == [f"targets[0].{field}"], problems
+    assert f"not offered in {region}" in problems[0][1]
+    # Without a recording for the region (or a region at all), nothing is refused for it.
+    unrecorded = [r for r in load_catalogue().regions if r not in load_catalogue().offerings.regions]
+    if "region" in target and unrecorded:
+        moved = parse_spec({"name": "x", "workload": "oltp-read-only-sweep",
+                            "targets": [{**target, "region": unrecorded[0]}]}, "spec.yaml")
+        assert spec_problems(list(moved.targets), home_region=HOME) == []
 
 
 def test_shipped_comparisons_include_cloud_targets():

@@ -28,7 +28,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from benchfleet import cost_ceiling, naming
+from benchfleet import catalogue, cost_ceiling, naming
 from benchfleet.aws import asl_walk, controlplane, history
 from benchfleet.aws.errors import PlanRejected, aws_errors
 from benchfleet.aws.regions import TargetRegions
@@ -148,6 +148,9 @@ def _loaded(spec_data: dict[str, Any], regions: TargetRegions) -> LoadedSpec:
             problems.append(f"targets[{i}].instance_id: an existing target needs the EC2 instance "
                             "that runs the agent")
     problems += [f"{field}: {message}" for field, message in regions.problems(list(spec.targets))]
+    if not problems:  # what exists on AWS, where each target runs (the API checks the same first)
+        problems += [f"{field}: {message}"
+                     for field, message in catalogue.spec_problems(list(spec.targets), home_region=regions.home)]
     if problems:
         raise PlanRejected("spec: " + "; ".join(problems))
     return regions.resolve(LoadedSpec(spec=spec, workload=spec.workload, source="api"))
