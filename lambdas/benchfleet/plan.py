@@ -218,12 +218,18 @@ class Plan(BaseModel):
             hosts = peak["ec2_hosts"] + peak["db_instances"]
             if peak["ec2_vcpus"] > max_vcpus:
                 return (f"the run needs {peak['ec2_vcpus']} EC2 vCPUs at once in {peak['region']}, above the "
-                        f"cap of {max_vcpus} ({vcpus_key}): use fewer or smaller targets, or raise the cap "
-                        "after raising the region's On-Demand vCPU quota")
+                        f"cap of {max_vcpus} ({vcpus_key}): use fewer or smaller targets"
+                        f"{self._spread_hint}, or raise the cap after raising the region's On-Demand vCPU quota")
             if hosts > max_hosts:
                 return (f"the run needs {hosts} hosts at once in {peak['region']}, above the cap of "
-                        f"{max_hosts} ({hosts_key}): use fewer targets, or raise the cap")
+                        f"{max_hosts} ({hosts_key}): use fewer targets{self._spread_hint}, or raise the cap")
         return None
+
+    @property
+    def _spread_hint(self) -> str:
+        """Repetitions that run at once can be spread over time instead (fewer hosts at once)."""
+        spreadable = any(t.repetitions > 1 and t.peak_repetitions > 1 for t in self.targets)
+        return ", spread the repetitions (repetition_spacing_s of at least one repetition)" if spreadable else ""
 
     @property
     def unpriced_targets(self) -> list[str]:

@@ -174,6 +174,9 @@ def _print_cloud_plan(summary: dict[str, Any]) -> None:
     """Peak hosts and vCPUs per region, repetitions at once, and the control plane's charges."""
     at_once = {t["repetitions_at_once"] for t in summary["targets"] if t["kind"] != "existing"}
     runs = "one after another" if at_once <= {1} else f"up to {max(at_once)} at once"
+    spacing = {t["repetition_spacing_s"] for t in summary["targets"] if t["kind"] != "existing"} - {0}
+    if spacing:
+        runs += f", each started {_duration(max(spacing))} after the previous one (repetition_spacing_s)"
     console.print(f"repetitions per target: {runs} (as the deployed state machine runs them)")
     regions = Table(title="peak at one moment, per region")
     for col in ("region", "EC2 hosts", "EC2 vCPUs", "DB instances"):

@@ -70,10 +70,8 @@ def test_each_repetition_runs_on_a_fresh_host_and_is_torn_down(harness):
         ("ec2-m6g", 1), ("ec2-m6g", 2), ("rds-m6g", 1), ("rds-m6g", 2)]
     torn = {d for c in teardowns for d in c.result["deleted"] if d.startswith("instance ")}
     assert torn == {f"instance {h}" for h in hosts}
-    # Repetitions of one target run one after another: rep 1's teardown before rep 2's provision.
-    order = [(c.module, c.event.get("target", {}).get("id") or c.event.get("target", {}).get("target_id"),
-              c.event.get("repetition")) for c in harness.calls if c.module in ("provision", "teardown")]
-    assert order.index(("teardown", "ec2-m6g", 1)) < order.index(("provision", "ec2-m6g", 2))
+    # Repetitions start at once (no spacing in the spec): each waited 0 s for its start.
+    assert sorted(harness.waits)[:4] == [0, 0, 0, 0]
     # Every repetition prepares again (install on its fresh host) and measures.
     starts = Counter((c.event["target"]["id"], c.event["repetition"], c.event["step"]["name"])
                      for c in harness.calls_of("start_step"))
@@ -81,6 +79,21 @@ def test_each_repetition_runs_on_a_fresh_host_and_is_torn_down(harness):
     summary = summary_of("two-reps")
     assert [len(t["repetitions"]) for t in summary["targets"]] == [2, 2]
     assert leftovers("two-reps") == []
+
+
+def test_spaced_repetitions_each_wait_for_their_start(harness):
+    """repetition_spacing_s: every repetition starts at once and waits its offset from the plan
+    (recorded, not slept), so the n-th starts (n - 1) x spacing after the first."""
+    result = harness.run(spec(targets=[EC2], repetitions=3, repetition_spacing_s=5400), name="spaced-reps")
+    assert result["status"] == "SUCCEEDED", harness.explain(result)
+    plan = harness.calls_of("plan")[0].result
+    assert plan["targets"][0]["start_after_s"] == [0, 5400, 10800]
+    starts = [json.loads(e["stateEnteredEventDetails"]["input"])["start_after_s"] for e in result["history"]
+              if (e.get("stateEnteredEventDetails") or {}).get("name") == "Wait for its start"]
+    assert sorted(starts) == [0, 5400, 10800]
+    assert {5400, 10800} <= set(harness.waits)
+    assert len({c.result["instance_id"] for c in harness.calls_of("provision")}) == 3
+    assert leftovers("spaced-reps") == []
 
 
 def test_the_distributed_map_runs_every_target_in_child_executions(harness):

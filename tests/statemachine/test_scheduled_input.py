@@ -31,7 +31,18 @@ def plan_event(payload: dict, execution_name: str) -> dict:
     return {"input": payload, "execution_name": execution_name}
 
 
-def test_plan_accepts_every_synthesized_schedule_input_within_its_cost(schedule_inputs, harness):
+def plan_environment(synthesized) -> dict[str, str]:
+    """The Plan function's environment as the template gives it (its caps among it)."""
+    (plan,) = [f for f in synthesized.of_type("AWS::Lambda::Function").values()
+               if f["Properties"].get("Handler") == "handlers.plan.handler"]
+    return {k: str(synthesized.resolve(v)) for k, v in plan["Properties"]["Environment"]["Variables"].items()}
+
+
+def test_plan_accepts_every_synthesized_schedule_input_within_its_cost(synthesized, schedule_inputs, harness,
+                                                                       monkeypatch):
+    environment = plan_environment(synthesized)
+    for key in ("MAX_VCPUS_PER_REGION", "MAX_HOSTS_PER_REGION"):
+        monkeypatch.setenv(key, environment[key])
     for name, payload in schedule_inputs.items():
         if name == OVER_CEILING:
             continue
@@ -65,9 +76,7 @@ def test_plan_refuses_a_scheduled_run_above_the_deployments_ceiling(synthesized,
     """Scheduled runs go straight to the Plan state, never through the API: Plan applies the same
     cost rules, with the ceiling the template gives the Plan function (MAX_RUN_COST_USD, from the
     CDK context key maxRunCostUsd) and the control plane's charges counted."""
-    (plan_fn,) = [f for k, f in synthesized.of_type("AWS::Lambda::Function").items()
-                  if f["Properties"]["Handler"] == "handlers.plan.handler"]
-    ceiling = synthesized.resolve(plan_fn["Properties"]["Environment"]["Variables"]["MAX_RUN_COST_USD"])
+    ceiling = plan_environment(synthesized)["MAX_RUN_COST_USD"]
     assert ceiling == "100", ceiling
     monkeypatch.setenv("MAX_RUN_COST_USD", ceiling)
     payload = schedule_inputs[OVER_CEILING]

@@ -49,17 +49,30 @@ def test_vcpus_from_the_size_name(name: str, vcpus: int | None) -> None:
     assert vcpus_of(name) == vcpus
 
 
-def test_the_deployed_definition_runs_repetitions_one_after_another() -> None:
+def test_the_deployed_definition_runs_repetitions_at_once() -> None:
     definition = asl_walk.load_definition()
-    assert runplan.repetitions_at_once(definition) == 1
-    assert runplan.repetitions_at_once(concurrent(definition, 0)) == 0
+    assert runplan.repetitions_at_once(definition) == 0
+    assert runplan.repetitions_at_once(concurrent(definition, 1)) == 1
+
+
+def test_the_plan_follows_the_deployed_definition_and_shows_the_spacing() -> None:
+    """Wall time from the definition's concurrency: all repetitions at once, or started
+    repetition_spacing_s apart (each repetition's start_after_s, the definition's Wait)."""
+    rep = runplan.aws_plan(loaded([ec2(1)], repetitions=3), price_per_hour)[0].targets[0].repetition_s
+    request = runplan.RunRequest(spec={"name": "p", "workload": WORKLOAD, "targets": [ec2(1)], "repetitions": 3})
+    plan = runplan.plan_run(request, zone_count=3, max_vcpus=24)
+    assert plan["wall_s"] == rep and plan["targets"][0]["start_after_s"] == [0, 0, 0]
+    spaced = request.model_copy(update={"spec": {**request.spec, "repetition_spacing_s": 3600}})
+    plan = runplan.plan_run(spaced, zone_count=3)
+    assert plan["targets"][0]["start_after_s"] == [0, 3600, 7200]
+    assert plan["wall_s"] == 7200 + rep
 
 
 def test_wall_time_peak_and_cost_follow_how_repetitions_run() -> None:
     spec = loaded([ec2(1), ec2(2, "m6g.large")], repetitions=3)
     definition = asl_walk.load_definition()
-    one_by_one, _, _ = runplan.aws_plan(spec, price_per_hour, definition=definition)
-    at_once, _, _ = runplan.aws_plan(spec, price_per_hour, definition=concurrent(definition, 0))
+    one_by_one, _, _ = runplan.aws_plan(spec, price_per_hour, definition=concurrent(definition, 1))
+    at_once, _, _ = runplan.aws_plan(spec, price_per_hour, definition=definition)
     rep = one_by_one.targets[0].repetition_s
     assert one_by_one.wall_s == 3 * rep and at_once.wall_s == rep
     assert one_by_one.region_peaks() == [{"region": "us-east-1", "ec2_hosts": 2, "ec2_vcpus": 10,
@@ -69,7 +82,7 @@ def test_wall_time_peak_and_cost_follow_how_repetitions_run() -> None:
     assert one_by_one.hosts_usd == at_once.hosts_usd > 0
     # Spaced starts: three repetitions 2 h apart on a machine that runs them at once.
     spaced, _, _ = runplan.aws_plan(loaded([ec2(1)], repetitions=3, repetition_spacing_s=7200), price_per_hour,
-                                    definition=concurrent(definition, 0))
+                                    definition=definition)
     assert spaced.wall_s == 2 * 7200 + rep and spaced.targets[0].peak_repetitions == 1
     # Locally everything runs one after another, spacing or not.
     local = make_plan(loaded([{"id": "l", "kind": "local"}], repetitions=3, repetition_spacing_s=60), at_once=0)
@@ -95,14 +108,18 @@ def test_caps_name_the_cap_and_its_key() -> None:
         ("eu-west-1", 2, 12, 1), ("us-east-1", 3, 24, 0)]
 
 
-def test_a_spacing_the_deployed_machine_cannot_keep_is_refused() -> None:
+def test_a_spacing_a_one_after_another_machine_cannot_keep_is_refused() -> None:
+    one_by_one = concurrent(asl_walk.load_definition(), 1)
     rep = runplan.aws_plan(loaded([ec2(1)], repetitions=2), price_per_hour)[0].targets[0].repetition_s
     runplan.check_plan(runplan.aws_plan(loaded([ec2(1)], repetitions=2, repetition_spacing_s=rep),
-                                        price_per_hour)[0])
+                                        price_per_hour, definition=one_by_one)[0])
     too_long, _, _ = runplan.aws_plan(loaded([ec2(1)], repetitions=2, repetition_spacing_s=rep + 1),
-                                      price_per_hour)
+                                      price_per_hour, definition=one_by_one)
     with pytest.raises(PlanRejected, match=r"repetition_spacing_s: .* runs repetitions one after another"):
         runplan.check_plan(too_long)
+    # The deployed machine starts each repetition when its spacing says.
+    runplan.check_plan(runplan.aws_plan(loaded([ec2(1)], repetitions=2, repetition_spacing_s=rep + 1),
+                                        price_per_hour)[0])
 
 
 def test_the_control_plane_is_in_the_estimate_and_the_budget() -> None:
@@ -125,16 +142,25 @@ def test_the_control_plane_is_in_the_estimate_and_the_budget() -> None:
 
 def test_plan_cli_shows_regions_and_control_plane_and_refuses_above_the_cap(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # The shipped Graviton comparison runs its 3 repetitions of 6 targets at once: 90 vCPUs, above a
+    # fresh account's 32 (the default cap). Refused by default, naming the key and the way out.
+    assert main(["plan", str(GRAVITON), "--format", "json"]) == 2
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["regions"] == [{"region": "us-east-1", "ec2_hosts": 18, "ec2_vcpus": 90, "db_instances": 0,
+                                   "unknown_vcpus": []}]
+    assert "above the cap of 32 (cdk context maxVcpusPerRegion)" in summary["refused"]
+    assert "repetition_spacing_s" in summary["refused"]
+    # A deployment whose quota and cap were raised (-c maxVcpusPerRegion=96) takes it.
+    monkeypatch.setenv("BENCHFLEET_MAX_VCPUS_PER_REGION", "96")
     assert main(["plan", str(GRAVITON), "--format", "json"]) == 0
     summary = json.loads(capsys.readouterr().out)
-    assert summary["regions"] == [{"region": "us-east-1", "ec2_hosts": 6, "ec2_vcpus": 30, "db_instances": 0,
-                                   "unknown_vcpus": []}]
     assert summary["control_plane_usd"] > 0 and summary["refused"] is None
     assert summary["estimated_cost_usd"] == pytest.approx(summary["hosts_usd"] + summary["control_plane_usd"],
                                                           abs=1e-4)
+    assert summary["wall_s"] == max(t["repetition_s"] for t in summary["targets"])
     assert main(["plan", str(GRAVITON)]) == 0
     out = capsys.readouterr().out
-    assert "control plane" in out and "EC2 vCPUs" in out and "one after another" in out
+    assert "control plane" in out and "EC2 vCPUs" in out and "at once" in out
     monkeypatch.setenv("BENCHFLEET_MAX_VCPUS_PER_REGION", "16")
     assert main(["plan", str(GRAVITON)]) == 2
     err = capsys.readouterr().err

@@ -26,10 +26,11 @@ POLL_ITERATION = WAIT + TASK + CHOICE                 # one "Wait for the step" 
 READY_ITERATION = TASK + CHOICE + WAIT                # one "Check the target" -> "Wait for the target" lap
 # Per step: Map iteration started/succeeded, StartStep, Collect, Cool down.
 STEP_FIXED = 2 + TASK + TASK + WAIT
-# Per repetition: Map iteration 2, Provision, Teardown, outcome Pass, the outcome's S3 PutObject
-# (an aws-sdk Task: entered, scheduled, started, succeeded, exited), the steps Map (entered,
-# started, succeeded, exited) and the "Target ready?" Choice after the last readiness check.
-REPETITION_FIXED = 2 + TASK + TASK + PASS + TASK + 4
+# Per repetition: Map iteration 2, the Wait for its start, Provision, Teardown, outcome Pass, the
+# outcome's S3 PutObject (an aws-sdk Task: entered, scheduled, started, succeeded, exited), the
+# steps Map (entered, started, succeeded, exited) and the "Target ready?" Choice after the last
+# readiness check.
+REPETITION_FIXED = 2 + WAIT + TASK + TASK + PASS + TASK + 4
 # Per execution: started/succeeded, Plan, the mode Choice, the targets Map (4 + 2 per target is
 # counted per target), Summarize, "Run succeeded?" Choice, "Report the run" Pass, Succeed.
 EXECUTION_FIXED = 2 + TASK + CHOICE + 4 + TASK + CHOICE + PASS + 2

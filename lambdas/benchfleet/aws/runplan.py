@@ -392,6 +392,8 @@ def plan_run(request: RunRequest, *, execution_name: str | None = None, zone_cou
             "expires_at": naming.tags(run_id, t.target_id, expires_at)[naming.TAG_EXPIRES_AT],
             "deadline": deadline.strftime("%Y-%m-%dT%H:%M:%SZ"),
             "repetitions": list(range(1, t.repetitions + 1)),
+            # Each repetition's start after the first's (the definition's "Wait for its start").
+            "start_after_s": [0 if t.at_once == 1 else i * t.spacing_s for i in range(t.repetitions)],
             "steps": _steps(t, cap_of[t.target_id], o, _install(index, target)),
             "timing": _timing(t, cap_of[t.target_id], o),
         })
