@@ -258,14 +258,17 @@ def cmd_results(args: argparse.Namespace) -> int:
         return _history(args)
     if not args.run:
         raise CliError("results needs a RUN (or --history NAME)", EXIT_USAGE)
+    if args.per_second and args.format not in ("csv", "json"):
+        raise CliError("--per-second prints every sample: use --format csv or json", EXIT_USAGE)
     with open_store(home(), write=args.remote) as store:
         try:
-            run_id = _sync_remote(args.run, args.api_url, store) if args.remote else args.run
+            run_id = _sync_remote(args.run, args.api_url, store) if args.remote else store.run(args.run)["run_id"]
+            if args.per_second:
+                _per_second(store, run_id, args.format)
+                return EXIT_OK
             doc = _results(store, run_id)
         except RunNotFound as e:
             raise CliError(str(e), EXIT_USAGE) from None
-    if args.per_second:
-        return _per_second(run_id, args.format)
     if args.format == "json":
         print(json.dumps(doc, indent=2, default=str))
     elif args.format == "csv":
@@ -277,21 +280,26 @@ def cmd_results(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _per_second(run: str, fmt: str) -> int:
-    """Every sample of a run (warm-up and measure), one row each: the data behind the charts."""
-    from benchfleet.local.store import open_store
-
-    with open_store(home()) as store:
-        run_id = store.run(run)["run_id"]
-        rows = [{k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in r.items()}
-                for r in store.samples(run_id)]
-    if fmt == "csv":
-        print(_csv(rows), end="")
-    elif fmt == "json":
-        print(json.dumps(rows, indent=2, default=str))
-    else:
-        raise CliError("--per-second prints every sample: use --format csv or json", EXIT_USAGE)
-    return EXIT_OK
+def _per_second(store: Any, run_id: str, fmt: str) -> None:
+    """Every sample of a run (warm-up and measure), one row each: the data behind the charts.
+    Written as it is read, batch by batch, so the export of a long soak needs no more memory than
+    one batch (the JSON is still one array)."""
+    out = sys.stdout
+    first = True
+    for batch in store.sample_batches(run_id):
+        rows = [{k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in r.items()} for r in batch]
+        if fmt == "csv":
+            writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
+            if first:
+                writer.writeheader()
+            writer.writerows(rows)
+        else:
+            for row in rows:
+                out.write(("[\n" if first else ",\n") + json.dumps(row, default=str))
+                first = False
+        first = False
+    if fmt == "json":
+        out.write("[]\n" if first else "\n]\n")
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

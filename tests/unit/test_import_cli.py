@@ -182,7 +182,10 @@ def test_a_study_of_two_instance_types_is_one_run(bf_home: Path, capsys: pytest.
 
 
 def test_compare_two_runs_and_export_per_second_csv(bf_home: Path, tmp_path: Path,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+                                                    capsys: pytest.CaptureFixture[str],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchfleet.local import store as store_module
+
     # Two runs of one target each (say, two primary-key orders), three repetitions each.
     for name, level in (("pk-asc", 1000.0), ("pk-desc", 700.0)):
         folders = []
@@ -205,6 +208,18 @@ def test_compare_two_runs_and_export_per_second_csv(bf_home: Path, tmp_path: Pat
     assert len(lines) == 1 + 3 * 9 and "interval_s" in header and "tps" in header
     assert [line.split(",")[header.index("interval_s")] for line in lines[1:10]] == [
         "1.0", "1.0", "3.0", "2.0", "1.0", "1.0", "2.0", "0.0", "1.0"]
+    # The JSON export is the same rows, written batch by batch as one array (batches of 4 rows here,
+    # so the 27 rows cross several batch boundaries).
+    monkeypatch.setattr(store_module.DuckDBStore.sample_batches, "__defaults__", (None, 4))
+    assert main(["results", "pk-asc", "--per-second", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == 27 and [str(r["interval_s"]) for r in rows[:9]] == [
+        line.split(",")[header.index("interval_s")] for line in lines[1:10]]
+    assert main(["results", "pk-asc", "--per-second", "--format", "csv"]) == 0
+    assert capsys.readouterr().out.splitlines() == lines
+    # Without a format that can hold every sample: refused before anything is read.
+    assert main(["results", "pk-asc", "--per-second"]) == 2
+    assert "--format csv or json" in capsys.readouterr().err
 
 
 @needs_shared_fixtures
