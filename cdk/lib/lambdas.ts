@@ -88,7 +88,8 @@ type Grant =
   | 'storeRead'
   | 'executions'
   | 'executionsWatch'
-  | 'executionDescribe';
+  | 'executionDescribe'
+  | 'taskCallback';
 
 interface HandlerSpec {
   readonly description: string;
@@ -118,17 +119,12 @@ export const HANDLERS: Record<HandlerModule, HandlerSpec> = {
     grants: ['describe', 'commandRead', 'secretBinding', 'runsReadWrite'],
   },
   start_step: {
-    description: 'Send the agent document to a target for one benchmark step',
+    description: 'Send the agent document to a target for one benchmark step; keep its task token',
     timeout: Duration.seconds(60),
     memoryMiB: 256,
     // No Secrets Manager: the agent on the client host reads the RDS-managed password itself.
-    grants: ['describe', 'commandSend', 'runsRead'],
-  },
-  step_status: {
-    description: 'Poll the Run Command invocation of a step',
-    timeout: Duration.seconds(60),
-    memoryMiB: 256,
-    grants: ['commandRead', 'runsRead'],
+    // runsReadWrite: the step's task token, for its callback (benchfleet.aws.callbacks).
+    grants: ['describe', 'commandSend', 'runsReadWrite'],
   },
   collect: {
     description: 'Raw step output in S3 to the record store; CloudWatch window to cloud_metrics',
@@ -163,6 +159,12 @@ export const HANDLERS: Record<HandlerModule, HandlerSpec> = {
     memoryMiB: 256,
     // Reads the execution's input when the event omits it (too large).
     grants: ['describe', 'targetDelete', 'executionDescribe'],
+  },
+  step_callback: {
+    description: "A step's Run Command ended (EventBridge): complete the state machine's task token",
+    timeout: Duration.seconds(60),
+    memoryMiB: 256,
+    grants: ['commandRead', 'runsRead', 'taskCallback'],
   },
   janitor: {
     description: 'Hourly: delete benchfleet resources past their expires-at tag',
@@ -318,6 +320,15 @@ export class BenchfleetFunctions extends Construct {
           new iam.PolicyStatement({
             actions: ['states:DescribeExecution', 'states:StopExecution'],
             resources: [props.executionArnPattern],
+          }),
+        );
+        return;
+      case 'taskCallback':
+        // Complete (or keep alive) the tasks of this state machine's executions only.
+        role.addToPrincipalPolicy(
+          new iam.PolicyStatement({
+            actions: ['states:SendTaskSuccess', 'states:SendTaskFailure', 'states:SendTaskHeartbeat'],
+            resources: [props.stateMachineArn],
           }),
         );
         return;

@@ -40,7 +40,6 @@ export const STATE_MACHINE_HANDLERS = {
   provision: 'ProvisionFunctionArn',
   readiness: 'ReadinessFunctionArn',
   start_step: 'StartStepFunctionArn',
-  step_status: 'StepStatusFunctionArn',
   collect: 'CollectFunctionArn',
   teardown: 'TeardownFunctionArn',
   summarize: 'SummarizeFunctionArn',
@@ -49,7 +48,7 @@ export const STATE_MACHINE_HANDLERS = {
 export type StateMachineHandler = keyof typeof STATE_MACHINE_HANDLERS;
 
 /** Handlers triggered by something other than the state machine. */
-export const OTHER_HANDLERS = ['api', 'teardown_by_tag', 'janitor'] as const;
+export const OTHER_HANDLERS = ['api', 'teardown_by_tag', 'janitor', 'step_callback'] as const;
 export type OtherHandler = (typeof OTHER_HANDLERS)[number];
 
 export type HandlerModule = StateMachineHandler | OtherHandler;

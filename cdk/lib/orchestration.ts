@@ -22,6 +22,7 @@ import {
 import { FleetResources, Permissions } from './permissions';
 import { ResultsStore } from './results-store';
 import { BenchmarkStateMachine } from './state-machine';
+import { StepCallback } from './step-callback';
 
 export interface OrchestrationProps {
   readonly results: ResultsStore;
@@ -45,6 +46,7 @@ export class Orchestration extends Construct {
   public readonly functions: BenchfleetFunctions;
   public readonly benchmark: BenchmarkStateMachine;
   public readonly janitorRule: events.Rule;
+  public readonly stepCallback: StepCallback;
   public readonly alarms: cloudwatch.Alarm[];
 
   constructor(scope: Construct, id: string, props: OrchestrationProps) {
@@ -106,6 +108,8 @@ export class Orchestration extends Construct {
       removalPolicy: props.removalPolicy,
       definitionPath: props.definitionPath,
     });
+
+    this.stepCallback = new StepCallback(this, 'StepCallback', { callback: fns.step_callback });
 
     this.janitorRule = new events.Rule(this, 'HourlyJanitor', {
       description: 'benchfleet: delete resources past their benchfleet:expires-at tag',

@@ -371,7 +371,7 @@ export class Permissions {
     );
   }
 
-  /** step_status / readiness: command results (no resource-level permissions). */
+  /** step_callback / readiness: command results (no resource-level permissions). */
   public grantCommandRead(role: iam.IRole): void {
     allowWildcard(role, 'unscopedApis');
 

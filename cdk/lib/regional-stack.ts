@@ -19,6 +19,7 @@ import { ownershipOf } from './ownership';
 import { Permissions, PolicyHolder } from './permissions';
 import { removalPolicyOf } from './results-store';
 import { TargetFleet } from './target-fleet';
+import { forwardStepEnds } from './step-callback';
 
 export interface TargetRegionStackProps extends StackProps {
   /** The app's configuration (the home stack's name, retention and removal settings). */
@@ -83,6 +84,9 @@ export class TargetRegionStack extends Stack {
     const startStep = new RoleGrants(this, 'StartStepGrants', lambdaRoleName(config.stackName, 'start_step'));
     permissions.grantCommandSend(startStep);
     permissions.grantTargetResourcesRead(startStep);
+
+    // Steps end by callback: Run Command's status changes here go to the home stack's rule.
+    forwardStepEnds(this, 'ForwardStepEnds', props.homeRegion);
 
     applyWildcardSuppressions(this);
   }

@@ -30,7 +30,7 @@ export const AGENT_LOCK = '/run/benchfleet/agent.lock';
 /** Each step's JSON lines stay here on the host (the SSM agent cleans its own working copy). */
 export const AGENT_KEEP_DIR = '/var/lib/benchfleet/output';
 /**
- * The one plugin whose status is the step's: StepStatus asks GetCommandInvocation for it, so a failed
+ * The one plugin whose status is the step's: step_callback asks GetCommandInvocation for it, so a failed
  * CloudWatch agent install (its own plugin) is a missing metric, not a failed step.
  */
 export const AGENT_PLUGIN = 'runAgent';

@@ -1,4 +1,5 @@
-"""StartStep: send the agent document with the step's job; output goes to S3 beside the raw key."""
+"""StartStep: send the agent document with the step's job (output to S3 beside the raw key) and keep
+the task token the state machine waits on, for the step's callback (benchfleet.aws.callbacks)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from benchfleet import naming
-from benchfleet.aws import clients, commands, jobs, regional, targets
+from benchfleet.aws import callbacks, clients, commands, jobs, regional, targets
 from benchfleet.aws.events import StepState
 from benchfleet.aws.settings import Settings
 
@@ -40,8 +41,10 @@ def handler(event: StepState, context: LambdaContext) -> dict[str, Any]:
         output_prefix=naming.step_output_prefix(event.run_id, target_id, event.repetition, step.name),
         execution_timeout_s=step.duration_s + step.setup_s + 600,
         comment=f"benchfleet {event.run_id} {target_id} rep {event.repetition} {step.name}")
+    status = {"command_id": command_id, "instance_id": event.resources.instance_id, "region": region,
+              "started_at": targets.now_iso()}
+    if event.task_token:
+        callbacks.record(clients.client("s3"), home.results_bucket, task_token=event.task_token, status=status)
     logger.info("step sent", extra={"command_id": command_id})
     metrics.add_metric(name="StepsStarted", unit=MetricUnit.Count, value=1)
-    return {"command_id": command_id, "instance_id": event.resources.instance_id, "region": region,
-            "started_at": targets.now_iso(), "state": "running", "poll": 0,
-            "wait_s": max(0, min(step.duration_s, event.timing.poll_cap_s))}
+    return {**status, "state": "running"}

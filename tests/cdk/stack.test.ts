@@ -613,7 +613,6 @@ describe('orchestration', () => {
         'ReadinessFunctionArn',
         'ResultsBucket',
         'StartStepFunctionArn',
-        'StepStatusFunctionArn',
         'SummarizeFunctionArn',
         'TeardownFunctionArn',
       ].sort(),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import boto3
@@ -27,10 +27,11 @@ from sm_harness import (
     client_error,
     setup_account,
     spec,
+    ssm_invocation_event,
 )
 
 from benchfleet import naming
-from benchfleet.aws import clients, errors
+from benchfleet.aws import callbacks, clients, errors
 
 RUN = "fn-20261122t000000-abcd"
 EXPIRES = "2026-11-23T00:00:00Z"
@@ -84,7 +85,9 @@ def test_plan_carries_what_every_state_needs(aws):
     assert plan["zones"] == {"count": 3, "last": 2}
     first = plan["targets"][0]
     assert [s["name"] for s in first["steps"]] == ["prepare", "t0001"]
-    assert all(s["max_polls"] >= 1 for s in first["steps"]) and first["expires_at"].endswith("Z")
+    # Each step waits for its callback at most its Run Command bounds and a margin.
+    assert all(s["timeout_s"] > s["duration_s"] + s["setup_s"] for s in first["steps"])
+    assert first["expires_at"].endswith("Z")
     assert plan["workload"]["test"] == "oltp_read_write"
 
 
@@ -171,7 +174,7 @@ def test_provision_capacity_error_is_named_and_partial_resources_go(aws):
 
 
 def readiness(res: dict, deadline: str = "2099-01-01T00:00:00Z") -> dict:
-    timing = {"ready_poll_s": 15, "ready_max_polls": 10, "provision_s": 300, "poll_cap_s": 60, "overrun_poll_s": 30}
+    timing = {"ready_poll_s": 15, "ready_max_polls": 10, "provision_s": 300}
     return call("readiness", {"resources": res, "timing": timing, "deadline": deadline, "attempt": 1})
 
 
@@ -253,8 +256,13 @@ def test_start_step_sends_the_agent_job_with_output_to_s3(aws):
     sent = []
     real = proxies["ssm"]._real.send_command
     proxies["ssm"].extra["send_command"] = lambda **kw: (sent.append(kw), real(**kw))[1]
-    out = call("start_step", step_state(res, "aurora", db))
-    assert out["command_id"] and out["state"] == "running" and out["poll"] == 0
+    out = call("start_step", step_state(res, "aurora", db) | {"task_token": "token-1"})
+    assert out["command_id"] and out["state"] == "running"
+    # The task token waits for the step's callback under the command's id, with the step's status.
+    kept = json.loads(boto3.client("s3", region_name=REGION).get_object(
+        Bucket=BUCKET, Key=callbacks.token_key(out["command_id"]))["Body"].read())
+    assert kept == {"task_token": "token-1", "status": {k: out[k] for k in (
+        "command_id", "instance_id", "region", "started_at")}}
     kw = sent[0]
     job = json.loads(kw["Parameters"]["JobJson"][0])
     assert job["run_id"] == RUN and job["step"]["name"] == "t0001" and job["db"]["host"] == db["host"]
@@ -267,38 +275,60 @@ def test_start_step_sends_the_agent_job_with_output_to_s3(aws):
     assert kw["DocumentName"] == "bf-agent"
 
 
-@pytest.mark.parametrize(("status", "state"), [("InProgress", "running"), ("Success", "succeeded"),
-                                               ("Failed", "failed"), ("TimedOut", "timed_out"),
-                                               ("Cancelled", "timed_out")])
-def test_step_status_from_get_command_invocation(aws, status, state):
-    ssm = boto3.client("ssm", region_name=REGION)
+@pytest.mark.parametrize(("status", "sent"), [("Success", "success"), ("Failed", "AgentFailed"),
+                                              ("TimedOut", "StepTimedOut"), ("Cancelled", "StepTimedOut"),
+                                              ("InProgress", None)])
+def test_step_callback_completes_the_task_from_the_agent_steps_status(aws, status, sent):
+    """The EventBridge event names the command; the token and the step's status wait in S3; the
+    agent step's own status (runAgent) decides; Step Functions gets the token back."""
+    s3 = boto3.client("s3", region_name=REGION)
+    step = {"command_id": CMD, "instance_id": "i-0123456789abcdef0", "region": REGION,
+            "started_at": "2026-11-23T06:00:00Z"}
+    callbacks.record(s3, BUCKET, task_token="token-1", status=step)
+    ssm, sfn = boto3.client("ssm", region_name=REGION), boto3.client("stepfunctions", region_name=REGION)
     clients.override("ssm", lambda: ssm)
-    started = (datetime.now(UTC) - timedelta(seconds=100)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    event = {"command_id": CMD, "instance_id": "i-0123456789abcdef0", "started_at": started, "duration_s": 400,
-             "deadline": "2099-01-01T00:00:00Z", "poll": 3,
-             "timing": {"ready_poll_s": 15, "ready_max_polls": 3, "poll_cap_s": 120, "overrun_poll_s": 30}}
-    with Stubber(ssm) as stub:
+    clients.override("stepfunctions", lambda: sfn)
+    event = ssm_invocation_event(CMD, "i-0123456789abcdef0", "Failed" if status == "InProgress" else status,
+                                 "bf-agent")
+    with Stubber(ssm) as ssm_stub, Stubber(sfn) as sfn_stub:
         # Only the status is used; stdout (first 24,000 characters at most) never is.
-        stub.add_response("get_command_invocation", {"Status": status, "StatusDetails": status,
-                                                     "ResponseCode": 0, "StandardOutputContent": "x" * 24000},
-                          # The agent's own step: a failed CloudWatch agent install is not the step's status.
-                          {"CommandId": CMD, "InstanceId": "i-0123456789abcdef0", "PluginName": "runAgent"})
-        out = call("step_status", event)
-    assert out["state"] == state and out["poll"] == 3
-    assert out["wait_s"] == 120  # min(~300 s left, cap 120)
+        ssm_stub.add_response("get_command_invocation", {"Status": status, "StatusDetails": status,
+                                                         "ResponseCode": 0, "StandardOutputContent": "x" * 24000},
+                              # The agent's own step: a failed CloudWatch agent install is not the step's.
+                              {"CommandId": CMD, "InstanceId": "i-0123456789abcdef0", "PluginName": "runAgent"})
+        if sent == "success":
+            sfn_stub.add_response("send_task_success", {}, {"taskToken": "token-1", "output": json.dumps(
+                step | {"state": "succeeded", "detail": status})})
+        elif sent:
+            detail = f"{status} (exit 0)" if status == "Failed" else status
+            sfn_stub.add_response("send_task_failure", {}, {"taskToken": "token-1", "error": sent,
+                                                            "cause": f"{CMD} on i-0123456789abcdef0: {detail}"})
+        out = call("step_callback", event)
+        sfn_stub.assert_no_pending_responses()
+    assert out["sent"] == sent
 
 
-def test_step_status_right_after_send_is_running(aws):
-    ssm = boto3.client("ssm", region_name=REGION)
+def test_step_callback_leaves_commands_that_are_not_steps_alone(aws):
+    ssm, sfn = boto3.client("ssm", region_name=REGION), boto3.client("stepfunctions", region_name=REGION)
     clients.override("ssm", lambda: ssm)
-    with Stubber(ssm) as stub:
-        stub.add_client_error("get_command_invocation", "InvocationDoesNotExist")
-        out = call("step_status", {"command_id": CMD, "instance_id": "i-0123456789abcdef0",
-                                   "started_at": "2000-01-01T00:00:00Z", "duration_s": 60, "poll": 1,
-                                   "deadline": "2099-01-01T00:00:00Z",
-                                   "timing": {"ready_poll_s": 1, "ready_max_polls": 1, "poll_cap_s": 60,
-                                              "overrun_poll_s": 30}})
-    assert out["state"] == "running" and out["wait_s"] == 30  # past the planned end: overrun interval
+    clients.override("stepfunctions", lambda: sfn)
+    with Stubber(ssm), Stubber(sfn):  # no call to either
+        out = call("step_callback", ssm_invocation_event("someone-elses", "i-1", "Success", "AWS-RunShellScript"))
+    assert out == {"state": "not a step", "sent": None}
+
+
+def test_step_callback_of_a_task_no_longer_waiting_does_nothing(aws):
+    s3 = boto3.client("s3", region_name=REGION)
+    callbacks.record(s3, BUCKET, task_token="token-1", status={
+        "command_id": CMD, "instance_id": "i-1", "region": REGION, "started_at": "2026-11-23T06:00:00Z"})
+    ssm, sfn = boto3.client("ssm", region_name=REGION), boto3.client("stepfunctions", region_name=REGION)
+    clients.override("ssm", lambda: ssm)
+    clients.override("stepfunctions", lambda: sfn)
+    with Stubber(ssm) as ssm_stub, Stubber(sfn) as sfn_stub:
+        ssm_stub.add_response("get_command_invocation", {"Status": "Success", "StatusDetails": "Success"})
+        sfn_stub.add_client_error("send_task_success", "TaskTimedOut")
+        out = call("step_callback", ssm_invocation_event(CMD, "i-1", "Success", "bf-agent"))
+    assert out == {"state": "succeeded", "sent": "nothing waits (TaskTimedOut)"}
 
 
 def seed_stdout(step: str, target_id: str) -> None:
@@ -403,7 +433,7 @@ def test_nothing_heavy_on_a_lambdas_import_path():
     import subprocess
 
     code = ("import sys\n"
-            "for m in ('plan','provision','readiness','start_step','step_status','collect','teardown','summarize'):\n"
+            "for m in ('plan','provision','readiness','start_step','step_callback','collect','teardown','summarize'):\n"
             "    __import__('handlers.' + m)\n"
             "heavy = sorted({'duckdb','plotly','rich','yaml'} & {n.split('.')[0] for n in sys.modules})\n"
             "print(','.join(heavy))\n")

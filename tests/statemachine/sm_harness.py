@@ -13,7 +13,10 @@ Everything else is real moto (EC2, RDS, SSM, S3, Secrets Manager, Timestream, Cl
 the handlers, except what moto lacks, faked in ``MotoGaps``: the public SSM parameter of Ubuntu
 AMIs, DescribeInstanceInformation (PingStatus) and DescribeDBEngineVersions. Run Command runs
 nothing in moto, so ``Agent`` plays the agent: after each SendCommand it writes the captured real
-agent output (tests/fixtures/agent) where Run Command would, and sets the invocation's status.
+agent output (tests/fixtures/agent) where Run Command would, sets the invocation's status and, as
+EventBridge would on the invocation's status change, invokes the real step_callback handler with
+the event SSM sends (``ssm_invocation_event``; tests/synthesized checks it matches the deployed
+rule's pattern), which completes the task "Start the step" waits on. A hanging host sends none.
 
 Stricter than moto where AWS is (``sfn_limits``): a state whose input or output passes 256 KiB
 fails the execution with ``States.DataLimitExceeded`` (the peak is in ``Harness.payloads``), and
@@ -60,7 +63,7 @@ REGION = "us-east-1"
 ASL = Path(__file__).resolve().parents[2] / "statemachines" / "benchmark-run.asl.json"
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "agent"
 HANDLERS = {"Plan": "plan", "Provision": "provision", "Readiness": "readiness", "StartStep": "start_step",
-            "StepStatus": "step_status", "Collect": "collect", "Teardown": "teardown", "Summarize": "summarize"}
+            "Collect": "collect", "Teardown": "teardown", "Summarize": "summarize"}
 BUCKET = "bf-results"
 DATABASE = "benchfleet"
 DOCUMENT = "bf-agent"
@@ -176,28 +179,26 @@ class MotoGaps:
         return {"DBEngineVersions": [{"Engine": Engine, "EngineVersion": v} for v in versions]}
 
 
+def ssm_invocation_event(command_id: str, instance_id: str, status: str, document: str,
+                         region: str = REGION) -> dict[str, Any]:
+    """SSM's "EC2 Command Invocation Status-change Notification", as EventBridge delivers it."""
+    return {"version": "0", "id": "6a7e8feb-b491-4cf7-a9f1-bf3703467718",
+            "detail-type": "EC2 Command Invocation Status-change Notification", "source": "aws.ssm",
+            "account": DEFAULT_ACCOUNT_ID, "time": "2026-11-23T06:00:00Z", "region": region,
+            "resources": [f"arn:aws:ec2:{region}:{DEFAULT_ACCOUNT_ID}:instance/{instance_id}"],
+            "detail": {"command-id": command_id, "document-name": document, "instance-id": instance_id,
+                       "requested-date-time": "2026-11-23T05:59:58.123Z", "status": status}}
+
+
 @dataclass
 class Agent:
     """Plays the agent for moto's SendCommand: per target, what the step ends as."""
 
     s3: Any
     outcome: dict[str, str] = field(default_factory=dict)   # target_id -> ok | failed | timed_out | hang | garbage
-    # step name -> a status to report first (e.g. InProgress), once per call; None: the outcome's.
-    status_override: Any = None
 
-    pending: dict[str, Any] = field(default_factory=dict)
-
-    def before_poll(self, command_id: str) -> None:
-        """With ``status_override``: report its status while it yields one, then the real outcome."""
-        if command_id not in self.pending or self.status_override is None:
-            return
-        step, final = self.pending[command_id]
-        status = self.status_override(step) or final
-        command = ssm_backends[DEFAULT_ACCOUNT_ID][REGION].get_command_by_id(command_id)
-        for inv in command.invocations:
-            inv["Status"] = inv["StatusDetails"] = status
-
-    def ran(self, event: dict[str, Any], result: dict[str, Any]) -> None:
+    def ran(self, event: dict[str, Any], result: dict[str, Any]) -> dict[str, Any] | None:
+        """Run Command's end of the step: the status-change event it sends (None: the host hangs)."""
         target_id, rep, step = event["target"]["id"], event["repetition"], event["step"]["name"]
         outcome = self.outcome.get(target_id, "ok")
         # Run Command of the target's region (start_step's answer says which).
@@ -209,8 +210,6 @@ class Agent:
             inv["ResponseCode"] = 3 if outcome == "failed" else 0
             # AWS names a multi-step document's invocation by step; moto by plugin type.
             inv["PluginName"] = commands.AGENT_PLUGIN
-        if self.status_override is not None:
-            self.pending[result["command_id"]] = (step, status)
         if outcome in ("ok", "garbage"):
             fixture = FIXTURES / f"{'prepare' if step == 'prepare' else 't0001'}.jsonl"
             lines = []
@@ -227,7 +226,10 @@ class Agent:
             prefix = naming.step_output_prefix(event["run_id"], target_id, rep, step)
             key = f"{prefix}/{result['command_id']}/{result['instance_id']}/awsrunShellScript/0.runAgent/stdout"
             self.s3.put_object(Bucket=BUCKET, Key=key, Body=body.encode())
-
+        if outcome == "hang":
+            return None
+        return ssm_invocation_event(result["command_id"], result["instance_id"], status, command.document_name,
+                                    region)
 
     @staticmethod
     def placement(region: str, instance_id: str) -> dict[str, str]:
@@ -295,8 +297,6 @@ class Harness:
         with self.lock:
             self.calls.append(call)
             handler = importlib.import_module(f"handlers.{module}").handler
-            if module == "step_status":
-                self.agent.before_poll(event["command_id"])
             try:
                 result = handler(event, Context(function_name=f"benchfleet-{module}"))
             except Exception as e:  # what Lambda returns for an unhandled exception
@@ -308,15 +308,27 @@ class Harness:
             self.payloads.measure(size_of(result), module, "lambda result")
             call.result = result
             if module == "start_step":
-                self.agent.ran(event, result)
+                ended = self.agent.ran(event, result)
+                if ended is not None:
+                    self.deliver(ended)
         return {"StatusCode": 200, "Payload": result}
+
+    def deliver(self, event: dict[str, Any]) -> None:
+        """EventBridge's invocation of step_callback with ``event`` (asynchronous on AWS: a failure
+        is retried there, not the state machine's)."""
+        call = Call("step_callback", event)
+        self.calls.append(call)
+        handler = importlib.import_module("handlers.step_callback").handler
+        try:
+            call.result = handler(event, Context(function_name="benchfleet-step-callback"))
+        except Exception as e:
+            call.error, call.result = type(e).__name__, str(e)[:500]
 
     # -- running --------------------------------------------------------------------------------
     def run(self, spec: dict[str, Any], *, timing: dict[str, Any] | None = None, name: str = "run",
             timeout_s: float = 90, extra: dict[str, Any] | None = None) -> dict[str, Any]:
         """One execution named ``name`` (the run id); ``extra`` adds input keys (``schedule``...)."""
-        payload = {"spec": spec, "timing": {"ready_poll_s": 0, "poll_cap_s": 0, "overrun_poll_s": 0,
-                                            "cooldown_s": 0, **(timing or {})}, **(extra or {})}
+        payload = {"spec": spec, "timing": {"ready_poll_s": 0, "cooldown_s": 0, **(timing or {})}, **(extra or {})}
         return self.execute(payload, name=name, timeout_s=timeout_s)
 
     def execute(self, payload: dict[str, Any], *, name: str, timeout_s: float = 90,
@@ -426,8 +438,6 @@ def cleared(h: Harness, *more_proxies: dict[str, FaultProxy]) -> Harness:
     h.waits.clear()
     h.payloads.clear()
     h.agent.outcome.clear()
-    h.agent.pending.clear()
-    h.agent.status_override = None
     h.gaps.ami_requests.clear()
     for proxies in (h.proxies, *more_proxies):
         for proxy in proxies.values():
@@ -487,9 +497,8 @@ def leftovers(run_id: str, region: str = REGION) -> list[str]:
 
 
 @contextmanager
-def slow_start(harness: Harness, *, not_ready: int, running_polls: dict[str, int]) -> Iterator[None]:
-    """Readiness answers "not yet" to the first ``not_ready`` checks of the run, and each step named
-    in ``running_polls`` is still InProgress at that many polls (its first run only)."""
+def slow_start(harness: Harness, *, not_ready: int) -> Iterator[None]:
+    """Readiness answers "not yet" to the first ``not_ready`` checks of the run."""
     pings = {"n": 0}
     real = harness.proxies["ssm"].extra["describe_instance_information"]
 
@@ -497,16 +506,7 @@ def slow_start(harness: Harness, *, not_ready: int, running_polls: dict[str, int
         pings["n"] += 1
         return {"InstanceInformationList": []} if pings["n"] <= not_ready else real(**kw)
     harness.proxies["ssm"].extra["describe_instance_information"] = slow_agent
-    left = dict(running_polls)
-
-    def status(step: str) -> str | None:
-        if left.get(step, 0) > 0:
-            left[step] -= 1
-            return "InProgress"
-        return None
-    harness.agent.status_override = status
     try:
         yield
     finally:
         harness.proxies["ssm"].extra["describe_instance_information"] = real
-        harness.agent.status_override = None

@@ -13,9 +13,10 @@ import asl_iterators
 import pytest
 
 ASL = Path(__file__).resolve().parents[2] / "statemachines" / "benchmark-run.asl.json"
-CONTRACT = {"Plan", "Provision", "Readiness", "StartStep", "StepStatus", "Collect", "Teardown", "Summarize"}
+CONTRACT = {"Plan", "Provision", "Readiness", "StartStep", "Collect", "Teardown", "Summarize"}
 # Task resources besides the contract's Lambdas: each has its grant in cdk/lib/state-machine.ts.
 SDK_TASKS = {"arn:aws:states:::aws-sdk:s3:putObject"}
+CALLBACK = "arn:aws:states:::lambda:invoke.waitForTaskToken"
 
 
 def load() -> dict:
@@ -38,8 +39,10 @@ def test_jsonpath_only_and_lambda_resources_from_the_contract():
     assert used == CONTRACT
     for _, state in all_states(definition):
         if state["Type"] == "Task":
-            assert re.fullmatch(r"\$\{\w+FunctionArn\}", state["Resource"]) or state["Resource"] in SDK_TASKS
-            assert "TimeoutSeconds" in state
+            assert re.fullmatch(r"\$\{\w+FunctionArn\}", state["Resource"]) or state["Resource"] in SDK_TASKS or (
+                state["Resource"] == CALLBACK
+                and re.fullmatch(r"\$\{\w+FunctionArn\}", state["Parameters"]["FunctionName"]))
+            assert "TimeoutSeconds" in state or "TimeoutSecondsPath" in state
 
 
 def test_the_distributed_iterator_is_the_inline_one_renamed():
@@ -81,9 +84,15 @@ def test_every_catch_in_a_target_reaches_teardown_and_every_loop_is_bounded():
     # Both wait loops leave through a counter compared in a Choice.
     assert any(c.get("NumericGreaterThanEqualsPath") == "$.target.timing.ready_max_polls"
                for c in states["Target ready?"]["Choices"])
+    # A step waits for its callback, bounded by the plan's timeout_s; a timeout fails it
+    # (StepTimedOut), its steps Map's Catch tears the target down.
     steps = states["Run each step"]["ItemProcessor"]["States"]
-    assert any(c.get("NumericGreaterThanEqualsPath") == "$.step.max_polls" for c in steps["Step finished?"]["Choices"])
-    assert "States.MathAdd($.status.poll, 1)" in json.dumps(steps["Check the step"]["Parameters"])
+    start = steps["Start the step"]
+    assert start["Resource"] == CALLBACK and start["TimeoutSecondsPath"] == "$.step.timeout_s"
+    assert start["Parameters"]["Payload"]["task_token.$"] == "$$.Task.Token"
+    assert start["Catch"] == [{"ErrorEquals": ["States.Timeout"], "ResultPath": "$.error", "Next": "Step timed out"}]
+    assert steps["Step timed out"] == {**steps["Step timed out"], "Type": "Fail", "Error": "StepTimedOut"}
+    assert not any(s["Type"] == "Choice" for s in steps.values())  # no polling loop
     assert states["Run each step"]["MaxConcurrency"] == 1
 
 

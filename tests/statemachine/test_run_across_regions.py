@@ -188,8 +188,7 @@ def test_an_aborted_run_is_torn_down_in_every_region(harness):
     for target in steal_regions_spec()["targets"]:
         harness.agent.outcome[target["id"]] = "hang"
     run_id = "abort-3"
-    payload = {"spec": steal_regions_spec(), "timing": {"ready_poll_s": 0, "poll_cap_s": 0, "overrun_poll_s": 0,
-                                                        "cooldown_s": 0, "max_polls": 100_000}}
+    payload = {"spec": steal_regions_spec(), "timing": {"ready_poll_s": 0, "cooldown_s": 0}}
     execution = harness.sf.start_execution(stateMachineArn=harness.arn, name=run_id,
                                            input=json.dumps(payload))["executionArn"]
     deadline = time.monotonic() + 120

@@ -83,15 +83,16 @@ def test_agent_failure_fails_the_target_and_tears_it_down(harness):
 
 @pytest.mark.parametrize("outcome", ["hang", "timed_out"])
 def test_ssm_timeout_ends_the_step_at_its_bound(harness, outcome):
+    """A host that never answers sends no status change: the step's task times out at its bound
+    (timeout_s, a few seconds here) and the target is torn down. A TimedOut invocation's event
+    fails the step at once."""
     harness.agent.outcome["aurora-r6g"] = outcome
-    result = harness.run(spec(), name=f"ssm-{outcome.replace('_', '-')}", timing={"max_polls": 4})
+    result = harness.run(spec(), name=f"ssm-{outcome.replace('_', '-')}", timing={"step_timeout_s": 2})
     summary = finish(harness, result, "FAILED")
     assert status_of(summary)["aurora-r6g"] == "FAILED"
     assert error_of(summary, "aurora-r6g")["error"] == "StepTimedOut"
-    polls = [c for c in harness.calls_of("step_status") if c.event["command_id"] and
-             c.result and c.result.get("state") != "succeeded"]
-    # A hanging step is polled exactly up to its bound; a TimedOut invocation ends at the first poll.
-    assert len(polls) == (4 if outcome == "hang" else 1)
+    callbacks = [c for c in harness.calls_of("step_callback") if c.result and c.result["state"] != "succeeded"]
+    assert [c.result["sent"] for c in callbacks] == ([] if outcome == "hang" else ["StepTimedOut"])
 
 
 def test_timestream_throttling_is_retried_then_succeeds(harness):

@@ -13,7 +13,7 @@ a constant. ``walk`` follows ``StartAt``/``Next`` through ``statemachines/benchm
   nested Map);
 * a Choice branch back to a state already passed is a polling loop: its body (from that state to
   the Choice) is added once per extra lap, and the scope says how many laps a loop that calls a
-  given handler makes (``step_status``: the step's polls; ``readiness``: the readiness checks);
+  given handler makes (``readiness``: the readiness checks);
 * of the other branches, Fail states are left out (a failed run is not what an estimate prices)
   and the one that does the most work is taken: "the target is ready" leads through the steps,
   "never ready" straight to teardown.
@@ -74,7 +74,7 @@ class Scope(Protocol):
 
 
 def handler_of(state: Mapping[str, Any]) -> str | None:
-    """The handler module a Task invokes (``${StepStatusFunctionArn}`` -> ``step_status``), or None
+    """The handler module a Task invokes (``${StartStepFunctionArn}`` -> ``start_step``), or None
     when the Task calls no Lambda of ours."""
     resource = str(state.get("Resource", ""))
     if resource.startswith(_LAMBDA_INVOKE):

@@ -7,7 +7,6 @@ stdout): the invocation writes its output to S3 beside the step's raw key, and c
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -62,13 +61,3 @@ def invocation_state(ssm: Any, command_id: str, instance_id: str) -> tuple[str, 
     if status in TIMED_OUT:
         return "timed_out", detail
     return "failed", f"{detail} (exit {inv.get('ResponseCode')})"
-
-
-def next_wait(*, started_at: str, duration_s: int, cap_s: int, overrun_poll_s: int,
-              now: datetime | None = None) -> int:
-    """Adaptive poll: while the step's planned time runs, wait min(what is left, cap); after it,
-    poll every ``overrun_poll_s``."""
-    now = now or datetime.now(UTC)
-    started = datetime.strptime(started_at, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-    left = int(duration_s - (now - started).total_seconds())
-    return max(0, min(left, cap_s)) if left > 0 else overrun_poll_s

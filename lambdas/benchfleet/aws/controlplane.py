@@ -1,9 +1,10 @@
 """What a run costs beyond its hosts: Step Functions transitions, Lambda, CloudWatch, store writes.
 
 Counts come from the deployed definition walked with the plan (``benchfleet.aws.asl_walk``): per
-step, the polls a step of its duration makes at the plan's poll cap plus one after it ends (the
-agent finishes and Run Command reports a few seconds after sysbench's last second); per repetition,
-the readiness checks its provisioning time takes at the readiness interval. Metrics requested per
+repetition, the readiness checks its provisioning time takes at the readiness interval; steps do not
+poll (their Run Command status change completes them), so each step adds one step_callback
+invocation, made by EventBridge, not the definition (AWS service events on the default bus are
+free). Metrics requested per
 collect are the queries ``benchfleet.aws.cloudwatch.queries`` makes for the target; store writes
 are the records a step produces. Prices and the assumed Lambda durations are dated data in
 ``workloads/pricing/control-plane.json``. Run Command and GetCommandInvocation are free; data
@@ -22,13 +23,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from benchfleet.aws import asl_walk, cloudwatch, history
+from benchfleet.aws import asl_walk, cloudwatch
 from benchfleet.plan import Plan, RunCharge, TargetPlan
 from benchfleet.pricing import pricing_dir
 
 PRICES_FILE = "control-plane.json"
-# Polls after a step's planned end: the agent's exit and Run Command's status lag behind sysbench.
-EXPECTED_OVERRUN_POLLS = 1
+# The Lambda EventBridge invokes when a step's Run Command ends (one per step).
+CALLBACK_HANDLER = "step_callback"
 
 
 class _Price(BaseModel):
@@ -66,13 +67,13 @@ def load_prices(directory: Path | None = None) -> ControlPlanePrices:
 
 @dataclass
 class StepScope:
-    polls: int  # step_status invocations, the first included
+    """One step: no loop (it waits for its callback)."""
 
     def items(self) -> Sequence[asl_walk.Scope]:
         return []
 
     def laps(self, handlers: frozenset[str]) -> int:
-        return self.polls - 1 if "step_status" in handlers else 0
+        return 0
 
 
 @dataclass
@@ -109,12 +110,11 @@ class RunScope:
         return 0
 
 
-def expected_scope(plan: Plan, poll_caps: Mapping[str, int], ready_poll_s: Mapping[str, int]) -> RunScope:
-    """What a successful run of ``plan`` is expected to do: polls per step, readiness checks."""
+def expected_scope(plan: Plan, ready_poll_s: Mapping[str, int]) -> RunScope:
+    """What a successful run of ``plan`` is expected to do: readiness checks per repetition."""
     targets = []
     for t in plan.targets:
-        cap = poll_caps[t.target_id]
-        steps = [StepScope(history.polls_for(s.duration_s, cap) + EXPECTED_OVERRUN_POLLS) for s in t.steps]
+        steps = [StepScope() for _ in t.steps]
         interval = max(1, ready_poll_s[t.kind])
         ready = max(1, math.ceil(t.provision_s / interval))
         targets.append(TargetScope([RepetitionScope(steps, ready) for _ in range(t.repetitions)]))
@@ -161,12 +161,13 @@ def _charge(prices: ControlPlanePrices, item: str, price: str, quantity: float) 
                      cost_usd=round(quantity * usd, 6))
 
 
-def estimate(plan: Plan, definition: Mapping[str, Any], *, poll_caps: Mapping[str, int],
-             ready_poll_s: Mapping[str, int], report_interval_s: int, store: str = "timestream",
+def estimate(plan: Plan, definition: Mapping[str, Any], *, ready_poll_s: Mapping[str, int],
+             report_interval_s: int, store: str = "timestream",
              prices: ControlPlanePrices | None) -> ControlPlane:
     """Counts of the run, and its charges priced by ``prices`` (none without a price table)."""
-    scope = expected_scope(plan, poll_caps, ready_poll_s)
+    scope = expected_scope(plan, ready_poll_s)
     counts = asl_walk.walk(definition["States"], definition["StartAt"], scope)
+    counts.invocations[CALLBACK_HANDLER] += sum(len(t.steps) * t.repetitions for t in plan.targets)
     measure = sum(1 for t in plan.targets for s in t.steps if s.kind == "measure") * plan.repetitions
     if prices is None:
         return ControlPlane(counts=counts, charges=[], measure_steps=measure)

@@ -15,8 +15,6 @@ class Timing(_In):
     ready_poll_s: int = Field(ge=0)
     ready_max_polls: int = Field(ge=1)
     provision_s: int = Field(0, ge=0)
-    poll_cap_s: int = Field(ge=0)
-    overrun_poll_s: int = Field(ge=0)
 
 
 class Step(_In):
@@ -27,7 +25,8 @@ class Step(_In):
     duration_s: int
     cooldown_s: int = 0
     setup_s: int = 300
-    max_polls: int = 1
+    # How long "Start the step" waits for the step's callback (TimeoutSecondsPath).
+    timeout_s: int = 3600
     # Prepare step only: what the agent sets up on the fresh host (runplan._install).
     install: dict[str, Any] | None = None
 
@@ -80,3 +79,5 @@ class StepState(_In):
     resources: Resources
     db: dict[str, Any] | None = None
     step: Step
+    # "Start the step" waits for this token (benchfleet.aws.callbacks); None outside the machine.
+    task_token: str | None = None

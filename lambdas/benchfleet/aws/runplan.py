@@ -29,7 +29,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from benchfleet import catalogue, cost_ceiling, naming
-from benchfleet.aws import asl_walk, controlplane, history
+from benchfleet.aws import asl_walk, commands, controlplane, history
 from benchfleet.aws.errors import PlanRejected, aws_errors
 from benchfleet.aws.regions import TargetRegions
 from benchfleet.aws.settings import Settings
@@ -56,9 +56,10 @@ INLINE_MAX_TARGETS = 40
 # them from S3 (ItemReader). 64 KiB leaves the rest of the state (the spec, the plan) room.
 INLINE_MAX_TARGET_BYTES = 64 * 1024
 READY_POLL_S = {"ec2": 15, "existing": 15, "rds": 60, "aurora": 60}
-OVERRUN_POLL_S = 30
 # Seconds a step may run past its planned duration: the first step installs the engine and sysbench.
 SETUP_S = {"prepare": 1800, "warmup": 300, "measure": 300}
+# After Run Command's bounds, how long the step's status change may take to complete its task.
+CALLBACK_MARGIN_S = 300
 # A target's deadline: its planned time plus this; resources expire an hour later still.
 DEADLINE_MARGIN = timedelta(hours=1)
 CLOUD_KINDS = ("ec2", "rds", "aurora", "existing")
@@ -81,9 +82,8 @@ class Timing(BaseModel):
 
     ready_poll_s: int | None = Field(None, ge=0, le=3600)
     ready_max_polls: int | None = Field(None, ge=1, le=1000)
-    poll_cap_s: int | None = Field(None, ge=0, le=history.MAX_POLL_CAP_S)
-    overrun_poll_s: int | None = Field(None, ge=0, le=3600)
-    max_polls: int | None = Field(None, ge=1, le=100_000)
+    # How long a step may go without its callback (tests: a silent host fails in seconds).
+    step_timeout_s: int | None = Field(None, ge=1, le=7 * 86400)
     cooldown_s: int | None = Field(None, ge=0, le=3600)
     # Lower the inline Map's target limit (tests run the Distributed Map with a few targets).
     distributed_above: int | None = Field(None, ge=0, le=INLINE_MAX_TARGETS)
@@ -188,35 +188,35 @@ def _install(index: int, target: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def _timing(target: TargetPlan, cap_s: int, o: Timing) -> dict[str, Any]:
+def _timing(target: TargetPlan, o: Timing) -> dict[str, Any]:
     ready_poll = READY_POLL_S[target.kind] if o.ready_poll_s is None else o.ready_poll_s
     # The bound comes from the planned interval, so a shorter wait (tests) never loosens it.
     ready_max = o.ready_max_polls or math.ceil(3 * max(target.provision_s, 60) / READY_POLL_S[target.kind]) + 2
-    return {"ready_poll_s": ready_poll, "ready_max_polls": ready_max,
-            "provision_s": target.provision_s,
-            "poll_cap_s": cap_s if o.poll_cap_s is None else o.poll_cap_s,
-            "overrun_poll_s": OVERRUN_POLL_S if o.overrun_poll_s is None else o.overrun_poll_s}
+    return {"ready_poll_s": ready_poll, "ready_max_polls": ready_max, "provision_s": target.provision_s}
 
 
-def _steps(target: TargetPlan, cap_s: int, o: Timing, install: dict[str, Any] | None) -> list[dict[str, Any]]:
+def step_timeout_s(duration_s: int, kind: str) -> int:
+    """How long "Start the step" waits for the step's callback: Run Command's own bounds (delivery,
+    and start_step's execution timeout: the step, its setup and 600 s) and a margin for the status
+    change to arrive. Past it the step fails (StepTimedOut) even if no event ever comes."""
+    return commands.DELIVERY_TIMEOUT_S + duration_s + SETUP_S[kind] + 600 + CALLBACK_MARGIN_S
+
+
+def _steps(target: TargetPlan, o: Timing, install: dict[str, Any] | None) -> list[dict[str, Any]]:
     out = []
     for step in target.steps:
-        overrun = math.ceil(SETUP_S[step.kind] / OVERRUN_POLL_S)
-        max_polls = history.polls_for(step.duration_s, cap_s) + overrun
         item = {**step.model_dump(), "setup_s": SETUP_S[step.kind],
                 "cooldown_s": step.cooldown_s if o.cooldown_s is None else o.cooldown_s,
-                "max_polls": min(max_polls, o.max_polls) if o.max_polls else max_polls}
+                "timeout_s": o.step_timeout_s or step_timeout_s(step.duration_s, step.kind)}
         if step.kind == "prepare" and install:
             item["install"] = install
         out.append(item)
     return out
 
 
-def _bound(target: TargetPlan, cap_s: int, ready_max: int) -> int:
-    """Worst case of one repetition: every poll loop runs to its bound."""
-    timed = sum(history.polls_for(s.duration_s, cap_s) for s in target.steps)
-    overrun = sum(math.ceil(SETUP_S[s.kind] / OVERRUN_POLL_S) for s in target.steps)
-    return history.repetition_events(len(target.steps), timed + overrun, ready_max)
+def _bound(target: TargetPlan, ready_max: int) -> int:
+    """Worst case of one repetition: the readiness loop runs to its bound (steps do not poll)."""
+    return history.repetition_events(len(target.steps), ready_max)
 
 
 def run_id_for(request: RunRequest, execution_name: str | None) -> str | None:
@@ -244,36 +244,31 @@ def _price_lookup(target: object) -> float | None:
 
 
 @dataclass(frozen=True)
-class PollCaps:
-    """Inline or Distributed Map, each target's poll cap, and the worst-case history of the run."""
+class HistoryFit:
+    """Inline or Distributed Map, and the worst-case history of the run (the largest child's)."""
 
     distributed: bool
-    caps: dict[str, int]
     history_bound: int
 
 
-def poll_caps(plan: Plan, o: Timing) -> PollCaps:
-    """Poll caps that keep every history inside its budget (PlanRejected when none can)."""
-    seconds = {t.target_id: t.repetitions * sum(s.duration_s for s in t.steps) for t in plan.targets}
-    inline_cap = history.poll_cap_for(sum(seconds.values()))
-    ready = {t.target_id: _timing(t, inline_cap, o)["ready_max_polls"] for t in plan.targets}
+def history_fit(plan: Plan, o: Timing) -> HistoryFit:
+    """Where the targets run so that every history stays inside its budget (PlanRejected when
+    one target alone cannot)."""
+    ready = {t.target_id: _timing(t, o)["ready_max_polls"] for t in plan.targets}
     inline_bound = history.execution_events(
-        [(t.repetitions, _bound(t, inline_cap, ready[t.target_id])) for t in plan.targets])
+        [(t.repetitions, _bound(t, ready[t.target_id])) for t in plan.targets])
     inline_max = INLINE_MAX_TARGETS if o.distributed_above is None else o.distributed_above
-    distributed = len(plan.targets) > inline_max or inline_bound > history.HISTORY_BUDGET
-    cap_of = {t.target_id: history.poll_cap_for(seconds[t.target_id]) if distributed else inline_cap
+    if len(plan.targets) <= inline_max and inline_bound <= history.HISTORY_BUDGET:
+        return HistoryFit(False, inline_bound)
+    bounds = {t.target_id: history.execution_events([(t.repetitions, _bound(t, ready[t.target_id]))])
               for t in plan.targets}
-    if not distributed:
-        return PollCaps(False, cap_of, inline_bound)
-    bounds = {t.target_id: history.execution_events(
-        [(t.repetitions, _bound(t, cap_of[t.target_id], ready[t.target_id]))]) for t in plan.targets}
     worst = max(bounds, key=lambda k: bounds[k])
     if bounds[worst] > history.HISTORY_BUDGET:
         index = [t.target_id for t in plan.targets].index(worst)
         raise PlanRejected(f"spec: target {worst} needs up to {bounds[worst]} Step Functions history "
                            f"events, above {history.HISTORY_BUDGET}: use fewer steps or repetitions",
                            field=f"targets[{index}]")
-    return PollCaps(True, cap_of, max(bounds.values()))
+    return HistoryFit(True, max(bounds.values()))
 
 
 def repetitions_at_once(definition: dict[str, Any]) -> int:
@@ -286,20 +281,20 @@ def repetitions_at_once(definition: dict[str, Any]) -> int:
 
 def aws_plan(loaded: LoadedSpec, price_lookup: PriceLookup | None = None, *, timing: Timing | None = None,
              store: str = "timestream",
-             definition: dict[str, Any] | None = None) -> tuple[Plan, PollCaps, controlplane.ControlPlane]:
+             definition: dict[str, Any] | None = None) -> tuple[Plan, HistoryFit, controlplane.ControlPlane]:
     """The plan of a cloud run as the deployed state machine runs it: repetitions as its definition
     runs them, the control plane's charges (from the definition walked with the plan) included."""
     definition = definition or asl_walk.load_definition()
     plan = make_plan(loaded, price_lookup, at_once=repetitions_at_once(definition))
-    caps = poll_caps(plan, timing or Timing())
+    fit = history_fit(plan, timing or Timing())
     try:
         prices = controlplane.load_prices()
     except (OSError, ValueError):
         prices = None  # like an unpriced host: no table, no figure (never a guess)
     # Estimated with production's intervals even when a test shortens the waits.
-    cp = controlplane.estimate(plan, definition, poll_caps=caps.caps, ready_poll_s=READY_POLL_S,
+    cp = controlplane.estimate(plan, definition, ready_poll_s=READY_POLL_S,
                                report_interval_s=loaded.workload.report_interval_s, store=store, prices=prices)
-    return plan.model_copy(update={"control_plane": cp.charges}), caps, cp
+    return plan.model_copy(update={"control_plane": cp.charges}), fit, cp
 
 
 def fit_problem(plan: Plan, *, max_vcpus: int = DEFAULT_MAX_VCPUS_PER_REGION,
@@ -341,20 +336,20 @@ def check_plan(plan: Plan, targets: Sequence[Any] | None = None, *,
 
 def checked_plan(request: RunRequest, *, regions: TargetRegions | None = None, max_run_hours: int | None = None,
                  max_run_cost_usd: float | None = None, store: str = "timestream",
-                 max_vcpus: int | None = None, max_hosts: int | None = None) -> tuple[LoadedSpec, Plan, PollCaps]:
+                 max_vcpus: int | None = None, max_hosts: int | None = None) -> tuple[LoadedSpec, Plan, HistoryFit]:
     """The spec as the deployed state machine would run it, priced (hosts and control plane) and
     checked (cost, capacity, duration), or PlanRejected. Unset limits come from the Lambda's
     environment (benchfleet.aws.settings), as the CDK app sets them for every function."""
     settings = Settings.from_env()
     regions = regions or settings.regions
     loaded = _loaded(request.spec, regions)
-    plan, caps, _ = aws_plan(loaded, _price_lookup, timing=request.timing, store=store)
+    plan, fit, _ = aws_plan(loaded, _price_lookup, timing=request.timing, store=store)
     check_plan(plan, list(loaded.spec.targets),
                max_run_cost_usd=settings.max_run_cost_usd if max_run_cost_usd is None else max_run_cost_usd,
                max_vcpus=max_vcpus or settings.max_vcpus_per_region or DEFAULT_MAX_VCPUS_PER_REGION,
                max_hosts=max_hosts or settings.max_hosts_per_region or DEFAULT_MAX_HOSTS_PER_REGION,
                max_run_hours=max_run_hours or settings.max_run_hours)
-    return loaded, plan, caps
+    return loaded, plan, fit
 
 
 def plan_run(request: RunRequest, *, execution_name: str | None = None, zone_count: int = 1,
@@ -371,13 +366,13 @@ def plan_run(request: RunRequest, *, execution_name: str | None = None, zone_cou
     per-region caps."""
     run_id = run_id_for(request, execution_name)
     regions = regions or Settings.from_env().regions
-    loaded, plan, caps = checked_plan(request, regions=regions, max_run_hours=max_run_hours,
+    loaded, plan, fit = checked_plan(request, regions=regions, max_run_hours=max_run_hours,
                                       max_run_cost_usd=max_run_cost_usd, store=store,
                                       max_vcpus=max_vcpus, max_hosts=max_hosts)
     o = request.timing
     now = now or datetime.now(UTC)
     run_id = run_id or naming.new_run_id(request.schedule or plan.name, now)
-    distributed, cap_of, bound = caps.distributed, caps.caps, caps.history_bound
+    distributed, bound = fit.distributed, fit.history_bound
     expires_at = plan.expires_at(now)
     targets = []
     for index, (spec_target, t) in enumerate(zip(loaded.spec.targets, plan.targets, strict=True)):
@@ -394,14 +389,15 @@ def plan_run(request: RunRequest, *, execution_name: str | None = None, zone_cou
             "repetitions": list(range(1, t.repetitions + 1)),
             # Each repetition's start after the first's (the definition's "Wait for its start").
             "start_after_s": [0 if t.at_once == 1 else i * t.spacing_s for i in range(t.repetitions)],
-            "steps": _steps(t, cap_of[t.target_id], o, _install(index, target)),
-            "timing": _timing(t, cap_of[t.target_id], o),
+            "steps": _steps(t, o, _install(index, target)),
+            "timing": _timing(t, o),
         })
     if not distributed and len(json.dumps(targets, separators=(",", ":"))) > INLINE_MAX_TARGET_BYTES:
         # Too large to carry in the state: the same plan, its targets in child executions.
         larger = request.model_copy(update={"timing": o.model_copy(update={"distributed_above": 0})})
         return plan_run(larger, execution_name=execution_name, zone_count=zone_count, now=now, regions=regions,
-                        max_run_hours=max_run_hours, store=store, max_vcpus=max_vcpus, max_hosts=max_hosts)
+                        max_run_hours=max_run_hours, max_run_cost_usd=max_run_cost_usd, store=store,
+                        max_vcpus=max_vcpus, max_hosts=max_hosts)
     return {
         "run_id": run_id, "name": request.schedule or plan.name, "schedule": request.schedule,
         "spec_name": plan.name, "workload": loaded.workload.model_dump(mode="json"),
