@@ -327,6 +327,7 @@ export class BenchfleetFunctions extends Construct {
         // Complete (or keep alive) the tasks of this state machine's executions only.
         role.addToPrincipalPolicy(
           new iam.PolicyStatement({
+            sid: 'CompleteStepTasks',
             actions: ['states:SendTaskSuccess', 'states:SendTaskFailure', 'states:SendTaskHeartbeat'],
             resources: [props.stateMachineArn],
           }),

@@ -89,8 +89,10 @@ describe('targetRegions: one regional stack per region besides the home region',
       for (const kind of ['AWS::IAM::InstanceProfile', 'AWS::Lambda::Function', 'AWS::StepFunctions::StateMachine']) {
         expect(resourcesOf(template, kind)).toHaveLength(0);
       }
+      // ... but the flow log's, and the one EventBridge uses to forward the end of a step home.
       expect(resourcesOf(template, 'AWS::IAM::Role').map(([id]) => id)).toEqual([
         expect.stringMatching(/^NetworkVpcFlowLogIAMRole/),
+        expect.stringMatching(/^ForwardStepEndsEventsRole/),
       ]);
       template.hasResourceProperties('AWS::SSM::Parameter', {
         Name: 'AmazonCloudWatch-Benchfleet-targets',

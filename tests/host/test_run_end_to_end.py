@@ -26,7 +26,7 @@ from conftest import Fleet, assert_per_second, record
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "statemachine"))
 
-from sm_harness import BUCKET, ENV, REGION, Harness, leftovers, setup_account
+from sm_harness import BUCKET, ENV, REGION, Harness, leftovers, setup_account, ssm_invocation_event
 
 from benchfleet import naming
 from benchfleet.aws import clients, commands
@@ -47,8 +47,9 @@ SPEC = {
 class HostAgent:
     """Stands where sm_harness.Agent plays the agent: after each SendCommand the command moto
     recorded (its parameters, output bucket and prefix, as start_step sent them) runs on the booted
-    host of its instance -- a new host for an instance not seen before -- and the invocation of
-    the runAgent step gets that step's status."""
+    host of its instance -- a new host for an instance not seen before -- the invocation of the
+    runAgent step gets that step's status, and the status change SSM would send is returned for the
+    harness to deliver to step_callback."""
 
     def __init__(self, fleet: Fleet, runner: RunCommand) -> None:
         self.fleet = fleet
@@ -56,10 +57,7 @@ class HostAgent:
         self.hosts: dict[str, Machine] = {}
         self.commands: list[tuple[str, str, str, float]] = []
 
-    def before_poll(self, command_id: str) -> None:
-        pass
-
-    def ran(self, event: dict[str, Any], result: dict[str, Any]) -> None:
+    def ran(self, event: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
         instance_id = result["instance_id"]
         if instance_id not in self.hosts:
             self.hosts[instance_id] = self.fleet.boot(event["target"]["id"])
@@ -75,6 +73,10 @@ class HostAgent:
             invocation["Status"] = invocation["StatusDetails"] = agent.status
             invocation["ResponseCode"] = agent.code
             invocation["PluginName"] = commands.AGENT_PLUGIN
+        # The invocation's own status is Failed when any of its steps failed (the CloudWatch agent's
+        # install here): the event says so, and step_callback reads the runAgent step's.
+        overall = "Failed" if any(s.status == "Failed" for s in inv.steps) else agent.status
+        return ssm_invocation_event(command.command_id, instance_id, overall, command.document_name)
 
 
 @pytest.fixture(scope="module")

@@ -51,6 +51,9 @@ SUPPRESSED: dict[tuple[str, str], str] = {
     ("PERMISSIONS_MANAGEMENT_ACTIONS", "PassTargetRoleToEc2"): "iam:PassRole of the target role only, only "
                                                                "to ec2.amazonaws.com (iam:PassedToService).",
     ("RESOURCE_STAR", "describe"): DESCRIBES,
+    ("RESOURCE_MISMATCH", "CompleteStepTasks"): "SendTaskSuccess/Failure/Heartbeat of a callback task are "
+        "authorized on the state machine (Service Authorization Reference: resource type stateMachine; CDK's "
+        "grantTaskResponse grants the same); parliament 1.6.4's action data lists activity only.",
     ("UNKNOWN_CONDITION_FOR_ACTION", "DescribeAwsManagedKeysForRds"): "kms:ResourceAliases applies to "
         "kms:DescribeKey (Service Authorization Reference, AWS KMS condition keys); parliament 1.6.4's "
         "action data predates the key.",
