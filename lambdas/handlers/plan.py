@@ -32,9 +32,7 @@ def handler(event: PlanEvent, context: LambdaContext) -> dict[str, Any]:
     # The run id is the execution's name (the janitor and teardown-by-tag rely on it).
     plan = runplan.plan_run(
         request, execution_name=event.execution_name, zone_count=len(settings.subnet_ids),
-        regions=settings.regions, store=settings.results_store,
-        max_vcpus=settings.max_vcpus_per_region or runplan.DEFAULT_MAX_VCPUS_PER_REGION,
-        max_hosts=settings.max_hosts_per_region or runplan.DEFAULT_MAX_HOSTS_PER_REGION)
+        regions=settings.regions, store=settings.results_store)
     logger.append_keys(run_id=plan["run_id"])
     logger.info("planned", extra={"targets": plan["target_count"], "distributed": plan["distributed"],
                                   "history_bound": plan["history_bound"], "wall_s": plan["wall_s"],

@@ -355,15 +355,14 @@ def checked_plan(request: RunRequest, *, regions: TargetRegions | None = None, m
 def plan_run(request: RunRequest, *, execution_name: str | None = None, zone_count: int = 1,
              now: datetime | None = None, regions: TargetRegions | None = None,
              max_run_hours: int | None = None, max_run_cost_usd: float | None = None, store: str = "timestream",
-             max_vcpus: int = DEFAULT_MAX_VCPUS_PER_REGION,
-             max_hosts: int = DEFAULT_MAX_HOSTS_PER_REGION) -> dict[str, Any]:
+             max_vcpus: int | None = None, max_hosts: int | None = None) -> dict[str, Any]:
     """The state machine's plan. ``regions``: where targets may run (default: the Lambda's
     environment); every cloud target leaves with the region it runs in. ``max_run_hours``: the
     deployed execution timeout (default: MAX_RUN_HOURS, set by the CDK app from maxRunHours, the
     same value as the state machine's TimeoutSeconds); a longer run is refused, naming the limit.
     ``max_run_cost_usd``: the most a run without budget_usd may cost (default: MAX_RUN_COST_USD,
-    from maxRunCostUsd). ``store``, ``max_vcpus``, ``max_hosts``: the results store priced and the
-    per-region caps."""
+    from maxRunCostUsd). ``store``: the results store priced. ``max_vcpus``, ``max_hosts``: the
+    per-region caps (default: MAX_VCPUS_PER_REGION / MAX_HOSTS_PER_REGION, else the defaults above)."""
     run_id = run_id_for(request, execution_name)
     regions = regions or Settings.from_env().regions
     loaded, plan, fit = checked_plan(request, regions=regions, max_run_hours=max_run_hours,
