@@ -24,11 +24,10 @@ logger = Logger()
 metrics = Metrics()  # namespace from POWERTOOLS_METRICS_NAMESPACE, set by the CDK app
 
 
-def regions() -> list[str]:
+def regions(settings: Settings) -> list[str]:
     """The home region (where runs start) and every configured one, each once."""
     configured = [r.strip() for r in os.environ.get("SWEEP_REGIONS", "").split(",") if r.strip()]
-    home = os.environ.get("AWS_REGION") or boto3.session.Session().region_name or "us-east-1"
-    return list(dict.fromkeys([home, *configured]))
+    return list(dict.fromkeys([settings.home_region, *configured]))
 
 
 def publish(report: SweepReport) -> None:
@@ -43,7 +42,7 @@ def sweep(now: datetime | None = None) -> SweepReport:
     owner = settings.owner()
     sfn = boto3.client("stepfunctions")
     arn = settings.state_machine_arn
-    return janitor_sweep(boto3_clients, regions(), lambda: running_executions(sfn, arn), owner,
+    return janitor_sweep(boto3_clients, regions(settings), lambda: running_executions(sfn, arn), owner,
                          now or datetime.now(UTC))
 
 
