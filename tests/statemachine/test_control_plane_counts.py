@@ -6,11 +6,13 @@ moto's recorded execution of statemachines/benchmark-run.asl.json."""
 from __future__ import annotations
 
 from collections import Counter
+from datetime import UTC, datetime, timedelta
 
 from sm_harness import slow_start, spec
 
-from benchfleet.aws import asl_walk
-from benchfleet.aws.controlplane import RepetitionScope, RunScope, StepScope, TargetScope
+from benchfleet.aws import asl_walk, lifecycle, runplan
+from benchfleet.aws.controlplane import RepetitionScope, RunScope, StepScope, TargetScope, expected_scope
+from benchfleet.spec import parse_spec, resolve
 
 TWO_TARGETS = [{"id": "ec2-m6g", "kind": "ec2", "instance_type": "m6g.large"},
                {"id": "ec2-m6i", "kind": "ec2", "instance_type": "m6i.large"}]
@@ -42,3 +44,38 @@ def test_walked_definition_matches_moto_history(harness):
     # EventBridge, not the definition, invokes step_callback: once per step (controlplane adds it).
     assert called.pop("step_callback") == len(TWO_TARGETS) * 2 * len(steps)
     assert dict(counts.invocations) == dict(called)
+
+
+def test_the_estimate_counts_the_readiness_checks_the_handler_makes(monkeypatch):
+    """The estimate's readiness checks per repetition are those the real readiness handler
+    (lifecycle.check_ready) makes, driven as the definition drives it (check; not ready: wait the
+    answer's wait_s; check again), for a target ready exactly at its planned provisioning time,
+    with the timing the plan puts in the state machine input. (The estimate once assumed a check
+    every poll interval: 20 checks for an EC2 host where the handler makes 3.)"""
+    targets = [{"id": "e", "kind": "ec2", "instance_type": "m6g.large"},
+               {"id": "r", "kind": "rds", "instance_class": "db.r6g.large"},
+               {"id": "a", "kind": "aurora", "instance_class": "db.r6g.large"}]
+    workload = {"name": "w", "test": "oltp_read_only", "threads": [1], "duration_s": 60, "warmup_s": 0}
+    request = runplan.RunRequest(spec={"name": "ready", "workload": workload, "targets": targets})
+    planned = runplan.plan_run(request)
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    clock = {"now": start}
+    for item in planned["targets"]:
+        timing = item["timing"]
+        clock["ready_at"] = start + timedelta(seconds=timing["provision_s"])
+        monkeypatch.setattr(lifecycle.t, "instance_ready", lambda *_: clock["now"] >= clock["ready_at"])
+        clock["now"], checks = start, 0
+        resources = {"instance_id": "i-0", "provisioned_at": start.strftime("%Y-%m-%dT%H:%M:%SZ")}
+        while True:
+            checks += 1
+            answer = lifecycle.check_ready(None, None, None, None, resources=resources, timing=timing,
+                                           attempt=checks, deadline=item["deadline"], now=clock["now"])
+            if answer["ready"]:
+                break
+            clock["now"] += timedelta(seconds=answer["wait_s"])
+        assert checks < timing["ready_max_polls"]
+        plan = runplan.aws_plan(resolve(parse_spec(request.spec), "ready"))[0]
+        target = next(t for t in plan.targets if t.target_id == item["target_id"])
+        expected = expected_scope(plan.model_copy(update={"targets": [target]}), runplan.READY_POLL_S)
+        assert [r.ready_checks for r in expected.targets[0].repetitions] == [checks], item["kind"]
+        assert checks <= 3, (item["kind"], checks)

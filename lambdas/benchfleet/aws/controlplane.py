@@ -1,12 +1,12 @@
 """What a run costs beyond its hosts: Step Functions transitions, Lambda, CloudWatch, store writes.
 
 Counts come from the deployed definition walked with the plan (``benchfleet.aws.asl_walk``): per
-repetition, the readiness checks its provisioning time takes at the readiness interval; steps do not
-poll (their Run Command status change completes them), so each step adds one step_callback
-invocation, made by EventBridge, not the definition (AWS service events on the default bus are
-free). Metrics requested per
-collect are the queries ``benchfleet.aws.cloudwatch.queries`` makes for the target; store writes
-are the records a step produces. Prices and the assumed Lambda durations are dated data in
+repetition, the readiness checks the readiness handler's schedule makes over its provisioning time
+(``benchfleet.aws.readywait``); steps do not poll (their Run Command status change completes them),
+so each step adds one step_callback invocation, made by EventBridge, not the definition (AWS service
+events on the default bus are free). Metrics requested per collect are the queries
+``benchfleet.aws.cloudwatch.queries`` makes for the target; store writes are the records a step
+produces. Prices and the assumed Lambda durations are dated data in
 ``workloads/pricing/control-plane.json``. Run Command and GetCommandInvocation are free; data
 transfer and log ingestion are left out (cents per thousand runs).
 """
@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from benchfleet.aws import asl_walk, cloudwatch
+from benchfleet.aws import asl_walk, cloudwatch, readywait
 from benchfleet.plan import Plan, RunCharge, TargetPlan
 from benchfleet.pricing import pricing_dir
 
@@ -111,12 +111,12 @@ class RunScope:
 
 
 def expected_scope(plan: Plan, ready_poll_s: Mapping[str, int]) -> RunScope:
-    """What a successful run of ``plan`` is expected to do: readiness checks per repetition."""
+    """What a successful run of ``plan`` is expected to do: the readiness checks of a target that is
+    ready at its planned provisioning time, on the handler's own schedule (``readywait``)."""
     targets = []
     for t in plan.targets:
         steps = [StepScope() for _ in t.steps]
-        interval = max(1, ready_poll_s[t.kind])
-        ready = max(1, math.ceil(t.provision_s / interval))
+        ready = readywait.expected_checks(t.provision_s, ready_poll_s[t.kind])
         targets.append(TargetScope([RepetitionScope(steps, ready) for _ in range(t.repetitions)]))
     return RunScope(targets)
 

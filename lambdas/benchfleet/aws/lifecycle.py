@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from benchfleet import naming
-from benchfleet.aws import secret_binding
+from benchfleet.aws import readywait, secret_binding
 from benchfleet.aws import targets as t
 from benchfleet.aws.errors import TargetFailed
 from benchfleet.aws.settings import Settings
@@ -75,9 +75,10 @@ def provision(ec2: Any, rds: Any, ssm: Any, settings: Settings, *, run_id: str, 
 
 def check_ready(ec2: Any, rds: Any, ssm: Any, secretsmanager: Any, *, resources: dict[str, Any],
                 timing: dict[str, Any], attempt: int, deadline: str, now: datetime | None = None) -> dict[str, Any]:
-    """Is the target usable? The answer carries the next wait: early on, the rest of the kind's
-    typical provisioning time (at most 10 polls' worth), then the plain poll interval. A database's
-    secret is bound to the run's host before the answer names it (benchfleet.aws.secret_binding)."""
+    """Is the target usable? The answer carries the next wait (``benchfleet.aws.readywait``: early
+    on, the rest of the kind's typical provisioning time, then the plain poll interval). A
+    database's secret is bound to the run's host before the answer names it
+    (benchfleet.aws.secret_binding)."""
     now = now or datetime.now(UTC)
     if now > _parse(deadline):
         raise TargetFailed(f"target not ready by its deadline {deadline}")
@@ -91,9 +92,7 @@ def check_ready(ec2: Any, rds: Any, ssm: Any, secretsmanager: Any, *, resources:
                 raise TargetFailed(f"database {resources['db_instance_id']} has no RDS-managed master secret")
             secret_binding.bind(secretsmanager, db["password_secret_arn"], resources["instance_id"])
     elapsed = (now - _parse(resources["provisioned_at"])).total_seconds()
-    poll = int(timing["ready_poll_s"])
-    expected_left = max(0, int(timing.get("provision_s", 0) - elapsed))
-    wait = max(poll, min(expected_left, 10 * poll))
+    wait = readywait.next_wait_s(elapsed, int(timing.get("provision_s", 0)), int(timing["ready_poll_s"]))
     return {"ready": ready, "attempt": attempt, "wait_s": 0 if ready else wait, "db": db}
 
 
