@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -124,11 +125,13 @@ def test_tls_follows_the_client_library_sysbench_links(tmp_path: Path, library: 
         conn.close()
 
 
-def test_tls_required_without_the_files_libmariadb_needs_names_them() -> None:
+def test_tls_required_without_the_files_libmariadb_needs_names_them(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     with pytest.raises(dbclient.ClientError, match=r"db\.ssl_ca, db\.ssl_cert, db\.ssl_key"):
         dbclient.Connection({"tls": "required"}, "pw", library="libmariadb")
     with pytest.raises(dbclient.ClientError, match=r"db\.tls must be one of"):
         dbclient.Connection({"tls": "always"}, "pw", library="libmariadb")
+    assert list(tmp_path.iterdir()) == []  # the refused job's private directory is gone
 
 
 def test_effective_server_variables_are_compared_with_the_cnf() -> None:

@@ -71,8 +71,12 @@ class Connection:
             raise ClientError("db.tls must be one of {}, not {!r}".format(", ".join(TLS_MODES), self.tls))
         self.library = library if library is not None else client_library(sysbench)
         self.dir = tempfile.mkdtemp(prefix="benchfleet-")  # 0700
-        self.sysbench_ssl = self._sysbench_tls()
-        self.sysbench_config = self._write("sysbench.conf", "mysql-password={}\n".format(password or ""))
+        try:
+            self.sysbench_ssl = self._sysbench_tls()
+            self.sysbench_config = self._write("sysbench.conf", "mysql-password={}\n".format(password or ""))
+        except BaseException:
+            self.close()  # a job refused for its TLS files leaves no directory behind on the host
+            raise
         self.password = password
 
     def _write(self, name: str, text: str) -> str:
