@@ -7,4 +7,7 @@ module.exports = {
     '^.+\\.tsx?$': ['ts-jest', { tsconfig: 'tsconfig.json', isolatedModules: true, diagnostics: false }],
   },
   testTimeout: 120000,
+  // Synthesized assemblies go to a private TMPDIR, removed after the run (tests/cdk/tmpdir-setup.js).
+  globalSetup: '<rootDir>/tests/cdk/tmpdir-setup.js',
+  globalTeardown: '<rootDir>/tests/cdk/tmpdir-teardown.js',
 };
