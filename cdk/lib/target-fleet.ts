@@ -321,16 +321,26 @@ function instanceRole(scope: Construct, roleName: string, resultsBucket: s3.IBuc
   return role;
 }
 
-/** Per-second CPU time split; InstanceId lets collect query one target's steal. */
+/**
+ * Per-second CPU steal of the whole host (cpu-total); InstanceId lets collect query one target's.
+ * Each published metric is billed per host-hour and each flush is a PutMetricData request, so the
+ * config publishes only what collect reads (the agent samples user/system/iowait from /proc/stat
+ * itself) and flushes at the interval the control-plane estimate counts
+ * (workloads/pricing/control-plane.json; tests/cdk/control-plane.test.ts checks both).
+ */
 export function cloudWatchAgentConfig(): Record<string, unknown> {
   return {
-    agent: { metrics_collection_interval: 1, logfile: '/opt/aws/amazon-cloudwatch-agent/logs/agent.log' },
+    agent: {
+      metrics_collection_interval: 1,
+      force_flush_interval: 60,
+      logfile: '/opt/aws/amazon-cloudwatch-agent/logs/agent.log',
+    },
     metrics: {
       namespace: 'CWAgent',
       append_dimensions: { InstanceId: '${aws:InstanceId}' },
       metrics_collected: {
         cpu: {
-          measurement: ['cpu_usage_steal', 'cpu_usage_user', 'cpu_usage_system', 'cpu_usage_iowait'],
+          measurement: ['cpu_usage_steal'],
           totalcpu: true,
           metrics_collection_interval: 1,
         },

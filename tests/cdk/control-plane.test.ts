@@ -50,6 +50,22 @@ describe('control plane estimate inputs', () => {
     expect(Object.keys(table.lambda.duration_ms).sort()).toEqual(Object.keys(memory).sort());
   });
 
+  test('the CloudWatch agent publishes and flushes what the estimate counts', () => {
+    // Each metric the agent publishes is billed per host-hour, each flush is a PutMetricData request.
+    const table = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'workloads/pricing/control-plane.json'), 'utf8'));
+    const params = resourcesOf(built.template, 'AWS::SSM::Parameter').filter(([, p]) =>
+      String(p.Properties.Name).startsWith('AmazonCloudWatch-'),
+    );
+    expect(params).toHaveLength(1);
+    const config = JSON.parse(params[0][1].Properties.Value);
+    const collected: Record<string, { measurement: string[]; resources?: string[] }> = config.metrics.metrics_collected;
+    // Without `resources`, cpu is reported for cpu-total only: one metric per measurement.
+    expect(Object.values(collected).every((m) => m.resources === undefined)).toBe(true);
+    const published = Object.values(collected).reduce((n, m) => n + m.measurement.length, 0);
+    expect(published).toBe(table.requests.cloudwatch_agent_metrics_per_host);
+    expect(config.agent.force_flush_interval).toBe(table.requests.cloudwatch_agent_flush_s);
+  });
+
   test('per-region caps reach the Plan Lambda: defaults and context overrides', () => {
     const env = (b: Built): Record<string, string> =>
       functions(b).find(([, f]) => handlerOf(f) === 'plan')![1].Properties.Environment.Variables;

@@ -174,7 +174,7 @@ def estimate(plan: Plan, definition: Mapping[str, Any], *, ready_poll_s: Mapping
     memory = prices.lambda_["memory_mib"]
     duration = prices.lambda_["duration_ms"]
     gb_s = sum(n * memory[h] / 1024 * duration[h] / 1000 for h, n in counts.invocations.items())
-    metrics = records = puts = metric_hours = 0
+    metrics = records = puts = metric_hours = agent_flushes = 0
     req = prices.requests
     for t in plan.targets:
         m, r = _step_records(t, report_interval_s)
@@ -182,9 +182,12 @@ def estimate(plan: Plan, definition: Mapping[str, Any], *, ready_poll_s: Mapping
         records += r * t.repetitions
         per_step = req["s3_puts_per_step"] + (req["athena_s3_puts_per_step"] if store == "athena" else 0)
         puts += (per_step * len(t.steps) + req["s3_puts_per_repetition"]) * t.repetitions
-        # The CloudWatch agent's steal metric, billed per hour it receives data, per EC2 host.
+        # The CloudWatch agent on each EC2 host: its metrics are billed per hour they receive data,
+        # and each flush is one PutMetricData request (cdk/lib/target-fleet.ts's config).
         ec2_hosts = sum(1 for h in t.hosts if h.service == "ec2") or (1 if t.kind == "existing" else 0)
-        metric_hours += ec2_hosts * math.ceil(t.repetition_s / 3600) * t.repetitions
+        metric_hours += (ec2_hosts * req["cloudwatch_agent_metrics_per_host"]
+                         * math.ceil(t.repetition_s / 3600) * t.repetitions)
+        agent_flushes += ec2_hosts * math.ceil(t.repetition_s / req["cloudwatch_agent_flush_s"]) * t.repetitions
     puts += req["s3_puts_per_run"]
     charges = [
         _charge(prices, "Step Functions state transitions", "state_transition", counts.transitions),
@@ -192,6 +195,7 @@ def estimate(plan: Plan, definition: Mapping[str, Any], *, ready_poll_s: Mapping
         _charge(prices, "Lambda compute (GB-s)", "lambda_gb_second", gb_s),
         _charge(prices, "CloudWatch GetMetricData metrics", "metric_requested", metrics),
         _charge(prices, "CloudWatch agent custom metric-hours", "custom_metric_hour", metric_hours),
+        _charge(prices, "CloudWatch agent PutMetricData requests", "put_metric_data_request", agent_flushes),
         _charge(prices, "S3 PUT requests", "s3_put", puts),
     ]
     if store == "timestream":
