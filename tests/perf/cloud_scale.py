@@ -125,6 +125,9 @@ def main() -> int:
     print(f"graviton_planned_transitions_per_measure_step_all_in={cp.counts.transitions / cp.measure_steps:.1f}")
     for charge in cp.charges:
         print(f"graviton_control_plane_usd[{charge.item}]={charge.cost_usd:.4f}")
+    # The part the issue first measured (0.04-0.05): Step Functions and Lambda alone.
+    orchestration = sum(c.cost_usd for c in cp.charges if c.item.startswith(("Step Functions", "Lambda")))
+    print(f"graviton_orchestration_share={share * orchestration / cp.usd:.4f}")
     spec = graviton_spec()
     with offline_world() as harness:
         # One graviton target, one repetition: each step ends with its Run Command's status change.
