@@ -25,7 +25,8 @@ def test_a_metric_never_gets_finer_than_its_own_period():
 
 
 class RecordingCloudWatch:
-    """GetMetricData through its paginator: records each query's period, returns one point each."""
+    """GetMetricData through its paginator: records each query's period, returns one point each, at
+    the start of the step (the query's start is padded)."""
 
     def __init__(self) -> None:
         self.periods: dict[str, int] = {}
@@ -37,7 +38,7 @@ class RecordingCloudWatch:
     def paginate(self, MetricDataQueries, StartTime, EndTime, ScanBy):
         for q in MetricDataQueries:
             self.periods[q["MetricStat"]["Metric"]["MetricName"]] = q["MetricStat"]["Period"]
-        yield {"MetricDataResults": [{"Id": q["Id"], "Timestamps": [StartTime], "Values": [1.0]}
+        yield {"MetricDataResults": [{"Id": q["Id"], "Timestamps": [StartTime + cw.PAD], "Values": [1.0]}
                                      for q in MetricDataQueries]}
 
 

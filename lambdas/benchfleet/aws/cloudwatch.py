@@ -10,10 +10,15 @@ CloudWatch keeps data at a period under 60 s for 3 hours, at 60 s for 15 days, a
 then at 3600 s: a query at a finer period than the window's age allows returns no points (a 4 h
 step's 1 s steal came back empty). Each query asks for the finest period still retained for the
 window's start, never finer than the metric's own, and every row records the period it has.
+
+The query is padded by 5 minutes each side, so a 5-minute metric has a point for a short step; only
+the points whose period overlaps the step's own window are stored (a point at ts covers
+[ts, ts + period)): a step's 1 s steal rows are its own seconds, never its neighbours'.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -37,6 +42,8 @@ class Query:
 RETENTION: tuple[tuple[timedelta, int], ...] = (
     (timedelta(hours=3), 1), (timedelta(days=15), 60), (timedelta(days=63), 300))
 OLDEST_PERIOD_S = 3600
+# The query's padding each side of the step: one 5-minute period, so coarse metrics have a point.
+PAD = timedelta(minutes=5)
 
 
 def retained_period(period: int, start: datetime, now: datetime) -> int:
@@ -44,6 +51,17 @@ def retained_period(period: int, start: datetime, now: datetime) -> int:
     age = now - start
     finest = next((p for limit, p in RETENTION if age < limit), OLDEST_PERIOD_S)
     return max(period, finest)
+
+
+def overlaps(ts: datetime, period: int, start: datetime, end: datetime) -> bool:
+    """Whether a point at ``ts`` (covering [ts, ts + period)) falls in the window [start, end)."""
+    return ts < end and ts + timedelta(seconds=period) > start
+
+
+def points_overlapping(window_s: float, period: int) -> int:
+    """The most points of ``period`` seconds a window of ``window_s`` seconds overlaps: one more than
+    fit in it, as a step's window starts at its first sample, never on a period boundary."""
+    return math.ceil(window_s / period) + 1
 
 
 def _burstable(instance_type: str | None) -> bool:
@@ -80,10 +98,9 @@ def step_window(cloudwatch: Any, *, qs: list[Query], start: datetime, end: datet
                 target_id: str, repetition: int, step: str, now: datetime | None = None) -> list[CloudMetric]:
     if not qs:
         return []
-    # Pad by one 5-minute period so coarse metrics have a point inside the window.
-    start, end = start - timedelta(minutes=5), end + timedelta(minutes=5)
+    padded_start, padded_end = start - PAD, end + PAD
     now = now or datetime.now(UTC)
-    qs = [replace(q, period=retained_period(q.period, start, now)) for q in qs]
+    qs = [replace(q, period=retained_period(q.period, padded_start, now)) for q in qs]
     by_id = {f"m{i}": q for i, q in enumerate(qs)}
     data = [{"Id": qid, "ReturnData": True, "MetricStat": {
         "Metric": {"Namespace": q.namespace, "MetricName": q.metric,
@@ -92,10 +109,12 @@ def step_window(cloudwatch: Any, *, qs: list[Query], start: datetime, end: datet
     rows: list[CloudMetric] = []
     with aws_errors():
         for page in cloudwatch.get_paginator("get_metric_data").paginate(
-                MetricDataQueries=data, StartTime=start, EndTime=end, ScanBy="TimestampAscending"):
+                MetricDataQueries=data, StartTime=padded_start, EndTime=padded_end, ScanBy="TimestampAscending"):
             for result in page["MetricDataResults"]:
                 q = by_id[result["Id"]]
                 for ts, value in zip(result["Timestamps"], result["Values"], strict=True):
+                    if not overlaps(ts, q.period, start, end):
+                        continue  # the padding's: a neighbouring step's, or before the run
                     rows.append(CloudMetric(time=ts, run_id=run_id, target_id=target_id, repetition=repetition,
                                             step=step, metric=q.name, value=round(value * q.scale, 6),
                                             unit=q.unit, period_s=q.period))
