@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
@@ -29,9 +31,12 @@ from sm_harness import (
     spec,
     ssm_invocation_event,
 )
+from timestream_requests import TABLE_DIMENSIONS, stored_records
 
 from benchfleet import naming
-from benchfleet.aws import callbacks, clients, errors
+from benchfleet.aws import callbacks, clients, controlplane, errors, runplan, timestream
+from benchfleet.pricing import price_per_hour
+from benchfleet.spec import parse_spec, resolve
 
 RUN = "fn-20261122t000000-abcd"
 EXPIRES = "2026-11-23T00:00:00Z"
@@ -331,11 +336,15 @@ def test_step_callback_of_a_task_no_longer_waiting_does_nothing(aws):
     assert out == {"state": "succeeded", "sent": "nothing waits (TaskTimedOut)"}
 
 
-def seed_stdout(step: str, target_id: str) -> None:
+def seed_stdout(step: str, target_id: str, shift_s: float = 0.0) -> None:
+    """The fixture's agent output as Run Command leaves it in S3 (``shift_s``: moved in time)."""
     lines = []
     for line in (FIXTURES / ("prepare.jsonl" if step == "prepare" else "t0001.jsonl")).read_text().splitlines():
         record = json.loads(line)
         record.update(run_id=RUN, target_id=target_id, repetition=1, step=step, workload="fixture-oltp")
+        for key in ("time", "started"):
+            if key in record:
+                record[key] += shift_s
         lines.append(json.dumps(record, separators=(",", ":")))
     key = f"{naming.step_output_prefix(RUN, target_id, 1, step)}/cmd/i-1/awsrunShellScript/0.runAgent/stdout"
     body = "apt-get install ...\n" + "\n".join(lines)  # the document's own output comes first
@@ -363,13 +372,59 @@ def test_collect_writes_batches_of_at_most_100_and_cloud_metrics_in_ms(aws):
     out = call("collect", event)
     assert (out["samples"], out["summaries"], out["cloud_metrics"]) == (240, 1, 2)
     ts = proxies["timestream-write"]
-    assert ts.records_per_call == [100, 100, 40, 1, 2]
-    assert ts.tables_per_call == ["samples", "samples", "samples", "step_summaries", "cloud_metrics"]
+    # One request per metric: a request shares one measure name (its CommonAttributes).
+    assert ts.records_per_call == [100, 100, 40, 1, 1, 1]
+    assert ts.tables_per_call == ["samples", "samples", "samples", "step_summaries", "cloud_metrics", "cloud_metrics"]
     raw = boto3.client("s3", region_name=REGION).get_object(
         Bucket=BUCKET, Key=naming.raw_key(RUN, "rds-m6g", 1, "t0001"))["Body"].read().decode()
     assert len(raw.splitlines()) == 241 and "apt-get" not in raw
     # Again (a retried Lambda): the canonical raw key is read, the same rows written again.
     assert call("collect", event)["samples"] == 240
+
+
+def test_collect_sends_what_timestream_stores_and_what_the_estimate_predicts(aws):
+    proxies, _ = aws
+    sent: list[dict[str, Any]] = []
+    proxies["timestream-write"].meta.events.register(
+        "before-parameter-build.timestream-write.WriteRecords", lambda params, **_: sent.append(copy.deepcopy(params)))
+    target_spec = {"id": "ec2-m6g", "kind": "ec2", "instance_type": "m6g.large"}
+    res = provision("ec2")
+    # The step ended 10 minutes ago (collect runs as it ends): CloudWatch still has its 1 s steal.
+    # Its first sample half a second into a second, as the fixture's 240 samples span 239.999 s.
+    times = [json.loads(line)["time"] for line in (FIXTURES / "t0001.jsonl").read_text().splitlines()
+             if '"sample"' in line]
+    shift = int(datetime.now(UTC).timestamp()) - 840.5 - times[0]
+    seed_stdout("t0001", "ec2-m6g", shift)
+    first, last = int(times[0] + shift), int(times[-1] + shift)
+    cw = boto3.client("cloudwatch", region_name=REGION)
+    host = [{"Name": "InstanceId", "Value": res["instance_id"]}, {"Name": "cpu", "Value": "cpu-total"}]
+    steal = [{"MetricName": "cpu_usage_steal", "Timestamp": datetime.fromtimestamp(s, UTC), "Value": 1.0,
+              "Unit": "Percent", "StorageResolution": 1, "Dimensions": host}
+             for s in range(first - 400, last + 400)]  # the neighbouring steps' seconds too
+    for i in range(0, len(steal), 500):
+        cw.put_metric_data(Namespace="CWAgent", MetricData=steal[i:i + 500])
+    event = {"run_id": RUN, "target": target_spec, "kind": "ec2", "repetition": 1,
+             "step": {"index": 1, "name": "t0001", "kind": "measure", "threads": 1, "duration_s": 240},
+             "resources": res, "started_at": datetime.fromtimestamp(first, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    out = call("collect", event)
+    assert (out["samples"], out["summaries"], out["cloud_metrics"]) == (240, 1, 241)
+
+    for request in sent:
+        for record in stored_records(request):
+            assert {d["Name"] for d in record["Dimensions"]} == TABLE_DIMENSIONS[request["TableName"]]
+            assert record["MeasureName"] and record["MeasureValueType"] == "MULTI" and record["MeasureValues"]
+            assert record["Time"] and record["TimeUnit"] == "MILLISECONDS"
+            assert timestream.metered_bytes(record) <= timestream.MAX_RECORD_BYTES
+    assert sum(len(r["Records"]) for r in sent) == 240 + 1 + 241
+    # The plan's estimate of the same step: same requests, records and write units (the guide's
+    # metering applied to what was sent).
+    plan, _, _ = runplan.aws_plan(resolve(parse_spec(spec(targets=[target_spec])), "x"), price_per_hour)
+    (planned,) = plan.targets
+    step = next(s for s in planned.steps if s.name == "t0001")
+    predicted = controlplane.step_writes(planned, step, run_id=RUN, workload=plan.workload, repetition=1,
+                                         report_interval_s=1)
+    assert timestream.writes_of(sent) == predicted
+    assert predicted.units < sum(len(r["Records"]) for r in sent) / 3  # not one write per record
 
 
 def test_collect_without_agent_output_fails_clearly(aws):

@@ -8,6 +8,7 @@ import json
 import boto3
 import pytest
 from sm_harness import BUCKET, REGION, client_error, leftovers, spec
+from timestream_requests import dimensions, stored_records
 
 from benchfleet import naming
 
@@ -107,8 +108,9 @@ def test_timestream_throttling_is_retried_then_succeeds(harness):
 
 def test_persistent_timestream_throttling_fails_the_target(harness):
     def rds_throttled(kwargs):
-        dims = {d["Name"]: d["Value"] for d in kwargs["Records"][0]["Dimensions"]}
-        return client_error("ThrottlingException", "WriteRecords") if dims["target_id"] == "rds-m6g" else None
+        first = stored_records(kwargs)[0]  # its target_id is in the request's CommonAttributes
+        return client_error("ThrottlingException", "WriteRecords") if dimensions(first)["target_id"] == "rds-m6g" \
+            else None
     harness.proxies["timestream-write"].faults["write_records"] = rds_throttled
     summary = finish(harness, harness.run(spec(), name="throttled-always"), "FAILED")
     assert status_of(summary) == {"ec2-m6g": "SUCCEEDED", "rds-m6g": "FAILED", "aurora-r6g": "SUCCEEDED"}

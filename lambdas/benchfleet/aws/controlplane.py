@@ -5,27 +5,33 @@ repetition, the readiness checks the readiness handler's schedule makes over its
 (``benchfleet.aws.readywait``); steps do not poll (their Run Command status change completes them),
 so each step adds one step_callback invocation, made by EventBridge, not the definition (AWS service
 events on the default bus are free). Metrics requested per collect are the queries
-``benchfleet.aws.cloudwatch.queries`` makes for the target; store writes are the records a step
-produces. Prices and the assumed Lambda durations are dated data in
-``workloads/pricing/control-plane.json``. Run Command and GetCommandInvocation are free; data
-transfer and log ingestion are left out (cents per thousand runs).
+``benchfleet.aws.cloudwatch.queries`` makes for the target; Timestream writes are what the store's
+own record builders and batcher (``benchfleet.aws.timestream``) make of a step's rows of the plan's
+shape (every measure present), metered as Timestream meters them. Prices and the assumed Lambda
+durations are dated data in ``workloads/pricing/control-plane.json``. Run Command and
+GetCommandInvocation are free; data transfer and log ingestion are left out (cents per thousand runs).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import types
+import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from benchfleet.aws import asl_walk, cloudwatch, readywait
-from benchfleet.plan import Plan, RunCharge, TargetPlan
+from benchfleet import naming
+from benchfleet.aws import asl_walk, cloudwatch, readywait, timestream
+from benchfleet.plan import Plan, PlanStep, RunCharge, TargetPlan
 from benchfleet.pricing import pricing_dir
+from benchfleet.records import Sample, StepSummary
 
 PRICES_FILE = "control-plane.json"
 # The Lambda EventBridge invokes when a step's Run Command ends (one per step).
@@ -142,17 +148,57 @@ def _metric_queries(t: TargetPlan) -> list[cloudwatch.Query]:
     return cloudwatch.queries(t.kind, resources, {"instance_type": ec2, "instance_class": db})
 
 
-def _step_records(t: TargetPlan, report_interval_s: int) -> tuple[int, int]:
-    """(metrics requested by the collects, store records written) over one repetition's steps."""
-    queries = _metric_queries(t)
-    metrics = len(queries) * len(t.steps)
-    records = 0
-    for step in t.steps:
-        if step.kind != "prepare":
-            records += step.duration_s // max(1, report_interval_s) + 1  # samples and the summary
-        # The window is padded by 5 minutes each side (cloudwatch.step_window).
-        records += sum((step.duration_s + 600) // q.period for q in queries)
-    return metrics, records
+# A representative time and sysbench version (the one the agent installs): a record's metered size
+# depends on the length of its strings, not on its figures (8 bytes each).
+_WHEN = datetime(2026, 1, 1, tzinfo=UTC)
+_STRINGS = {"sysbench_version": "1.0.20"}
+
+
+def _every_measure(model: type[BaseModel], **given: Any) -> Any:
+    """A row of ``model`` with every measure present (the most a record can weigh): numbers where
+    the field is numeric, a representative string where it is text (a text field without one in
+    _STRINGS fails every plan test: add it there)."""
+    values = dict(given)
+    for name, info in model.model_fields.items():
+        if name in values:
+            continue
+        kinds = set(typing.get_args(info.annotation)) if isinstance(info.annotation, types.UnionType) \
+            else {info.annotation}
+        values[name] = (True if bool in kinds else 1 if int in kinds else 1.0 if float in kinds
+                        else _STRINGS[name])
+    return model.model_validate(values)
+
+
+def step_writes(t: TargetPlan, step: PlanStep, *, run_id: str, workload: str, repetition: int,
+                report_interval_s: int) -> timestream.Writes:
+    """What collecting ``step`` writes to Timestream: a sample per report interval and the summary
+    (not for prepare), and per CloudWatch query the points its window overlaps, made into requests
+    by the store's own record builders and batcher."""
+    rows = {"run_id": run_id, "target_id": t.target_id, "repetition": repetition}
+    step_rows = rows | {"workload": workload, "step": step.name, "phase": step.kind, "threads": step.threads}
+    writes = timestream.Writes()
+    if step.kind != "prepare":
+        sample = timestream.sample_record(_every_measure(Sample, time=_WHEN, **step_rows))
+        summary = timestream.summary_record(_every_measure(StepSummary, time=_WHEN, **step_rows))
+        writes += timestream.repeated_writes(timestream.TABLE_SAMPLES, sample,
+                                             step.duration_s // max(1, report_interval_s))
+        writes += timestream.repeated_writes(timestream.TABLE_SUMMARIES, summary, 1)
+    # Collect runs as the step ends: the age of its padded window decides the period CloudWatch has.
+    window_start = _WHEN - timedelta(seconds=step.duration_s) - cloudwatch.PAD
+    for q in _metric_queries(t):
+        period = cloudwatch.retained_period(q.period, window_start, _WHEN)
+        point = timestream.cloud_record(timestream.CloudMetric(
+            time=_WHEN, step=step.name, metric=q.name, value=1.0, unit=q.unit, period_s=period, **rows))
+        writes += timestream.repeated_writes(timestream.TABLE_CLOUD, point,
+                                             cloudwatch.points_overlapping(step.duration_s, period))
+    return writes
+
+
+def _repetition_writes(plan: Plan, t: TargetPlan, report_interval_s: int) -> timestream.Writes:
+    """One repetition's Timestream writes (its number as long as the target's last one's)."""
+    run_id = naming.new_run_id(plan.name, _WHEN)
+    return sum((step_writes(t, s, run_id=run_id, workload=plan.workload, repetition=t.repetitions,
+                            report_interval_s=report_interval_s) for s in t.steps), timestream.Writes())
 
 
 def _charge(prices: ControlPlanePrices, item: str, price: str, quantity: float) -> RunCharge:
@@ -174,12 +220,13 @@ def estimate(plan: Plan, definition: Mapping[str, Any], *, ready_poll_s: Mapping
     memory = prices.lambda_["memory_mib"]
     duration = prices.lambda_["duration_ms"]
     gb_s = sum(n * memory[h] / 1024 * duration[h] / 1000 for h, n in counts.invocations.items())
-    metrics = records = puts = metric_hours = agent_flushes = 0
+    metrics = puts = metric_hours = agent_flushes = 0
+    writes = timestream.Writes()
     req = prices.requests
     for t in plan.targets:
-        m, r = _step_records(t, report_interval_s)
-        metrics += m * t.repetitions
-        records += r * t.repetitions
+        metrics += len(_metric_queries(t)) * len(t.steps) * t.repetitions
+        if store == "timestream":
+            writes += _repetition_writes(plan, t, report_interval_s).times(t.repetitions)
         per_step = req["s3_puts_per_step"] + (req["athena_s3_puts_per_step"] if store == "athena" else 0)
         puts += (per_step * len(t.steps) + req["s3_puts_per_repetition"]) * t.repetitions
         # The CloudWatch agent on each EC2 host: its metrics are billed per hour they receive data,
@@ -199,5 +246,5 @@ def estimate(plan: Plan, definition: Mapping[str, Any], *, ready_poll_s: Mapping
         _charge(prices, "S3 PUT requests", "s3_put", puts),
     ]
     if store == "timestream":
-        charges.append(_charge(prices, "Timestream writes", "timestream_write", records))
+        charges.append(_charge(prices, "Timestream writes", "timestream_write", writes.units))
     return ControlPlane(counts=counts, charges=charges, measure_steps=measure)

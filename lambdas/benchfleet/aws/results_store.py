@@ -23,10 +23,12 @@ from benchfleet.aws.timestream import (
     TABLE_SAMPLES,
     TABLE_SUMMARIES,
     CloudMetric,
-    batches,
+    Writes,
     cloud_record,
     sample_record,
     summary_record,
+    write_requests,
+    writes_of,
 )
 from benchfleet.records import Sample, StepSummary
 
@@ -45,20 +47,20 @@ class ResultsStore(Protocol):
 
 class TimestreamStore:
     """Timestream for LiveAnalytics. A retried write rewrites identical records, which Timestream
-    accepts (same dimensions, time and measures), so a retried collect does not duplicate rows."""
+    accepts (same dimensions, time and measures), so a retried collect does not duplicate rows.
+    Each request sends what its records share once (``timestream.write_requests``): Timestream
+    bills a request by its bytes."""
 
     def __init__(self, client: Any, database: str) -> None:
         self.client = client
         self.database = database
-        self.write_calls = 0
-        self.records_written = 0
+        self.writes = Writes()  # what this store sent: requests, records, write units
 
     def _write(self, table: str, records: list[dict[str, Any]]) -> int:
-        for batch in batches(records):
+        for request in write_requests(table, records):
             with aws_errors():
-                self.client.write_records(DatabaseName=self.database, TableName=table, Records=batch)
-            self.write_calls += 1
-            self.records_written += len(batch)
+                self.client.write_records(DatabaseName=self.database, **request)
+            self.writes += writes_of([request])
         return len(records)
 
     def write_samples(self, samples: Sequence[Sample]) -> int:
