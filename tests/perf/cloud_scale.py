@@ -23,6 +23,7 @@ Run Command played with captured agent output). Prints one ``name=value`` per li
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import logging
@@ -100,12 +101,29 @@ def payload_kib(events: list[dict[str, Any]]) -> float:
 def hosts(run_id: str) -> tuple[int, int]:
     """(created, terminated) EC2 instances of a run (every target here is EC2), from moto."""
     ec2 = boto3.client("ec2", region_name="us-east-1")
-    states = [i["State"]["Name"] for r in ec2.describe_instances(Filters=[
-        {"Name": f"tag:{naming.TAG_RUN_ID}", "Values": [run_id]}])["Reservations"] for i in r["Instances"]]
+    # Every page: DescribeInstances answers 100 reservations at a time (moto as AWS), fewer than
+    # a large comparison's hosts.
+    pages = ec2.get_paginator("describe_instances").paginate(
+        Filters=[{"Name": f"tag:{naming.TAG_RUN_ID}", "Values": [run_id]}])
+    states = [i["State"]["Name"] for page in pages for r in page["Reservations"] for i in r["Instances"]]
     return len(states), sum(1 for s in states if s in ("shutting-down", "terminated"))
 
 
+FIGURES = sys.stdout
+
+
+def say(line: str) -> None:
+    """One figure, on the real stdout: the handlers' Powertools metrics (an EMF line per
+    invocation, thousands in a large comparison) go to stdout too, and are dropped here."""
+    print(line, file=FIGURES, flush=True)
+
+
 def main() -> int:
+    with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
+        return measure()
+
+
+def measure() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--targets", type=int, default=200)
     parser.add_argument("--repetitions", type=int, default=3)
@@ -120,14 +138,14 @@ def main() -> int:
     os.environ["MAX_VCPUS_PER_REGION"] = str(8 * args.targets * args.repetitions)
     os.environ["MAX_HOSTS_PER_REGION"] = str(2 * args.targets * args.repetitions)
     wall_ratio, share, cp = planned()
-    print(f"graviton_planned_transitions={cp.counts.transitions}")
-    print(f"graviton_planned_lambda_invocations={cp.counts.invocation_total}")
-    print(f"graviton_planned_transitions_per_measure_step_all_in={cp.counts.transitions / cp.measure_steps:.1f}")
+    say(f"graviton_planned_transitions={cp.counts.transitions}")
+    say(f"graviton_planned_lambda_invocations={cp.counts.invocation_total}")
+    say(f"graviton_planned_transitions_per_measure_step_all_in={cp.counts.transitions / cp.measure_steps:.1f}")
     for charge in cp.charges:
-        print(f"graviton_control_plane_usd[{charge.item}]={charge.cost_usd:.4f}")
+        say(f"graviton_control_plane_usd[{charge.item}]={charge.cost_usd:.4f}")
     # The part the issue first measured (0.04-0.05): Step Functions and Lambda alone.
     orchestration = sum(c.cost_usd for c in cp.charges if c.item.startswith(("Step Functions", "Lambda")))
-    print(f"graviton_orchestration_share={share * orchestration / cp.usd:.4f}")
+    say(f"graviton_orchestration_share={share * orchestration / cp.usd:.4f}")
     spec = graviton_spec()
     with offline_world() as harness:
         # One graviton target, one repetition: each step ends with its Run Command's status change.
@@ -137,40 +155,42 @@ def main() -> int:
         if result["status"] != "SUCCEEDED":
             raise SystemExit(f"one-target run {result['status']}: {harness.explain(result)}")
         transitions, events = per_measure_step(result["history"])
-        print(f"history_events_per_measure_step={events:.1f}")
-        print(f"one_target_run_s={time.monotonic() - started:.1f}")
+        say(f"history_events_per_measure_step={events:.1f}")
+        say(f"one_target_run_s={time.monotonic() - started:.1f}")
 
         # The large comparison: graviton's steps on --targets targets x --repetitions, polled once each.
         many = [{"id": f"t{i:03d}", "kind": "ec2", "instance_type": "m6g.large", "region": "us-east-1"}
                 for i in range(args.targets)]
         big = dict(spec, targets=many, repetitions=args.repetitions, budget_usd=None, baseline=None)
-        started = time.monotonic()
+        started, handler_s = time.monotonic(), harness.handler_s
         result = harness.run(big, name="scale-many", timeout_s=7200)
-        print(f"many_targets={args.targets}")
-        print(f"many_status={result['status']}")
-        print(f"many_run_s={time.monotonic() - started:.1f}")
+        say(f"many_targets={args.targets}")
+        say(f"many_status={result['status']}")
+        say(f"many_run_s={time.monotonic() - started:.1f}")
+        say(f"many_handler_s={harness.handler_s - handler_s:.1f}")
+        say(f"many_history_events={len(result['history'])}")
         # Every state's input and output (and every Lambda payload and result) is measured by the
         # harness (sfn_limits, as strict as AWS: over 256 KiB fails the execution); the history's
         # events too, as a cross-check.
         too_large = harness.payloads.exceeded
         peak = max(payload_kib(result["history"]), harness.payloads.peak_kib)
-        print(f"many_data_limit_exceeded={len(too_large)}")
-        print(f"many_peak_payload_state={harness.payloads.peak[1]} {harness.payloads.peak[2]}")
+        say(f"many_data_limit_exceeded={len(too_large)}")
+        say(f"many_peak_payload_state={harness.payloads.peak[1]} {harness.payloads.peak[2]}")
         if result["status"] != "SUCCEEDED" and not too_large:
             raise SystemExit(f"the {args.targets}-target run {result['status']}: {harness.explain(result)[:1500]}")
         created, torn = hosts("scale-many")
         # A run stopped before it created anything has nothing to tear down: no ratio from it.
         ratios = [torn / created] if created else []
-        print(f"many_hosts_created={created}")
-        print(f"many_hosts_torn_down={torn}")
+        say(f"many_hosts_created={created}")
+        say(f"many_hosts_torn_down={torn}")
 
         # Aborted midway: StopExecution skips every Catch; the EventBridge rule calls teardown_by_tag.
         ratios.append(abort_midway(harness, big, args.abort_after_steps))
-    print(f"wall_ratio={wall_ratio:.2f}")
-    print(f"transitions_per_step={transitions:.1f}")
-    print(f"control_plane_share={share:.4f}")
-    print(f"peak_payload_kib={peak:.1f}")
-    print(f"targets_torn_down={min(ratios):.3f}")
+    say(f"wall_ratio={wall_ratio:.2f}")
+    say(f"transitions_per_step={transitions:.1f}")
+    say(f"control_plane_share={share:.4f}")
+    say(f"peak_payload_kib={peak:.1f}")
+    say(f"targets_torn_down={min(ratios):.3f}")
     return 0
 
 
@@ -205,9 +225,9 @@ def abort_midway(harness: Any, spec: dict[str, Any], after_steps: int | None) ->
     os.environ["STATE_MACHINE_ARN"] = harness.arn  # teardown_by_tag acts on its own machine's runs only
     importlib.import_module("handlers.teardown_by_tag").handler(event, Context(function_name="teardown_by_tag"))
     created, torn = hosts("scale-abort")
-    print(f"abort_after_steps_started={after}")
-    print(f"abort_hosts_created={created}")
-    print(f"abort_hosts_torn_down={torn}")
+    say(f"abort_after_steps_started={after}")
+    say(f"abort_hosts_created={created}")
+    say(f"abort_hosts_torn_down={torn}")
     return torn / created if created else 0.0
 
 

@@ -31,6 +31,7 @@ input without overrides (a schedule's, as deployed) has its Wait states' seconds
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import threading
@@ -45,15 +46,23 @@ from typing import Any
 from unittest import mock
 
 import boto3
+import jsonpath_ng
+import jsonpath_ng.ext
 import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID
+from moto.ec2.exceptions import InvalidInstanceIdError
 from moto.ec2.models import ec2_backends
+from moto.ec2.models.core import TaggedEC2Resource
+from moto.ec2.utils import EC2_PREFIX_TO_RESOURCE, get_prefix
 from moto.ssm.models import ssm_backends
+from moto.stepfunctions.parser.asl.component.common.path import result_path
 from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
 from moto.stepfunctions.parser.asl.component.state.wait.wait_function.wait_function import WaitFunction
+from moto.stepfunctions.parser.asl.utils import json_path
+from moto.timestreamwrite.models import TimestreamTable
 from sfn_limits import Payloads, as_strict_as_aws, size_of
 
 from benchfleet import naming
@@ -233,18 +242,22 @@ class Agent:
 
     @staticmethod
     def placement(region: str, instance_id: str) -> dict[str, str]:
+        """What the agent reads from the host's IMDS, read from moto's state (as the host would,
+        without a client and a DescribeInstances per step)."""
         try:
-            found = boto3.client("ec2", region_name=region).describe_instances(InstanceIds=[instance_id])
-        except ClientError:  # an existing target's host that is not in moto: no metadata to read
+            instance = ec2_backends[DEFAULT_ACCOUNT_ID][region].get_instance(instance_id)
+        except InvalidInstanceIdError:  # an existing target's host that is not in moto: no metadata to read
             return {}
-        zone = found["Reservations"][0]["Instances"][0]["Placement"]["AvailabilityZone"]
-        return {"region": region, "availability_zone": zone}
+        return {"region": region, "availability_zone": str(instance.availability_zone)}
 
 
 class Harness:
     def __init__(self) -> None:
         self.calls: list[Call] = []
         self.lock = threading.Lock()
+        # Seconds spent in handler calls (and the agent's and EventBridge's parts of a step):
+        # the rest of a run's wall time is the executor's.
+        self.handler_s = 0.0
         self.sleeps: list[float] = []
         self.waits: list[int] = []
         self.payloads = Payloads()
@@ -295,22 +308,30 @@ class Harness:
         self.payloads.measure(size_of(parameters["Payload"]), module, "lambda payload")
         call = Call(module, event)
         with self.lock:
-            self.calls.append(call)
-            handler = importlib.import_module(f"handlers.{module}").handler
+            started = time.perf_counter()
             try:
-                result = handler(event, Context(function_name=f"benchfleet-{module}"))
-            except Exception as e:  # what Lambda returns for an unhandled exception
-                call.error = type(e).__name__
-                call.result = str(e)[:500]
-                return {"StatusCode": 200, "FunctionError": "Unhandled",
-                        "Payload": {"errorType": type(e).__name__, "errorMessage": str(e)[:1000]}}
-            result = json.loads(json.dumps(result, default=str))
-            self.payloads.measure(size_of(result), module, "lambda result")
-            call.result = result
-            if module == "start_step":
-                ended = self.agent.ran(event, result)
-                if ended is not None:
-                    self.deliver(ended)
+                return self._call(call, event)
+            finally:
+                self.handler_s += time.perf_counter() - started
+
+    def _call(self, call: Call, event: dict[str, Any]) -> dict[str, Any]:
+        module = call.module
+        self.calls.append(call)
+        handler = importlib.import_module(f"handlers.{module}").handler
+        try:
+            result = handler(event, Context(function_name=f"benchfleet-{module}"))
+        except Exception as e:  # what Lambda returns for an unhandled exception
+            call.error = type(e).__name__
+            call.result = str(e)[:500]
+            return {"StatusCode": 200, "FunctionError": "Unhandled",
+                    "Payload": {"errorType": type(e).__name__, "errorMessage": str(e)[:1000]}}
+        result = json.loads(json.dumps(result, default=str))
+        self.payloads.measure(size_of(result), module, "lambda result")
+        call.result = result
+        if module == "start_step":
+            ended = self.agent.ran(event, result)
+            if ended is not None:
+                self.deliver(ended)
         return {"StatusCode": 200, "Payload": result}
 
     def deliver(self, event: dict[str, Any]) -> None:
@@ -416,6 +437,34 @@ def offline_world() -> Iterator[Harness]:
             clients.reset()
 
 
+def records_not_kept(table: TimestreamTable, records: list[dict[str, Any]]) -> None:
+    """moto's Timestream table keeps every record written, about 8 KB each as moto holds them (11 GB
+    for a 200-target comparison), and nothing offline reads them back: FaultProxy counts each
+    write's records and table, tests/unit checks the records themselves. So a write still goes
+    through botocore's validation and moto's parsing and answer, and its records are let go."""
+
+
+def tags_by_lookup(resource: TaggedEC2Resource) -> list[dict[str, str]]:
+    """moto's own answer to a resource's tags (DescribeTags filtered on its id, an exact match), by
+    a lookup instead of a scan of every tag in the region: moto filters DescribeInstances on a tag
+    with this call per instance, so each teardown by tag in a 600-host comparison scanned 600 hosts'
+    tags 600 times (cubic in the targets over a run)."""
+    if not resource.id:  # type: ignore[attr-defined]
+        return []
+    resource_id: str = resource.id  # type: ignore[attr-defined]
+    kind = EC2_PREFIX_TO_RESOURCE.get(get_prefix(resource_id), "")
+    return [{"resource_id": resource_id, "key": key, "value": value, "resource_type": kind}
+            for key, value in resource.ec2_backend.tags.get(resource_id, {}).items()]  # type: ignore[attr-defined]
+
+
+# moto's executor parses every JSONPath at every use, building a new parser each time (a third of
+# the ASL's evaluation in a large run): the definition's few hundred paths are parsed once each. A
+# parsed path is only read when applied (``find``, ``update_or_create`` change the data, not the
+# path), so sharing it between iterations changes nothing.
+parse_path_ext = functools.lru_cache(maxsize=None)(jsonpath_ng.ext.parse)
+parse_path = functools.lru_cache(maxsize=None)(jsonpath_ng.parse)
+
+
 @contextmanager
 def executing(h: Harness) -> Iterator[Harness]:
     """moto's executor calls the handlers through ``h``; Retry back-off is recorded, not slept."""
@@ -425,6 +474,10 @@ def executing(h: Harness) -> Iterator[Harness]:
         h.waits.append(wait_seconds)
 
     with mock.patch.object(lambda_eval_utils, "_invoke_lambda_function", h.invoke), \
+            mock.patch.object(json_path, "parse", parse_path_ext), \
+            mock.patch.object(result_path, "parse", parse_path), \
+            mock.patch.object(TimestreamTable, "write_records", records_not_kept), \
+            mock.patch.object(TaggedEC2Resource, "get_tags", tags_by_lookup), \
             mock.patch.object(retrier_decl, "time", fake_time), \
             mock.patch.object(WaitFunction, "_wait_interval", wait), \
             as_strict_as_aws(h.payloads):
@@ -483,9 +536,10 @@ def leftovers(run_id: str, region: str = REGION) -> list[str]:
     """Anything of the run still alive in moto: running/pending instances, DB instances, clusters."""
     ec2 = boto3.client("ec2", region_name=region)
     rds = boto3.client("rds", region_name=region)
-    found = [i["InstanceId"] for r in ec2.describe_instances(Filters=[
+    pages = ec2.get_paginator("describe_instances").paginate(Filters=[
         {"Name": f"tag:{naming.TAG_RUN_ID}", "Values": [run_id]},
-        {"Name": "instance-state-name", "Values": ["pending", "running"]}])["Reservations"] for i in r["Instances"]]
+        {"Name": "instance-state-name", "Values": ["pending", "running"]}])
+    found = [i["InstanceId"] for page in pages for r in page["Reservations"] for i in r["Instances"]]
     for db in rds.describe_db_instances()["DBInstances"]:
         if any(t["Key"] == naming.TAG_RUN_ID and t["Value"] == run_id for t in db.get("TagList", [])):
             found.append(db["DBInstanceIdentifier"])
