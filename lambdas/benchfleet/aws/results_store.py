@@ -23,12 +23,10 @@ from benchfleet.aws.timestream import (
     TABLE_SAMPLES,
     TABLE_SUMMARIES,
     CloudMetric,
-    Writes,
     cloud_record,
     sample_record,
     summary_record,
     write_requests,
-    writes_of,
 )
 from benchfleet.records import Sample, StepSummary
 
@@ -54,13 +52,11 @@ class TimestreamStore:
     def __init__(self, client: Any, database: str) -> None:
         self.client = client
         self.database = database
-        self.writes = Writes()  # what this store sent: requests, records, write units
 
     def _write(self, table: str, records: list[dict[str, Any]]) -> int:
         for request in write_requests(table, records):
             with aws_errors():
                 self.client.write_records(DatabaseName=self.database, **request)
-            self.writes += writes_of([request])
         return len(records)
 
     def write_samples(self, samples: Sequence[Sample]) -> int:

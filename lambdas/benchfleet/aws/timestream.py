@@ -175,11 +175,11 @@ def _split(record: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
 def write_requests(table: str, records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """WriteRecords requests (all but DatabaseName) for whole records: records sharing dimensions and
     measure name go together, at most 100 a request, with what they share as the CommonAttributes."""
-    groups: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]] = {}
+    groups: dict[tuple[Any, ...], tuple[dict[str, Any], list[dict[str, Any]]]] = {}
     for record in records:
         common, own = _split(record)
-        key = repr([(d["Name"], d["Value"]) for d in common["Dimensions"]]
-                   + [common["MeasureName"], common["MeasureValueType"], common["TimeUnit"]])
+        key = (*((d["Name"], d["Value"]) for d in common["Dimensions"]),
+               common["MeasureName"], common["MeasureValueType"], common["TimeUnit"])
         groups.setdefault(key, (common, []))[1].append(own)
     return [{"TableName": table, "CommonAttributes": common, "Records": own[i:i + MAX_RECORDS_PER_WRITE]}
             for common, own in groups.values() for i in range(0, len(own), MAX_RECORDS_PER_WRITE)]
