@@ -37,10 +37,8 @@ REPO = Path(__file__).resolve().parents[2]
 for path in (REPO / "lambdas", REPO / "tests" / "statemachine"):
     sys.path.insert(0, str(path))
 
-import boto3  # noqa: E402
 import yaml  # noqa: E402
 
-from benchfleet import naming  # noqa: E402
 from benchfleet.aws import controlplane, runplan  # noqa: E402
 from benchfleet.pricing import price_per_hour  # noqa: E402
 from benchfleet.spec import load_spec, resolve  # noqa: E402
@@ -100,12 +98,9 @@ def payload_kib(events: list[dict[str, Any]]) -> float:
 
 def hosts(run_id: str) -> tuple[int, int]:
     """(created, terminated) EC2 instances of a run (every target here is EC2), from moto."""
-    ec2 = boto3.client("ec2", region_name="us-east-1")
-    # Every page: DescribeInstances answers 100 reservations at a time (moto as AWS), fewer than
-    # a large comparison's hosts.
-    pages = ec2.get_paginator("describe_instances").paginate(
-        Filters=[{"Name": f"tag:{naming.TAG_RUN_ID}", "Values": [run_id]}])
-    states = [i["State"]["Name"] for page in pages for r in page["Reservations"] for i in r["Instances"]]
+    from sm_harness import run_instances
+
+    states = [i["State"]["Name"] for i in run_instances(run_id)]
     return len(states), sum(1 for s in states if s in ("shutting-down", "terminated"))
 
 

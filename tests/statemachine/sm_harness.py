@@ -532,14 +532,20 @@ def spec(**overrides: Any) -> dict[str, Any]:
     return base
 
 
+def run_instances(run_id: str, region: str = REGION, states: list[str] | None = None) -> list[dict[str, Any]]:
+    """The run's EC2 instances in moto (every page: DescribeInstances answers 100 reservations at
+    a time, fewer than a large comparison's hosts), optionally only those in ``states``."""
+    filters = [{"Name": f"tag:{naming.TAG_RUN_ID}", "Values": [run_id]}]
+    if states:
+        filters.append({"Name": "instance-state-name", "Values": states})
+    pages = boto3.client("ec2", region_name=region).get_paginator("describe_instances").paginate(Filters=filters)
+    return [i for page in pages for r in page["Reservations"] for i in r["Instances"]]
+
+
 def leftovers(run_id: str, region: str = REGION) -> list[str]:
     """Anything of the run still alive in moto: running/pending instances, DB instances, clusters."""
-    ec2 = boto3.client("ec2", region_name=region)
     rds = boto3.client("rds", region_name=region)
-    pages = ec2.get_paginator("describe_instances").paginate(Filters=[
-        {"Name": f"tag:{naming.TAG_RUN_ID}", "Values": [run_id]},
-        {"Name": "instance-state-name", "Values": ["pending", "running"]}])
-    found = [i["InstanceId"] for page in pages for r in page["Reservations"] for i in r["Instances"]]
+    found = [i["InstanceId"] for i in run_instances(run_id, region, ["pending", "running"])]
     for db in rds.describe_db_instances()["DBInstances"]:
         if any(t["Key"] == naming.TAG_RUN_ID and t["Value"] == run_id for t in db.get("TagList", [])):
             found.append(db["DBInstanceIdentifier"])
