@@ -38,7 +38,7 @@ import threading
 import time
 import types
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -260,6 +260,8 @@ class Harness:
         self.handler_s = 0.0
         self.sleeps: list[float] = []
         self.waits: list[int] = []
+        # Called with each Wait state's seconds as it passes (what happens meanwhile elsewhere).
+        self.on_wait: list[Callable[[int], None]] = []
         self.payloads = Payloads()
         self.sf = boto3.client("stepfunctions", region_name=REGION)
         self.s3 = boto3.client("s3", region_name=REGION)
@@ -472,6 +474,8 @@ def executing(h: Harness) -> Iterator[Harness]:
 
     def wait(_self: Any, env: Any, wait_seconds: int) -> None:
         h.waits.append(wait_seconds)
+        for during in h.on_wait:
+            during(wait_seconds)
 
     with mock.patch.object(lambda_eval_utils, "_invoke_lambda_function", h.invoke), \
             mock.patch.object(json_path, "parse", parse_path_ext), \
@@ -488,6 +492,7 @@ def cleared(h: Harness, *more_proxies: dict[str, FaultProxy]) -> Harness:
     """``h`` with the last test's faults, calls and recorded sleeps forgotten."""
     h.calls.clear()
     h.sleeps.clear()
+    h.on_wait.clear()
     h.waits.clear()
     h.payloads.clear()
     h.agent.outcome.clear()

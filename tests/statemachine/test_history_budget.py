@@ -52,7 +52,7 @@ def test_events_per_step_match_the_model(harness, record_property):
     print(f"\nhistory events per step: {prepare_events}; state transitions per step: {step_transitions}; "
           f"whole 1-target run: {len(events)} events")
     print(f"WriteRecords per step: prepare 0, t0001 {len(writes)} calls, records per call {writes}")
-    assert step_transitions == 3  # Start the step, Collect the results, Cool down
+    assert step_transitions == 3  # Start the step, Cool down, Collect the results
     assert collects["prepare"]["samples"] == 0 and collects["t0001"]["samples"] == 240
     # t0001: 240 samples -> 100 + 100 + 40, then 1 summary: 4 calls.
     assert writes == [100, 100, 40, 1]

@@ -22,7 +22,7 @@ CHOICE = 2        # ChoiceStateEntered, ChoiceStateExited
 PASS = 2
 READY_ITERATION = TASK + CHOICE + WAIT                # one "Check the target" -> "Wait for the target" lap
 # Per step: Map iteration started/succeeded, "Start the step" (waits for its callback: no polling),
-# Collect, Cool down.
+# Cool down, Collect.
 STEP_FIXED = 2 + CALLBACK_TASK + TASK + WAIT
 # Per repetition: Map iteration 2, the Wait for its start, Provision, Teardown, outcome Pass, the
 # outcome's S3 PutObject (an aws-sdk Task: entered, scheduled, started, succeeded, exited), the
