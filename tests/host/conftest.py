@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,11 +23,10 @@ sys.path.insert(0, str(HERE.parent / "synthesized"))
 sys.path.insert(0, str(HERE.parent / "statemachine"))  # sm_harness: the in-process Step Functions run
 
 import userland  # noqa: E402
-from machine import Machine, Netns  # noqa: E402
+from hostfleet import TIMINGS, Fleet, record  # noqa: E402
 from runcommand import RunCommand, zip_asset  # noqa: E402
 from synth import Template  # noqa: E402
 
-TIMINGS: dict[str, float] = {}
 TOOLS = ("debootstrap", "systemd-nspawn", "nsenter", "ip", "mount", "chroot")
 
 
@@ -57,10 +54,6 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     if TIMINGS:
         terminalreporter.write_line("host tier phases: " + " ".join(
             f"{k}={v:.1f}" for k, v in sorted(TIMINGS.items())))
-
-
-def record(name: str, seconds: float) -> None:
-    TIMINGS[name] = max(TIMINGS.get(name, 0.0), seconds)
 
 
 @pytest.fixture(scope="session")
@@ -99,37 +92,6 @@ def run_command(agent_document: dict[str, Any], bundle_zip: Path) -> RunCommand:
     return RunCommand(agent_document, bundle_zip, s3=None)
 
 
-class Fleet:
-    """Boots hosts on demand; every host and namespace is removed at the end of the session."""
-
-    def __init__(self, tree: Path) -> None:
-        self.tree = tree
-        self.machines: list[Machine] = []
-        self.namespaces: list[Netns] = []
-
-    def netns(self) -> Netns:
-        ns = Netns(f"bf-{uuid.uuid4().hex[:8]}")
-        self.namespaces.append(ns)
-        return ns
-
-    def boot(self, name: str, netns: Netns | None = None, masked: tuple[str, ...] = ()) -> Machine:
-        machine = Machine(self.tree, f"bf-{name}-{uuid.uuid4().hex[:6]}", netns or self.netns(), masked)
-        self.machines.append(machine)
-        record("boot_s", machine.wait_booted())
-        return machine
-
-    def release(self, machine: Machine) -> None:
-        """Power a host off now (its instance is gone) rather than at the end of the session."""
-        machine.close()
-        self.machines.remove(machine)
-
-    def close(self) -> None:
-        for machine in self.machines:
-            machine.close()
-        for ns in self.namespaces:
-            ns.close()
-
-
 @pytest.fixture(scope="session")
 def fleet(userland_tree: Path) -> Iterator[Fleet]:
     f = Fleet(userland_tree)
@@ -137,22 +99,3 @@ def fleet(userland_tree: Path) -> Iterator[Fleet]:
         yield f
     finally:
         f.close()
-
-
-def assert_per_second(seconds: list[float], duration_s: int) -> None:
-    """One sample per second of the step: 1, 2, ... with no gap. sysbench 1.0.20 may skip the
-    report that falls due as --time ends (seen here under load), so the last second may be missing;
-    nothing else may."""
-    assert seconds == [float(i) for i in range(1, len(seconds) + 1)], seconds
-    assert duration_s - 1 <= len(seconds) <= duration_s, (len(seconds), duration_s)
-
-
-def guest_ps(host: Machine) -> list[str]:
-    return host.run("ps -eo args").stdout.splitlines()
-
-
-def dpkg_status(host: Machine, package: str) -> str:
-    return host.run(f"dpkg-query -W -f='${{Status}}' {package}").stdout
-
-
-__all__ = ["Fleet", "assert_per_second", "dpkg_status", "guest_ps", "record", "subprocess"]

@@ -12,6 +12,7 @@ from typing import Any
 import boto3
 import pytest
 from deployed import job_of, plan, send_parameters, step_state
+from hostfleet import Fleet, assert_per_second, dpkg_status, guest_ps, record
 from machine import Machine
 from moto import mock_aws
 from runcommand import Invocation, RunCommand
@@ -21,7 +22,6 @@ from benchfleet.aws import commands
 from benchfleet.aws.collect import read_raw
 from benchfleet.aws.errors import CollectFailed
 from benchfleet.records import parse_agent_lines
-from conftest import Fleet, assert_per_second, dpkg_status, guest_ps, record
 
 RUN = "host-tier-ec2"
 BUCKET = "bf-results"

@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 from deployed import job_of, plan, send_parameters, step_state
+from hostfleet import Fleet, assert_per_second, guest_ps, record
 from machine import Machine
 from runcommand import RunCommand
 
 from benchfleet.aws import commands
 from benchfleet.records import parse_agent_lines
-from conftest import Fleet, assert_per_second, guest_ps, record
 
 HERE = Path(__file__).resolve().parent
 TLS_DIR = "/etc/benchfleet/tls"

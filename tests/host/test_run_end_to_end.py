@@ -16,13 +16,12 @@ from unittest import mock
 
 import boto3
 import pytest
+from hostfleet import Fleet, assert_per_second, record
 from machine import Machine
 from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.ssm.models import ssm_backends
 from runcommand import RunCommand
-
-from conftest import Fleet, assert_per_second, record
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "statemachine"))
 
