@@ -36,6 +36,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from benchfleet import api_service
 from benchfleet.api_service import IDEMPOTENCY_KEY, MAX_BODY_BYTES, MAX_PAGE, ApiError, RunService
+from benchfleet.aws import clients
 from benchfleet.aws.settings import Settings
 from benchfleet.cost_ceiling import max_run_cost
 from benchfleet.naming import RUN_ID
@@ -59,15 +60,15 @@ def configure(service: RunService | None) -> None:
 def service() -> RunService:
     global _service
     if _service is None:
-        from benchfleet.aws.sweep import boto3_clients, teardown_run
+        from benchfleet.aws.sweep import region_clients, teardown_run
 
         region = os.environ.get("AWS_REGION") or boto3.session.Session().region_name or "us-east-1"
         settings = Settings.from_env()
 
         def teardown(run_id: str, regions: list[str]) -> dict[str, Any]:
-            return teardown_run(run_id, settings.owner(), boto3_clients, regions).summary()
+            return teardown_run(run_id, settings.owner(), region_clients, regions).summary()
 
-        _service = RunService(sfn=boto3.client("stepfunctions"), s3=boto3.client("s3"),
+        _service = RunService(sfn=clients.client("stepfunctions"), s3=clients.client("s3"),
                               state_machine_arn=settings.state_machine_arn,
                               bucket=settings.results_bucket,
                               price_lookup=api_service.default_price_lookup(),

@@ -13,12 +13,12 @@ import os
 from datetime import UTC, datetime
 from typing import Any
 
-import boto3
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
+from benchfleet.aws import clients
 from benchfleet.aws.settings import Settings
-from benchfleet.aws.sweep import SweepReport, boto3_clients, janitor_sweep, running_executions
+from benchfleet.aws.sweep import SweepReport, janitor_sweep, region_clients, running_executions
 
 logger = Logger()
 metrics = Metrics()  # namespace from POWERTOOLS_METRICS_NAMESPACE, set by the CDK app
@@ -40,9 +40,9 @@ def publish(report: SweepReport) -> None:
 def sweep(now: datetime | None = None) -> SweepReport:
     settings = Settings.from_env()
     owner = settings.owner()
-    sfn = boto3.client("stepfunctions")
+    sfn = clients.client("stepfunctions")
     arn = settings.state_machine_arn
-    return janitor_sweep(boto3_clients, regions(settings), lambda: running_executions(sfn, arn), owner,
+    return janitor_sweep(region_clients, regions(settings), lambda: running_executions(sfn, arn), owner,
                          now or datetime.now(UTC))
 
 

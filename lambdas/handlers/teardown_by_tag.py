@@ -18,8 +18,9 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from benchfleet.aws import clients
 from benchfleet.aws.settings import Settings
-from benchfleet.aws.sweep import boto3_clients, run_id_of, teardown_run
+from benchfleet.aws.sweep import region_clients, run_id_of, teardown_run
 from benchfleet.naming import RUN_ID
 
 logger = Logger()
@@ -72,14 +73,14 @@ def teardown(event: dict[str, Any]) -> dict[str, Any]:
         return {"skipped": f"status {detail.status}"}
     execution_input = detail.input
     if execution_input is None:  # the event omits inputs that are too large; ask for it
-        described = boto3.client("stepfunctions").describe_execution(executionArn=detail.executionArn)
+        described = clients.client("stepfunctions").describe_execution(executionArn=detail.executionArn)
         execution_input = described.get("input")
     run_id = run_id_of(detail.name, execution_input)
     if not RUN_ID.match(run_id):
         logger.warning("execution name is not a run id; nothing of ours carries it", extra={"run_id": run_id})
         return {"skipped": "not a run id", "run_id": run_id}
     regions = [home_region(), *spec_regions(execution_input)]
-    report = teardown_run(run_id, Settings.from_env().owner(), boto3_clients, regions)
+    report = teardown_run(run_id, Settings.from_env().owner(), region_clients, regions)
     metrics.add_metric(name="ResourcesRemoved", unit=MetricUnit.Count, value=len(report.removed))
     metrics.add_metric(name="RemovalFailures", unit=MetricUnit.Count, value=len(report.failed))
     summary = {"run_id": run_id, "status": detail.status, **report.summary()}

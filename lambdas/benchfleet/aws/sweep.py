@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 from botocore.exceptions import ClientError
 
+from benchfleet.aws.clients import client
 from benchfleet.naming import TAG_EXPIRES_AT, TAG_RUN_ID, TAG_STACK, TAG_TARGET_ID
 
 Kind = Literal["ec2-instance", "db-instance", "db-cluster"]
@@ -99,12 +100,10 @@ class RegionClients:
 ClientsFor = Callable[[str], RegionClients]
 
 
-def boto3_clients(region: str) -> RegionClients:
-    """EC2 and RDS clients of one region (what the sweeping Lambdas use)."""
-    import boto3
-
-    return RegionClients(region=region, ec2=boto3.client("ec2", region_name=region),
-                         rds=boto3.client("rds", region_name=region))
+def region_clients(region: str) -> RegionClients:
+    """EC2 and RDS clients of one region (what the sweeping Lambdas use): the process's own, so a
+    test's ``clients.override`` reaches a sweep as it reaches every other handler."""
+    return RegionClients(region=region, ec2=client("ec2", region), rds=client("rds", region))
 
 
 def parse_expiry(value: str | None) -> datetime | None:
