@@ -10,8 +10,7 @@ collect that ran before that Wait stored the step without its last minute.
 
 from __future__ import annotations
 
-import json
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 from unittest import mock
 
@@ -19,16 +18,18 @@ import boto3
 from sm_harness import FIXTURES, REGION, spec
 
 from benchfleet.aws import cloudwatch as cw
+from benchfleet.aws.controlplane import load_prices
+from benchfleet.records import parse_agent_lines
 
-FLUSH_S = 60  # the agent config's force_flush_interval
+# The agent config's force_flush_interval (tests/cdk/control-plane.test.ts holds the synthesized
+# config to this figure).
+FLUSH_S = load_prices().requests["cloudwatch_agent_flush_s"]
 
 
 def _fixture_seconds() -> list[datetime]:
     """The seconds the step's samples cover (the captured agent output the harness replays)."""
-    times = [json.loads(line)["time"] for line in (FIXTURES / "t0001.jsonl").read_text().splitlines()
-             if json.loads(line)["type"] == "sample"]
-    first = datetime.fromtimestamp(min(times), UTC).replace(microsecond=0)
-    last = datetime.fromtimestamp(max(times), UTC)
+    times = [s.time for s in parse_agent_lines((FIXTURES / "t0001.jsonl").read_text()).samples]
+    first, last = min(times).replace(microsecond=0), max(times)
     return [first + timedelta(seconds=s) for s in range(int((last - first).total_seconds()) + 1)]
 
 
@@ -54,7 +55,7 @@ def test_collect_reads_the_steps_last_minute_of_steal_flushed_after_it_ended(har
 
     def flush(_seconds: int) -> None:
         if pending:
-            cloudwatch.put_metric_data(Namespace="CWAgent", MetricData=pending[:])
+            cloudwatch.put_metric_data(Namespace="CWAgent", MetricData=pending)
             pending.clear()
 
     harness.on_wait.append(flush)
