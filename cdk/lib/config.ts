@@ -85,7 +85,8 @@ export interface BenchfleetConfig {
 
 export const DEFAULTS: BenchfleetConfig = {
   stackName: 'Benchfleet',
-  resultsStore: 'timestream',
+  // Timestream for LiveAnalytics is closed to accounts new since 2025-06-20: the default deploys anywhere.
+  resultsStore: 'athena',
   keepResults: false,
   timestreamMemoryRetentionHours: 72,
   timestreamMagneticRetentionDays: 365,

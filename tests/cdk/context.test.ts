@@ -8,7 +8,7 @@ import { readConfig } from '../../cdk/lib/config';
 import { buildStack, FIXTURES, nagFindings, resourcesOf } from './helpers';
 
 describe('keepResults=true', () => {
-  const { stack, template } = buildStack({ keepResults: true });
+  const { stack, template } = buildStack({ keepResults: true, resultsStore: 'timestream' });
 
   test('buckets, tables and log groups are retained, and nothing empties the buckets', () => {
     for (const type of ['AWS::S3::Bucket', 'AWS::Timestream::Table', 'AWS::Timestream::Database', 'AWS::Logs::LogGroup']) {
@@ -24,16 +24,44 @@ describe('keepResults=true', () => {
   });
 });
 
-describe('resultsStore=athena', () => {
-  const { stack, template } = buildStack({ resultsStore: 'athena' });
+describe('resultsStore: athena by default, timestream one key away', () => {
+  // cdk.json's context, as `cdk deploy` with no -c reads it: Timestream for LiveAnalytics is closed to
+  // accounts new since 2025-06-20, so the default must deploy without it (issue 30, finding 1).
+  const { stack, template } = buildStack();
+  const timestream = buildStack({ resultsStore: 'timestream' });
+  const storeOf = (t: typeof template): string[] => [
+    ...new Set(
+      resourcesOf(t, 'AWS::Lambda::Function')
+        .filter(([, f]) => f.Properties.Runtime === 'python3.13')
+        .map(([, fn]) => fn.Properties.Environment.Variables.RESULTS_STORE as string),
+    ),
+  ];
 
-  test('no Timestream resources; Lambdas are told which store they have', () => {
+  test('the default has no Timestream resources; Lambdas are told which store they have', () => {
     expect(resourcesOf(template, 'AWS::Timestream::Database')).toHaveLength(0);
     expect(resourcesOf(template, 'AWS::Timestream::Table')).toHaveLength(0);
-    const fns = resourcesOf(template, 'AWS::Lambda::Function').filter(
-      ([, f]) => f.Properties.Runtime === 'python3.13',
-    );
-    for (const [, fn] of fns) expect(fn.Properties.Environment.Variables.RESULTS_STORE).toBe('athena');
+    expect(resourcesOf(template, 'AWS::Glue::Database')).toHaveLength(1);
+    expect(storeOf(template)).toEqual(['athena']);
+  });
+
+  test('-c resultsStore=timestream gives the Timestream database and tables instead of Glue', () => {
+    timestream.template.resourceCountIs('AWS::Timestream::Database', 1);
+    expect(resourcesOf(timestream.template, 'AWS::Glue::Database')).toHaveLength(0);
+    expect(storeOf(timestream.template)).toEqual(['timestream']);
+    expect(nagFindings(timestream.stack)).toEqual([]);
+  });
+
+  test('Timestream database with samples, step_summaries, cloud_metrics and magnetic writes', () => {
+    const tables = resourcesOf(timestream.template, 'AWS::Timestream::Table').map(([, t]) => t);
+    expect(tables.map((t) => t.Properties.TableName).sort()).toEqual(['cloud_metrics', 'samples', 'step_summaries']);
+    for (const table of tables) {
+      expect(table.Properties.RetentionProperties).toEqual({
+        MemoryStoreRetentionPeriodInHours: '72',
+        MagneticStoreRetentionPeriodInDays: '365',
+      });
+      expect(table.Properties.MagneticStoreWriteProperties).toEqual({ EnableMagneticStoreWrites: true });
+      expect(table.DeletionPolicy).toBe('Delete');
+    }
   });
 
   test('summarize may write the runs and targets rows and register their partitions', () => {
@@ -318,7 +346,7 @@ describe('validation of context values', () => {
   test('defaults when nothing is set', () => {
     expect(config({})).toMatchObject({
       stackName: 'Benchfleet',
-      resultsStore: 'timestream',
+      resultsStore: 'athena',
       keepResults: false,
       maxRunHours: 48,
       maxAzs: 2,

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict
 
 from benchfleet import naming
 from benchfleet.aws import asl_walk, cloudwatch, readywait, timestream
+from benchfleet.aws.settings import DEFAULT_RESULTS_STORE
 from benchfleet.plan import Plan, PlanStep, RunCharge, TargetPlan
 from benchfleet.pricing import pricing_dir
 from benchfleet.records import Sample, StepSummary
@@ -208,7 +209,7 @@ def _charge(prices: ControlPlanePrices, item: str, price: str, quantity: float) 
 
 
 def estimate(plan: Plan, definition: Mapping[str, Any], *, ready_poll_s: Mapping[str, int],
-             report_interval_s: int, store: str = "timestream",
+             report_interval_s: int, store: str = DEFAULT_RESULTS_STORE,
              prices: ControlPlanePrices | None) -> ControlPlane:
     """Counts of the run, and its charges priced by ``prices`` (none without a price table)."""
     scope = expected_scope(plan, ready_poll_s)

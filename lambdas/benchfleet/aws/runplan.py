@@ -32,7 +32,7 @@ from benchfleet import catalogue, cost_ceiling, naming
 from benchfleet.aws import asl_walk, commands, controlplane, history
 from benchfleet.aws.errors import PlanRejected, aws_errors
 from benchfleet.aws.regions import TargetRegions
-from benchfleet.aws.settings import Settings
+from benchfleet.aws.settings import DEFAULT_RESULTS_STORE, Settings
 from benchfleet.mysqlcnf import CnfError, render
 from benchfleet.plan import Plan, PriceLookup, TargetPlan, make_plan
 from benchfleet.spec import (
@@ -280,7 +280,7 @@ def repetitions_at_once(definition: dict[str, Any]) -> int:
 
 
 def aws_plan(loaded: LoadedSpec, price_lookup: PriceLookup | None = None, *, timing: Timing | None = None,
-             store: str = "timestream",
+             store: str = DEFAULT_RESULTS_STORE,
              definition: dict[str, Any] | None = None) -> tuple[Plan, HistoryFit, controlplane.ControlPlane]:
     """The plan of a cloud run as the deployed state machine runs it: repetitions as its definition
     runs them, the control plane's charges (from the definition walked with the plan) included."""
@@ -335,7 +335,7 @@ def check_plan(plan: Plan, targets: Sequence[Any] | None = None, *,
 
 
 def checked_plan(request: RunRequest, *, regions: TargetRegions | None = None, max_run_hours: int | None = None,
-                 max_run_cost_usd: float | None = None, store: str = "timestream",
+                 max_run_cost_usd: float | None = None, store: str = DEFAULT_RESULTS_STORE,
                  max_vcpus: int | None = None, max_hosts: int | None = None) -> tuple[LoadedSpec, Plan, HistoryFit]:
     """The spec as the deployed state machine would run it, priced (hosts and control plane) and
     checked (cost, capacity, duration), or PlanRejected. Unset limits come from the Lambda's
@@ -354,8 +354,9 @@ def checked_plan(request: RunRequest, *, regions: TargetRegions | None = None, m
 
 def plan_run(request: RunRequest, *, execution_name: str | None = None, zone_count: int = 1,
              now: datetime | None = None, regions: TargetRegions | None = None,
-             max_run_hours: int | None = None, max_run_cost_usd: float | None = None, store: str = "timestream",
-             max_vcpus: int | None = None, max_hosts: int | None = None) -> dict[str, Any]:
+             max_run_hours: int | None = None, max_run_cost_usd: float | None = None,
+             store: str = DEFAULT_RESULTS_STORE, max_vcpus: int | None = None,
+             max_hosts: int | None = None) -> dict[str, Any]:
     """The state machine's plan. ``regions``: where targets may run (default: the Lambda's
     environment); every cloud target leaves with the region it runs in. ``max_run_hours``: the
     deployed execution timeout (default: MAX_RUN_HOURS, set by the CDK app from maxRunHours, the

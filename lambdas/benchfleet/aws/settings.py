@@ -9,11 +9,15 @@ from dataclasses import dataclass
 from benchfleet.aws.regions import TargetRegions
 from benchfleet.cost_ceiling import DEFAULT_MAX_RUN_COST_USD, max_run_cost
 
+# The record store a deployment has unless told otherwise (cdk.json's resultsStore): Athena works in
+# every account; Timestream for LiveAnalytics is closed to accounts new since 2025-06-20.
+DEFAULT_RESULTS_STORE = "athena"
+
 
 @dataclass(frozen=True)
 class Settings:
     results_bucket: str = ""
-    results_store: str = "timestream"
+    results_store: str = DEFAULT_RESULTS_STORE
     timestream_database: str = ""
     state_machine_arn: str = ""
     target_instance_profile_arn: str = ""
@@ -54,7 +58,7 @@ class Settings:
 
         return cls(
             results_bucket=get("RESULTS_BUCKET"),
-            results_store=get("RESULTS_STORE", "timestream") or "timestream",
+            results_store=get("RESULTS_STORE") or DEFAULT_RESULTS_STORE,
             timestream_database=get("TIMESTREAM_DATABASE"),
             state_machine_arn=get("STATE_MACHINE_ARN"),
             target_instance_profile_arn=get("TARGET_INSTANCE_PROFILE_ARN"),
