@@ -363,6 +363,11 @@ class ComparisonSpec(_Model):
                     "spread them over the day); unset: all at once where the backend runs them at once")
     budget_usd: float | None = Field(None, ge=0, le=1_000_000, description="Refuse to start above this")
     baseline: str | None = Field(None, pattern=SLUG, description="Target id relative figures refer to")
+    margin_pct: float = Field(
+        5.0, gt=0, le=50,
+        description="Equivalence margin of verdicts, in %: a difference whose interval contains 0 and lies "
+                    "inside ±margin is 'equivalent within ±margin'; one whose interval reaches beyond it is "
+                    "'inconclusive (±x%)'")
     targets: list[Target] = Field(min_length=1, max_length=200)
 
     @model_validator(mode="after")

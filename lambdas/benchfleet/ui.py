@@ -15,7 +15,6 @@ from rich.table import Table
 from benchfleet.plan import Plan, PlanStep, TargetPlan
 from benchfleet.pricing import DEFAULT_REGION
 from benchfleet.records import AgentOutput
-from benchfleet.stats import MIN_REPETITIONS
 
 # Off a terminal (CI logs, pipes) rich would assume 80 columns and fold the tables.
 console = Console(width=None if sys.stdout.isatty() else 160)
@@ -215,16 +214,22 @@ def print_runs(runs: list[dict[str, Any]]) -> None:
 
 
 def verdict_text(relative: dict[str, Any] | None) -> str:
-    """What a comparison row says about its target against the baseline, in words."""
+    """What a comparison row says about its target against the baseline, in words (the verdict's own
+    ``words``, benchfleet.stats.verdict), marked ``paired:`` when the design was paired and followed by
+    the repetitions that would decide an inconclusive one."""
     if not relative:
         return "baseline"
-    verdict = str(relative.get("verdict"))
-    if verdict == "too few repetitions":
-        needed = relative.get("repetitions_needed")
-        return f"too few reps: ~{needed} each" if needed else f"too few reps: {MIN_REPETITIONS}+ each"
-    if verdict == "no significant difference" and relative.get("repetitions_needed"):
-        return f"no sig. diff. (~{relative['repetitions_needed']} reps)"
-    return verdict
+    words = str(relative.get("words") or relative.get("verdict"))
+    needed = relative.get("repetitions_needed")
+    if relative.get("verdict") == "inconclusive" and needed:
+        words += f" ~{needed} reps"
+    return f"paired: {words}" if relative.get("design") == "paired" else words
+
+
+def multiplicity_text(doc: dict[str, Any]) -> str | None:
+    """The line under a table of verdicts: how many comparisons, how many false claims chance alone makes."""
+    found = doc.get("multiplicity")
+    return str(found["words"]) if isinstance(found, dict) and found.get("comparisons") else None
 
 
 def _num(value: Any) -> str:
@@ -269,7 +274,8 @@ def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
     pct = next((r["latency_pct"] for r in rows if r.get("latency_pct")), 95)
     variant = stats.get("variant")
     title = f"comparison: {run_id}" + (f"\n[bold yellow]not the spec's result: {variant['label']}" if variant else "")
-    table = _compact_table(title, f"baseline {stats.get('baseline')}; intervals 95%; gaps: repetitions whose "
+    table = _compact_table(title, f"baseline {stats.get('baseline')}; intervals 95%; Δ: Welch (measured apart) "
+                           f"unless 'paired'; margin ±{stats.get('margin_pct', 5):g}%; gaps: repetitions whose "
                            "per-second samples fall short", [
                                ("target", True), ("thr", False), ("reps", False), ("tps", False),
                                ("tps 95% CI", False), ("vs base", False), ("Δ 95% CI", False),
@@ -285,6 +291,8 @@ def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
                       verdict_text(rel), latency, _fmt(r.get("steal_mean_pct"), 1), _gaps(r),
                       style=style or None)
     console.print(table)
+    if multiplicity_text(stats):
+        console.print(multiplicity_text(stats))
     clients = sorted({t["target_id"] for t in doc.get("targets") or [] if t.get("steal_source") == "client"})
     if clients:
         console.print(f"steal % of {', '.join(clients)}: this machine's (the client's), not the server's")
@@ -292,7 +300,8 @@ def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
 
 def print_run_comparison(doc: dict[str, Any]) -> None:
     """``benchfleet compare``: the second run's targets against the first run's."""
-    table = _compact_table(f"{doc['run']} vs {doc['baseline_run']}", "intervals 95%", [
+    table = _compact_table(f"{doc['run']} vs {doc['baseline_run']}", "intervals 95% (Welch: two runs never share "
+                           f"a host's minute); margin ±{doc.get('margin_pct', 5):g}%", [
         ("target", True), ("vs", True), ("thr", False), ("reps", False), ("tps", False),
         ("baseline tps", False), ("change", False), ("Δ 95% CI", False), ("verdict", True)])
     for r in doc["rows"]:
@@ -303,6 +312,8 @@ def print_run_comparison(doc: dict[str, Any]) -> None:
                       _signed_range(rel.get("ci_low_pct"), rel.get("ci_high_pct")), verdict_text(rel),
                       style=style or None)
     console.print(table)
+    if multiplicity_text(doc):
+        console.print(multiplicity_text(doc))
     if doc["unmatched"]:
         console.print(f"[yellow]not in both runs: {', '.join(doc['unmatched'])}")
 

@@ -3,61 +3,75 @@
 from __future__ import annotations
 
 import math
+from dataclasses import asdict
 
 import pytest
 
 from benchfleet.history import Point, history, point_from_row, points_from_comparison, render_text, trend
+from benchfleet.stats import mean_ci, relative_difference
 
 
-def p(run: str, tps: float | None, low: float | None = None, high: float | None = None, *,
-      target: str = "m6i", threads: int = 8, day: int = 1) -> Point:
-    return Point(run_id=run, started_at=f"2026-11-{day:02d}T02:00:00Z", target_id=target, threads=threads,
-                 tps_mean=tps, tps_ci_low=low, tps_ci_high=high)
+def p(run: str, *values: float, target: str = "m6i", threads: int = 8, day: int = 1) -> Point:
+    """A run's point from its repetitions' tps (none: a run without data)."""
+    return point_from_row(run, f"2026-11-{day:02d}T02:00:00Z",
+                          {"target_id": target, "threads": threads, "tps_values": list(values)}) if values else \
+        Point(run_id=run, started_at=f"2026-11-{day:02d}T02:00:00Z", target_id=target, threads=threads, tps_mean=None)
 
 
 def by_run(rows):
     return {r.run_id: r for r in rows}
 
 
-def test_regression_needs_a_big_drop_and_separate_intervals():
-    rows = by_run(trend([p("r1", 1000, 980, 1020, day=1), p("r2", 850, 830, 870, day=2)]))
-    assert rows["r1"].verdict == "first"
+def test_regression_is_compares_verdict_slower_beyond_the_threshold():
+    rows = by_run(trend([p("r1", 990, 1000, 1010, day=1), p("r2", 840, 850, 860, day=2)]))
+    assert rows["r1"].verdict == "first" and rows["r1"].relative is None
     assert rows["r2"].verdict == "regression" and rows["r2"].delta_pct == -15.0
-    assert rows["r2"].ci_overlap is False and rows["r2"].previous_run_id == "r1"
+    assert rows["r2"].relative["design"] == "welch" and rows["r2"].relative["ci_high_pct"] < 0
+    assert rows["r2"].relative == asdict(relative_difference([840, 850, 860], [990, 1000, 1010], margin_pct=10))
+    assert rows["r2"].previous_run_id == "r1"
 
 
-def test_big_drop_with_overlapping_intervals_is_only_a_drop():
-    rows = by_run(trend([p("r1", 1000, 700, 1300, day=1), p("r2", 850, 600, 1100, day=2)]))
-    assert rows["r2"].verdict == "drop" and rows["r2"].ci_overlap is True
-
-
-def test_drop_without_intervals_is_not_claimed_as_regression():
-    rows = by_run(trend([p("r1", 1000, day=1), p("r2", 500, day=2)]))
-    assert rows["r2"].verdict == "drop" and rows["r2"].ci_overlap is None
-
-
-def test_small_significant_drop_is_steady():
-    rows = by_run(trend([p("r1", 1000, 999, 1001, day=1), p("r2", 950, 949, 951, day=2)]))
-    assert rows["r2"].verdict == "steady"
-
-
-def test_threshold_is_a_parameter():
-    rows = by_run(trend([p("r1", 1000, 999, 1001, day=1), p("r2", 950, 949, 951, day=2)], threshold_pct=3))
+def test_a_real_drop_whose_two_intervals_overlap_is_a_regression():
+    # 12 % down, 3 % spread: each run's own 95 % interval overlaps the other's (the old rule said only
+    # "drop"), but the interval of the change, the one compare uses, is clearly below 0.
+    r1, r2 = [1000.0, 1030.0, 970.0], [880.0, 910.0, 850.0]
+    assert mean_ci(r1)[0] < mean_ci(r2)[1]
+    rows = by_run(trend([p("r1", *r1, day=1), p("r2", *r2, day=2)]))
     assert rows["r2"].verdict == "regression"
+    assert rows["r2"].relative["ci_low_pct"] < -10 < rows["r2"].relative["ci_high_pct"] < 0
+
+
+def test_a_wide_change_is_inconclusive_and_one_repetition_too_few():
+    rows = by_run(trend([p("r1", 700, 1000, 1300, day=1), p("r2", 600, 850, 1100, day=2)]))
+    assert rows["r2"].verdict == "inconclusive" and rows["r2"].relative["words"].startswith("inconclusive (±")
+    rows = by_run(trend([p("r1", 1000, day=1), p("r2", 500, day=2)]))
+    assert rows["r2"].verdict == "too few repetitions"
+
+
+def test_a_small_real_drop_is_a_drop_and_no_change_is_steady():
+    rows = by_run(trend([p("r1", 999, 1000, 1001, day=1), p("r2", 949, 950, 951, day=2),
+                         p("r3", 950, 951, 949, day=3)]))
+    assert rows["r2"].verdict == "drop" and rows["r2"].relative["within_margin"] is True
+    assert rows["r3"].verdict == "steady" and rows["r3"].relative["verdict"] == "equivalent"
+
+
+def test_threshold_is_the_margin():
+    rows = by_run(trend([p("r1", 999, 1000, 1001, day=1), p("r2", 949, 950, 951, day=2)], threshold_pct=3))
+    assert rows["r2"].verdict == "regression" and rows["r2"].relative["margin_pct"] == 3
 
 
 def test_improvement_and_order_by_start_not_input_order():
-    pts = [p("r3", 1300, 1290, 1310, day=3), p("r1", 1000, 990, 1010, day=1), p("r2", 1010, 1000, 1020, day=2)]
+    pts = [p("r3", 1290, 1300, 1310, day=3), p("r1", 999, 1000, 1001, day=1), p("r2", 1009, 1010, 1011, day=2)]
     rows = trend(pts)
     assert [r.run_id for r in rows] == ["r1", "r2", "r3"]
-    assert [r.verdict for r in rows] == ["first", "steady", "improvement"]
+    assert [r.verdict for r in rows] == ["first", "rise", "improvement"]
     assert rows[2].vs_first_pct == 30.0 and rows[2].previous_run_id == "r2"
 
 
 def test_each_target_and_thread_count_is_its_own_series():
-    pts = [p("r1", 100, 99, 101, target="a"), p("r2", 50, 49, 51, target="a", day=2),
-           p("r1", 100, 99, 101, target="b"), p("r2", 100, 99, 101, target="b", day=2),
-           p("r1", 200, 199, 201, threads=16), p("r2", 210, 209, 211, threads=16, day=2)]
+    pts = [p("r1", 99, 100, 101, target="a"), p("r2", 49, 50, 51, target="a", day=2),
+           p("r1", 99, 100, 101, target="b"), p("r2", 100, 99, 101, target="b", day=2),
+           p("r1", 199, 200, 201, threads=16), p("r2", 201, 200, 202, threads=16, day=2)]
     verdicts = {(r.target_id, r.threads, r.run_id): r.verdict for r in trend(pts)}
     assert verdicts[("a", 8, "r2")] == "regression"
     assert verdicts[("b", 8, "r2")] == "steady"
@@ -65,21 +79,21 @@ def test_each_target_and_thread_count_is_its_own_series():
 
 
 def test_a_run_without_data_does_not_break_the_chain():
-    rows = by_run(trend([p("r1", 1000, 990, 1010, day=1), p("r2", None, day=2),
-                         p("r3", 800, 790, 810, day=3)]))
+    rows = by_run(trend([p("r1", 990, 1000, 1010, day=1), p("r2", day=2),
+                         p("r3", 790, 800, 810, day=3)]))
     assert rows["r2"].verdict == "no data"
     assert rows["r3"].previous_run_id == "r1" and rows["r3"].verdict == "regression"
 
 
 def test_history_document_lists_latest_regressions():
-    doc = history("nightly", [p("r1", 1000, 990, 1010, day=1), p("r2", 700, 690, 710, day=2),
-                              p("r3", 710, 700, 720, day=3)])
+    doc = history("nightly", [p("r1", 990, 1000, 1010, day=1), p("r2", 690, 700, 710, day=2),
+                              p("r3", 700, 710, 720, day=3)])
     assert doc["runs"] == ["r1", "r2", "r3"]
     assert [r["run_id"] for r in doc["regressions"]] == ["r2"]
     assert doc["latest_regressions"] == []
-    assert "10%" in doc["rule"]
+    assert "10%" in doc["rule"] and doc["multiplicity"]["comparisons"] == 2
     text = render_text(doc)
-    assert "REGRESSION" in text and text.count("\n") == 2 + 3
+    assert "REGRESSION" in text and text.count("\n") == 2 + 3 + 1 and "2 comparisons at 95%" in text
 
 
 def test_rows_from_stats_comparison_documents():

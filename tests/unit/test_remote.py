@@ -94,7 +94,8 @@ class FakeApi(BaseHTTPRequestHandler):
             if query.get("format") == "csv":
                 return self._send(200, f"target_id,threads,tps_mean\na,1,{tps}\n", "text/csv")
             return self._send(200, {"run": {"run_id": parts[1]}, "rows": [
-                {"target_id": "a", "threads": 1, "tps": {"mean": tps, "ci_low": tps - 1, "ci_high": tps + 1}}]})
+                {"target_id": "a", "threads": 1, "tps": {"mean": tps, "ci_low": tps - 1, "ci_high": tps + 1,
+                                                         "n": 3, "values": [tps - 1, tps, tps + 1]}}]})
         if method == "DELETE" and len(parts) == 2:
             return self._send(202, {"run_id": parts[1], "status": "ABORTED", "cancelled": True})
         return self._send(404, {"message": "path: no such resource", "field": "path"})

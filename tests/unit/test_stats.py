@@ -141,10 +141,10 @@ def test_relative_difference_by_hand() -> None:
     assert stats.relative_difference(base, cand).verdict == "slower"
 
 
-def test_relative_difference_no_significant_difference() -> None:
+def test_relative_difference_inconclusive_not_no_difference() -> None:
     rel = stats.relative_difference([102.0, 95.0, 108.0], [100.0, 110.0, 90.0])
     assert rel.ci_low_pct < 0 < rel.ci_high_pct
-    assert rel.verdict == "no significant difference"
+    assert rel.verdict == "inconclusive" and rel.words == f"inconclusive (±{rel.halfwidth_pct:.1f}%)"
 
 
 def test_relative_difference_edge_cases() -> None:
@@ -154,7 +154,7 @@ def test_relative_difference_edge_cases() -> None:
     exact = stats.relative_difference([110.0, 110.0], [100.0, 100.0])
     assert (exact.ci_low_pct, exact.verdict) == (pytest.approx(10.0), "faster")
     assert stats.relative_difference([], [1.0]).verdict == "insufficient data"
-    assert stats.relative_difference([100.0, 100.0], [100.0, 100.0]).verdict == "no significant difference"
+    assert stats.relative_difference([100.0, 100.0], [100.0, 100.0]).verdict == "too few repetitions"
 
 
 def test_two_repetitions_that_all_agree_are_too_few_not_no_difference() -> None:
@@ -169,7 +169,7 @@ def test_two_repetitions_that_all_agree_are_too_few_not_no_difference() -> None:
     assert more.verdict == "faster"
     # At 3 or more an interval containing 0 is a finding, and identical means need no more repetitions.
     same = stats.relative_difference([100.0, 101.0, 99.0], [99.0, 101.0, 100.0])
-    assert same.verdict == "no significant difference" and same.repetitions_needed is None
+    assert same.verdict == "equivalent" and same.repetitions_needed is None
 
 
 def test_zero_throughput_is_minus_100_percent() -> None:

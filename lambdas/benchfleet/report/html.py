@@ -75,9 +75,12 @@ def render_report(store: DuckDBStore, run_id: str) -> str:
     if len(order) > 1:
         figures.append(("relative", f"Relative to the baseline ({comparison['baseline']})",
                         charts.relative(comparison, palette),
-                        "100 x (mean tps / baseline mean tps - 1) at the same thread count. Error bars: "
-                        "95% confidence interval (Welch, on the log ratio). A verdict needs the whole "
-                        "interval on one side of 0."))
+                        "The difference to the baseline at the same thread count. Error bars: its 95% "
+                        "confidence interval, paired (per-repetition log ratios of measurements that shared "
+                        "a host or round) or Welch (measured apart), as the results table says per row. "
+                        "faster/slower needs the whole interval on one side of 0; inside the "
+                        f"±{comparison.get('margin_pct', 5):g}% margin it is equivalent, beyond it "
+                        "inconclusive."))
     figures.append(("qps", "Queries per second vs threads", charts.qps(comparison, palette),
                     "Mean over repetitions of sysbench's qps for each step: the figure the workload files "
                     "name for mixes whose transactions differ in size."))
@@ -243,9 +246,15 @@ def _summary_table(comparison: dict[str, Any]) -> str:
             f"<span class='{css}'>{escape(verdict_text(rel or None))}</span>",
             _n(r["steal_mean_pct"], 2), _money(r["cost_per_1000_tps"]),
             f"<span class='gap'>{escape('; '.join(gaps))}</span>" if gaps else ""])
-    return ("<h2>Results by target and threads</h2><p class='note'>Intervals are 95%. A verdict needs the "
-            "whole interval of the difference on one side of 0; below 3 repetitions it says how many "
-            f"would decide. p{pct} median: of an odd number of repetitions only. Per-second gaps: steps "
+    found = comparison.get("multiplicity") or {}
+    return ("<h2>Results by target and threads</h2><p class='note'>Intervals are 95%. Verdicts: "
+            "faster/slower when the whole interval of the difference is on one side of 0, 'equivalent "
+            f"within ±{comparison.get('margin_pct', 5):g}%' when it contains 0 inside the margin, "
+            "'inconclusive (±x%)' when it reaches beyond it; 'paired:' marks a verdict from per-repetition "
+            "ratios of measurements that shared a host or round, the others are Welch (measured apart); "
+            "below 3 repetitions it says how many would decide. "
+            + (escape(str(found["words"])) + ". " if found.get("comparisons") else "")
+            + f"p{pct} median: of an odd number of repetitions only. Per-second gaps: steps "
             "whose samples fall short of total time / report interval (sysbench reported late) or "
             "whose last interval is missing.</p>" + _table(
                 ["target", "threads", "reps", "tps mean", "tps 95% CI", "tps min - max", f"p{pct} ms median",

@@ -10,10 +10,10 @@ Pure Python and the standard library only (Lambdas import this module). Conventi
   per-repetition percentiles, and their median where that is one repetition's figure (odd counts).
 - A percentile of a series uses linear interpolation between closest ranks (Hyndman & Fan type 7,
   the same as DuckDB's ``quantile_cont``), so SQL and Python give the same numbers.
-- Relative differences compare target means with a Welch interval on the log of the ratio of means
-  (delta method), which takes the baseline's own uncertainty into account. An interval containing 0
-  with fewer than MIN_REPETITIONS on a side is "too few repetitions", with an estimate of how many
-  would decide, never "no significant difference".
+- Relative differences are verdicts (:mod:`benchfleet.stats.verdict`): paired by unit (repetition,
+  block, round) where both sides were measured together, Welch on the log of the ratio of means
+  where they ran apart; the words say "inconclusive (±x%)" or "equivalent within ±m%" rather than
+  "no difference", and "too few repetitions" (with how many would decide) below MIN_REPETITIONS.
 """
 
 from benchfleet.stats.cost import (
@@ -24,17 +24,11 @@ from benchfleet.stats.cost import (
     vcpus_from_size,
 )
 from benchfleet.stats.figures import (
-    CONFIDENCE,
-    MIN_REPETITIONS,
-    Relative,
-    Verdict,
     cv,
     mean_ci,
     mean_spread,
     percentile,
     percentile_spread,
-    relative_difference,
-    repetitions_needed,
     step_stats,
 )
 from benchfleet.stats.run import (
@@ -48,9 +42,21 @@ from benchfleet.stats.run import (
 )
 from benchfleet.stats.step_sql import step_stats_in_store
 from benchfleet.stats.tdist import regularized_beta, t_quantile
+from benchfleet.stats.verdict import (
+    CONFIDENCE,
+    DEFAULT_MARGIN_PCT,
+    MIN_REPETITIONS,
+    Relative,
+    Verdict,
+    multiplicity,
+    paired_difference,
+    relative_difference,
+    repetitions_needed,
+)
 
 __all__ = [
     "CONFIDENCE",
+    "DEFAULT_MARGIN_PCT",
     "MIN_REPETITIONS",
     "NOTES",
     "QueryStore",
@@ -62,6 +68,8 @@ __all__ = [
     "cv",
     "mean_ci",
     "mean_spread",
+    "multiplicity",
+    "paired_difference",
     "percentile",
     "percentile_spread",
     "regularized_beta",

@@ -1,5 +1,6 @@
 """Two runs side by side (``benchfleet compare RUN RUN``): the second against the first, per target x
-threads, with the same Welch interval and verdict as a target against its baseline within a run."""
+threads, with the same verdict as a target against its baseline within a run; always ``welch``: two runs
+never share a host's minute, and the second run's margin (``margin_pct``) applies."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
-from benchfleet.stats.figures import CONFIDENCE, relative_difference
+from benchfleet.stats.verdict import CONFIDENCE, DEFAULT_MARGIN_PCT, multiplicity, relative_difference
 
 
 def _pairs(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -27,6 +28,7 @@ def compare_runs(a: Mapping[str, Any], b: Mapping[str, Any], confidence: float =
     ``baseline_run``/``run`` (ids), ``rows`` (one per matched target x threads: ``target_id``,
     ``vs_target_id``, ``threads``, ``tps`` (b's spread), ``baseline_tps`` (a's), ``relative``),
     ``unmatched`` (targets of either run that have no partner)."""
+    margin = float(b.get("margin_pct") or DEFAULT_MARGIN_PCT)
     rows_a = {(r["target_id"], r["threads"]): r for r in a.get("rows") or []}
     rows_b = {(r["target_id"], r["threads"]): r for r in b.get("rows") or []}
     pairs = _pairs(a, b)
@@ -36,7 +38,8 @@ def compare_runs(a: Mapping[str, Any], b: Mapping[str, Any], confidence: float =
             row_a = rows_a.get((target_a, threads))
             if tid != target_b or row_a is None:
                 continue
-            rel = relative_difference(row_b["tps"]["values"], row_a["tps"]["values"], confidence)
+            rel = relative_difference(row_b["tps"]["values"], row_a["tps"]["values"], confidence,
+                                      margin_pct=margin)
             out.append({"target_id": target_b, "vs_target_id": target_a, "threads": threads,
                         "repetitions": row_b["repetitions"], "tps": row_b["tps"], "baseline_tps": row_a["tps"],
                         "relative": {"vs": f"{a['run']['run_id']}:{target_a}", **asdict(rel)}})
@@ -45,4 +48,5 @@ def compare_runs(a: Mapping[str, Any], b: Mapping[str, Any], confidence: float =
     unmatched = ([t["target_id"] for t in a.get("targets") or [] if t["target_id"] not in matched_a]
                  + [t["target_id"] for t in b.get("targets") or [] if t["target_id"] not in matched_b])
     return {"baseline_run": a["run"]["run_id"], "run": b["run"]["run_id"], "confidence": confidence,
-            "rows": out, "unmatched": unmatched}
+            "margin_pct": margin, "rows": out, "unmatched": unmatched,
+            "multiplicity": multiplicity((r["relative"] for r in out), confidence)}

@@ -1,23 +1,15 @@
-"""Figures of one series and across repetitions: percentiles, CV, confidence intervals, relative
-differences with their Welch interval. Every docstring says exactly what a figure is."""
+"""Figures of one series and across repetitions: percentiles, CV, confidence intervals of a mean (verdicts
+between targets: :mod:`benchfleet.stats.verdict`). Every docstring says exactly what a figure is."""
 
 from __future__ import annotations
 
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from benchfleet.stats.tdist import t_quantile
-
-CONFIDENCE = 0.95
-Verdict = Literal["faster", "slower", "no significant difference", "too few repetitions", "insufficient data"]
-# Below this many repetitions on a side, an interval that contains 0 says "we cannot tell yet", not
-# "there is no difference": with 2 the t quantile alone is 12.7 (df 1) and a 2x gap can look like noise.
-MIN_REPETITIONS = 3
-# Beyond this many repetitions per target, "how many would do" is not a plan anyone runs.
-MAX_REPETITIONS_ADVISED = 50
+from benchfleet.stats.verdict import CONFIDENCE
 
 # ---- figures of one series ------------------------------------------------------------------------
 
@@ -147,87 +139,3 @@ def percentile_spread(values: Sequence[float | None]) -> dict[str, Any]:
         return {"median": None, "min": None, "max": None, "n": 0, "values": []}
     median = statistics.median(xs) if len(xs) % 2 == 1 else None
     return {"median": median, "min": min(xs), "max": max(xs), "n": len(xs), "values": xs}
-
-
-@dataclass(frozen=True)
-class Relative:
-    """Relative difference of a candidate's mean to a baseline's mean, in percent:
-    ``pct`` = 100 * (mean(candidate) / mean(baseline) - 1), with a ``confidence`` interval
-    [``ci_low_pct``, ``ci_high_pct``] from Welch's approach on the log of the ratio of means
-    (delta method: se^2 = s_c^2/(n_c m_c^2) + s_b^2/(n_b m_b^2), Welch-Satterthwaite degrees of
-    freedom ``df``), back-transformed, so it is asymmetric.
-
-    ``verdict``: ``faster``/``slower`` when the whole interval is on one side of 0; when it contains
-    0, ``too few repetitions`` below MIN_REPETITIONS on either side, else ``no significant
-    difference``; ``insufficient data`` without a baseline figure. A candidate at 0 against a
-    working baseline is -100 % and ``slower`` (nothing to take a log of, nothing to doubt).
-    ``repetitions``: (candidate, baseline) counts. ``repetitions_needed``: when the interval
-    contains 0, the repetitions per target at which an interval of this difference and this spread
-    would exclude 0 (None when it cannot be estimated: one repetition, no spread, or more than
-    MAX_REPETITIONS_ADVISED)."""
-
-    pct: float | None
-    ci_low_pct: float | None
-    ci_high_pct: float | None
-    df: float | None
-    verdict: Verdict
-    confidence: float = CONFIDENCE
-    repetitions: tuple[int, int] = (0, 0)
-    repetitions_needed: int | None = None
-
-
-def relative_difference(candidate: Sequence[float], baseline: Sequence[float],
-                        confidence: float = CONFIDENCE, higher_is_better: bool = True) -> Relative:
-    """See :class:`Relative`. ``higher_is_better`` is True for throughput, False for latency."""
-    nc, nb = len(candidate), len(baseline)
-    counts = (nc, nb)
-    if not candidate or not baseline:
-        return Relative(None, None, None, None, "insufficient data", confidence, counts)
-    mc, mb = statistics.fmean(candidate), statistics.fmean(baseline)
-    if mb <= 0 or mc < 0:
-        return Relative(None, None, None, None, "insufficient data", confidence, counts)
-    if mc == 0:
-        return Relative(-100.0, None, None, None, "slower" if higher_is_better else "faster", confidence, counts)
-    ratio = mc / mb
-    pct = 100 * (ratio - 1)
-    log_ratio = math.log(ratio)
-    better = 1 if higher_is_better else -1
-    if nc < 2 or nb < 2:
-        return Relative(pct, None, None, None, "too few repetitions", confidence, counts)
-    vc = statistics.variance(candidate) / (mc * mc)
-    vb = statistics.variance(baseline) / (mb * mb)
-    se2 = vc / nc + vb / nb
-    if se2 == 0:
-        sign = (ratio > 1) - (ratio < 1)
-        verdict: Verdict = ("no significant difference" if sign == 0 else
-                            "faster" if sign == better else "slower")
-        return Relative(pct, pct, pct, None, verdict, confidence, counts)
-    df = se2 ** 2 / ((vc / nc) ** 2 / (nc - 1) + (vb / nb) ** 2 / (nb - 1))
-    half = t_quantile(0.5 + confidence / 2, max(1.0, df)) * math.sqrt(se2)
-    low, high = 100 * (math.exp(log_ratio - half) - 1), 100 * (math.exp(log_ratio + half) - 1)
-    needed = None
-    if low > 0:
-        verdict = "faster" if higher_is_better else "slower"
-    elif high < 0:
-        verdict = "slower" if higher_is_better else "faster"
-    else:
-        needed = repetitions_needed(log_ratio, vc, vb, confidence)
-        verdict = "too few repetitions" if min(nc, nb) < MIN_REPETITIONS else "no significant difference"
-    return Relative(pct, low, high, df, verdict, confidence, counts, needed)
-
-
-def repetitions_needed(log_ratio: float, cv2_candidate: float, cv2_baseline: float,
-                       confidence: float = CONFIDENCE) -> int | None:
-    """The smallest n (repetitions per target, at least MIN_REPETITIONS) at which the Welch interval
-    of a log ratio ``log_ratio`` with squared CVs ``cv2_candidate``/``cv2_baseline`` (the spread
-    seen so far) excludes 0: t(df(n)) * sqrt((cv2_c + cv2_b) / n) < |log_ratio|, df(n) =
-    (n - 1)(cv2_c + cv2_b)^2 / (cv2_c^2 + cv2_b^2). None when the difference is 0 or it would take
-    more than MAX_REPETITIONS_ADVISED. An estimate: the next repetitions have their own spread."""
-    total = cv2_candidate + cv2_baseline
-    if log_ratio == 0 or total <= 0:
-        return None
-    for n in range(MIN_REPETITIONS, MAX_REPETITIONS_ADVISED + 1):
-        df = (n - 1) * total ** 2 / (cv2_candidate ** 2 + cv2_baseline ** 2)
-        if t_quantile(0.5 + confidence / 2, df) * math.sqrt(total / n) < abs(log_ratio):
-            return n
-    return None

@@ -11,15 +11,9 @@ from datetime import date, datetime
 from typing import Any, Protocol
 
 from benchfleet.stats.cost import cost_per_1000_tps, speedup_table, target_group_and_size, transactions_per_usd
-from benchfleet.stats.figures import (
-    CONFIDENCE,
-    mean_ci,
-    mean_spread,
-    percentile_spread,
-    relative_difference,
-    step_stats,
-)
+from benchfleet.stats.figures import mean_ci, mean_spread, percentile_spread, step_stats
 from benchfleet.stats.step_sql import step_stats_in_store
+from benchfleet.stats.verdict import CONFIDENCE, DEFAULT_MARGIN_PCT, compare_units, multiplicity
 
 # ---- a whole run ----------------------------------------------------------------------------------
 
@@ -164,19 +158,22 @@ def comparison(run: Mapping[str, Any], targets: Sequence[Mapping[str, Any]],
     if baseline not in target_meta:
         baseline = next(iter(target_meta), None)
 
+    margin = _margin(spec)
     rows: list[dict[str, Any]] = []
-    tps_values: dict[tuple[str, int], list[float]] = {}
+    tps_units: dict[tuple[str, int], dict[int, float]] = {}
     for (target_id, threads), entry in sorted(by_key.items(), key=lambda kv: (order[kv[0][0]], kv[0][1])):
         row = _row(target_id, threads, entry["summaries"], entry["steps"],
                    target_meta[target_id].get("price_per_hour"), confidence)
-        tps_values[(target_id, threads)] = row["tps"]["values"]
+        tps_units[(target_id, threads)] = row.pop("_tps_by_repetition")
         rows.append(row)
     for row in rows:
-        base = tps_values.get((baseline, row["threads"])) if baseline else None
-        if row["target_id"] == baseline or base is None:
+        base = tps_units.get((baseline, row["threads"])) if baseline else None
+        if baseline is None or row["target_id"] == baseline or base is None:
             row["relative"] = None
             continue
-        rel = relative_difference(row["tps"]["values"], base, confidence)
+        unit = pairing_unit(run, spec, target_meta, row["target_id"], baseline)
+        rel = compare_units(tps_units[(row["target_id"], row["threads"])], base, unit, confidence,
+                            margin_pct=margin)
         row["relative"] = {"vs": baseline, **asdict(rel)}
 
     tps_by_target: dict[str, dict[int, float]] = defaultdict(dict)
@@ -201,9 +198,11 @@ def comparison(run: Mapping[str, Any], targets: Sequence[Mapping[str, Any]],
         "workload": spec.get("workload") if isinstance(spec, dict) else None,
         "repetitions": spec.get("repetitions") if isinstance(spec, dict) else None,
         "confidence": confidence,
+        "margin_pct": margin,
         "baseline": baseline,
         "targets": list(target_meta.values()),
         "rows": rows,
+        "multiplicity": multiplicity((r["relative"] for r in rows), confidence),
         "speedup": speedup_table(list(target_meta.values()), tps_by_target),
         "notes": NOTES,
     })
@@ -222,15 +221,39 @@ NOTES = {
     "latency_series_p95_ms": "95th percentile across the step's seconds of the per-second latency "
                              "percentile (worst seconds); across repetitions median and range",
     "tps_cv": "jitter: stdev / mean of per-second tps within a step (warm-up excluded)",
-    "relative": "100 * (mean tps / baseline mean tps - 1) at the same threads; Welch interval on the "
-                "log ratio; verdict from whether the interval contains 0: below 3 repetitions on a side "
-                "that is 'too few repetitions', with the repetitions that would decide at the spread "
-                "seen; 0 tps is -100%",
+    "relative": "the verdict against the baseline at the same threads (benchfleet.stats.verdict): design "
+                "'paired' (per-unit log ratios of units both sides share: repetition, block or round; t "
+                "interval of their mean; pct is the geometric mean of the ratios) or 'welch' (sides measured "
+                "apart: Welch interval on the log of the ratio of means); words: faster/slower when the "
+                "interval excludes 0 ('within ±m%' when it also lies inside the margin), 'equivalent within "
+                "±m%' when it contains 0 inside the margin, 'inconclusive (±x%)' when it reaches beyond it, "
+                "'too few repetitions' below 3 on a side, with the repetitions that would decide; 0 tps is "
+                "-100%",
+    "multiplicity": "how many verdicts with an interval the document holds, and how many of them would be "
+                    "faster/slower by chance alone if nothing differed (comparisons x (1 - confidence))",
     "cost_per_1000_tps": "price_per_hour (instance + client + storage, on-demand list) / (tps / 1000): "
                          "USD per hour for each 1000 TPS",
     "speedup": "peak mean tps over the thread sweep / that of the smallest size of the same family "
                "and configuration",
 }
+
+
+def _margin(spec: Any) -> float:
+    """The spec's equivalence margin (``margin_pct``), the default for runs stored before it existed."""
+    value = spec.get("margin_pct") if isinstance(spec, dict) else None
+    return float(value) if isinstance(value, int | float) and 0 < value < 100 else DEFAULT_MARGIN_PCT
+
+
+def pairing_unit(run: Mapping[str, Any], spec: Any, targets: Mapping[str, Mapping[str, Any]],
+                 candidate: str, baseline: str) -> str | None:
+    """What two targets' measurements share, so that they are compared pairwise: ``round`` for local
+    targets (servers on this machine) of a run that ran them in rounds (repetition r of every target
+    one after another before repetition r + 1: the minute's noise is common to the round); None
+    (welch) for anything else, in particular targets on separate hosts, whose host-to-host spread no
+    pairing removes, and runs that ran one target's repetitions all before the next's."""
+    order = run.get("order") or (spec.get("order") if isinstance(spec, dict) else None)
+    local = all((targets.get(t) or {}).get("kind") == "local" for t in (candidate, baseline))
+    return "round" if local and order == "interleaved" else None
 
 
 def _row(target_id: str, threads: int, summaries: Sequence[Mapping[str, Any]],
@@ -247,11 +270,15 @@ def _row(target_id: str, threads: int, summaries: Sequence[Mapping[str, Any]],
     step_by_rep = {int(s["repetition"]): s for s in steps}
     reps = sorted(set(summary_by_rep) | set(step_by_rep))
     tps: list[float] = []
+    tps_reps: list[int] = []
     for rep in reps:
         if rep in summary_by_rep and summary_by_rep[rep].get("tps") is not None:
             tps.append(float(summary_by_rep[rep]["tps"]))
         elif rep in step_by_rep and step_by_rep[rep].get("tps_mean") is not None:
             tps.append(float(step_by_rep[rep]["tps_mean"]))
+        else:
+            continue
+        tps_reps.append(rep)
 
     def col(rows: Mapping[int, Mapping[str, Any]], key: str) -> list[float]:
         return [float(r[key]) for r in rows.values() if r.get(key) is not None]
@@ -265,6 +292,7 @@ def _row(target_id: str, threads: int, summaries: Sequence[Mapping[str, Any]],
     spread = mean_spread(tps, confidence)
     mean = spread["mean"]
     return {
+        "_tps_by_repetition": dict(zip(tps_reps, tps, strict=True)),
         "target_id": target_id, "threads": threads, "repetitions": len(reps),
         "tps": spread,
         "qps": mean_spread(col(summary_by_rep, "qps"), confidence),

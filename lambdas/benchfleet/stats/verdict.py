@@ -1,0 +1,280 @@
+"""Verdicts: the difference of a candidate to a baseline, its interval, the design that gave it, and
+the words that say what the interval allows. Standard library only (Lambdas import it).
+
+**Two designs.**
+
+- ``paired``: both sides were measured in the same unit (the same host and repetition, or the same
+  block of one step, or the same round of local servers run side by side). Each unit gives one log
+  ratio d_i = ln(candidate_i / baseline_i); the interval is Student's t on their mean with n - 1
+  degrees of freedom (a one-sample t interval of the d_i, ``scipy.stats.ttest_1samp`` on them gives
+  the same), back-transformed. ``pct`` is then 100 (exp(mean d) - 1), the geometric mean of the
+  per-unit ratios. What the units share (the host's speed, the minute's noise) cancels in each ratio.
+- ``welch``: the sides ran apart (separate hosts, runs on different days). The interval is Welch's
+  on the log of the ratio of means (delta method: se^2 = s_c^2/(n_c m_c^2) + s_b^2/(n_b m_b^2),
+  Welch-Satterthwaite degrees of freedom), back-transformed; ``pct`` = 100 (m_c / m_b - 1).
+
+**Words.** With the interval [low, high] (in %) at ``confidence`` and the equivalence margin ±m
+(``margin_pct``, a spec key, 5 by default; as a ratio, 1 - m/100 .. 1 + m/100):
+
+- ``faster``/``slower``: the interval excludes 0 (for throughput, above 0 is faster). This is the
+  only claim of a direction, so a comparison where nothing differs gets one by chance with
+  probability 1 - confidence. When the whole interval also lies inside ±m, ``within_margin`` is
+  True and the words add "within ±m%": the difference is real and smaller than the margin.
+- ``equivalent``: the interval contains 0 and lies inside ±m: "equivalent within ±m%" (the same
+  interval as every other verdict, so at 95% this is two one-sided tests at 2.5% each: stricter
+  than the usual 90% TOST, never looser).
+- ``inconclusive``: the interval contains 0 and reaches beyond ±m: "inconclusive (±x%)", x the
+  interval's half-width; never "no difference".
+- ``too few repetitions``: the interval contains 0 and a side (welch) or the pairs (paired) number
+  fewer than MIN_REPETITIONS: we cannot tell yet.
+- ``insufficient data``: nothing to compare (no baseline figure, a baseline at 0).
+
+``repetitions_needed`` (for inconclusive and too few): the repetitions per target (welch) or pairs
+(paired) at which an interval of this spread around this difference would be decisive, i.e.
+exclude 0 or fit inside ±m. An estimate: the next repetitions have their own spread.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from benchfleet.stats.tdist import t_quantile
+
+CONFIDENCE = 0.95
+DEFAULT_MARGIN_PCT = 5.0
+Design = Literal["paired", "welch"]
+Verdict = Literal["faster", "slower", "equivalent", "inconclusive", "too few repetitions", "insufficient data"]
+# Below this many repetitions on a side (pairs when paired), an interval that contains 0 says "we cannot
+# tell yet": with 2 the t quantile alone is 12.7 (df 1) and a 2x gap can look like noise.
+MIN_REPETITIONS = 3
+# Beyond this many repetitions per target, "how many would do" is not a plan anyone runs.
+MAX_REPETITIONS_ADVISED = 50
+
+
+@dataclass(frozen=True)
+class Relative:
+    """A verdict: the candidate's difference to the baseline (the ``relative`` of every comparison row
+    in results, compare, history and the report). See the module docstring for the definitions.
+
+    ``pct``: the difference in %; ``ci_low_pct``/``ci_high_pct``: its interval at ``confidence``
+    (asymmetric: back-transformed from the log scale); ``halfwidth_pct``: 100 (exp(h) - 1) for the
+    half-width h on the log scale, the "±x%" of the words; ``df``: degrees of freedom; ``verdict``:
+    the category; ``words``: what the table prints; ``design``: ``paired`` or ``welch``;
+    ``unit``: what a pair is (``repetition``, ``block``, ``round``; None for welch); ``pairs``: how
+    many units were paired; ``margin_pct``: the equivalence margin; ``within_margin``: the whole
+    interval lies inside ±margin; ``repetitions``: (candidate, baseline) counts;
+    ``repetitions_needed``: see the module docstring."""
+
+    pct: float | None
+    ci_low_pct: float | None
+    ci_high_pct: float | None
+    df: float | None
+    verdict: Verdict
+    confidence: float = CONFIDENCE
+    repetitions: tuple[int, int] = (0, 0)
+    repetitions_needed: int | None = None
+    design: Design = "welch"
+    unit: str | None = None
+    pairs: int | None = None
+    halfwidth_pct: float | None = None
+    margin_pct: float = DEFAULT_MARGIN_PCT
+    within_margin: bool | None = None
+    words: str = ""
+
+
+def _margin_logs(margin_pct: float) -> tuple[float, float]:
+    if not 0 < margin_pct < 100:
+        raise ValueError(f"margin_pct must be in (0, 100), not {margin_pct}")
+    return math.log1p(-margin_pct / 100), math.log1p(margin_pct / 100)
+
+
+def _decisive(log_ratio: float, half: float, margin_pct: float) -> bool:
+    """An interval log_ratio ± half excludes 0 or lies inside the margin."""
+    low, high = _margin_logs(margin_pct)
+    return abs(log_ratio) > half or (low <= log_ratio - half and log_ratio + half <= high)
+
+
+def words_of(verdict: Verdict, margin_pct: float, halfwidth_pct: float | None, within_margin: bool | None,
+             repetitions_needed: int | None) -> str:
+    """The words of a verdict, as the table, the report and the JSON say them."""
+    m = f"{margin_pct:g}"
+    if verdict in ("faster", "slower"):
+        return f"{verdict}, within ±{m}%" if within_margin else verdict
+    if verdict == "equivalent":
+        return f"equivalent within ±{m}%"
+    if verdict == "inconclusive":
+        return f"inconclusive (±{halfwidth_pct:.1f}%)" if halfwidth_pct is not None else "inconclusive"
+    if verdict == "too few repetitions":
+        return f"too few reps: ~{repetitions_needed} each" if repetitions_needed else \
+            f"too few reps: {MIN_REPETITIONS}+ each"
+    return verdict
+
+
+def _verdict(log_ratio: float, half: float, enough: bool, margin_pct: float,
+             higher_is_better: bool) -> tuple[Verdict, bool]:
+    """Category and within_margin of an interval log_ratio ± half."""
+    low, high = _margin_logs(margin_pct)
+    inside = low <= log_ratio - half and log_ratio + half <= high
+    if log_ratio - half > 0:
+        return ("faster" if higher_is_better else "slower"), inside
+    if log_ratio + half < 0:
+        return ("slower" if higher_is_better else "faster"), inside
+    if not enough:
+        return "too few repetitions", inside
+    return ("equivalent" if inside else "inconclusive"), inside
+
+
+def _finish(log_ratio: float, half: float, df: float | None, enough: bool, confidence: float,
+            margin_pct: float, higher_is_better: bool, counts: tuple[int, int],
+            needed: Callable[[], int | None], pct: float, design: Design, unit: str | None,
+            pairs: int | None) -> Relative:
+    verdict, inside = _verdict(log_ratio, half, enough, margin_pct, higher_is_better)
+    reps = needed() if verdict in ("inconclusive", "too few repetitions") else None
+    halfwidth = 100 * math.expm1(half)
+    return Relative(pct, 100 * math.expm1(log_ratio - half), 100 * math.expm1(log_ratio + half), df, verdict,
+                    confidence, counts, reps, design, unit, pairs, halfwidth, margin_pct, inside,
+                    words_of(verdict, margin_pct, halfwidth, inside, reps))
+
+
+def _plain(pct: float | None, verdict: Verdict, confidence: float, counts: tuple[int, int], margin_pct: float,
+           design: Design, unit: str | None = None, pairs: int | None = None,
+           needed: int | None = None) -> Relative:
+    """A verdict without an interval."""
+    return Relative(pct, None, None, None, verdict, confidence, counts, needed, design, unit, pairs, None,
+                    margin_pct, None, words_of(verdict, margin_pct, None, None, needed))
+
+
+def relative_difference(candidate: Sequence[float], baseline: Sequence[float],
+                        confidence: float = CONFIDENCE, higher_is_better: bool = True,
+                        margin_pct: float = DEFAULT_MARGIN_PCT) -> Relative:
+    """The ``welch`` verdict of two independent samples (module docstring). A candidate at 0 against a
+    working baseline is -100 % and ``slower`` (nothing to take a log of, nothing to doubt)."""
+    _margin_logs(margin_pct)
+    nc, nb = len(candidate), len(baseline)
+    counts = (nc, nb)
+    if not candidate or not baseline:
+        return _plain(None, "insufficient data", confidence, counts, margin_pct, "welch")
+    mc, mb = statistics.fmean(candidate), statistics.fmean(baseline)
+    if mb <= 0 or mc < 0:
+        return _plain(None, "insufficient data", confidence, counts, margin_pct, "welch")
+    if mc == 0:
+        return _plain(-100.0, "slower" if higher_is_better else "faster", confidence, counts, margin_pct, "welch")
+    log_ratio = math.log(mc / mb)
+    pct = 100 * math.expm1(log_ratio)
+    if nc < 2 or nb < 2:
+        return _plain(pct, "too few repetitions", confidence, counts, margin_pct, "welch")
+    vc = statistics.variance(candidate) / (mc * mc)
+    vb = statistics.variance(baseline) / (mb * mb)
+    se2 = vc / nc + vb / nb
+    enough = min(nc, nb) >= MIN_REPETITIONS
+    if se2 == 0:
+        return _finish(log_ratio, 0.0, None, enough, confidence, margin_pct, higher_is_better, counts,
+                       lambda: None, pct, "welch", None, None)
+    df = se2 ** 2 / ((vc / nc) ** 2 / (nc - 1) + (vb / nb) ** 2 / (nb - 1))
+    half = t_quantile(0.5 + confidence / 2, max(1.0, df)) * math.sqrt(se2)
+    return _finish(log_ratio, half, df, enough, confidence, margin_pct, higher_is_better, counts,
+                   lambda: repetitions_needed(log_ratio, vc, vb, confidence, margin_pct), pct, "welch", None, None)
+
+
+def paired_difference(candidate: Sequence[float], baseline: Sequence[float], unit: str = "repetition",
+                      confidence: float = CONFIDENCE, higher_is_better: bool = True,
+                      margin_pct: float = DEFAULT_MARGIN_PCT) -> Relative:
+    """The ``paired`` verdict of measurements aligned by unit (``candidate[i]`` and ``baseline[i]`` were
+    measured in the same unit; see the module docstring). A unit with a figure at or below 0 on either
+    side has no log ratio: the verdict is then ``insufficient data`` (or -100 % when the candidate is
+    0 in every unit)."""
+    _margin_logs(margin_pct)
+    if len(candidate) != len(baseline):
+        raise ValueError(f"paired figures must align: {len(candidate)} candidate, {len(baseline)} baseline")
+    n = len(candidate)
+    counts = (n, n)
+    if n == 0 or any(b <= 0 for b in baseline) or any(c < 0 for c in candidate):
+        return _plain(None, "insufficient data", confidence, counts, margin_pct, "paired", unit, n)
+    if all(c == 0 for c in candidate):
+        return _plain(-100.0, "slower" if higher_is_better else "faster", confidence, counts, margin_pct,
+                      "paired", unit, n)
+    if any(c == 0 for c in candidate):
+        return _plain(None, "insufficient data", confidence, counts, margin_pct, "paired", unit, n)
+    d = [math.log(c / b) for c, b in zip(candidate, baseline, strict=True)]
+    mean = math.fsum(d) / n
+    pct = 100 * math.expm1(mean)
+    if n < 2:
+        return _plain(pct, "too few repetitions", confidence, counts, margin_pct, "paired", unit, n)
+    sd = statistics.stdev(d)
+    half = t_quantile(0.5 + confidence / 2, n - 1) * sd / math.sqrt(n) if sd > 0 else 0.0
+    return _finish(mean, half, float(n - 1), n >= MIN_REPETITIONS, confidence, margin_pct, higher_is_better, counts,
+                   lambda: pairs_needed(mean, sd, confidence, margin_pct), pct, "paired", unit, n)
+
+
+def repetitions_needed(log_ratio: float, cv2_candidate: float, cv2_baseline: float,
+                       confidence: float = CONFIDENCE, margin_pct: float = DEFAULT_MARGIN_PCT) -> int | None:
+    """The smallest n (repetitions per target, at least MIN_REPETITIONS) at which the Welch interval of a
+    log ratio ``log_ratio`` with squared CVs ``cv2_candidate``/``cv2_baseline`` (the spread seen so far)
+    is decisive: excludes 0 or lies inside ±margin. Half-width t(df(n)) sqrt((cv2_c + cv2_b) / n),
+    df(n) = (n - 1)(cv2_c + cv2_b)^2 / (cv2_c^2 + cv2_b^2). None without spread or beyond
+    MAX_REPETITIONS_ADVISED."""
+    total = cv2_candidate + cv2_baseline
+    if total <= 0:
+        return None
+    for n in range(MIN_REPETITIONS, MAX_REPETITIONS_ADVISED + 1):
+        df = (n - 1) * total ** 2 / (cv2_candidate ** 2 + cv2_baseline ** 2)
+        if _decisive(log_ratio, t_quantile(0.5 + confidence / 2, df) * math.sqrt(total / n), margin_pct):
+            return n
+    return None
+
+
+def pairs_needed(mean_log_ratio: float, sd: float, confidence: float = CONFIDENCE,
+                 margin_pct: float = DEFAULT_MARGIN_PCT) -> int | None:
+    """As :func:`repetitions_needed` for the paired design: the smallest number of pairs n at which
+    t(n - 1) sd / sqrt(n) around ``mean_log_ratio`` is decisive."""
+    if sd <= 0:
+        return None
+    for n in range(MIN_REPETITIONS, MAX_REPETITIONS_ADVISED + 1):
+        if _decisive(mean_log_ratio, t_quantile(0.5 + confidence / 2, n - 1) * sd / math.sqrt(n), margin_pct):
+            return n
+    return None
+
+
+def multiplicity(verdicts: Iterable[Mapping[str, Any] | Relative | None],
+                 confidence: float = CONFIDENCE) -> dict[str, Any]:
+    """How many comparisons a document makes and what chance alone would claim among them:
+    ``comparisons`` (verdicts with an interval), ``claims`` (faster/slower among them),
+    ``expected_false_claims`` = comparisons x (1 - confidence): the faster/slower verdicts expected if
+    nothing differed at all, and ``chance_of_any_false_claim`` = 1 - confidence^comparisons (as if the
+    comparisons were independent; those sharing a baseline are not quite, so read it as "about")."""
+    count = claims = 0
+    for v in verdicts:
+        if v is None:
+            continue
+        low = v.ci_low_pct if isinstance(v, Relative) else v.get("ci_low_pct")
+        verdict = v.verdict if isinstance(v, Relative) else v.get("verdict")
+        if low is None:
+            continue
+        count += 1
+        claims += verdict in ("faster", "slower")
+    alpha = 1 - confidence
+    expected = count * alpha
+    return {"comparisons": count, "claims": claims, "confidence": confidence,
+            "expected_false_claims": round(expected, 3),
+            "chance_of_any_false_claim": round(1 - confidence ** count, 3) if count else 0.0,
+            "words": (f"{count} comparison{'s' if count != 1 else ''} at {confidence:.0%}: if nothing differed, "
+                      f"about {expected:.2g} would still be called faster or slower by chance"
+                      + (f" ({1 - confidence ** count:.0%} chance of at least one)" if count > 1 else ""))
+            if count else "no comparison with an interval"}
+
+
+def compare_units(candidate: Mapping[Any, float], baseline: Mapping[Any, float], unit: str | None,
+                  confidence: float = CONFIDENCE, higher_is_better: bool = True,
+                  margin_pct: float = DEFAULT_MARGIN_PCT) -> Relative:
+    """The verdict of two sides keyed by unit (e.g. repetition, or (repetition, block)): ``paired`` over
+    the units both sides have when ``unit`` names what they share, else ``welch`` over all values."""
+    if unit is None:
+        return relative_difference(list(candidate.values()), list(baseline.values()), confidence,
+                                   higher_is_better, margin_pct)
+    common = [k for k in candidate if k in baseline]
+    return paired_difference([candidate[k] for k in common], [baseline[k] for k in common], unit, confidence,
+                             higher_is_better, margin_pct)

@@ -1,0 +1,161 @@
+"""Verdicts (benchfleet.stats.verdict): the paired and Welch intervals equal scipy's, the words say what
+the interval allows against the margin, and a document says how many comparisons it makes."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from scipy import stats as sp
+
+from benchfleet.spec import SpecError, load_spec
+from benchfleet.stats import comparison
+from benchfleet.stats.verdict import (
+    compare_units,
+    multiplicity,
+    paired_difference,
+    relative_difference,
+    words_of,
+)
+
+
+def _scipy_paired(candidate: list[float], baseline: list[float], confidence: float = 0.95) -> tuple[float, float]:
+    d = [math.log(c / b) for c, b in zip(candidate, baseline, strict=True)]
+    ci = sp.ttest_1samp(d, 0.0).confidence_interval(confidence)
+    return 100 * math.expm1(ci.low), 100 * math.expm1(ci.high)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("n", [2, 3, 5, 12])
+def test_the_paired_interval_is_scipys_one_sample_t_on_the_log_ratios(seed: int, n: int) -> None:
+    rng = random.Random(seed * 100 + n)
+    hosts = [rng.lognormvariate(0, 0.05) * 1000 for _ in range(n)]
+    baseline = [h * rng.lognormvariate(0, 0.01) for h in hosts]
+    candidate = [h * 1.03 * rng.lognormvariate(0, 0.01) for h in hosts]
+    rel = paired_difference(candidate, baseline, "repetition")
+    low, high = _scipy_paired(candidate, baseline)
+    assert (rel.ci_low_pct, rel.ci_high_pct) == (pytest.approx(low, rel=1e-9), pytest.approx(high, rel=1e-9))
+    d = [math.log(c / b) for c, b in zip(candidate, baseline, strict=True)]
+    assert rel.pct == pytest.approx(100 * math.expm1(sum(d) / n))
+    assert (rel.design, rel.unit, rel.pairs, rel.df) == ("paired", "repetition", n, n - 1)
+    # at 90 % too
+    low90, high90 = _scipy_paired(candidate, baseline, 0.90)
+    rel90 = paired_difference(candidate, baseline, confidence=0.90)
+    assert (rel90.ci_low_pct, rel90.ci_high_pct) == (pytest.approx(low90, rel=1e-9), pytest.approx(high90, rel=1e-9))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_welch_interval_uses_scipys_t_at_welchs_degrees_of_freedom(seed: int) -> None:
+    rng = random.Random(seed)
+    nc, nb = rng.randint(2, 8), rng.randint(2, 8)
+    candidate = [rng.gauss(1100, 40) for _ in range(nc)]
+    baseline = [rng.gauss(1000, 25) for _ in range(nb)]
+    rel = relative_difference(candidate, baseline)
+    mc, mb = sum(candidate) / nc, sum(baseline) / nb
+    vc = sp.tvar(candidate) / mc ** 2 / nc
+    vb = sp.tvar(baseline) / mb ** 2 / nb
+    df = (vc + vb) ** 2 / (vc ** 2 / (nc - 1) + vb ** 2 / (nb - 1))
+    half = sp.t.ppf(0.975, df) * math.sqrt(vc + vb)
+    assert rel.df == pytest.approx(df, rel=1e-12)
+    assert rel.ci_low_pct == pytest.approx(100 * (mc / mb * math.exp(-half) - 1), rel=1e-9)
+    assert rel.ci_high_pct == pytest.approx(100 * (mc / mb * math.exp(half) - 1), rel=1e-9)
+    assert (rel.design, rel.unit, rel.pairs) == ("welch", None, None)
+
+
+def test_pairing_removes_what_the_units_share() -> None:
+    # Three hosts 6 % apart; on each the candidate is 2 % faster, give or take 0.2 %.
+    baseline = [1000.0, 1060.0, 940.0]
+    candidate = [1020.0, 1083.0, 957.0]
+    paired = paired_difference(candidate, baseline)
+    apart = relative_difference(candidate, baseline)
+    assert paired.verdict == "faster" and paired.within_margin and paired.words == "faster, within ±5%"
+    assert apart.verdict == "inconclusive" and apart.halfwidth_pct > 10 * paired.halfwidth_pct
+
+
+@pytest.mark.parametrize(("candidate", "verdict", "words"), [
+    ([1001.0, 1003.0, 999.0], "equivalent", "equivalent within ±5%"),       # inside the margin, contains 0
+    ([1000.0, 1090.0, 930.0], "inconclusive", None),                         # reaches beyond the margin
+    ([1080.0, 1082.0, 1079.0], "faster", "faster"),                          # excludes 0, beyond the margin
+    ([990.0, 989.0, 991.0], "slower", "slower, within ±5%"),                 # excludes 0, inside the margin
+])
+def test_words_say_what_the_interval_allows_against_the_margin(candidate: list[float], verdict: str,
+                                                                words: str | None) -> None:
+    rel = paired_difference(candidate, [1000.0, 1000.0, 1000.0])
+    assert rel.verdict == verdict and rel.margin_pct == 5.0
+    assert rel.words == (words or f"inconclusive (±{rel.halfwidth_pct:.1f}%)")
+    assert rel.halfwidth_pct == pytest.approx(100 * math.expm1(math.log1p(rel.ci_high_pct / 100)
+                                                               - math.log1p(rel.pct / 100)))
+    if verdict == "inconclusive":
+        assert rel.repetitions_needed is not None and rel.repetitions_needed > 3
+    # A wider margin turns the same interval into a finding of equivalence.
+    if verdict == "inconclusive":
+        wide = paired_difference(candidate, [1000.0] * 3, margin_pct=40)
+        assert (wide.verdict, wide.words) == ("equivalent", "equivalent within ±40%")
+
+
+def test_too_few_pairs_and_no_data() -> None:
+    two = paired_difference([1010.0, 990.0], [1000.0, 1000.0])
+    assert two.verdict == "too few repetitions" and two.words.startswith("too few reps")
+    assert paired_difference([], []).verdict == "insufficient data"
+    assert paired_difference([1.0], [0.0]).verdict == "insufficient data"
+    zero = paired_difference([0.0, 0.0, 0.0], [5.0, 6.0, 7.0])
+    assert (zero.pct, zero.verdict) == (-100.0, "slower")
+    with pytest.raises(ValueError, match="align"):
+        paired_difference([1.0], [1.0, 2.0])
+    with pytest.raises(ValueError, match="margin_pct"):
+        relative_difference([1.0, 2.0], [1.0, 2.0], margin_pct=0)
+    assert words_of("insufficient data", 5, None, None, None) == "insufficient data"
+
+
+def test_compare_units_pairs_the_units_both_sides_have() -> None:
+    candidate = {1: 1100.0, 2: 1210.0, 3: 990.0, 4: 5000.0}
+    baseline = {1: 1000.0, 2: 1100.0, 3: 900.0}
+    rel = compare_units(candidate, baseline, "repetition")
+    assert (rel.design, rel.pairs, rel.pct) == ("paired", 3, pytest.approx(10.0))
+    assert compare_units(candidate, baseline, None).repetitions == (4, 3)
+
+
+def test_multiplicity_counts_comparisons_and_expected_chance_claims() -> None:
+    rels = [paired_difference([1080.0, 1082.0, 1079.0], [1000.0] * 3),
+            paired_difference([1001.0, 1003.0, 999.0], [1000.0] * 3),
+            relative_difference([1.0], [1.0, 2.0]), None]
+    found = multiplicity(rels)
+    assert (found["comparisons"], found["claims"]) == (2, 1)
+    assert found["expected_false_claims"] == pytest.approx(0.1)
+    assert found["chance_of_any_false_claim"] == pytest.approx(1 - 0.95 ** 2, abs=1e-3)
+    assert "2 comparisons at 95%" in found["words"] and "0.1 would still be called" in found["words"]
+    assert multiplicity([])["comparisons"] == 0
+
+
+def _summaries(target: str, values: list[float], threads: int = 4) -> list[dict[str, object]]:
+    return [{"target_id": target, "repetition": r, "threads": threads, "phase": "measure", "tps": v, "qps": v * 20}
+            for r, v in enumerate(values, start=1)]
+
+
+def test_a_runs_comparison_carries_design_margin_and_multiplicity() -> None:
+    spec = {"name": "x", "margin_pct": 2.5, "targets": [{"id": "a", "kind": "local"}, {"id": "b", "kind": "local"}]}
+    rows = _summaries("a", [1000.0, 1060.0, 940.0]) + _summaries("b", [1020.0, 1083.0, 957.0])
+    doc = comparison({"run_id": "r", "spec": spec}, [], rows, [])
+    (rel,) = [r["relative"] for r in doc["rows"] if r["relative"]]
+    # The runner ran all of a's repetitions before b's: nothing shared, so welch.
+    assert (rel["design"], rel["margin_pct"], rel["verdict"]) == ("welch", 2.5, "inconclusive")
+    assert doc["margin_pct"] == 2.5 and doc["multiplicity"]["comparisons"] == 1
+    # Run in rounds, local servers on one machine share each round: paired by round.
+    doc = comparison({"run_id": "r", "order": "interleaved", "spec": spec}, [], rows, [])
+    (rel,) = [r["relative"] for r in doc["rows"] if r["relative"]]
+    assert (rel["design"], rel["unit"], rel["pairs"], rel["verdict"]) == ("paired", "round", 3, "faster")
+    assert rel["words"] == "faster, within ±2.5%" and 0 < rel["ci_low_pct"] < rel["ci_high_pct"] < 2.5
+    # Cloud targets on separate hosts are never paired, whatever the order.
+    cloud = {**spec, "targets": [{"id": "a", "kind": "ec2"}, {"id": "b", "kind": "ec2"}]}
+    doc = comparison({"run_id": "r", "order": "interleaved", "spec": cloud}, [], rows, [])
+    assert [r["relative"]["design"] for r in doc["rows"] if r["relative"]] == ["welch"]
+
+
+def test_margin_pct_is_a_spec_key_validated_by_name(tmp_path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text("name: m\nworkload: demo-durability\nmargin_pct: 0\ntargets: [{id: a, kind: local}]\n")
+    with pytest.raises(SpecError, match="margin_pct"):
+        load_spec(path)
+    path.write_text("name: m\nworkload: demo-durability\nmargin_pct: 2\ntargets: [{id: a, kind: local}]\n")
+    assert load_spec(path).spec.margin_pct == 2
