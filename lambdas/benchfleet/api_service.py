@@ -47,6 +47,7 @@ from benchfleet.spec import (
     Workload,
     bounded_int,
     document_problems,
+    inline_loaded,
     join_path,
     parse_spec,
     problems_of,
@@ -217,8 +218,10 @@ def validate_submission(body: Any, home_region: str | None = None) -> LoadedSpec
     problems += [p for p in catalogue.spec_problems(list(spec.targets), home_region=home_region) if p[0] not in named]
     if problems:
         raise ApiError(400, f"{problems[0][0]}: {problems[0][1]}", problems[0][0], problems)
-    assert isinstance(spec.workload, Workload)
-    return LoadedSpec(spec=spec, workload=spec.workload, source="request")
+    try:
+        return inline_loaded(spec, "request")
+    except SpecError as e:
+        raise ApiError(400, f"{e.problems[0][0]}: {e.problems[0][1]}", e.problems[0][0], e.problems) from None
 
 
 def default_price_lookup() -> PriceLookup | None:
@@ -429,7 +432,10 @@ class RunService:
             return None
         if not isinstance(spec.workload, Workload):
             return None
-        return make_plan(LoadedSpec(spec=spec, workload=spec.workload, source="input"), self.price_lookup)
+        try:
+            return make_plan(inline_loaded(spec, "input"), self.price_lookup)
+        except SpecError:
+            return None
 
     # -- GET /runs/{id} ---------------------------------------------------------------------------
     def get_run(self, run_id: str) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
-from typing import List, Tuple
+from typing import List, Mapping, Optional, Tuple
 
 ENGINES = ("mysql", "mariadb")
 _PERCENT = re.compile(r"^(\d+(?:\.\d+)?)%$")
@@ -47,8 +47,23 @@ def engine_family(engine: str) -> str:
     return family
 
 
-def render(source: str, engine: str, memory_bytes: int, name: str = "cnf") -> RenderedCnf:
-    """The ``[mysqld]`` options of ``source`` that apply to ``engine``, percentages resolved."""
+def with_server_options(cnf_source: str, options: Optional[Mapping[str, object]]) -> str:
+    """A cnf with a spec's ``server_options`` layered over it: a ``[mysqld]`` group at the end, whose
+    values win over the file's (the server keeps the last value of an option; ``render`` too)."""
+    if not options:
+        return cnf_source
+    lines = ["", "[mysqld]", "# server_options from the spec"]
+    for name, value in options.items():
+        if isinstance(value, bool):
+            value = "ON" if value else "OFF"
+        lines.append("{} = {}".format(name, value))
+    return cnf_source.rstrip("\n") + "\n" + "\n".join(lines) + "\n"
+
+
+def render(source: str, engine: str, memory_bytes: Optional[int], name: str = "cnf") -> RenderedCnf:
+    """The ``[mysqld]`` options of ``source`` that apply to ``engine``, percentages resolved (kept as
+    ``NN%``, checked, when ``memory_bytes`` is None: RDS sizes them by its own formula). An option
+    given twice keeps its last value, as the server does."""
     family = engine_family(engine)
     group = None
     options: List[Tuple[str, str]] = []
@@ -74,6 +89,7 @@ def render(source: str, engine: str, memory_bytes: int, name: str = "cnf") -> Re
             continue
         if sep:
             value = _resolve(key, value, memory_bytes, name, number)
+        options = [(k, v) for k, v in options if k != key]
         options.append((key, value if sep else ""))
     lines = ["[mysqld]"]
     lines += ["{} = {}".format(k, v) if v != "" else k for k, v in options]
@@ -82,7 +98,7 @@ def render(source: str, engine: str, memory_bytes: int, name: str = "cnf") -> Re
     return RenderedCnf(text="\n".join(lines) + "\n", options=options, skipped=skipped)
 
 
-def _resolve(key: str, value: str, memory_bytes: int, name: str, number: int) -> str:
+def _resolve(key: str, value: str, memory_bytes: Optional[int], name: str, number: int) -> str:
     m = _PERCENT.match(value)
     if not m:
         return value
@@ -91,6 +107,8 @@ def _resolve(key: str, value: str, memory_bytes: int, name: str, number: int) ->
     share = float(m.group(1))
     if not 0 < share <= 90:
         raise CnfError("{}:{}: {} must be between 0% and 90% of memory".format(name, number, key))
+    if memory_bytes is None:
+        return value
     # InnoDB rounds the pool to its chunk size anyway; whole MiB keep the rendered file readable.
     mib = max(8, int(memory_bytes * share / 100) // (1024 * 1024))
     return "{}M".format(mib)

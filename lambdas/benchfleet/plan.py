@@ -22,10 +22,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from benchfleet.pricing import DEFAULT_REGION
-from benchfleet.spec import ComparisonSpec, LoadedSpec, Workload
+from benchfleet.spec import ComparisonSpec, LoadedSpec, ResolvedVariant, Workload, data_set_key
 from benchfleet.stats.cost import vcpus_from_size
 
 StepKind = Literal["prepare", "warmup", "measure"]
+SwitchMethod = Literal["none", "set-global", "restart", "parameter-group"]
+# The schema of a target's first data set (the only one without variants of other workloads).
+DEFAULT_DATABASE = "sbtest"
 
 # Seconds a target takes to become usable, by kind: EC2 boot + package install, RDS/Aurora creation.
 # Rough, documented figures: they only size estimates and timeouts, never measurements.
@@ -88,6 +91,11 @@ class RunCharge(BaseModel):
 
 
 class PlanStep(BaseModel):
+    """One agent invocation. With variants: ``variant`` is whose workload (and data set, in
+    ``database``) the step runs; ``settings`` whose server settings it needs in effect (None: any,
+    for loading and warming data sets), ``switch`` how to bring them in from each other variant's
+    (``benchfleet.variants``); ``block`` the block of a measured step split by the spec's blocks."""
+
     model_config = ConfigDict(frozen=True)
 
     index: int
@@ -96,6 +104,11 @@ class PlanStep(BaseModel):
     threads: int
     duration_s: int
     cooldown_s: int = 0
+    variant: str | None = None
+    block: int | None = None
+    database: str | None = None
+    settings: str | None = None
+    switch: dict[str, SwitchMethod] = {}
 
     @property
     def estimated_s(self) -> int:
@@ -111,7 +124,11 @@ class TargetPlan(BaseModel):
     # the deployed stack's home region, which the plan resolves); "local" for local targets.
     region: str | None = None
     repetitions: int
+    # Every step the target runs, and per repetition the indices of its steps in run order (empty:
+    # every repetition runs all steps in order). Variants interleave in an order that changes from
+    # one repetition to the next, and a restart's warm-up is there only where the order switches.
     steps: list[PlanStep]
+    sequence: list[list[int]] = []
     provision_s: int
     teardown_s: int
     step_overhead_s: int = 0
@@ -123,18 +140,32 @@ class TargetPlan(BaseModel):
     at_once: int = 1
     spacing_s: int = 0
 
+    def steps_of(self, repetition: int) -> list[PlanStep]:
+        """The steps of one repetition (1-based), in the order they run."""
+        if not self.sequence:
+            return list(self.steps)
+        return [self.steps[i] for i in self.sequence[repetition - 1]]
+
+    def repetition_seconds(self, repetition: int) -> int:
+        """One repetition: provision, its steps with their overhead, teardown (each on a fresh host)."""
+        return (self.provision_s + sum(s.estimated_s + self.step_overhead_s for s in self.steps_of(repetition))
+                + self.teardown_s)
+
     @property
     def repetition_s(self) -> int:
-        """One repetition: provision, every step with its overhead, teardown (each repetition on a
-        fresh host)."""
-        return (self.provision_s + sum(s.estimated_s + self.step_overhead_s for s in self.steps)
-                + self.teardown_s)
+        """The longest repetition (they differ only where variants restart in another order)."""
+        return max(self.repetition_seconds(r) for r in range(1, self.repetitions + 1))
+
+    @property
+    def most_steps(self) -> int:
+        """Steps of the repetition that runs the most (bounds each repetition's history)."""
+        return max(len(self.steps_of(r)) for r in range(1, self.repetitions + 1))
 
     @property
     def total_s(self) -> int:
         """Wall time of all repetitions: one after another, or started ``spacing_s`` apart."""
         if self.at_once <= 1:
-            return self.repetition_s * self.repetitions
+            return self.host_s
         if self.at_once >= self.repetitions:
             return (self.repetitions - 1) * self.spacing_s + self.repetition_s
         return math.ceil(self.repetitions / self.at_once) * self.repetition_s
@@ -142,7 +173,7 @@ class TargetPlan(BaseModel):
     @property
     def host_s(self) -> int:
         """Seconds hosts exist, all repetitions together: what the target costs."""
-        return self.repetition_s * self.repetitions
+        return sum(self.repetition_seconds(r) for r in range(1, self.repetitions + 1))
 
     @property
     def peak_repetitions(self) -> int:
@@ -169,6 +200,10 @@ class Plan(BaseModel):
     repetitions: int
     targets: list[TargetPlan]
     budget_usd: float | None
+    # How repetitions and variants are ordered (the spec's order) and which variants there are.
+    order: Literal["interleaved", "sequential"] = "interleaved"
+    variants: list[str] = []
+    blocks: int = 1
     # AWS: what the run costs beyond its hosts (benchfleet.aws.controlplane); empty locally.
     control_plane: list[RunCharge] = []
 
@@ -239,6 +274,23 @@ class Plan(BaseModel):
     def over_budget(self) -> bool:
         return self.budget_usd is not None and self.estimated_cost_usd > self.budget_usd
 
+    def local_order(self) -> list[tuple[str, int]]:
+        """(target id, repetition) in the order the local runner runs them: in rounds (A1 B1, B2 A2,
+        A3 B3: each round's order turned by one, so no target always goes first) when interleaved,
+        else every repetition of the first target, then the next (sequential)."""
+        ids = [t.target_id for t in self.targets]
+        if self.order == "sequential":
+            return [(t, r) for t in ids for r in range(1, self.repetitions + 1)]
+        out = []
+        for r in range(1, self.repetitions + 1):
+            if len(ids) == 2:  # a balanced pair: A B, then B A
+                turned = ids if r % 2 else ids[::-1]
+            else:
+                k = (r - 1) % len(ids)
+                turned = ids[k:] + ids[:k]
+            out += [(t, r) for t in turned]
+        return out
+
     def expires_at(self, start: datetime | None = None) -> datetime:
         """When anything this plan creates may be removed by the janitor."""
         start = start or datetime.now(UTC)
@@ -254,9 +306,12 @@ class Plan(BaseModel):
             "budget_usd": self.budget_usd,
             "over_budget": self.over_budget, "unpriced_targets": self.unpriced_targets,
             "regions": self.region_peaks(),
+            "order": self.order, "variants": self.variants, "blocks": self.blocks,
+            "run_order": [f"{t}#{r}" for t, r in self.local_order()] if self.mode == "local" else None,
             "targets": [
                 {"target_id": t.target_id, "kind": t.kind, "region": t.region, "server_options": t.server_options,
                  "steps": [s.model_dump() for s in t.steps],
+                 "sequence": [[t.steps[i].name for i in seq] for seq in t.sequence] or None,
                  "repetition_s": t.repetition_s, "total_s": t.total_s, "repetitions_at_once": t.peak_repetitions,
                  "repetition_spacing_s": t.spacing_s, "hosts": [h.model_dump() for h in t.hosts],
                  "price_per_hour": t.price_per_hour, "estimated_cost_usd": t.estimated_cost_usd}
@@ -264,12 +319,15 @@ class Plan(BaseModel):
         }
 
 
-def workload_steps(workload: Workload) -> list[PlanStep]:
+def prepare_seconds(workload: Workload) -> int:
     rows = workload.tables * workload.table_size
-    prepare_s = max(PREPARE_MIN_SECONDS, rows // (PREPARE_ROWS_PER_S_PER_THREAD * max(
+    return max(PREPARE_MIN_SECONDS, rows // (PREPARE_ROWS_PER_S_PER_THREAD * max(
         1, min(workload.prepare_threads, workload.tables))))
+
+
+def workload_steps(workload: Workload) -> list[PlanStep]:
     steps = [PlanStep(index=0, name="prepare", kind="prepare", threads=workload.prepare_threads,
-                      duration_s=prepare_s)]
+                      duration_s=prepare_seconds(workload))]
     if workload.warmup_s:
         steps.append(PlanStep(index=1, name="warmup", kind="warmup", threads=max(workload.threads),
                               duration_s=workload.warmup_s))
@@ -277,6 +335,95 @@ def workload_steps(workload: Workload) -> list[PlanStep]:
         steps.append(PlanStep(index=len(steps), name=f"t{threads:04d}", kind="measure", threads=threads,
                               duration_s=workload.duration_s, cooldown_s=workload.cooldown_s))
     return steps
+
+
+def database_name(data_set: int, owner: str) -> str:
+    """The schema of a target's ``data_set``-th data set: ``sbtest``, then ``sbtest_<variant>`` for the
+    first variant loading each other one (variant ids are [a-z0-9-], so the names never collide)."""
+    return DEFAULT_DATABASE if data_set == 0 else f"{DEFAULT_DATABASE}_{owner.replace('-', '_')}"
+
+
+def variant_steps(loaded: LoadedSpec, switches: dict[tuple[str, str], str],
+                  repetitions: int) -> tuple[list[PlanStep], list[list[int]]]:
+    """Every step of one target with variants, and per repetition the order its steps run in.
+
+    Each repetition: every data set's prepare, then its warm-up (under the first variant's
+    settings, which the server starts with), then per thread count (and block) every variant's
+    measured step. Interleaved, the variants' order turns by one from one thread count to the next,
+    from one block to the next and from one repetition to the next: for two variants A B at 1 thread,
+    B A at 4, and the other way round in the next repetition, so each goes first as often as the
+    other at every thread count. Sequential: every step of the first variant, then the next. A switch
+    that restarts the server is followed by a warm-up of the variant."""
+    spec = loaded.spec
+    variants: list[ResolvedVariant] = list(loaded.variants)
+    steps: list[PlanStep] = []
+    by_name: dict[str, int] = {}
+
+    def add(step: dict[str, Any]) -> int:
+        if step["name"] not in by_name:
+            by_name[step["name"]] = len(steps)
+            steps.append(PlanStep(index=len(steps), **step))
+        return by_name[step["name"]]
+
+    def switch_to(variant: str) -> dict[str, SwitchMethod]:
+        return {a: m for (a, b), m in switches.items() if b == variant and m != "none"}  # type: ignore[misc]
+
+    data_sets: dict[str, str] = {}      # data set key -> schema
+    database: dict[str, str] = {}       # variant id -> schema
+    head: list[int] = []
+    for v in variants:
+        key = data_set_key(v.workload)
+        if key not in data_sets:
+            data_sets[key] = database_name(len(data_sets), v.id)
+            first = len(data_sets) == 1
+            w = v.workload
+            head.append(add({"name": "prepare" if first else f"prepare.{v.id}", "kind": "prepare",
+                             "threads": w.prepare_threads, "duration_s": prepare_seconds(w), "variant": v.id,
+                             "database": data_sets[key]}))
+        database[v.id] = data_sets[key]
+    owners = {data_sets[data_set_key(v.workload)]: v for v in reversed(variants)}  # first variant of each
+    for schema, v in sorted(owners.items(), key=lambda kv: list(data_sets.values()).index(kv[0])):
+        if v.workload.warmup_s:
+            first = schema == DEFAULT_DATABASE
+            head.append(add({"name": "warmup" if first else f"warmup.{v.id}", "kind": "warmup",
+                             "threads": max(v.workload.threads), "duration_s": v.workload.warmup_s,
+                             "variant": v.id, "database": schema}))
+
+    threads = loaded.workload.threads
+    blocks = spec.blocks
+    block_s = loaded.workload.duration_s // blocks
+    cells = [(t, b) for t in threads for b in range(1, blocks + 1)]  # sequential order
+
+    def cell_name(t: int, b: int, v: str) -> str:
+        return f"t{t:04d}" + (f".b{b}" if blocks > 1 else "") + f".{v}"
+
+    sequence: list[list[int]] = []
+    for r in range(1, repetitions + 1):
+        order: list[tuple[int, int, ResolvedVariant]]
+        if spec.order == "sequential":
+            order = [(t, b, v) for v in variants for t, b in cells]
+        else:
+            order = []
+            for ti, t in enumerate(threads):
+                for b in range(1, blocks + 1):
+                    k = ((r - 1) + ti + (b - 1)) % len(variants)
+                    order += [(t, b, v) for v in variants[k:] + variants[:k]]
+        current = variants[0].id
+        seq = list(head)
+        for t, b, v in order:
+            method = switches.get((current, v.id), "none") if current != v.id else "none"
+            if method == "restart" and v.workload.warmup_s:
+                seq.append(add({"name": "warmup." + cell_name(t, b, v.id), "kind": "warmup",
+                                "threads": max(v.workload.threads), "duration_s": v.workload.warmup_s,
+                                "variant": v.id, "database": database[v.id], "settings": v.id,
+                                "switch": switch_to(v.id)}))
+            seq.append(add({"name": cell_name(t, b, v.id), "kind": "measure", "threads": t, "duration_s": block_s,
+                            "cooldown_s": v.workload.cooldown_s, "variant": v.id,
+                            "block": b if blocks > 1 else None, "database": database[v.id], "settings": v.id,
+                            "switch": switch_to(v.id)}))
+            current = v.id
+        sequence.append(seq)
+    return steps, sequence
 
 
 def hosts_of(target: Any) -> list[Host]:
@@ -297,9 +444,13 @@ def make_plan(loaded: LoadedSpec, price_lookup: PriceLookup | None = None, *, at
     """Expand a resolved spec. ``price_lookup(target)`` gives $/hour (target plus its client);
     ``at_once``: how many repetitions of a target the backend runs at the same time (0: all)."""
     spec: ComparisonSpec = loaded.spec
-    steps = workload_steps(loaded.workload)
     targets = []
     for target in spec.targets:
+        steps, sequence = workload_steps(loaded.workload), list[list[int]]()
+        if loaded.variants:
+            from benchfleet.variants import switches
+
+            steps, sequence = variant_steps(loaded, switches(loaded, target), spec.repetitions)
         price = target.price_per_hour
         if price is None and price_lookup is not None:
             price = price_lookup(target)
@@ -312,10 +463,11 @@ def make_plan(loaded: LoadedSpec, price_lookup: PriceLookup | None = None, *, at
         targets.append(TargetPlan(
             target_id=target.id, kind=target.kind,
             region=getattr(target, "region", None) or ("local" if spec.is_local else None),
-            repetitions=spec.repetitions, steps=steps,
+            repetitions=spec.repetitions, steps=steps, sequence=sequence,
             provision_s=PROVISION_SECONDS[target.kind], teardown_s=TEARDOWN_SECONDS[target.kind],
             step_overhead_s=STEP_OVERHEAD_SECONDS.get(target.kind, 0) if spec.is_local else 0,
             price_per_hour=price, server_options=target.server_options, hosts=hosts_of(target),
             at_once=concurrent, spacing_s=spec.repetition_spacing_s or 0))
     return Plan(name=spec.name, workload=loaded.workload.name, mode="local" if spec.is_local else "aws",
-                repetitions=spec.repetitions, targets=targets, budget_usd=spec.budget_usd)
+                repetitions=spec.repetitions, targets=targets, budget_usd=spec.budget_usd, order=spec.order,
+                variants=spec.variant_ids, blocks=spec.blocks)

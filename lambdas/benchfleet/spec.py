@@ -147,13 +147,40 @@ class _Model(BaseModel):
         return v
 
 
-def _check_options(options: dict[str, OptionValue]) -> dict[str, OptionValue]:
+# sysbench options the workload's own keys (or the agent, per step) set: never through `options`.
+_RESERVED_OPTIONS = frozenset({"threads", "time", "report-interval", "percentile", "tables", "table-size",
+                               "mysql-host", "mysql-port", "mysql-user", "mysql-password", "mysql-db"})
+
+
+def check_workload_options(options: dict[str, OptionValue]) -> dict[str, OptionValue]:
+    """The one rule for sysbench options a user may give: a workload's ``options`` and a variant's
+    ``options`` (validate, the API, Plan and the agent's jobs all come through here). ValueError
+    naming the option when it is not allowed."""
+    clash = sorted(_RESERVED_OPTIONS & {k.replace("_", "-") for k in options})
+    if clash:
+        raise ValueError(f"{', '.join(clash)} must be set through the workload's own keys")
     for name, value in options.items():
         if not _OPTION_NAME.match(name):
             raise ValueError(f"option name {name!r} is not a sysbench option name ([a-z][a-z0-9_-]*)")
         if isinstance(value, str) and not _SAFE_VALUE.match(value):
             raise ValueError(f"option {name}: value {value!r} has characters sysbench options never need")
     return options
+
+
+def check_server_options(options: dict[str, OptionValue]) -> dict[str, OptionValue]:
+    """Server options layered over a cnf (a target's or a variant's ``server_options``): names and
+    values a cnf line can carry, one spelling per option (returned with underscores)."""
+    for name, value in options.items():
+        if not _SERVER_OPTION.match(name):
+            raise ValueError(f"{name!r} is not a server option name ([a-z][a-z0-9_-]*)")
+        if isinstance(value, float) or (isinstance(value, str) and not _SAFE_VALUE.match(value)):
+            raise ValueError(f"{name}: {value!r} is not a value a server option takes "
+                             "(a number, a size like 64M, a word, true/false)")
+    # One spelling per option: the server treats innodb-buffer-pool-size and the underscore form alike.
+    names = [n.replace("-", "_") for n in options]
+    if len(set(names)) != len(names):
+        raise ValueError("an option is given twice (dash and underscore spellings are the same option)")
+    return {n.replace("-", "_"): value for n, value in options.items()}
 
 
 class Workload(_Model):
@@ -195,12 +222,7 @@ class Workload(_Model):
     @field_validator("options")
     @classmethod
     def _options(cls, v: dict[str, OptionValue]) -> dict[str, OptionValue]:
-        reserved = {"threads", "time", "report-interval", "percentile", "tables", "table-size",
-                    "mysql-host", "mysql-port", "mysql-user", "mysql-password", "mysql-db"}
-        clash = sorted(reserved & {k.replace("_", "-") for k in v})
-        if clash:
-            raise ValueError(f"{', '.join(clash)} must be set through the workload's own keys")
-        return _check_options(v)
+        return check_workload_options(v)
 
 
 class Storage(_Model):
@@ -226,17 +248,7 @@ class _TargetBase(_Model):
     @field_validator("server_options")
     @classmethod
     def _server_options(cls, v: dict[str, OptionValue]) -> dict[str, OptionValue]:
-        for name, value in v.items():
-            if not _SERVER_OPTION.match(name):
-                raise ValueError(f"{name!r} is not a server option name ([a-z][a-z0-9_-]*)")
-            if isinstance(value, float) or (isinstance(value, str) and not _SAFE_VALUE.match(value)):
-                raise ValueError(f"{name}: {value!r} is not a value a server option takes "
-                                 "(a number, a size like 64M, a word, true/false)")
-        # One spelling per option: the server treats innodb-buffer-pool-size and the underscore form alike.
-        names = [n.replace("-", "_") for n in v]
-        if len(set(names)) != len(names):
-            raise ValueError("an option is given twice (dash and underscore spellings are the same option)")
-        return {n.replace("-", "_"): value for n, value in v.items()}
+        return check_server_options(v)
 
 
 class Ec2Target(_TargetBase):
@@ -345,43 +357,131 @@ Target = Annotated[Ec2Target | RdsTarget | AuroraTarget | LocalTarget | Existing
 TARGET_KINDS = ("ec2", "rds", "aurora", "local", "existing")
 
 
+# A string names a workload file, a mapping is an inline workload; the discriminator keeps the
+# errors of the branch the user meant instead of both.
+WorkloadRef = Annotated[
+    Annotated[Annotated[str, Field(pattern=SLUG)], Tag("by-name")] | Annotated[Workload, Tag("inline")],
+    Discriminator(lambda v: "by-name" if isinstance(v, str) else "inline"),
+]
+
+MAX_VARIANTS = 16
+MAX_BLOCKS = 20
+Route = Literal["direct", "proxy"]
+# Target kinds a connection route applies to (issue 25 adds kind: cluster; none exists yet).
+ROUTE_KINDS: tuple[str, ...] = ()
+
+
+class Variant(_Model):
+    """One side of what a spec compares on the same target: every repetition host measures every
+    variant, interleaved. Each key overrides the target's (``server_options`` are layered over the
+    target's) or the spec's workload; what a variant does not name is the target's."""
+
+    id: str = Field(pattern=SLUG, max_length=32, description="Unique variant id, [a-z0-9-]")
+    workload: WorkloadRef | None = Field(
+        None, description="This variant's workload (a file in workloads/ by name, or inline) instead of "
+                          "the spec's; its thread sweep, step duration and report interval must be the same")
+    mysql_config: str | None = Field(None, pattern=SLUG,
+                                     description="workloads/mysql/<name>.cnf instead of the target's")
+    server_options: dict[str, OptionValue] = Field(
+        default_factory=dict, max_length=64,
+        description="Server options layered over the target's (and its mysql_config's), name: value")
+    options: dict[str, OptionValue] = Field(
+        default_factory=dict, description="sysbench options overriding the workload's, name: value")
+    route: Route | None = Field(None, description="direct | proxy: how sysbench reaches a cluster target")
+
+    @field_validator("server_options")
+    @classmethod
+    def _server_options(cls, v: dict[str, OptionValue]) -> dict[str, OptionValue]:
+        return check_server_options(v)
+
+    @field_validator("options")
+    @classmethod
+    def _options(cls, v: dict[str, OptionValue]) -> dict[str, OptionValue]:
+        return check_workload_options(v)
+
+    @property
+    def changes_server(self) -> bool:
+        return self.mysql_config is not None or bool(self.server_options)
+
+
+def _unique_ids(field: str, what: str, ids: list[str]) -> dict[str, int]:
+    """id -> its index; FieldProblem naming the second use of an id."""
+    seen: dict[str, int] = {}
+    for i, item in enumerate(ids):
+        if item in seen:
+            raise FieldProblem(f"{field}[{i}].id", f"{what} id {item!r} is used twice (also {field}[{seen[item]}]); "
+                                                    "ids must be unique")
+        seen[item] = i
+    return seen
+
+
 class ComparisonSpec(_Model):
-    """targets x workload x repetitions. Documented key by key in workloads/README.md."""
+    """targets x workload x repetitions (x variants). Documented key by key in workloads/README.md."""
 
     name: str = Field(pattern=SLUG, description="Comparison name, [a-z0-9-]; runs are grouped by it")
     description: str = Field("", max_length=2000)
-    # A string names a workload file, a mapping is an inline workload; the discriminator keeps the
-    # errors of the branch the user meant instead of both.
-    workload: Annotated[
-        Annotated[Annotated[str, Field(pattern=SLUG)], Tag("by-name")] | Annotated[Workload, Tag("inline")],
-        Discriminator(lambda v: "by-name" if isinstance(v, str) else "inline"),
-    ] = Field(description="A workload file in workloads/ (by name) or an inline workload")
+    workload: WorkloadRef = Field(description="A workload file in workloads/ (by name) or an inline workload")
     repetitions: int = Field(1, ge=1, le=20, description="Each on its own host where the kind allows")
     repetition_spacing_s: int | None = Field(
         None, ge=0, le=7 * 86400,
         description="Start each repetition this many seconds after the previous one started (e.g. to "
                     "spread them over the day); unset: all at once where the backend runs them at once")
     budget_usd: float | None = Field(None, ge=0, le=1_000_000, description="Refuse to start above this")
-    baseline: str | None = Field(None, pattern=SLUG, description="Target id relative figures refer to")
+    baseline: str | None = Field(
+        None, pattern=SLUG, description="Target id (or variant id) relative figures refer to; default: the "
+                                        "first target, and the first variant")
     margin_pct: float = Field(
         5.0, gt=0, le=50,
         description="Equivalence margin of verdicts, in %: a difference whose interval contains 0 and lies "
                     "inside ±margin is 'equivalent within ±margin'; one whose interval reaches beyond it is "
                     "'inconclusive (±x%)'")
     targets: list[Target] = Field(min_length=1, max_length=200)
+    variants: list[Variant] = Field(
+        default_factory=list, max_length=MAX_VARIANTS,
+        description="What is compared on the same target: every repetition host measures every variant")
+    order: Literal["interleaved", "sequential"] = Field(
+        "interleaved", description="interleaved: variants alternate at every thread count (and block), local "
+                                   "targets run in rounds; sequential: one variant (target) after another")
+    blocks: int = Field(1, ge=1, le=MAX_BLOCKS,
+                        description="Split each measured step into this many alternating blocks (variants)")
 
     @model_validator(mode="after")
     def _cross_fields(self) -> ComparisonSpec:
-        seen: dict[str, int] = {}
-        for i, target in enumerate(self.targets):
-            if target.id in seen:
-                raise FieldProblem(f"targets[{i}].id", f"target id {target.id!r} is used twice (also "
-                                                       f"targets[{seen[target.id]}]); ids must be unique")
-            seen[target.id] = i
-        if self.baseline is not None and self.baseline not in seen:
-            raise FieldProblem("baseline", f"{self.baseline!r} is not one of the target ids "
-                                           f"({', '.join(seen)})")
+        seen = _unique_ids("targets", "target", [t.id for t in self.targets])
+        variants = _unique_ids("variants", "variant", [v.id for v in self.variants])
+        self._check_variants()
+        if self.baseline is not None:
+            if self.baseline in seen and self.baseline in variants:
+                raise FieldProblem("baseline", f"{self.baseline!r} is both a target id and a variant id: "
+                                               "rename one")
+            if self.baseline not in seen and self.baseline not in variants:
+                ids = ", ".join(seen) + (f"; variant ids: {', '.join(variants)}" if variants else "")
+                raise FieldProblem("baseline", f"{self.baseline!r} is not one of the target ids ({ids})")
         return self
+
+    def _check_variants(self) -> None:
+        if len(self.variants) == 1:
+            raise FieldProblem("variants", "one variant compares nothing: give two or more (two identical "
+                                           "variants measure the noise, an A/A test)")
+        if self.blocks > 1 and not self.variants:
+            raise FieldProblem("blocks", "blocks alternate the variants of a target: give variants, or leave "
+                                         "blocks at 1")
+        for i, variant in enumerate(self.variants):
+            if variant.route is not None and not any(t.kind in ROUTE_KINDS for t in self.targets):
+                raise FieldProblem(f"variants[{i}].route", "a connection route is for cluster targets (kind: "
+                                                           "cluster), and this spec has none")
+            if not variant.changes_server:
+                continue
+            for j, target in enumerate(self.targets):
+                if target.kind == "existing":
+                    key = "server_options" if variant.server_options else "mysql_config"
+                    raise FieldProblem(f"variants[{i}].{key}", f"targets[{j}] ({target.id}) is an existing "
+                                                               "server, measured as it is configured; benchfleet "
+                                                               "never changes its settings")
+
+    @property
+    def variant_ids(self) -> list[str]:
+        return [v.id for v in self.variants]
 
     @property
     def is_local(self) -> bool:
@@ -552,14 +652,52 @@ def load_workload(name: str, root: Path | None = None) -> Workload:
     raise SpecError("spec", [("workload", f"no workload named {name!r} in {root}")])
 
 
+class ResolvedVariant(BaseModel):
+    """A variant with its workload resolved: the spec's (or its own), its ``options`` merged in."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    workload: Workload
+    mysql_config: str | None = None
+    server_options: dict[str, OptionValue] = {}
+    route: str | None = None
+
+
 class LoadedSpec(BaseModel):
-    """A spec with its workload resolved and its files checked."""
+    """A spec with its workload(s) resolved and its files checked."""
 
     model_config = ConfigDict(frozen=True)
 
     spec: ComparisonSpec
     workload: Workload
     source: str
+    variants: list[ResolvedVariant] = []
+
+    def variant(self, variant_id: str | None) -> ResolvedVariant | None:
+        return next((v for v in self.variants if v.id == variant_id), None)
+
+    def workload_of(self, variant_id: str | None) -> Workload:
+        """The workload a step of ``variant_id`` runs (the spec's when there are no variants)."""
+        found = self.variant(variant_id)
+        return found.workload if found else self.workload
+
+
+def data_set_key(workload: Workload) -> str:
+    """What a workload's prepare step creates (test, tables, rows, options): variants with the same
+    key share one data set, others each get their own schema."""
+    options = {k.replace("_", "-"): v for k, v in workload.options.items()}
+    return json.dumps([workload.test, workload.tables, workload.table_size, options], sort_keys=True)
+
+
+def target_settings(target: Any, variant: ResolvedVariant | None) -> tuple[str, dict[str, OptionValue]]:
+    """(mysql_config, server_options) a server of ``target`` runs with for ``variant``: the variant's
+    mysql_config instead of the target's, its server_options layered over the target's."""
+    base = str(getattr(target, "mysql_config", "default"))
+    options = dict(getattr(target, "server_options", {}) or {})
+    if variant is None:
+        return base, options
+    return variant.mysql_config or base, {**options, **variant.server_options}
 
 
 def load_spec(path: Path | str, root: Path | None = None) -> LoadedSpec:
@@ -569,24 +707,94 @@ def load_spec(path: Path | str, root: Path | None = None) -> LoadedSpec:
     return resolve(spec, str(path), root)
 
 
-def resolve(spec: ComparisonSpec, source: str, root: Path | None = None) -> LoadedSpec:
-    root = root or workloads_dir()
+def _workload(ref: str | Workload, field: str, source: str, root: Path) -> Workload:
     try:
-        workload = spec.workload if isinstance(spec.workload, Workload) else load_workload(spec.workload, root)
+        return ref if isinstance(ref, Workload) else load_workload(ref, root)
     except SpecError as e:
         if e.source == "spec":
-            raise SpecError(source, e.problems) from None
+            raise SpecError(source, [(field, message) for _, message in e.problems]) from None
         raise
+
+
+def resolve(spec: ComparisonSpec, source: str, root: Path | None = None) -> LoadedSpec:
+    root = root or workloads_dir()
+    workload = _workload(spec.workload, "workload", source, root)
+    variants = [resolve_variant(v, _workload(v.workload, f"variants[{i}].workload", source, root)
+                                if v.workload is not None else workload)
+                for i, v in enumerate(spec.variants)]
     problems = []
-    if workload.test.startswith("lua/") and not (root / workload.test).exists():
-        problems.append(("workload.test", f"{workload.test} does not exist in {root}"))
-    for i, target in enumerate(spec.targets):
-        if not (root / "mysql" / f"{target.mysql_config}.cnf").exists():
-            problems.append((f"targets[{i}].mysql_config",
-                             f"no file {target.mysql_config}.cnf in {(root / 'mysql').resolve()}"))
+    for name, w in [("workload", workload), *((f"variants[{i}].workload", v.workload)
+                                              for i, v in enumerate(variants) if spec.variants[i].workload)]:
+        if w.test.startswith("lua/") and not (root / w.test).exists():
+            problems.append((f"{name}.test", f"{w.test} does not exist in {root}"))
+    configs = [(f"targets[{i}].mysql_config", t.mysql_config) for i, t in enumerate(spec.targets)]
+    configs += [(f"variants[{i}].mysql_config", v.mysql_config) for i, v in enumerate(spec.variants)
+                if v.mysql_config]
+    for field, config in configs:
+        if not (root / "mysql" / f"{config}.cnf").exists():
+            problems.append((field, f"no file {config}.cnf in {(root / 'mysql').resolve()}"))
+    problems += variant_problems(spec, workload, variants)
     if problems:
         raise SpecError(source, problems)
-    return LoadedSpec(spec=spec, workload=workload, source=source)
+    return LoadedSpec(spec=spec, workload=workload, source=source, variants=variants)
+
+
+def resolve_variant(variant: Variant, workload: Workload) -> ResolvedVariant:
+    """``variant`` with its workload: ``workload`` with the variant's sysbench options over its own."""
+    if variant.options:
+        merged = {**{k.replace("_", "-"): v for k, v in workload.options.items()},
+                  **{k.replace("_", "-"): v for k, v in variant.options.items()}}
+        workload = workload.model_copy(update={"options": check_workload_options(merged)})
+    return ResolvedVariant(id=variant.id, workload=workload, mysql_config=variant.mysql_config,
+                           server_options=variant.server_options, route=variant.route)
+
+
+def variant_problems(spec: ComparisonSpec, workload: Workload,
+                     variants: list[ResolvedVariant]) -> list[tuple[str, str]]:
+    """What makes variants impossible to measure side by side: steps that cannot pair (another sweep,
+    step length or report interval), blocks that do not divide a step, and several data sets on an
+    existing server (benchfleet works in its one schema there)."""
+    problems: list[tuple[str, str]] = []
+    for i, v in enumerate(variants):
+        for key in ("threads", "duration_s", "report_interval_s"):
+            if getattr(v.workload, key) != getattr(workload, key):
+                problems.append((f"variants[{i}].workload", f"its {key} ({getattr(v.workload, key)}) differs from the "
+                                 f"spec workload's ({getattr(workload, key)}): variants are measured step by step "
+                                 "side by side, so their sweeps must match"))
+                break
+    if spec.blocks > 1:
+        block_s, rest = divmod(workload.duration_s, spec.blocks)
+        if rest:
+            problems.append(("blocks", f"{spec.blocks} blocks do not divide the {workload.duration_s} s steps "
+                                       "evenly; choose a divisor of duration_s"))
+        elif block_s < 2 * workload.report_interval_s:
+            problems.append(("blocks", f"{spec.blocks} blocks of {workload.duration_s} s steps last {block_s} s each, "
+                                       f"fewer than two report intervals ({workload.report_interval_s} s)"))
+    data_sets = {data_set_key(v.workload) for v in variants}
+    if len(data_sets) > 1:
+        for j, target in enumerate(spec.targets):
+            if target.kind == "existing":
+                problems.append(("variants", f"the variants load {len(data_sets)} different data sets, and "
+                                             f"targets[{j}] ({target.id}) is an existing server, where benchfleet "
+                                             "works in its one schema; give the variants one workload there"))
+    return problems
+
+
+def inline_loaded(spec: ComparisonSpec, source: str) -> LoadedSpec:
+    """A spec whose workloads are all inline (an API body, an execution's input), resolved without
+    the workload library; SpecError naming a variant workload given by name or one that does not fit."""
+    assert isinstance(spec.workload, Workload)
+    problems = [(f"variants[{i}].workload", f"{v.workload!r} is a name; here workloads are inline "
+                                            "(benchfleet run --remote inlines named workloads)")
+                for i, v in enumerate(spec.variants) if isinstance(v.workload, str)]
+    if problems:
+        raise SpecError(source, problems)
+    variants = [resolve_variant(v, v.workload if isinstance(v.workload, Workload) else spec.workload)
+                for v in spec.variants]
+    problems = variant_problems(spec, spec.workload, variants)
+    if problems:
+        raise SpecError(source, problems)
+    return LoadedSpec(spec=spec, workload=spec.workload, source=source, variants=variants)
 
 
 def json_schema() -> dict[str, Any]:

@@ -141,7 +141,8 @@ def print_plan(summary: dict[str, Any]) -> None:
     for col in ("target", "kind", "region", "steps", "per repetition", "repetitions", "$/hour", "est. cost"):
         table.add_column(col, justify="right" if col not in ("target", "kind", "region", "steps") else "left")
     for t in summary["targets"]:
-        steps = ", ".join(s["name"] for s in t["steps"])
+        steps = ", ".join(s["name"] for s in t["steps"]) if not t.get("sequence") else \
+            f"{len(t['steps'])} steps, {len(summary['variants'])} variants ({summary['order']})"
         options = t.get("server_options") or {}
         label = t["target_id"] + "".join(f"\n  {k} = {v}" for k, v in options.items())
         # Never "$0" nor a blank for a target the price tables do not know: say so.
@@ -151,6 +152,7 @@ def print_plan(summary: dict[str, Any]) -> None:
                       "unpriced" if no_price else _fmt(t["price_per_hour"], 3),
                       "unpriced" if no_price else f"${_fmt(t['estimated_cost_usd'], 2)}")
     console.print(table)
+    _print_order(summary)
     if summary["mode"] == "aws":
         _print_cloud_plan(summary)
     unpriced = len(summary["unpriced_targets"])
@@ -167,6 +169,21 @@ def print_plan(summary: dict[str, Any]) -> None:
                       f"{DEFAULT_REGION} list prices")
     if summary["over_budget"]:
         console.print("[red]over budget: `benchfleet run` will refuse to start")
+
+
+def _print_order(summary: dict[str, Any]) -> None:
+    """The order things run in: variants per repetition of each target, local targets' rounds."""
+    if summary.get("variants"):
+        blocks = f", each measured step in {summary['blocks']} blocks" if summary.get("blocks", 1) > 1 else ""
+        console.print(f"variants {', '.join(summary['variants'])}: every repetition measures each of them on the "
+                      f"same server, {summary['order']}{blocks}")
+        for t in summary["targets"]:
+            for r, names in enumerate(t.get("sequence") or [], start=1):
+                console.print(f"  {t['target_id']} repetition {r}: {' '.join(names)}")
+    rounds = summary.get("run_order") or []
+    if len({r.split('#')[0] for r in rounds}) > 1:
+        console.print("local targets run " + ("in rounds" if summary["order"] == "interleaved" else "one after another")
+                      + ": " + " ".join(r.replace("#", " rep ") for r in rounds))
 
 
 def _print_cloud_plan(summary: dict[str, Any]) -> None:

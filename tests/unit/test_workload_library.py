@@ -242,6 +242,7 @@ _README_MODELS: dict[str, tuple[type[BaseModel], type[BaseModel] | None]] = {
     "ExistingTarget": (ExistingTarget, spec_module._TargetBase),
     "Storage": (Storage, None),
     "Client": (Client, None),
+    "Variant": (spec_module.Variant, None),
 }
 
 

@@ -45,6 +45,7 @@ from benchfleet.spec import (
     RdsTarget,
     SpecError,
     Workload,
+    inline_loaded,
     parse_spec,
     workloads_dir,
 )
@@ -135,7 +136,14 @@ def _loaded(spec_data: dict[str, Any], regions: TargetRegions) -> LoadedSpec:
     if not isinstance(spec.workload, Workload):
         raise PlanRejected(f"spec: workload: {spec.workload!r} is a name; the API takes the workload "
                            "inline (benchfleet run --remote inlines named workloads)")
+    try:
+        loaded = inline_loaded(spec, "spec")
+    except SpecError as e:
+        raise PlanRejected(str(e), field=e.problems[0][0]) from None
     problems = []
+    if spec.variants:
+        problems.append("variants: variants run locally for now (benchfleet run --local); the state machine "
+                        "does not measure them yet")
     for i, target in enumerate(spec.targets):
         if target.kind not in CLOUD_KINDS:
             problems.append(f"targets[{i}].kind: {target.kind} targets run with benchfleet run --local")
@@ -153,7 +161,7 @@ def _loaded(spec_data: dict[str, Any], regions: TargetRegions) -> LoadedSpec:
                      for field, message in catalogue.spec_problems(list(spec.targets), home_region=regions.home)]
     if problems:
         raise PlanRejected("spec: " + "; ".join(problems))
-    return regions.resolve(LoadedSpec(spec=spec, workload=spec.workload, source="api"))
+    return regions.resolve(loaded)
 
 
 def _ec2_engine_ok(engine: str) -> bool:

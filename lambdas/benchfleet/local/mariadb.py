@@ -25,7 +25,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchfleet.mysqlcnf import render
+from benchfleet.mysqlcnf import render, with_server_options
 
 _PR_SET_PDEATHSIG = 1
 _START_TIMEOUT_S = 90.0
@@ -59,19 +59,6 @@ def cause_line(lines: Sequence[str]) -> str | None:
         if "[ERROR]" in line:
             return LOG_PREFIX.sub("", line.strip())
     return None
-
-
-def with_server_options(cnf_source: str, options: Mapping[str, object] | None) -> str:
-    """A cnf with the spec's ``server_options`` layered over it: a ``[mysqld]`` group at the end, whose
-    values win over the file's (the server keeps the last value of an option)."""
-    if not options:
-        return cnf_source
-    lines = ["", "[mysqld]", "# server_options from the spec"]
-    for name, value in options.items():
-        if isinstance(value, bool):
-            value = "ON" if value else "OFF"
-        lines.append(f"{name} = {value}")
-    return cnf_source.rstrip("\n") + "\n" + "\n".join(lines) + "\n"
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchfleet.local.existing import ExistingServer, ExistingServerError, password_of
-from benchfleet.local.mariadb import LOG_PREFIX, find_binary, with_server_options
-from benchfleet.mysqlcnf import CnfError, render
+from benchfleet.local.mariadb import LOG_PREFIX, find_binary
+from benchfleet.mysqlcnf import CnfError, render, with_server_options
 from benchfleet.spec import ExistingTarget, LoadedSpec, LocalTarget, SpecError, workloads_dir
 
 
@@ -31,6 +31,8 @@ class Preflight:
 def preflight(loaded: LoadedSpec) -> Preflight:
     """Raise SpecError (exit 2) naming each target field this machine cannot run; return notices."""
     problems: list[tuple[str, str]] = []
+    if loaded.spec.variants:
+        problems.append(("variants", "the local runner does not measure variants yet"))
     out = Preflight()
     checked: dict[str, tuple[list[str], list[str]]] = {}
     warned: dict[str, str] = {}  # the server's warning -> the first target it concerns
