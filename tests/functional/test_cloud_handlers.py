@@ -540,6 +540,19 @@ def test_plan_install_per_kind_and_cnf_problems_name_the_field(aws, tmp_path, mo
     assert plan["targets"][0]["steps"][0]["install"]["cnf"] == "[mysqld]\nmax_connections = 77\n"
 
 
+def test_an_ec2_targets_server_options_are_in_the_cnf_the_host_installs(aws):
+    """Issue 28 item 1: server_options were accepted and never reached the host (the install step
+    carried only the cnf file's text)."""
+    from benchfleet.mysqlcnf import render
+
+    options = {"innodb_buffer_pool_size": "64M", "sync_binlog": 0, "innodb_flush_log_at_trx_commit": 2}
+    plan = call("plan", {"input": {"spec": spec(targets=[target("ec2") | {"server_options": options}])}})
+    cnf = plan["targets"][0]["steps"][0]["install"]["cnf"]
+    # What the agent renders on the host (benchfleet_install.write_cnf) and asks the server for.
+    requested = dict(render(cnf, "mysql-8.0", 4 * 1024**3).options)
+    assert {k: requested[k] for k in options} == {k: str(v) for k, v in options.items()}
+
+
 def test_run_id_is_the_execution_name_and_a_schedule_names_the_run(aws):
     plan = call("plan", {"input": {"spec": spec(), "schedule": "nightly-graviton"},
                          "execution_name": "4b7c0a52-8a51-4bd8-a4c5-3a0c1f0e9d11"})

@@ -33,7 +33,7 @@ from benchfleet.aws import asl_walk, commands, controlplane, history
 from benchfleet.aws.errors import PlanRejected, aws_errors
 from benchfleet.aws.regions import TargetRegions
 from benchfleet.aws.settings import DEFAULT_RESULTS_STORE, Settings
-from benchfleet.mysqlcnf import CnfError, render
+from benchfleet.mysqlcnf import CnfError, render, with_server_options
 from benchfleet.plan import Plan, PriceLookup, TargetPlan, make_plan
 from benchfleet.spec import (
     SLUG,
@@ -170,15 +170,16 @@ def _ec2_engine_ok(engine: str) -> bool:
         version == v or version.startswith(v + ".") for v in EC2_MYSQL_VERSIONS)
 
 
-def _cnf_source(index: int, name: str, engine: str) -> str:
-    """workloads/mysql/<name>.cnf without comments (the renderer ignores them), checked to render."""
+def _cnf_source(index: int, name: str, engine: str, server_options: dict[str, Any] | None = None) -> str:
+    """workloads/mysql/<name>.cnf without comments (the renderer ignores them) with the target's
+    server_options layered over it (the host installs exactly this), checked to render."""
     path = workloads_dir() / "mysql" / f"{name}.cnf"
     try:
         text = path.read_text()
     except OSError:
         raise PlanRejected(f"spec: targets[{index}].mysql_config: no workloads/mysql/{name}.cnf") from None
     lines = [line.split("#", 1)[0].rstrip() for line in text.splitlines()]
-    source = "\n".join(line for line in lines if line.strip()) + "\n"
+    source = with_server_options("\n".join(line for line in lines if line.strip()) + "\n", server_options)
     try:
         render(source, engine, 8 * 1024**3, name=f"{name}.cnf")
     except CnfError as e:
@@ -187,10 +188,13 @@ def _cnf_source(index: int, name: str, engine: str) -> str:
 
 
 def _install(index: int, target: dict[str, Any]) -> dict[str, Any] | None:
-    """What the agent sets up on a fresh host on the prepare step (None: nothing, an existing host)."""
+    """What the agent sets up on a fresh host on the prepare step (None: nothing, an existing host).
+    An ec2 host gets its cnf with the spec's server_options in it: the server the host starts is
+    the one the spec describes, and the fingerprint compares what it runs with against all of it."""
     if target["kind"] == "ec2":
         return {"engine": target["engine"], "mysql_config": target["mysql_config"],
-                "cnf": _cnf_source(index, target["mysql_config"], target["engine"])}
+                "cnf": _cnf_source(index, target["mysql_config"], target["engine"],
+                                   target.get("server_options") or {})}
     if target["kind"] in ("rds", "aurora"):
         return {"client": True}
     return None
