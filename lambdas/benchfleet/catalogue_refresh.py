@@ -1,4 +1,5 @@
-"""Rewrite ``workloads/catalogue/ec2-offerings.json``: which catalogue instance types each region offers.
+"""Rewrite ``workloads/catalogue/ec2-offerings.json`` (which catalogue instance types each region
+offers) and, with ``--live``, the price tables of ``workloads/pricing`` for every region too.
 
 ``python -m benchfleet.catalogue_refresh`` reads the recording of EC2's DescribeInstanceTypeOfferings
 (LocationType=region) that moto ships (``moto/ec2/resources/instance_type_offerings/region``; moto
@@ -65,13 +66,41 @@ def offerings(live: bool = False) -> dict[str, Any]:
     }
 
 
+def refresh_prices(pricing_client: Any, ec2_client_of: Any, directory: Path,
+                   regions: list[str] | None = None) -> list[Path]:
+    """Rebuild the price tables in ``directory`` from the Price List API (``pricing_client``, which
+    answers in us-east-1) and each region's EC2 (``ec2_client_of(region)``), every catalogue region
+    unless ``regions`` is given. Written only once every region has been read."""
+    from benchfleet import price_list
+
+    cat = load_catalogue()
+    tables = price_list.build_tables(price_list.products_of(pricing_client), ec2_client_of,
+                                     regions or cat.regions, cat,
+                                     progress=lambda r: print(f"prices: {r}", file=sys.stderr))
+    return price_list.write_tables(tables, directory)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--live", action="store_true", help="ask EC2 in every region (needs credentials)")
+    parser.add_argument("--live", action="store_true",
+                        help="ask AWS (needs credentials): EC2 offerings in every region, and the price tables")
+    parser.add_argument("--only", choices=("offerings", "pricing"), help="refresh one of the two only")
     args = parser.parse_args(argv)
-    out = catalogue_path().parent / OFFERINGS_FILE
-    out.write_text(json.dumps(offerings(args.live), indent=1, sort_keys=True) + "\n")
-    print(f"wrote {out}", file=sys.stderr)
+    if args.only == "pricing" and not args.live:
+        parser.error("prices are read from the AWS Price List API: --only pricing needs --live")
+    if args.only != "pricing":
+        out = catalogue_path().parent / OFFERINGS_FILE
+        out.write_text(json.dumps(offerings(args.live), indent=1, sort_keys=True) + "\n")
+        print(f"wrote {out}", file=sys.stderr)
+    if args.live and args.only != "offerings":
+        import boto3
+
+        from benchfleet.pricing import pricing_dir
+
+        written = refresh_prices(boto3.client("pricing", region_name="us-east-1"),
+                                 lambda region: boto3.client("ec2", region_name=region), pricing_dir())
+        for path in written:
+            print(f"wrote {path}", file=sys.stderr)
     return 0
 
 

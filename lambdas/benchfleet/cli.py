@@ -43,15 +43,60 @@ def _load(path: str, scale: str = "full", local: bool = False) -> tuple[LoadedSp
         loaded = as_local(loaded)
     if loaded.spec.is_local:
         return loaded, make_plan(loaded, price_per_hour)
-    # A cloud run: planned as the deployed state machine runs it, control plane included.
+    # A cloud run: planned as the deployed state machine runs it, control plane included, every target
+    # where it will run (one without a region: in the stack's home region, priced there).
     from benchfleet.aws import runplan
     from benchfleet.aws.errors import PlanRejected
+    from benchfleet.aws.regions import TargetRegions
 
+    loaded = TargetRegions.of(home_region()[0]).resolve(loaded)
     try:
         plan, _, _ = runplan.aws_plan(loaded, price_per_hour)
     except PlanRejected as e:
         raise CliError(f"{path}: {e}", EXIT_USAGE) from None
     return loaded, plan
+
+
+def home_region() -> tuple[str, str]:
+    """The region the stack is deployed in, as this machine knows it, and where that came from:
+    AWS_REGION, AWS_DEFAULT_REGION, the AWS configuration's region, else us-east-1 (said so)."""
+    for name in ("AWS_REGION", "AWS_DEFAULT_REGION"):
+        if os.environ.get(name):
+            return os.environ[name], name
+    try:
+        import boto3
+
+        configured = boto3.session.Session().region_name
+    except Exception:  # an unreadable AWS configuration: as if there were none
+        configured = None
+    if configured:
+        return str(configured), "the AWS configuration's region"
+    from benchfleet.pricing import DEFAULT_REGION
+
+    return DEFAULT_REGION, "no AWS region is configured here (set AWS_REGION to the stack's region)"
+
+
+def _home_targets(path: str, plan: Plan) -> dict[str, Any] | None:
+    """Which cloud targets of the spec as written name no region (they run in the home region)."""
+    if plan.mode == "local":
+        return None
+    written = load_spec(path).spec.targets
+    ids = [t.id for t in written if t.kind in ("ec2", "rds", "aurora") and not getattr(t, "region", None)]
+    if not ids:
+        return None
+    region, source = home_region()
+    return {"region": region, "source": source, "targets": ids}
+
+
+def _unpriced_problem(plan: Plan, loaded: LoadedSpec) -> str | None:
+    """A cloud target the price tables cannot price is refused here as the deployed stack refuses it
+    (benchfleet.cost_ceiling), naming the field and the region."""
+    if plan.mode == "local":
+        return None
+    from benchfleet.cost_ceiling import unpriced_problems
+
+    problems = unpriced_problems(plan, list(loaded.spec.targets))
+    return f"{problems[0][0]}: {problems[0][1]}" if problems else None
 
 
 def _fit_problem(plan: Plan) -> str | None:
@@ -85,10 +130,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    _, plan = _load(args.spec, args.scale, args.local)
+    loaded, plan = _load(args.spec, args.scale, args.local)
     summary = plan.summary()
-    problem = _fit_problem(plan)
+    problem = _unpriced_problem(plan, loaded) or _fit_problem(plan)
     summary["refused"] = problem
+    summary["home_region"] = _home_targets(args.spec, plan)
     if args.format == "json":
         print(json.dumps(summary, indent=2))
     else:
@@ -159,7 +205,7 @@ def _run_remote(args: argparse.Namespace) -> int:
     if plan.over_budget:
         raise CliError(f"estimated cost ${plan.estimated_cost_usd:.2f} is over the budget "
                        f"${plan.budget_usd:.2f}", EXIT_USAGE)
-    problem = _fit_problem(plan)
+    problem = _unpriced_problem(plan, loaded) or _fit_problem(plan)
     if problem:
         raise CliError(f"{args.spec}: {problem}", EXIT_USAGE)
     run_id = remote.submit(loaded, args.api_url)
@@ -260,6 +306,7 @@ def cmd_results(args: argparse.Namespace) -> int:
         raise CliError("results needs a RUN (or --history NAME)", EXIT_USAGE)
     if args.per_second and args.format not in ("csv", "json"):
         raise CliError("--per-second prints every sample: use --format csv or json", EXIT_USAGE)
+    models = _models(args)
     with open_store(home(), write=args.remote) as store:
         try:
             run_id = _sync_remote(args.run, args.api_url, store) if args.remote else store.run(args.run)["run_id"]
@@ -276,7 +323,7 @@ def cmd_results(args: argparse.Namespace) -> int:
     else:
         from benchfleet.ui import print_comparison
 
-        print_comparison(doc["run"]["run_id"], doc)
+        print_comparison(doc["run"]["run_id"], {**doc, "pricing_models": models})
     return EXIT_OK
 
 
@@ -304,6 +351,8 @@ def _per_second(store: Any, run_id: str, fmt: str) -> None:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from benchfleet.local.store import RunNotFound, open_store
+
+    models = _models(args)
     from benchfleet.stats import run_comparison
     from benchfleet.stats.compare import compare_runs
 
@@ -321,7 +370,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     else:
         from benchfleet.ui import print_run_comparison
 
-        print_run_comparison(doc)
+        print_run_comparison({**doc, "pricing_models": models})
     return EXIT_OK
 
 
@@ -383,7 +432,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     from benchfleet.ui import print_comparison
 
     with open_store(home()) as store:
-        run_id = import_logs(store, [Path(p) for p in args.paths], args.target, args.run, args.into, args.threads)
+        run_id = import_logs(store, [Path(p) for p in args.paths], args.target, args.run, args.into, args.threads,
+                             args.instance_type, args.region)
         print_comparison(run_id, _results(store, run_id))
     return EXIT_OK
 
@@ -426,6 +476,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--format", choices=("table", "json", "csv"), default="table")
     s.add_argument("--history", metavar="NAME", help="trend of consecutive runs named NAME; exit 1 on a regression")
     s.add_argument("--per-second", action="store_true", help="every per-second sample (with --format csv or json)")
+    _pricing_arg(s)
     _remote_args(s, "a cloud run: load its raw output from S3 first")
     s.set_defaults(func=cmd_results)
 
@@ -433,6 +484,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("baseline_run", metavar="RUN", help="the run to compare against (id or unique prefix)")
     s.add_argument("run", metavar="RUN2", help="the run compared with it")
     s.add_argument("--format", choices=("table", "json"), default="table")
+    _pricing_arg(s)
     s.set_defaults(func=cmd_compare)
 
     s = sub.add_parser("report", help="write the self-contained HTML report of a run")
@@ -454,8 +506,28 @@ def parser() -> argparse.ArgumentParser:
     into.add_argument("--run", help="name of a new run (default: import-<target>)")
     into.add_argument("--into", metavar="RUN", help="add the target to this existing run (id or unique prefix)")
     s.add_argument("--threads", type=int, help="thread count of logs that do not print it")
+    s.add_argument("--instance-type", metavar="TYPE",
+                   help="the EC2 instance type the logs ran on: prices the target and puts it in its family's "
+                        "speedup table")
+    s.add_argument("--region", help="with --instance-type: where it ran, for its price (default us-east-1)")
     s.set_defaults(func=cmd_import)
     return p
+
+
+def _pricing_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--pricing", metavar="MODELS",
+                   help="pricing models of the cost table: comma-separated (on_demand, reserved_1y_no_upfront, "
+                        "... reserved_3y_all_upfront, spot) or all; default on_demand,reserved_1y_all_upfront "
+                        "(JSON has every model)")
+
+
+def _models(args: argparse.Namespace) -> tuple[str, ...]:
+    from benchfleet.ui_cost import models_from
+
+    try:
+        return models_from(getattr(args, "pricing", None))
+    except ValueError as e:
+        raise CliError(str(e), EXIT_USAGE) from None
 
 
 def _remote_args(p: argparse.ArgumentParser, remote_help: str | None) -> None:

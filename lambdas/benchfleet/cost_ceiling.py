@@ -6,11 +6,12 @@ together (Step Functions transitions, Lambda, the store: ``benchfleet.aws.contro
 - Prices come from the deployment's price tables (``benchfleet.pricing``) only: a cloud target's
   ``price_per_hour`` is refused, since a request that names its own price (``0``) could otherwise
   walk past every budget.
+- Every cloud target must be priced from the tables: a target they cannot price (a region they hold
+  nothing for, a type they lack) is refused naming the field and the region, with or without
+  ``budget_usd``, since an estimate that leaves a target out bounds nothing. ``existing`` targets are
+  the owner's own hosts: benchfleet creates nothing for them, so they have no price and need none.
 - A spec with ``budget_usd`` is held to it. A spec without one is held to the deployment's ceiling
-  per run (CDK context key ``maxRunCostUsd`` -> ``MAX_RUN_COST_USD``, default $100), and may not
-  contain a target the tables cannot price: an estimate that leaves a target out is no ceiling.
-  ``existing`` targets are the owner's own hosts: benchfleet creates nothing for them, so they
-  have no price and need none.
+  per run (CDK context key ``maxRunCostUsd`` -> ``MAX_RUN_COST_USD``, default $100).
 
 Every refusal is a ``(field, message)`` pair naming the field to change. Standard library only.
 """
@@ -55,21 +56,18 @@ def request_price_problems(targets: Sequence[Any]) -> list[Problem]:
 
 def _unpriced_field(index: int, target: Any) -> str:
     """The field of an unpriced target to change: the part the tables do not know."""
-    from benchfleet.pricing import price_breakdown
-
+    where = f"targets[{index}]"
     if target is None:  # the spec's targets were not given: the target itself
-        return f"targets[{index}]"
+        return where
+    from benchfleet.pricing import unpriced_field
 
     try:
-        parts = price_breakdown(target)
+        name = unpriced_field(target)
     except (OSError, ValueError, KeyError):  # no tables at all: the target's own type is as good as any
-        parts = {"instance": None}
-    where = f"targets[{index}]"
-    if parts.get("instance") is None:
-        return f"{where}.instance_type" if getattr(target, "kind", None) == "ec2" else f"{where}.instance_class"
-    if parts.get("client") is None:
-        return f"{where}.client.instance_type"
-    return f"{where}.storage"
+        name = ""
+    if not name:
+        name = "instance_type" if getattr(target, "kind", None) == "ec2" else "instance_class"
+    return f"{where}.{name}"
 
 
 def unpriced_reason(target: Any) -> str:
@@ -82,6 +80,23 @@ def unpriced_reason(target: Any) -> str:
         return "the price tables are not available"
 
 
+def unpriced_problems(plan: Plan, targets: Sequence[Any],
+                      unpriced_reason: Callable[[Any], str] = unpriced_reason) -> list[Problem]:
+    """A refusal for every cloud target the tables cannot price (``existing`` ones need no price)."""
+    index = {t.target_id: i for i, t in enumerate(plan.targets)}
+    problems = []
+    for t in plan.unpriced_targets:
+        i = index[t]
+        if plan.targets[i].kind == "existing":
+            continue
+        spec_target = targets[i] if i < len(targets) else None
+        reason = unpriced_reason(spec_target) if spec_target is not None else "not in the price tables"
+        problems.append((_unpriced_field(i, spec_target),
+                         f"target {t} has no price ({reason}): every cloud target is priced from the tables "
+                         "before it runs, so that budget_usd and the deployment's ceiling bound the whole run"))
+    return problems
+
+
 def _estimate(plan: Plan) -> str:
     cp = plan.control_plane_usd
     parts = f" (hosts ${plan.hosts_usd:.2f}, control plane ${cp:.2f})" if cp else ""
@@ -90,27 +105,21 @@ def _estimate(plan: Plan) -> str:
 
 def cost_problems(plan: Plan, targets: Sequence[Any], ceiling: float,
                   unpriced_reason: Callable[[Any], str] = unpriced_reason) -> list[Problem]:
-    """Refusals of a planned run: a price in the request; the run's budget, or without one the
-    deployment's ceiling (``plan`` priced with its control plane's charges, when it has them)."""
+    """Refusals of a planned run: a price in the request; a target the tables cannot price; the
+    run's budget, or without one the deployment's ceiling (``plan`` priced with its control plane's
+    charges, when it has them)."""
     problems = request_price_problems(targets)
     if problems:  # the plan was priced with the request's own numbers: nothing else is meaningful
         return problems
-    index = {t.target_id: i for i, t in enumerate(plan.targets)}
-    estimate = plan.estimated_cost_usd
+    problems = unpriced_problems(plan, targets, unpriced_reason)
+    if problems:
+        return problems
     if plan.budget_usd is not None:
         if plan.over_budget:
             return [("budget_usd", f"{_estimate(plan)}, above the budget of ${plan.budget_usd:.2f}")]
         return []
-    unpriced = [t for t in plan.unpriced_targets if plan.targets[index[t]].kind != "existing"]
-    for t in unpriced:
-        i = index[t]
-        spec_target = targets[i] if i < len(targets) else None
-        reason = unpriced_reason(spec_target) if spec_target is not None else "not in the price tables"
-        problems.append((_unpriced_field(i, spec_target),
-                         f"target {t} has no price ({reason}): without budget_usd every target must be priced "
-                         "from the tables; set budget_usd to run it anyway"))
-    if estimate > ceiling:
-        problems.append(("budget_usd", f"{_estimate(plan)}, above this deployment's ceiling of "
-                                       f"${ceiling:.2f} per run for a spec without budget_usd (CDK context key "
-                                       "maxRunCostUsd); set budget_usd to run it"))
-    return problems
+    if plan.estimated_cost_usd > ceiling:
+        return [("budget_usd", f"{_estimate(plan)}, above this deployment's ceiling of "
+                               f"${ceiling:.2f} per run for a spec without budget_usd (CDK context key "
+                               "maxRunCostUsd); set budget_usd to run it")]
+    return []

@@ -138,12 +138,39 @@ def _plan(groups: list[list[Path]], threads_given: int | None, known: dict[str, 
     return logs
 
 
+def _instance(instance_type: str | None, region: str | None) -> dict[str, Any]:
+    """What ``--instance-type`` / ``--region`` record for the target: its type (so it is priced and
+    joins its family in the speedup table) and where it ran; refused naming the option when the
+    catalogue or the price tables do not know it."""
+    from benchfleet import pricing
+    from benchfleet.catalogue import load_catalogue
+
+    if instance_type is None:
+        if region is not None:
+            raise CliError("--region says where an --instance-type ran: give --instance-type too", EXIT_USAGE)
+        return {}
+    cat = load_catalogue()
+    if cat.instance_type(instance_type) is None:
+        raise CliError(f"--instance-type {instance_type}: not an EC2 instance type (workloads/catalogue/aws.json, "
+                       f"as of {cat.as_of})", EXIT_USAGE)
+    if region is not None and region not in cat.regions:
+        raise CliError(f"--region {region}: not an AWS region", EXIT_USAGE)
+    meta = {"kind": "existing", "instance_type": instance_type, "region": region}
+    found = pricing.target_prices(meta)
+    if found.missing:
+        raise CliError(f"--instance-type {instance_type}: {found.missing[0][1]}", EXIT_USAGE)
+    return {"instance_type": instance_type, "region": region, "price_per_hour": found.total("on_demand")}
+
+
 def import_logs(store: DuckDBStore, paths: list[Path], target_id: str, name: str | None,
-                into: str | None = None, threads: int | None = None) -> str:
+                into: str | None = None, threads: int | None = None, instance_type: str | None = None,
+                region: str | None = None) -> str:
     """Import ``paths`` as target ``target_id``: a new run named ``name`` (default
     ``import-<target>``), or, with ``into``, a new target of that existing run (id or unique
-    prefix). Returns the run id. CliError (exit 2) naming the file for anything refused; nothing is
-    written unless every log is accepted."""
+    prefix). ``instance_type`` (and ``region``, default us-east-1 for its price) say what the logs
+    ran on: the target is priced, and grouped with its family for the speedup table. Returns the run
+    id. CliError (exit 2) naming the file or option for anything refused; nothing is written unless
+    every log is accepted."""
     if into is not None and name is not None:
         raise CliError("give either --run NAME (a new run) or --into RUN (an existing one), not both", EXIT_USAGE)
     if threads is not None and threads < 1:
@@ -163,8 +190,10 @@ def import_logs(store: DuckDBStore, paths: list[Path], target_id: str, name: str
             raise CliError(f"--target {target_id}: run {run_id} already has this target", EXIT_USAGE)
     else:
         run_id, spec = new_run_id(name), {"name": name, "imported_from": [], "targets": []}
+    instance = _instance(instance_type, region)
     logs = _plan(_groups(paths), threads, _known_hashes(spec))
-    spec["targets"] = [*(spec.get("targets") or []), {"id": target_id, "kind": "existing"}]
+    described = {k: v for k, v in instance.items() if k != "price_per_hour" and v is not None}
+    spec["targets"] = [*(spec.get("targets") or []), {"id": target_id, "kind": "existing", **described}]
     spec["imported_from"] = [*(x for x in spec.get("imported_from") or [] if isinstance(x, dict)),
                              *({"path": str(log.path), "sha256": log.sha256, "target_id": target_id,
                                 "repetition": log.repetition, "threads": log.threads} for log in logs)]
@@ -172,7 +201,7 @@ def import_logs(store: DuckDBStore, paths: list[Path], target_id: str, name: str
         store.create_run(run_id, name, spec, "import", None)
     try:
         for rep in range(1, max(log.repetition for log in logs) + 1):
-            store.add_target(run_id, target_id, rep, {"kind": "existing"}, None)
+            store.add_target(run_id, target_id, rep, {"kind": "existing", **instance}, None)
         for log in logs:
             _store_log(store, run_id, target_id, log)
     except BaseException:

@@ -1,20 +1,42 @@
-"""Prices of targets: on-demand list prices from ``workloads/pricing/*.json``, converted to $/hour.
+"""Prices of targets under every pricing model, from the dated tables in ``workloads/pricing/*.json``.
 
-``price_per_hour(target)`` is what a target costs while it exists: the instance, plus for RDS and
-Aurora the EC2 client that runs sysbench, plus EBS/RDS storage converted from per-month to per-hour
-(AWS bills a month as 730 hours). Aurora's storage and I/O are billed by use and left out. Anything
-the tables do not know gives None: the plan then lists the target as unpriced rather than guessing.
-A target's own ``price_per_hour`` overrides the tables; local targets cost 0 unless they say so.
+A target's price is a list of **lines** (:class:`Line`), each in USD per hour under every pricing
+model (:data:`MODELS`: on-demand, 1- and 3-year standard reserved with no, partial or all upfront as
+effective hourly rates, and spot): the instance, its storage split into capacity, provisioned IOPS
+and provisioned throughput, and the client host that runs sysbench (RDS, Aurora). A line is
+**serving** when it is part of what the database costs to run (instance, storage): cost per 1,000 tps
+counts the serving lines only, so every kind is compared like with like (an EC2 target runs sysbench
+on itself and has no client host; an RDS target's client is the benchmark's, not the database's).
+What a run costs (the plan) counts every line, on-demand.
+
+Reservations and spot apply to instances only: EBS and RDS storage, IOPS and throughput cost the
+same under every model (seed 002: "IO provisioned volumes ... reserved instances do not provide much
+savings"). Aurora's storage and I/O are billed by use and stay out of $/hour (a note says so).
+
+Kinds build their lines in :data:`LINE_BUILDERS` (``ec2``, ``rds``, ``aurora``, ``existing`` with an
+instance type, as ``import --instance-type`` records it). A new kind registers its builder there:
+a cluster (issue 25) returns one ``instance`` line per node kind with ``quantity`` nodes, the node
+storage lines the same way (:func:`volume_lines` takes the quantity), its proxy host (serving), its
+client (not serving) and, once the replicated bytes are known, :func:`cross_zone_line`.
+
+A target the tables cannot price is **refused**, never shown as free: :attr:`TargetPrices.missing`
+names the field (``region`` when the tables hold nothing for the region) and the reason. A target's
+own ``price_per_hour`` is one "given" line, the same under every model; local targets cost 0 unless
+they say so. A target without a region is priced in the ``home_region`` the caller gives (the
+deployed stack's), else :data:`DEFAULT_REGION`.
 
 Standard library and pydantic only (Lambdas import this module). The tables are found in
-``$BENCHFLEET_PRICING`` or ``<workloads>/pricing``; each is stamped with its ``as_of`` date.
+``$BENCHFLEET_PRICING`` or ``<workloads>/pricing``; each section is stamped with its ``as_of`` date
+and its source (``python -m benchfleet.catalogue_refresh --live`` rebuilds them from the AWS Price List
+API and EC2's spot price history).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -24,6 +46,34 @@ from pydantic import BaseModel, ConfigDict, Field
 DEFAULT_REGION = "us-east-1"
 HOURS_PER_MONTH = 730
 
+# ---- pricing models -------------------------------------------------------------------------------
+
+# Reserved options as the tables key them (term_purchase option), standard offering class.
+RESERVED_OPTIONS: tuple[str, ...] = ("1y_no_upfront", "1y_partial_upfront", "1y_all_upfront",
+                                     "3y_no_upfront", "3y_partial_upfront", "3y_all_upfront")
+MODELS: tuple[str, ...] = ("on_demand", *(f"reserved_{o}" for o in RESERVED_OPTIONS), "spot")
+# What `results` shows unless asked otherwise: seed 002's pair (1-year, all upfront).
+HEADLINE_MODELS: tuple[str, ...] = ("on_demand", "reserved_1y_all_upfront")
+MODEL_LABELS: dict[str, str] = {
+    "on_demand": "on-demand",
+    **{f"reserved_{o}": f"{o[:2]} RI {o[3:].replace('_', ' ')}" for o in RESERVED_OPTIONS},
+    "spot": "spot",
+}
+# Hours of a reservation's term: an upfront fee becomes an effective hourly rate over them (AWS's own
+# "effective hourly" counts 365-day years).
+TERM_HOURS = {"1y": 8760, "3y": 26280}
+
+# Line items, in the order a breakdown lists them.
+LINE_ITEMS: tuple[str, ...] = ("given", "instance", "nodes", "proxy", "storage", "iops", "throughput",
+                               "cross_zone", "client")
+
+
+def effective_hourly(upfront_usd: float, hourly_usd: float, term: str) -> float:
+    """A reservation's cost per hour of its term: upfront / term hours + the hourly rate."""
+    return upfront_usd / TERM_HOURS[term] + hourly_usd
+
+
+# ---- the tables -----------------------------------------------------------------------------------
 
 class StorageRate(BaseModel):
     """Monthly rates of one volume type in one region."""
@@ -39,8 +89,21 @@ class StorageRate(BaseModel):
         None, description="(upper bound of the tier or None, $/IOPS-month), in order (io2)")
 
 
+class Section(BaseModel):
+    """Prices of one model family beyond on-demand (reserved, spot), with their own date and source.
+    ``approximate``: written by hand, not read from AWS: refresh before relying on a figure."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    as_of: str | None = None
+    source: str = ""
+    approximate: bool = False
+    regions: dict[str, dict[str, Any]] = {}
+
+
 class PriceTable(BaseModel):
-    """One file of workloads/pricing: instance prices by region and type, optional storage rates."""
+    """One file of workloads/pricing: on-demand instance prices by region and type (``regions``),
+    ``reserved`` (effective hourly by option) and ``spot`` sections, optional storage rates."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
@@ -49,12 +112,28 @@ class PriceTable(BaseModel):
     currency: str = "USD"
     price_type: str
     unit: str
+    source: str = ""
     regions: dict[str, dict[str, Any]]
+    reserved: Section = Section()
+    spot: Section = Section()
     storage: dict[str, Any] = {}
+    data_transfer: dict[str, float] = {}
     notes: dict[str, str] = {}
 
     def instance(self, region: str, type_: str) -> float | None:
+        """On-demand $/hour of an instance type (None: not in the table)."""
         value = self.regions.get(region, {}).get(type_)
+        return float(value) if isinstance(value, int | float) else None
+
+    def rate(self, region: str, type_: str, model: str) -> float | None:
+        """$/hour of an instance type under ``model`` (one of :data:`MODELS`), None when not listed."""
+        if model == "on_demand":
+            return self.instance(region, type_)
+        if model == "spot":
+            value = self.spot.regions.get(region, {}).get(type_)
+        else:
+            options = self.reserved.regions.get(region, {}).get(type_) or {}
+            value = options.get(model.removeprefix("reserved_"))
         return float(value) if isinstance(value, int | float) else None
 
     def storage_rate(self, region: str, volume_type: str, by_region: bool = False) -> StorageRate | None:
@@ -76,6 +155,22 @@ class Prices(BaseModel):
         """``as_of`` date of each table, for reports ("on-demand list prices as of ...")."""
         return {name: getattr(self, name).as_of for name in ("ec2", "rds", "aurora", "ebs")}
 
+    def sources(self) -> dict[str, dict[str, Any]]:
+        """Per table and section: its date, its source and whether it is approximate (for notes)."""
+        out: dict[str, dict[str, Any]] = {}
+        for name in ("ec2", "rds", "aurora", "ebs"):
+            table: PriceTable = getattr(self, name)
+            out[name] = {"on_demand": {"as_of": table.as_of, "source": table.source}}
+            for section in ("reserved", "spot"):
+                s: Section = getattr(table, section)
+                if s.regions or s.as_of:
+                    out[name][section] = {"as_of": s.as_of, "source": s.source, "approximate": s.approximate}
+        return out
+
+    def regions(self) -> list[str]:
+        """Regions with any instance price."""
+        return sorted({r for t in (self.ec2, self.rds, self.aurora) for r, v in t.regions.items() if v})
+
 
 def pricing_dir() -> Path:
     env = os.environ.get("BENCHFLEET_PRICING")
@@ -86,11 +181,14 @@ def pricing_dir() -> Path:
     return workloads_dir() / "pricing"
 
 
+TABLE_NAMES = ("ec2", "rds", "aurora", "ebs")
+
+
 @lru_cache(maxsize=8)
 def _load(directory: str) -> Prices:
     root = Path(directory)
     tables = {}
-    for name in ("ec2", "rds", "aurora", "ebs"):
+    for name in TABLE_NAMES:
         with (root / f"{name}.json").open() as f:
             tables[name] = PriceTable.model_validate(json.load(f))
     return Prices.model_validate(tables)
@@ -101,11 +199,79 @@ def load_prices(directory: Path | None = None) -> Prices:
     return _load(str(directory or pricing_dir()))
 
 
-def storage_per_hour(rate: StorageRate, size_gb: int, iops: int | None = None,
-                     throughput_mbps: int | None = None) -> float:
-    """$/hour of a volume: (size x $/GB-month + IOPS and throughput beyond what the type includes x
-    their monthly rates) / 730. io1/io2 bill every provisioned IOPS; gp3 only those above 3000."""
-    monthly = size_gb * rate.gb_month
+# ---- lines ----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Line:
+    """One part of a target's price: ``usd_per_hour`` by model (None: not in the tables for that
+    model), for ``quantity`` hosts or volumes together. ``serving``: counted in cost per 1,000 tps."""
+
+    item: str
+    what: str
+    usd_per_hour: Mapping[str, float | None]
+    serving: bool = True
+    quantity: int = 1
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"item": self.item, "what": self.what, "quantity": self.quantity, "serving": self.serving,
+                "usd_per_hour": {m: _round(v) for m, v in self.usd_per_hour.items()}}
+
+
+def same_for_every_model(usd_per_hour: float) -> dict[str, float | None]:
+    return dict.fromkeys(MODELS, usd_per_hour)
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 8)
+
+
+@dataclass(frozen=True)
+class TargetPrices:
+    """Every line of a target's price, where it was priced, and what the tables lacked
+    (``missing``: (field under the target, reason) pairs; empty when on-demand is fully known)."""
+
+    region: str | None
+    lines: tuple[Line, ...] = ()
+    missing: tuple[tuple[str, str], ...] = ()
+    notes: tuple[str, ...] = ()
+    free: bool = False
+
+    @property
+    def priced(self) -> bool:
+        return not self.missing
+
+    def total(self, model: str = "on_demand", *, serving_only: bool = False) -> float | None:
+        """$/hour under ``model``: every line (what a run rents) or the serving lines only (what
+        cost per 1,000 tps counts). None when unpriced or a line has no price under ``model``."""
+        if self.missing:
+            return None
+        values = [line.usd_per_hour.get(model) for line in self.lines if line.serving or not serving_only]
+        if any(v is None for v in values):
+            return None
+        return round(sum(v for v in values if v is not None), 8)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON form, as the targets rows record it (``prices``) and ``results`` prints it."""
+        return {"region": self.region, "lines": [line.as_dict() for line in self.lines],
+                "serving": {m: self.total(m, serving_only=True) for m in MODELS},
+                "run": {m: self.total(m) for m in MODELS},
+                "missing": [{"field": f, "reason": r} for f, r in self.missing], "notes": list(self.notes)}
+
+
+def instance_line(table: PriceTable, region: str, type_: str, *, item: str = "instance", quantity: int = 1,
+                  serving: bool = True) -> Line:
+    """``quantity`` instances of ``type_`` under every model the table lists."""
+    return Line(item, type_ if quantity == 1 else f"{quantity} x {type_}",
+                {m: None if (r := table.rate(region, type_, m)) is None else r * quantity for m in MODELS},
+                serving, quantity)
+
+
+def storage_parts(rate: StorageRate, size_gb: int, iops: int | None = None,
+                  throughput_mbps: int | None = None) -> dict[str, float]:
+    """$/hour of one volume by part: ``storage`` (size x $/GB-month), ``iops`` (provisioned IOPS beyond
+    what the type includes; io2's tiers), ``throughput`` (MB/s beyond what gp3 includes); monthly rates
+    over 730 hours, as AWS bills."""
+    iops_month = 0.0
     if iops and rate.iops_month is not None:
         billable = max(0, iops - rate.included_iops)
         if rate.iops_tiers:
@@ -113,79 +279,246 @@ def storage_per_hour(rate: StorageRate, size_gb: int, iops: int | None = None,
             for upper, price in rate.iops_tiers:
                 top = billable if upper is None else min(billable, upper)
                 if top > lower:
-                    monthly += (top - lower) * price
+                    iops_month += (top - lower) * price
                 lower = upper if upper is not None else billable
         else:
-            monthly += billable * rate.iops_month
+            iops_month = billable * rate.iops_month
+    throughput_month = 0.0
     if throughput_mbps and rate.throughput_mbps_month is not None:
-        monthly += max(0, throughput_mbps - rate.included_throughput_mbps) * rate.throughput_mbps_month
-    return monthly / HOURS_PER_MONTH
+        throughput_month = max(0, throughput_mbps - rate.included_throughput_mbps) * rate.throughput_mbps_month
+    return {"storage": size_gb * rate.gb_month / HOURS_PER_MONTH, "iops": iops_month / HOURS_PER_MONTH,
+            "throughput": throughput_month / HOURS_PER_MONTH}
 
 
-def _storage(target: object) -> tuple[str, int, int | None, int | None] | None:
+def storage_per_hour(rate: StorageRate, size_gb: int, iops: int | None = None,
+                     throughput_mbps: int | None = None) -> float:
+    """$/hour of a volume: (size x $/GB-month + IOPS and throughput beyond what the type includes x
+    their monthly rates) / 730. io1/io2 bill every provisioned IOPS; gp3 only those above 3000."""
+    return sum(storage_parts(rate, size_gb, iops, throughput_mbps).values())
+
+
+def volume_lines(rate: StorageRate | None, storage: Any, *, quantity: int = 1) -> list[Line]:
+    """Lines of ``quantity`` volumes of ``storage`` (type, size_gb, iops, throughput_mbps): capacity,
+    then provisioned IOPS and throughput when billed. The same under every pricing model (storage has
+    no reservation or spot price). Empty for instance store (its price is in the instance's)."""
+    if storage is None or str(storage.type) == "instance-store":
+        return []
+    assert rate is not None
+    iops, throughput = getattr(storage, "iops", None), getattr(storage, "throughput_mbps", None)
+    parts = storage_parts(rate, int(storage.size_gb), iops, throughput)
+    each = "" if quantity == 1 else f"{quantity} x "
+    lines = [Line("storage", f"{each}{storage.type} {storage.size_gb} GB",
+                  same_for_every_model(parts["storage"] * quantity), quantity=quantity)]
+    if parts["iops"]:
+        billed = max(0, int(iops or 0) - rate.included_iops)
+        lines.append(Line("iops", f"{each}{billed} provisioned IOPS", same_for_every_model(parts["iops"] * quantity),
+                          quantity=quantity))
+    if parts["throughput"]:
+        billed = max(0, int(throughput or 0) - rate.included_throughput_mbps)
+        lines.append(Line("throughput", f"{each}{billed} MB/s provisioned throughput",
+                          same_for_every_model(parts["throughput"] * quantity), quantity=quantity))
+    return lines
+
+
+def cross_zone_line(prices: Prices, gb_per_hour: float) -> Line:
+    """Data replicated across availability zones, per hour of the run: billed each way (out of one
+    zone and into the other) at the ec2 table's ``data_transfer.inter_az_usd_per_gb_each_way``."""
+    each_way = prices.ec2.data_transfer.get("inter_az_usd_per_gb_each_way", 0.01)
+    return Line("cross_zone", f"{gb_per_hour:,.2f} GB/h across zones", same_for_every_model(gb_per_hour * 2 * each_way))
+
+
+Builder = Callable[[Any, Prices, str], tuple[list[Line], list[tuple[str, str]], list[str]]]
+LINE_BUILDERS: dict[str, Builder] = {}
+
+
+def builder(kind: str) -> Callable[[Builder], Builder]:
+    """Register the line builder of a target kind: ``(target, prices, region) -> (lines, missing,
+    notes)``."""
+    def register(fn: Builder) -> Builder:
+        LINE_BUILDERS[kind] = fn
+        return fn
+    return register
+
+
+def _where(table: PriceTable, region: str, type_: str, field_name: str) -> list[tuple[str, str]]:
+    """Why ``type_`` has no on-demand price in ``region`` (empty when it has one)."""
+    if table.instance(region, type_) is not None:
+        return []
+    if not table.regions.get(region):
+        return [("region", f"the price tables hold no {table.service} prices for {region} (as of {table.as_of}): "
+                           "rebuild them for every region with `python -m benchfleet.catalogue_refresh --live` "
+                           "(AWS Price List API), or choose a priced region")]
+    what = "instance class" if type_.startswith("db.") else "instance type"
+    return [(field_name, f"{what} {type_} has no on-demand price in workloads/pricing/{_file(table)} for {region} "
+                         f"(as of {table.as_of})")]
+
+
+def _file(table: PriceTable) -> str:
+    return {"aurora-mysql": "aurora.json", "rds-mysql": "rds.json"}.get(table.service, f"{table.service}.json")
+
+
+def _storage_rate_lines(table: PriceTable, region: str, storage: Any, *, by_region: bool,
+                        quantity: int = 1) -> tuple[list[Line], list[tuple[str, str]]]:
+    if storage is None or str(storage.type) == "instance-store":
+        return [], []
+    rate = table.storage_rate(region, str(storage.type), by_region=by_region)
+    if rate is None:
+        return [], [("storage.type", f"{storage.type} storage has no price in workloads/pricing/{_file(table)} "
+                                     f"for {region} (as of {table.as_of})")]
+    return volume_lines(rate, storage, quantity=quantity), []
+
+
+def _volumes(storage: Any) -> int:
+    """Volumes of a target's storage (``storage.volumes``, striping; 1 when not given)."""
+    return int(getattr(storage, "volumes", None) or 1)
+
+
+Built = tuple[list[Line], list[tuple[str, str]], list[str]]
+
+
+def _region_missing(missing: list[tuple[str, str]]) -> bool:
+    """The tables hold nothing for the region: nothing else about the target is worth saying."""
+    return bool(missing) and missing[0][0] == "region"
+
+
+def _priced_instance(table: PriceTable, region: str, type_: str,
+                     field_name: str) -> tuple[list[Line], list[tuple[str, str]]]:
+    """The instance's line and what the tables lack; no line when they hold nothing for the region
+    (nothing else about the target is then worth saying)."""
+    missing = _where(table, region, type_, field_name)
+    if _region_missing(missing):
+        return [], missing
+    return [instance_line(table, region, type_)], missing
+
+
+@builder("ec2")
+def _ec2(target: Any, prices: Prices, region: str) -> Built:
+    lines, missing = _priced_instance(prices.ec2, region, str(target.instance_type), "instance_type")
+    if not lines:
+        return [], missing, []
     storage = getattr(target, "storage", None)
-    if storage is None:
-        return None
-    return (str(storage.type), int(storage.size_gb), getattr(storage, "iops", None),
-            getattr(storage, "throughput_mbps", None))
+    volumes, more = _storage_rate_lines(prices.ebs, region, storage, by_region=True, quantity=_volumes(storage))
+    return lines + volumes, missing + more, ["sysbench runs on the target itself: no client host"]
 
+
+def _client(target: Any, prices: Prices, region: str) -> tuple[list[Line], list[tuple[str, str]]]:
+    client = getattr(getattr(target, "client", None), "instance_type", None)
+    if not client:
+        return [], []
+    missing = [("client.instance_type", reason) for f, reason in _where(prices.ec2, region, str(client), "")]
+    # The benchmark's host, not the database's: in what the run costs, not in cost per 1,000 tps.
+    return [instance_line(prices.ec2, region, str(client), item="client", serving=False)], missing
+
+
+@builder("rds")
+def _rds(target: Any, prices: Prices, region: str) -> Built:
+    lines, missing = _priced_instance(prices.rds, region, str(target.instance_class), "instance_class")
+    if not lines:
+        return [], missing, []
+    volumes, more = _storage_rate_lines(prices.rds, region, getattr(target, "storage", None), by_region=False)
+    client, client_missing = _client(target, prices, region)
+    return [*lines, *volumes, *client], missing + more + client_missing, []
+
+
+@builder("aurora")
+def _aurora(target: Any, prices: Prices, region: str) -> Built:
+    lines, missing = _priced_instance(prices.aurora, region, str(target.instance_class), "instance_class")
+    if not lines:
+        return [], missing, []
+    client, client_missing = _client(target, prices, region)
+    rates = prices.aurora.storage.get(region) or {}
+    note = ("Aurora storage and I/O are billed by use and not in $/hour"
+            + (f" (${rates['gb_month']}/GB-month, ${rates['io_per_million']} per million I/O requests)"
+               if {"gb_month", "io_per_million"} <= set(rates) else ""))
+    return [*lines, *client], missing + client_missing, [note]
+
+
+@builder("existing")
+def _existing(target: Any, prices: Prices, region: str) -> Built:
+    """A server the user runs (or an import): priced only when it names its EC2 instance type."""
+    type_ = getattr(target, "instance_type", None)
+    if not type_:
+        return [], [("instance_type", "an existing server has no list price: give its instance type "
+                                      "(import --instance-type) or set price_per_hour")], []
+    lines, missing = _priced_instance(prices.ec2, region, str(type_), "instance_type")
+    return lines, missing, ["instance only: the server's storage is not known"] if lines else []
+
+
+def _get(target: Any, key: str) -> Any:
+    return target.get(key) if isinstance(target, Mapping) else getattr(target, key, None)
+
+
+def target_prices(target: Any, prices: Prices | None = None, *, home_region: str | None = None) -> TargetPrices:
+    """Every line of ``target``'s price (a spec target, or any object with its fields). A target
+    without a region is priced in ``home_region``, else DEFAULT_REGION."""
+    override = _get(target, "price_per_hour")
+    kind = _get(target, "kind")
+    if override is not None:
+        region = _get(target, "region")
+        given = Line("given", "price_per_hour given for the target", same_for_every_model(float(override)))
+        return TargetPrices(region, (given,), notes=("a price given with the target: the same under every "
+                                                     "pricing model",))
+    if kind == "local":
+        return TargetPrices("local", free=True, notes=("a local server: free unless price_per_hour is given",))
+    build = LINE_BUILDERS.get(str(kind))
+    if build is None:
+        return TargetPrices(None, missing=(("kind", f"{kind} targets have no list price; set price_per_hour "
+                                                    "on the target"),))
+    region = str(_get(target, "region") or home_region or DEFAULT_REGION)
+    lines, missing, notes = build(_Fields(target) if isinstance(target, Mapping) else target,
+                                  prices or load_prices(), region)
+    return TargetPrices(region, tuple(lines), tuple(missing), tuple(notes))
+
+
+class _Fields:
+    """Attribute access over a mapping (a stored spec target), nested mappings included."""
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        self._data = data
+
+    def __getattr__(self, name: str) -> Any:
+        value = self._data.get(name)
+        return _Fields(value) if isinstance(value, Mapping) else value
+
+
+# ---- what the rest of the code asks -----------------------------------------------------------------
 
 def price_breakdown(target: object, prices: Prices | None = None) -> dict[str, float | None]:
-    """$/hour of each part of a target: ``instance``, ``client`` (rds/aurora), ``storage``; ``total``
-    is their sum, or None when any part is unknown. A target's ``price_per_hour`` is the total."""
-    override = getattr(target, "price_per_hour", None)
-    kind = getattr(target, "kind", None)
-    if override is not None:
-        return {"instance": float(override), "client": None, "storage": None, "total": float(override)}
-    if kind == "local":
-        return {"instance": 0.0, "client": None, "storage": None, "total": 0.0}
-    if kind not in ("ec2", "rds", "aurora"):
-        return {"instance": None, "client": None, "storage": None, "total": None}
-    prices = prices or load_prices()
-    region = getattr(target, "region", None) or DEFAULT_REGION
-    parts: dict[str, float | None] = {"instance": None, "client": None, "storage": None}
-    volume = _storage(target)
-    if kind == "ec2":
-        parts["instance"] = prices.ec2.instance(region, str(getattr(target, "instance_type", "")))
-        parts["client"] = 0.0  # sysbench runs on the target itself
-        if volume:
-            rate = prices.ebs.storage_rate(region, volume[0], by_region=True)
-            parts["storage"] = storage_per_hour(rate, *volume[1:]) if rate else None
-        else:
-            parts["storage"] = 0.0
-    else:
-        table = prices.rds if kind == "rds" else prices.aurora
-        parts["instance"] = table.instance(region, str(getattr(target, "instance_class", "")))
-        client = getattr(target, "client", None)
-        parts["client"] = prices.ec2.instance(region, str(getattr(client, "instance_type", "")))
-        if kind == "rds" and volume:
-            rate = table.storage_rate(region, volume[0])
-            parts["storage"] = storage_per_hour(rate, *volume[1:]) if rate else None
-        else:
-            parts["storage"] = 0.0  # Aurora storage and I/O are billed by use (see module doc)
-    known = [v for v in parts.values() if v is not None]
-    parts["total"] = round(sum(known), 6) if len(known) == len(parts) else None
+    """On-demand $/hour of each part of a target: ``instance`` (or the given price), ``client``,
+    ``storage`` (capacity, IOPS and throughput together); a part the tables lack is None, and so is
+    ``total`` then."""
+    tp = target_prices(target, prices)
+    parts: dict[str, float | None] = {"instance": 0.0, "client": 0.0, "storage": 0.0}
+    for line in tp.lines:
+        key = {"given": "instance", "iops": "storage", "throughput": "storage"}.get(line.item, line.item)
+        value = line.usd_per_hour.get("on_demand")
+        if key in parts:
+            current = parts[key]
+            parts[key] = None if value is None or current is None else current + value
+    for field_name, _ in tp.missing:
+        parts[{"client.instance_type": "client", "storage.type": "storage"}.get(field_name, "instance")] = None
+    parts["total"] = 0.0 if tp.free else tp.total("on_demand")
     return parts
 
 
-def price_per_hour(target: object) -> float | None:
-    """On-demand list $/hour of a spec target (instance + client for rds/aurora + storage); its own
-    ``price_per_hour`` wins; local targets 0; None when a part is not in the tables. Fits
-    ``plan.make_plan(loaded, price_lookup=price_per_hour)``."""
-    return price_breakdown(target)["total"]
+def price_per_hour(target: object, *, home_region: str | None = None) -> float | None:
+    """On-demand list $/hour of a spec target, every line (instance, storage, client): what a run
+    rents while the target exists. Its own ``price_per_hour`` wins; local targets 0; None when the
+    tables cannot price it. Fits ``plan.make_plan(loaded, price_lookup=price_per_hour)``."""
+    tp = target_prices(target, home_region=home_region)
+    return 0.0 if tp.free else tp.total("on_demand")
 
 
-def unpriced_reason(target: object, prices: Prices | None = None) -> str | None:
+def unpriced_reason(target: object, prices: Prices | None = None, *, home_region: str | None = None) -> str | None:
     """Why a target has no price (None when it has one): names the missing table entry."""
-    parts = price_breakdown(target, prices)
-    if parts["total"] is not None:
-        return None
-    kind = getattr(target, "kind", None)
-    region = getattr(target, "region", None) or DEFAULT_REGION
-    if kind not in ("ec2", "rds", "aurora"):
-        return f"{kind} targets have no list price; set price_per_hour on the target"
-    missing = [name for name, value in parts.items() if value is None and name != "total"]
-    return f"no on-demand price in workloads/pricing for its {', '.join(missing)} in {region}"
+    tp = target_prices(target, prices, home_region=home_region)
+    return "; ".join(reason for _, reason in tp.missing) or None
+
+
+def unpriced_field(target: object, *, home_region: str | None = None) -> str:
+    """The field of an unpriced target to change (``region``, ``instance_type``, ``storage.type``...)."""
+    tp = target_prices(target, home_region=home_region)
+    return tp.missing[0][0] if tp.missing else ""
 
 
 # ---- cost of a run ------------------------------------------------------------------------------

@@ -13,7 +13,6 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 from rich.table import Table
 
 from benchfleet.plan import Plan, PlanStep, TargetPlan
-from benchfleet.pricing import DEFAULT_REGION
 from benchfleet.records import AgentOutput
 
 # Off a terminal (CI logs, pipes) rich would assume 80 columns and fold the tables.
@@ -132,7 +131,7 @@ class RichObserver:
         self.progress.console.print(f"[yellow]{text}")
 
 
-# A cloud target without a region runs in the region the stack is deployed in, unknown offline.
+# A cloud target without a region runs in the region the stack is deployed in.
 HOME_REGION_LABEL = "(home)"
 
 
@@ -147,7 +146,10 @@ def print_plan(summary: dict[str, Any]) -> None:
         label = t["target_id"] + "".join(f"\n  {k} = {v}" for k, v in options.items())
         # Never "$0" nor a blank for a target the price tables do not know: say so.
         no_price = t["price_per_hour"] is None
-        table.add_row(label, t["kind"], t.get("region") or HOME_REGION_LABEL, steps,
+        home = summary.get("home_region") or {}
+        region = t.get("region") or ""
+        region = f"{region} {HOME_REGION_LABEL}".strip() if t["target_id"] in home.get("targets", ()) else region
+        table.add_row(label, t["kind"], region or HOME_REGION_LABEL, steps,
                       _duration(t["repetition_s"]), str(summary["repetitions"]),
                       "unpriced" if no_price else _fmt(t["price_per_hour"], 3),
                       "unpriced" if no_price else f"${_fmt(t['estimated_cost_usd'], 2)}")
@@ -164,9 +166,10 @@ def print_plan(summary: dict[str, Any]) -> None:
                   + (f" (budget ${summary['budget_usd']:.2f})" if summary["budget_usd"] is not None else ""))
     if summary["unpriced_targets"]:
         console.print(f"[yellow]no price known for: {', '.join(summary['unpriced_targets'])}")
-    if any(t.get("region") is None for t in summary["targets"]):
-        console.print(f"{HOME_REGION_LABEL}: the deployed stack's region; priced here at "
-                      f"{DEFAULT_REGION} list prices")
+    if summary.get("home_region"):
+        home = summary["home_region"]
+        console.print(f"{HOME_REGION_LABEL}: no region in the spec: the target runs in the deployed stack's region, "
+                      f"{home['region']} here ({home['source']}), and is priced there")
     if summary["over_budget"]:
         console.print("[red]over budget: `benchfleet run` will refuse to start")
 
@@ -313,6 +316,12 @@ def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
     clients = sorted({t["target_id"] for t in doc.get("targets") or [] if t.get("steal_source") == "client"})
     if clients:
         console.print(f"steal % of {', '.join(clients)}: this machine's (the client's), not the server's")
+    from benchfleet import pricing, ui_cost
+
+    models = tuple(doc.get("pricing_models") or pricing.HEADLINE_MODELS)
+    ui_cost.print_costs(console, stats, models)
+    ui_cost.print_breakdown(console, stats, models)
+    ui_cost.print_speedup(console, stats)
 
 
 def print_run_comparison(doc: dict[str, Any]) -> None:
@@ -333,6 +342,9 @@ def print_run_comparison(doc: dict[str, Any]) -> None:
         console.print(multiplicity_text(doc))
     if doc["unmatched"]:
         console.print(f"[yellow]not in both runs: {', '.join(doc['unmatched'])}")
+    from benchfleet import pricing, ui_cost
+
+    ui_cost.print_cost_comparison(console, doc, tuple(doc.get("pricing_models") or pricing.HEADLINE_MODELS))
 
 
 def _gaps(row: dict[str, Any]) -> str:

@@ -535,7 +535,11 @@ def test_plan_install_per_kind_and_cnf_problems_name_the_field(aws, tmp_path, mo
     # The Lambda ships the catalogue beside it (Plan checks what exists on AWS before planning).
     shutil.copytree(Path(__file__).resolve().parents[2] / "workloads" / "catalogue", tmp_path / "catalogue")
     monkeypatch.setenv("BENCHFLEET_WORKLOADS", str(tmp_path))
-    # (That copy holds no price tables: an unpriced target runs only with budget_usd.)
+    # ... and its price tables: without them every cloud target is refused, budget or not.
+    with pytest.raises(errors.PlanRejected, match=r"targets\[0\]\.instance_type: target .* has no price \(the price "
+                                                  r"tables are not available\)"):
+        call("plan", {"input": {"spec": spec(targets=[target("ec2")], budget_usd=5)}})
+    shutil.copytree(Path(__file__).resolve().parents[2] / "workloads" / "pricing", tmp_path / "pricing")
     plan = call("plan", {"input": {"spec": spec(targets=[target("ec2")], budget_usd=5)}})
     assert plan["targets"][0]["steps"][0]["install"]["cnf"] == "[mysqld]\nmax_connections = 77\n"
 

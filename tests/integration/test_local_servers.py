@@ -4,9 +4,12 @@ cause first, one retry of a transient failure, and nothing left behind either wa
 from __future__ import annotations
 
 import json
+import math
 import socket
+import statistics
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -61,11 +64,19 @@ def test_a_start_that_fails_twice_says_the_servers_cause_first_and_leaves_nothin
     assert leftovers(tmp_path / "home") == []
 
 
+# Two sizes of one configuration, each priced by its spec (cost per 1,000 tps, the speedup table).
+PRICES = {"bp": 0.09, "bp-1cpu": 0.05}
+T_975_DF1 = 12.706205  # Student t, 97.5th percentile, 1 degree of freedom (two repetitions)
+
+
 def spec_with(tmp_path: Path, **options: object) -> Path:
     spec = {"name": "opts", "repetitions": 2,
             "workload": {"name": "it", "test": "oltp_read_only", "tables": 1, "table_size": 500,
                          "warmup_s": 0, "threads": [1], "duration_s": 2},
-            "targets": [{"id": "bp", "kind": "local", "memory_mb": 256, "server_options": options}]}
+            "targets": [{"id": "bp", "kind": "local", "memory_mb": 256, "server_options": options,
+                         "price_per_hour": PRICES["bp"]},
+                        {"id": "bp-1cpu", "kind": "local", "memory_mb": 256, "server_options": options,
+                         "cpus": [0], "price_per_hour": PRICES["bp-1cpu"]}]}
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(spec))
     return path
@@ -80,17 +91,81 @@ def test_an_option_the_server_does_not_know_stops_the_run_before_it_starts(
     assert leftovers(bf_home) == []
 
 
+@pytest.fixture(scope="module")
+def opts_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str, dict[str, Any], str]]:
+    """One real run, two targets of two repetitions, read by the tests below: its home, what `run`
+    printed, `results --format json` and the `results` table."""
+    tmp = tmp_path_factory.mktemp("opts")
+    home = tmp / "bfhome"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("BENCHFLEET_HOME", str(home))
+        # max_connections below 10 is raised to 10 by the server: a notice in its words.
+        ran = _captured(["run", str(spec_with(tmp, innodb_buffer_pool_size="64M", max_connections=5))])
+        doc = json.loads(_captured(["results", "opts-", "--format", "json"]))
+        table = _captured(["results", "opts-"])
+        yield home, ran, doc, table
+
+
+def _captured(argv: list[str]) -> str:
+    """What a command prints (the CLI's rich console and plain prints alike); it must exit 0."""
+    from contextlib import redirect_stdout
+    from io import StringIO
+
+    from benchfleet import ui
+
+    out = StringIO()
+    ui.console.file = out
+    try:
+        with redirect_stdout(out):
+            assert main(argv) == 0, out.getvalue()[-2000:]
+    finally:
+        ui.console.file = None  # back to the process's stdout
+    return out.getvalue()
+
+
 def test_server_options_reach_the_server_and_the_fingerprint_and_adjustments_are_said_once(
-        bf_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # max_connections below 10 is raised to 10 by the server: a notice in its words, once for 2 repetitions.
-    assert main(["run", str(spec_with(tmp_path, innodb_buffer_pool_size="64M", max_connections=5))]) == 0
-    out = capsys.readouterr().out
-    assert out.count("value 5 adjusted to 10") == 1, out
-    assert main(["results", "opts-", "--format", "json"]) == 0
-    targets = json.loads(capsys.readouterr().out)["targets"]
-    assert len(targets) == 2
+        opts_run: tuple[Path, str, dict[str, Any], str]) -> None:
+    home, ran, doc, _ = opts_run
+    # Said once, for both targets and their 2 repetitions each.
+    assert ran.count("value 5 adjusted to 10") == 1, ran
+    targets = doc["targets"]
+    assert len(targets) == 2 * len(PRICES)
     for t in targets:
         variables = json.loads(t["server_variables"])
         assert variables["innodb_buffer_pool_size"] == str(64 * 1024 * 1024)
         assert variables["max_connections"] == "10" and t["steal_source"] == "server"
-    assert leftovers(bf_home) == []
+    assert leftovers(home) == []
+
+
+def test_a_local_run_prints_cost_by_model_the_breakdown_and_the_speedup_by_hand(
+        opts_run: tuple[Path, str, dict[str, Any], str]) -> None:
+    """`results` of a local run: cost per 1,000 tps under on-demand and 1-year reserved with
+    intervals, the breakdown and the speedup table, each figure computed here from the step tps."""
+    _, _, doc, table = opts_run
+    tps = {t: [s["tps"] for s in sorted(doc["steps"], key=lambda s: s["repetition"])
+               if s["target_id"] == t and s["phase"] == "measure"] for t in PRICES}
+    rows = {r["target_id"]: r for r in doc["statistics"]["rows"]}
+    for target_id, values in tps.items():
+        assert len(values) == 2
+        mean = statistics.fmean(values)
+        half = T_975_DF1 * statistics.stdev(values) / (mean * math.sqrt(2))
+        price = PRICES[target_id]
+        for model in ("on_demand", "reserved_1y_all_upfront"):  # a given price is the same under every model
+            cost = rows[target_id]["cost"][model]
+            assert cost["per_1000_tps"] == pytest.approx(price * 1000 / mean)
+            assert cost["ci_low"] == pytest.approx(price * 1000 / (mean * math.exp(half)), rel=1e-6)
+            assert cost["ci_high"] == pytest.approx(price * 1000 / (mean * math.exp(-half)), rel=1e-6)
+    (group,) = doc["statistics"]["speedup"]
+    assert group["baseline_target"] == "bp-1cpu"  # 1 pinned CPU against every usable CPU
+    big = next(r for r in group["rows"] if r["target_id"] == "bp")
+    cell = big["by_threads"]["1"]
+    ratio = statistics.fmean(tps["bp"]) / statistics.fmean(tps["bp-1cpu"])
+    assert cell["speedup"] == pytest.approx(ratio)
+    assert cell["per_doubling"] == pytest.approx(ratio ** (1 / math.log2(big["size"])))
+    assert cell["ci_low"] is not None and cell["ci_low"] < ratio < cell["ci_high"]
+    # The terminal says the same.
+    one = rows["bp-1cpu"]["cost"]["on_demand"]
+    assert f"${one['per_1000_tps']:.4f}" in table and f"{one['ci_low']:.4f}–{one['ci_high']:.4f}" in table
+    assert "1y RI all upfront per 1k tps" in table and "price breakdown" in table
+    assert "price_per_hour given for the target" in table
+    assert "speedup by size: local:mariadb:default" in table and f"{ratio:.2f}x" in table

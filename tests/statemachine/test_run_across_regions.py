@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import time
 from datetime import UTC, datetime
@@ -52,8 +53,8 @@ def steal_regions_spec() -> dict[str, Any]:
     targets = [t.model_dump(mode="json", exclude_none=True) for t in loaded.spec.targets]
     targets += [t | {"id": t["id"].replace("us-west-1", "ap-southeast-2"), "region": "ap-southeast-2"}
                 for t in targets if t["region"] == "us-west-1"]
-    # Its budget too: the third region's targets are not in the price tables, which only a run with
-    # budget_usd may accept (benchfleet.cost_ceiling).
+    # The third region is priced by tables refreshed for it (``priced_everywhere``): an unpriced
+    # region would be refused (benchfleet.cost_ceiling).
     return spec(name="steal-regions", targets=targets, baseline=loaded.spec.baseline, budget_usd=loaded.spec.budget_usd)
 
 
@@ -86,12 +87,25 @@ def setup_region(region: str, parameter: str) -> None:
         "launch_template_id": template["LaunchTemplateId"], "agent_document_name": f"bf-agent-{region}"}))
 
 
+def priced_everywhere(directory: Path) -> Path:
+    """The shipped price tables plus ap-southeast-2, as `catalogue_refresh --live` would add it
+    (the figures are us-west-1's, stand-ins: this test is about where targets run, not what they cost)."""
+    shutil.copytree(REPO / "workloads" / "pricing", directory, dirs_exist_ok=True)
+    for name in ("ec2", "ebs"):
+        path = directory / f"{name}.json"
+        table = json.loads(path.read_text())
+        table["regions"]["ap-southeast-2"] = table["regions"]["us-west-1"]
+        path.write_text(json.dumps(table))
+    return directory
+
+
 @pytest.fixture(scope="module")
-def world(deployed: dict[str, dict[str, str]]):
+def world(deployed: dict[str, dict[str, str]], tmp_path_factory: pytest.TempPathFactory):
     plan_env = deployed["plan"]
     with pytest.MonkeyPatch.context() as monkeypatch:
         for k, v in ENV.items():
             monkeypatch.setenv(k, v)
+        monkeypatch.setenv("BENCHFLEET_PRICING", str(priced_everywhere(tmp_path_factory.mktemp("pricing"))))
         with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
             clients.reset()
             setup_account(monkeypatch)  # the home region: bucket, store, its own target resources

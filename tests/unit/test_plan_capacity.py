@@ -99,10 +99,10 @@ def test_caps_name_the_cap_and_its_key() -> None:
                                            r"\(cdk context maxHostsPerRegion\)"):
         runplan.check_plan(plan, max_vcpus=40, max_hosts=4)
     # Regions are capped each on its own; RDS targets count their DB instance and client.
-    # (eu-west-1 is not in the price tables: accepted only with budget_usd, benchfleet.cost_ceiling.)
+    # (eu-west-1 is not in the shipped price tables, which refuse it: priced here by a stand-in.)
     split, _, _ = runplan.aws_plan(loaded([ec2(1), ec2(2), ec2(3), ec2(4, region="eu-west-1"),
                                            {"id": "db", "kind": "rds", "instance_class": "db.m6g.large",
-                                            "region": "eu-west-1"}], budget_usd=50), price_per_hour)
+                                            "region": "eu-west-1"}], budget_usd=50), lambda _: 0.5)
     runplan.check_plan(split)
     assert [(p["region"], p["ec2_hosts"], p["ec2_vcpus"], p["db_instances"]) for p in split.region_peaks()] == [
         ("eu-west-1", 2, 12, 1), ("us-east-1", 3, 24, 0)]

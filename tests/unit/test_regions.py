@@ -104,18 +104,57 @@ def test_the_price_tables_cover_every_region_the_shipped_specs_use(path: Path) -
     assert all(t.price_per_hour and t.price_per_hour > 0 for t in plan.targets if t.kind != "local")
 
 
-def test_an_unpriced_region_is_shown_unpriced_never_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_unpriced_region_is_shown_unpriced_never_zero_and_refused_naming_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     spec = tmp_path / "far.yaml"
     spec.write_text(json.dumps({"name": "far", "workload": WORKLOAD, "targets": [
-        ec2("mumbai", region="ap-south-1"), ec2("virginia", region="us-east-1")]}))
-    assert main(["plan", str(spec), "--format", "json"]) == 0
-    summary = json.loads(capsys.readouterr().out)
-    mumbai = summary["targets"][0]
+        ec2("virginia", region="us-east-1"), ec2("mumbai", region="ap-south-1")]}))
+    assert main(["plan", str(spec), "--format", "json"]) == 2
+    out = capsys.readouterr()
+    summary = json.loads(out.out)
+    mumbai = summary["targets"][1]
     assert mumbai["region"] == "ap-south-1"
     assert mumbai["price_per_hour"] is None and mumbai["estimated_cost_usd"] is None
     assert summary["unpriced_targets"] == ["mumbai"]
-    assert main(["plan", str(spec)]) == 0
+    # Refused as the deployed stack refuses it: the field, the region, and how to get its prices.
+    assert "targets[1].region: target mumbai has no price" in out.err
+    assert "no ec2 prices for ap-south-1" in out.err and "catalogue_refresh --live" in out.err
+    assert summary["refused"] and "ap-south-1" in summary["refused"]
+    assert main(["plan", str(spec)]) == 2
     table = capsys.readouterr().out
     row = next(line for line in table.splitlines() if "mumbai" in line)
     assert "unpriced" in row and "$0" not in row and "0.00" not in row
     assert "1 target unpriced" in table
+
+
+@pytest.mark.parametrize(("env", "region", "source"), [
+    ({"AWS_REGION": "eu-north-1"}, "eu-north-1", "AWS_REGION"),
+    ({"AWS_DEFAULT_REGION": "us-west-1"}, "us-west-1", "AWS_DEFAULT_REGION"),
+    ({}, "us-east-1", "no AWS region is configured here")])
+def test_a_target_without_a_region_is_priced_in_the_home_region(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        env: dict[str, str], region: str, source: str) -> None:
+    for name in ("AWS_REGION", "AWS_DEFAULT_REGION"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    spec = tmp_path / "home.yaml"
+    spec.write_text(json.dumps({"name": "home", "workload": WORKLOAD, "targets": [ec2("h")]}))
+    assert main(["plan", str(spec), "--format", "json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    (t,) = summary["targets"]
+    prices = pricing.load_prices()
+    assert t["region"] == region and t["hosts"][0]["region"] == region
+    assert t["price_per_hour"] == pytest.approx(prices.ec2.instance(region, "t3.xlarge") + pricing.storage_per_hour(
+        prices.ebs.storage_rate(region, "gp3", by_region=True), 100), abs=1e-6)
+    assert summary["home_region"] == {"region": region, "source": pytest.approx(source) if False else
+                                      summary["home_region"]["source"], "targets": ["h"]}
+    assert source in summary["home_region"]["source"]
+    assert main(["plan", str(spec)]) == 0
+    table = capsys.readouterr().out
+    assert f"{region} (home)" in table and f"{region} here" in table
+    # A home region the tables hold nothing for is refused like any other unpriced region.
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    assert main(["plan", str(spec)]) == 2
+    assert "targets[0].region" in capsys.readouterr().err

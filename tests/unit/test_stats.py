@@ -208,15 +208,19 @@ def test_speedup_table_like_seed_002() -> None:
                {"target_id": "alone", "group": "ec2:i3", "size": 2},
                {"target_id": "nogroup", "group": None, "size": 2}]
     tps = {"io1-large": {64: 1000.0, 128: 900.0}, "io1-xlarge": {64: 2670.0, 128: 2500.0},
-           "io1-2xlarge": {64: 5000.0, 128: 5380.0}, "alone": {64: 1.0}, "nogroup": {64: 1.0}}
-    table = stats.speedup_table(targets, tps)
+           "io1-2xlarge": {64: 5380.0, 128: 5000.0}, "alone": {64: 1.0}, "nogroup": {64: 1.0}}
+    rows = [{"target_id": t, "threads": th, "tps": {"values": [v]}} for t, by in tps.items() for th, v in by.items()]
+    table = stats.speedup_table(targets, rows)
     assert len(table) == 1
     group = table[0]
-    assert group["baseline_target"] == "io1-large"
+    assert group["baseline_target"] == "io1-large" and group["threads"] == [64, 128]
     assert [r["target_id"] for r in group["rows"]] == ["io1-large", "io1-xlarge", "io1-2xlarge"]
-    assert [round(r["speedup"], 2) for r in group["rows"]] == [1.0, 2.67, 5.38]
-    assert group["rows"][2]["peak_threads"] == 128
-    assert group["rows"][2]["by_threads"] == {"64": 5.0, "128": pytest.approx(5380 / 900)}
+    at_64 = [r["by_threads"]["64"] for r in group["rows"]]
+    assert [round(c["speedup"], 2) for c in at_64] == [1.0, 2.67, 5.38]  # seed 002's io1 column
+    # One repetition each: no interval; per doubling of vCPUs: 2.67 for one doubling, 5.38 ** (1/2) for two.
+    assert at_64[1]["ci_low"] is None and at_64[1]["per_doubling"] == pytest.approx(2.67)
+    assert at_64[2]["per_doubling"] == pytest.approx(5.38 ** 0.5)
+    assert group["rows"][2]["by_threads"]["128"]["speedup"] == pytest.approx(5000 / 900)
 
 
 def test_group_and_size() -> None:
@@ -282,7 +286,8 @@ def test_run_comparison(store: DuckDBStore) -> None:
     base = by_key[("m6i-large", 4)]
     assert base["relative"] is None and base["repetitions"] == 3 and base["tps"]["n"] == 3
     assert base["tps"]["ci_low"] < base["tps"]["mean"] < base["tps"]["ci_high"]
-    assert base["cost_per_1000_tps"] == pytest.approx(0.107 * 1000 / base["tps"]["mean"])
+    # Priced from today's tables: m6i.large and its gp3 100 GB volume, on-demand (not the 0.107 recorded).
+    assert base["cost_per_1000_tps"] == pytest.approx((0.096 + 100 * 0.08 / 730) * 1000 / base["tps"]["mean"])
     assert base["steal_max_pct"] > 15  # the synthetic steal episode of repetition 2
     big = by_key[("m6i-xlarge", 16)]
     assert big["relative"]["vs"] == "m6i-large" and big["relative"]["verdict"] == "faster"
@@ -291,7 +296,7 @@ def test_run_comparison(store: DuckDBStore) -> None:
     assert lat["median"] == sorted(lat["values"])[1]
     (speedup,) = result["speedup"]
     assert [r["target_id"] for r in speedup["rows"]] == ["m6i-large", "m6i-xlarge"]
-    assert 1.7 < speedup["rows"][1]["speedup"] < 2.3
+    assert 1.7 < speedup["rows"][1]["by_threads"]["16"]["speedup"] < 2.3
     fingerprints = result["targets"][1]["fingerprints"]
     assert len(fingerprints) == 3 and fingerprints[0]["cpu_model"] == "Neoverse-N1"
     assert result["targets"][0]["peak"]["threads"] == 16

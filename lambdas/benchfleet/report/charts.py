@@ -275,19 +275,32 @@ def qps(comparison: dict[str, Any], palette: dict[str, str]) -> Figure:
                                             "queries / s", xaxis=_threads_axis(comparison["rows"]))}
 
 
-def cost(comparison: dict[str, Any], palette: dict[str, str]) -> Figure:
-    """Cost per 1000 TPS at each target's peak throughput (lower is better)."""
-    targets = [t for t in comparison["targets"]  # free (local) targets have nothing to compare
-               if t.get("peak") and t["peak"].get("cost_per_1000_tps")]
-    targets.sort(key=lambda t: t["peak"]["cost_per_1000_tps"])
-    data = [{
-        "type": "bar", "orientation": "h", "name": "cost per 1000 TPS",
-        "y": [t["target_id"] for t in targets], "x": [t["peak"]["cost_per_1000_tps"] for t in targets],
-        "marker": {"color": [palette.get(t["target_id"], "#333") for t in targets]},
-        "text": [f"{t['peak']['threads']} threads" for t in targets],
-        "hovertemplate": "%{y}: $%{x:.4f}/h per 1000 TPS at %{text}<extra></extra>"}]
+def cost(comparison: dict[str, Any], palette: dict[str, str],
+         models: tuple[str, ...] = ("on_demand", "reserved_1y_all_upfront")) -> Figure:
+    """Cost per 1,000 tps vs threads per target, one line per pricing model (on-demand solid, the
+    others dashed), with the interval carried from tps as error bars (lower is better)."""
+    from benchfleet.pricing import MODEL_LABELS
+
+    data = []
+    for target_id, rows in _by_target(comparison["rows"]).items():
+        for k, model in enumerate(models):
+            points: list[tuple[dict[str, Any], dict[str, Any]]] = [
+                (r, c) for r in rows if (c := (r.get("cost") or {}).get(model))]
+            if not points:
+                continue
+            has_ci = [c["ci_low"] is not None and c["ci_high"] is not None for _, c in points]
+            data.append({
+                "type": "scatter", "mode": "lines+markers", "name": f"{target_id} · {MODEL_LABELS[model]}",
+                "legendgroup": target_id, "x": [r["threads"] for r, _ in points],
+                "y": [c["per_1000_tps"] for _, c in points],
+                "line": {"color": palette.get(target_id, "#333"), "width": 2, "dash": "solid" if k == 0 else "dash"},
+                "marker": {"size": 6, "color": palette.get(target_id, "#333")},
+                "error_y": {"type": "data", "symmetric": False, "thickness": 1.2, "width": 4, "visible": any(has_ci),
+                            "array": [c["ci_high"] - c["per_1000_tps"] if ok else 0
+                                      for (_, c), ok in zip(points, has_ci, strict=True)],
+                            "arrayminus": [c["per_1000_tps"] - c["ci_low"] if ok else 0
+                                           for (_, c), ok in zip(points, has_ci, strict=True)]},
+                "hovertemplate": "%{fullData.name}<br>%{x} threads: $%{y:.4f}/h per 1000 TPS<extra></extra>"})
     return {"data": data, "layout": _layout(
-        "Cost per 1000 TPS at peak throughput (USD per hour, on-demand list prices; lower is better)",
-        "USD per hour per 1000 TPS", "", height=max(260, 60 + 26 * len(targets)),
-        yaxis={"autorange": "reversed", "type": "category", "rangemode": "normal"},
-        margin={"l": 140})}
+        "Cost per 1000 TPS vs threads (USD per hour of the database; lower is better)", "threads",
+        "USD per hour per 1000 TPS", xaxis=_threads_axis(comparison["rows"]))}

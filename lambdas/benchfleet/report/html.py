@@ -92,9 +92,11 @@ def render_report(store: DuckDBStore, run_id: str) -> str:
                     "is time the CPU waited on storage (flushes of a durable configuration). Every sample: "
                     f"benchfleet results {run['run_id']} --per-second --format csv"))
     cost_fig = charts.cost(comparison, palette)
-    figures.append(("cost", "Cost per 1000 TPS", cost_fig if cost_fig["data"][0]["x"] else None,
-                    "Price per hour (on-demand list price of instance, client and storage) divided by "
-                    "peak throughput in thousands of transactions per second."))
+    figures.append(("cost", "Cost per 1000 TPS", cost_fig if cost_fig["data"] else None,
+                    "The database's price per hour (instance, storage, provisioned IOPS and throughput; no "
+                    "client host for any kind) divided by mean throughput in thousands of transactions per "
+                    "second, at every thread count, on-demand (solid) and 1-year reserved, all upfront "
+                    "(dashed). Error bars: the 95% interval of the mean tps carried through."))
 
     n_charts = sum(1 for f in figures if f[2] is not None)
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
@@ -114,6 +116,7 @@ def render_report(store: DuckDBStore, run_id: str) -> str:
         parts.append(_figure_script(f"chart-{key}", fig))
         if key == "cost":
             parts.append(_cost_table(comparison))
+            parts.append(_breakdown_table(comparison))
     parts.append(_jitter_table(comparison))
     parts.append(_speedup_tables(comparison))
     parts.append(_notes(comparison, run))
@@ -285,15 +288,53 @@ def _jitter_table(comparison: dict[str, Any]) -> str:
                  "errors/s"], rows))
 
 
+_COST_MODELS = ("on_demand", "reserved_1y_all_upfront")
+
+
+def _ci_money(c: dict[str, Any] | None) -> str:
+    if not c:
+        return _e(None)
+    if c["ci_low"] is None:
+        return "<span class='muted'>n&lt;2</span>"
+    return f"{_money(c['ci_low'])} - {_money(c['ci_high'])}"
+
+
 def _cost_table(comparison: dict[str, Any]) -> str:
+    from benchfleet.pricing import MODEL_LABELS
+
+    rows = []
+    for r in comparison["rows"]:
+        costs = [(r.get("cost") or {}).get(m) for m in _COST_MODELS]
+        if not any(costs):
+            continue
+        cells = [escape(r["target_id"]), _n(r["threads"]), _n(r["tps"]["mean"])]
+        for c in costs:
+            cells += [_money((c or {}).get("usd_per_hour")), _money((c or {}).get("per_1000_tps")), _ci_money(c)]
+        rows.append(cells)
+    headers = ["target", "threads", "tps mean"]
+    for m in _COST_MODELS:
+        headers += [f"{MODEL_LABELS[m]} $/h", f"{MODEL_LABELS[m]} $/h per 1000 TPS", "95% CI"]
+    return _table(headers, rows)
+
+
+def _breakdown_table(comparison: dict[str, Any]) -> str:
+    from benchfleet.pricing import MODEL_LABELS
+
     rows = []
     for t in comparison["targets"]:
-        peak = t.get("peak") or {}
-        rows.append([escape(t["target_id"]), _money(t.get("price_per_hour")), _n(peak.get("threads")),
-                     _n(peak.get("tps_mean")), _money(peak.get("cost_per_1000_tps")),
-                     _n(peak.get("transactions_per_usd"), 0)])
-    return _table(["target", "$/hour", "peak at threads", "peak tps", "$/h per 1000 TPS",
-                   "transactions per $"], rows)
+        prices = t.get("prices") or {}
+        for i, line in enumerate(prices.get("lines") or []):
+            rows.append([escape(t["target_id"]) if i == 0 else "", escape(line["item"]), escape(line["what"]),
+                         "yes" if line["serving"] else "no",
+                         *[_money(line["usd_per_hour"].get(m), 5) for m in _COST_MODELS]])
+        for note in prices.get("notes") or []:
+            rows.append(["", "", escape(note), "", *["" for _ in _COST_MODELS]])
+    if not rows:
+        return ""
+    return ("<p class='note'>What the money buys, USD per hour. In cost per 1000 TPS: the database's lines; "
+            "the client host is in what the run costs only.</p>" + _table(
+                ["target", "item", "what", "in cost per 1000 TPS",
+                 *[f"{MODEL_LABELS[m]} $/h" for m in _COST_MODELS]], rows, left=4))
 
 
 def _speedup_tables(comparison: dict[str, Any]) -> str:
@@ -303,16 +344,25 @@ def _speedup_tables(comparison: dict[str, Any]) -> str:
         out.append("<p class='muted'>No family with two or more sizes in this run (same kind, family, "
                    "engine and configuration; local targets by pinned CPU count).</p>")
         return "".join(out)
-    out.append("<p class='note'>Peak mean tps over the thread sweep divided by that of the smallest size "
-               "of the same family and configuration; per thread count on the right.</p>")
+    out.append("<p class='note'>Mean tps divided by that of the smallest size of the same family and "
+               "configuration at the same thread count, with its 95% interval (Welch, on the log ratio); per "
+               "doubling: speedup ** (1 / doublings of vCPUs), 2.00x is linear scaling.</p>")
     for g in groups:
-        threads = sorted({int(k) for r in g["rows"] for k in r["by_threads"]})
-        rows = [[escape(r["target_id"]), _n(r["size"], 0), _n(r["peak_tps"]), _n(r["peak_threads"]),
-                 _n(r["speedup"], 2, suffix="x"), *[_n(r["by_threads"].get(str(th)), 2, suffix="x")
-                                                    for th in threads]] for r in g["rows"]]
-        out.append(f"<div class='card'><div class='note'>{escape(g['group'])}</div>" + _table(
-            ["target", "size (vCPUs)", "peak tps", "at threads", "speedup",
-             *[f"{th} thr" for th in threads]], rows) + "</div>")
+        others = [r for r in g["rows"] if r["target_id"] != g["baseline_target"]]
+        rows = []
+        for th in g["threads"]:
+            cells = [_n(th)]
+            for r in others:
+                c = r["by_threads"].get(str(th)) or {}
+                ci = (f"{_n(c.get('ci_low'), 2)} - {_n(c.get('ci_high'), 2)}" if c.get("ci_low") is not None
+                      else "<span class='muted'>n&lt;2</span>")
+                cells += [_n(c.get("speedup"), 2, suffix="x"), ci, _n(c.get("per_doubling"), 2, suffix="x")]
+            rows.append(cells)
+        headers = ["threads"]
+        for r in others:
+            headers += [f"{r['target_id']} ({r['size']:g} vCPUs)", "95% CI", "per doubling"]
+        out.append(f"<div class='card'><div class='note'>{escape(g['group'])}: relative to "
+                   f"{escape(g['baseline_target'])}</div>" + _table(headers, rows) + "</div>")
     return "".join(out)
 
 
@@ -320,12 +370,15 @@ def _notes(comparison: dict[str, Any], run: dict[str, Any]) -> str:
     from benchfleet import pricing
 
     try:
-        stamps = pricing.load_prices().stamps()
-        prices = ", ".join(f"{k} as of {v}" for k, v in stamps.items())
+        sources = pricing.load_prices().sources()
+        prices = "; ".join(f"{table} {section} as of {info['as_of']}" + (" (approximate)" if info.get("approximate")
+                                                                          else "")
+                           for table, sections in sources.items() for section, info in sections.items()
+                           if info.get("as_of"))
     except (OSError, ValueError):
         prices = "price tables not found"
     items = "".join(f"<li><b>{escape(k)}</b>: {escape(v)}</li>" for k, v in comparison["notes"].items())
     return (f"<h2>What the figures are</h2><div class='card note'><ul>{items}"
-            f"<li><b>prices</b>: on-demand list prices ({escape(prices)}); a target's own "
+            f"<li><b>prices</b>: workloads/pricing ({escape(prices)}); a target's own "
             f"price_per_hour overrides them</li></ul></div>"
             f"<p class='muted note'>benchfleet - run {escape(run['run_id'])}</p>")

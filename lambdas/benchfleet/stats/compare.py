@@ -26,7 +26,8 @@ def _pairs(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[tuple[str, str]]:
 def compare_runs(a: Mapping[str, Any], b: Mapping[str, Any], confidence: float = CONFIDENCE) -> dict[str, Any]:
     """``a`` and ``b`` are run comparison documents (:func:`benchfleet.stats.run_comparison`). Keys:
     ``baseline_run``/``run`` (ids), ``rows`` (one per matched target x threads: ``target_id``,
-    ``vs_target_id``, ``threads``, ``tps`` (b's spread), ``baseline_tps`` (a's), ``relative``),
+    ``vs_target_id``, ``threads``, ``tps`` (b's spread), ``baseline_tps`` (a's), ``relative``, ``cost``
+    and ``baseline_cost`` (cost per 1,000 tps by pricing model with intervals, b's and a's)),
     ``unmatched`` (targets of either run that have no partner)."""
     margin = float(b.get("margin_pct") or DEFAULT_MARGIN_PCT)
     rows_a = {(r["target_id"], r["threads"]): r for r in a.get("rows") or []}
@@ -42,7 +43,8 @@ def compare_runs(a: Mapping[str, Any], b: Mapping[str, Any], confidence: float =
                                       margin_pct=margin)
             out.append({"target_id": target_b, "vs_target_id": target_a, "threads": threads,
                         "repetitions": row_b["repetitions"], "tps": row_b["tps"], "baseline_tps": row_a["tps"],
-                        "relative": {"vs": f"{a['run']['run_id']}:{target_a}", **asdict(rel)}})
+                        "relative": {"vs": f"{a['run']['run_id']}:{target_a}", **asdict(rel)},
+                        "cost": row_b.get("cost"), "baseline_cost": row_a.get("cost")})
     out.sort(key=lambda r: ([p[1] for p in pairs].index(r["target_id"]), r["threads"]))
     matched_a, matched_b = {p[0] for p in pairs}, {p[1] for p in pairs}
     unmatched = ([t["target_id"] for t in a.get("targets") or [] if t["target_id"] not in matched_a]

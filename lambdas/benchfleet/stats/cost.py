@@ -1,10 +1,14 @@
-"""Cost figures: what a unit of throughput costs, and throughput per unit of size."""
+"""Cost figures: what a unit of throughput costs under each pricing model, with the interval carried
+from tps, and throughput per unit of size (speedup per thread count, efficiency per doubling)."""
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from benchfleet.stats.verdict import CONFIDENCE, relative_difference
 
 # ---- cost -----------------------------------------------------------------------------------------
 
@@ -24,41 +28,105 @@ def transactions_per_usd(price_per_hour: float | None, tps: float | None) -> flo
     return tps * 3600 / price_per_hour
 
 
+def cost_with_interval(price_per_hour: float | None, tps: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Cost per 1,000 tps at a row's mean tps, and its interval carried from the tps interval: the
+    price is a constant, so price x 1000 / tps maps the interval of the mean exactly (its ends swap:
+    the highest throughput is the lowest cost). ``tps``: a :func:`mean_spread` of the repetitions.
+    None when unpriced or free (a price of 0 says nothing about cost)."""
+    mean = tps.get("mean")
+    if not price_per_hour or mean is None or mean <= 0:
+        return None
+    low, high = tps.get("ci_low"), tps.get("ci_high")
+    return {"usd_per_hour": price_per_hour, "per_1000_tps": price_per_hour * 1000 / mean,
+            "ci_low": price_per_hour * 1000 / high if high else None,
+            "ci_high": price_per_hour * 1000 / low if low else None,
+            "transactions_per_usd": transactions_per_usd(price_per_hour, mean)}
+
+
+def row_costs(tps: Mapping[str, Any], serving: Mapping[str, float | None]) -> dict[str, dict[str, Any] | None]:
+    """:func:`cost_with_interval` under every pricing model, from the serving $/hour by model."""
+    return {model: cost_with_interval(price, tps) for model, price in serving.items()}
+
+
 # ---- speedup by size ------------------------------------------------------------------------------
 
-def speedup_table(targets: Sequence[Mapping[str, Any]],
-                  tps_by_target: Mapping[str, Mapping[int, float]]) -> list[dict[str, Any]]:
-    """Speedup of throughput with size, per group of targets that differ only in size.
+def doublings(size: float, base: float) -> float:
+    """How many doublings of vCPUs lead from ``base`` to ``size`` (2 -> 8 vCPUs: 2)."""
+    return math.log2(size / base)
+
+
+def per_doubling(speedup: float | None, steps: float) -> float | None:
+    """Speedup per doubling of vCPUs: speedup ** (1 / doublings); 2.0 is linear scaling, 1.0 none.
+    None without a speedup or for a size equal to the baseline's."""
+    if speedup is None or speedup <= 0 or steps <= 0:
+        return None
+    return float(speedup ** (1 / steps))
+
+
+def _speedup_cell(values: Sequence[float], base: Sequence[float], steps: float,
+                  confidence: float) -> dict[str, Any] | None:
+    if not values or not base:
+        return None
+    rel = relative_difference(values, base, confidence)
+    if rel.pct is None:
+        return None
+    low = None if rel.ci_low_pct is None else 1 + rel.ci_low_pct / 100
+    high = None if rel.ci_high_pct is None else 1 + rel.ci_high_pct / 100
+    speedup = 1 + rel.pct / 100
+    return {"speedup": speedup, "ci_low": low, "ci_high": high,
+            "per_doubling": per_doubling(speedup, steps),
+            "per_doubling_ci_low": per_doubling(low, steps), "per_doubling_ci_high": per_doubling(high, steps),
+            "repetitions": [len(values), len(base)]}
+
+
+def speedup_table(targets: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]],
+                  confidence: float = CONFIDENCE) -> list[dict[str, Any]]:
+    """Speedup of throughput with size, per group of targets that differ only in size, per thread count.
 
     ``targets``: mappings with ``target_id``, ``group`` (family/config key; None = not comparable) and
-    ``size`` (vCPUs or CPUs; None = unknown). ``tps_by_target``: mean tps by threads per target.
-    For each group with at least two sizes: rows sorted by size, each with ``peak_tps`` (the highest
-    mean tps over the thread sweep), ``speedup`` = peak_tps / the smallest size's peak_tps, and
-    ``by_threads``: the same ratio at each thread count both targets ran. The smallest size is 1.0.
+    ``size`` (vCPUs or CPUs; None = unknown). ``rows``: the comparison's rows (``target_id``,
+    ``threads``, ``tps`` with the per-repetition ``values``). For each group with at least two sizes:
+    ``baseline_target`` (the smallest size), ``threads`` (those the baseline ran) and ``rows`` sorted by
+    size, each with ``size``, ``doublings`` (log2 of size / the baseline's) and ``by_threads``: per
+    thread count, ``speedup`` = mean tps / the baseline's mean tps at the same threads, its interval
+    (``ci_low``/``ci_high``: Welch on the log ratio, as relative differences; None below two
+    repetitions on a side), and ``per_doubling`` (efficiency: speedup ** (1 / doublings), with the
+    interval's ends carried the same way). The baseline's own cells are 1.0 without an interval.
     """
+    values: dict[str, dict[int, list[float]]] = defaultdict(dict)
+    for row in rows:
+        tps = row.get("tps") or {}
+        if tps.get("values"):
+            values[str(row["target_id"])][int(row["threads"])] = [float(v) for v in tps["values"]]
     groups: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for t in targets:
-        if t.get("group") and t.get("size") and tps_by_target.get(t["target_id"]):
+        if t.get("group") and t.get("size") and values.get(t["target_id"]):
             groups[str(t["group"])].append(t)
     out = []
     for group, members in sorted(groups.items()):
         if len({m["size"] for m in members}) < 2:
             continue
         members = sorted(members, key=lambda m: (float(m["size"]), m["target_id"]))
-        base = tps_by_target[members[0]["target_id"]]
-        base_peak = max(base.values())
-        rows = []
+        base_id, base_size = members[0]["target_id"], float(members[0]["size"])
+        base = values[base_id]
+        table_rows = []
         for m in members:
-            mine = tps_by_target[m["target_id"]]
-            peak = max(mine.values())
-            rows.append({
-                "target_id": m["target_id"], "size": m["size"], "peak_tps": peak,
-                "peak_threads": max(mine, key=lambda k: mine[k]),
-                "speedup": peak / base_peak if base_peak > 0 else None,
-                "by_threads": {str(th): mine[th] / base[th] for th in sorted(mine)
-                               if th in base and base[th] > 0},
-            })
-        out.append({"group": group, "baseline_target": members[0]["target_id"], "rows": rows})
+            steps = doublings(float(m["size"]), base_size)
+            mine = values[m["target_id"]]
+            by_threads: dict[str, Any] = {}
+            for th in sorted(base):
+                if th not in mine:
+                    continue
+                if m["target_id"] == base_id:
+                    by_threads[str(th)] = {"speedup": 1.0, "ci_low": None, "ci_high": None, "per_doubling": None,
+                                           "per_doubling_ci_low": None, "per_doubling_ci_high": None,
+                                           "repetitions": [len(base[th]), len(base[th])]}
+                else:
+                    by_threads[str(th)] = _speedup_cell(mine[th], base[th], steps, confidence)
+            table_rows.append({"target_id": m["target_id"], "size": m["size"], "doublings": steps,
+                               "by_threads": by_threads})
+        out.append({"group": group, "baseline_target": base_id, "confidence": confidence,
+                    "threads": sorted(base), "rows": table_rows})
     return out
 
 
@@ -95,7 +163,8 @@ def target_group_and_size(meta: Mapping[str, Any]) -> tuple[str | None, float | 
     """The family/configuration group and the size of a target, for the speedup table.
 
     EC2: ``ec2:<family>:<engine>:<mysql_config>:<storage type>``, size = vCPUs (fingerprint, else the
-    size name). RDS/Aurora: ``<kind>:<db family>:<engine>:<mysql_config>``. Local:
+    size name); an existing server (an import) with an instance type likewise, as ``existing:...``.
+    RDS/Aurora: ``<kind>:<db family>:<engine>:<mysql_config>``. Local:
     ``local:<engine>:<mysql_config>``, size = number of pinned CPUs (else usable CPUs)."""
     kind = meta.get("kind")
     engine, config = meta.get("engine") or "", meta.get("mysql_config") or ""
@@ -103,7 +172,8 @@ def target_group_and_size(meta: Mapping[str, Any]) -> tuple[str | None, float | 
         size = _cpus_count(meta.get("cpus")) or meta.get("cpus_usable") or meta.get("vcpus")
         return f"local:{engine}:{config}", float(size) if size else None
     type_ = meta.get("instance_type") or meta.get("instance_class")
-    if not type_ or kind not in ("ec2", "rds", "aurora"):
+    # An existing server with its type (an import's --instance-type) joins its family like an EC2 host.
+    if not type_ or kind not in ("ec2", "rds", "aurora", "existing"):
         return None, None
     family = type_.rsplit(".", 1)[0]
     size = meta.get("vcpus") or vcpus_from_size(type_)

@@ -10,7 +10,13 @@ from dataclasses import asdict
 from datetime import date, datetime
 from typing import Any, Protocol
 
-from benchfleet.stats.cost import cost_per_1000_tps, speedup_table, target_group_and_size, transactions_per_usd
+from benchfleet.stats.cost import (
+    cost_per_1000_tps,
+    row_costs,
+    speedup_table,
+    target_group_and_size,
+    transactions_per_usd,
+)
 from benchfleet.stats.figures import mean_ci, mean_spread, percentile_spread, step_stats
 from benchfleet.stats.step_sql import step_stats_in_store
 from benchfleet.stats.verdict import CONFIDENCE, DEFAULT_MARGIN_PCT, compare_units, multiplicity
@@ -112,21 +118,64 @@ def spec_target_price(spec_target: Mapping[str, Any]) -> float | None:
         return None
 
 
+def target_prices(meta: Mapping[str, Any], spec_target: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """Every line of a target's price under every pricing model (``benchfleet.pricing.target_prices``),
+    from today's tables, for the region the target ran in (its targets rows), else its spec's: the spec
+    target as validated (so its defaults, a gp3 100 GB volume, count), else what the rows say (an
+    imported target with an instance type). A local target is priced by the price it recorded. None
+    when nothing can be said (no tables, no kind)."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from benchfleet import pricing
+    from benchfleet.spec import Target
+
+    kind = meta.get("kind")
+    given = dict(spec_target or {})
+    region = meta.get("region") or given.get("region")
+    subject: Any
+    if kind == "local":
+        recorded = meta.get("price_per_hour")
+        subject = {"kind": "local", "price_per_hour": recorded if recorded else None}
+    else:
+        try:
+            subject = TypeAdapter(Target).validate_python({**given, **({"region": region} if region else {})})
+        except ValidationError:
+            subject = {"kind": kind, "instance_type": meta.get("instance_type"), "region": region,
+                       "price_per_hour": given.get("price_per_hour")}
+    try:
+        prices = pricing.load_prices()
+        found = pricing.target_prices(subject, prices)
+    except (OSError, ValueError):
+        return None
+    out = found.as_dict()
+    used = _TABLES_OF_KIND.get(str(kind), ())
+    out["sources"] = {k: v for k, v in prices.sources().items() if k in used and not found.free}
+    return out
+
+
+# The price tables a target of each kind is priced from (its instance, storage and client).
+_TABLES_OF_KIND = {"ec2": ("ec2", "ebs"), "existing": ("ec2",), "rds": ("rds", "ec2"), "aurora": ("aurora", "ec2")}
+
+
 def comparison(run: Mapping[str, Any], targets: Sequence[Mapping[str, Any]],
                summaries: Sequence[Mapping[str, Any]], steps: Sequence[Mapping[str, Any]],
                confidence: float = CONFIDENCE,
                size_of: Callable[[Mapping[str, Any]], tuple[str | None, float | None]] | None = None,
                price_of: Callable[[Mapping[str, Any]], float | None] | None = None,
+               prices_of: Callable[[Mapping[str, Any], Mapping[str, Any] | None], dict[str, Any] | None]
+               | None = target_prices,
                ) -> dict[str, Any]:
     """The comparison from rows: the run, its ``targets`` rows (one per target x repetition, with the
     environment fingerprint and price_per_hour), its step ``summaries`` and per-step figures
     (``steps``: rows of :func:`step_stats_in_store` or :func:`step_stats_from_samples`). ``price_of(spec target)``
-    prices targets whose rows carry no price_per_hour.
+    prices targets whose rows carry no price_per_hour; ``prices_of(target, spec target)`` gives each
+    target's ``prices`` (lines and totals by pricing model, :func:`target_prices`).
 
     Keys: ``run``; ``confidence``; ``baseline`` (spec's ``baseline`` or the first target);
-    ``targets`` (one per target: kind, type, price, group and size for speedup, fingerprints,
-    ``peak``); ``rows`` (one per target x threads, see :func:`_row`); ``speedup``
-    (:func:`speedup_table`); ``notes`` (what the figures are).
+    ``targets`` (one per target: kind, type, the price recorded with the run, ``prices`` (every line
+    by pricing model), group and size for speedup, fingerprints, ``peak``); ``rows`` (one per target
+    x threads, see :func:`_row`; cost per 1,000 tps by pricing model with intervals); ``speedup``
+    (:func:`speedup_table`, per thread count with intervals); ``notes`` (what the figures are).
     """
     spec = run.get("spec") or {}
     if isinstance(spec, str):
@@ -134,11 +183,14 @@ def comparison(run: Mapping[str, Any], targets: Sequence[Mapping[str, Any]],
         spec = json.loads(spec)
     size_of = size_of or target_group_and_size
     target_meta = _targets(spec, targets, size_of)
+    spec_targets = {t.get("id"): t for t in (spec.get("targets") or []) if isinstance(t, dict)}
     if price_of is not None:
-        spec_targets = {t.get("id"): t for t in (spec.get("targets") or []) if isinstance(t, dict)}
         for meta in target_meta.values():
             if meta.get("price_per_hour") is None and meta["target_id"] in spec_targets:
                 meta["price_per_hour"] = price_of(spec_targets[meta["target_id"]])
+    if prices_of is not None:
+        for meta in target_meta.values():
+            meta["prices"] = prices_of(meta, spec_targets.get(meta["target_id"]))
 
     by_key: dict[tuple[str, int], dict[str, Any]] = {}
     for s in summaries:
@@ -163,7 +215,7 @@ def comparison(run: Mapping[str, Any], targets: Sequence[Mapping[str, Any]],
     tps_units: dict[tuple[str, int], dict[int, float]] = {}
     for (target_id, threads), entry in sorted(by_key.items(), key=lambda kv: (order[kv[0][0]], kv[0][1])):
         row = _row(target_id, threads, entry["summaries"], entry["steps"],
-                   target_meta[target_id].get("price_per_hour"), confidence)
+                   (target_meta[target_id].get("prices") or {}).get("serving") or {}, confidence)
         tps_units[(target_id, threads)] = row.pop("_tps_by_repetition")
         rows.append(row)
     for row in rows:
@@ -182,14 +234,9 @@ def comparison(run: Mapping[str, Any], targets: Sequence[Mapping[str, Any]],
             tps_by_target[row["target_id"]][row["threads"]] = row["tps"]["mean"]
     for meta in target_meta.values():
         mine = tps_by_target.get(meta["target_id"])
-        if mine:
-            peak_threads = max(mine, key=lambda k: mine[k])
-            price = meta.get("price_per_hour")
-            meta["peak"] = {"threads": peak_threads, "tps_mean": mine[peak_threads],
-                            "cost_per_1000_tps": cost_per_1000_tps(price, mine[peak_threads]),
-                            "transactions_per_usd": transactions_per_usd(price, mine[peak_threads])}
-        else:
-            meta["peak"] = None
+        # Where the mean was highest: a description of the sweep, not a figure to price (the best of
+        # noisy means is biased up; cost per 1,000 tps is given at every thread count instead).
+        meta["peak"] = {"threads": max(mine, key=lambda k: mine[k]), "tps_mean": max(mine.values())} if mine else None
 
     result: dict[str, Any] = _clean({
         "run": {k: run.get(k) for k in ("run_id", "name", "status", "mode", "started_at", "ended_at",
@@ -203,7 +250,7 @@ def comparison(run: Mapping[str, Any], targets: Sequence[Mapping[str, Any]],
         "targets": list(target_meta.values()),
         "rows": rows,
         "multiplicity": multiplicity((r["relative"] for r in rows), confidence),
-        "speedup": speedup_table(list(target_meta.values()), tps_by_target),
+        "speedup": speedup_table(list(target_meta.values()), rows, confidence),
         "notes": NOTES,
     })
     return result
@@ -231,10 +278,14 @@ NOTES = {
                 "-100%",
     "multiplicity": "how many verdicts with an interval the document holds, and how many of them would be "
                     "faster/slower by chance alone if nothing differed (comparisons x (1 - confidence))",
-    "cost_per_1000_tps": "price_per_hour (instance + client + storage, on-demand list) / (tps / 1000): "
-                         "USD per hour for each 1000 TPS",
-    "speedup": "peak mean tps over the thread sweep / that of the smallest size of the same family "
-               "and configuration",
+    "cost_per_1000_tps": "the database's price per hour (instance, storage, provisioned IOPS and throughput: "
+                         "client hosts are counted for no kind, so kinds compare like with like) / (mean tps / "
+                         "1000), at every thread count and under every pricing model (cost); its interval is the "
+                         "tps interval carried through (the price is a constant); the price tables' dates and "
+                         "sources are in each target's prices",
+    "speedup": "mean tps / that of the smallest size of the same family and configuration at the same thread "
+               "count, with a Welch interval on the log ratio; per_doubling = speedup ** (1 / doublings of "
+               "vCPUs): 2.0 is linear scaling",
 }
 
 
@@ -257,15 +308,18 @@ def pairing_unit(run: Mapping[str, Any], spec: Any, targets: Mapping[str, Mappin
 
 
 def _row(target_id: str, threads: int, summaries: Sequence[Mapping[str, Any]],
-         steps: Sequence[Mapping[str, Any]], price: float | None, confidence: float) -> dict[str, Any]:
+         steps: Sequence[Mapping[str, Any]], serving: Mapping[str, float | None],
+         confidence: float) -> dict[str, Any]:
     """One target x threads. ``tps``: :func:`mean_spread` of per-repetition step tps (sysbench's
     summary; the mean of per-second tps where a step has no summary). ``tps_per_second_median``:
     :func:`mean_spread` of each step's median per-second tps. ``latency_step_pct_ms``,
     ``latency_series_p95_ms``, ``latency_series_p99_ms``: :func:`percentile_spread`. ``jitter``:
     ``tps_cv_mean``/``tps_cv_max`` (mean / max across repetitions of each step's CV of per-second tps),
     ``latency_series_cv_mean``. ``steal_mean_pct``: mean across repetitions of each step's mean
-    per-second steal; ``steal_max_pct``: the highest single second. ``cost_per_1000_tps`` and
-    ``transactions_per_usd`` at the mean tps. ``steps``: the per-repetition figures."""
+    per-second steal; ``steal_max_pct``: the highest single second. ``serving``: the database's $/hour
+    by pricing model; ``cost``: cost per 1,000 tps under each with its interval (:func:`row_costs`);
+    ``price_per_hour``, ``cost_per_1000_tps`` and ``transactions_per_usd``: on-demand, at the mean tps.
+    ``steps``: the per-repetition figures."""
     summary_by_rep = {int(s["repetition"]): s for s in summaries}
     step_by_rep = {int(s["repetition"]): s for s in steps}
     reps = sorted(set(summary_by_rep) | set(step_by_rep))
@@ -291,6 +345,7 @@ def _row(target_id: str, threads: int, summaries: Sequence[Mapping[str, Any]],
     pct = next((s.get("latency_pct") for s in [*summaries, *steps] if s.get("latency_pct")), None)
     spread = mean_spread(tps, confidence)
     mean = spread["mean"]
+    price = serving.get("on_demand")
     return {
         "_tps_by_repetition": dict(zip(tps_reps, tps, strict=True)),
         "target_id": target_id, "threads": threads, "repetitions": len(reps),
@@ -312,8 +367,9 @@ def _row(target_id: str, threads: int, summaries: Sequence[Mapping[str, Any]],
         "errors_per_s_mean": statistics.fmean(errors) if errors else None,
         "seconds": int(sum(col(step_by_rep, "seconds"))),
         "price_per_hour": price,
-        "cost_per_1000_tps": cost_per_1000_tps(price, mean),
+        "cost_per_1000_tps": cost_per_1000_tps(price, mean) if price else None,
         "transactions_per_usd": transactions_per_usd(price, mean),
+        "cost": row_costs(spread, serving),
         "steps": [{"repetition": rep, **{k: v for k, v in step_by_rep.get(rep, {}).items()
                                           if k not in ("target_id", "repetition", "threads")},
                    "summary_tps": summary_by_rep.get(rep, {}).get("tps"),

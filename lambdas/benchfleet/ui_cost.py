@@ -1,0 +1,156 @@
+"""The cost and scaling tables the CLI prints after a comparison (``results``, ``run``, ``import``,
+``compare``): cost per 1,000 tps by pricing model with intervals, each target's price breakdown, and
+the speedup by size per thread count with efficiency per doubling of vCPUs. The figures are the
+comparison document's (``benchfleet.stats``); this module only lays them out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from benchfleet.pricing import HEADLINE_MODELS, MODEL_LABELS, MODELS
+
+
+def _money(value: Any, digits: int = 4) -> str:
+    return "-" if value is None else f"${float(value):,.{digits}f}"
+
+
+def _interval(low: Any, high: Any, digits: int = 4) -> str:
+    return "n<2" if low is None or high is None else f"{float(low):.{digits}f}–{float(high):.{digits}f}"
+
+
+def _times(value: Any) -> str:
+    return "-" if value is None else f"{float(value):.2f}x"
+
+
+def _table(title: str, caption: str, columns: list[tuple[str, bool]]) -> Table:
+    table = Table(title=title, caption=caption, box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
+    for name, words in columns:
+        table.add_column(name, justify="left" if words else "right", no_wrap=True)
+    return table
+
+
+def models_from(option: str | None) -> tuple[str, ...]:
+    """The pricing models a ``--pricing`` option names (``all``, or a comma-separated list)."""
+    if not option:
+        return HEADLINE_MODELS
+    if option == "all":
+        return MODELS
+    names = tuple(m.strip() for m in option.split(",") if m.strip())
+    unknown = [m for m in names if m not in MODELS]
+    if unknown or not names:
+        raise ValueError(f"--pricing {option}: {', '.join(unknown) or 'nothing'} is not a pricing model "
+                         f"(one of {', '.join(MODELS)}, or all)")
+    return names
+
+
+def approximate_models(targets: list[dict[str, Any]]) -> list[str]:
+    """Sections of the tables the figures came from that are approximate (``ec2 reserved`` ...)."""
+    found: set[str] = set()
+    for t in targets:
+        for table, sections in ((t.get("prices") or {}).get("sources") or {}).items():
+            for section, info in sections.items():
+                if isinstance(info, dict) and info.get("approximate"):
+                    found.add(f"{table} {section}")
+    return sorted(found)
+
+
+def print_costs(console: Console, stats: dict[str, Any], models: tuple[str, ...] = HEADLINE_MODELS) -> None:
+    """Cost per 1,000 tps per target x threads under ``models``, each with its 95% interval."""
+    targets = stats.get("targets") or []
+    priced = {t["target_id"] for t in targets if any((t.get("prices") or {}).get("serving", {}).get(m)
+                                                      for m in models)}
+    if not priced:
+        console.print("cost per 1,000 tps: no target is priced (a local server is free unless its spec gives "
+                      "price_per_hour; `import --instance-type` prices an imported target)")
+        return
+    columns: list[tuple[str, bool]] = [("target", True), ("thr", False), ("tps", False)]
+    for m in models:
+        label = MODEL_LABELS[m]
+        columns += [(f"{label} $/h", False), (f"{label} per 1k tps", False), ("95% CI", False)]
+    approx = approximate_models(targets)
+    caption = ("USD per hour of the database (instance, storage, IOPS, throughput; no client host for any "
+               "kind) / (mean tps / 1000); interval carried from tps"
+               + (f"; approximate prices: {', '.join(approx)} (workloads/pricing/README.md)" if approx else ""))
+    table = _table("cost per 1,000 tps", caption, columns)
+    for r in stats.get("rows") or []:
+        if r["target_id"] not in priced:
+            continue
+        cells = [r["target_id"], str(r["threads"]), f"{r['tps']['mean']:,.0f}" if r["tps"]["mean"] else "-"]
+        for m in models:
+            c = (r.get("cost") or {}).get(m)
+            cells += (["-", "-", "-"] if c is None else
+                      [_money(c["usd_per_hour"]), _money(c["per_1000_tps"]), _interval(c["ci_low"], c["ci_high"])])
+        table.add_row(*cells)
+    console.print(table)
+    unpriced = [t["target_id"] for t in targets if t["target_id"] not in priced]
+    if unpriced:
+        console.print(f"not priced: {', '.join(unpriced)}")
+
+
+def print_breakdown(console: Console, stats: dict[str, Any], models: tuple[str, ...] = HEADLINE_MODELS) -> None:
+    """What each priced target's money buys: its lines, serving or not, by model."""
+    targets = [t for t in stats.get("targets") or [] if (t.get("prices") or {}).get("lines")]
+    if not targets:
+        return
+    columns: list[tuple[str, bool]] = [("target", True), ("item", True), ("what", True), ("in cost/1k tps", True)]
+    columns += [(f"{MODEL_LABELS[m]} $/h", False) for m in models]
+    table = _table("price breakdown (USD per hour)", "in cost/1k tps: a line of the database's price; the "
+                   "client host is in what a run costs, not in cost per 1,000 tps", columns)
+    for t in targets:
+        prices = t["prices"]
+        for i, line in enumerate(prices["lines"]):
+            table.add_row(t["target_id"] if i == 0 else "", line["item"], line["what"],
+                          "yes" if line["serving"] else "no",
+                          *[_money(line["usd_per_hour"].get(m), 5) for m in models])
+        table.add_row("", "total", f"in {prices.get('region') or '-'}", "database",
+                      *[_money(prices["serving"].get(m), 5) for m in models])
+        for note in prices.get("notes") or []:
+            table.add_row("", "", note, "", *["" for _ in models])
+    console.print(table)
+
+
+def print_speedup(console: Console, stats: dict[str, Any]) -> None:
+    """Speedup relative to the smallest size of each family, per thread count, with its 95% interval,
+    and efficiency: speedup per doubling of vCPUs (2.00x is linear)."""
+    for group in stats.get("speedup") or []:
+        others = [r for r in group["rows"] if r["target_id"] != group["baseline_target"]]
+        columns: list[tuple[str, bool]] = [("thr", False)]
+        for r in others:
+            columns += [(f"{r['target_id']} ({r['size']:g})", False), ("95% CI", False), ("per doubling", False)]
+        base = next(r for r in group["rows"] if r["target_id"] == group["baseline_target"])
+        table = _table(f"speedup by size: {group['group']}",
+                       f"mean tps / {group['baseline_target']}'s ({base['size']:g} vCPUs) at the same threads; "
+                       "per doubling = speedup ** (1 / doublings of vCPUs), 2.00x is linear", columns)
+        for th in group["threads"]:
+            cells = [str(th)]
+            for r in others:
+                c = r["by_threads"].get(str(th))
+                cells += (["-", "-", "-"] if c is None else
+                          [_times(c["speedup"]), _interval(c["ci_low"], c["ci_high"], 2), _times(c["per_doubling"])])
+            table.add_row(*cells)
+        console.print(table)
+
+
+def print_cost_comparison(console: Console, doc: dict[str, Any], models: tuple[str, ...] = HEADLINE_MODELS) -> None:
+    """``compare``: each matched row's cost per 1,000 tps in both runs, by model, with intervals."""
+    rows = [r for r in doc.get("rows") or [] if any((r.get("cost") or {}).get(m) for m in models)]
+    if not rows:
+        return
+    columns: list[tuple[str, bool]] = [("target", True), ("thr", False)]
+    for m in models:
+        label = MODEL_LABELS[m]
+        columns += [(f"{label} per 1k tps", False), ("95% CI", False), ("baseline run", False), ("95% CI", False)]
+    table = _table("cost per 1,000 tps in both runs", "USD per hour of the database per 1,000 tps; each run "
+                   "priced from today's tables", columns)
+    for r in rows:
+        cells = [r["target_id"], str(r["threads"])]
+        for m in models:
+            this, base = (r.get("cost") or {}).get(m), (r.get("baseline_cost") or {}).get(m)
+            for c in (this, base):
+                cells += ["-", "-"] if c is None else [_money(c["per_1000_tps"]), _interval(c["ci_low"], c["ci_high"])]
+        table.add_row(*cells)
+    console.print(table)
