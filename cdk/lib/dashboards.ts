@@ -14,7 +14,7 @@ import { Construct } from 'constructs';
 import { AthenaStore } from './athena-store';
 
 export const SQL_DIR = path.join(__dirname, 'sql');
-export type DatasetName = 'step_results' | 'target_costs' | 'samples' | 'cloud_metrics';
+export type DatasetName = 'step_results' | 'target_costs' | 'speedup' | 'samples' | 'cloud_metrics';
 export type QuickSightColumnType = 'STRING' | 'INTEGER' | 'DECIMAL' | 'DATETIME';
 
 interface DatasetSpec {
@@ -30,16 +30,24 @@ export function datasetSpecs(): Record<DatasetName, DatasetSpec> {
   return parsed.datasets;
 }
 
-/** The dataset's SQL for a dialect with ${database} replaced (the files' one placeholder). */
-export function datasetSql(dialect: 'athena' | 'timestream', name: DatasetName, database: string): string {
-  const text = fs.readFileSync(path.join(SQL_DIR, dialect, `${name}.sql`), 'utf8');
-  // Comments stay out of what QuickSight stores; the files keep them.
-  const body = text
+/** A SQL file without its comment lines (comments stay out of what QuickSight stores; the files keep them). */
+function sqlBody(file: string): string {
+  return fs
+    .readFileSync(file, 'utf8')
     .split('\n')
     .filter((line) => !line.trimStart().startsWith('--'))
     .join('\n')
     .trim();
-  return body.split('${database}').join(database);
+}
+
+/**
+ * The dataset's SQL for a dialect with its placeholders replaced: ${database}, and ${t975} by the
+ * fragment sql/common/t975.sql (Student t quantiles for the 95% intervals).
+ */
+export function datasetSql(dialect: 'athena' | 'timestream', name: DatasetName, database: string): string {
+  const body = sqlBody(path.join(SQL_DIR, dialect, `${name}.sql`));
+  const t975 = sqlBody(path.join(SQL_DIR, 'common', 't975.sql'));
+  return body.split('${t975}').join(t975).split('${database}').join(database);
 }
 
 /** Where the data lives: the Athena store construct, or the Timestream database name. */
@@ -220,6 +228,7 @@ function lineChart(
   x: quicksight.CfnDashboard.DimensionFieldProperty,
   value: quicksight.CfnDashboard.MeasureFieldProperty,
   color: quicksight.CfnDashboard.DimensionFieldProperty,
+  panels?: quicksight.CfnDashboard.DimensionFieldProperty,
 ): Visual {
   return {
     lineChartVisual: {
@@ -227,7 +236,15 @@ function lineChart(
       title: title(text),
       subtitle: subtitle(note),
       chartConfiguration: {
-        fieldWells: { lineChartAggregatedFieldWells: { category: [x], values: [value], colors: [color] } },
+        fieldWells: {
+          lineChartAggregatedFieldWells: {
+            category: [x],
+            values: [value],
+            colors: [color],
+            // One panel per value of a field (a pricing model), so two models never share a line.
+            ...(panels ? { smallMultiples: [panels] } : {}),
+          },
+        },
         type: 'LINE',
         legend: { visibility: 'VISIBLE' },
       },
@@ -260,12 +277,42 @@ function barChart(
   };
 }
 
+/** One measure per column of a table whose rows are already one figure each (MAX of one value). */
+function maxima(prefix: string, ds: DatasetName, columns: string[]): quicksight.CfnDashboard.MeasureFieldProperty[] {
+  return columns.map((c) => measure(`${prefix}-${c.replace(/_/g, '-')}`, ds, c, 'MAX'));
+}
+
+function table(
+  visualId: string,
+  text: string,
+  note: string,
+  groupBy: quicksight.CfnDashboard.DimensionFieldProperty[],
+  values: quicksight.CfnDashboard.MeasureFieldProperty[],
+): Visual {
+  return {
+    tableVisual: {
+      visualId,
+      title: title(text),
+      subtitle: subtitle(note),
+      chartConfiguration: { fieldWells: { tableAggregatedFieldWells: { groupBy, values } } },
+    },
+  };
+}
+
 /** Visual ids by sheet: the filters below are scoped with them. */
 export const SHEETS = {
   sweep: { sheetId: 'sweep', name: 'Thread sweep', visuals: ['tps-vs-threads', 'latency-vs-threads', 'relative'] },
   seconds: { sheetId: 'seconds', name: 'Per second', visuals: ['tps-per-second', 'steal-per-second'] },
-  cloud: { sheetId: 'cloud', name: 'Cloud metrics and cost', visuals: ['aurora-write-latency', 'cost-per-1000-tps'] },
+  cloud: { sheetId: 'cloud', name: 'Cloud metrics', visuals: ['aurora-write-latency'] },
+  cost: {
+    sheetId: 'cost',
+    name: 'Cost and scaling',
+    visuals: ['cost-per-1000-tps', 'cost-per-1000-tps-table', 'speedup-vs-threads', 'speedup-table'],
+  },
 } as const;
+
+/** The pricing models the cost view shows unless a reader picks others (seed 002's pair). */
+export const HEADLINE_PRICING_MODELS = ['on_demand', 'reserved_1y_all_upfront'];
 
 /** Metrics shown on the write-latency view (collect converts RDS WriteLatency to ms). */
 export const WRITE_LATENCY_METRICS = ['WriteLatency', 'CommitLatency', 'DMLLatency'];
@@ -324,12 +371,55 @@ export function dashboardDefinition(dataSets: Record<DatasetName, quicksight.Cfn
       measure('cloud-value', 'cloud_metrics', 'value', 'AVERAGE'),
       categoryDim('cloud-metric', 'cloud_metrics', 'metric'),
     ),
-    barChart(
+  ];
+  const cost: Visual[] = [
+    lineChart(
       'cost-per-1000-tps',
-      'Cost per 1000 TPS at peak (USD per hour)',
-      'price per hour / (peak mean tps / 1000)',
+      'Cost per 1000 TPS vs threads (USD per hour), by target and pricing model',
+      "The database's price per hour (instance, storage, IOPS, throughput; no client host) / (mean tps / 1000). " +
+        'Pick the models with the control; the 95% interval is in the table below',
+      numberDim('cost-threads', 'target_costs', 'threads'),
+      measure('cost-value', 'target_costs', 'cost_per_1000_tps', 'MAX'),
       categoryDim('cost-target', 'target_costs', 'target_id'),
-      measure('cost-value', 'target_costs', 'cost_per_1000_tps', 'AVERAGE'),
+      categoryDim('cost-model', 'target_costs', 'pricing_model'),
+    ),
+    table(
+      'cost-per-1000-tps-table',
+      'Cost per 1000 TPS with its 95% interval',
+      'The interval of the mean tps carried through the price (a constant); prices as recorded with the run',
+      [
+        categoryDim('cost-t-target', 'target_costs', 'target_id'),
+        numberDim('cost-t-threads', 'target_costs', 'threads'),
+        categoryDim('cost-t-model', 'target_costs', 'pricing_model'),
+      ],
+      maxima('cost-t', 'target_costs', ['price_per_hour', 'cost_per_1000_tps', 'cost_ci_low', 'cost_ci_high']),
+    ),
+    lineChart(
+      'speedup-vs-threads',
+      'Speedup by size vs threads',
+      'Mean tps / the smallest size of the same family and configuration at the same threads',
+      numberDim('speedup-threads', 'speedup', 'threads'),
+      measure('speedup-value', 'speedup', 'speedup', 'MAX'),
+      categoryDim('speedup-target', 'speedup', 'target_id'),
+      categoryDim('speedup-group', 'speedup', 'size_group'),
+    ),
+    table(
+      'speedup-table',
+      'Speedup with its 95% interval, and efficiency per doubling of vCPUs',
+      'Welch interval on the log ratio; per doubling = speedup ^ (1 / doublings of vCPUs), 2.0 is linear',
+      [
+        categoryDim('speedup-t-group', 'speedup', 'size_group'),
+        categoryDim('speedup-t-target', 'speedup', 'target_id'),
+        numberDim('speedup-t-threads', 'speedup', 'threads'),
+      ],
+      maxima('speedup-t', 'speedup', [
+        'speedup',
+        'speedup_ci_low',
+        'speedup_ci_high',
+        'per_doubling',
+        'per_doubling_ci_low',
+        'per_doubling_ci_high',
+      ]),
     ),
   ];
 
@@ -343,6 +433,19 @@ export function dashboardDefinition(dataSets: Record<DatasetName, quicksight.Cfn
       { ...sheetOf(SHEETS.sweep), visuals: sweep },
       { ...sheetOf(SHEETS.seconds), visuals: seconds },
       { ...sheetOf(SHEETS.cloud), visuals: cloud },
+      {
+        ...sheetOf(SHEETS.cost, [
+          {
+            dropdown: {
+              filterControlId: 'cost-pricing-model',
+              sourceFilterId: 'pricing-model',
+              title: 'Pricing model',
+              type: 'MULTI_SELECT',
+            },
+          },
+        ]),
+        visuals: cost,
+      },
     ],
     filterGroups: [
       {
@@ -358,6 +461,34 @@ export function dashboardDefinition(dataSets: Record<DatasetName, quicksight.Cfn
               column: col('step_results', 'run_name'),
               configuration: {
                 filterListConfiguration: { matchOperator: 'CONTAINS', selectAllOptions: 'FILTER_ALL_VALUES' },
+              },
+            },
+          },
+        ],
+      },
+      {
+        // The cost view shows on-demand and 1-year reserved (all upfront) unless the reader picks others.
+        filterGroupId: 'pricing-models',
+        crossDataset: 'SINGLE_DATASET',
+        status: 'ENABLED',
+        scopeConfiguration: {
+          selectedSheets: {
+            sheetVisualScopingConfigurations: [
+              {
+                sheetId: SHEETS.cost.sheetId,
+                scope: 'SELECTED_VISUALS',
+                visualIds: ['cost-per-1000-tps', 'cost-per-1000-tps-table'],
+              },
+            ],
+          },
+        },
+        filters: [
+          {
+            categoryFilter: {
+              filterId: 'pricing-model',
+              column: col('target_costs', 'pricing_model'),
+              configuration: {
+                filterListConfiguration: { matchOperator: 'CONTAINS', categoryValues: HEADLINE_PRICING_MODELS },
               },
             },
           },
@@ -390,11 +521,15 @@ export function dashboardDefinition(dataSets: Record<DatasetName, quicksight.Cfn
   };
 }
 
-function sheetOf(sheet: (typeof SHEETS)[keyof typeof SHEETS]): quicksight.CfnDashboard.SheetDefinitionProperty {
+function sheetOf(
+  sheet: (typeof SHEETS)[keyof typeof SHEETS],
+  more: quicksight.CfnDashboard.FilterControlProperty[] = [],
+): quicksight.CfnDashboard.SheetDefinitionProperty {
   return {
     sheetId: sheet.sheetId,
     name: sheet.name,
     filterControls: [
+      ...more,
       {
         dropdown: {
           filterControlId: `${sheet.sheetId}-run`,

@@ -159,7 +159,8 @@ def _instance(instance_type: str | None, region: str | None) -> dict[str, Any]:
     found = pricing.target_prices(meta)
     if found.missing:
         raise CliError(f"--instance-type {instance_type}: {found.missing[0][1]}", EXIT_USAGE)
-    return {"instance_type": instance_type, "region": region, "price_per_hour": found.total("on_demand")}
+    return {"instance_type": instance_type, "region": region, "price_per_hour": found.total("on_demand"),
+            "prices": pricing.recorded_prices(meta)}
 
 
 def import_logs(store: DuckDBStore, paths: list[Path], target_id: str, name: str | None,
@@ -192,7 +193,7 @@ def import_logs(store: DuckDBStore, paths: list[Path], target_id: str, name: str
         run_id, spec = new_run_id(name), {"name": name, "imported_from": [], "targets": []}
     instance = _instance(instance_type, region)
     logs = _plan(_groups(paths), threads, _known_hashes(spec))
-    described = {k: v for k, v in instance.items() if k != "price_per_hour" and v is not None}
+    described = {k: v for k, v in instance.items() if k in ("instance_type", "region") and v is not None}
     spec["targets"] = [*(spec.get("targets") or []), {"id": target_id, "kind": "existing", **described}]
     spec["imported_from"] = [*(x for x in spec.get("imported_from") or [] if isinstance(x, dict)),
                              *({"path": str(log.path), "sha256": log.sha256, "target_id": target_id,

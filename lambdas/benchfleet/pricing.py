@@ -483,6 +483,39 @@ class _Fields:
 
 # ---- what the rest of the code asks -----------------------------------------------------------------
 
+def recorded_prices(target: Any, *, plan_price: bool = False) -> str | None:
+    """What a targets row records as ``prices`` (JSON: lines, serving and run totals by model, and the
+    tables' dates): the QuickSight datasets read cost per 1,000 tps from it. ``plan_price``: the
+    target's ``price_per_hour`` is the plan's estimate travelling with it (a cloud target), not a
+    price given in the spec. None when the tables cannot be read."""
+    if plan_price:
+        target = {k: v for k, v in (target.items() if isinstance(target, Mapping) else vars(target).items())
+                  if k != "price_per_hour"}
+    try:
+        prices = load_prices()
+        doc = target_prices(_validated(target), prices).as_dict()
+    except (OSError, ValueError):
+        return None
+    doc["as_of"] = {name: table.as_of for name, table in
+                    (("ec2", prices.ec2), ("rds", prices.rds), ("aurora", prices.aurora), ("ebs", prices.ebs))}
+    return json.dumps(doc, sort_keys=True)
+
+
+def _validated(target: Any) -> Any:
+    """A stored spec target as the spec model reads it (its defaults count: a gp3 100 GB volume),
+    else as it is (an import's existing target with an instance type)."""
+    if not isinstance(target, Mapping):
+        return target
+    from pydantic import TypeAdapter, ValidationError
+
+    from benchfleet.spec import Target
+
+    try:
+        return TypeAdapter(Target).validate_python(dict(target))
+    except ValidationError:
+        return target
+
+
 def price_breakdown(target: object, prices: Prices | None = None) -> dict[str, float | None]:
     """On-demand $/hour of each part of a target: ``instance`` (or the given price), ``client``,
     ``storage`` (capacity, IOPS and throughput together); a part the tables lack is None, and so is

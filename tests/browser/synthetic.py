@@ -11,6 +11,7 @@ import statistics
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from benchfleet import pricing
 from benchfleet.local.store import DuckDBStore
 from benchfleet.records import AgentOutput, Fingerprint, Sample, StepSummary
 
@@ -40,7 +41,10 @@ def fill_store(store: DuckDBStore, run_id: str = "demo-run-20261122t100000-abcd"
     targets = targets or TARGETS
     rng = random.Random(seed)
     name = run_id.rsplit("-", 2)[0]
-    store.create_run(run_id, name, spec_of(name, targets, reps, list(threads)), "aws", 1.23)
+    spec = spec_of(name, targets, reps, list(threads))
+    store.create_run(run_id, name, spec, "aws", 1.23)
+    # What collect records with each targets row: every line of the price by model.
+    recorded = {t["id"]: pricing.recorded_prices(t) for t in spec["targets"]}
     start = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
     for t in targets:
         for rep in range(1, reps + 1):
@@ -89,7 +93,7 @@ def fill_store(store: DuckDBStore, run_id: str = "demo-run-20261122t100000-abcd"
             store.add_target(run_id, t["id"], rep, {
                 "kind": t["kind"], "instance_type": t["instance_type"], "engine": "mysql-8.0",
                 "mysql_config": "default", "region": "us-east-1", "storage": "gp3:100",
-                "price_per_hour": t["price"]}, Fingerprint(
+                "price_per_hour": t["price"], "prices": recorded[t["id"]]}, Fingerprint(
                 run_id=run_id, target_id=t["id"], repetition=rep, time=start, cpu_model=t["cpu_model"],
                 vcpus=t["vcpus"], cpus_usable=t["vcpus"], memory_mb=8 * 1024 * t["vcpus"] // 2,
                 arch=t["arch"], kernel="6.8.0-1019-aws", os="Ubuntu 24.04", sysbench_version="1.0.20",

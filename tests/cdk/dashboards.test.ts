@@ -78,11 +78,12 @@ describe.each([
       const firstLine = datasetSql(dialect, name, 'DB').split('\n').find((l) => !l.includes('DB'));
       expect(text).toContain(JSON.stringify(firstLine).slice(1, -1));
       expect(text).not.toContain('${database}');
+      expect(text).not.toContain('${t975}');
       expect(text).not.toContain('-- ');
     }
   });
 
-  test('a dashboard with the report views on three sheets', () => {
+  test('a dashboard with the report views on its sheets (cost and scaling on their own)', () => {
     const dashboards = resourcesOf(built[variant].template, 'AWS::QuickSight::Dashboard');
     expect(dashboards).toHaveLength(1);
     const definition = dashboards[0][1].Properties.Definition;

@@ -218,3 +218,12 @@ def test_import_refuses_a_type_or_region_it_cannot_price(tmp_path: Path, monkeyp
     assert main([*base, "--region", "us-east-1"]) == 2
     assert main(["runs", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out) == []  # nothing written by a refused import
+
+
+@pytest.mark.parametrize("spec", ["graviton-vs-intel-vs-amd", "storage"])
+def test_the_specs_say_what_to_look_at_in_the_cost_and_scaling_views(spec: str) -> None:
+    header = " ".join(line.lstrip("# ") for line in (REPO / "workloads" / "comparisons" / f"{spec}.yaml")
+                      .read_text().splitlines() if line.startswith("#"))
+    assert "cost per 1,000 tps on-demand and 1-year reserved" in header
+    assert ("speedup tables" in header and "per doubling" in header) if spec.startswith("graviton") else (
+        "price breakdown" in header)

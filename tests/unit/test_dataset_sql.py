@@ -6,11 +6,16 @@ store filled through DuckDBStore's own methods. Dialect shim, the only differenc
 
 - ``"${database}".`` -> ``"main".`` (the Glue database name is substituted at synth);
 - ``json_extract_scalar(`` (Trino) -> ``json_extract_string(`` (DuckDB): same JSONPath, same result.
+
+``${t975}`` is the fragment ``cdk/lib/sql/common/t975.sql``, substituted as the CDK app does.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from benchfleet import pricing, stats
 from benchfleet.local.store import DuckDBStore
 from benchfleet.records import AgentOutput, Fingerprint, Sample, StepSummary
 
@@ -34,9 +40,14 @@ EXPECTED_COLUMNS = {name: [c for c, _ in d["columns"]] for name, d in DATASETS.i
 QUICKSIGHT_TYPES = {"STRING": (str,), "INTEGER": (int,), "DECIMAL": (float, int), "DATETIME": (datetime,)}
 
 
+T975 = "\n".join(line for line in (SQL_DIR.parent / "common" / "t975.sql").read_text().splitlines()
+                 if not line.lstrip().startswith("--"))
+
+
 def athena_to_duckdb(sql: str) -> str:
     """The documented dialect shim (module docstring)."""
-    return sql.replace('"${database}".', '"main".').replace("json_extract_scalar(", "json_extract_string(")
+    return (sql.replace("${t975}", T975).replace('"${database}".', '"main".')
+            .replace("json_extract_scalar(", "json_extract_string("))
 
 
 def dataset(name: str) -> str:
@@ -79,9 +90,12 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DuckDBStore]:
         for rep in (1, 2):
             fp = Fingerprint(run_id=RUN, target_id=target, repetition=rep, time=T0, cpu_model="x",
                              vcpus=2, cpus_usable=2, memory_mb=8192, arch=arch, sysbench_version="1.0.20")
+            spec_target = next(t for t in spec["targets"] if t["id"] == target)
             db.add_target(RUN, target, rep, {"kind": "ec2", "instance_type": target.replace("-", "."),
                                              "engine": "mysql-8.0", "region": "us-east-1",
-                                             "price_per_hour": PRICE[target]}, fp)
+                                             "price_per_hour": PRICE[target],
+                                             "prices": pricing.recorded_prices({**spec_target,
+                                                                                "region": "us-east-1"})}, fp)
             for threads in (8, 16):
                 db.add_output(step_output(target, rep, threads, T0 + timedelta(minutes=threads + rep)))
     # DuckDBStore has no cloud-metric writer (collect writes them in the cloud); plain SQL through it.
@@ -97,9 +111,22 @@ def run(store: DuckDBStore, name: str) -> list[dict[str, Any]]:
     return store.query(dataset(name))
 
 
+@pytest.fixture(scope="module")
+def sizes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DuckDBStore]:
+    """Two sizes of one family (m6i.large, m6i.xlarge) and another family, three repetitions: the
+    synthetic run the report's tests use (tests/browser/synthetic.py), prices recorded as collect does."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "browser"))
+    from synthetic import fill_store
+
+    db = DuckDBStore(tmp_path_factory.mktemp("sizes") / "benchfleet.duckdb")
+    fill_store(db, "sizes-20261122t100000-abcd", reps=3, threads=(1, 4), seconds=5, warmup_s=2)
+    yield db
+    db.close()
+
+
 @pytest.mark.parametrize("name", sorted(EXPECTED_COLUMNS))
-def test_dataset_returns_rows_with_the_expected_columns(store, name):
-    rows = run(store, name)
+def test_dataset_returns_rows_with_the_expected_columns(store, sizes, name):
+    rows = run(sizes if name == "speedup" else store, name)
     assert rows, name
     assert list(rows[0]) == EXPECTED_COLUMNS[name]
     for column, qs_type in DATASETS[name]["columns"]:
@@ -146,12 +173,63 @@ def test_baseline_falls_back_to_the_first_target_of_the_spec(tmp_path):
         db.close()
 
 
-def test_target_costs_pick_the_peak(store):
-    rows = {r["target_id"]: r for r in run(store, "target_costs")}
-    assert rows["m6i-large"]["peak_threads"] == 16
-    assert rows["m6i-large"]["peak_tps_mean"] == pytest.approx(1505.0)
-    assert rows["m6i-large"]["cost_per_1000_tps"] == pytest.approx(0.096 * 1000 / 1505.0)
-    assert rows["m6g-large"]["transactions_per_usd"] == pytest.approx(1205.0 * 3600 / 0.077)
+def test_target_costs_equal_the_comparison_at_every_thread_count_and_model(store, sizes):
+    """Cost per 1,000 tps by model with its interval, as `results` computes it (benchfleet.stats),
+    at every thread count: never the best of noisy means."""
+    for db in (store, sizes):
+        run_id = db.runs()[0]["run_id"]
+        python = {(r["target_id"], r["threads"]): r for r in stats.run_comparison(db, run_id)["rows"]}
+        rows = db.query(dataset("target_costs"))
+        models = {r["pricing_model"] for r in rows}
+        assert models == {"on_demand", *(m for m in pricing.MODELS if m.startswith("reserved_"))}  # no spot shipped
+        assert len(rows) == len(python) * len(models)
+        for r in rows:
+            row = python[(r["target_id"], r["threads"])]
+            cost = row["cost"][r["pricing_model"]]
+            assert r["tps_mean"] == pytest.approx(row["tps"]["mean"])
+            assert (r["tps_ci_low"], r["tps_ci_high"]) == (pytest.approx(row["tps"]["ci_low"]),
+                                                           pytest.approx(row["tps"]["ci_high"]))
+            for key, column in (("usd_per_hour", "price_per_hour"), ("per_1000_tps", "cost_per_1000_tps"),
+                                ("ci_low", "cost_ci_low"), ("ci_high", "cost_ci_high"),
+                                ("transactions_per_usd", "transactions_per_usd")):
+                assert r[column] == pytest.approx(cost[key]), (r["target_id"], r["pricing_model"], column)
+    # By hand: m6i.large with the spec's default gp3 100 GB, 1-year reserved all upfront, 16 threads.
+    (r,) = [r for r in run(store, "target_costs") if (r["target_id"], r["threads"], r["pricing_model"]) ==
+            ("m6i-large", 16, "reserved_1y_all_upfront")]
+    assert r["cost_per_1000_tps"] == pytest.approx((0.05597 + 100 * 0.08 / 730) * 1000 / 1505.0)
+
+
+def test_speedup_equals_the_comparison_within_the_t_tables_interpolation(sizes):
+    run_id = sizes.runs()[0]["run_id"]
+    (group,) = stats.run_comparison(sizes, run_id)["speedup"]
+    python = {(r["target_id"], int(th)): c for r in group["rows"] for th, c in r["by_threads"].items()}
+    rows = sizes.query(dataset("speedup"))
+    assert {r["size_group"] for r in rows} == {group["group"]} == {"ec2:m6i:mysql-8.0:default:gp3"}
+    assert len(rows) == len(python) == 2 * 2
+    for r in rows:
+        cell = python[(r["target_id"], r["threads"])]
+        assert r["baseline_target"] == group["baseline_target"] == "m6i-large"
+        assert r["speedup"] == pytest.approx(cell["speedup"])
+        if r["target_id"] == "m6i-large":
+            assert r["speedup_ci_low"] is None and r["per_doubling"] is None
+            continue
+        assert r["doublings"] == 1.0 and r["per_doubling"] == pytest.approx(cell["per_doubling"])
+        # SQL interpolates t between whole degrees of freedom (within 3%): the interval's ends agree
+        # with Python's exact t to 3% of their distance from the point.
+        for end in ("ci_low", "ci_high"):
+            sql, py = math.log(r[f"speedup_{end}"]), math.log(cell[end])
+            assert abs(sql - py) <= 0.03 * abs(py - math.log(cell["speedup"])) + 1e-12, end
+
+
+def test_the_t_fragment_is_the_t_distribution_and_the_dashboards_show_the_headline_models():
+    from benchfleet.stats.tdist import t_quantile
+
+    pairs = [tuple(map(float, p.split(","))) for p in re.findall(r"\((\d+, [0-9.]+)\)", T975)]
+    assert [int(df) for df, _ in pairs] == list(range(1, 31))
+    assert all(t == pytest.approx(t_quantile(0.975, df), abs=1e-6) for df, t in pairs)
+    ts = (SQL_DIR.parents[1] / "dashboards.ts").read_text()
+    assert json.loads(re.search(r"HEADLINE_PRICING_MODELS = (\[.*?\]);", ts).group(1)
+                      .replace("'", '"')) == list(pricing.HEADLINE_MODELS)
 
 
 def test_samples_exclude_nothing_but_prepare_and_count_elapsed_seconds(store):

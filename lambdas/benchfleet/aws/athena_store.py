@@ -51,7 +51,8 @@ TARGET_COLUMNS: tuple[str, ...] = (
     "target_id", "repetition", "kind", "instance_type", "engine", "mysql_config", "region", "availability_zone",
     "storage",
     "cpus", "price_per_hour", "cpu_model", "vcpus", "cpus_usable", "memory_mb", "arch", "kernel", "os",
-    "sysbench_version", "engine_version", "config_hash", "recorded_at", "server_variables", "steal_source")
+    "sysbench_version", "engine_version", "config_hash", "recorded_at", "server_variables", "steal_source",
+    "prices")
 RUN_COLUMNS: tuple[str, ...] = (
     "name", "spec", "status", "mode", "started_at", "ended_at", "message", "estimated_cost_usd",
     "actual_cost_usd")

@@ -19,7 +19,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from benchfleet import naming
+from benchfleet import naming, pricing
 from benchfleet.aws import cloudwatch as cw
 from benchfleet.aws.errors import CollectFailed, aws_errors, error_code
 from benchfleet.aws.results_store import ResultsStore
@@ -101,6 +101,9 @@ def target_row(*, run_id: str, target: dict[str, Any], kind: str, repetition: in
         "region": measured[0], "availability_zone": measured[1],
         "storage": json.dumps(storage, sort_keys=True) if storage else None,
         "cpus": fp.get("cpus_usable") or fp.get("vcpus"), "price_per_hour": target.get("price_per_hour"),
+        # Every line by pricing model, where the target ran: what the dashboards' cost per 1,000 tps reads.
+        "prices": pricing.recorded_prices({**target, "region": measured[0] or target.get("region")},
+                                          plan_price=True),
         **{k: fp.get(k) for k in FINGERPRINT_FIELDS},
         "recorded_at": fingerprint.time,
     }

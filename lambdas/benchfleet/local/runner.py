@@ -21,6 +21,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Protocol
 
+from benchfleet import pricing
 from benchfleet.agentjob import agent_job
 from benchfleet.local.existing import ExistingServer, ExistingServerError, engine_of, table_prefixes, variables_hash
 from benchfleet.local.mariadb import Connection, LocalServer, LocalServerError
@@ -150,7 +151,8 @@ def _target_meta(target: LocalTarget | ExistingTarget, fp: Fingerprint | None) -
     them over its own connection)."""
     variables: dict[str, str] = dict(getattr(fp, "server_variables", None) or {})
     common = {"price_per_hour": target.price_per_hour or 0.0, "storage": None,
-              "server_variables": json.dumps(variables, sort_keys=True)}
+              "server_variables": json.dumps(variables, sort_keys=True),
+              "prices": pricing.recorded_prices(target)}
     if isinstance(target, ExistingTarget):
         return {**common, "kind": target.kind, "instance_type": None, "engine": engine_of(variables),
                 "mysql_config": None, "region": None, "cpus": None, "steal_source": "client"}

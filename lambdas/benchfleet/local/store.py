@@ -47,7 +47,7 @@ CREATE TABLE IF NOT EXISTS targets (
     cpus VARCHAR, price_per_hour DOUBLE, cpu_model VARCHAR, vcpus INTEGER, cpus_usable INTEGER,
     memory_mb BIGINT, arch VARCHAR, kernel VARCHAR, os VARCHAR, sysbench_version VARCHAR,
     engine_version VARCHAR, config_hash VARCHAR, recorded_at TIMESTAMPTZ, server_variables JSON,
-    steal_source VARCHAR, PRIMARY KEY (run_id, target_id, repetition));
+    steal_source VARCHAR, prices JSON, PRIMARY KEY (run_id, target_id, repetition));
 CREATE TABLE IF NOT EXISTS samples (
     time TIMESTAMPTZ NOT NULL, run_id VARCHAR NOT NULL, target_id VARCHAR NOT NULL,
     repetition INTEGER NOT NULL, workload VARCHAR, step VARCHAR NOT NULL, threads INTEGER, phase VARCHAR,
@@ -72,6 +72,8 @@ ALTER TABLE targets ADD COLUMN IF NOT EXISTS server_variables JSON;
 ALTER TABLE targets ADD COLUMN IF NOT EXISTS steal_source VARCHAR;
 -- Where a cloud target really ran (collect's targets rows); empty for local targets.
 ALTER TABLE targets ADD COLUMN IF NOT EXISTS availability_zone VARCHAR;
+-- Every line of the target's price by pricing model, as recorded with the run (benchfleet.pricing).
+ALTER TABLE targets ADD COLUMN IF NOT EXISTS prices JSON;
 -- Per-second accounting (interval_s) and a step's samples expected vs present.
 ALTER TABLE samples ADD COLUMN IF NOT EXISTS interval_s DOUBLE;
 ALTER TABLE step_summaries ADD COLUMN IF NOT EXISTS samples_expected INTEGER;

@@ -1,7 +1,9 @@
 -- Dataset "target costs" on Timestream for LiveAnalytics (resultsStore=timestream).
 -- Dialect: Timestream query language. ${database} is replaced at synth by the Timestream database.
--- Peak throughput per target; Timestream holds no target prices or fingerprints, so the price,
--- the cost figures and the hardware columns are null here (the athena store has them).
+-- Mean tps per target x threads; Timestream holds no target prices or fingerprints, so the prices,
+-- the cost figures and the hardware columns are null here (the athena store has them), and there
+-- is one row per target x threads (pricing_model on_demand). The interval of tps needs the t table
+-- of sql/common/t975.sql, which this dialect is not given: null too.
 -- Same columns, in the same order, as sql/athena/target_costs.sql (sql/datasets.json).
 WITH by_threads AS (
     SELECT run_id, target_id, CAST(threads AS INTEGER) AS threads, avg(tps) AS tps_mean,
@@ -9,19 +11,13 @@ WITH by_threads AS (
     FROM "${database}"."step_summaries"
     WHERE measure_name = 'summary' AND phase = 'measure'
     GROUP BY run_id, target_id, threads
-),
-ranked AS (
-    SELECT run_id, target_id, threads, tps_mean, repetitions,
-           min(first_time) OVER (PARTITION BY run_id) AS started_at,
-           row_number() OVER (PARTITION BY run_id, target_id ORDER BY tps_mean DESC, threads) AS rank_in_target
-    FROM by_threads
 )
-SELECT run_id, regexp_replace(run_id, '-[0-9]{8}t[0-9]{6}-[0-9a-f]{4}$', '') AS run_name, started_at,
+SELECT run_id, regexp_replace(run_id, '-[0-9]{8}t[0-9]{6}-[0-9a-f]{4}$', '') AS run_name,
+       min(first_time) OVER (PARTITION BY run_id) AS started_at,
        target_id, CAST(NULL AS VARCHAR) AS kind, CAST(NULL AS VARCHAR) AS instance_type,
        CAST(NULL AS INTEGER) AS vcpus, CAST(NULL AS BIGINT) AS memory_mb, CAST(NULL AS VARCHAR) AS arch,
-       threads AS peak_threads, tps_mean AS peak_tps_mean, repetitions,
-       CAST(NULL AS DOUBLE) AS price_per_hour,
-       CAST(NULL AS DOUBLE) AS cost_per_1000_tps,
-       CAST(NULL AS DOUBLE) AS transactions_per_usd
-FROM ranked
-WHERE rank_in_target = 1
+       threads, repetitions, tps_mean, CAST(NULL AS DOUBLE) AS tps_ci_low, CAST(NULL AS DOUBLE) AS tps_ci_high,
+       'on_demand' AS pricing_model, CAST(NULL AS DOUBLE) AS price_per_hour,
+       CAST(NULL AS DOUBLE) AS cost_per_1000_tps, CAST(NULL AS DOUBLE) AS cost_ci_low,
+       CAST(NULL AS DOUBLE) AS cost_ci_high, CAST(NULL AS DOUBLE) AS transactions_per_usd
+FROM by_threads
