@@ -3,7 +3,7 @@
  * Timestream for LiveAnalytics (closed to new accounts since 2025-06-20), and QuickSight reads it.
  *
  * Rows are JSON Lines in the results bucket under tables/<table>/run_id=<run_id>/ (written by
- * lambdas/benchfleet/aws/athena_store.py); one Glue table per record type, partitioned by run_id.
+ * lambdas/benchfleet/aws/store/athena_store.py); one Glue table per record type, partitioned by run_id.
  * Partitions are registered by the writer (glue:BatchCreatePartition), not projected: an `injected`
  * projection would force every query, dashboards included, to name a single run. To rebuild them
  * from S3: `MSCK REPAIR TABLE <table>` in the workgroup.
@@ -80,7 +80,7 @@ export class AthenaStore extends Construct implements RecordStore {
         databaseName: this.databaseName,
         tableInput: {
           name,
-          description: `benchfleet ${name}: JSON Lines per run (lambdas/benchfleet/aws/athena_store.py)`,
+          description: `benchfleet ${name}: JSON Lines per run (lambdas/benchfleet/aws/store/athena_store.py)`,
           tableType: 'EXTERNAL_TABLE',
           parameters: { classification: 'json', EXTERNAL: 'TRUE' },
           partitionKeys: [{ name: PARTITION_KEY, type: 'string' }],

@@ -73,7 +73,7 @@ export class BenchfleetStack extends Stack {
         ...this.results.environment,
         ...this.fleet.environment(),
         MAX_RUN_COST_USD: String(config.maxRunCostUsd),
-        // Per-region caps the Plan Lambda enforces (benchfleet.aws.runplan.check_plan).
+        // Per-region caps the Plan Lambda enforces (benchfleet.aws.planning.runplan.check_plan).
         MAX_VCPUS_PER_REGION: String(config.maxVcpusPerRegion),
         MAX_HOSTS_PER_REGION: String(config.maxHostsPerRegion),
         TARGET_RESOURCES_PARAMETER: targetResourcesParameterName(this.stackName),

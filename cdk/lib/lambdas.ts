@@ -46,7 +46,7 @@ export const LAMBDA_EXCLUDES = ['benchfleet/local', 'benchfleet/report', 'benchf
 export const LAMBDA_WORKLOAD_DIRS = ['pricing', 'mysql', 'catalogue'];
 
 /** Where benchfleet.spec.workloads_dir() and benchfleet.pricing.pricing_dir() look in Lambda, and
- *  where benchfleet.aws.asl_walk finds the definitions (plan counts the run's state transitions). */
+ *  where benchfleet.aws.planning.asl_walk finds the definitions (plan counts the run's state transitions). */
 export const LAMBDA_DATA_ENVIRONMENT = {
   BENCHFLEET_WORKLOADS: `${TASK_ROOT}/workloads`,
   BENCHFLEET_PRICING: `${TASK_ROOT}/workloads/pricing`,
@@ -123,7 +123,7 @@ export const HANDLERS: Record<HandlerModule, HandlerSpec> = {
     timeout: Duration.seconds(60),
     memoryMiB: 256,
     // No Secrets Manager: the agent on the client host reads the RDS-managed password itself.
-    // runsReadWrite: the step's task token, for its callback (benchfleet.aws.callbacks).
+    // runsReadWrite: the step's task token, for its callback (benchfleet.aws.steps.callbacks).
     grants: ['describe', 'commandSend', 'runsReadWrite'],
   },
   collect: {

@@ -78,7 +78,7 @@ export function pascal(module: string): string {
 
 /**
  * SSM parameter, same name in every target region, holding the ids of the target resources deployed
- * there as JSON (lambdas/benchfleet/aws/regional.py reads it in the target's region at run time:
+ * there as JSON (lambdas/benchfleet/aws/fleet/regional.py reads it in the target's region at run time:
  * no stack refers to another region at deploy time).
  */
 export function targetResourcesParameterName(stackName: string): string {

@@ -2,7 +2,7 @@
  * Who owns what a run creates. Every instance, volume and database carries `benchfleet:stack` with
  * the deploying stack's identity, and its DB identifiers start with the stack's prefix; IAM lets the
  * stack create only with its identity and remove only what carries it, and the sweepers look for
- * it (lambdas/benchfleet/aws/sweep.py). Two stacks in one account thus never touch each other's
+ * it (lambdas/benchfleet/aws/fleet/sweep.py). Two stacks in one account thus never touch each other's
  * runs, and nothing benchfleet did not create can be adopted, stopped or deleted.
  */
 import { createHash } from 'crypto';

@@ -359,7 +359,7 @@ export class Permissions {
     );
   }
 
-  /** provision / start_step in a regional stack's region: the ids it published (benchfleet.aws.regional). */
+  /** provision / start_step in a regional stack's region: the ids it published (benchfleet.aws.fleet.regional). */
   public grantTargetResourcesRead(role: PolicyHolder): void {
     if (this.fleet.targetResourcesParameterArn === undefined) return;
     role.addToPrincipalPolicy(

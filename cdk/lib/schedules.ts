@@ -1,7 +1,7 @@
 /**
  * Scheduled comparisons (context `schedules`): one EventBridge Scheduler schedule per entry, each
  * starting the benchmark state machine with the execution input Plan takes
- * (benchfleet.aws.runplan.RunRequest, schema in statemachines/benchmark-run.input.schema.json):
+ * (benchfleet.aws.planning.runplan.RunRequest, schema in statemachines/benchmark-run.input.schema.json):
  * `{"spec": <the entry's spec, workload inline>, "schedule": <name>}`. The spec file is read, its
  * named workload inlined from workloads/ and checked at synth: the Lambdas ship no workload library.
  * All schedules share one role that may only start executions of this state machine.

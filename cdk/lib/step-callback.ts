@@ -1,7 +1,7 @@
 /**
  * Step completion by callback: the EventBridge rule that hands each finished Run Command invocation
  * of the agent document to step_callback, which completes the task token "Start the step" waits on
- * (lambdas/benchfleet/aws/callbacks.py says why a callback and where the token waits).
+ * (lambdas/benchfleet/aws/steps/callbacks.py says why a callback and where the token waits).
  *
  * The event is SSM's "EC2 Command Invocation Status-change Notification" (one per instance; a
  * step's command has one). Only terminal statuses complete a step; a lost event, or a host that

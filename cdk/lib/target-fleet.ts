@@ -84,7 +84,7 @@ export interface TargetFleetProps {
  * What a target needs in one region, deployed by the home stack for the home region and by each
  * regional stack (regional-stack.ts) for its own: security groups, DB subnet group, launch template,
  * agent bundle, CloudWatch agent configuration, agent document, and the SSM parameter listing their
- * ids (`/benchfleet/<stack>/target-resources`, read by lambdas/benchfleet/aws/regional.py).
+ * ids (`/benchfleet/<stack>/target-resources`, read by lambdas/benchfleet/aws/fleet/regional.py).
  */
 export class TargetFleet extends Construct {
   public readonly role: iam.IRole;
@@ -97,7 +97,7 @@ export class TargetFleet extends Construct {
   public readonly agentBundle: s3assets.Asset;
   public readonly cloudWatchAgentConfig: ssm.StringParameter;
   public readonly agentDocument: ssm.CfnDocument;
-  /** The ids above as JSON, the contract of lambdas/benchfleet/aws/regional.py (FIELDS). */
+  /** The ids above as JSON, the contract of lambdas/benchfleet/aws/fleet/regional.py (FIELDS). */
   public readonly targetResources: ssm.StringParameter;
   public readonly subnetIds: string[];
   private readonly vpc: ec2.IVpc;
@@ -207,10 +207,10 @@ export class TargetFleet extends Construct {
       content: agentDocumentContent(this.agentBundle.httpUrl, this.cloudWatchAgentConfig.parameterName),
     });
 
-    // Same name in every region: the Lambdas read it in the target's region (benchfleet.aws.regional).
+    // Same name in every region: the Lambdas read it in the target's region (benchfleet.aws.fleet.regional).
     this.targetResources = new ssm.StringParameter(this, 'TargetResources', {
       parameterName: targetResourcesParameterName(props.stackName),
-      description: 'benchfleet: ids of what targets need in this region (lambdas/benchfleet/aws/regional.py)',
+      description: 'benchfleet: ids of what targets need in this region (lambdas/benchfleet/aws/fleet/regional.py)',
       stringValue: stack.toJsonString(this.resourceIds()),
     });
   }

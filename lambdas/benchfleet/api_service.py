@@ -33,8 +33,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import ValidationError
 
 from benchfleet import catalogue, naming
-from benchfleet.aws import runplan
 from benchfleet.aws.errors import PlanRejected
+from benchfleet.aws.planning import runplan
 from benchfleet.aws.regions import TargetRegions
 from benchfleet.cost_ceiling import DEFAULT_MAX_RUN_COST_USD, request_price_problems
 from benchfleet.plan import Plan, PriceLookup, make_plan
@@ -301,7 +301,7 @@ class RunService:
     state_machine_arn: str
     bucket: str
     price_lookup: PriceLookup | None = None
-    # run_id, regions -> what was removed (benchfleet.aws.sweep.teardown_run(...).summary())
+    # run_id, regions -> what was removed (benchfleet.aws.fleet.sweep.teardown_run(...).summary())
     teardown: Callable[[str, list[str]], dict[str, Any]] | None = None
     home_region: str = "us-east-1"
     # Regions targets may run in besides the home region (TARGET_REGIONS; benchfleet.aws.regions).

@@ -45,8 +45,8 @@ def _load(path: str, scale: str = "full", local: bool = False) -> tuple[LoadedSp
         return loaded, make_plan(loaded, price_per_hour)
     # A cloud run: planned as the deployed state machine runs it, control plane included, every target
     # where it will run (one without a region: in the stack's home region, priced there).
-    from benchfleet.aws import runplan
     from benchfleet.aws.errors import PlanRejected
+    from benchfleet.aws.planning import runplan
     from benchfleet.aws.regions import TargetRegions
 
     loaded = TargetRegions.of(home_region()[0]).resolve(loaded)
@@ -104,7 +104,7 @@ def _fit_problem(plan: Plan) -> str | None:
     here from $BENCHFLEET_MAX_VCPUS_PER_REGION / $BENCHFLEET_MAX_HOSTS_PER_REGION or the defaults)."""
     if plan.mode == "local":
         return None
-    from benchfleet.aws import runplan
+    from benchfleet.aws.planning import runplan
 
     def cap(name: str, default: int) -> int:
         value = os.environ.get(name, "")

@@ -1,7 +1,7 @@
 """What a run may cost: the server's rules, not the request's. The Plan Lambda applies them to
-every execution (scheduled ones included) through ``benchfleet.aws.runplan.check_plan``, and the
+every execution (scheduled ones included) through ``benchfleet.aws.planning.runplan.check_plan``, and the
 API applies the same function before it starts one; the estimate is hosts and control plane
-together (Step Functions transitions, Lambda, the store: ``benchfleet.aws.controlplane``).
+together (Step Functions transitions, Lambda, the store: ``benchfleet.aws.planning.controlplane``).
 
 - Prices come from the deployment's price tables (``benchfleet.pricing``) only: a cloud target's
   ``price_per_hour`` is refused, since a request that names its own price (``0``) could otherwise

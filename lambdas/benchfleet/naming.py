@@ -17,7 +17,7 @@ TAG_STACK = "benchfleet:stack"
 # the sweepers never look for it, so such a host is never stopped or terminated.
 TAG_AGENT_HOST = "benchfleet:agent-host"
 # On the RDS-managed secret of a run's database: the instance ARN of the one host that may read it
-# (IAM compares it with the caller's ec2:SourceInstanceARN; benchfleet.aws.secret_binding).
+# (IAM compares it with the caller's ec2:SourceInstanceARN; benchfleet.aws.fleet.secret_binding).
 TAG_SECRET_READER = "benchfleet:secret-reader"  # noqa: S105 (a tag key, not a password)
 DEFAULT_DB_PREFIX = "bf"
 RUN_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,78}[a-z0-9]$")

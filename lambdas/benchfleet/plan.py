@@ -6,10 +6,10 @@ step per thread count; each is one agent invocation.
 
 How many repetitions of a target run at once is what the backend does, not what the spec wishes:
 the local runner runs them one after another, and in AWS the caller passes the deployed state
-machine's concurrency (``benchfleet.aws.runplan.aws_plan`` reads it from the definition). Wall time,
+machine's concurrency (``benchfleet.aws.planning.runplan.aws_plan`` reads it from the definition). Wall time,
 peak hosts and vCPUs per region follow from it; cost does not (each repetition's host exists for one
 repetition either way). In AWS the plan also carries the run's control-plane charges (Step Functions,
-Lambda, CloudWatch, store writes: ``benchfleet.aws.controlplane``), listed apart from the hosts.
+Lambda, CloudWatch, store writes: ``benchfleet.aws.planning.controlplane``), listed apart from the hosts.
 """
 
 from __future__ import annotations
@@ -204,7 +204,7 @@ class Plan(BaseModel):
     order: Literal["interleaved", "sequential"] = "interleaved"
     variants: list[str] = []
     blocks: int = 1
-    # AWS: what the run costs beyond its hosts (benchfleet.aws.controlplane); empty locally.
+    # AWS: what the run costs beyond its hosts (benchfleet.aws.planning.controlplane); empty locally.
     control_plane: list[RunCharge] = []
 
     @property

@@ -60,7 +60,7 @@ def configure(service: RunService | None) -> None:
 def service() -> RunService:
     global _service
     if _service is None:
-        from benchfleet.aws.sweep import region_clients, teardown_run
+        from benchfleet.aws.fleet.sweep import region_clients, teardown_run
 
         region = os.environ.get("AWS_REGION") or boto3.session.Session().region_name or "us-east-1"
         settings = Settings.from_env()

@@ -10,10 +10,10 @@ from aws_lambda_powertools.utilities.parser import BaseModel, event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from benchfleet.aws import clients
-from benchfleet.aws.collect import collect_step
 from benchfleet.aws.events import Resources, Step
-from benchfleet.aws.results_store import store_from_settings
 from benchfleet.aws.settings import Settings
+from benchfleet.aws.steps.collect import collect_step
+from benchfleet.aws.store.results_store import store_from_settings
 
 logger = Logger()
 tracer = Tracer()

@@ -17,8 +17,8 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from benchfleet.aws import clients
+from benchfleet.aws.fleet.sweep import SweepReport, janitor_sweep, region_clients, running_executions
 from benchfleet.aws.settings import Settings
-from benchfleet.aws.sweep import SweepReport, janitor_sweep, region_clients, running_executions
 
 logger = Logger()
 metrics = Metrics()  # namespace from POWERTOOLS_METRICS_NAMESPACE, set by the CDK app

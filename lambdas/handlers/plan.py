@@ -9,7 +9,8 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.parser import BaseModel, event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from benchfleet.aws import clients, runplan
+from benchfleet.aws import clients
+from benchfleet.aws.planning import runplan
 from benchfleet.aws.settings import Settings
 
 logger = Logger()

@@ -8,8 +8,9 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.utilities.parser import BaseModel, event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from benchfleet.aws import clients, lifecycle
+from benchfleet.aws import clients
 from benchfleet.aws.events import Resources, Timing
+from benchfleet.aws.fleet import lifecycle
 from benchfleet.aws.settings import Settings
 
 logger = Logger()

@@ -1,5 +1,5 @@
 """StartStep: send the agent document with the step's job (output to S3 beside the raw key) and keep
-the task token the state machine waits on, for the step's callback (benchfleet.aws.callbacks)."""
+the task token the state machine waits on, for the step's callback (benchfleet.aws.steps.callbacks)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,11 @@ from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from benchfleet import naming
-from benchfleet.aws import callbacks, clients, commands, jobs, regional, targets
+from benchfleet.aws import clients
 from benchfleet.aws.events import StepState
+from benchfleet.aws.fleet import regional, targets
 from benchfleet.aws.settings import Settings
+from benchfleet.aws.steps import callbacks, commands, jobs
 
 logger = Logger()
 tracer = Tracer()

@@ -1,7 +1,7 @@
 """StepCallback: a Run Command invocation of the agent document ended; complete its step's task.
 
 Invoked by the EventBridge rule of cdk/lib/step-callback.ts with the "EC2 Command Invocation
-Status-change Notification" event (benchfleet.aws.callbacks says why a callback, and where the
+Status-change Notification" event (benchfleet.aws.steps.callbacks says why a callback, and where the
 token waits)."""
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ from aws_lambda_powertools.utilities.parser import BaseModel, event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import ConfigDict, Field
 
-from benchfleet.aws import callbacks, clients
+from benchfleet.aws import clients
 from benchfleet.aws.settings import Settings
+from benchfleet.aws.steps import callbacks
 
 logger = Logger()
 tracer = Tracer()

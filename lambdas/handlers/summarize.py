@@ -10,9 +10,9 @@ from aws_lambda_powertools.utilities.parser import BaseModel, event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from benchfleet.aws import clients
-from benchfleet.aws.results_store import store_from_settings
 from benchfleet.aws.settings import Settings
-from benchfleet.aws.summary import summarize
+from benchfleet.aws.store.results_store import store_from_settings
+from benchfleet.aws.store.summary import summarize
 
 logger = Logger()
 tracer = Tracer()

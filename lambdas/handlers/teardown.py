@@ -9,8 +9,9 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.parser import BaseModel, event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from benchfleet.aws import clients, lifecycle
+from benchfleet.aws import clients
 from benchfleet.aws.events import Resources
+from benchfleet.aws.fleet import lifecycle
 from benchfleet.aws.settings import Settings
 
 logger = Logger()

@@ -19,8 +19,8 @@ from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from benchfleet.aws import clients
+from benchfleet.aws.fleet.sweep import region_clients, run_id_of, teardown_run
 from benchfleet.aws.settings import Settings
-from benchfleet.aws.sweep import region_clients, run_id_of, teardown_run
 from benchfleet.naming import RUN_ID
 
 logger = Logger()

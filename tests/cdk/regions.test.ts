@@ -2,7 +2,7 @@
  * Target regions (issue 15): with `targetRegions`, the app `cdk deploy --all` deploys has one small
  * stack per region besides the home region, holding what a target needs there and that region's
  * grants for the home stack's Lambdas; each is cdk-nag clean, and its target-resources parameter
- * carries exactly what lambdas/benchfleet/aws/regional.py reads (checked by regional.py itself).
+ * carries exactly what lambdas/benchfleet/aws/fleet/regional.py reads (checked by regional.py itself).
  */
 import { execFileSync } from 'child_process';
 import * as path from 'path';
@@ -41,7 +41,7 @@ function only(template: Template, type: string, prefix = ''): Record<string, any
 function regionalPy(value: string): { fields: string[]; parsed: Record<string, unknown> } {
   const script =
     'import json, sys\n' +
-    'from benchfleet.aws import regional\n' +
+    'from benchfleet.aws.fleet import regional\n' +
     'print(json.dumps({"fields": list(regional.FIELDS), "parsed": regional.parse(sys.argv[1], "the parameter")}))\n';
   const out = execFileSync(path.join(REPO_ROOT, '.venv', 'bin', 'python'), ['-c', script, value], {
     env: { ...process.env, PYTHONPATH: path.join(REPO_ROOT, 'lambdas') },

@@ -12,7 +12,7 @@ import pytest
 from moto import mock_aws
 
 from benchfleet import api_service
-from benchfleet.aws.sweep import RegionClients, teardown_run
+from benchfleet.aws.fleet.sweep import RegionClients, teardown_run
 from benchfleet.naming import tag_list, tags
 
 OWNER = "Benchfleet@us-east-1"  # BENCHFLEET_STACK (cdk/lib/ownership.ts)
@@ -112,7 +112,7 @@ def test_post_starts_an_execution_named_by_the_key(api):
 def test_the_started_input_is_what_plan_accepts_as_that_execution(api):
     """The StartExecution input, read back from Step Functions, planned as the Plan state would:
     its RunRequest and $$.Execution.Name (no wrapping, no inlining)."""
-    from benchfleet.aws import runplan
+    from benchfleet.aws.planning import runplan
     from benchfleet.aws.regions import TargetRegions
 
     status, body, _ = api("POST", "/runs", SPEC, {"Idempotency-Key": "planned-input-1"})
@@ -240,7 +240,7 @@ def test_without_a_budget_the_deployment_ceiling_holds(api):
 def test_the_ceiling_counts_the_control_planes_charges_as_the_plan_state_does(api):
     """The API decides with the Plan state's own function: hosts and control plane together. A
     ceiling the hosts alone stay under, but not with the control plane, refuses the run."""
-    from benchfleet.aws import runplan
+    from benchfleet.aws.planning import runplan
     from benchfleet.aws.regions import TargetRegions
 
     cheap = {**SPEC, "budget_usd": None}

@@ -15,7 +15,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from benchfleet.aws.athena_store import (
+from benchfleet.aws.store.athena_store import (
     TABLE_COLUMNS,
     AthenaStore,
     AthenaStoreError,
@@ -157,7 +157,7 @@ def test_a_retried_write_rewrites_the_same_object(store, aws):
 
 
 def test_cloud_metrics_targets_and_runs(store, aws):
-    CloudMetric = pytest.importorskip("benchfleet.aws.timestream").CloudMetric
+    CloudMetric = pytest.importorskip("benchfleet.aws.store.timestream").CloudMetric
     metrics = [
         CloudMetric(time=T0, run_id=RUN, target_id="aurora-r6g", repetition=1, step="measure-t8",
                     metric="WriteLatency", value=1.7, unit="Milliseconds", period_s=60),
@@ -242,7 +242,7 @@ def test_from_settings_is_the_factory_results_store_calls(aws, monkeypatch):
                                                                         results_store="athena")
     monkeypatch.setenv("GLUE_DATABASE", DATABASE)
     monkeypatch.setenv("ATHENA_WORKGROUP", WORKGROUP)
-    results_store = pytest.importorskip("benchfleet.aws.results_store")
+    results_store = pytest.importorskip("benchfleet.aws.store.results_store")
     store = results_store.store_from_settings(settings, lambda service: aws[service])
     assert isinstance(store, AthenaStore)
     assert store.write_samples([sample()]) == 1

@@ -34,7 +34,10 @@ from sm_harness import (
 from timestream_requests import TABLE_DIMENSIONS, stored_records
 
 from benchfleet import naming
-from benchfleet.aws import callbacks, clients, controlplane, errors, runplan, timestream
+from benchfleet.aws import clients, errors
+from benchfleet.aws.planning import controlplane, runplan
+from benchfleet.aws.steps import callbacks
+from benchfleet.aws.store import timestream
 from benchfleet.pricing import price_per_hour
 from benchfleet.spec import parse_spec, resolve
 

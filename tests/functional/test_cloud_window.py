@@ -10,7 +10,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from benchfleet.aws import cloudwatch as cw
+from benchfleet.aws.steps import cloudwatch as cw
 
 T0 = datetime(2026, 11, 22, 3, 0, tzinfo=UTC)
 HOST = "i-0123456789abcdef0"

@@ -10,8 +10,8 @@ import pytest
 from moto import mock_aws
 
 from benchfleet import naming
-from benchfleet.aws.collect import read_raw
 from benchfleet.aws.errors import CollectFailed
+from benchfleet.aws.steps.collect import read_raw
 
 BUCKET = "bf-results"
 FIXTURE = naming.step_output_prefix("run-1", "m6g", 1, "t0001")

@@ -11,7 +11,7 @@ import pytest
 from moto import mock_aws
 
 from benchfleet import naming
-from benchfleet.aws import sweep
+from benchfleet.aws.fleet import sweep
 from benchfleet.naming import TAG_AGENT_HOST, TAG_EXPIRES_AT, TAG_RUN_ID, TAG_STACK, TAG_TARGET_ID
 
 REGION = "us-east-1"

@@ -13,10 +13,10 @@ import pytest
 from moto import mock_aws
 
 from benchfleet import naming
-from benchfleet.aws.athena_store import AthenaStore
-from benchfleet.aws.collect import collect_step
-from benchfleet.aws.results_store import TimestreamStore
-from benchfleet.aws.summary import summarize
+from benchfleet.aws.steps.collect import collect_step
+from benchfleet.aws.store.athena_store import AthenaStore
+from benchfleet.aws.store.results_store import TimestreamStore
+from benchfleet.aws.store.summary import summarize
 
 REPO = Path(__file__).resolve().parents[2]
 GLUE_TABLES: dict[str, list[list[str]]] = json.loads((REPO / "cdk/lib/sql/glue-tables.json").read_text())["tables"]

@@ -10,8 +10,9 @@ from typing import Any
 
 from sm_harness import Context, function_arn
 
-from benchfleet.aws import clients, runplan
+from benchfleet.aws import clients
 from benchfleet.aws.events import StepState
+from benchfleet.aws.planning import runplan
 from benchfleet.aws.regions import TargetRegions
 from handlers import start_step
 

@@ -18,9 +18,9 @@ from moto import mock_aws
 from runcommand import Invocation, RunCommand
 
 from benchfleet import naming
-from benchfleet.aws import commands
-from benchfleet.aws.collect import read_raw
 from benchfleet.aws.errors import CollectFailed
+from benchfleet.aws.steps import commands
+from benchfleet.aws.steps.collect import read_raw
 from benchfleet.records import parse_agent_lines
 
 RUN = "host-tier-ec2"

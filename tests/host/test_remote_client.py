@@ -19,7 +19,7 @@ from hostfleet import Fleet, assert_per_second, guest_ps, record
 from machine import Machine
 from runcommand import RunCommand
 
-from benchfleet.aws import commands
+from benchfleet.aws.steps import commands
 from benchfleet.records import parse_agent_lines
 
 HERE = Path(__file__).resolve().parent

@@ -28,7 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "statemachine"))
 from sm_harness import BUCKET, ENV, REGION, Harness, leftovers, setup_account, ssm_invocation_event
 
 from benchfleet import naming
-from benchfleet.aws import clients, commands
+from benchfleet.aws import clients
+from benchfleet.aws.steps import commands
 
 DURATION_S = 5
 SPEC = {

@@ -66,7 +66,8 @@ from moto.timestreamwrite.models import TimestreamTable
 from sfn_limits import Payloads, as_strict_as_aws, size_of
 
 from benchfleet import naming
-from benchfleet.aws import clients, commands
+from benchfleet.aws import clients
+from benchfleet.aws.steps import commands
 
 REGION = "us-east-1"
 ASL = Path(__file__).resolve().parents[2] / "statemachines" / "benchmark-run.asl.json"

@@ -17,8 +17,8 @@ from unittest import mock
 import boto3
 from sm_harness import FIXTURES, REGION, spec
 
-from benchfleet.aws import cloudwatch as cw
-from benchfleet.aws.controlplane import load_prices
+from benchfleet.aws.planning.controlplane import load_prices
+from benchfleet.aws.steps import cloudwatch as cw
 from benchfleet.records import parse_agent_lines
 
 # The agent config's force_flush_interval (tests/cdk/control-plane.test.ts holds the synthesized

@@ -1,5 +1,5 @@
 """The control-plane estimate counts what the deployed definition really does: the walker
-(benchfleet.aws.asl_walk), given the readiness checks a run made, must give exactly the
+(benchfleet.aws.planning.asl_walk), given the readiness checks a run made, must give exactly the
 state transitions (StateEntered events: what Step Functions bills) and Lambda invocations of
 moto's recorded execution of statemachines/benchmark-run.asl.json."""
 
@@ -10,8 +10,9 @@ from datetime import UTC, datetime, timedelta
 
 from sm_harness import slow_start, spec
 
-from benchfleet.aws import asl_walk, lifecycle, runplan
-from benchfleet.aws.controlplane import RepetitionScope, RunScope, StepScope, TargetScope, expected_scope
+from benchfleet.aws.fleet import lifecycle
+from benchfleet.aws.planning import asl_walk, runplan
+from benchfleet.aws.planning.controlplane import RepetitionScope, RunScope, StepScope, TargetScope, expected_scope
 from benchfleet.spec import parse_spec, resolve
 
 TWO_TARGETS = [{"id": "ec2-m6g", "kind": "ec2", "instance_type": "m6g.large"},

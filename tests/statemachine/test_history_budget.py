@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from sm_harness import slow_start, spec
 
-from benchfleet.aws import history, runplan
+from benchfleet.aws.planning import history, runplan
 
 ONE_TARGET = [{"id": "ec2-m6g", "kind": "ec2", "instance_type": "m6g.large"}]
 

@@ -14,8 +14,8 @@ from sfn_limits import MAX_PAYLOAD_BYTES
 from sm_harness import BUCKET, client_error, leftovers, spec
 
 from benchfleet import naming
-from benchfleet.aws import runplan
 from benchfleet.aws.errors import PlanRejected
+from benchfleet.aws.planning import runplan
 
 PEAK_KIB = 200
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchfleet.aws import timestream
+from benchfleet.aws.store import timestream
 
 # The data model's dimensions per table (DESIGN.md "Data model"; the Timestream dataset SQL in
 # cdk/lib/sql/timestream/ groups and filters by them).

@@ -69,12 +69,12 @@ def test_the_target_role_may_upload_run_command_output_with_its_acl(synthesized:
 
 
 def test_the_secret_binding_readiness_writes_is_the_one_the_deployed_policies_require(synthesized: Template):
-    """Readiness tags a database's secret with its host's ARN (benchfleet.aws.secret_binding); the
+    """Readiness tags a database's secret with its host's ARN (benchfleet.aws.fleet.secret_binding); the
     host role reads a secret only when that tag equals the caller's ec2:SourceInstanceARN, and the
     readiness role may set only that key, to an instance ARN. Moto checks none of it: the tag key,
     the ARN's form and the conditions are compared here with the template's own statements."""
     from benchfleet import naming
-    from benchfleet.aws.secret_binding import host_arn
+    from benchfleet.aws.fleet.secret_binding import host_arn
 
     secret = f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:rds!db-3f1c0c8e-0000-4000-8000-00000000000a-AbCdEf"
     host = host_arn(secret, "i-0123456789abcdef0")

@@ -9,8 +9,8 @@ import json
 import pytest
 from synth import REPO, Template
 
-from benchfleet.aws import runplan
 from benchfleet.aws.errors import PlanRejected
+from benchfleet.aws.planning import runplan
 from benchfleet.aws.settings import Settings
 
 HOUR = 3600

@@ -292,7 +292,8 @@ def test_the_agent_reads_the_password_from_the_file_or_the_secret_never_the_job(
 @pytest.mark.parametrize("engine", ["mysql-8.0", "mysql-8.0.36", "mysql", "mariadb", "mariadb-10.11",
                                     "mysql-8.4", "mysql-5.7"])
 def test_what_plan_accepts_for_ec2_is_what_the_agent_can_install(engine):
-    from benchfleet.aws import jobs, runplan
+    from benchfleet.aws.planning import runplan
+    from benchfleet.aws.steps import jobs
 
     try:
         install.engine_family(engine)

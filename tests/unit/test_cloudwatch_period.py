@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from benchfleet.aws import cloudwatch as cw
+from benchfleet.aws.steps import cloudwatch as cw
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 

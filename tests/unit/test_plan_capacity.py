@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from benchfleet.aws import asl_walk, runplan
 from benchfleet.aws.errors import PlanRejected
+from benchfleet.aws.planning import asl_walk, runplan
 from benchfleet.cli import main
 from benchfleet.plan import make_plan, vcpus_of
 from benchfleet.pricing import price_per_hour

@@ -1,4 +1,4 @@
-"""The state machine's input has one definition, benchfleet.aws.runplan.RunRequest; its JSON Schema
+"""The state machine's input has one definition, benchfleet.aws.planning.runplan.RunRequest; its JSON Schema
 is committed (statemachines/benchmark-run.input.schema.json) for the producers that are not Python
 (jest checks every synthesized schedule's Input against it) and must stay current."""
 
@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from benchfleet.aws import runplan
+from benchfleet.aws.planning import runplan
 
 SCHEMA = Path(__file__).resolve().parents[2] / "statemachines" / "benchmark-run.input.schema.json"
-REGENERATE = (".venv/bin/python -c 'import json; from benchfleet.aws.runplan import input_schema; "
+REGENERATE = (".venv/bin/python -c 'import json; from benchfleet.aws.planning.runplan import input_schema; "
               "print(json.dumps(input_schema(), indent=2))' > statemachines/benchmark-run.input.schema.json")
 
 

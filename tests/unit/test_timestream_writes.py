@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchfleet.aws import timestream as ts
+from benchfleet.aws.store import timestream as ts
 from benchfleet.records import parse_agent_lines
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "agent" / "t0001.jsonl"

@@ -185,8 +185,8 @@ def test_rds_values_and_settings_rds_does_not_allow() -> None:
 
 
 def test_until_a_backend_measures_variants_it_refuses_them_naming_the_field() -> None:
-    from benchfleet.aws import runplan
     from benchfleet.aws.errors import PlanRejected
+    from benchfleet.aws.planning import runplan
     from benchfleet.aws.regions import TargetRegions
     from benchfleet.local.preflight import preflight
 

@@ -79,5 +79,5 @@ class StepState(_In):
     resources: Resources
     db: dict[str, Any] | None = None
     step: Step
-    # "Start the step" waits for this token (benchfleet.aws.callbacks); None outside the machine.
+    # "Start the step" waits for this token (benchfleet.aws.steps.callbacks); None outside the machine.
     task_token: str | None = None

@@ -1,6 +1,6 @@
 -- Dataset "step results" on Timestream for LiveAnalytics (resultsStore=timestream).
 -- Dialect: Timestream query language. ${database} is replaced at synth by the Timestream database.
--- Records as written by lambdas/benchfleet/aws/timestream.py: dimensions are VARCHAR (threads and
+-- Records as written by lambdas/benchfleet/aws/store/timestream.py: dimensions are VARCHAR (threads and
 -- repetition are cast), every figure is a measure of one multi-measure record named 'summary'.
 -- Timestream holds no run or target metadata: run_name is the run id without its time suffix,
 -- started_at the first summary's time, the baseline the alphabetically first target, and kind,

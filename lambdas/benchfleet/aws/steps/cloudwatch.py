@@ -24,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from benchfleet.aws.errors import aws_errors
-from benchfleet.aws.timestream import CloudMetric
+from benchfleet.aws.store.timestream import CloudMetric
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Where collected rows go: a small interface, so that the store can be Timestream or S3 + Athena.
 
 RESULTS_STORE selects the implementation (timestream | athena). The Athena store lives in
-benchfleet/aws/athena_store.py and exposes ``from_settings(settings, client) -> ResultsStore``.
+benchfleet/aws/store/athena_store.py and exposes ``from_settings(settings, client) -> ResultsStore``.
 
 Run and target metadata: S3 holds it for every store (collect writes each repetition's target row
 to ``runs/<id>/<target>/rep-<n>/target.json``; summarize writes ``runs/<id>/spec.json``,
@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from benchfleet.aws.errors import aws_errors
 from benchfleet.aws.settings import Settings
-from benchfleet.aws.timestream import (
+from benchfleet.aws.store.timestream import (
     TABLE_CLOUD,
     TABLE_SAMPLES,
     TABLE_SUMMARIES,
@@ -83,7 +83,7 @@ def store_from_settings(settings: Settings, client: ClientFactory) -> ResultsSto
             raise ValueError("RESULTS_STORE=timestream needs TIMESTREAM_DATABASE")
         return TimestreamStore(client("timestream-write"), settings.timestream_database)
     if settings.results_store == "athena":
-        module = importlib.import_module("benchfleet.aws.athena_store")
+        module = importlib.import_module("benchfleet.aws.store.athena_store")
         store: ResultsStore = module.from_settings(settings, client)
         return store
     raise ValueError(f"RESULTS_STORE must be timestream or athena, not {settings.results_store!r}")

@@ -29,10 +29,11 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from benchfleet import catalogue, cost_ceiling, naming
-from benchfleet.aws import asl_walk, commands, controlplane, history
 from benchfleet.aws.errors import PlanRejected, aws_errors
+from benchfleet.aws.planning import asl_walk, controlplane, history
 from benchfleet.aws.regions import TargetRegions
 from benchfleet.aws.settings import DEFAULT_RESULTS_STORE, Settings
+from benchfleet.aws.steps import commands
 from benchfleet.mysqlcnf import CnfError, render, with_server_options
 from benchfleet.plan import Plan, PriceLookup, TargetPlan, make_plan
 from benchfleet.spec import (

@@ -20,9 +20,9 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from benchfleet import naming, pricing
-from benchfleet.aws import cloudwatch as cw
 from benchfleet.aws.errors import CollectFailed, aws_errors, error_code
-from benchfleet.aws.results_store import ResultsStore
+from benchfleet.aws.steps import cloudwatch as cw
+from benchfleet.aws.store.results_store import ResultsStore
 from benchfleet.records import AgentOutput, Fingerprint, RecordError, parse_agent_lines
 
 FINGERPRINT_FIELDS = ("cpu_model", "vcpus", "cpus_usable", "memory_mb", "arch", "kernel", "os",

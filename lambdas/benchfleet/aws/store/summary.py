@@ -24,7 +24,7 @@ from botocore.exceptions import ClientError
 
 from benchfleet import naming
 from benchfleet.aws.errors import aws_errors, error_code
-from benchfleet.aws.results_store import ResultsStore
+from benchfleet.aws.store.results_store import ResultsStore
 
 SUCCEEDED = "SUCCEEDED"
 FAILED = "FAILED"

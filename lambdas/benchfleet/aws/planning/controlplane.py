@@ -1,12 +1,12 @@
 """What a run costs beyond its hosts: Step Functions transitions, Lambda, CloudWatch, store writes.
 
-Counts come from the deployed definition walked with the plan (``benchfleet.aws.asl_walk``): per
+Counts come from the deployed definition walked with the plan (``benchfleet.aws.planning.asl_walk``): per
 repetition, the readiness checks the readiness handler's schedule makes over its provisioning time
-(``benchfleet.aws.readywait``); steps do not poll (their Run Command status change completes them),
+(``benchfleet.aws.planning.readywait``); steps do not poll (their Run Command status change completes them),
 so each step adds one step_callback invocation, made by EventBridge, not the definition (AWS service
 events on the default bus are free). Metrics requested per collect are the queries
-``benchfleet.aws.cloudwatch.queries`` makes for the target; Timestream writes are what the store's
-own record builders and batcher (``benchfleet.aws.timestream``) make of a step's rows of the plan's
+``benchfleet.aws.steps.cloudwatch.queries`` makes for the target; Timestream writes are what the store's
+own record builders and batcher (``benchfleet.aws.store.timestream``) make of a step's rows of the plan's
 shape (every measure present), metered as Timestream meters them. Prices and the assumed Lambda
 durations are dated data in ``workloads/pricing/control-plane.json``. Run Command and
 GetCommandInvocation are free; data transfer and log ingestion are left out (cents per thousand runs).
@@ -28,8 +28,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from benchfleet import naming
-from benchfleet.aws import asl_walk, cloudwatch, readywait, timestream
+from benchfleet.aws.planning import asl_walk, readywait
 from benchfleet.aws.settings import DEFAULT_RESULTS_STORE
+from benchfleet.aws.steps import cloudwatch
+from benchfleet.aws.store import timestream
 from benchfleet.plan import Plan, PlanStep, RunCharge, TargetPlan
 from benchfleet.pricing import pricing_dir
 from benchfleet.records import Sample, StepSummary

@@ -114,7 +114,7 @@ def partition_prefix(table: str, run_id: str) -> str:
 class AthenaStore:
     """Writes the data model's rows to S3 for Athena and reads them back through Athena.
 
-    Implements benchfleet.aws.results_store.ResultsStore (``write_samples``, ``write_summaries``,
+    Implements benchfleet.aws.store.results_store.ResultsStore (``write_samples``, ``write_summaries``,
     ``write_cloud_metrics``: each returns the rows stored; a retry is harmless) plus ``write_targets``
     and ``write_run``, which the dashboards' datasets join on (target prices and fingerprints, run
     names and baselines). ``keys_written`` lists the objects put, in order.
@@ -276,7 +276,7 @@ class AthenaStore:
 
 def from_settings(settings: Settings, client: Callable[[str], Any],
                   env: Mapping[str, str] | None = None) -> AthenaStore:
-    """The factory benchfleet.aws.results_store.store_from_settings calls for RESULTS_STORE=athena.
+    """The factory benchfleet.aws.store.results_store.store_from_settings calls for RESULTS_STORE=athena.
 
     RESULTS_BUCKET comes from the settings; GLUE_DATABASE and ATHENA_WORKGROUP (set by the CDK app's
     athena store) from the environment.

@@ -25,8 +25,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from benchfleet.aws import commands
 from benchfleet.aws.errors import aws_errors, error_code
+from benchfleet.aws.steps import commands
 
 # Run Command's terminal statuses (the rule's pattern matches these only).
 TERMINAL_STATUSES = ("Success", "Failed", "TimedOut", "Cancelled")

@@ -9,7 +9,7 @@ The record builders (``sample_record``...) make whole records; ``write_requests`
 attributes a batch shares (dimensions, measure name, value type, time unit) once, as the request's
 CommonAttributes, and each record carries only its Time and MeasureValues. Timestream meters a
 request by its size: ``write_units`` is that metering, used by the writer's tests and by the
-control-plane estimate (benchfleet.aws.controlplane).
+control-plane estimate (benchfleet.aws.planning.controlplane).
 """
 
 from __future__ import annotations

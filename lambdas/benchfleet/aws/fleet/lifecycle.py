@@ -9,9 +9,10 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from benchfleet import naming
-from benchfleet.aws import readywait, secret_binding
-from benchfleet.aws import targets as t
 from benchfleet.aws.errors import TargetFailed
+from benchfleet.aws.fleet import secret_binding
+from benchfleet.aws.fleet import targets as t
+from benchfleet.aws.planning import readywait
 from benchfleet.aws.settings import Settings
 from benchfleet.spec import Target
 
@@ -75,10 +76,10 @@ def provision(ec2: Any, rds: Any, ssm: Any, settings: Settings, *, run_id: str, 
 
 def check_ready(ec2: Any, rds: Any, ssm: Any, secretsmanager: Any, *, resources: dict[str, Any],
                 timing: dict[str, Any], attempt: int, deadline: str, now: datetime | None = None) -> dict[str, Any]:
-    """Is the target usable? The answer carries the next wait (``benchfleet.aws.readywait``: early
+    """Is the target usable? The answer carries the next wait (``benchfleet.aws.planning.readywait``: early
     on, the rest of the kind's typical provisioning time, then the plain poll interval). A
     database's secret is bound to the run's host before the answer names it
-    (benchfleet.aws.secret_binding)."""
+    (benchfleet.aws.fleet.secret_binding)."""
     now = now or datetime.now(UTC)
     if now > _parse(deadline):
         raise TargetFailed(f"target not ready by its deadline {deadline}")
