@@ -427,13 +427,16 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from benchfleet.importer import import_logs
+    from benchfleet.importer import ImportRefused, import_logs
     from benchfleet.local.store import open_store
     from benchfleet.ui import print_comparison
 
     with open_store(home()) as store:
-        run_id = import_logs(store, [Path(p) for p in args.paths], args.target, args.run, args.into, args.threads,
-                             args.instance_type, args.region)
+        try:
+            run_id = import_logs(store, [Path(p) for p in args.paths], args.target, args.run, args.into,
+                                 args.threads, args.instance_type, args.region)
+        except ImportRefused as e:
+            raise CliError(str(e), EXIT_USAGE) from None
         print_comparison(run_id, _results(store, run_id))
     return EXIT_OK
 

@@ -19,7 +19,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from benchfleet.cli import EXIT_USAGE, CliError
 from benchfleet.local.store import DuckDBStore, RunNotFound
 from benchfleet.naming import new_run_id
 from benchfleet.records import AgentOutput, Sample, StepSummary
@@ -33,6 +32,12 @@ from benchfleet.sysbench import (
     parse_output,
     step_accounting,
 )
+
+
+class ImportRefused(ValueError):
+    """Logs (or options) that cannot be imported; the message names the file and line, or the option.
+    The CLI reports it as bad input (exit 2)."""
+
 
 _BATCH = 20_000  # samples per insert: bounds memory whatever the log's length
 _SUFFIXES = (".log", ".txt")
@@ -67,12 +72,12 @@ def _groups(paths: list[Path]) -> list[list[Path]]:
         if path.is_dir():
             files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in _SUFFIXES)
             if not files:
-                raise CliError(f"{path}: no sysbench logs (*.log, *.txt) in this folder", EXIT_USAGE)
+                raise ImportRefused(f"{path}: no sysbench logs (*.log, *.txt) in this folder")
             groups.append(files)
         elif path.is_file():
             groups.append([path])
         else:
-            raise CliError(f"{path}: no such file or folder", EXIT_USAGE)
+            raise ImportRefused(f"{path}: no such file or folder")
     return groups
 
 
@@ -83,25 +88,25 @@ def _check(path: Path, threads_given: int | None) -> _Log:
         out = parse_output(_read_lines(path, digest), on_interval=lambda _: None)
     except SysbenchParseError as e:
         where = f"{path}:{e.line}" if e.line is not None else str(path)
-        raise CliError(f"{where}: {e.reason}", EXIT_USAGE) from None
+        raise ImportRefused(f"{where}: {e.reason}") from None
     except OSError as e:
-        raise CliError(f"{path}: cannot read: {e.strerror or e}", EXIT_USAGE) from None
+        raise ImportRefused(f"{path}: cannot read: {e.strerror or e}") from None
     if out.errors:
-        raise CliError(f"{path}: sysbench reported a failure: {out.errors[0]}", EXIT_USAGE)
+        raise ImportRefused(f"{path}: sysbench reported a failure: {out.errors[0]}")
     if out.summary is None:
         what = (f"its final summary is incomplete (no {', '.join(out.summary_missing)})" if out.summary_missing
                 else "it has no final summary")
-        raise CliError(f"{path}: not imported: {what}; a run that was cut short has no result", EXIT_USAGE)
+        raise ImportRefused(f"{path}: not imported: {what}; a run that was cut short has no result")
     if out.summary.events == 0 or out.summary.total_time_s <= 0:
-        raise CliError(f"{path}: not imported: sysbench completed no event", EXIT_USAGE)
+        raise ImportRefused(f"{path}: not imported: sysbench completed no event")
     threads = out.threads
     if threads is None:
         if threads_given is None:
-            raise CliError(f"{path}: the log does not say its thread count (no 'Number of threads:' line); "
-                           "give it with --threads N", EXIT_USAGE)
+            raise ImportRefused(f"{path}: the log does not say its thread count (no 'Number of threads:' line); "
+                           "give it with --threads N")
         threads = threads_given
     elif threads_given is not None and threads_given != threads:
-        raise CliError(f"{path}: the log says {threads} threads, --threads says {threads_given}", EXIT_USAGE)
+        raise ImportRefused(f"{path}: the log says {threads} threads, --threads says {threads_given}")
     return _Log(path, digest.hexdigest(), out, threads)
 
 
@@ -123,13 +128,13 @@ def _plan(groups: list[list[Path]], threads_given: int | None, known: dict[str, 
         checked = [_check(path, threads_given) for path in group]
         for log in checked:
             if log.sha256 in seen:
-                raise CliError(f"{log.path}: the same content as {seen[log.sha256]}: one run of sysbench "
-                               "imported twice would count as two repetitions", EXIT_USAGE)
+                raise ImportRefused(f"{log.path}: the same content as {seen[log.sha256]}: one run of sysbench "
+                               "imported twice would count as two repetitions")
             seen[log.sha256] = str(log.path)
             if log.threads in in_group:
-                raise CliError(f"{log.path.parent}: two logs for {log.threads} threads ({in_group[log.threads]} "
+                raise ImportRefused(f"{log.path.parent}: two logs for {log.threads} threads ({in_group[log.threads]} "
                                f"and {log.path}); a folder is one repetition: give each repetition its own "
-                               "folder", EXIT_USAGE)
+                               "folder")
             in_group[log.threads] = log.path
         for log in checked:
             per_threads[log.threads] += 1
@@ -147,18 +152,18 @@ def _instance(instance_type: str | None, region: str | None) -> dict[str, Any]:
 
     if instance_type is None:
         if region is not None:
-            raise CliError("--region says where an --instance-type ran: give --instance-type too", EXIT_USAGE)
+            raise ImportRefused("--region says where an --instance-type ran: give --instance-type too")
         return {}
     cat = load_catalogue()
     if cat.instance_type(instance_type) is None:
-        raise CliError(f"--instance-type {instance_type}: not an EC2 instance type (workloads/catalogue/aws.json, "
-                       f"as of {cat.as_of})", EXIT_USAGE)
+        raise ImportRefused(f"--instance-type {instance_type}: not an EC2 instance type (workloads/catalogue/aws.json, "
+                       f"as of {cat.as_of})")
     if region is not None and region not in cat.regions:
-        raise CliError(f"--region {region}: not an AWS region", EXIT_USAGE)
+        raise ImportRefused(f"--region {region}: not an AWS region")
     meta = {"kind": "existing", "instance_type": instance_type, "region": region}
     found = pricing.target_prices(meta)
     if found.missing:
-        raise CliError(f"--instance-type {instance_type}: {found.missing[0][1]}", EXIT_USAGE)
+        raise ImportRefused(f"--instance-type {instance_type}: {found.missing[0][1]}")
     return {"instance_type": instance_type, "region": region, "price_per_hour": found.total("on_demand"),
             "prices": pricing.recorded_prices(meta)}
 
@@ -170,25 +175,25 @@ def import_logs(store: DuckDBStore, paths: list[Path], target_id: str, name: str
     ``import-<target>``), or, with ``into``, a new target of that existing run (id or unique
     prefix). ``instance_type`` (and ``region``, default us-east-1 for its price) say what the logs
     ran on: the target is priced, and grouped with its family for the speedup table. Returns the run
-    id. CliError (exit 2) naming the file or option for anything refused; nothing is written unless
+    id. ImportRefused naming the file or option for anything refused; nothing is written unless
     every log is accepted."""
     if into is not None and name is not None:
-        raise CliError("give either --run NAME (a new run) or --into RUN (an existing one), not both", EXIT_USAGE)
+        raise ImportRefused("give either --run NAME (a new run) or --into RUN (an existing one), not both")
     if threads is not None and threads < 1:
-        raise CliError(f"--threads {threads}: must be at least 1", EXIT_USAGE)
+        raise ImportRefused(f"--threads {threads}: must be at least 1")
     name = name or f"import-{target_id}"
     for label, value in (("--target", target_id), ("--run", name)):
         if not re.match(SLUG, value, re.ASCII):
-            raise CliError(f"{label} {value!r}: use lower-case letters, digits and dashes", EXIT_USAGE)
+            raise ImportRefused(f"{label} {value!r}: use lower-case letters, digits and dashes")
     spec: dict[str, Any]
     if into is not None:
         try:
             run = store.run(into)
         except RunNotFound as e:
-            raise CliError(f"--into: {e}", EXIT_USAGE) from None
+            raise ImportRefused(f"--into: {e}") from None
         run_id, spec = str(run["run_id"]), dict(run["spec"])
         if any(t.get("target_id") == target_id for t in store.targets(run_id)):
-            raise CliError(f"--target {target_id}: run {run_id} already has this target", EXIT_USAGE)
+            raise ImportRefused(f"--target {target_id}: run {run_id} already has this target")
     else:
         run_id, spec = new_run_id(name), {"name": name, "imported_from": [], "targets": []}
     instance = _instance(instance_type, region)
