@@ -166,6 +166,9 @@ def print_plan(summary: dict[str, Any]) -> None:
                   + (f" (budget ${summary['budget_usd']:.2f})" if summary["budget_usd"] is not None else ""))
     if summary["unpriced_targets"]:
         console.print(f"[yellow]no price known for: {', '.join(summary['unpriced_targets'])}")
+    if any(t["price_per_hour"] for t in summary["targets"]):
+        console.print("$/hour: on-demand list prices of every host the run rents (database, its storage and, for "
+                      "RDS and Aurora, the client host); cost per 1,000 tps by pricing model is in `results`")
     if summary.get("home_region"):
         home = summary["home_region"]
         console.print(f"{HOME_REGION_LABEL}: no region in the spec: the target runs in the deployed stack's region, "

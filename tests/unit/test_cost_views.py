@@ -101,7 +101,7 @@ def ci(values: list[float]) -> tuple[float, float, float]:
 def synthetic(tmp_path_factory: pytest.TempPathFactory) -> dict:
     store = DuckDBStore(tmp_path_factory.mktemp("cost") / "benchfleet.duckdb")
     try:
-        run_id = fill_store(store, "cost-20261122t100000-abcd", reps=3, threads=(1, 4), seconds=5, warmup_s=2)
+        run_id = fill_store(store, "cost-20261122t100000-abcd", reps=3, threads=(4,), seconds=5, warmup_s=2)
         doc = stats.run_comparison(store, run_id)
         doc["_tps"] = {(s["target_id"], int(s["threads"])): [] for s in store.summaries(run_id)}
         for s in sorted(store.summaries(run_id), key=lambda s: s["repetition"]):
@@ -132,7 +132,7 @@ def test_cost_per_1000_tps_by_model_with_its_interval_by_hand(synthetic: dict) -
 
 def test_speedup_per_thread_count_with_interval_and_efficiency_by_hand(synthetic: dict) -> None:
     (group,) = synthetic["speedup"]
-    assert group["baseline_target"] == "m6i-large" and group["threads"] == [1, 4]
+    assert group["baseline_target"] == "m6i-large" and group["threads"] == [4]
     big = next(r for r in group["rows"] if r["target_id"] == "m6i-xlarge")
     assert big["size"] == 4 and big["doublings"] == 1.0
     small_tps, big_tps = synthetic["_tps"][("m6i-large", 4)], synthetic["_tps"][("m6i-xlarge", 4)]
@@ -150,7 +150,7 @@ def test_speedup_per_thread_count_with_interval_and_efficiency_by_hand(synthetic
 
 
 @pytest.fixture(scope="module")
-def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, str]:
+def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, str, Path]:
     """The published study's c6g.large and c6g.2xlarge logs, imported with their instance types."""
     home = tmp_path_factory.mktemp("study")
     mp = pytest.MonkeyPatch()
@@ -175,14 +175,14 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, str]:
             assert main(["results", "study"]) == 0
         finally:
             ui.console.file = None  # back to the process's stdout
-        return doc, table.getvalue()
+        return doc, table.getvalue(), home
     finally:
         mp.undo()
 
 
 @needs_study
-def test_an_imported_study_prices_its_targets_and_ranks_its_sizes_by_hand(study: tuple[dict, str]) -> None:
-    doc, table = study
+def test_an_imported_study_prices_its_targets_and_ranks_its_sizes_by_hand(study: tuple[dict, str, Path]) -> None:
+    doc, table, _ = study
     rows = {(r["target_id"], r["threads"]): r for r in doc["statistics"]["rows"]}
     # sysbench's own summaries at 16 threads: 1065.98 and 5271.34 transactions per second.
     small, big = rows[("c6g-large", 16)], rows[("c6g-2xlarge", 16)]
@@ -204,6 +204,26 @@ def test_an_imported_study_prices_its_targets_and_ranks_its_sizes_by_hand(study:
     assert "price breakdown" in table and "c6g.large" in table
     assert "speedup by size: existing:c6g" in table and f"{5271.34 / 1065.98:.2f}x" in table
     assert f"{(5271.34 / 1065.98) ** 0.5:.2f}x" in table and "approximate prices: ec2 reserved" in table
+
+
+@needs_study
+def test_compare_shows_both_runs_cost_by_model(study: tuple[dict, str, Path], monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    _, _, home = study
+    monkeypatch.setenv("BENCHFLEET_HOME", str(home))
+    assert main(["import", str(STUDY / "c6g.large"), "--target", "c6g-large", "--run", "again",
+                 "--instance-type", "c6g.large"]) == 0
+    capsys.readouterr()
+    assert main(["compare", "study", "again", "--format", "json", "--pricing", "all"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (row,) = [r for r in doc["rows"] if r["threads"] == 16]
+    assert row["cost"]["on_demand"]["per_1000_tps"] == row["baseline_cost"]["on_demand"]["per_1000_tps"] == (
+        pytest.approx(C6G_LARGE_OD * 1000 / 1065.98))
+    assert main(["compare", "study", "again", "--pricing", "reserved_1y_all_upfront"]) == 0
+    out = capsys.readouterr().out
+    assert "cost per 1,000 tps in both runs" in out and f"${C6G_LARGE_1Y_AU * 1000 / 1065.98:.4f}" in out
+    assert main(["compare", "study", "again", "--pricing", "reserved_2y"]) == 2
+    assert "reserved_2y is not a pricing model" in capsys.readouterr().err
 
 
 @needs_study

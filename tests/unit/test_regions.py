@@ -155,6 +155,7 @@ def test_a_target_without_a_region_is_priced_in_the_home_region(
     assert main(["plan", str(spec)]) == 0
     table = capsys.readouterr().out
     assert f"{region} (home)" in table and f"{region} here" in table
+    assert "on-demand list prices of every host the run rents" in table
     # A home region the tables hold nothing for is refused like any other unpriced region.
     monkeypatch.setenv("AWS_REGION", "eu-west-1")
     assert main(["plan", str(spec)]) == 2
