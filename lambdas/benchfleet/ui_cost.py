@@ -106,7 +106,8 @@ def print_breakdown(console: Console, stats: dict[str, Any], models: tuple[str, 
             table.add_row(t["target_id"] if i == 0 else "", line["item"], line["what"],
                           "yes" if line["serving"] else "no",
                           *[_money(line["usd_per_hour"].get(m), 5) for m in models])
-        table.add_row("", "total", f"in {prices.get('region') or '-'}", "database",
+        where = prices.get("region")
+        table.add_row("", "total", f"in {where}" if where and where != "local" else "", "database",
                       *[_money(prices["serving"].get(m), 5) for m in models])
         for note in prices.get("notes") or []:
             table.add_row("", "", note, "", *["" for _ in models])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import socket
 import statistics
 from collections.abc import Iterator
@@ -100,14 +101,24 @@ def opts_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, s
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("BENCHFLEET_HOME", str(home))
         # max_connections below 10 is raised to 10 by the server: a notice in its words.
-        ran = _captured(["run", str(spec_with(tmp, innodb_buffer_pool_size="64M", max_connections=5))])
+        spec = spec_with(tmp, innodb_buffer_pool_size="64M", max_connections=5)
+        ran = _captured(["run", str(spec)], may_stall=True)
+        if STALLED in ran:  # a machine too busy to keep a 2 s step's time (the run refused it): once more
+            shutil.rmtree(home, ignore_errors=True)
+            ran = _captured(["run", str(spec)])
         doc = json.loads(_captured(["results", "opts-", "--format", "json"]))
         table = _captured(["results", "opts-"])
         yield home, ran, doc, table
 
 
-def _captured(argv: list[str]) -> str:
-    """What a command prints (the CLI's rich console and plain prints alike); it must exit 0."""
+# What a run says when this machine stalled a step past its plan (benchfleet.local.watchdog.plan_mismatch):
+# the run is right to refuse the step, and the test runs once more rather than measure nothing.
+STALLED = "the host or server stalled; not stored as a result"
+
+
+def _captured(argv: list[str], may_stall: bool = False) -> str:
+    """What a command prints (the CLI's rich console and plain prints alike); it must exit 0 (or,
+    with ``may_stall``, fail for a stalled step only)."""
     from contextlib import redirect_stdout
     from io import StringIO
 
@@ -117,7 +128,8 @@ def _captured(argv: list[str]) -> str:
     ui.console.file = out
     try:
         with redirect_stdout(out):
-            assert main(argv) == 0, out.getvalue()[-2000:]
+            code = main(argv)
+        assert code == 0 or (may_stall and STALLED in out.getvalue()), out.getvalue()[-2000:]
     finally:
         ui.console.file = None  # back to the process's stdout
     return out.getvalue()
