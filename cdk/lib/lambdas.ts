@@ -41,9 +41,10 @@ export const TASK_ROOT = '/var/task';
 export const LAMBDA_EXCLUDES = ['benchfleet/local', 'benchfleet/report', 'benchfleet/cli.py'];
 
 /** Data the Lambdas read, shipped under workloads/ in the asset: price tables (plan, summarize,
- *  stats), MySQL configurations (plan renders a target's cnf) and the catalogue of what exists on
- *  AWS (the API checks cloud specs against it). Not lua/, not the agent. */
-export const LAMBDA_WORKLOAD_DIRS = ['pricing', 'mysql', 'catalogue'];
+ *  stats), MySQL configurations (plan renders a target's cnf), the catalogue of what exists on
+ *  AWS (the API checks cloud specs against it) and the Lua workloads (the API and Plan refuse a test
+ *  the agent bundle does not ship, or a helper module). Not the agent. */
+export const LAMBDA_WORKLOAD_DIRS = ['pricing', 'mysql', 'catalogue', 'lua'];
 
 /** Where benchfleet.spec.workloads_dir() and benchfleet.pricing.pricing_dir() look in Lambda, and
  *  where benchfleet.aws.planning.asl_walk finds the definitions (plan counts the run's state transitions). */

@@ -42,6 +42,7 @@ from benchfleet.spec import (
     MAX_DEPTH,
     REGION,
     ComparisonSpec,
+    DuplicateKey,
     LoadedSpec,
     SpecError,
     Workload,
@@ -51,6 +52,7 @@ from benchfleet.spec import (
     join_path,
     parse_spec,
     problems_of,
+    unique_keys,
 )
 
 IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
@@ -136,9 +138,11 @@ def parse_json_body(text: str) -> Any:
     bits, NaN, Infinity, 1e309). Text that is not JSON at all returns None: the router's own parser
     reports it."""
     try:
-        data = json.loads(text, parse_int=bounded_int)
+        data = json.loads(text, parse_int=bounded_int, object_pairs_hook=unique_keys)
     except RecursionError:
         raise bad_request("body", f"is nested more than {MAX_DEPTH} levels deep") from None
+    except DuplicateKey as e:
+        raise bad_request("body", str(e)) from None
     except ValueError:
         return None
     _refuse_document_problems(data)

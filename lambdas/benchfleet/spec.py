@@ -7,6 +7,8 @@ the API, a JSON body); errors name the file, the field path and the problem.
 from __future__ import annotations
 
 import codecs
+import contextlib
+import difflib
 import json
 import math
 import os
@@ -26,6 +28,8 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+
+from benchfleet.sysbench import BUILTIN_TESTS, option_refusal
 
 SLUG = r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"
 _OPTION_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
@@ -147,24 +151,29 @@ class _Model(BaseModel):
         return v
 
 
-# sysbench options the workload's own keys (or the agent, per step) set: never through `options`.
-_RESERVED_OPTIONS = frozenset({"threads", "time", "report-interval", "percentile", "tables", "table-size",
-                               "mysql-host", "mysql-port", "mysql-user", "mysql-password", "mysql-db"})
-
-
 def check_workload_options(options: dict[str, OptionValue]) -> dict[str, OptionValue]:
     """The one rule for sysbench options a user may give: a workload's ``options`` and a variant's
-    ``options`` (validate, the API, Plan and the agent's jobs all come through here). ValueError
-    naming the option when it is not allowed."""
-    clash = sorted(_RESERVED_OPTIONS & {k.replace("_", "-") for k in options})
-    if clash:
-        raise ValueError(f"{', '.join(clash)} must be set through the workload's own keys")
+    ``options`` (validate, the API, Plan and the agent's jobs all come through here; the agent
+    checks every job against the same rule, ``benchfleet.sysbench.option_refusal``). ValueError
+    naming the option when it is not allowed: options can never change what is measured."""
     for name, value in options.items():
         if not _OPTION_NAME.match(name):
             raise ValueError(f"option name {name!r} is not a sysbench option name ([a-z][a-z0-9_-]*)")
+        refusal = option_refusal(name)
+        if refusal:
+            raise ValueError(refusal)
         if isinstance(value, str) and not _SAFE_VALUE.match(value):
             raise ValueError(f"option {name}: value {value!r} has characters sysbench options never need")
     return options
+
+
+# Options that say where a server benchfleet starts keeps its files, listens, runs as or what it loads
+# and executes at start: benchfleet sets them (local/mariadb.py, the agent's install), a spec never does.
+_MANAGED_SERVER_OPTIONS = frozenset({
+    "datadir", "basedir", "socket", "port", "bind_address", "pid_file", "log_error", "tmpdir", "user",
+    "networking", "grant_tables", "plugin_dir", "plugin_load", "plugin_load_add", "init_file",
+    "secure_file_priv", "character_sets_dir", "lc_messages_dir", "defaults_file", "defaults_extra_file",
+})
 
 
 def check_server_options(options: dict[str, OptionValue]) -> dict[str, OptionValue]:
@@ -176,6 +185,13 @@ def check_server_options(options: dict[str, OptionValue]) -> dict[str, OptionVal
         if isinstance(value, float) or (isinstance(value, str) and not _SAFE_VALUE.match(value)):
             raise ValueError(f"{name}: {value!r} is not a value a server option takes "
                              "(a number, a size like 64M, a word, true/false)")
+        bare = re.sub(r"^(?:loose|maximum|enable|disable|skip)_", "", name.replace("-", "_"))
+        if bare in _MANAGED_SERVER_OPTIONS:
+            raise ValueError(f"{name}: set by benchfleet on the servers it starts (where the server keeps "
+                             "its files, listens and runs as); it is not a setting under test")
+        if isinstance(value, str) and ("/" in value or (value and value.strip(".") == "") or value.startswith("..")):
+            raise ValueError(f"{name}: {value!r} is a path; server options stay inside the server's own "
+                             "directory: give a plain file name (relative to the data directory), or leave it out")
     # One spelling per option: the server treats innodb-buffer-pool-size and the underscore form alike.
     names = [n.replace("-", "_") for n in options]
     if len(set(names)) != len(names):
@@ -210,6 +226,10 @@ class Workload(_Model):
     def _test(cls, v: str) -> str:
         if not _TEST.match(v):
             raise ValueError("must be a sysbench built-in test name or lua/<name>.lua")
+        if not v.startswith("lua/") and v not in BUILTIN_TESTS:
+            close = difflib.get_close_matches(v, BUILTIN_TESTS, n=1)
+            raise ValueError(f"{v} is not a sysbench database test" + (f" (did you mean {close[0]}?)" if close
+                             else f"; sysbench 1.0 has {', '.join(BUILTIN_TESTS)}, or give lua/<name>.lua"))
         return v
 
     @field_validator("threads")
@@ -589,8 +609,39 @@ def _yaml_loader() -> type:
             return LongNumber(text)
         return yaml.SafeLoader.construct_yaml_int(loader, node)
 
+    def construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
+        # YAML says keys are unique; PyYAML keeps the last silently, so a spec that sets a key twice
+        # would run with whichever came last. Refused, naming the key and both lines.
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = loader.construct_object(key_node, deep=True)
+            if isinstance(key, list | dict):
+                continue  # not a spec key; the models report it
+            if key in seen:
+                raise DuplicateKey(f"key {key!r} is given twice (lines {seen[key]} and "
+                                   f"{key_node.start_mark.line + 1}); a key may appear once")
+            seen[key] = key_node.start_mark.line + 1
+        return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+
     Loader.add_constructor("tag:yaml.org,2002:int", construct_int)
+    Loader.add_constructor("tag:yaml.org,2002:map", construct_mapping)
     return Loader
+
+
+class DuplicateKey(ValueError):
+    """A JSON object or YAML mapping that gives one key twice (readers keep the last silently)."""
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` for json.loads: DuplicateKey naming a key given twice."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise DuplicateKey(f"key {key!r} is given twice in one object; a key may appear once")
+        out[key] = value
+    return out
 
 
 def read_document(path: Path) -> Any:
@@ -601,9 +652,11 @@ def read_document(path: Path) -> Any:
     text = read_text(path)
     try:
         if path.suffix == ".json":
-            data = json.loads(text, parse_int=bounded_int)
+            data = json.loads(text, parse_int=bounded_int, object_pairs_hook=unique_keys)
         else:
             data = yaml.load(text, Loader=_yaml_loader())  # noqa: S506 - a SafeLoader subclass
+    except DuplicateKey as e:
+        raise SpecError(str(path), [("", str(e))]) from None
     except RecursionError:
         raise SpecError(str(path), [("", f"is nested far more than {MAX_DEPTH} levels deep")]) from None
     except json.JSONDecodeError as e:
@@ -716,23 +769,71 @@ def _workload(ref: str | Workload, field: str, source: str, root: Path) -> Workl
         raise
 
 
+def cnf_text(config: str, root: Path | None = None) -> str:
+    """The text of workloads/mysql/<config>.cnf; SpecError when there is none, or it is not a regular
+    file (a FIFO would block the reader for ever), too large, or not UTF-8 (``read_text``)."""
+    folder = (root or workloads_dir()) / "mysql"
+    path = folder / f"{config}.cnf"
+    if not os.path.lexists(path):
+        raise SpecError(str(path), [("", f"no file {config}.cnf in {folder.resolve()}")])
+    try:
+        return read_text(path)
+    except SpecError as e:
+        raise SpecError(str(path), [("", f"{config}.cnf {e.problems[0][1]}")]) from None
+
+
+_REQUIRE = re.compile(r"""\brequire\s*\(?\s*["']([A-Za-z0-9_]+)["']""")
+
+
+def lua_test_problem(test: str, root: Path) -> str | None:
+    """Why a workload's ``lua/<name>.lua`` test cannot run (None: it can): it must be a regular file
+    in ``root``/lua (the agent bundle ships that folder; no link out of it) and a workload, not a
+    module other scripts ``require`` (benchfleet_common.lua)."""
+    folder = (root / "lua").resolve()
+    path = root / test
+    try:
+        real = path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return f"{test} does not exist in {root}"
+    if real.parent != folder or not real.is_file():
+        return f"{test} is not a Lua script in {folder} (a link out of it, or not a regular file)"
+    helpers = set()
+    for script in folder.glob("*.lua"):
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            helpers.update(_REQUIRE.findall(script.read_text()))
+    if real.stem in helpers:
+        return f"{test} is a module the Lua workloads require, not a workload"
+    return None
+
+
+def test_problems(workloads: list[tuple[str, Workload]], root: Path) -> list[tuple[str, str]]:
+    """(field, problem) for every workload whose test cannot run: built-in names are checked by the
+    model (BUILTIN_TESTS), Lua scripts here (``lua_test_problem``)."""
+    problems = []
+    for name, w in workloads:
+        problem = lua_test_problem(w.test, root) if w.test.startswith("lua/") else None
+        if problem:
+            problems.append((f"{name}.test", problem))
+    return problems
+
+
 def resolve(spec: ComparisonSpec, source: str, root: Path | None = None) -> LoadedSpec:
     root = root or workloads_dir()
     workload = _workload(spec.workload, "workload", source, root)
     variants = [resolve_variant(v, _workload(v.workload, f"variants[{i}].workload", source, root)
                                 if v.workload is not None else workload)
                 for i, v in enumerate(spec.variants)]
-    problems = []
-    for name, w in [("workload", workload), *((f"variants[{i}].workload", v.workload)
-                                              for i, v in enumerate(variants) if spec.variants[i].workload)]:
-        if w.test.startswith("lua/") and not (root / w.test).exists():
-            problems.append((f"{name}.test", f"{w.test} does not exist in {root}"))
+    problems = test_problems([("workload", workload), *((f"variants[{i}].workload", v.workload)
+                                                        for i, v in enumerate(variants) if spec.variants[i].workload)],
+                             root)
     configs = [(f"targets[{i}].mysql_config", t.mysql_config) for i, t in enumerate(spec.targets)]
     configs += [(f"variants[{i}].mysql_config", v.mysql_config) for i, v in enumerate(spec.variants)
                 if v.mysql_config]
     for field, config in configs:
-        if not (root / "mysql" / f"{config}.cnf").exists():
-            problems.append((field, f"no file {config}.cnf in {(root / 'mysql').resolve()}"))
+        try:
+            cnf_text(config, root)
+        except SpecError as e:
+            problems.append((field, e.problems[0][1]))
     problems += variant_problems(spec, workload, variants)
     if problems:
         raise SpecError(source, problems)
@@ -791,7 +892,11 @@ def inline_loaded(spec: ComparisonSpec, source: str) -> LoadedSpec:
         raise SpecError(source, problems)
     variants = [resolve_variant(v, v.workload if isinstance(v.workload, Workload) else spec.workload)
                 for v in spec.variants]
-    problems = variant_problems(spec, spec.workload, variants)
+    # The Lua scripts are the ones the agent bundle ships (the Lambdas carry a copy of workloads/lua).
+    problems = test_problems([("workload", spec.workload), *((f"variants[{i}].workload", v.workload)
+                                                             for i, v in enumerate(spec.variants)
+                                                             if isinstance(v.workload, Workload))], workloads_dir())
+    problems += variant_problems(spec, spec.workload, variants)
     if problems:
         raise SpecError(source, problems)
     return LoadedSpec(spec=spec, workload=spec.workload, source=source, variants=variants)

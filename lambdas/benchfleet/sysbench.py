@@ -20,12 +20,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 __all__ = [
+    "BUILTIN_TESTS",
     "Interval",
     "Summary",
     "SysbenchOutput",
     "SysbenchParseError",
     "build_command",
     "interval_lengths",
+    "option_refusal",
     "parse_interval",
     "parse_output",
     "step_accounting",
@@ -36,6 +38,46 @@ __all__ = [
 _OPTION_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 _TEST_NAME = re.compile(r"^[A-Za-z0-9_./-]{1,200}$")
 _COMMANDS = ("prepare", "run", "cleanup", "help")
+
+# sysbench 1.0.20's database workloads (its /usr/share/sysbench scripts; oltp_common is the module
+# they share, not a workload, and cpu / fileio / memory / threads / mutex measure no database).
+BUILTIN_TESTS = ("bulk_insert", "oltp_delete", "oltp_insert", "oltp_point_select", "oltp_read_only",
+                 "oltp_read_write", "oltp_update_index", "oltp_update_non_index", "oltp_write_only",
+                 "select_random_points", "select_random_ranges")
+
+# The rule for sysbench options a workload (or a variant) may give, shared by benchfleet.spec (validate,
+# the API, Plan) and the agent, which enforces it again on every job. Names are compared with dashes
+# (sysbench reads table_size and table-size alike).
+#
+# Set by the agent for every step, from the step and the target: never from a job's options.
+AGENT_OPTIONS = frozenset({
+    "threads", "num-threads", "time", "max-time", "report-interval", "config-file",
+    "mysql-host", "mysql-port", "mysql-socket", "mysql-user", "mysql-password", "mysql-db",
+})
+# Set from the workload's own keys (tables, table_size, percentile, rand_type): in a job, never in a spec.
+WORKLOAD_KEY_OPTIONS = frozenset({"tables", "table-size", "percentile", "rand-type"})
+# Would fake the figures, end the step early, change what the agent parses, or connect elsewhere.
+MEASUREMENT_OPTIONS = frozenset({
+    "mysql-dry-run", "events", "max-requests", "warmup-time", "forced-shutdown", "report-checkpoints",
+    "histogram", "verbosity", "debug", "db-debug", "mysql-debug", "help", "version", "db-driver",
+    "luajit-cmd",
+})
+# TLS is the target's setting (db.tls); PostgreSQL options would point a pgsql driver elsewhere.
+MEASUREMENT_PREFIXES = ("pgsql-", "mysql-ssl")
+
+
+def option_refusal(name: str, in_job: bool = False) -> Optional[str]:
+    """Why a workload may not give sysbench option ``name`` (None: it may). ``in_job``: the option
+    is in an agent job, where the workload's own keys arrive as options (WORKLOAD_KEY_OPTIONS)."""
+    option = name.replace("_", "-")
+    if option in AGENT_OPTIONS:
+        return "{} is set by benchfleet for every step (from the workload's keys and the target)".format(name)
+    if option in WORKLOAD_KEY_OPTIONS and not in_job:
+        return "{} must be set through the workload's own key ({})".format(name, option.replace("-", "_"))
+    if option in MEASUREMENT_OPTIONS or option.startswith(MEASUREMENT_PREFIXES):
+        return ("{} would change what is measured or where sysbench connects; benchfleet does not take it"
+                .format(name))
+    return None
 
 
 class SysbenchParseError(ValueError):

@@ -21,7 +21,7 @@ from typing import Any
 
 from benchfleet import serverparams
 from benchfleet.mysqlcnf import engine_family, render, with_server_options
-from benchfleet.spec import LoadedSpec, ResolvedVariant, target_settings, workloads_dir
+from benchfleet.spec import LoadedSpec, ResolvedVariant, cnf_text, target_settings
 
 SERVER_KINDS = ("local", "ec2")       # servers benchfleet runs: SET GLOBAL and restarts
 PARAMETER_GROUP_KINDS = ("rds", "aurora")
@@ -35,7 +35,7 @@ def family_of(target: Any) -> str:
 def cnf_source(target: Any, variant: ResolvedVariant | None, root: Path | None = None) -> tuple[str, str]:
     """(mysql_config name, cnf text with server_options layered over it) of ``target`` for ``variant``."""
     config, options = target_settings(target, variant)
-    text = ((root or workloads_dir()) / "mysql" / f"{config}.cnf").read_text()
+    text = cnf_text(config, root)
     return config, with_server_options(text, options)
 
 

@@ -562,9 +562,10 @@ describe('orchestration', () => {
     const dir = path.join(built.app.outdir, `asset.${hash}`);
     const files = (rel: string): string[] => fs.readdirSync(path.join(dir, rel)).sort();
     expect(files('.')).toEqual(['benchfleet', 'handlers', 'statemachines', 'workloads']);
-    expect(files('workloads')).toEqual(['catalogue', 'mysql', 'pricing']);
+    expect(files('workloads')).toEqual(['catalogue', 'lua', 'mysql', 'pricing']);
     expect(files('workloads/pricing')).toEqual(expect.arrayContaining(['ec2.json', 'rds.json', 'aurora.json', 'ebs.json']));
     expect(files('workloads/mysql')).toContain('default.cnf');
+    expect(files('workloads/lua')).toEqual(expect.arrayContaining(['benchfleet_common.lua', 'iibench.lua']));
     expect(files('handlers')).toEqual(expect.arrayContaining(ALL_HANDLERS.map((m) => `${m}.py`)));
     // Heavy modules, the CLI and caches stay out of the Lambdas.
     for (const absent of ['local', 'report', 'cli.py']) expect(files('benchfleet')).not.toContain(absent);

@@ -125,18 +125,19 @@ def test_job_carries_workload_options_and_nothing_reserved() -> None:
     assert job["step"] == {"name": "t0008", "kind": "measure", "threads": 8, "duration_s": 30}
     opts = job["sysbench"]["options"]
     assert opts["db-ps-mode"] == "disable" and opts["rand-type"] == "pareto" and opts["percentile"] == 95
-    job["sysbench"]["options"]["config-file"] = "/tmp/x"
     conn = agent.connect(job)
     try:
         argv = agent.sysbench_argv(job, "run", {"threads": 8, "time": 30}, conn)
-        job["sysbench"]["options"]["mysql-password"] = "smuggled"
-        with pytest.raises(agent.JobError, match="mysql-password"):
-            agent.sysbench_argv(job, "run", {}, conn)
+        # Options the agent sets are never taken from a job: refused, not silently overridden.
+        for smuggled in ("config-file", "mysql-password", "mysql_host"):
+            bad = {**job, "sysbench": {**job["sysbench"], "options": {**opts, smuggled: "x"}}}
+            with pytest.raises(agent.JobError, match=smuggled):
+                agent.sysbench_argv(bad, "run", {}, conn)
     finally:
         conn.close()
     assert argv[:2] == ["sysbench", "oltp_read_only"] and argv[-1] == "run"
     assert "--threads=8" in argv and "--mysql-host=h" in argv and "--mysql-ssl=off" in argv
-    # The connection's own options win over the workload's; the password is in the option file.
+    # The password is in the option file.
     assert f"--config-file={conn.sysbench_config}" in argv
     assert not any(a.startswith("--mysql-password") for a in argv)
 

@@ -67,7 +67,7 @@ def test_demo_spec_loads_with_defaults_and_its_workload() -> None:
     (spec(workload=dict(INLINE, duration_s=3 * 86400)), "workload.duration_s", "less than or equal"),
     (spec(workload=dict(INLINE, percentile=100)), "workload.percentile", "less than or equal to 99"),
     (spec(workload=dict(INLINE, test="../../etc/passwd")), "workload.test", "built-in test name"),
-    (spec(workload=dict(INLINE, options={"mysql-host": "evil"})), "workload.options", "own keys"),
+    (spec(workload=dict(INLINE, options={"mysql-host": "evil"})), "workload.options", "set by benchfleet"),
     (spec(workload=dict(INLINE, options={"x": "a;b"})), "workload.options", "characters"),
     (spec(colour="red"), "colour", "unknown key"),
     (spec(repetitions=0), "repetitions", "greater than or equal to 1"),

@@ -51,7 +51,7 @@ def problems(data: dict[str, Any]) -> list[tuple[str, str]]:
      "no workload named"),
     (spec(variants=[{"id": "a"}, {"id": "b", "mysql_config": "nope"}]), "variants[1].mysql_config", "no file"),
     (spec(variants=[{"id": "a"}, {"id": "b", "options": {"mysql-host": "elsewhere"}}]), "variants[1].options",
-     "own keys"),
+     "set by benchfleet"),
     (spec(variants=[{"id": "a"}, {"id": "b", "server_options": {"Bad Name": 1}}]), "variants[1].server_options",
      "not a server option name"),
     (spec(targets=[{"id": "mine", "kind": "existing", "host": "h", "password_env": "P"}]),

@@ -43,7 +43,7 @@ if HERE not in sys.path:
 import benchfleet_dbclient  # noqa: E402
 import benchfleet_install  # noqa: E402
 import benchfleet_placement  # noqa: E402
-from benchfleet.sysbench import Interval, build_command, parse_interval, parse_output  # noqa: E402
+from benchfleet.sysbench import Interval, build_command, option_refusal, parse_interval, parse_output  # noqa: E402
 
 EXIT_FAILED = 3
 EXIT_BAD_JOB = 2
@@ -157,8 +157,12 @@ def sysbench_argv(job: Dict[str, Any], command: str, extra: Dict[str, Any],
         if not os.path.exists(test):
             raise JobError("Lua script {} is not in the agent bundle".format(bench.get("test")))
     options = dict(bench.get("options") or {})
-    if "mysql-password" in options:
-        raise JobError("sysbench.options.mysql-password: the password comes from db, never the command line")
+    # The spec's rule again (benchfleet.sysbench.option_refusal): a job, however it was made, cannot
+    # fake the figures (mysql-dry-run), end the step early (events) or connect elsewhere (db-driver).
+    for name in options:
+        refusal = option_refusal(str(name), in_job=True)
+        if refusal:
+            raise JobError("sysbench.options.{}: {}".format(name, refusal))
     options.update(conn.sysbench_options())
     options.update(extra)
     return build_command(test, command, options, sysbench=job.get("sysbench_binary") or "sysbench")

@@ -20,7 +20,7 @@ from pathlib import Path
 from benchfleet.local.existing import ExistingServer, ExistingServerError, password_of
 from benchfleet.local.mariadb import LOG_PREFIX, find_binary
 from benchfleet.mysqlcnf import CnfError, render, with_server_options
-from benchfleet.spec import ExistingTarget, LoadedSpec, LocalTarget, SpecError, workloads_dir
+from benchfleet.spec import ExistingTarget, LoadedSpec, LocalTarget, SpecError, cnf_text
 
 
 @dataclass
@@ -56,7 +56,7 @@ def preflight(loaded: LoadedSpec) -> Preflight:
                 problems.append((f"targets[{i}].database" if "refusing" in message else f"targets[{i}].host",
                                  message))
         elif isinstance(target, LocalTarget):
-            source = with_server_options((workloads_dir() / "mysql" / f"{target.mysql_config}.cnf").read_text(),
+            source = with_server_options(cnf_text(target.mysql_config),
                                          target.server_options)
             try:
                 text = render(source, "mariadb", target.memory_mb * 1024 * 1024, f"{target.mysql_config}.cnf").text

@@ -30,7 +30,7 @@ from benchfleet.local.watchdog import StepWatchdog, deadline_s, kill_group, plan
 from benchfleet.naming import new_run_id, raw_key
 from benchfleet.plan import Plan, PlanStep
 from benchfleet.records import AgentOutput, Fingerprint, parse_agent_lines
-from benchfleet.spec import ExistingTarget, LoadedSpec, LocalTarget, repo_root, workloads_dir
+from benchfleet.spec import ExistingTarget, LoadedSpec, LocalTarget, cnf_text, repo_root, workloads_dir
 
 # Fingerprint fields that describe the machine the agent runs on. For an existing server that is
 # this machine, not the server's: they are left empty rather than recorded as the server's.
@@ -139,7 +139,7 @@ def _server_for(target: LocalTarget | ExistingTarget, repetition: int, home: Pat
                "included, are this machine's (the client's), not the server's")
         return ExistingServer(target, table_prefixes())
     cnf_path = workloads_dir() / "mysql" / f"{target.mysql_config}.cnf"
-    server = LocalServer(home, f"{target.id}-r{repetition}", cnf_path.read_text(), target.memory_mb,
+    server = LocalServer(home, f"{target.id}-r{repetition}", cnf_text(target.mysql_config), target.memory_mb,
                          target.cpus, cnf_name=cnf_path.name, server_options=target.server_options)
     if server.rendered.skipped:
         notice(f"{cnf_path.name} options not applied on MariaDB: " + ", ".join(server.rendered.skipped))

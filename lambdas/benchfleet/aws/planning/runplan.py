@@ -46,9 +46,9 @@ from benchfleet.spec import (
     RdsTarget,
     SpecError,
     Workload,
+    cnf_text,
     inline_loaded,
     parse_spec,
-    workloads_dir,
 )
 
 # Above this many targets the targets Map runs Distributed (each target its own child history).
@@ -174,11 +174,10 @@ def _ec2_engine_ok(engine: str) -> bool:
 def _cnf_source(index: int, name: str, engine: str, server_options: dict[str, Any] | None = None) -> str:
     """workloads/mysql/<name>.cnf without comments (the renderer ignores them) with the target's
     server_options layered over it (the host installs exactly this), checked to render."""
-    path = workloads_dir() / "mysql" / f"{name}.cnf"
     try:
-        text = path.read_text()
-    except OSError:
-        raise PlanRejected(f"spec: targets[{index}].mysql_config: no workloads/mysql/{name}.cnf") from None
+        text = cnf_text(name)
+    except SpecError as e:
+        raise PlanRejected(f"spec: targets[{index}].mysql_config: {e.problems[0][1]}") from None
     lines = [line.split("#", 1)[0].rstrip() for line in text.splitlines()]
     source = with_server_options("\n".join(line for line in lines if line.strip()) + "\n", server_options)
     try:
