@@ -21,7 +21,7 @@ from typing import Any
 
 from benchfleet.local.store import DuckDBStore, RunNotFound
 from benchfleet.naming import new_run_id
-from benchfleet.records import AgentOutput, Sample, StepSummary
+from benchfleet.records import AgentOutput, Sample, StepSummary, sample_phase
 from benchfleet.spec import SLUG
 from benchfleet.stats.figures import weighted_cv
 from benchfleet.sysbench import (
@@ -235,10 +235,13 @@ def _store_log(store: DuckDBStore, run_id: str, target_id: str, log: _Log) -> No
     batch: list[Sample] = []
 
     def take(i: Interval) -> None:
+        phase = sample_phase("measure", len(seconds))
         seconds.append(i.second)
-        tps.append(i.tps)
-        lengths.append(i.interval_s if i.interval_s is not None else 1.0)
-        batch.append(Sample(**base, time=start + timedelta(seconds=i.second), second=i.second, tps=i.tps,
+        if phase != "ramp":  # the ramp's rates are left out of the step's jitter, as for a run's
+            tps.append(i.tps)
+            lengths.append(i.interval_s if i.interval_s is not None else 1.0)
+        batch.append(Sample(**{**base, "phase": phase}, time=start + timedelta(seconds=i.second), second=i.second,
+                            tps=i.tps,
                             qps=i.qps, reads_per_s=i.reads_per_s, writes_per_s=i.writes_per_s,
                             other_per_s=i.other_per_s, latency_ms=i.latency_ms, latency_pct=i.latency_pct,
                             errors_per_s=i.errors_per_s, reconnects_per_s=i.reconnects_per_s,

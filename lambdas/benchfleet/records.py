@@ -17,7 +17,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from benchfleet.stats.figures import weighted_cv
 from benchfleet.sysbench import interval_lengths, step_accounting
 
-Phase = Literal["prepare", "warmup", "measure"]
+Phase = Literal["prepare", "warmup", "measure", "ramp"]
+# Every measure step starts a fresh sysbench: its threads connect and prepare their statements during
+# the first report interval, which runs up to 21% below the step's rate. That first report of every
+# measure step is its ramp: phase "ramp" (the agent writes "measure"; this reader, the one every store is
+# built by, relabels it), left out of every per-second figure and of the step's tps (benchfleet.stats).
+RAMP_REPORTS = 1
+
+
+def sample_phase(step_phase: str, index: int) -> str:
+    """The phase of the ``index``-th (0-based) sample of a step of ``step_phase``."""
+    return "ramp" if step_phase == "measure" and index < RAMP_REPORTS else step_phase
 
 
 class RecordError(ValueError):
@@ -54,8 +64,11 @@ class Sample(_Row):
     cpu_user_pct: float | None = None
     cpu_system_pct: float | None = None
     cpu_iowait_pct: float | None = None
-    interval_s: float | None = Field(None, description="seconds this sample's rates cover, from sysbench's "
-                                     "timestamps (not always the report interval under load)")
+    arrived_s: float | None = Field(None, description="when the agent saw this report arrive: seconds since "
+                                    "sysbench started its clock (its 'Threads started!' line), monotonic")
+    interval_s: float | None = Field(None, description="seconds this sample's rates cover: measured from "
+                                     "arrived_s where the agent recorded it, else from sysbench's printed "
+                                     "timestamps, which are rounded to the second (±0.5 s)")
 
 
 class StepSummary(_Row):
@@ -192,26 +205,37 @@ def parse_agent_lines(text: str, source: str = "agent output") -> AgentOutput:
 
 
 def with_interval_lengths(samples: list[Sample]) -> list[Sample]:
-    """Samples with ``interval_s`` from consecutive ``second`` timestamps of the same step (in the
-    order written): under load sysbench reports late, and a sample then covers several seconds."""
+    """Samples with ``interval_s`` and their phase (``ramp`` for the first of a measure step), per step
+    in the order written. Under load sysbench reports late and a sample covers more than one report
+    interval; the length is measured (consecutive ``arrived_s``, the first from sysbench's start) when
+    every sample of the step has it, else taken from the printed ``second`` timestamps, rounded to the
+    second (two reports in one rounded second then get lengths 1 and 0: see duplicate_timestamps)."""
     steps: dict[tuple[str, str, int, str], list[int]] = defaultdict(list)
     for i, s in enumerate(samples):
         steps[(s.run_id, s.target_id, s.repetition, s.step)].append(i)
     out = list(samples)
     for indices in steps.values():
-        for i, length in zip(indices, interval_lengths([samples[i].second for i in indices]), strict=True):
+        elapsed = [samples[i].arrived_s for i in indices]
+        measured = [e for e in elapsed if e is not None]
+        lengths = interval_lengths(measured if len(measured) == len(indices)
+                                   else [samples[i].second for i in indices])
+        for k, (i, length) in enumerate(zip(indices, lengths, strict=True)):
+            update: dict[str, Any] = {"phase": sample_phase(samples[i].phase, k)}
             if out[i].interval_s is None:
-                out[i] = out[i].model_copy(update={"interval_s": length})
+                update["interval_s"] = length
+            out[i] = out[i].model_copy(update=update)
     return out
 
 
 def per_second_figures(samples: list[Sample], total_time_s: float,
                        report_interval_s: float | None = None) -> dict[str, Any]:
-    """A step's figures from its samples: accounting (:func:`step_accounting`), ``tps_cv`` (jitter,
-    weighted by interval length) and ``steal_mean_pct`` (mean per-second steal)."""
-    weights = [s.interval_s if s.interval_s is not None else 1.0 for s in samples]
-    steal = [s.cpu_steal_pct for s in samples if s.cpu_steal_pct is not None]
-    jitter = weighted_cv([s.tps for s in samples], weights)
+    """A step's figures from its samples: accounting (:func:`step_accounting`, over every sample), and
+    over the measured seconds (the ramp left out) ``tps_cv`` (jitter, weighted by interval length) and
+    ``steal_mean_pct`` (mean per-second steal)."""
+    measured = [s for s in samples if s.phase != "ramp"]
+    weights = [s.interval_s if s.interval_s is not None else 1.0 for s in measured]
+    steal = [s.cpu_steal_pct for s in measured if s.cpu_steal_pct is not None]
+    jitter = weighted_cv([s.tps for s in measured], weights)
     return {**step_accounting([s.second for s in samples], total_time_s, report_interval_s),
             "tps_cv": round(jitter, 6) if jitter is not None else None,
             "steal_mean_pct": round(statistics.fmean(steal), 4) if steal else None}

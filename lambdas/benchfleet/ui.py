@@ -13,7 +13,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 from rich.table import Table
 
 from benchfleet.plan import Plan, PlanStep, TargetPlan
-from benchfleet.records import AgentOutput
+from benchfleet.records import AgentOutput, StepSummary
 
 # Off a terminal (CI logs, pipes) rich would assume 80 columns and fold the tables.
 console = Console(width=None if sys.stdout.isatty() else 160)
@@ -118,17 +118,21 @@ class RichObserver:
         self.state.finish_phase(step.estimated_s + self.state.target(target_id).step_overhead_s)
         self._show(step.name)
         for s in output.summaries:
-            pct = f"p{s.latency_pct}" if s.latency_pct else "lat"
-            # Samples present of expected: under load sysbench reports late and one line covers seconds.
-            samples = f"{s.samples}/{s.samples_expected}" if s.samples_expected is not None else str(s.samples)
-            last = ", last interval missing" if s.missing_final else ""
-            self.progress.console.print(
-                f"  {target_id} rep {repetition} {step.name:>8}: {s.tps:,.1f} tps, {s.qps:,.0f} qps, "
-                f"{pct} {_fmt(s.latency_pct_ms, 2)} ms, {samples} samples{last}, "
-                f"steal {_fmt(s.steal_mean_pct, 2)}%")
+            self.progress.console.print(step_line(target_id, repetition, step.name, s))
 
     def message(self, text: str) -> None:
         self.progress.console.print(f"[yellow]{text}")
+
+
+def step_line(target_id: str, repetition: int, step: str, s: StepSummary) -> str:
+    """The line a finished step prints: sysbench's figures, the samples present of expected (under load
+    sysbench reports late and one line covers seconds) and, when it happened, the final report sysbench
+    silences as its run ends, called what it is: normal."""
+    pct = f"p{s.latency_pct}" if s.latency_pct else "lat"
+    samples = f"{s.samples}/{s.samples_expected}" if s.samples_expected is not None else str(s.samples)
+    last = ", final report silenced (sysbench's normal end)" if s.missing_final else ""
+    return (f"  {target_id} rep {repetition} {step:>8}: {s.tps:,.1f} tps, {s.qps:,.0f} qps, "
+            f"{pct} {_fmt(s.latency_pct_ms, 2)} ms, {samples} samples{last}, steal {_fmt(s.steal_mean_pct, 2)}%")
 
 
 # A cloud target without a region runs in the region the stack is deployed in.
@@ -298,8 +302,8 @@ def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
     variant = stats.get("variant")
     title = f"comparison: {run_id}" + (f"\n[bold yellow]not the spec's result: {variant['label']}" if variant else "")
     table = _compact_table(title, f"baseline {stats.get('baseline')}; intervals 95%; Δ: Welch (measured apart) "
-                           f"unless 'paired'; margin ±{stats.get('margin_pct', 5):g}%; gaps: repetitions whose "
-                           "per-second samples fall short", [
+                           f"unless 'paired'; margin ±{stats.get('margin_pct', 5):g}%; gaps: repetitions that "
+                           "reported late (seconds inside longer intervals) or twice in one second", [
                                ("target", True), ("thr", False), ("reps", False), ("tps", False),
                                ("tps 95% CI", False), ("vs base", False), ("Δ 95% CI", False),
                                ("verdict", True), (f"p{pct} ms", False), ("steal%", False), ("gaps", True)])
@@ -351,7 +355,10 @@ def print_run_comparison(doc: dict[str, Any]) -> None:
 
 
 def _gaps(row: dict[str, Any]) -> str:
-    return ",".join(f"r{s['repetition']}" for s in row.get("steps") or [] if s.get("gap"))
+    """Repetitions whose per-second data has seconds reported late or two reports in one printed second
+    (never the final report sysbench silences as every run ends)."""
+    return ",".join(f"r{s['repetition']}" for s in row.get("steps") or []
+                    if s.get("gap") or s.get("duplicate_timestamps"))
 
 
 def print_remote_run(run: dict[str, Any]) -> None:

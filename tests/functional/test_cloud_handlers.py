@@ -342,8 +342,14 @@ def test_step_callback_of_a_task_no_longer_waiting_does_nothing(aws):
 def seed_stdout(step: str, target_id: str, shift_s: float = 0.0) -> None:
     """The fixture's agent output as Run Command leaves it in S3 (``shift_s``: moved in time)."""
     lines = []
-    for line in (FIXTURES / ("prepare.jsonl" if step == "prepare" else "t0001.jsonl")).read_text().splitlines():
-        record = json.loads(line)
+    records = [json.loads(line) for line in
+               (FIXTURES / ("prepare.jsonl" if step == "prepare" else "t0001.jsonl")).read_text().splitlines()]
+    # The fixture predates the agent's timing of each report's arrival (arrived_s, issue 24): added as
+    # the agent writes it, so that what collect sends is what today's agent makes it send.
+    started = next((r["started"] for r in records if r.get("type") == "summary"), None)
+    for record in records:
+        if record.get("type") == "sample" and started is not None:
+            record.setdefault("arrived_s", round(record["time"] - started, 6))
         record.update(run_id=RUN, target_id=target_id, repetition=1, step=step, workload="fixture-oltp")
         for key in ("time", "started"):
             if key in record:
@@ -376,8 +382,9 @@ def test_collect_writes_batches_of_at_most_100_and_cloud_metrics_in_ms(aws):
     assert (out["samples"], out["summaries"], out["cloud_metrics"]) == (240, 1, 2)
     ts = proxies["timestream-write"]
     # One request per metric: a request shares one measure name (its CommonAttributes).
-    assert ts.records_per_call == [100, 100, 40, 1, 1, 1]
-    assert ts.tables_per_call == ["samples", "samples", "samples", "step_summaries", "cloud_metrics", "cloud_metrics"]
+    # The step's first report is its ramp (a phase of its own): a request of its own.
+    assert ts.records_per_call == [1, 100, 100, 39, 1, 1, 1]
+    assert ts.tables_per_call == ["samples"] * 4 + ["step_summaries", "cloud_metrics", "cloud_metrics"]
     raw = boto3.client("s3", region_name=REGION).get_object(
         Bucket=BUCKET, Key=naming.raw_key(RUN, "rds-m6g", 1, "t0001"))["Body"].read().decode()
     assert len(raw.splitlines()) == 241 and "apt-get" not in raw

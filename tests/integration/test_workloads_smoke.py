@@ -26,7 +26,7 @@ from tests.conftest import REPO
 from benchfleet.agentjob import agent_job
 from benchfleet.local.mariadb import Connection, LocalServer
 from benchfleet.plan import make_plan, workload_steps
-from benchfleet.records import AgentOutput, StepSummary, parse_agent_lines
+from benchfleet.records import AgentOutput, StepSummary, parse_agent_lines, sample_phase
 from benchfleet.scale import smoke_workload
 from benchfleet.spec import LocalTarget, Workload, load_spec, load_workload
 
@@ -89,7 +89,9 @@ def run_workload(workload: Workload, conn: Connection, config_hash: str, target_
         assert summary.samples_expected == int(summary.total_time_s // workload.report_interval_s), what
         assert summary.covered_s == max(s.second for s in output.samples), what
         assert summary.missing_final == (summary.covered_s + 0.5 < summary.total_time_s), what
-        assert all(s.phase == step.kind and s.threads == step.threads for s in output.samples)
+        # The agent timed every report's arrival, and a measure step's first report is its ramp.
+        assert all(s.phase == sample_phase(step.kind, i) and s.threads == step.threads and s.arrived_s is not None
+                   for i, s in enumerate(output.samples))
         summaries.append(summary)
     return summaries
 

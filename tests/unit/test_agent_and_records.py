@@ -73,24 +73,28 @@ def test_cpu_times_reads_the_open_file_again_each_time() -> None:
 
 
 def test_summary_gets_jitter_and_mean_steal_from_its_seconds() -> None:
-    out = parse_agent_lines("\n".join([sample(1, 90, 1.0), sample(2, 110, 3.0), SUMMARY]))
+    # The first report is the step's ramp: counted in the accounting, left out of the figures.
+    out = parse_agent_lines("\n".join([sample(1, 70, 9.0), sample(2, 90, 1.0), sample(3, 110, 3.0),
+                                       SUMMARY.replace('"total_time_s": 3.0', '"total_time_s": 4.0')]))
     (s,) = out.summaries
-    assert s.samples == 2 and s.steal_mean_pct == 2.0
+    assert s.samples == 3 and s.steal_mean_pct == 2.0
     assert s.tps_cv == pytest.approx(14.1421356 / 100, abs=1e-6)  # stdev(90,110)=14.14, mean 100
     assert s.tps == 100.0  # sysbench's own figure, not the mean of seconds
-    # total time 3 s, report interval 1 s: three samples expected, two present, the last missing.
-    assert (s.samples_expected, s.covered_s, s.missing_final) == (3, 2.0, True)
+    # total time 4 s, report interval 1 s: four samples expected, three present, the last silenced.
+    assert (s.samples_expected, s.covered_s, s.missing_final) == (4, 3.0, True)
 
 
 def test_samples_carry_the_seconds_they_cover_and_jitter_is_weighted_by_them() -> None:
-    # Reports at 1, 3 and 4 s: the second sample stands for two seconds.
+    # Reports at 1, 3 and 4 s: the second sample stands for two seconds (the first is the ramp).
     out = parse_agent_lines("\n".join([sample(1, 100), sample(3, 50), sample(4, 100), SUMMARY.replace(
         '"total_time_s": 3.0', '"total_time_s": 4.0')]))
     assert [x.interval_s for x in out.samples] == [1, 2, 1]
+    assert [x.phase for x in out.samples] == ["ramp", "measure", "measure"]
     (s,) = out.summaries
     assert (s.samples, s.samples_expected, s.covered_s, s.missing_final) == (3, 4, 4.0, False)
-    # weighted mean 75 over 4 s; weighted variance (2 x 25^2 + 2 x 25^2) / 3
-    assert s.tps_cv == pytest.approx(math.sqrt(2500 / 3) / 75, abs=1e-6)
+    # after the ramp: weighted mean 200/3 over 3 s; weighted variance (2 (50 - m)^2 + (100 - m)^2) / 2
+    m = 200 / 3
+    assert s.tps_cv == pytest.approx(math.sqrt((2 * (50 - m) ** 2 + (100 - m) ** 2) / 2) / m, abs=1e-6)
 
 
 def test_the_report_interval_comes_with_the_summary_not_from_a_guess() -> None:

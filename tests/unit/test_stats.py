@@ -358,10 +358,18 @@ WITH s AS (
     SELECT *, coalesce(interval_s, 1.0) AS w FROM samples WHERE run_id = ? AND phase = 'measure'),
 m AS (
     SELECT target_id, repetition, step, sum(w * tps) / nullif(sum(w), 0) AS wmean, sum(w) AS wsum
-    FROM s GROUP BY target_id, repetition, step)
+    FROM s GROUP BY target_id, repetition, step),
+r AS (
+    SELECT target_id, repetition, step, sum(coalesce(interval_s, 1.0)) FILTER (WHERE phase = 'ramp') AS ramp_s,
+           sum(coalesce(interval_s, 1.0) * tps) FILTER (WHERE phase = 'ramp') AS ramp_transactions,
+           bool_and(arrived_s IS NOT NULL) AS intervals_measured,
+           count(*) - count(DISTINCT second) AS duplicate_timestamps
+    FROM samples WHERE run_id = ? AND phase IN ('measure', 'ramp') GROUP BY target_id, repetition, step)
 SELECT s.target_id, s.repetition, s.step, any_value(threads) AS threads, count(*) AS seconds,
        any_value(m.wsum) AS covered_s,
-       any_value(m.wmean) AS tps_mean, median(tps) AS tps_median, stddev_samp(tps) AS tps_stdev,
+       any_value(m.wmean) AS tps_mean, median(tps) AS tps_median,
+       CASE WHEN count(*) > 1 AND any_value(m.wsum) > 1
+            THEN sqrt(sum(w * (tps - m.wmean) ^ 2) / (any_value(m.wsum) - 1)) END AS tps_stdev,
        min(tps) AS tps_min, max(tps) AS tps_max,
        CASE WHEN count(*) > 1 AND any_value(m.wmean) <> 0 AND any_value(m.wsum) > 1
             THEN sqrt(sum(w * (tps - m.wmean) ^ 2) / (any_value(m.wsum) - 1)) / any_value(m.wmean) END AS tps_cv,
@@ -371,8 +379,10 @@ SELECT s.target_id, s.repetition, s.step, any_value(threads) AS threads, count(*
        CASE WHEN count(latency_ms) > 1 AND avg(latency_ms) <> 0
             THEN stddev_samp(latency_ms) / avg(latency_ms) END AS latency_series_cv,
        avg(cpu_steal_pct) AS steal_mean_pct, max(cpu_steal_pct) AS steal_max_pct,
-       avg(errors_per_s) AS errors_per_s_mean, any_value(latency_pct) AS latency_pct
-FROM s JOIN m USING (target_id, repetition, step)
+       avg(errors_per_s) AS errors_per_s_mean, any_value(latency_pct) AS latency_pct,
+       any_value(r.ramp_s) AS ramp_s, any_value(r.ramp_transactions) AS ramp_transactions,
+       any_value(r.intervals_measured) AS intervals_measured, any_value(r.duplicate_timestamps) AS duplicate_timestamps
+FROM s JOIN m USING (target_id, repetition, step) JOIN r USING (target_id, repetition, step)
 GROUP BY s.target_id, s.repetition, s.step
 ORDER BY s.target_id, threads, s.repetition
 """
@@ -380,7 +390,7 @@ ORDER BY s.target_id, threads, s.repetition
 # with the order DuckDB adds in (as between two runs of one query on more threads).
 _EXACT = {"target_id", "repetition", "step", "threads", "seconds", "tps_median", "tps_min", "tps_max",
           "latency_series_p50_ms", "latency_series_p95_ms", "latency_series_p99_ms", "steal_max_pct",
-          "latency_pct"}
+          "latency_pct", "intervals_measured", "duplicate_timestamps"}
 
 
 @pytest.mark.parametrize("batch_samples", [1, 500, 10**9])
@@ -404,11 +414,13 @@ def test_batched_step_stats_equal_one_query_on_real_agent_output(tmp_path: Path,
                                          summaries=[mine(x) for x in real.summaries]))
         s.execute("UPDATE samples SET latency_ms = NULL WHERE target_id = 'db-b' AND repetition = 2")
         s.execute("UPDATE samples SET interval_s = 3 WHERE target_id = 'db-a' AND second = 7")
-        reference = s.query(REFERENCE_STEP_STATS_SQL, [run_id])
+        reference = s.query(REFERENCE_STEP_STATS_SQL, [run_id, run_id])
         batched = stats.step_stats_in_store(s, run_id, batch_samples=batch_samples)
     finally:
         s.close()
-    assert len(batched) == len(reference) == 6 and all(r["seconds"] == 240 for r in reference)
+    # 240 reports a step: the first is its ramp, left out of every figure but ramp_s and ramp_transactions.
+    assert len(batched) == len(reference) == 6 and all(r["seconds"] == 239 for r in reference)
+    assert all(r["ramp_s"] == 1 and r["intervals_measured"] is False for r in reference)
     for new, old in zip(batched, reference, strict=True):
         assert list(new) == list(old)
         for key, value in old.items():

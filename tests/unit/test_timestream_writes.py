@@ -60,7 +60,8 @@ def test_requests_send_what_a_step_shares_once_and_lose_nothing():
     out = rows()
     records = [ts.sample_record(s) for s in out.samples]
     requests = ts.write_requests(ts.TABLE_SAMPLES, records)
-    assert [len(r["Records"]) for r in requests] == [100, 100, 40]
+    # The step's first report is its ramp (a phase, so dimensions, of its own): a request of its own.
+    assert [len(r["Records"]) for r in requests] == [1, 100, 100, 39]
     assert [m for r in requests for m in merged(r)] == records
     for r in requests:
         assert r["TableName"] == "samples" and set(r["CommonAttributes"]) == set(ts.COMMON_KEYS)

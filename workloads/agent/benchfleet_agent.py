@@ -6,7 +6,8 @@ runner). It takes one *job* -- one plan step -- as JSON, runs sysbench for it, s
 every sysbench interval line, and writes JSON lines to stdout (and to ``--out`` if given):
 
   {"type": "fingerprint", ...}   prepare step: the environment the figures were measured on
-  {"type": "sample", ...}        one per sysbench interval (1 s): rates, latency, CPU steal/user/...
+  {"type": "sample", ...}        one per sysbench interval (1 s): rates, latency, CPU steal/user/...,
+                                 and arrived_s, when the line arrived (seconds since sysbench's start)
   {"type": "summary", ...}       one per step: sysbench's own final figures for the step
   {"type": "error", ...}         a failure; the agent then exits non-zero
 
@@ -45,6 +46,8 @@ import benchfleet_install  # noqa: E402
 import benchfleet_placement  # noqa: E402
 from benchfleet.sysbench import Interval, build_command, option_refusal, parse_interval, parse_output  # noqa: E402
 
+# The line sysbench prints as its run's clock starts (sysbench.c, threads_started_callback).
+THREADS_STARTED = "Threads started!"
 EXIT_FAILED = 3
 EXIT_BAD_JOB = 2
 EXIT_BUSY = 4
@@ -350,15 +353,26 @@ def _run_step(job: Dict[str, Any], emit: Emitter, conn: benchfleet_dbclient.Conn
         cpu.close()
         return emit.error("run", "cannot start sysbench: {}".format(e))
     assert proc.stdout is not None
+    # sysbench writes unbuffered and starts its clock as it prints "Threads started!"; each report's
+    # rates are over the real time since the previous report, but it prints that time rounded to the
+    # second. The agent sees each line arrive, so it measures the seconds every report covers
+    # (``arrived_s``: since "Threads started!" arrived, on the monotonic clock).
+    threads_started: Optional[float] = None
     try:
         for line in proc.stdout:
+            arrived = time.monotonic()
             lines.append(line)
+            if threads_started is None and line.startswith(THREADS_STARTED):
+                threads_started = arrived
+                continue
             interval = parse_interval(line)
             if interval is None:
                 continue
             # Sampled when sysbench reports, so each CPU figure covers the same second as the rates.
             after = cpu.read()
-            emit.emit("sample", time=time.time(), **_sample_fields(interval), **cpu_percentages(before, after))
+            elapsed = round(arrived - threads_started, 6) if threads_started is not None else None
+            emit.emit("sample", time=time.time(), arrived_s=elapsed, **_sample_fields(interval),
+                      **cpu_percentages(before, after))
             before = after
     except KeyboardInterrupt:
         # Stopped from outside (Ctrl-C, SIGTERM from the runner or SSM): sysbench must not outlive us.

@@ -23,7 +23,7 @@ _SAMPLE_COLUMNS = [
     "time", "run_id", "target_id", "repetition", "workload", "step", "threads", "phase", "second",
     "tps", "qps", "reads_per_s", "writes_per_s", "other_per_s", "latency_ms", "latency_pct",
     "errors_per_s", "reconnects_per_s", "cpu_steal_pct", "cpu_user_pct", "cpu_system_pct", "cpu_iowait_pct",
-    "interval_s",
+    "interval_s", "arrived_s",
 ]
 _SUMMARY_COLUMNS = [
     "time", "run_id", "target_id", "repetition", "workload", "step", "threads", "phase", "total_time_s",
@@ -76,6 +76,8 @@ ALTER TABLE targets ADD COLUMN IF NOT EXISTS availability_zone VARCHAR;
 ALTER TABLE targets ADD COLUMN IF NOT EXISTS prices JSON;
 -- Per-second accounting (interval_s) and a step's samples expected vs present.
 ALTER TABLE samples ADD COLUMN IF NOT EXISTS interval_s DOUBLE;
+-- When the agent saw each report arrive (interval lengths measured, not sysbench's rounded seconds).
+ALTER TABLE samples ADD COLUMN IF NOT EXISTS arrived_s DOUBLE;
 ALTER TABLE step_summaries ADD COLUMN IF NOT EXISTS samples_expected INTEGER;
 ALTER TABLE step_summaries ADD COLUMN IF NOT EXISTS covered_s DOUBLE;
 ALTER TABLE step_summaries ADD COLUMN IF NOT EXISTS missing_final BOOLEAN;

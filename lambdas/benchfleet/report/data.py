@@ -17,7 +17,7 @@ MIN_POINTS_PER_SERIES = 150
 # Each target x repetition's warm-up/measure span: where its time axis starts (t0) and how long it is.
 _SPANS_SQL = """
 SELECT target_id, repetition, epoch(min(time)) AS t0, epoch(max(time)) - epoch(min(time)) + 1 AS span_s
-FROM samples WHERE run_id = ? AND phase IN ('warmup', 'measure')
+FROM samples WHERE run_id = ? AND phase IN ('warmup', 'ramp', 'measure')
 GROUP BY target_id, repetition
 """
 
@@ -37,7 +37,7 @@ b AS (
            avg(s.tps) AS tps, min(s.tps) AS tps_min, max(s.tps) AS tps_max, avg(s.cpu_steal_pct) AS steal,
            avg(s.cpu_iowait_pct) AS iowait, avg(s.qps) AS qps, max(s.threads) AS threads
     FROM samples s JOIN f USING (target_id, repetition)
-    WHERE s.run_id = ? AND s.phase IN ('warmup', 'measure')
+    WHERE s.run_id = ? AND s.phase IN ('warmup', 'ramp', 'measure')
     GROUP BY s.target_id, s.repetition, bucket)
 SELECT target_id, repetition, list(bucket * width ORDER BY bucket) AS t, {},
        list(threads ORDER BY bucket) AS threads

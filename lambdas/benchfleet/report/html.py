@@ -239,9 +239,11 @@ def _summary_table(comparison: dict[str, Any]) -> str:
         rel_ci = (f"{_pct(rel.get('ci_low_pct'))} .. {_pct(rel.get('ci_high_pct'))}"
                   if rel.get("ci_low_pct") is not None else "<span class='muted'>-</span>")
         lat = r["latency_step_pct_ms"]
-        gaps = [f"rep {s['repetition']}: {s['samples']} of {s['samples_expected']} samples"
-                + (", last missing" if s.get("missing_final") else "")
-                for s in r.get("steps") or [] if s.get("gap")]
+        gaps = [f"rep {s['repetition']}: " + ", ".join(
+                    ([f"{s['reported_late']} s reported late"] if s.get("gap") else [])
+                    + ([f"{s['duplicate_timestamps']} report(s) with a repeated second"]
+                       if s.get("duplicate_timestamps") else []))
+                for s in r.get("steps") or [] if s.get("gap") or s.get("duplicate_timestamps")]
         rows.append([
             escape(r["target_id"]), _n(r["threads"]), _n(r["repetitions"]), _n(tps["mean"]), ci,
             f"{_n(tps['min'])} - {_n(tps['max'])}", _n(lat["median"], 2),
@@ -257,9 +259,10 @@ def _summary_table(comparison: dict[str, Any]) -> str:
             "ratios of measurements that shared a host or round, the others are Welch (measured apart); "
             "below 3 repetitions it says how many would decide. "
             + (escape(str(found["words"])) + ". " if found.get("comparisons") else "")
-            + f"p{pct} median: of an odd number of repetitions only. Per-second gaps: steps "
-            "whose samples fall short of total time / report interval (sysbench reported late) or "
-            "whose last interval is missing.</p>" + _table(
+            + f"p{pct} median: of an odd number of repetitions only. tps leaves out each step's ramp (its first "
+            "report, low while a fresh sysbench connects). The final report sysbench silences as every run "
+            "ends is normal and not flagged. Per-second gaps: seconds sysbench reported late (inside a "
+            "longer interval) and two reports printed with the same rounded second.</p>" + _table(
                 ["target", "threads", "reps", "tps mean", "tps 95% CI", "tps min - max", f"p{pct} ms median",
                  f"p{pct} ms min - max", "vs baseline", "vs baseline 95% CI", "verdict", "steal %",
                  "$/h per 1k TPS", "per-second gaps"], rows))
@@ -267,6 +270,7 @@ def _summary_table(comparison: dict[str, Any]) -> str:
 
 def _jitter_table(comparison: dict[str, Any]) -> str:
     rows = []
+    pct = next((r["latency_pct"] for r in comparison["rows"] if r.get("latency_pct")), 95)
     for r in comparison["rows"]:
         j = r["jitter"]
         rows.append([
@@ -280,11 +284,12 @@ def _jitter_table(comparison: dict[str, Any]) -> str:
                suffix="%"),
             _n(r["steal_mean_pct"], 2), _n(r["steal_max_pct"], 1), _n(r["errors_per_s_mean"], 2)])
     return ("<h2>Jitter</h2><p class='note'>Within each measure step, second by second (warm-up excluded): "
-            "CV = stdev / mean of per-second tps; latency p95/p99 over seconds = the 95th/99th percentile "
-            "of the per-second latency percentile (the worst seconds), median (and range) over "
-            "repetitions.</p>" + _table(
-                ["target", "threads", "tps CV mean", "tps CV max", "median tps/s", "lat p95 over s ms",
-                 "lat p99 over s ms", "p99 over s range", "latency CV", "steal mean %", "steal max %",
+            "CV = stdev / mean of per-second tps, both weighted by the seconds each report covers, the "
+            "step's ramp (first report) left out; 'p95 of per-second pNN' = the 95th percentile across the "
+            "step's seconds of sysbench's per-second latency percentile: how bad the worst seconds were, not "
+            "a percentile of transactions. Median (and range) over repetitions.</p>" + _table(
+                ["target", "threads", "tps CV mean", "tps CV max", "median tps/s", f"p95 of per-second p{pct} ms",
+                 f"p99 of per-second p{pct} ms", "its range", "latency CV", "steal mean %", "steal max %",
                  "errors/s"], rows))
 
 

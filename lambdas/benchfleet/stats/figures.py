@@ -48,18 +48,28 @@ def weighted_mean(values: Sequence[float], weights: Sequence[float]) -> float | 
     return math.fsum(w * x for x, w in zip(values, weights, strict=True)) / total
 
 
-def weighted_cv(values: Sequence[float], weights: Sequence[float]) -> float | None:
-    """CV of a rate over intervals of different lengths: the weighted mean, and the variance with
-    frequency weights sum(w (x - m)^2) / (sum(w) - 1), which is the sample variance when every
-    weight is 1. None as for :func:`cv`."""
+def weighted_stdev(values: Sequence[float], weights: Sequence[float]) -> float | None:
+    """Standard deviation of a rate over intervals of different lengths, with the weights of its
+    :func:`weighted_mean` as frequency weights: sqrt(sum(w (x - m)^2) / (sum(w) - 1)), the sample
+    standard deviation when every weight is 1 (an interval of w seconds counts as w seconds at its
+    rate). None below two values or a weight total of 1 or less."""
     if len(values) < 2:
         return None
     mean = weighted_mean(values, weights)
     total = math.fsum(weights)
-    if mean is None or mean == 0 or math.isnan(mean) or total <= 1:
+    if mean is None or math.isnan(mean) or total <= 1:
         return None
-    var = math.fsum(w * (x - mean) ** 2 for x, w in zip(values, weights, strict=True)) / (total - 1)
-    return math.sqrt(var) / mean
+    return math.sqrt(math.fsum(w * (x - mean) ** 2 for x, w in zip(values, weights, strict=True)) / (total - 1))
+
+
+def weighted_cv(values: Sequence[float], weights: Sequence[float]) -> float | None:
+    """CV of a rate over intervals of different lengths: :func:`weighted_stdev` / :func:`weighted_mean`
+    (the same weights for both). None as for :func:`cv`."""
+    sd = weighted_stdev(values, weights)
+    mean = weighted_mean(values, weights) if sd is not None else None
+    if sd is None or not mean:
+        return None
+    return sd / mean
 
 
 def mean_ci(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float] | None:
@@ -85,11 +95,14 @@ def step_stats(tps: Sequence[float], latency_ms: Sequence[float],
 
     - ``seconds``: number of per-second samples; ``covered_s``: the seconds they cover;
     - ``tps_mean``: of per-second tps weighted by interval length (events / time);
-    - ``tps_median``/``tps_stdev``/``tps_min``/``tps_max``: of per-second tps;
-    - ``tps_cv``: jitter, weighted stdev / weighted mean of per-second tps (:func:`weighted_cv`);
-    - ``latency_series_p50_ms``/``_p95_ms``/``_p99_ms``: the 50th/95th/99th percentile *across seconds*
-      of the per-second latency (each second's value is sysbench's ``latency_pct`` percentile of that
-      second's events) -- how bad the worst seconds were, not a percentile of all events;
+    - ``tps_stdev``: with the same weights (:func:`weighted_stdev`); ``tps_cv``: jitter, tps_stdev /
+      tps_mean (:func:`weighted_cv`);
+    - ``tps_median``/``tps_min``/``tps_max``: of the reported per-second tps (unweighted);
+    - ``latency_series_p50_ms``/``_p95_ms``/``_p99_ms``: the 50th/95th/99th percentile *across the
+      step's seconds* of the per-second latency percentile (each second's value is sysbench's
+      ``latency_pct`` percentile of that second's events): "the p95 of the per-second p95", how bad the
+      worst seconds were, never a percentile of the step's transactions (that is sysbench's own
+      ``latency_pct_ms`` of the whole step);
     - ``latency_series_cv``: stdev / mean of the per-second latency (latency jitter);
     - ``steal_mean_pct``/``steal_max_pct``: mean and max of per-second CPU steal (None if unmeasured).
     """
@@ -101,7 +114,7 @@ def step_stats(tps: Sequence[float], latency_ms: Sequence[float],
         "covered_s": math.fsum(weights) if tps else None,
         "tps_mean": weighted_mean(tps, weights) if tps else None,
         "tps_median": statistics.median(tps) if tps else None,
-        "tps_stdev": statistics.stdev(tps) if n > 1 else None,
+        "tps_stdev": weighted_stdev(tps, weights),
         "tps_min": min(tps) if tps else None,
         "tps_max": max(tps) if tps else None,
         "tps_cv": weighted_cv(tps, weights),

@@ -78,19 +78,28 @@ def step_stats_from_samples(samples: Iterable[Mapping[str, Any]]) -> list[dict[s
     """The rows of :func:`step_stats_in_store` computed in Python from sample rows (for stores without SQL)."""
     groups: dict[tuple[str, int, str], list[Mapping[str, Any]]] = defaultdict(list)
     for s in samples:
-        if s.get("phase") == "measure":
+        if s.get("phase") in ("measure", "ramp"):
             groups[(s["target_id"], int(s["repetition"]), s["step"])].append(s)
     out = []
-    for (target_id, repetition, step), rows in groups.items():
+
+    def weight(r: Mapping[str, Any]) -> float:
+        return float(r["interval_s"]) if r.get("interval_s") is not None else 1.0
+
+    for (target_id, repetition, step), both in groups.items():
+        rows = [r for r in both if r.get("phase") == "measure"]
+        ramp = [r for r in both if r.get("phase") == "ramp"]
         figures = step_stats([float(r["tps"]) for r in rows],
                              [float(r["latency_ms"]) for r in rows if r.get("latency_ms") is not None],
-                             [r.get("cpu_steal_pct") for r in rows],
-                             [float(r["interval_s"]) if r.get("interval_s") is not None else 1.0 for r in rows])
+                             [r.get("cpu_steal_pct") for r in rows], [weight(r) for r in rows])
         errors = [float(r["errors_per_s"]) for r in rows if r.get("errors_per_s") is not None]
         out.append({"target_id": target_id, "repetition": repetition, "step": step,
-                    "threads": int(rows[0]["threads"]), **figures,
+                    "threads": int(both[0]["threads"]), **figures,
                     "errors_per_s_mean": statistics.fmean(errors) if errors else None,
-                    "latency_pct": rows[0].get("latency_pct")})
+                    "latency_pct": both[0].get("latency_pct"),
+                    "ramp_s": math.fsum(weight(r) for r in ramp) if ramp else None,
+                    "ramp_transactions": math.fsum(weight(r) * float(r["tps"]) for r in ramp) if ramp else None,
+                    "intervals_measured": all(r.get("arrived_s") is not None for r in both),
+                    "duplicate_timestamps": len(both) - len({float(r["second"]) for r in both})})
     return sorted(out, key=lambda r: (r["target_id"], r["threads"], r["repetition"]))
 
 
@@ -257,17 +266,24 @@ def comparison(run: Mapping[str, Any], targets: Sequence[Mapping[str, Any]],
 
 
 NOTES = {
-    "tps": "sysbench's own tps of each measure step (exact over the step), across repetitions: mean, "
-           "min, max and a Student-t confidence interval of the mean on the log scale (never below 0)",
+    "tps": "each measure step's tps: sysbench's own transactions and time over the step less its ramp (the "
+           "first report, up to 21% low as a fresh sysbench connects: its rate x its length); summary-only "
+           "imported logs keep sysbench's whole-step tps. Across repetitions: mean, min, max and a Student-t "
+           "confidence interval of the mean on the log scale (never below 0)",
     "latency_step_pct_ms": "sysbench's latency percentile (latency_pct) over each whole step; across "
                            "repetitions the range, and the median only for an odd number of repetitions "
                            "(of an even number it would be an average of two); never a mean",
-    "per_second": "each sample's rates cover the seconds since sysbench's previous report (interval_s); "
-                  "per-second means are weighted by them; a step whose samples fall short of its total time "
-                  "/ report interval, or whose final interval is missing, is flagged",
-    "latency_series_p95_ms": "95th percentile across the step's seconds of the per-second latency "
-                             "percentile (worst seconds); across repetitions median and range",
-    "tps_cv": "jitter: stdev / mean of per-second tps within a step (warm-up excluded)",
+    "per_second": "each sample's rates cover the seconds since sysbench's previous report (interval_s): "
+                  "measured by the agent from each report's arrival ('measured'), or from sysbench's printed "
+                  "seconds, rounded to the second ('rounded': imported logs); per-second figures are weighted "
+                  "by them and leave out the step's ramp (its first report). The final report sysbench "
+                  "silences as its run ends is labelled 'final report silenced', not a gap; seconds reported "
+                  "late (inside a longer interval) and two reports with one printed second are counted",
+    "latency_series_p95_ms": "the 95th percentile across a step's seconds of sysbench's per-second latency "
+                             "percentile (the p95 of the per-second p95: how bad the worst seconds were), "
+                             "never a percentile of transactions; across repetitions median and range",
+    "tps_cv": "jitter: stdev / mean of per-second tps within a step, both weighted by interval length "
+              "(warm-up and ramp excluded)",
     "relative": "the verdict against the baseline at the same threads (benchfleet.stats.verdict): design "
                 "'paired' (per-unit log ratios of units both sides share: repetition, block or round; t "
                 "interval of their mean; pct is the geometric mean of the ratios) or 'welch' (sides measured "
@@ -298,20 +314,22 @@ def _margin(spec: Any) -> float:
 def pairing_unit(run: Mapping[str, Any], spec: Any, targets: Mapping[str, Mapping[str, Any]],
                  candidate: str, baseline: str) -> str | None:
     """What two targets' measurements share, so that they are compared pairwise: ``round`` for local
-    targets (servers on this machine) of a run that ran them in rounds (repetition r of every target
-    one after another before repetition r + 1: the minute's noise is common to the round); None
+    targets (servers on this machine) of a run that recorded running them in rounds (its runs row's
+    ``order`` is ``interleaved``: repetition r of every target one after another before repetition
+    r + 1, so the minute's noise is common to the round); None
     (welch) for anything else, in particular targets on separate hosts, whose host-to-host spread no
     pairing removes, and runs that ran one target's repetitions all before the next's."""
-    order = run.get("order") or (spec.get("order") if isinstance(spec, dict) else None)
+    # What the run recorded it did, never the spec's wish: a runner that ran one target after another
+    # gives pairs that share nothing.
     local = all((targets.get(t) or {}).get("kind") == "local" for t in (candidate, baseline))
-    return "round" if local and order == "interleaved" else None
+    return "round" if local and run.get("order") == "interleaved" else None
 
 
 def _row(target_id: str, threads: int, summaries: Sequence[Mapping[str, Any]],
          steps: Sequence[Mapping[str, Any]], serving: Mapping[str, float | None],
          confidence: float) -> dict[str, Any]:
-    """One target x threads. ``tps``: :func:`mean_spread` of per-repetition step tps (sysbench's
-    summary; the mean of per-second tps where a step has no summary). ``tps_per_second_median``:
+    """One target x threads. ``tps``: :func:`mean_spread` of per-repetition step tps (:func:`step_tps`).
+    ``tps_per_second_median``:
     :func:`mean_spread` of each step's median per-second tps. ``latency_step_pct_ms``,
     ``latency_series_p95_ms``, ``latency_series_p99_ms``: :func:`percentile_spread`. ``jitter``:
     ``tps_cv_mean``/``tps_cv_max`` (mean / max across repetitions of each step's CV of per-second tps),
@@ -326,13 +344,10 @@ def _row(target_id: str, threads: int, summaries: Sequence[Mapping[str, Any]],
     tps: list[float] = []
     tps_reps: list[int] = []
     for rep in reps:
-        if rep in summary_by_rep and summary_by_rep[rep].get("tps") is not None:
-            tps.append(float(summary_by_rep[rep]["tps"]))
-        elif rep in step_by_rep and step_by_rep[rep].get("tps_mean") is not None:
-            tps.append(float(step_by_rep[rep]["tps_mean"]))
-        else:
-            continue
-        tps_reps.append(rep)
+        figure = step_tps(summary_by_rep.get(rep, {}), step_by_rep.get(rep, {}))
+        if figure is not None:
+            tps.append(figure)
+            tps_reps.append(rep)
 
     def col(rows: Mapping[int, Mapping[str, Any]], key: str) -> list[float]:
         return [float(r[key]) for r in rows.values() if r.get(key) is not None]
@@ -373,20 +388,54 @@ def _row(target_id: str, threads: int, summaries: Sequence[Mapping[str, Any]],
         "steps": [{"repetition": rep, **{k: v for k, v in step_by_rep.get(rep, {}).items()
                                           if k not in ("target_id", "repetition", "threads")},
                    "summary_tps": summary_by_rep.get(rep, {}).get("tps"),
+                   "tps": step_tps(summary_by_rep.get(rep, {}), step_by_rep.get(rep, {})),
                    "summary_latency_pct_ms": summary_by_rep.get(rep, {}).get("latency_pct_ms"),
-                   **_accounting(summary_by_rep.get(rep, {}))}
+                   **_accounting(summary_by_rep.get(rep, {}), step_by_rep.get(rep, {}))}
                   for rep in reps],
     }
 
 
-def _accounting(summary: Mapping[str, Any]) -> dict[str, Any]:
-    """A step's per-second accounting from its summary: ``samples`` present, ``samples_expected``,
-    ``missing_final`` and ``gap``: fewer samples than expected (sysbench reported late, so some
-    seconds are only known as part of a longer interval) or the final interval missing."""
+def step_tps(summary: Mapping[str, Any], step: Mapping[str, Any]) -> float | None:
+    """A step's tps, the figure every verdict compares: sysbench's own transaction count over the step
+    less those of its ramp (the first report, phase ``ramp``: ramp_transactions = its rate x its
+    length), over sysbench's total time less the ramp's length. Exact but for the ramp's rate, which
+    sysbench prints to 0.01 tps. A step without per-second reports (an imported summary-only log) keeps
+    sysbench's tps over the whole step; one without a summary, the weighted mean of its per-second tps."""
+    total, transactions = summary.get("total_time_s"), summary.get("transactions")
+    ramp_s, ramp_tx = step.get("ramp_s"), step.get("ramp_transactions")
+    if (total is not None and transactions is not None and ramp_s is not None and ramp_tx is not None
+            and float(total) - float(ramp_s) > 0):
+        return max(0.0, float(transactions) - float(ramp_tx)) / (float(total) - float(ramp_s))
+    if summary.get("tps") is not None:
+        return float(summary["tps"])
+    return float(step["tps_mean"]) if step.get("tps_mean") is not None else None
+
+
+def _accounting(summary: Mapping[str, Any], step: Mapping[str, Any]) -> dict[str, Any]:
+    """A step's per-second accounting from its summary and per-second figures:
+
+    - ``samples`` present and ``samples_expected`` (total time / report interval);
+    - ``final_silenced``: the report that would end the step was not printed. That is sysbench's normal
+      end of run (it silences its report thread as the workers stop, so with short transactions the
+      last report never comes): labelled, and no doubt on the step; its transactions are in the
+      step's tps (sysbench's count);
+    - ``reported_late``: seconds known only as part of a longer interval (sysbench reported late under
+      load), beyond the silenced final report; ``gap`` is True when there are any;
+    - ``duplicate_timestamps``: reports printed with the same rounded second as the one before (two
+      reports within one second: rounded lengths would weigh them 1 and 0);
+    - ``interval_lengths``: ``measured`` (the agent timed each report's arrival) or ``rounded``
+      (sysbench's printed seconds, ±0.5 s: imported logs, rows stored before the agent timed them);
+    - ``ramp_s``: the length of the ramp left out of the step's figures (None: none was)."""
     present, expected = summary.get("samples"), summary.get("samples_expected")
-    missing_final = summary.get("missing_final")
-    gap = bool(missing_final) or (expected is not None and present is not None and present < expected)
-    return {"samples": present, "samples_expected": expected, "missing_final": missing_final, "gap": gap}
+    silenced = bool(summary.get("missing_final"))
+    late = (max(0, int(expected) - int(present) - int(silenced))
+            if expected is not None and present is not None else None)
+    measured = step.get("intervals_measured")
+    return {"samples": present, "samples_expected": expected, "missing_final": summary.get("missing_final"),
+            "final_silenced": silenced, "reported_late": late, "gap": bool(late),
+            "duplicate_timestamps": step.get("duplicate_timestamps"),
+            "interval_lengths": None if measured is None else "measured" if measured else "rounded",
+            "ramp_s": step.get("ramp_s")}
 
 
 # Sizes for the speedup table: the vCPU count of AWS size names for the general families

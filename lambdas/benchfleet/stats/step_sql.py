@@ -21,33 +21,48 @@ from typing import Any, Protocol
 BATCH_SAMPLES = 4_000_000
 
 # Rates are weighted by the seconds each sample covers (interval_s; 1 for rows stored before it
-# existed): under load sysbench reports late and one sample can stand for three seconds.
+# existed): under load sysbench reports late and one sample can stand for three seconds. Every figure is
+# over the measured seconds (phase 'measure'); the step's ramp (phase 'ramp', its first report) gives
+# only its length and transactions, which the step's tps leaves out (stats.run).
 _STREAMING_SQL = """
-SELECT target_id, repetition, step, any_value(threads) AS threads, count(*) AS seconds,
-       sum(coalesce(interval_s, 1.0)) AS covered_s,
-       sum(coalesce(interval_s, 1.0) * tps) / nullif(sum(coalesce(interval_s, 1.0)), 0) AS tps_mean,
-       stddev_samp(tps) AS tps_stdev, min(tps) AS tps_min, max(tps) AS tps_max,
-       CASE WHEN count(latency_ms) > 1 AND avg(latency_ms) <> 0
-            THEN stddev_samp(latency_ms) / avg(latency_ms) END AS latency_series_cv,
-       avg(cpu_steal_pct) AS steal_mean_pct, max(cpu_steal_pct) AS steal_max_pct,
-       avg(errors_per_s) AS errors_per_s_mean, any_value(latency_pct) AS latency_pct
-FROM samples WHERE run_id = ? AND phase = 'measure'
+SELECT target_id, repetition, step, any_value(threads) AS threads,
+       count(*) FILTER (WHERE phase = 'measure') AS seconds,
+       sum(coalesce(interval_s, 1.0)) FILTER (WHERE phase = 'measure') AS covered_s,
+       sum(coalesce(interval_s, 1.0) * tps) FILTER (WHERE phase = 'measure')
+           / nullif(sum(coalesce(interval_s, 1.0)) FILTER (WHERE phase = 'measure'), 0) AS tps_mean,
+       min(tps) FILTER (WHERE phase = 'measure') AS tps_min, max(tps) FILTER (WHERE phase = 'measure') AS tps_max,
+       CASE WHEN count(latency_ms) FILTER (WHERE phase = 'measure') > 1
+                 AND avg(latency_ms) FILTER (WHERE phase = 'measure') <> 0
+            THEN stddev_samp(latency_ms) FILTER (WHERE phase = 'measure')
+                 / avg(latency_ms) FILTER (WHERE phase = 'measure') END AS latency_series_cv,
+       avg(cpu_steal_pct) FILTER (WHERE phase = 'measure') AS steal_mean_pct,
+       max(cpu_steal_pct) FILTER (WHERE phase = 'measure') AS steal_max_pct,
+       avg(errors_per_s) FILTER (WHERE phase = 'measure') AS errors_per_s_mean,
+       any_value(latency_pct) AS latency_pct,
+       sum(coalesce(interval_s, 1.0)) FILTER (WHERE phase = 'ramp') AS ramp_s,
+       sum(coalesce(interval_s, 1.0) * tps) FILTER (WHERE phase = 'ramp') AS ramp_transactions,
+       bool_and(arrived_s IS NOT NULL) AS intervals_measured
+FROM samples WHERE run_id = ? AND phase IN ('measure', 'ramp')
 GROUP BY target_id, repetition, step
 """
 
 # One batch of steps (parallel lists, zipped by unnest) with their weighted mean and weight total.
+# tps_stdev has the same weights as the mean (frequency weights: sum w (x - m)^2 / (sum w - 1), the
+# sample variance when every weight is 1), and tps_cv is tps_stdev / tps_mean. Two samples of one step
+# with the same printed second (sysbench reported twice within one rounded second) are counted.
 _BATCH_SQL = """
 WITH b AS (
     SELECT unnest(CAST(? AS VARCHAR[])) AS target_id, unnest(CAST(? AS INTEGER[])) AS repetition,
            unnest(CAST(? AS VARCHAR[])) AS step, unnest(CAST(? AS DOUBLE[])) AS wmean,
            unnest(CAST(? AS DOUBLE[])) AS wsum)
-SELECT s.target_id, s.repetition, s.step, median(s.tps) AS tps_median,
-       CASE WHEN count(*) > 1 AND any_value(b.wmean) <> 0 AND any_value(b.wsum) > 1
-            THEN sqrt(sum(coalesce(s.interval_s, 1.0) * (s.tps - b.wmean) ^ 2) / (any_value(b.wsum) - 1))
-                 / any_value(b.wmean) END AS tps_cv,
-       quantile_cont(s.latency_ms, [0.50, 0.95, 0.99]) AS latency_series_ms
+SELECT s.target_id, s.repetition, s.step, median(s.tps) FILTER (WHERE s.phase = 'measure') AS tps_median,
+       CASE WHEN count(*) FILTER (WHERE s.phase = 'measure') > 1 AND any_value(b.wsum) > 1
+            THEN sqrt(sum(coalesce(s.interval_s, 1.0) * (s.tps - b.wmean) ^ 2) FILTER (WHERE s.phase = 'measure')
+                      / (any_value(b.wsum) - 1)) END AS tps_stdev,
+       quantile_cont(s.latency_ms, [0.50, 0.95, 0.99]) FILTER (WHERE s.phase = 'measure') AS latency_series_ms,
+       count(*) - count(DISTINCT s.second) AS duplicate_timestamps
 FROM samples s JOIN b USING (target_id, repetition, step)
-WHERE s.run_id = ? AND s.phase = 'measure'
+WHERE s.run_id = ? AND s.phase IN ('measure', 'ramp')
 GROUP BY s.target_id, s.repetition, s.step
 """
 
@@ -55,7 +70,8 @@ GROUP BY s.target_id, s.repetition, s.step
 STEP_KEYS = ("target_id", "repetition", "step", "threads", "seconds", "covered_s", "tps_mean", "tps_median",
              "tps_stdev", "tps_min", "tps_max", "tps_cv", "latency_series_p50_ms", "latency_series_p95_ms",
              "latency_series_p99_ms", "latency_series_cv", "steal_mean_pct", "steal_max_pct",
-             "errors_per_s_mean", "latency_pct")
+             "errors_per_s_mean", "latency_pct", "ramp_s", "ramp_transactions", "intervals_measured",
+             "duplicate_timestamps")
 
 
 class SQLStore(Protocol):
@@ -72,8 +88,10 @@ def step_stats_in_store(store: SQLStore, run_id: str, batch_samples: int = BATCH
                              [r["covered_s"] for r in batch], run_id]
         for row in store.query(_BATCH_SQL, params):
             p50, p95, p99 = row.pop("latency_series_ms") or (None, None, None)
-            steps[_key(row)].update(row, latency_series_p50_ms=p50, latency_series_p95_ms=p95,
-                                    latency_series_p99_ms=p99)
+            step = steps[_key(row)]
+            mean, sd = step.get("tps_mean"), row.get("tps_stdev")
+            step.update(row, latency_series_p50_ms=p50, latency_series_p95_ms=p95, latency_series_p99_ms=p99,
+                        tps_cv=sd / mean if sd is not None and mean else None)
     rows = [{k: r.get(k) for k in STEP_KEYS} for r in steps.values()]
     return sorted(rows, key=lambda r: (r["target_id"], r["threads"] is None, r["threads"] or 0,
                                        r["repetition"], r["step"]))

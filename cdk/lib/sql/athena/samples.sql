@@ -18,4 +18,4 @@ SELECT s.run_id, r.name AS run_name, s.target_id, t.kind, t.instance_type, s.rep
 FROM "${database}"."samples" s
 LEFT JOIN "${database}"."runs" r ON r.run_id = s.run_id
 LEFT JOIN targets t ON t.run_id = s.run_id AND t.target_id = s.target_id
-WHERE s.phase IN ('warmup', 'measure')
+WHERE s.phase IN ('warmup', 'ramp', 'measure')

@@ -11,4 +11,4 @@ SELECT run_id, regexp_replace(run_id, '-[0-9]{8}t[0-9]{6}-[0-9a-f]{4}$', '') AS 
        tps, qps, latency_ms, CAST(latency_pct AS INTEGER) AS latency_pct, errors_per_s, reconnects_per_s,
        cpu_steal_pct, cpu_user_pct, cpu_system_pct, cpu_iowait_pct
 FROM "${database}"."samples"
-WHERE measure_name = 'sample' AND phase IN ('warmup', 'measure')
+WHERE measure_name = 'sample' AND phase IN ('warmup', 'ramp', 'measure')

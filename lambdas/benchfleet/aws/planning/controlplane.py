@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from benchfleet import naming
+from benchfleet import naming, records
 from benchfleet.aws.planning import asl_walk, readywait
 from benchfleet.aws.settings import DEFAULT_RESULTS_STORE
 from benchfleet.aws.steps import cloudwatch
@@ -181,10 +181,14 @@ def step_writes(t: TargetPlan, step: PlanStep, *, run_id: str, workload: str, re
     step_rows = rows | {"workload": workload, "step": step.name, "phase": step.kind, "threads": step.threads}
     writes = timestream.Writes()
     if step.kind != "prepare":
-        sample = timestream.sample_record(_every_measure(Sample, time=_WHEN, **step_rows))
+        # A measure step's first report is its ramp (records.sample_phase): a phase of its own, so
+        # records of its own dimensions and a request of their own.
+        reports = step.duration_s // max(1, report_interval_s)
+        phases = [records.sample_phase(step.kind, i) for i in range(reports)]
+        for phase in sorted(set(phases)):
+            sample = timestream.sample_record(_every_measure(Sample, time=_WHEN, **(step_rows | {"phase": phase})))
+            writes += timestream.repeated_writes(timestream.TABLE_SAMPLES, sample, phases.count(phase))
         summary = timestream.summary_record(_every_measure(StepSummary, time=_WHEN, **step_rows))
-        writes += timestream.repeated_writes(timestream.TABLE_SAMPLES, sample,
-                                             step.duration_s // max(1, report_interval_s))
         writes += timestream.repeated_writes(timestream.TABLE_SUMMARIES, summary, 1)
     # Collect runs as the step ends: the age of its padded window decides the period CloudWatch has.
     window_start = _WHEN - timedelta(seconds=step.duration_s) - cloudwatch.PAD

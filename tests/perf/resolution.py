@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""How fine a difference can a verdict resolve? (Benchmark, not a test: prints its figures.)
+
+Two parts, both through benchfleet's own verdict code (benchfleet.stats.verdict):
+
+1. **Simulation on the published study's spread** (DESIGN.md, "Facts checked in the third review";
+   the study's logs are in ../shared/fixtures): 3 repetitions on separate EC2 hosts vary with a CV
+   between repetitions of 1.8% at the median and 3.8% at the 90th percentile. Each simulated
+   comparison draws its host spread from a lognormal through those two quantiles; every host has its
+   speed (that spread), and on one host a 300 s step's mean is known to ±per-second CV / sqrt(300),
+   per-second tps varying ~5% and uncorrelated second to second. Variants measured on one host share
+   its speed (paired verdict, per repetition); targets on separate hosts do not (Welch). Prints:
+
+   - ``aa_false_positive_rate=``: two identical variants on one host, paired, 3 repetitions: the
+     share of comparisons called faster or slower (target 0.03-0.07 at alpha = 0.05), and
+     ``aa_false_positive_rate_welch=`` for two identical targets on separate hosts;
+   - ``power_5pct_n3_paired=``: a true +5% between two variants on one host, 3 repetitions: the share
+     called faster (target >= 0.8), at the step noise given by ``--step-noise-pct`` (default 1.0,
+     the top of the ±0.3-1% a 300 s step's mean is known to; ``power_5pct_n3_paired_at_0.3pct=`` at
+     the bottom), and ``power_5pct_n3_welch=`` for the same difference between separate hosts;
+   - ``history_flags_10pct_drop_n3_old=`` / ``_new=``: how often ``results --history`` flags a true
+     10% drop at 3 repetitions, by the rule it had (two 95% intervals not overlapping and the drop
+     beyond 10%) and the one it has (the Welch interval of the change below 0, reaching past -10%).
+
+2. **One local run of an A/A spec** (two identical variants on one server, 3 repetitions:
+   workloads/comparisons/aa-resolution.yaml) through ``benchfleet run``, and the same measurements
+   treated as two separate targets: ``paired_halfwidth_pct=``, ``unpaired_halfwidth_pct=``
+   (the verdict intervals' half-widths, mean over the thread counts) and ``resolution_gain=`` (their
+   ratio; target >= 3). Skipped with ``local_run=`` saying why where the local runner cannot run it
+   (``--no-local`` skips it on purpose).
+
+    .venv/bin/python tests/perf/resolution.py [--sims 20000] [--seed 24] [--no-local]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "lambdas"))
+
+from benchfleet.stats import mean_ci  # noqa: E402
+from benchfleet.stats.verdict import paired_difference, relative_difference  # noqa: E402
+
+# The published study (Percona, 2021, 3 repetitions on separate EC2 hosts): CV between repetitions.
+STUDY_CV_MEDIAN, STUDY_CV_P90 = 0.018, 0.038
+# Within one host: per-second tps varies about 5%, uncorrelated; the study's steps are 300 s long.
+PER_SECOND_CV, STEP_S = 0.05, 300
+Z90 = statistics.NormalDist().inv_cdf(0.90)
+SPEC = REPO / "workloads" / "comparisons" / "aa-resolution.yaml"
+
+
+def host_cv(rng: random.Random) -> float:
+    """A comparison's host-to-host CV: lognormal with the study's median and 90th percentile."""
+    return math.exp(rng.gauss(math.log(STUDY_CV_MEDIAN), math.log(STUDY_CV_P90 / STUDY_CV_MEDIAN) / Z90))
+
+
+def simulate(rng: random.Random, sims: int, effect: float, step_noise: float, n: int = 3) -> dict[str, float]:
+    """Shares of comparisons called faster / slower, paired (variants on one host) and Welch (targets on
+    separate hosts), for a true ratio ``1 + effect`` and a step-mean noise ``step_noise`` (relative)."""
+    paired = {"faster": 0, "slower": 0}
+    welch = {"faster": 0, "slower": 0}
+    for _ in range(sims):
+        cv = host_cv(rng)
+        hosts = [rng.lognormvariate(0, cv) for _ in range(n)]
+        base = [h * rng.lognormvariate(0, step_noise) for h in hosts]
+        cand = [h * (1 + effect) * rng.lognormvariate(0, step_noise) for h in hosts]
+        verdict = paired_difference(cand, base).verdict
+        if verdict in paired:
+            paired[verdict] += 1
+        # Separate hosts: the candidate's repetitions on hosts of their own.
+        apart = [rng.lognormvariate(0, cv) * (1 + effect) * rng.lognormvariate(0, step_noise) for _ in range(n)]
+        verdict = relative_difference(apart, base).verdict
+        if verdict in welch:
+            welch[verdict] += 1
+    return {"paired_faster": paired["faster"] / sims, "paired_claims": sum(paired.values()) / sims,
+            "welch_faster": welch["faster"] / sims, "welch_claims": sum(welch.values()) / sims}
+
+
+def history_flags(rng: random.Random, sims: int, drop: float = 0.10, n: int = 3, threshold: float = 10.0
+                  ) -> tuple[float, float]:
+    """How often a true ``drop`` between two runs (separate hosts each) is flagged as a regression by the
+    old rule and by the new one (benchfleet.history)."""
+    from benchfleet.history import Point, trend
+
+    old = new = 0
+    for _ in range(sims):
+        cv = host_cv(rng)
+        a = [rng.lognormvariate(0, cv) for _ in range(n)]
+        b = [rng.lognormvariate(0, cv) * (1 - drop) for _ in range(n)]
+        ca, cb = mean_ci(a), mean_ci(b)
+        assert ca is not None and cb is not None
+        delta = 100 * (statistics.fmean(b) / statistics.fmean(a) - 1)
+        old += delta < -threshold and cb[1] < ca[0]
+        rows = trend([Point("r1", "1", "t", 1, statistics.fmean(a), values=tuple(a)),
+                      Point("r2", "2", "t", 1, statistics.fmean(b), values=tuple(b))], threshold)
+        new += rows[1].verdict == "regression"
+    return old / sims, new / sims
+
+
+def local_aa(home: Path) -> dict[str, float] | str:
+    """Run the A/A spec here; the paired and unpaired half-widths from its results, or why not."""
+    env = {**os.environ, "BENCHFLEET_HOME": str(home)}
+    bench = [str(REPO / ".venv" / "bin" / "benchfleet")]
+    done = subprocess.run([*bench, "run", str(SPEC)], capture_output=True, text=True, env=env, check=False)
+    if done.returncode != 0:
+        last = (done.stderr.strip() or done.stdout.strip()).splitlines()[-1:] or ["no output"]
+        return f"not run ({last[0][:200]})"
+    runs = json.loads(subprocess.run([*bench, "runs", "--format", "json"], capture_output=True, text=True,
+                                     env=env, check=True).stdout)
+    doc = json.loads(subprocess.run([*bench, "results", runs[0]["run_id"], "--format", "json"], capture_output=True,
+                                    text=True, env=env, check=True).stdout)["statistics"]
+    paired, unpaired = [], []
+    for row in doc["rows"]:
+        rel = row.get("relative")
+        if not rel or rel.get("design") != "paired":
+            continue
+        paired.append(rel["halfwidth_pct"])
+        base = next(r for r in doc["rows"] if r["threads"] == row["threads"] and r.get("relative") is None
+                    and r["target_id"] == row["target_id"])
+        apart = relative_difference(row["tps"]["values"], base["tps"]["values"])
+        unpaired.append(apart.halfwidth_pct)
+    if not paired or None in unpaired:
+        return "no paired verdict in the run's results"
+    return {"paired_halfwidth_pct": statistics.fmean(paired), "unpaired_halfwidth_pct": statistics.fmean(unpaired)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sims", type=int, default=20_000)
+    parser.add_argument("--seed", type=int, default=24)
+    parser.add_argument("--step-noise-pct", type=float, default=1.0)
+    parser.add_argument("--no-local", action="store_true")
+    args = parser.parse_args()
+    rng = random.Random(args.seed)
+    noise = args.step_noise_pct / 100
+    sampling = PER_SECOND_CV / math.sqrt(STEP_S)
+
+    def show(name: str, value: float | str) -> None:
+        print(f"{name}={value:.4f}" if isinstance(value, float) else f"{name}={value}", flush=True)
+
+    def run(effect: float, step: float) -> dict[str, float]:
+        return simulate(rng, args.sims, effect, step)
+
+    aa = run(0.0, noise)
+    show("aa_false_positive_rate", aa["paired_claims"])
+    show("aa_false_positive_rate_welch", aa["welch_claims"])
+    five = run(0.05, noise)
+    show("power_5pct_n3_paired", five["paired_faster"])
+    show("power_5pct_n3_paired_at_0.3pct", run(0.05, sampling)["paired_faster"])
+    show("power_5pct_n3_welch", five["welch_faster"])
+    old, new = history_flags(rng, max(2000, args.sims // 4))
+    show("history_flags_10pct_drop_n3_old", old)
+    show("history_flags_10pct_drop_n3_new", new)
+    if args.no_local:
+        show("local_run", "skipped (--no-local)")
+        return 0
+    with tempfile.TemporaryDirectory(prefix="bf-resolution-") as home:
+        local = local_aa(Path(home))
+    if isinstance(local, str):
+        show("local_run", local)
+        return 0
+    show("paired_halfwidth_pct", local["paired_halfwidth_pct"])
+    show("unpaired_halfwidth_pct", local["unpaired_halfwidth_pct"])
+    show("resolution_gain", local["unpaired_halfwidth_pct"] / local["paired_halfwidth_pct"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
