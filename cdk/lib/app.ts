@@ -7,7 +7,7 @@ import { App, Aspects, Environment } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { BenchfleetStack } from './benchfleet-stack';
 import { BenchfleetConfig } from './config';
-import { regionalStackName } from './naming';
+import { MANAGED_POLICIES_PER_ROLE, REGIONALLY_GRANTED_HANDLERS, regionalStackName } from './naming';
 import { TargetRegionStack } from './regional-stack';
 
 export interface BenchfleetApp {
@@ -60,13 +60,24 @@ function homeEnvironment(config: BenchfleetConfig, cli: CliEnvironment): Environ
 
 export function buildApp(app: App, config: BenchfleetConfig, cli: CliEnvironment): BenchfleetApp {
   const env = homeEnvironment(config, cli);
+  const homeRegion = env?.region;
+  const others = (config.targetRegions ?? []).filter((r) => r !== homeRegion);
+  if (others.length > MANAGED_POLICIES_PER_ROLE) {
+    // Each regional stack attaches a managed policy to each of these roles: past IAM's quota the
+    // eleventh region's stack would fail to deploy, half-way through `cdk deploy --all`.
+    throw new Error(
+      `context "targetRegions": ${others.length} regions besides the home region ${homeRegion ?? ''} would attach ` +
+        `${others.length} managed policies to each of the roles ${REGIONALLY_GRANTED_HANDLERS.join(', ')}, and IAM ` +
+        `allows ${MANAGED_POLICIES_PER_ROLE} per role by default: list at most ${MANAGED_POLICIES_PER_ROLE} target regions ` +
+        'besides the home region',
+    );
+  }
   const home = new BenchfleetStack(app, config.stackName, {
     config,
     env,
     description: 'benchfleet: serverless benchmarks of MySQL-compatible databases',
   });
   const regions = new Map<string, TargetRegionStack>();
-  const homeRegion = env?.region;
   // `targetRegions` without the home region, which the home stack serves (two stacks there would
   // both write the region's target-resources parameter). homeEnvironment pinned the home region.
   for (const region of config.targetRegions ?? []) {

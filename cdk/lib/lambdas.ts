@@ -26,6 +26,7 @@ import {
 } from './naming';
 import { FleetResources, grantRdsSecretBinding, Permissions } from './permissions';
 import { ResultsStore } from './results-store';
+import { mapRunStateMachineArnPattern } from './state-machine';
 
 /** Public Powertools layer: account 017000801446, python3.13, arm64 (must match ARCHITECTURE). */
 export const POWERTOOLS_LAYER_NAME = 'AWSLambdaPowertoolsPythonV3-python313-arm64';
@@ -85,6 +86,7 @@ type Grant =
   | 'cloudMetrics'
   | 'runsRead'
   | 'runsReadWrite'
+  | 'hostOutputRead'
   | 'storeWrite'
   | 'storeRead'
   | 'executions'
@@ -132,7 +134,8 @@ export const HANDLERS: Record<HandlerModule, HandlerSpec> = {
     timeout: Duration.minutes(5),
     memoryMiB: 1024,
     // describe: where an RDS / Aurora target really ran (DescribeDBInstances) for its targets row.
-    grants: ['describe', 'runsReadWrite', 'storeWrite', 'cloudMetrics'],
+    // hostOutputRead: the step's Run Command output, under its host's own prefix.
+    grants: ['describe', 'runsReadWrite', 'hostOutputRead', 'storeWrite', 'cloudMetrics'],
   },
   teardown: {
     description: 'Idempotently delete one target',
@@ -304,6 +307,8 @@ export class BenchfleetFunctions extends Construct {
         return props.results.grantReadRuns(role);
       case 'runsReadWrite':
         return props.results.grantReadWriteRuns(role);
+      case 'hostOutputRead':
+        return props.results.grantReadHostOutput(role);
       case 'storeWrite':
         return props.results.records?.grantWrite(role);
       case 'storeRead':
@@ -325,12 +330,16 @@ export class BenchfleetFunctions extends Construct {
         );
         return;
       case 'taskCallback':
-        // Complete (or keep alive) the tasks of this state machine's executions only.
+        // Complete (or keep alive) the tasks of this state machine's executions only. IAM checks
+        // SendTask* against the state machine that owns the token, and a Distributed Map's child
+        // executions run as stateMachine:<name>/<map run label>: both, or every step of a comparison
+        // above 40 targets would wait its whole timeout.
+        allowWildcard(role, 'executions');
         role.addToPrincipalPolicy(
           new iam.PolicyStatement({
             sid: 'CompleteStepTasks',
             actions: ['states:SendTaskSuccess', 'states:SendTaskFailure', 'states:SendTaskHeartbeat'],
-            resources: [props.stateMachineArn],
+            resources: [props.stateMachineArn, mapRunStateMachineArnPattern(props.stateMachineArn)],
           }),
         );
         return;

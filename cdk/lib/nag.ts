@@ -25,13 +25,31 @@ export const WILDCARDS = {
     reason:
       'Only actions that support no resource-level permissions use "*": EC2/RDS/SSM Describe*/List*, ' +
       'ssm:GetCommandInvocation, cloudwatch:GetMetricData, timestream:DescribeEndpoints, ' +
-      'X-Ray PutTraceSegments/PutTelemetryRecords and CloudWatch Logs delivery management.',
+      'X-Ray PutTraceSegments/PutTelemetryRecords and CloudWatch Logs delivery management; on the target ' +
+      "role the SSM agent's registration and Run Command channels (ec2messages, ssmmessages) and the " +
+      "CloudWatch agent's PutMetricData, conditioned on its namespace CWAgent.",
+  },
+  cloudWatchAgentConfig: {
+    appliesTo: [{ regex: `/^Resource::arn:${PARTITION}:ssm:\\*:${ACCOUNT}:parameter\\/AmazonCloudWatch-[A-Za-z0-9-]+-targets$/` }],
+    reason:
+      "The CloudWatch agent's configuration parameter of this stack, the same name in every region a host " +
+      'may run in (read only).',
   },
   runsPrefix: {
     appliesTo: [{ regex: '/^Resource::<[A-Za-z0-9]*Results[A-Za-z0-9]*\\.Arn>\\/runs\\/\\*$/' }],
     reason:
       'Raw results are keyed runs/<run_id>/<target_id>/... with run ids chosen at run time; access is ' +
       'limited to the runs/ prefix of the results bucket.',
+  },
+  hostsPrefix: {
+    appliesTo: [
+      { regex: '/^Resource::<[A-Za-z0-9]*Results[A-Za-z0-9]*\\.Arn>\\/hosts\\/\\*$/' },
+      // The target role: its own instance's prefix only (IAM fills the variable from the credentials).
+      { regex: '/^Resource::<[A-Za-z0-9]*Results[A-Za-z0-9]*\\.Arn>\\/hosts\\/<ec2:SourceInstanceARN>\\/\\*$/' },
+    ],
+    reason:
+      'Run Command output is keyed hosts/<instance ARN>/<run>/... with instances and runs made at run time: ' +
+      'a host writes under its own instance ARN only (${ec2:SourceInstanceARN}); collect reads the hosts/ prefix.',
   },
   instances: {
     appliesTo: [regional('ec2', 'instance/*')],
@@ -60,26 +78,27 @@ export const WILDCARDS = {
   },
   databases: {
     appliesTo: [
-      { regex: '/^Resource::arn:(<AWS::Partition>|aws[a-z-]*):rds:(<AWS::Region>|[a-z0-9-]+):(<AWS::AccountId>|[0-9]{12}):(db|cluster):bf[0-9a-f]{6}-\\*$/' },
+      { regex: '/^Resource::arn:(<AWS::Partition>|aws[a-z-]*):rds:(<AWS::Region>|[a-z0-9-]+):(<AWS::AccountId>|[0-9]{12}):(db|cluster):bf[0-9a-f]{6}-\\*-r\\*-(db|writer|cluster)$/' },
       regional('rds', 'pg:default.*'),
       regional('rds', 'cluster-pg:default.*'),
       regional('rds', 'og:default:*'),
     ],
     reason:
-      'DB instance and cluster names exist only at run time: they start with this stack\'s prefix, creating ' +
+      'DB instance and cluster names exist only at run time: they are named <stack prefix>-*-r<n>-<role>, creating ' +
       'requires the run tags and this stack as owner (aws:RequestTag), deleting requires both on the resource ' +
       '(aws:ResourceTag); the default parameter and option groups are only referenced by the creates.',
   },
   rdsSecrets: {
     appliesTo: [
-      regional('secretsmanager', 'secret:rds!*'),
+      regional('secretsmanager', 'secret:rds!db-*'),
+      regional('secretsmanager', 'secret:rds!cluster-*'),
       // The target role's reads and readiness's binding: any region (targets may be anywhere), conditioned on tags.
       { regex: `/^Resource::arn:${PARTITION}:secretsmanager:\\*:${ACCOUNT}:secret:rds!(db|cluster)-\\*$/` },
     ],
     reason:
       'RDS itself creates the managed master password secret of a run\'s database at run time and names it ' +
-      'rds!<db|cluster>-<uuid>: it is not a stack resource. Creating it is allowed only through RDS ' +
-      '(aws:CalledVia); tagging it (readiness) only with benchfleet:secret-reader = an instance ARN, and only when ' +
+      'rds!<db|cluster>-<uuid>: it is not a stack resource. Creating it is allowed only with RDS\'s own tag ' +
+      'naming a DB of this stack\'s prefix (aws:rds:primaryDB*Arn, a tag only AWS may set); tagging it (readiness) only with benchfleet:secret-reader = an instance ARN, and only when ' +
       'RDS tagged it with a DB ARN of this stack\'s prefix; reading it (the target role) only then, and only ' +
       'from the host whose instance ARN that tag names (ec2:SourceInstanceARN).',
   },
@@ -93,10 +112,12 @@ export const WILDCARDS = {
     appliesTo: [
       { regex: `/^Resource::arn:${PARTITION}:states:${REGION}:${ACCOUNT}:execution:[A-Za-z0-9-]+:\\*$/` },
       { regex: `/^Resource::arn:${PARTITION}:states:${REGION}:${ACCOUNT}:execution:[A-Za-z0-9-]+\\/\\*:\\*$/` },
+      { regex: `/^Resource::arn:${PARTITION}:states:${REGION}:${ACCOUNT}:stateMachine:[A-Za-z0-9-]+\\/\\*$/` },
     ],
     reason:
       'Execution names are chosen per run (Idempotency-Key), Distributed Map child executions are named ' +
-      '<state machine>/<map run label>:<id> by Step Functions; limited to executions of this state machine.',
+      '<state machine>/<map run label>:<id> by Step Functions and run as stateMachine:<name>/<label>, the ' +
+      'owner IAM checks a task token against; limited to executions of this state machine.',
   },
 } satisfies Record<string, Omit<NagPackSuppression, 'id'>>;
 

@@ -43,12 +43,14 @@ export const STATE_MACHINE_HANDLERS = {
   collect: 'CollectFunctionArn',
   teardown: 'TeardownFunctionArn',
   summarize: 'SummarizeFunctionArn',
+  // Also EventBridge's (a step's Run Command ended); the state machine asks it when that never came.
+  step_callback: 'StepCallbackFunctionArn',
 } as const;
 
 export type StateMachineHandler = keyof typeof STATE_MACHINE_HANDLERS;
 
 /** Handlers triggered by something other than the state machine. */
-export const OTHER_HANDLERS = ['api', 'teardown_by_tag', 'janitor', 'step_callback'] as const;
+export const OTHER_HANDLERS = ['api', 'teardown_by_tag', 'janitor'] as const;
 export type OtherHandler = (typeof OTHER_HANDLERS)[number];
 
 export type HandlerModule = StateMachineHandler | OtherHandler;
@@ -67,6 +69,15 @@ export const ASL_PATH = 'statemachines/benchmark-run.asl.json';
 
 /** Prefix of raw results in the results bucket: runs/<run_id>/<target_id>/rep-<n>/<step>.jsonl. */
 export const RUNS_PREFIX = 'runs/';
+/**
+ * Where each host's Run Command output lands: hosts/<its instance ARN>/<run>/<target>/rep-<n>/<step>/
+ * (lambdas/benchfleet/naming.py host_output_prefix). A host may write under its own ARN only
+ * (`${ec2:SourceInstanceARN}`), so no host can touch another run's raw results; collect copies the
+ * agent's lines to runs/, which only the Lambdas write.
+ */
+export const HOSTS_PREFIX = 'hosts/';
+/** Days a host's Run Command output is kept after collect copied it to runs/. */
+export const HOST_OUTPUT_EXPIRATION_DAYS = 14;
 
 /** "start_step" -> "StartStep" (construct ids). */
 export function pascal(module: string): string {
@@ -93,6 +104,21 @@ export function targetResourcesParameterName(stackName: string): string {
 export function targetInstanceRoleName(stackName: string): string {
   return `${stackName}-targets`;
 }
+
+/**
+ * The agent's SSM Command document, same name in every region (documents are regional): the rules
+ * that hand a finished Run Command to step_callback match this name only, so no other command of the
+ * account reaches it (cdk/lib/step-callback.ts).
+ */
+export function agentDocumentName(stackName: string): string {
+  return `${stackName}-Agent`;
+}
+
+/**
+ * Managed policies IAM attaches to one role by default ("IAM and AWS STS quotas": 10, 20 at most on
+ * request). Each regional stack attaches one to each of REGIONALLY_GRANTED_HANDLERS' roles.
+ */
+export const MANAGED_POLICIES_PER_ROLE = 10;
 
 /** The Lambda roles regional stacks attach their region's grants to (provision, start_step). */
 export const REGIONALLY_GRANTED_HANDLERS = ['provision', 'start_step'] as const;

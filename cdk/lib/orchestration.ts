@@ -109,7 +109,10 @@ export class Orchestration extends Construct {
       definitionPath: props.definitionPath,
     });
 
-    this.stepCallback = new StepCallback(this, 'StepCallback', { callback: fns.step_callback });
+    this.stepCallback = new StepCallback(this, 'StepCallback', {
+      callback: fns.step_callback,
+      documentName: props.agentDocumentName,
+    });
 
     this.janitorRule = new events.Rule(this, 'HourlyJanitor', {
       description: 'benchfleet: delete resources past their benchfleet:expires-at tag',

@@ -220,10 +220,13 @@ export class Permissions {
       }),
     );
     // RDS / Aurora: instances and clusters are created only with run tags and this stack as owner,
-    // named with the stack's prefix, in our DB subnet group. RDS authorizes the tags of a create as
-    // rds:AddTagsToResource, and has no create-only condition like ec2:CreateAction: allowing it only
-    // on the prefix's ARNs is what keeps an existing database from being tagged into our ownership.
-    const ownDbs = [this.rds('db', `${this.dbPrefix}-*`), this.rds('cluster', `${this.dbPrefix}-*`)];
+    // named as provision names them (the stack's prefix, then `-r<repetition>-<role>`), in our DB subnet
+    // group. RDS authorizes the tags of a create as rds:AddTagsToResource and has no create-only
+    // condition like ec2:CreateAction, so IAM cannot tell tagging at create from tagging an untagged
+    // database someone named this way: allowing it only on these names narrows it, and the sweepers
+    // remove only databases whose identifier is the one provision derives from their run-id and
+    // target-id tags (benchfleet.aws.sweep), so such a database is reported, never removed.
+    const ownDbs = ownDatabaseArns(this.dbPrefix, (type, name) => this.rds(type, name));
     add(
       new iam.PolicyStatement({
         sid: 'CreateOwnedDatabases',
@@ -247,16 +250,25 @@ export class Permissions {
         conditions: requireRunTags(this.owner),
       }),
     );
-    // ManageMasterUserPassword: RDS creates the secret (rds!...) with the caller's permissions, for
-    // the DB being created (which the statements above restrict); nobody else may through this.
-    add(
-      new iam.PolicyStatement({
-        sid: 'RdsManagedMasterSecrets',
-        actions: ['secretsmanager:CreateSecret', 'secretsmanager:TagResource'],
-        resources: [this.arn('secretsmanager', 'secret', 'rds!*')],
-        conditions: { 'ForAnyValue:StringEquals': { 'aws:CalledVia': ['rds.amazonaws.com'] } },
-      }),
-    );
+    // ManageMasterUserPassword: RDS creates the secret (rds!<db|cluster>-<uuid>) with the caller's
+    // permissions and tags it with its database's ARN (aws:rds:primaryDBInstanceArn /
+    // aws:rds:primaryDBClusterArn). Only an AWS service may set an aws: tag, so requiring that request
+    // tag, naming a database of this stack's prefix, lets RDS create and tag the secrets of our
+    // databases and nobody anything else, without relying on aws:CalledVia (whose presence on these
+    // calls the documentation does not settle); benchfleet:secret-reader is readiness's to set, never here.
+    for (const { kind, type, tag } of RDS_SECRET_KINDS) {
+      add(
+        new iam.PolicyStatement({
+          sid: `RdsCreatesOwnDb${kind}Secret`,
+          actions: ['secretsmanager:CreateSecret', 'secretsmanager:TagResource'],
+          resources: [this.arn('secretsmanager', 'secret', `rds!${type}-*`)],
+          conditions: {
+            StringLike: { [`aws:RequestTag/${tag}`]: this.rds(type, `${this.dbPrefix}-*`, '*') },
+            'ForAllValues:StringNotEquals': { 'aws:TagKeys': [TAG_SECRET_READER] },
+          },
+        }),
+      );
+    }
     // The Service Authorization Reference's dependent actions of rds:CreateDBInstance/CreateDBCluster
     // for what provision asks (ManageMasterUserPassword, StorageEncrypted, both with the AWS managed
     // keys): kms:DescribeKey on the Secrets Manager and RDS keys, whose ids differ per account and
@@ -309,9 +321,7 @@ export class Permissions {
       new iam.PolicyStatement({
         sid: 'DeleteOwnedDatabases',
         actions: ['rds:DeleteDBInstance', 'rds:DeleteDBCluster'],
-        resources: regions.flatMap((region) =>
-          ['db', 'cluster'].map((type) => this.rds(type, `${this.dbPrefix}-*`, region)),
-        ),
+        resources: regions.flatMap((region) => ownDatabaseArns(this.dbPrefix, (type, name) => this.rds(type, name, region))),
         conditions: requireOwnedResource(this.owner),
       }),
     );
@@ -394,6 +404,21 @@ export class Permissions {
 
 }
 
+/** The two kinds of RDS-managed master secret: per DB instance, per Aurora cluster, and RDS's tag on each. */
+const RDS_SECRET_KINDS = [
+  { kind: 'Instance', type: 'db', tag: 'aws:rds:primaryDBInstanceArn' },
+  { kind: 'Cluster', type: 'cluster', tag: 'aws:rds:primaryDBClusterArn' },
+];
+
+/**
+ * ARNs of the databases provision creates (lambdas/benchfleet/naming.py db_identifier): the stack's
+ * prefix, a readable target id and a digest, then `-r<repetition>-<role>`; instances are `db` (RDS) or
+ * `writer` (an Aurora cluster's), clusters `cluster`.
+ */
+export function ownDatabaseArns(prefix: string, arn: (type: string, name: string) => string): string[] {
+  return [arn('db', `${prefix}-*-r*-db`), arn('db', `${prefix}-*-r*-writer`), arn('cluster', `${prefix}-*-r*-cluster`)];
+}
+
 /**
  * The RDS-managed master secrets of this stack's databases, per kind: RDS names the secret
  * `rds!<db|cluster>-<uuid>` and tags it with the ARN of its DB instance or cluster
@@ -403,10 +428,7 @@ export class Permissions {
  */
 function ownedRdsSecrets(stack: Stack): Array<{ kind: string; resource: string; condition: Record<string, string> }> {
   const prefix = dbIdentifierPrefix(stack);
-  return [
-    { kind: 'Instance', type: 'db', tag: 'aws:rds:primaryDBInstanceArn' },
-    { kind: 'Cluster', type: 'cluster', tag: 'aws:rds:primaryDBClusterArn' },
-  ].map(({ kind, type, tag }) => ({
+  return RDS_SECRET_KINDS.map(({ kind, type, tag }) => ({
     kind,
     resource: stack.formatArn({
       service: 'secretsmanager',

@@ -13,7 +13,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { BenchfleetConfig } from './config';
 import { applyWildcardSuppressions } from './nag';
-import { lambdaRoleName } from './naming';
+import { agentDocumentName, lambdaRoleName } from './naming';
 import { Network } from './network';
 import { ownershipOf } from './ownership';
 import { Permissions, PolicyHolder } from './permissions';
@@ -86,7 +86,7 @@ export class TargetRegionStack extends Stack {
     permissions.grantTargetResourcesRead(startStep);
 
     // Steps end by callback: Run Command's status changes here go to the home stack's rule.
-    forwardStepEnds(this, 'ForwardStepEnds', props.homeRegion);
+    forwardStepEnds(this, 'ForwardStepEnds', props.homeRegion, agentDocumentName(config.stackName));
 
     applyWildcardSuppressions(this);
   }

@@ -10,7 +10,7 @@ import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
 import { ResultsStoreKind } from './config';
 import { allowWildcard } from './nag';
-import { RUNS_PREFIX } from './naming';
+import { HOST_OUTPUT_EXPIRATION_DAYS, HOSTS_PREFIX, RUNS_PREFIX } from './naming';
 import { AthenaStore } from './athena-store';
 import { RecordStore, TimestreamStore } from './timestream-store';
 
@@ -100,6 +100,8 @@ export class ResultsStore extends Construct {
       lifecycleRules: [
         // Agents upload through SSM in parts; a killed target must not leave parts billed forever.
         { id: 'abort-incomplete-uploads', abortIncompleteMultipartUploadAfter: Duration.days(1) },
+        // Each host's Run Command output: collect copies the agent's lines to runs/ right after the step.
+        { id: 'expire-host-output', prefix: HOSTS_PREFIX, expiration: Duration.days(HOST_OUTPUT_EXPIRATION_DAYS) },
         ...runsRules,
       ],
     });
@@ -135,19 +137,24 @@ export class ResultsStore extends Construct {
     this.grantRuns(grantee, ['s3:GetObject', 's3:PutObject']);
   }
 
-  /** Object actions on runs/* plus ListBucket limited to that prefix (no s3:* or Get* wildcards). */
-  private grantRuns(grantee: iam.IGrantable, objectActions: string[]): void {
-    if (grantee instanceof Construct) allowWildcard(grantee, 'runsPrefix');
+  /** collect: read (and list) the Run Command output hosts write under hosts/<their ARN>/. */
+  public grantReadHostOutput(grantee: iam.IGrantable): void {
+    this.grantRuns(grantee, ['s3:GetObject'], HOSTS_PREFIX);
+  }
+
+  /** Object actions on <prefix>* plus ListBucket limited to that prefix (no s3:* or Get* wildcards). */
+  private grantRuns(grantee: iam.IGrantable, objectActions: string[], prefix = RUNS_PREFIX): void {
+    if (grantee instanceof Construct) allowWildcard(grantee, prefix === RUNS_PREFIX ? 'runsPrefix' : 'hostsPrefix');
     iam.Grant.addToPrincipal({
       grantee,
       actions: objectActions,
-      resourceArns: [this.bucket.arnForObjects(`${RUNS_PREFIX}*`)],
+      resourceArns: [this.bucket.arnForObjects(`${prefix}*`)],
     });
     grantee.grantPrincipal.addToPrincipalPolicy(
       new iam.PolicyStatement({
         actions: ['s3:ListBucket'],
         resources: [this.bucket.bucketArn],
-        conditions: { StringLike: { 's3:prefix': [`${RUNS_PREFIX}*`] } },
+        conditions: { StringLike: { 's3:prefix': [`${prefix}*`] } },
       }),
     );
   }

@@ -104,6 +104,11 @@ export function mapRunExecutionArnPattern(executionArnPattern: string): string {
   return `${executionArnPattern.slice(0, -2)}/*:*`;
 }
 
+/** stateMachine:<name> -> stateMachine:<name>/*, the state machines a Distributed Map's children run as. */
+export function mapRunStateMachineArnPattern(stateMachineArn: string): string {
+  return `${stateMachineArn}/*`;
+}
+
 export interface BenchmarkStateMachineProps {
   /** Physical name: lets the Lambdas' environment carry the ARN without a dependency cycle. */
   readonly stateMachineName: string;

@@ -13,11 +13,16 @@ import * as rds from 'aws-cdk-lib/aws-rds';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as s3assets from 'aws-cdk-lib/aws-s3-assets';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
-import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
 import { copyTree, fileCopyAsset } from './bundling';
 import { allowWildcard } from './nag';
-import { REPO_ROOT, RUNS_PREFIX, targetInstanceRoleName, targetResourcesParameterName } from './naming';
+import {
+  agentDocumentName,
+  HOSTS_PREFIX,
+  REPO_ROOT,
+  targetInstanceRoleName,
+  targetResourcesParameterName,
+} from './naming';
 import { ownershipEnvironment } from './ownership';
 import { FleetResources, grantRdsManagedSecretsRead } from './permissions';
 
@@ -108,7 +113,7 @@ export class TargetFleet extends Construct {
     const roleName = targetInstanceRoleName(props.stackName);
 
     if (props.resultsBucket !== undefined) {
-      const role = instanceRole(this, roleName, props.resultsBucket);
+      const role = instanceRole(this, roleName, props.resultsBucket, cloudWatchAgentConfigName(props.stackName));
       this.role = role;
       this.instanceProfile = new iam.InstanceProfile(this, 'InstanceProfile', {
         role,
@@ -193,15 +198,18 @@ export class TargetFleet extends Construct {
       }),
     );
 
-    // The CloudWatch agent reads its configuration from SSM; CloudWatchAgentServerPolicy only allows
-    // parameters named AmazonCloudWatch-*.
+    // The CloudWatch agent reads its configuration from SSM (the host role may read this one only).
     this.cloudWatchAgentConfig = new ssm.StringParameter(this, 'CloudWatchAgentConfig', {
-      parameterName: `AmazonCloudWatch-${props.stackName}-targets`,
+      parameterName: cloudWatchAgentConfigName(props.stackName),
       description: 'benchfleet targets: per-second CPU steal/user/system/iowait (CWAgent namespace)',
       stringValue: JSON.stringify(cloudWatchAgentConfig()),
     });
 
     this.agentDocument = new ssm.CfnDocument(this, 'AgentDocument', {
+      // Named, so the step callback's rules can match its commands only; a changed content becomes
+      // the document's new default version (a named document cannot be replaced in place).
+      name: agentDocumentName(props.stackName),
+      updateMethod: 'NewVersion',
       documentType: 'Command',
       documentFormat: 'JSON',
       content: agentDocumentContent(this.agentBundle.httpUrl, this.cloudWatchAgentConfig.parameterName),
@@ -271,45 +279,91 @@ export class TargetFleet extends Construct {
   }
 }
 
+/** The CloudWatch agent's configuration parameter, the same name in every region. */
+export function cloudWatchAgentConfigName(stackName: string): string {
+  return `AmazonCloudWatch-${stackName}-targets`;
+}
+
+/** Namespace the CloudWatch agent publishes in (cloudWatchAgentConfig): the host may write no other. */
+export const CLOUDWATCH_AGENT_NAMESPACE = 'CWAgent';
+
 /**
- * The target instance role (global: one per home stack, fixed name): SSM and CloudWatch agents, the
- * agent's output under runs/ of the home results bucket (from every region), RDS-managed passwords.
- * Each region's TargetFleet adds the read of its own copy of the agent bundle.
+ * What the SSM agent needs for Run Command and the agent document (AmazonSSMManagedInstanceCore without
+ * its ssm:GetParameter(s) on "*", which would let every host read all of Parameter Store, SecureStrings
+ * included, and without the inventory, patching, compliance and association writes benchfleet never
+ * uses): registration and ping, the Run Command message channels (ec2messages, and ssmmessages that
+ * newer agents use), reading its associations (polled; none exist), and aws:configurePackage of the
+ * CloudWatch agent from Distributor (the package's document and manifest, reporting the result).
  */
-function instanceRole(scope: Construct, roleName: string, resultsBucket: s3.IBucket): iam.Role {
+export const SSM_AGENT_ACTIONS = [
+  'ssm:UpdateInstanceInformation',
+  'ssm:ListInstanceAssociations',
+  'ssm:DescribeDocument',
+  'ssm:GetDocument',
+  'ssm:GetManifest',
+  'ssm:PutConfigurePackageResult',
+  'ec2messages:AcknowledgeMessage',
+  'ec2messages:DeleteMessage',
+  'ec2messages:FailMessage',
+  'ec2messages:GetEndpoint',
+  'ec2messages:GetMessages',
+  'ec2messages:SendReply',
+  'ssmmessages:CreateControlChannel',
+  'ssmmessages:CreateDataChannel',
+  'ssmmessages:OpenControlChannel',
+  'ssmmessages:OpenDataChannel',
+];
+
+/**
+ * The target instance role (global: one per home stack, fixed name): the SSM and CloudWatch agents
+ * (written out, not AWS's managed policies: AmazonSSMManagedInstanceCore reads all of Parameter Store,
+ * CloudWatchAgentServerPolicy writes any log group and any metric namespace, the Benchfleet one that
+ * feeds the removal-failure alarm included), Run Command's output under the host's own prefix of the
+ * home results bucket (from every region: a host cannot touch another run's raw results), RDS-managed
+ * passwords. Each region's TargetFleet adds the read of its own copy of the agent bundle.
+ */
+function instanceRole(scope: Construct, roleName: string, resultsBucket: s3.IBucket, cloudWatchConfig: string): iam.Role {
+  const stack = Stack.of(scope);
   const role = new iam.Role(scope, 'InstanceRole', {
     roleName,
     assumedBy: new iam.ServicePrincipal('ec2.amazonaws.com'),
     description:
-      'benchfleet targets: SSM and CloudWatch agents, agent bundle, results under runs/, RDS-managed DB passwords',
-    managedPolicies: [
-      iam.ManagedPolicy.fromAwsManagedPolicyName('AmazonSSMManagedInstanceCore'),
-      iam.ManagedPolicy.fromAwsManagedPolicyName('CloudWatchAgentServerPolicy'),
-    ],
+      'benchfleet targets: SSM and CloudWatch agents, agent bundle, its own Run Command output, RDS-managed DB passwords',
   });
-  NagSuppressions.addResourceSuppressions(role, [
-    {
-      id: 'AwsSolutions-IAM4',
-      reason:
-        'AmazonSSMManagedInstanceCore (Run Command transport) and CloudWatchAgentServerPolicy ' +
-        '(per-second steal metrics) are the AWS-maintained minimum for the two agents on a target.',
-      appliesTo: [
-        'Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonSSMManagedInstanceCore',
-        'Policy::arn:<AWS::Partition>:iam::aws:policy/CloudWatchAgentServerPolicy',
-      ],
-    },
-  ]);
+  allowWildcard(role, 'unscopedApis');
+  role.addToPrincipalPolicy(
+    new iam.PolicyStatement({ sid: 'SsmAgentRunCommand', actions: SSM_AGENT_ACTIONS, resources: ['*'] }),
+  );
+  // PutMetricData has no resource types: its namespace condition is what scopes it.
+  role.addToPrincipalPolicy(
+    new iam.PolicyStatement({
+      sid: 'CloudWatchAgentMetrics',
+      actions: ['cloudwatch:PutMetricData'],
+      resources: ['*'],
+      conditions: { StringEquals: { 'cloudwatch:namespace': CLOUDWATCH_AGENT_NAMESPACE } },
+    }),
+  );
+  allowWildcard(role, 'cloudWatchAgentConfig');
+  role.addToPrincipalPolicy(
+    new iam.PolicyStatement({
+      sid: 'CloudWatchAgentConfig',
+      actions: ['ssm:GetParameter'],
+      resources: [stack.formatArn({ service: 'ssm', region: '*', resource: 'parameter', resourceName: cloudWatchConfig })],
+    }),
+  );
   // RDS/Aurora targets: the agent on the client host reads the managed master password itself.
   grantRdsManagedSecretsRead(role);
 
-  allowWildcard(role, 'runsPrefix');
-  // Run Command uploads the agent's output to runs/<run>/...; it checks the bucket's encryption first
-  // and uploads with the bucket-owner-full-control ACL, which needs s3:PutObjectAcl (the bucket
-  // enforces bucket ownership, so the ACL grants nothing more).
+  allowWildcard(role, 'hostsPrefix');
+  // Run Command uploads the agent's output under the host's own prefix (IAM fills the variable from
+  // the instance profile's credentials); it checks the bucket's encryption first and uploads with
+  // the bucket-owner-full-control ACL, which needs s3:PutObjectAcl (the bucket enforces bucket
+  // ownership, so the ACL grants nothing more).
   role.addToPrincipalPolicy(
     new iam.PolicyStatement({
+      sid: 'WriteOwnRunCommandOutput',
       actions: ['s3:PutObject', 's3:PutObjectAcl'],
-      resources: [resultsBucket.arnForObjects(`${RUNS_PREFIX}*`)],
+      resources: [resultsBucket.arnForObjects(HOSTS_PREFIX + '${ec2:SourceInstanceARN}/*')],
     }),
   );
   role.addToPrincipalPolicy(

@@ -75,9 +75,22 @@ def client_token(run_id: str, target_id: str, repetition: int, zone: int, role: 
     return f"bf-{_digest(run_id, target_id, repetition, zone, role, size=32)}"
 
 
-def step_output_prefix(run_id: str, target_id: str, repetition: int, step: str) -> str:
-    """Where Run Command writes a step's stdout/stderr: beside the step's raw_key."""
-    return raw_key(run_id, target_id, repetition, step).removesuffix(".jsonl") + "/ssm"
+def instance_arn(partition: str, region: str, account: str, instance_id: str) -> str:
+    """An EC2 instance's ARN, as IAM puts it in ``ec2:SourceInstanceARN`` for its instance profile."""
+    return f"arn:{partition}:ec2:{region}:{account}:instance/{instance_id}"
+
+
+def host_output_prefix(host_arn: str, run_id: str, target_id: str, repetition: int, step: str) -> str:
+    """Where Run Command writes a step's stdout/stderr: under the host's own prefix, the only one its
+    role may write (``hosts/${ec2:SourceInstanceARN}/*``), so no host can overwrite another run's
+    output; collect copies the agent's lines to the step's raw_key under runs/."""
+    return f"hosts/{host_arn}/{run_id}/{target_id}/rep-{repetition}/{step}"
+
+
+def step_command_key(run_id: str, target_id: str, repetition: int, step: str) -> str:
+    """The command start_step sent for a step (its id, host, region, start), beside the step's raw
+    key: what "Ask how the step ended" reads when the step's status change never arrived."""
+    return raw_key(run_id, target_id, repetition, step).removesuffix(".jsonl") + "/command.json"
 
 
 def summary_key(run_id: str) -> str:

@@ -9,6 +9,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.parser import BaseModel, event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from benchfleet import naming
 from benchfleet.aws import clients
 from benchfleet.aws.events import Resources, Step
 from benchfleet.aws.settings import Settings
@@ -41,11 +42,15 @@ def handler(event: CollectEvent, context: LambdaContext) -> dict[str, Any]:
     store = store_from_settings(settings, clients.client)
     # Raw output and the record store are at home; CloudWatch and RDS where the target ran.
     region = settings.regions.region_of(event.resources)
+    if not event.resources.instance_id:
+        raise ValueError(f"target {event.target['id']} has no host whose output to collect")
+    output_prefix = naming.host_output_prefix(settings.host_arn(region, event.resources.instance_id), event.run_id,
+                                              event.target["id"], event.repetition, event.step.name)
     result = collect_step(
         clients.client("s3"), clients.client("cloudwatch", region), store, settings.results_bucket,
         run_id=event.run_id, target=event.target, kind=event.kind, repetition=event.repetition,
         step=event.step.model_dump(), resources=event.resources.model_dump(), started_at=event.started_at,
-        rds=clients.client("rds", region))
+        output_prefix=output_prefix, rds=clients.client("rds", region))
     for name in ("samples", "summaries", "cloud_metrics"):
         metrics.add_metric(name=f"Collected_{name}", unit=MetricUnit.Count, value=result[name])
     logger.info("collected", extra=result)

@@ -40,13 +40,15 @@ def handler(event: StepState, context: LambdaContext) -> dict[str, Any]:
         ssm, document=settings.agent_document_name, bucket_region=home.home_region,
         instance_id=event.resources.instance_id, job=jobs.job_for(event),
         bucket=settings.results_bucket,
-        output_prefix=naming.step_output_prefix(event.run_id, target_id, event.repetition, step.name),
+        output_prefix=naming.host_output_prefix(home.host_arn(region, event.resources.instance_id), event.run_id,
+                                                target_id, event.repetition, step.name),
         execution_timeout_s=step.duration_s + step.setup_s + 600,
         comment=f"benchfleet {event.run_id} {target_id} rep {event.repetition} {step.name}")
     status = {"command_id": command_id, "instance_id": event.resources.instance_id, "region": region,
               "started_at": targets.now_iso()}
     if event.task_token:
-        callbacks.record(clients.client("s3"), home.results_bucket, task_token=event.task_token, status=status)
+        callbacks.record(clients.client("s3"), home.results_bucket, task_token=event.task_token, status=status,
+                         step_key=naming.step_command_key(event.run_id, target_id, event.repetition, step.name))
     logger.info("step sent", extra={"command_id": command_id})
     metrics.add_metric(name="StepsStarted", unit=MetricUnit.Count, value=1)
     return {**status, "state": "running"}

@@ -3,12 +3,12 @@
  * CloudFormation intrinsics resolved, evaluated for one request the way IAM does (an explicit Deny
  * wins, then any Allow, else an implicit deny). It covers what benchfleet's policies use: Action /
  * Resource globs, String*, Arn*, Bool and Null operators, ForAllValues / ForAnyValue and IfExists,
- * and policy variables (`${ec2:SourceInstanceARN}`) in the values of String* / Arn* conditions.
+ * and policy variables (`${ec2:SourceInstanceARN}`) in Resource and in the values of String* / Arn* conditions.
  * Anything else throws, so a policy this evaluator cannot read fails the test instead of passing it.
  *
- * Written here rather than taken from a package: the maintained simulator on npm is AGPL-licensed.
- * AWS managed policies attached to a role are not evaluated (their documents are not in the
- * template): tests say which ones a role has and why they do not matter for the actions they check.
+ * Written here so that the app's own checks need no AGPL code; the maintained simulator on npm
+ * (@cloud-copilot/iam-simulate, AGPL-3.0) takes every decision of ownership.test.ts again as a test
+ * tool (second-opinion.ts). No role has AWS managed policies, whose documents are not in the template.
  */
 import { Template } from 'aws-cdk-lib/assertions';
 
@@ -187,10 +187,15 @@ function applies(st: Statement, req: Request): boolean {
       ? list(st.Action).some((a) => globMatch(a, req.action, true))
       : !list(st.NotAction).some((a) => globMatch(a, req.action, true));
   if (!actionOk) return false;
+  // Policy variables in Resource are replaced from the request too; an absent one matches nothing.
+  const resourceMatches = (pattern: string): boolean => {
+    const concrete = substitute(pattern, 'StringLike', context);
+    return concrete !== undefined && globMatch(concrete, req.resource);
+  };
   const resourceOk =
     st.Resource !== undefined
-      ? list(st.Resource).some((r) => globMatch(r, req.resource))
-      : !list(st.NotResource).some((r) => globMatch(r, req.resource));
+      ? list(st.Resource).some(resourceMatches)
+      : !list(st.NotResource).some(resourceMatches);
   if (!resourceOk) return false;
   for (const [operator, block] of Object.entries(st.Condition ?? {})) {
     for (const [key, expected] of Object.entries(block)) {

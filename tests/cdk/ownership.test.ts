@@ -7,6 +7,7 @@ import { App, Stack } from 'aws-cdk-lib';
 import { dbIdentifierPrefix, stackOwner } from '../../cdk/lib/ownership';
 import { buildStack, Built, resourcesOf } from './helpers';
 import { allRoles, ContextValue, evaluate, globMatch, PSEUDO, Request, resolve, roleStatements } from './iam-eval';
+import { disagreements, Recorder } from './second-opinion';
 
 const { partition, region, account } = PSEUDO;
 const OTHER_REGION = 'eu-north-1';
@@ -44,9 +45,14 @@ const asRequest = (tags: Record<string, string>): Record<string, ContextValue> =
   'aws:TagKeys': Object.keys(tags),
 });
 
+// Every decision about a synthesized role is recorded, and decided again by an independent simulator
+// at the end of the file (second-opinion.ts).
+const recorder = new Recorder();
+const judge = recorder.judge.bind(recorder);
+
 /** Every role of the stack whose policies allow `req`. */
 function rolesAllowing(req: Request): string[] {
-  return allRoles(built.template).filter((id) => evaluate(roleStatements(built.template, id), req) === 'allow');
+  return allRoles(built.template).filter((id) => judge(roleStatements(built.template, id), req) === 'allow');
 }
 
 describe('what the Lambdas are told', () => {
@@ -114,17 +120,17 @@ describe('another stack in the same account', () => {
       resource: instance(),
       context: { ...asRequest(runTags(owner)), 'ec2:MetadataHttpTokens': 'required' },
     });
-    expect(evaluate(provision, launch(ours.owner))).toBe('allow');
-    expect(evaluate(provision, launch(theirs.owner))).toBe('implicit-deny');
-    expect(evaluate(provision, launch(undefined))).toBe('implicit-deny');
+    expect(judge(provision, launch(ours.owner))).toBe('allow');
+    expect(judge(provision, launch(theirs.owner))).toBe('implicit-deny');
+    expect(judge(provision, launch(undefined))).toBe('implicit-deny');
     const createDb = (owner: string | undefined, name: string): Request => ({
       action: 'rds:CreateDBInstance',
       resource: db(name),
       context: asRequest(runTags(owner)),
     });
-    expect(evaluate(provision, createDb(ours.owner, `${ours.prefix}-m6i-0a1b2c3d-r1-db`))).toBe('allow');
-    expect(evaluate(provision, createDb(theirs.owner, `${ours.prefix}-m6i-0a1b2c3d-r1-db`))).toBe('implicit-deny');
-    expect(evaluate(provision, createDb(ours.owner, `${theirs.prefix}-m6i-0a1b2c3d-r1-db`))).toBe('implicit-deny');
+    expect(judge(provision, createDb(ours.owner, `${ours.prefix}-m6i-0a1b2c3d-r1-db`))).toBe('allow');
+    expect(judge(provision, createDb(theirs.owner, `${ours.prefix}-m6i-0a1b2c3d-r1-db`))).toBe('implicit-deny');
+    expect(judge(provision, createDb(ours.owner, `${theirs.prefix}-m6i-0a1b2c3d-r1-db`))).toBe('implicit-deny');
   });
 });
 
@@ -168,13 +174,76 @@ describe('pre-existing resources', () => {
 
   test('an existing database or instance cannot be tagged into our ownership', () => {
     const tagging = asRequest(runTags(ours.owner));
-    for (const resource of [db('prod-orders'), cluster('prod-aurora'), db('bf-legacy-db')]) {
+    // Issue 30, finding 10: a name carrying this stack's prefix is not enough: only provision's own
+    // names (<prefix>-<target>-<digest>-r<n>-<role>). RDS has no create-only condition, so such a name
+    // stays taggable; the sweepers then refuse it (tests/functional/test_janitor.py).
+    for (const resource of [db('prod-orders'), cluster('prod-aurora'), db('bf-legacy-db'), db(`${ours.prefix}-legacy`),
+      db(`${ours.prefix}-orders-db`), cluster(`${ours.prefix}-reporting`)]) {
       expect(rolesAllowing({ action: 'rds:AddTagsToResource', resource, context: tagging })).toEqual([]);
+      const remove = resource.includes(':cluster:') ? 'rds:DeleteDBCluster' : 'rds:DeleteDBInstance';
+      expect(rolesAllowing({ action: remove, resource, context: asResource(runTags(ours.owner)) })).toEqual([]);
     }
     // EC2 tags only in the RunInstances request that creates the instance.
     expect(rolesAllowing({ action: 'ec2:CreateTags', resource: instance(), context: tagging })).toEqual([]);
     const onLaunch = { ...tagging, 'ec2:CreateAction': 'RunInstances' };
     expect(rolesAllowing({ action: 'ec2:CreateTags', resource: instance(), context: onLaunch })).toHaveLength(1);
+  });
+});
+
+describe('what a host may do (issue 30, findings 12 and 13)', () => {
+  const hostRole = (): ReturnType<typeof roleStatements> => roleStatements(built.template, TARGET_ROLE);
+  const parameter = (name: string, r = region): string => `arn:${partition}:ssm:${r}:${account}:parameter/${name}`;
+
+  test('no AWS managed policy: the statements the SSM and CloudWatch agents need, written out', () => {
+    const [, instanceRole] = resourcesOf(built.template, 'AWS::IAM::Role').find(([id]) => TARGET_ROLE.test(id))!;
+    expect(instanceRole.Properties.ManagedPolicyArns ?? []).toEqual([]);
+    const statements = hostRole();
+    for (const action of ['ssm:UpdateInstanceInformation', 'ec2messages:GetMessages', 'ssmmessages:OpenControlChannel']) {
+      expect(judge(statements, { action, resource: '*' })).toBe('allow');
+    }
+  });
+
+  test('a host reads its CloudWatch agent configuration, and no other parameter', () => {
+    const statements = hostRole();
+    for (const r of [region, OTHER_REGION]) {
+      expect(judge(statements, { action: 'ssm:GetParameter', resource: parameter('AmazonCloudWatch-BenchfleetA-targets', r) })).toBe('allow');
+    }
+    for (const name of ['prod/db-password', 'AmazonCloudWatch-BenchfleetB-targets', 'benchfleet/BenchfleetA/target-resources']) {
+      for (const action of ['ssm:GetParameter', 'ssm:GetParameters', 'ssm:GetParametersByPath']) {
+        expect(judge(statements, { action, resource: parameter(name) })).toBe('implicit-deny');
+      }
+    }
+  });
+
+  test("a host publishes metrics in the CloudWatch agent's namespace only, and writes no logs", () => {
+    const statements = hostRole();
+    const put = (namespace: string): Request => ({ action: 'cloudwatch:PutMetricData', resource: '*', context: { 'cloudwatch:namespace': namespace } });
+    expect(judge(statements, put('CWAgent'))).toBe('allow');
+    // Benchfleet feeds the removal-failure alarm: a host must not be able to silence or trip it.
+    for (const namespace of ['Benchfleet', 'AWS/EC2', 'Custom']) expect(judge(statements, put(namespace))).toBe('implicit-deny');
+    for (const action of ['logs:CreateLogGroup', 'logs:PutLogEvents', 'logs:CreateLogStream']) {
+      expect(judge(statements, { action, resource: `arn:${partition}:logs:${region}:${account}:log-group:any:*` })).toBe('implicit-deny');
+    }
+  });
+
+  test("host A writes its own Run Command output only, never run B's raw results", () => {
+    const statements = hostRole();
+    const [bucketId] = resourcesOf(built.template, 'AWS::S3::Bucket').find(([id]) => /^Results[0-9A-F]{8}$/.test(id)) ?? [];
+    expect(bucketId).toBeDefined();
+    const object = (key: string): string => `<${bucketId}.Arn>/${key}`;
+    const hostA = `arn:${partition}:ec2:${region}:${account}:instance/i-0aaaaaaaaaaaaaaaa`;
+    const hostB = `arn:${partition}:ec2:${region}:${account}:instance/i-0bbbbbbbbbbbbbbbb`;
+    const write = (key: string, host?: string): Request => ({
+      action: 's3:PutObject',
+      resource: object(key),
+      context: host === undefined ? {} : { 'ec2:SourceInstanceARN': host },
+    });
+    expect(judge(statements, write(`hosts/${hostA}/run-a/m6g/rep-1/t0001/cmd/i-0aaaaaaaaaaaaaaaa/stdout`, hostA))).toBe('allow');
+    for (const key of ['runs/run-b/m6g/rep-1/t0001.jsonl', 'runs/run-b/summary.json', `hosts/${hostB}/run-b/m6g/rep-1/t0001/x`,
+      'tables/samples/run_id=run-b/x.json']) {
+      expect(judge(statements, write(key, hostA))).toBe('implicit-deny');
+    }
+    expect(judge(statements, write(`hosts/${hostA}/run-a/x`))).toBe('implicit-deny'); // not an instance's credentials
   });
 });
 
@@ -245,7 +314,7 @@ describe('RDS-managed master secrets', () => {
     for (const r of [region, OTHER_REGION]) {
       for (const kind of ['db', 'cluster'] as const) {
         const mine = runSecret('a1', kind, r);
-        expect(evaluate(hostRole(), read(mine, mine.host))).toBe('allow');
+        expect(judge(hostRole(), read(mine, mine.host))).toBe('allow');
       }
     }
   });
@@ -253,8 +322,8 @@ describe('RDS-managed master secrets', () => {
   test("the host of run A cannot read run B's secret, nor any secret not bound to it", () => {
     const a = runSecret('a1');
     const b = runSecret('b2');
-    expect(evaluate(hostRole(), read(b, a.host))).toBe('implicit-deny');
-    expect(evaluate(hostRole(), read(a, b.host))).toBe('implicit-deny');
+    expect(judge(hostRole(), read(b, a.host))).toBe('implicit-deny');
+    expect(judge(hostRole(), read(a, b.host))).toBe('implicit-deny');
     const cases: Request[] = [
       // Run B's secret before readiness bound it, and a secret of ours bound to no host.
       read({ arn: b.arn, tags: { [instanceTag]: b.tags[instanceTag] } }, a.host),
@@ -268,7 +337,7 @@ describe('RDS-managed master secrets', () => {
       // The right secret, read with credentials that are not an instance profile's (no SourceInstanceARN).
       read(a),
     ];
-    for (const req of cases) expect(evaluate(hostRole(), req)).toBe('implicit-deny');
+    for (const req of cases) expect(judge(hostRole(), req)).toBe('implicit-deny');
   });
 
   test("no role but the host role reads a run's secret; an existing target's secret is no role's", () => {
@@ -310,10 +379,36 @@ describe('RDS-managed master secrets', () => {
     }
   });
 
-  test('provision creates RDS-managed secrets only through RDS', () => {
+  test("RDS creates and tags the secrets of this stack's databases only, and never binds them to a host", () => {
+    // Issue 30, findings 8 and 11: aws:CalledVia is unsettled for these calls, and was the only
+    // condition; RDS's own aws:rds:* tag (which only AWS may set) names the database instead.
     const provision = roleStatements(built.template, role('Provision'));
-    const create = { action: 'secretsmanager:CreateSecret', resource: secretArn('db', 'a1') };
-    expect(evaluate(provision, { ...create, context: { 'aws:CalledVia': ['rds.amazonaws.com'] } })).toBe('allow');
-    expect(evaluate(provision, create)).toBe('implicit-deny');
+    const ownDb = db(`${ours.prefix}-m6i-0a1b2c3d-r1-db`);
+    const ownCluster = cluster(`${ours.prefix}-a-0a1b2c3d-r1-cluster`);
+    const request = (action: string, kind: 'db' | 'cluster', tags: Record<string, string>): Request => ({
+      action,
+      resource: secretArn(kind, 'a1'),
+      context: asRequest(tags),
+    });
+    for (const action of ['secretsmanager:CreateSecret', 'secretsmanager:TagResource']) {
+      expect(judge(provision, request(action, 'db', { [instanceTag]: ownDb }))).toBe('allow');
+      expect(judge(provision, request(action, 'cluster', { [clusterTag]: ownCluster }))).toBe('allow');
+      // Another stack's or a pre-existing database's secret, or no database tag at all (a caller's own
+      // request, through RDS or not), is refused.
+      expect(judge(provision, request(action, 'db', { [instanceTag]: db(`${theirs.prefix}-m6i-0a1b2c3d-r1-db`) }))).toBe('implicit-deny');
+      expect(judge(provision, request(action, 'db', { [instanceTag]: db('prod-orders') }))).toBe('implicit-deny');
+      expect(judge(provision, { action, resource: secretArn('db', 'a1'), context: { 'aws:CalledVia': ['rds.amazonaws.com'] } })).toBe('implicit-deny');
+      // benchfleet:secret-reader is readiness's to set, even alongside RDS's tag.
+      expect(judge(provision, request(action, 'db', { [instanceTag]: ownDb, [READER]: hostArn('a1') }))).toBe('implicit-deny');
+    }
   });
+});
+
+describe('a second opinion: the independent IAM simulator @cloud-copilot/iam-simulate', () => {
+  test('decides every request above as the evaluator did', async () => {
+    const judged = recorder.decisions;
+    // Every role, for every request of the tests above (1,000 and more, not counting repeats).
+    expect(judged.length).toBeGreaterThan(1000);
+    expect(await disagreements(built.template, judged)).toEqual([]);
+  }, 60_000);
 });

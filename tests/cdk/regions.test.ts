@@ -294,6 +294,16 @@ describe('targetRegions unset or home only', () => {
     expect(build({ targetRegions: [HOME] }).regions.size).toBe(0);
   });
 
+  test('more target regions than IAM attaches managed policies to a role: refused at synth, naming the quota', () => {
+    // Issue 30, finding 9: each regional stack attaches one managed policy to the provision and
+    // start_step roles; IAM's default quota is 10 per role, so an eleventh region would fail to deploy.
+    const eleven = ['us-east-2', 'us-west-1', 'us-west-2', 'ca-central-1', 'eu-west-1', 'eu-west-2', 'eu-west-3',
+      'eu-central-1', 'eu-north-1', 'ap-northeast-1', 'ap-southeast-2'];
+    expect(() => build({ targetRegions: eleven })).toThrow(
+      /targetRegions": 11 regions besides the home region us-east-1 .*provision, start_step.*allows 10 per role/,
+    );
+  });
+
   test('the home region unknown: refused, naming the keys', () => {
     expect(() => build({ targetRegions: REGIONS }, {})).toThrow(/targetRegions.*"region"/);
     expect(build({ targetRegions: REGIONS, region: 'eu-north-1' }, {}).regions.size).toBe(1);

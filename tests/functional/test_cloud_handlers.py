@@ -14,6 +14,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 from moto import mock_aws
+from moto.core import DEFAULT_ACCOUNT_ID
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "statemachine"))
 from sm_harness import (
@@ -44,6 +45,7 @@ from benchfleet.spec import parse_spec, resolve
 RUN = "fn-20261122t000000-abcd"
 EXPIRES = "2026-11-23T00:00:00Z"
 CMD = "0b9b5a3c-1d2e-4f50-8a6b-7c8d9e0f1a2b"
+STEP_KEY = naming.step_command_key(RUN, "aurora-r6g", 1, "t0001")
 
 
 @pytest.fixture
@@ -57,9 +59,8 @@ def aws(monkeypatch):
         ssm = boto3.client("ssm", region_name=REGION)
         rds = boto3.client("rds", region_name=REGION)
         proxies = {
-            "ssm": FaultProxy(ssm, extra={"get_parameter": gaps.get_parameter(ssm),
-                                          "describe_instance_information": gaps.describe_instance_information}),
-            "rds": FaultProxy(rds, extra={"describe_db_engine_versions": gaps.describe_db_engine_versions}),
+            "ssm": gaps.ssm(ssm),
+            "rds": gaps.rds(rds),
             "timestream-write": FaultProxy(boto3.client("timestream-write", region_name=REGION)),
         }
         for service, proxy in proxies.items():
@@ -279,7 +280,9 @@ def test_start_step_sends_the_agent_job_with_output_to_s3(aws):
     # RDS for MariaDB 11.8+ refuses connections without TLS; MySQL 8.4 users need it for caching_sha2.
     assert job["db"]["tls"] == "required"
     assert kw["OutputS3BucketName"] == BUCKET
-    assert kw["OutputS3KeyPrefix"] == naming.step_output_prefix(RUN, "aurora-r6g", 1, "t0001")
+    # Under the host's own prefix, the only one the host role may write (issue 30, finding 13).
+    host = f"arn:aws:ec2:{REGION}:{DEFAULT_ACCOUNT_ID}:instance/{kw['InstanceIds'][0]}"
+    assert kw["OutputS3KeyPrefix"] == naming.host_output_prefix(host, RUN, "aurora-r6g", 1, "t0001")
     assert kw["DocumentName"] == "bf-agent"
 
 
@@ -292,7 +295,7 @@ def test_step_callback_completes_the_task_from_the_agent_steps_status(aws, statu
     s3 = boto3.client("s3", region_name=REGION)
     step = {"command_id": CMD, "instance_id": "i-0123456789abcdef0", "region": REGION,
             "started_at": "2026-11-23T06:00:00Z"}
-    callbacks.record(s3, BUCKET, task_token="token-1", status=step)
+    callbacks.record(s3, BUCKET, task_token="token-1", status=step, step_key=STEP_KEY)
     ssm, sfn = boto3.client("ssm", region_name=REGION), boto3.client("stepfunctions", region_name=REGION)
     clients.override("ssm", lambda: ssm)
     clients.override("stepfunctions", lambda: sfn)
@@ -304,6 +307,10 @@ def test_step_callback_completes_the_task_from_the_agent_steps_status(aws, statu
                                                          "ResponseCode": 0, "StandardOutputContent": "x" * 24000},
                               # The agent's own step: a failed CloudWatch agent install is not the step's.
                               {"CommandId": CMD, "InstanceId": "i-0123456789abcdef0", "PluginName": "runAgent"})
+        if status == "InProgress":  # the agent's step still runs: so does its command
+            ssm_stub.add_response("list_command_invocations", {"CommandInvocations": [
+                {"Status": "InProgress", "StatusDetails": "InProgress"}]},
+                {"CommandId": CMD, "InstanceId": "i-0123456789abcdef0"})
         if sent == "success":
             sfn_stub.add_response("send_task_success", {}, {"taskToken": "token-1", "output": json.dumps(
                 step | {"state": "succeeded", "detail": status})})
@@ -328,7 +335,8 @@ def test_step_callback_leaves_commands_that_are_not_steps_alone(aws):
 def test_step_callback_of_a_task_no_longer_waiting_does_nothing(aws):
     s3 = boto3.client("s3", region_name=REGION)
     callbacks.record(s3, BUCKET, task_token="token-1", status={
-        "command_id": CMD, "instance_id": "i-1", "region": REGION, "started_at": "2026-11-23T06:00:00Z"})
+        "command_id": CMD, "instance_id": "i-1", "region": REGION, "started_at": "2026-11-23T06:00:00Z"},
+        step_key=STEP_KEY)
     ssm, sfn = boto3.client("ssm", region_name=REGION), boto3.client("stepfunctions", region_name=REGION)
     clients.override("ssm", lambda: ssm)
     clients.override("stepfunctions", lambda: sfn)
@@ -339,7 +347,7 @@ def test_step_callback_of_a_task_no_longer_waiting_does_nothing(aws):
     assert out == {"state": "succeeded", "sent": "nothing waits (TaskTimedOut)"}
 
 
-def seed_stdout(step: str, target_id: str, shift_s: float = 0.0) -> None:
+def seed_stdout(step: str, target_id: str, instance_id: str, shift_s: float = 0.0) -> None:
     """The fixture's agent output as Run Command leaves it in S3 (``shift_s``: moved in time)."""
     lines = []
     records = [json.loads(line) for line in
@@ -355,7 +363,9 @@ def seed_stdout(step: str, target_id: str, shift_s: float = 0.0) -> None:
             if key in record:
                 record[key] += shift_s
         lines.append(json.dumps(record, separators=(",", ":")))
-    key = f"{naming.step_output_prefix(RUN, target_id, 1, step)}/cmd/i-1/awsrunShellScript/0.runAgent/stdout"
+    host = f"arn:aws:ec2:{REGION}:{DEFAULT_ACCOUNT_ID}:instance/{instance_id}"
+    prefix = naming.host_output_prefix(host, RUN, target_id, 1, step)
+    key = f"{prefix}/cmd/{instance_id}/awsrunShellScript/0.runAgent/stdout"
     body = "apt-get install ...\n" + "\n".join(lines)  # the document's own output comes first
     boto3.client("s3", region_name=REGION).put_object(Bucket=BUCKET, Key=key, Body=body.encode())
 
@@ -363,7 +373,7 @@ def seed_stdout(step: str, target_id: str, shift_s: float = 0.0) -> None:
 def test_collect_writes_batches_of_at_most_100_and_cloud_metrics_in_ms(aws):
     proxies, _ = aws
     res = provision("rds")
-    seed_stdout("t0001", "rds-m6g")
+    seed_stdout("t0001", "rds-m6g", res["instance_id"])
     samples = [json.loads(line) for line in (FIXTURES / "t0001.jsonl").read_text().splitlines()]
     mid = datetime.fromtimestamp(samples[120]["time"], tz=UTC)
     cw = boto3.client("cloudwatch", region_name=REGION)
@@ -404,7 +414,7 @@ def test_collect_sends_what_timestream_stores_and_what_the_estimate_predicts(aws
     times = [json.loads(line)["time"] for line in (FIXTURES / "t0001.jsonl").read_text().splitlines()
              if '"sample"' in line]
     shift = int(datetime.now(UTC).timestamp()) - 840.5 - times[0]
-    seed_stdout("t0001", "ec2-m6g", shift)
+    seed_stdout("t0001", "ec2-m6g", res["instance_id"], shift)
     first, last = int(times[0] + shift), int(times[-1] + shift)
     cw = boto3.client("cloudwatch", region_name=REGION)
     host = [{"Name": "InstanceId", "Value": res["instance_id"]}, {"Name": "cpu", "Value": "cpu-total"}]

@@ -14,7 +14,7 @@ from benchfleet.aws.errors import CollectFailed
 from benchfleet.aws.steps.collect import read_raw
 
 BUCKET = "bf-results"
-FIXTURE = naming.step_output_prefix("run-1", "m6g", 1, "t0001")
+FIXTURE = naming.host_output_prefix("arn:aws:ec2:us-east-1:123456789012:instance/i-0abc", "run-1", "m6g", 1, "t0001")
 
 
 def stdout(command_id: str, tps: float) -> tuple[str, bytes]:
@@ -33,7 +33,7 @@ def s3():
 def test_one_command_is_read_and_copied_to_the_raw_key(s3) -> None:
     key, body = stdout("cmd-1", 916.0)
     s3.put_object(Bucket=BUCKET, Key=key, Body=body)
-    text = read_raw(s3, BUCKET, run_id="run-1", target_id="m6g", repetition=1, step="t0001")
+    text = read_raw(s3, BUCKET, run_id="run-1", target_id="m6g", repetition=1, step="t0001", output_prefix=FIXTURE)
     assert text.startswith('{"type":') and "916.0" in text
     raw = s3.get_object(Bucket=BUCKET, Key=naming.raw_key("run-1", "m6g", 1, "t0001"))["Body"].read().decode()
     assert raw == text
@@ -44,6 +44,6 @@ def test_output_of_two_commands_for_one_step_is_refused_not_merged(s3) -> None:
         key, body = stdout(command_id, tps)
         s3.put_object(Bucket=BUCKET, Key=key, Body=body)
     with pytest.raises(CollectFailed, match=r"output of 2 commands \(cmd-1, cmd-2\).*a step runs once"):
-        read_raw(s3, BUCKET, run_id="run-1", target_id="m6g", repetition=1, step="t0001")
+        read_raw(s3, BUCKET, run_id="run-1", target_id="m6g", repetition=1, step="t0001", output_prefix=FIXTURE)
     # Nothing derived from the mixture: no raw copy for a store to load later.
     assert "Contents" not in s3.list_objects_v2(Bucket=BUCKET, Prefix=naming.raw_key("run-1", "m6g", 1, "t0001"))

@@ -56,6 +56,11 @@ def ec2_instance(run_tags: dict[str, str] | None) -> str:
     return res["Instances"][0]["InstanceId"]
 
 
+def ours(run_id: str, target_id: str, role: str = "db") -> str:
+    """The identifier provision gives a database of this run and target (the sweepers check it)."""
+    return naming.db_identifier(run_id, target_id, 1, role, prefix="bf2b97c5")
+
+
 def db_instance(name: str, run_tags: dict[str, str] | None, protected: bool = False) -> str:
     boto3.client("rds").create_db_instance(
         DBInstanceIdentifier=name, DBInstanceClass="db.t3.micro", Engine="mysql", AllocatedStorage=20,
@@ -64,14 +69,16 @@ def db_instance(name: str, run_tags: dict[str, str] | None, protected: bool = Fa
     return name
 
 
-def aurora(name: str, run_tags: dict[str, str]) -> tuple[str, str]:
+def aurora(run_tags: dict[str, str]) -> tuple[str, str]:
     rds = boto3.client("rds")
+    name = ours(run_tags[TAG_RUN_ID], run_tags[TAG_TARGET_ID], "cluster")
+    writer = ours(run_tags[TAG_RUN_ID], run_tags[TAG_TARGET_ID], "writer")
     rds.create_db_cluster(DBClusterIdentifier=name, Engine="aurora-mysql", MasterUsername="admin",
                           MasterUserPassword="password123", DeletionProtection=False,
                           Tags=_tag_list(run_tags))
-    rds.create_db_instance(DBInstanceIdentifier=f"{name}-writer", DBInstanceClass="db.r6g.large",
+    rds.create_db_instance(DBInstanceIdentifier=writer, DBInstanceClass="db.r6g.large",
                            Engine="aurora-mysql", DBClusterIdentifier=name, Tags=_tag_list(run_tags))
-    return name, f"{name}-writer"
+    return name, writer
 
 
 def live_ec2() -> set[str]:
@@ -98,14 +105,14 @@ def test_janitor_removes_only_finished_or_expired(aws):
     earlier = NOW - timedelta(minutes=1)
     start(sfn, arn, "running-run")
     keep_live = ec2_instance(tags("running-run", "a", later))
-    keep_live_db = db_instance("running-db", tags("running-run", "b", later))
+    keep_live_db = db_instance(ours("running-run", "b"), tags("running-run", "b", later))
     keep_untagged = ec2_instance(None)
     keep_foreign = ec2_instance({"team": "payments", TAG_EXPIRES_AT: "2000-01-01T00:00:00Z"})
     keep_foreign_db = db_instance("foreign-db", {"owner": "someone"})
     gone_expired = ec2_instance(tags("running-run", "c", earlier))
     gone_finished = ec2_instance(tags("old-run", "a", later))
-    gone_finished_db = db_instance("old-db", tags("old-run", "b", later))
-    gone_cluster = aurora("old-aurora", tags("old-run", "c", later))
+    gone_finished_db = db_instance(ours("old-run", "b"), tags("old-run", "b", later))
+    gone_cluster = aurora(tags("old-run", "c", later))
     # an expiry nobody can read never removes a running run's resource on its own
     keep_bad_expiry = ec2_instance({TAG_RUN_ID: "running-run", TAG_TARGET_ID: "d", TAG_EXPIRES_AT: "soon",
                                     TAG_STACK: OWNER})
@@ -115,15 +122,23 @@ def test_janitor_removes_only_finished_or_expired(aws):
     keep_guest_host = ec2_instance({TAG_AGENT_HOST: OWNER})  # an existing target's host, opted in
     keep_unowned_db = db_instance("legacy-db", unowned)
     # ours, but someone turned deletion protection on: reported, never lifted
-    keep_protected_db = db_instance("old-protected", tags("old-run", "e", later), protected=True)
+    keep_protected_db = db_instance(ours("old-run", "e"), tags("old-run", "e", later), protected=True)
+    # Issue 30, finding 10: databases someone else named with this stack's prefix, then tagged with a
+    # run's tags (RDS has no create-only tagging condition): reported, never removed.
+    keep_adopted = {db_instance("bf2b97c5-orders", tags("old-run", "f", later)),
+                    db_instance("bf2b97c5-legacy-r1-db", tags("old-run", "g", later)),
+                    db_instance(ours("old-run", "other-target"), tags("old-run", "h", later))}
 
     summary = janitor.sweep(now=NOW).summary()
 
     assert live_ec2() == {keep_live, keep_untagged, keep_foreign, keep_bad_expiry, keep_unowned, keep_guest_host}
-    assert live_dbs() == {keep_live_db, keep_foreign_db, keep_unowned_db, keep_protected_db}
+    assert live_dbs() == {keep_live_db, keep_foreign_db, keep_unowned_db, keep_protected_db, *keep_adopted}
     removed = {r["id"] for r in summary["removed"]}
     assert removed == {gone_expired, gone_finished, gone_finished_db, *gone_cluster}
-    assert [(f["id"], f["error"].split(":")[0]) for f in summary["failed"]] == [(keep_protected_db, "Protected")]
+    failed = sorted((f["id"], f["error"].split(":")[0]) for f in summary["failed"])
+    assert failed == sorted([(keep_protected_db, "Protected"), *((d, "Protected") for d in keep_adopted)])
+    assert all("not the database that run's provision would have created" in f["error"]
+               for f in summary["failed"] if f["id"] in keep_adopted)
     assert {r["id"] for r in summary["kept"]} == {keep_live, keep_live_db, keep_bad_expiry}
     rds = boto3.client("rds")
     described = rds.describe_db_instances(DBInstanceIdentifier=keep_protected_db)["DBInstances"][0]
@@ -132,7 +147,7 @@ def test_janitor_removes_only_finished_or_expired(aws):
     assert {t["Key"]: t["Value"] for t in legacy["TagList"]} == unowned  # not tagged either
 
     again = janitor.sweep(now=NOW).summary()
-    assert again["removed"] == [] and [f["id"] for f in again["failed"]] == [keep_protected_db]
+    assert again["removed"] == [] and {f["id"] for f in again["failed"]} == {keep_protected_db, *keep_adopted}
     assert live_ec2() == {keep_live, keep_untagged, keep_foreign, keep_bad_expiry, keep_unowned, keep_guest_host}
 
 
@@ -164,7 +179,7 @@ def test_nothing_removed_when_runs_cannot_be_listed(aws):
 
 def test_deleting_twice_concurrently_is_success(aws):
     """Janitor and teardown-by-tag racing: the second sees the resource going and counts it done."""
-    db = db_instance("old-db", tags("old-run", "b", NOW))
+    db = db_instance(ours("old-run", "b"), tags("old-run", "b", NOW))
     found = sweep.find_tagged(sweep_clients(REGION), OWNER, "old-run")
     first = sweep.remove_all(sweep_clients, found)
     second = sweep.remove_all(sweep_clients, found)  # same stale listing, resource already gone
@@ -205,13 +220,13 @@ def test_two_stacks_in_one_account_each_sweep_only_their_own(aws, monkeypatch):
     start(sfn, arn_a, "run-a")
     start(sfn, arn_b, "run-b")
     a_live = ec2_instance(tags("run-a", "t", later))
-    a_live_db = db_instance("a-live", tags("run-a", "d", later))
+    a_live_db = db_instance(ours("run-a", "d"), tags("run-a", "d", later))
     a_expired = ec2_instance(tags("run-a", "x", earlier))
-    a_finished_db = db_instance("a-finished", tags("old-a", "d", later))
+    a_finished_db = db_instance(ours("old-a", "d"), tags("old-a", "d", later))
     b_live = ec2_instance(tags("run-b", "t", later, OTHER_STACK))
-    b_live_db = db_instance("b-live", tags("run-b", "d", later, OTHER_STACK))
+    b_live_db = db_instance(ours("run-b", "d"), tags("run-b", "d", later, OTHER_STACK))
     b_expired = ec2_instance(tags("run-b", "x", earlier, OTHER_STACK))
-    b_finished_db = db_instance("b-finished", tags("old-b", "d", later, OTHER_STACK))
+    b_finished_db = db_instance(ours("old-b", "d"), tags("old-b", "d", later, OTHER_STACK))
 
     removed_by_a = {r["id"] for r in janitor.sweep(now=NOW).summary()["removed"]}
     assert removed_by_a == {a_expired, a_finished_db}

@@ -27,6 +27,9 @@ TARGET = {"id": "m6g-large", "kind": "ec2", "instance_type": "m6g.large", "engin
           "mysql_config": "cpu-bound", "region": "us-east-1", "price_per_hour": 0.077,
           "storage": {"type": "gp3", "size_gb": 200}}
 SPEC = {"name": "meta", "workload": {"name": "w"}, "targets": [TARGET]}
+# Where the step's Run Command output would be (these steps' raw keys are already written).
+OUTPUT = naming.host_output_prefix("arn:aws:ec2:us-east-1:123456789012:instance/i-0123456789abcdef0", RUN,
+                                   TARGET["id"], 1, "prepare")
 
 
 @pytest.fixture
@@ -62,7 +65,7 @@ def collect_prepare(s3: Any, store: Any) -> dict[str, Any]:
                         # what provision returns: where it created the host
                         resources={"instance_id": "i-0123456789abcdef0", "instance_type": "m6g.large",
                                    "region": "us-east-1", "zone": "us-east-1a"},
-                        started_at="2026-11-22T00:00:00Z")
+                        started_at="2026-11-22T00:00:00Z", output_prefix=OUTPUT)
 
 
 def finish(s3: Any, store: Any) -> dict[str, Any]:
@@ -156,7 +159,7 @@ def test_the_targets_row_says_where_the_host_really_ran_not_what_the_spec_said(a
     collect_step(s3, boto3.client("cloudwatch"), store, BUCKET, run_id=RUN, target=TARGET, kind="ec2",
                  repetition=1, step={"name": "prepare", "kind": "prepare"},
                  resources={"instance_id": "i-0123456789abcdef0", "region": "eu-north-1", "zone": "eu-north-1b"},
-                 started_at="2026-11-22T00:00:00Z")
+                 started_at="2026-11-22T00:00:00Z", output_prefix=OUTPUT)
     row = body(s3, f"runs/{RUN}/{TARGET['id']}/rep-1/target.json")
     assert (row["region"], row["availability_zone"]) == ("eu-north-1", "eu-north-1b")
 
@@ -172,7 +175,7 @@ def test_without_instance_metadata_the_row_falls_back_to_where_provision_created
     collect_step(s3, boto3.client("cloudwatch"), TimestreamStore(None, "bf"), BUCKET, run_id=RUN, target=TARGET,
                  kind="ec2", repetition=1, step={"name": "prepare", "kind": "prepare"},
                  resources={"instance_id": "i-0123456789abcdef0", "region": "us-west-1", "zone": "us-west-1c"},
-                 started_at="2026-11-22T00:00:00Z")
+                 started_at="2026-11-22T00:00:00Z", output_prefix=OUTPUT)
     row = body(s3, f"runs/{RUN}/{TARGET['id']}/rep-1/target.json")
     assert (row["region"], row["availability_zone"]) == ("us-west-1", "us-west-1c")
 
@@ -189,6 +192,6 @@ def test_rds_targets_are_placed_by_describe_db_instances(aws):
     collect_step(s3, boto3.client("cloudwatch"), TimestreamStore(None, "bf"), BUCKET, run_id=RUN, target=target,
                  kind="rds", repetition=1, step={"name": "prepare", "kind": "prepare"},
                  resources={"instance_id": "i-0123456789abcdef0", "db_instance_id": db["DBInstanceIdentifier"]},
-                 started_at="2026-11-22T00:00:00Z", rds=rds)
+                 started_at="2026-11-22T00:00:00Z", output_prefix=OUTPUT, rds=rds)
     row = body(s3, f"runs/{RUN}/rds-t/rep-1/target.json")
     assert (row["region"], row["availability_zone"]) == ("eu-north-1", "eu-north-1c")

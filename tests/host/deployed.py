@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from moto.core import DEFAULT_ACCOUNT_ID as ACCOUNT
 from sm_harness import Context, function_arn
 
 from benchfleet.aws import clients
@@ -51,7 +52,8 @@ def send_parameters(state: StepState, monkeypatch: Any) -> dict[str, Any]:
     for key, value in {"AGENT_DOCUMENT_NAME": "bf-agent", "RESULTS_BUCKET": "bf-results",
                        "POWERTOOLS_TRACE_DISABLED": "1", "POWERTOOLS_SERVICE_NAME": "benchfleet",
                        "POWERTOOLS_METRICS_NAMESPACE": "benchfleet", "POWERTOOLS_LOG_LEVEL": "WARNING",
-                       "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1"}.items():
+                       "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1",
+                       "TARGET_INSTANCE_PROFILE_ARN": f"arn:aws:iam::{ACCOUNT}:instance-profile/targets"}.items():
         monkeypatch.setenv(key, value)
     clients.override("ssm", lambda: capture)
     try:

@@ -17,7 +17,6 @@ from machine import Machine
 from moto import mock_aws
 from runcommand import Invocation, RunCommand
 
-from benchfleet import naming
 from benchfleet.aws.errors import CollectFailed
 from benchfleet.aws.steps import commands
 from benchfleet.aws.steps.collect import read_raw
@@ -153,9 +152,12 @@ def test_a_measure_step_gives_one_sample_per_second_and_no_password_on_any_comma
     assert records_of(kept) == records_of(run.stdout)
 
     # Collect sees two commands' output for the step and refuses to merge them.
+    # Both under the host's own prefix, the one start_step named (issue 30, finding 13).
+    prefix = send_parameters(step_state(host.planned, "m6g", "t0002"), host.monkeypatch)["OutputS3KeyPrefix"]
+    assert prefix.startswith("hosts/arn:aws:ec2:us-east-1:") and prefix.endswith("/i-0123456789abcdef0/" + RUN
+                                                                                     + "/m6g/rep-1/t0002")
     with pytest.raises(CollectFailed, match="output of 2 commands"):
-        read_raw(host.s3, BUCKET, run_id=RUN, target_id="m6g", repetition=1, step="t0002")
-    assert naming.step_output_prefix(RUN, "m6g", 1, "t0002").endswith("/ssm")
+        read_raw(host.s3, BUCKET, run_id=RUN, target_id="m6g", repetition=1, step="t0002", output_prefix=prefix)
 
 
 def test_a_retry_after_an_interrupted_dpkg_converges(host: Any) -> None:

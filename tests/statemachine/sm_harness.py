@@ -11,7 +11,7 @@ process runs one invocation at a time, and Powertools' Metrics is process-global
 
 Everything else is real moto (EC2, RDS, SSM, S3, Secrets Manager, Timestream, CloudWatch) through
 the handlers, except what moto lacks, faked in ``MotoGaps``: the public SSM parameter of Ubuntu
-AMIs, DescribeInstanceInformation (PingStatus) and DescribeDBEngineVersions. Run Command runs
+AMIs, DescribeInstanceInformation (PingStatus), ListCommandInvocations and DescribeDBEngineVersions. Run Command runs
 nothing in moto, so ``Agent`` plays the agent: after each SendCommand it writes the captured real
 agent output (tests/fixtures/agent) where Run Command would, sets the invocation's status and, as
 EventBridge would on the invocation's status change, invokes the real step_callback handler with
@@ -34,6 +34,7 @@ from __future__ import annotations
 import functools
 import importlib
 import json
+import re
 import threading
 import time
 import types
@@ -73,7 +74,7 @@ REGION = "us-east-1"
 ASL = Path(__file__).resolve().parents[2] / "statemachines" / "benchmark-run.asl.json"
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "agent"
 HANDLERS = {"Plan": "plan", "Provision": "provision", "Readiness": "readiness", "StartStep": "start_step",
-            "Collect": "collect", "Teardown": "teardown", "Summarize": "summarize"}
+            "Collect": "collect", "Teardown": "teardown", "Summarize": "summarize", "StepCallback": "step_callback"}
 BUCKET = "bf-results"
 DATABASE = "benchfleet"
 DOCUMENT = "bf-agent"
@@ -89,7 +90,13 @@ def definition() -> str:
         text = text.replace("${" + key + "FunctionArn}", function_arn(module))
     text = text.replace("${ResultsBucket}", BUCKET)
     assert "${" not in text
-    return text
+    return for_moto(text)
+
+
+def for_moto(definition: str) -> str:
+    """A definition moto's ASL parser takes: its grammar reads ToleratedFailurePercentage as a decimal
+    only (an integer, as AWS documents it, is a syntax error there; moto then ignores the field)."""
+    return re.sub(r'("ToleratedFailurePercentage"\s*:\s*)([0-9]+)(?=\s*[,}])', r"\g<1>\g<2>.0", definition)
 
 
 @dataclass
@@ -175,11 +182,29 @@ class MotoGaps:
             return real.get_parameter(Name=Name, **kw)
         return get
 
+    def ssm(self, real: Any) -> FaultProxy:
+        """An SSM client of this region with what moto lacks answered here."""
+        return FaultProxy(real, extra={"get_parameter": self.get_parameter(real),
+                                       "describe_instance_information": self.describe_instance_information,
+                                       "list_command_invocations": self.list_command_invocations})
+
+    def rds(self, real: Any) -> FaultProxy:
+        return FaultProxy(real, extra={"describe_db_engine_versions": self.describe_db_engine_versions})
+
     def describe_instance_information(self, Filters: list[dict[str, Any]], **_: Any) -> Any:
         ids = [v for f in Filters if f["Key"] == "InstanceIds" for v in f["Values"]]
         found = self.ec2.describe_instances(InstanceIds=ids)["Reservations"]
         online = [i["InstanceId"] for r in found for i in r["Instances"] if i["State"]["Name"] == "running"]
         return {"InstanceInformationList": [{"InstanceId": i, "PingStatus": "Online"} for i in online]}
+
+    def list_command_invocations(self, CommandId: str, InstanceId: str, **_: Any) -> Any:
+        """An invocation's own status (moto has no ListCommandInvocations), from moto's command."""
+        region = self.ec2.meta.region_name
+        command = ssm_backends[DEFAULT_ACCOUNT_ID][region].get_command_by_id(CommandId)
+        return {"CommandInvocations": [
+            {"CommandId": CommandId, "InstanceId": inv["InstanceId"], "Status": inv["Status"],
+             "StatusDetails": inv["StatusDetails"], "DocumentName": command.document_name}
+            for inv in command.invocations if inv["InstanceId"] == InstanceId]}
 
     @staticmethod
     def describe_db_engine_versions(Engine: str, **_: Any) -> Any:
@@ -205,7 +230,9 @@ class Agent:
     """Plays the agent for moto's SendCommand: per target, what the step ends as."""
 
     s3: Any
-    outcome: dict[str, str] = field(default_factory=dict)   # target_id -> ok | failed | timed_out | hang | garbage
+    # target_id -> ok | failed | timed_out | hang | garbage | lost (ran, but its status change never
+    # arrives) | undeliverable (never reached the agent's step)
+    outcome: dict[str, str] = field(default_factory=dict)
 
     def ran(self, event: dict[str, Any], result: dict[str, Any]) -> dict[str, Any] | None:
         """Run Command's end of the step: the status-change event it sends (None: the host hangs)."""
@@ -214,13 +241,17 @@ class Agent:
         # Run Command of the target's region (start_step's answer says which).
         region = result.get("region") or REGION
         command = ssm_backends[DEFAULT_ACCOUNT_ID][region].get_command_by_id(result["command_id"])
-        status = {"failed": "Failed", "timed_out": "TimedOut", "hang": "InProgress"}.get(outcome, "Success")
+        status = {"failed": "Failed", "timed_out": "TimedOut", "hang": "InProgress",
+                  "undeliverable": "Failed"}.get(outcome, "Success")
         for inv in command.invocations:
             inv["Status"] = inv["StatusDetails"] = status
             inv["ResponseCode"] = 3 if outcome == "failed" else 0
+            if outcome == "undeliverable":  # the agent never received it: no step of the document ran
+                inv["StatusDetails"], inv["ResponseCode"] = "Undeliverable", -1
+                continue
             # AWS names a multi-step document's invocation by step; moto by plugin type.
             inv["PluginName"] = commands.AGENT_PLUGIN
-        if outcome in ("ok", "garbage"):
+        if outcome in ("ok", "garbage", "lost"):
             fixture = FIXTURES / f"{'prepare' if step == 'prepare' else 't0001'}.jsonl"
             lines = []
             for line in fixture.read_text().splitlines():
@@ -233,10 +264,11 @@ class Agent:
                     record["tps"] = "lots"  # what a broken agent might print: collect must refuse it
                 lines.append(json.dumps(record, separators=(",", ":")))
             body = "Setting up the engine...\n" + "\n".join(lines) + "\n"
-            prefix = naming.step_output_prefix(event["run_id"], target_id, rep, step)
+            # Where start_step told Run Command to write: the host's own prefix.
+            prefix = command.output_s3_key_prefix
             key = f"{prefix}/{result['command_id']}/{result['instance_id']}/awsrunShellScript/0.runAgent/stdout"
             self.s3.put_object(Bucket=BUCKET, Key=key, Body=body.encode())
-        if outcome == "hang":
+        if outcome in ("hang", "lost"):
             return None
         return ssm_invocation_event(result["command_id"], result["instance_id"], status, command.document_name,
                                     region)
@@ -271,9 +303,8 @@ class Harness:
         ssm = boto3.client("ssm", region_name=REGION)
         rds = boto3.client("rds", region_name=REGION)
         self.proxies: dict[str, FaultProxy] = {
-            "ssm": FaultProxy(ssm, extra={"get_parameter": self.gaps.get_parameter(ssm),
-                                          "describe_instance_information": self.gaps.describe_instance_information}),
-            "rds": FaultProxy(rds, extra={"describe_db_engine_versions": self.gaps.describe_db_engine_versions}),
+            "ssm": self.gaps.ssm(ssm),
+            "rds": self.gaps.rds(rds),
             "ec2": FaultProxy(boto3.client("ec2", region_name=REGION)),
             "timestream-write": FaultProxy(boto3.client("timestream-write", region_name=REGION)),
             "s3": FaultProxy(self.s3),
@@ -301,7 +332,7 @@ class Harness:
         bucket = deployed["States"]["Run targets in child executions"]["ResultWriter"]["Parameters"]["Bucket"]
         if bucket != BUCKET:
             self.s3.create_bucket(Bucket=bucket)
-        return self.create(json.dumps(deployed), "benchfleet-deployed")
+        return self.create(for_moto(json.dumps(deployed)), "benchfleet-deployed")
 
     # -- the seam -------------------------------------------------------------------------------
     def invoke(self, parameters: dict[str, Any], region: str, state_credentials: Any) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import asl_iterators
 import pytest
 
 ASL = Path(__file__).resolve().parents[2] / "statemachines" / "benchmark-run.asl.json"
-CONTRACT = {"Plan", "Provision", "Readiness", "StartStep", "Collect", "Teardown", "Summarize"}
+CONTRACT = {"Plan", "Provision", "Readiness", "StartStep", "Collect", "Teardown", "Summarize", "StepCallback"}
 # Task resources besides the contract's Lambdas: each has its grant in cdk/lib/state-machine.ts.
 SDK_TASKS = {"arn:aws:states:::aws-sdk:s3:putObject"}
 CALLBACK = "arn:aws:states:::lambda:invoke.waitForTaskToken"
@@ -56,7 +56,9 @@ def test_the_distributed_iterator_is_the_inline_one_renamed():
         "the Distributed Map's iterator is not the inline one renamed: edit the inline Map, then run "
         ".venv/bin/python tests/statemachine/asl_iterators.py --write")
     # Where their items come from and where their results go differ (the state, or S3); the rest not.
-    own = ("ItemProcessor", "Comment", "MaxConcurrency", "ItemsPath", "ItemReader", "ResultWriter")
+    # A Distributed Map tolerates failed children (Summarize decides): an inline Map has no such field.
+    own = ("ItemProcessor", "Comment", "MaxConcurrency", "ItemsPath", "ItemReader", "ResultWriter",
+           "ToleratedFailurePercentage")
     assert {k: v for k, v in inline.items() if k not in own} == {k: v for k, v in distributed.items() if k not in own}
 
 
@@ -84,14 +86,18 @@ def test_every_catch_in_a_target_reaches_teardown_and_every_loop_is_bounded():
     # Both wait loops leave through a counter compared in a Choice.
     assert any(c.get("NumericGreaterThanEqualsPath") == "$.target.timing.ready_max_polls"
                for c in states["Target ready?"]["Choices"])
-    # A step waits for its callback, bounded by the plan's timeout_s; a timeout fails it
-    # (StepTimedOut), its steps Map's Catch tears the target down.
+    # A step waits for its callback, bounded by the plan's timeout_s; at the bound the state machine
+    # asks how the step ended (a lost status change, issue 30 finding 4): a succeeded step goes on, a
+    # failed or silent one fails (AgentFailed, StepTimedOut) and its steps Map's Catch tears it down.
     steps = states["Run each step"]["ItemProcessor"]["States"]
     start = steps["Start the step"]
     assert start["Resource"] == CALLBACK and start["TimeoutSecondsPath"] == "$.step.timeout_s"
     assert start["Parameters"]["Payload"]["task_token.$"] == "$$.Task.Token"
-    assert start["Catch"] == [{"ErrorEquals": ["States.Timeout"], "ResultPath": "$.error", "Next": "Step timed out"}]
-    assert steps["Step timed out"] == {**steps["Step timed out"], "Type": "Fail", "Error": "StepTimedOut"}
+    assert start["Catch"] == [{"ErrorEquals": ["States.Timeout"], "ResultPath": "$.error",
+                               "Next": "Ask how the step ended"}]
+    ask = steps["Ask how the step ended"]
+    assert ask["Resource"] == "${StepCallbackFunctionArn}" and ask["ResultPath"] == start["ResultPath"]
+    assert ask["Next"] == start["Next"] and "Catch" not in ask
     assert not any(s["Type"] == "Choice" for s in steps.values())  # no polling loop
     assert states["Run each step"]["MaxConcurrency"] == 1
 

@@ -119,9 +119,8 @@ def world(deployed: dict[str, dict[str, str]], tmp_path_factory: pytest.TempPath
                 ssm = boto3.client("ssm", region_name=region)
                 rds = boto3.client("rds", region_name=region)
                 h.regional[region] = {
-                    "ssm": FaultProxy(ssm, extra={"get_parameter": gaps.get_parameter(ssm),
-                                                  "describe_instance_information": gaps.describe_instance_information}),
-                    "rds": FaultProxy(rds, extra={"describe_db_engine_versions": gaps.describe_db_engine_versions}),
+                    "ssm": gaps.ssm(ssm),
+                    "rds": gaps.rds(rds),
                     "ec2": FaultProxy(boto3.client("ec2", region_name=region)),
                     "cloudwatch": FaultProxy(boto3.client("cloudwatch", region_name=region)),
                 }

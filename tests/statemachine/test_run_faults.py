@@ -92,8 +92,36 @@ def test_ssm_timeout_ends_the_step_at_its_bound(harness, outcome):
     summary = finish(harness, result, "FAILED")
     assert status_of(summary)["aurora-r6g"] == "FAILED"
     assert error_of(summary, "aurora-r6g")["error"] == "StepTimedOut"
-    callbacks = [c for c in harness.calls_of("step_callback") if c.result and c.result["state"] != "succeeded"]
+    callbacks = [c for c in harness.calls_of("step_callback") if "detail-type" in c.event
+                 and c.result and c.result["state"] != "succeeded"]
     assert [c.result["sent"] for c in callbacks] == ([] if outcome == "hang" else ["StepTimedOut"])
+    # A silent host: at its bound the state machine asks how the step ended; it still runs.
+    asked = [c for c in harness.calls_of("step_callback") if "run_id" in c.event]
+    assert [c.error for c in asked] == (["StepTimedOut"] if outcome == "hang" else [])
+
+
+def test_a_lost_status_change_is_completed_from_the_invocation_and_the_run_goes_on(harness):
+    """Issue 30, finding 4: the step ran and succeeded, but SSM's status change never arrived (best
+    effort). At the step's bound "Ask how the step ended" reads the invocation: the step is collected
+    and the run succeeds, instead of failing that target a whole bound later."""
+    harness.agent.outcome["ec2-m6g"] = "lost"
+    result = harness.run(spec(targets=spec()["targets"][:1]), name="lost-event", timing={"step_timeout_s": 1})
+    summary = finish(harness, result, "SUCCEEDED")
+    assert status_of(summary) == {"ec2-m6g": "SUCCEEDED"}
+    asked = [c for c in harness.calls_of("step_callback") if "run_id" in c.event]
+    assert [c.result["recovered"] for c in asked] == ["the status change never arrived"] * 2  # prepare, t0001
+    assert len(harness.calls_of("collect")) == 2
+
+
+def test_a_command_that_never_reached_the_host_fails_the_step_at_once(harness):
+    """Issue 30, finding 5: an undeliverable command has no status of the agent's step; the callback
+    fails the step from the invocation's own status when the event comes, not at the step's bound."""
+    harness.agent.outcome["ec2-m6g"] = "undeliverable"
+    result = harness.run(spec(targets=spec()["targets"][:1]), name="undeliverable", timing={"step_timeout_s": 600})
+    summary = finish(harness, result, "FAILED")
+    assert error_of(summary, "ec2-m6g")["error"] == "AgentFailed"
+    (callback,) = harness.calls_of("step_callback")
+    assert callback.result == {"state": "failed", "sent": "AgentFailed"}
 
 
 def test_timestream_throttling_is_retried_then_succeeds(harness):

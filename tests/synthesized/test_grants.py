@@ -117,3 +117,24 @@ def test_the_state_machine_may_read_the_plan_and_write_outcomes_and_map_results(
     for action in ("s3:PutObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"):
         assert allows(statements, action, f"{runs}/map-results/0f1e2d3c/SUCCEEDED_0.json"), action
     assert not allows(statements, "s3:PutObject", synthesized.arn(bucket) + "/tables/runs/x.json")
+
+
+# Issue 30, finding 14: the state machine role's unscoped statement is CDK's for the two things its
+# properties turn on: logs (CloudWatch Logs vended delivery to its log group) and tracing (X-Ray).
+# Step Functions' developer guide ("IAM policies for logging to CloudWatch Logs") puts the delivery
+# actions on the execution role with "Resource": "*", because CloudWatch Logs' delivery APIs have no
+# resource types to scope them to; none of them writes log events, metrics or data anywhere.
+STATE_MACHINE_UNSCOPED = {
+    "logs:CreateLogDelivery", "logs:GetLogDelivery", "logs:UpdateLogDelivery", "logs:DeleteLogDelivery",
+    "logs:ListLogDeliveries", "logs:PutResourcePolicy", "logs:DescribeResourcePolicies", "logs:DescribeLogGroups",
+    "xray:PutTraceSegments", "xray:PutTelemetryRecords", "xray:GetSamplingRules", "xray:GetSamplingTargets",
+}
+
+
+def test_the_state_machine_role_holds_only_the_logging_and_tracing_it_must_have_unscoped(synthesized: Template):
+    statements = statements_of(synthesized, "OrchestrationBenchmarkRunStateMachineRole")
+    unscoped = {a for s in statements if s["Resource"] == "*"
+                for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])}
+    assert unscoped == STATE_MACHINE_UNSCOPED
+    for action in ("logs:PutLogEvents", "logs:CreateLogStream", "cloudwatch:PutMetricData"):
+        assert not allows(statements, action, "*"), action

@@ -43,9 +43,17 @@ SUPPRESSED: dict[tuple[str, str], str] = {
     ("RESOURCE_MISMATCH", "SendOutputToResultsBucket"): SPLIT_BY_RESOURCE + " With OutputS3BucketName, "
         "SendCommand is authorized against the bucket too (resource type bucket); its document and "
         "instances are in SendAgentDocument and SendToOwnedInstances.",
-    ("PERMISSIONS_MANAGEMENT_ACTIONS", "s3:PutObject,s3:PutObjectAcl"): "Run Command uploads the agent's "
-        "output under runs/ with the bucket-owner-full-control ACL, which needs s3:PutObjectAcl; the bucket "
-        "enforces bucket ownership (ACLs disabled), so the ACL grants nobody anything.",
+    ("PERMISSIONS_MANAGEMENT_ACTIONS", "WriteOwnRunCommandOutput"): "Run Command uploads the agent's "
+        "output under hosts/<the host's ARN>/ with the bucket-owner-full-control ACL, which needs s3:PutObjectAcl; "
+        "the bucket enforces bucket ownership (ACLs disabled), so the ACL grants nobody anything.",
+    ("RESOURCE_MISMATCH", "WriteOwnRunCommandOutput"): "An object ARN whose key holds the policy variable "
+        "${ec2:SourceInstanceARN} (IAM fills it from the instance profile's credentials, IAM User Guide, "
+        "\"Request information that you can use for policy variables\"); parliament 1.6.4 does not expand "
+        "variables and reads the key's ARN colons as the ARN's own.",
+    ("RESOURCE_STAR", "SsmAgentRunCommand"): "The SSM agent's registration (ssm:UpdateInstanceInformation), its "
+        "Run Command message channels (ec2messages:*, ssmmessages:*, no resource types) and the reads "
+        "aws:configurePackage makes of AWS-owned Distributor documents; no Parameter Store read and no write "
+        "of the account's data (AmazonSSMManagedInstanceCore, which it replaces, had both).",
     ("RESOURCE_MISMATCH", "ReadUbuntuAmiParameters"): "Canonical's public parameters have no account in "
                                                       "their ARN (arn:aws:ssm:<region>::parameter/aws/...).",
     ("PERMISSIONS_MANAGEMENT_ACTIONS", "PassTargetRoleToEc2"): "iam:PassRole of the target role only, only "

@@ -59,3 +59,16 @@ def test_plan_refuses_a_run_the_deployed_machine_cannot_finish_naming_the_limit(
 def test_the_settings_default_is_the_cdk_apps_default():
     context = json.loads((REPO / "cdk.json").read_text())["context"]
     assert Settings().max_run_hours == Settings.from_env({}).max_run_hours == context["maxRunHours"]
+
+
+def test_a_failed_child_execution_leaves_the_others_running_and_summarize_decides(synthesized: Template):
+    """Issue 30, finding 7: a Distributed Map tolerates no failed child by default (0 %), so one child
+    failing with an error its Catch cannot take (States.Runtime, States.DataLimitExceeded) would stop
+    every other target mid-run. The deployed Map tolerates them all; Summarize reads the outcomes
+    (a repetition without one is FAILED, NoOutcome)."""
+    (definition,) = synthesized.state_machine_definitions().values()
+    maps = [s for s in definition["States"].values() if s["Type"] == "Map"
+            and s.get("ItemProcessor", {}).get("ProcessorConfig", {}).get("Mode") == "DISTRIBUTED"]
+    assert len(maps) == 1
+    assert maps[0]["ToleratedFailurePercentage"] == 100
+    assert maps[0]["Next"] == "Summarize the run"

@@ -34,8 +34,14 @@ def matches(pattern: dict, event: dict) -> bool:
     return bool(EventPattern.load(json.dumps(pattern)).matches_event(event))
 
 
-@pytest.mark.parametrize("status", ["Success", "Failed", "TimedOut", "Cancelled"])
-def test_the_rule_matches_a_finished_step_of_the_agent_document(synthesized: Template, status: str):
+# Every way an invocation ends: its Status values, and the detailed ones (StatusDetails) a command that
+# never ran ends with (SSM API Reference, GetCommandInvocation / "Understanding command statuses").
+ENDED = ["Success", "Failed", "TimedOut", "Cancelled", "DeliveryTimedOut", "ExecutionTimedOut", "Undeliverable",
+         "Terminated", "InvalidPlatform", "AccessDenied"]
+
+
+@pytest.mark.parametrize("status", ENDED)
+def test_the_rule_matches_every_end_of_a_step_of_the_agent_document(synthesized: Template, status: str):
     rule = callback_rule(synthesized)
     event = ssm_invocation_event("0b9b5a3c-1d2e-4f50-8a6b-7c8d9e0f1a2b", "i-0123456789abcdef0", status,
                                  document_name(synthesized), REGION)
@@ -44,9 +50,23 @@ def test_the_rule_matches_a_finished_step_of_the_agent_document(synthesized: Tem
 
 def test_the_rule_ignores_running_steps(synthesized: Template):
     pattern = callback_rule(synthesized)["EventPattern"]
-    for status in ("InProgress", "Pending", "Delayed"):
+    for status in ("InProgress", "Pending", "Delayed", "Cancelling"):
         event = ssm_invocation_event("c-1", "i-1", status, document_name(synthesized), REGION)
         assert not matches(pattern, event), status
+
+
+def test_the_rule_ignores_every_other_run_command_of_the_account(synthesized: Template):
+    """Issue 30, finding 6: without the document's name in the pattern, every Run Command of the account
+    (patching, inventory, a person's own) invoked step_callback, whose GetObject of a token that is not
+    there answers AccessDenied (no s3:ListBucket): an error and retries for each. The document has a
+    fixed name, the same in every region, and the rule matches it only."""
+    (document,) = synthesized.of_type("AWS::SSM::Document").values()
+    assert document["Properties"]["Name"] == "Benchfleet-Agent"
+    assert document["Properties"]["UpdateMethod"] == "NewVersion"
+    pattern = callback_rule(synthesized)["EventPattern"]
+    for other in ("AWS-RunPatchBaseline", "AWS-RunShellScript", "Benchfleet-Agent-copy"):
+        event = ssm_invocation_event("c-2", "i-2", "Success", other, REGION)
+        assert not matches(pattern, event), other
 
 
 @pytest.fixture(scope="module")
@@ -66,6 +86,8 @@ def test_every_target_region_forwards_the_same_events_home(with_target_regions: 
     for stack in regional:
         (rule,) = [r for k, r in stack.of_type("AWS::Events::Rule").items() if k.startswith("ForwardStepEnds")]
         assert rule["Properties"]["EventPattern"] == pattern
+        (document,) = stack.of_type("AWS::SSM::Document").values()
+        assert document["Properties"]["Name"] in json.dumps(pattern)
         (target,) = rule["Properties"]["Targets"]
         assert f"{REGION}:" in json.dumps(target["Arn"]) and "event-bus/default" in json.dumps(target["Arn"])
 
@@ -77,9 +99,14 @@ def test_the_rule_invokes_step_callback_which_may_complete_this_machines_tasks_o
     assert target["Arn"] == synthesized.arn(callback)
     statements = statements_of(synthesized, "OrchestrationFunctionsStepCallbackRole")
     machine = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{state_machine_name(synthesized)}"
+    # Issue 30, finding 3: a Distributed Map's children run as stateMachine:<name>/<map run label>, the
+    # owner IAM checks their tokens against.
+    child = f"{machine}/Runtargetsinchildexecutions-1a2b3c4d"
     for action in ("states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"):
         assert allows(statements, action, machine), action
-        assert not allows(statements, action, f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:SomeoneElses")
+        assert allows(statements, action, child), action
+        for other in ("SomeoneElses", "SomeoneElses/label", f"{state_machine_name(synthesized)}X/label"):
+            assert not allows(statements, action, f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{other}")
     # The token start_step kept, and the agent step's status.
     assert allows(statements, "s3:GetObject", synthesized.arn(
         next(k for k in synthesized.of_type("AWS::S3::Bucket") if k.startswith("Results") and "AccessLogs" not in k))

@@ -44,6 +44,14 @@ class CollectFailed(Exception):
     """A step's raw output is missing or unreadable."""
 
 
+class AgentFailed(Exception):  # the ASL and step_callback's SendTaskFailure use this exact name
+    """The step's agent (or its Run Command) ended in failure."""
+
+
+class StepTimedOut(Exception):  # the ASL and step_callback's SendTaskFailure use this exact name
+    """The step's Run Command timed out, was cancelled, or never ended within the step's bound."""
+
+
 def error_code(error: ClientError) -> str:
     return str(error.response.get("Error", {}).get("Code", ""))
 

@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from benchfleet import naming
 from benchfleet.aws.regions import TargetRegions
 from benchfleet.cost_ceiling import DEFAULT_MAX_RUN_COST_USD, max_run_cost
 
@@ -84,6 +85,15 @@ class Settings:
     @property
     def regions(self) -> TargetRegions:
         return TargetRegions.of(self.home_region, self.target_regions)
+
+    def host_arn(self, region: str, instance_id: str) -> str:
+        """A host's ARN (``ec2:SourceInstanceARN``): hosts run with the target instance profile, in
+        its partition and account (TARGET_INSTANCE_PROFILE_ARN, arn:<partition>:iam::<account>:...)."""
+        parts = self.target_instance_profile_arn.split(":")
+        if len(parts) < 6 or parts[2] != "iam" or not parts[4]:
+            raise ValueError("TARGET_INSTANCE_PROFILE_ARN is not an instance profile ARN: the CDK app gives "
+                             "every Lambda the target instance profile's")
+        return naming.instance_arn(parts[1], region, parts[4], instance_id)
 
     def owner(self) -> str:
         """The stack identity every created resource is tagged with; refusing to work without it

@@ -25,8 +25,7 @@ def host_arn(secret_arn: str, instance_id: str) -> str:
     parts = secret_arn.split(":")
     if len(parts) < 7 or parts[2] != "secretsmanager":
         raise TargetFailed(f"{secret_arn!r} is not a Secrets Manager secret ARN")
-    partition, region, account = parts[1], parts[3], parts[4]
-    return f"arn:{partition}:ec2:{region}:{account}:instance/{instance_id}"
+    return naming.instance_arn(parts[1], parts[3], parts[4], instance_id)
 
 
 def bind(secretsmanager: Any, secret_arn: str, instance_id: str) -> str:

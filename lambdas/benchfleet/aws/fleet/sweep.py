@@ -17,6 +17,12 @@ with both off, so a protected resource is one a person protected, and it is repo
 Both are idempotent and safe to run at the same time as each other and as the state machine's own
 Teardown: removing something that is already being removed, or is gone, counts as success.
 
+RDS authorizes the tags of a create as rds:AddTagsToResource with no create-only condition, so IAM
+cannot tell provision tagging the database it creates from provision tagging a database someone else
+named with this stack's prefix. A database is therefore removed only when its identifier is the one
+provision derives from its own run-id and target-id tags (``naming.db_identifier``: a digest of
+both); any other is reported, never removed.
+
 EC2 instances are found with a server-side tag filter; RDS cannot filter on tags, so DB instances
 and clusters are listed and their ``TagList`` read (DescribeDBInstances / DescribeDBClusters
 include it). DB instances go before clusters: a cluster refuses deletion while it still has members
@@ -26,6 +32,7 @@ that are not deleting.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -34,7 +41,7 @@ from typing import Any, Literal
 from botocore.exceptions import ClientError
 
 from benchfleet.aws.clients import client
-from benchfleet.naming import TAG_EXPIRES_AT, TAG_RUN_ID, TAG_STACK, TAG_TARGET_ID
+from benchfleet.naming import TAG_EXPIRES_AT, TAG_RUN_ID, TAG_STACK, TAG_TARGET_ID, db_identifier
 
 Kind = Literal["ec2-instance", "db-instance", "db-cluster"]
 Outcome = Literal["removed", "already-gone"]
@@ -61,6 +68,8 @@ class Resource:
     state: str
     deletion_protection: bool = False
     cluster_id: str | None = None
+    # Why this resource, though tagged as ours, was not created by its run (never removed).
+    not_created_by_run: str | None = None
 
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, "id": self.id, "region": self.region, "run_id": self.run_id,
@@ -135,8 +144,25 @@ def _resource(kind: Kind, rid: str, region: str, raw_tags: Iterable[dict[str, st
     tags = _tag_map(raw_tags)
     if tags.get(TAG_STACK) != owner or TAG_RUN_ID not in tags or (run_id and tags[TAG_RUN_ID] != run_id):
         return None
+    if kind != "ec2-instance":
+        extra["not_created_by_run"] = _adopted(rid, tags[TAG_RUN_ID], tags.get(TAG_TARGET_ID))
     return Resource(kind=kind, id=rid, region=region, run_id=tags[TAG_RUN_ID], target_id=tags.get(TAG_TARGET_ID),
                     expires_at=parse_expiry(tags.get(TAG_EXPIRES_AT)), state=state, **extra)
+
+
+_DB_NAME = re.compile(r"^(?P<prefix>[a-z][a-z0-9]*)-.+-r(?P<repetition>[0-9]+)-(?P<role>db|writer|cluster)$")
+
+
+def _adopted(identifier: str, run_id: str, target_id: str | None) -> str | None:
+    """Why a database tagged with this run was not created by it (None: it was): provision names each
+    database from its run, target, repetition and role, which a database named before the run cannot match."""
+    match = _DB_NAME.match(identifier)
+    if match and target_id is not None and identifier == db_identifier(
+            run_id, target_id, int(match["repetition"]), match["role"], prefix=match["prefix"]):
+        return None
+    return (f"{identifier} carries run {run_id}'s tags, but is not the database that run's provision would have "
+            f"created for target {target_id} (its name is not derived from those tags): someone else's, tagged "
+            "into this stack's ownership, and never removed")
 
 
 def _require_owner(owner: str) -> str:
@@ -191,14 +217,17 @@ def _still_there(clients: RegionClients, res: Resource) -> bool:
 
 
 class Protected(Exception):
-    """The resource is deletion- or termination-protected. benchfleet creates nothing protected, so
-    a person turned it on: the sweep leaves it and reports it (RemovalFailures alarms)."""
+    """The resource is deletion- or termination-protected (benchfleet creates nothing protected, so a
+    person turned it on), or is not one its run created: the sweep leaves it and reports it
+    (RemovalFailures alarms)."""
 
 
 def remove(clients: RegionClients, res: Resource) -> Outcome:
     """Terminate or delete one resource, no final snapshot. Never lifts deletion or termination
     protection (raises Protected). Raises ClientError when the resource could not be removed and
     is still there."""
+    if res.not_created_by_run:
+        raise Protected(res.not_created_by_run)
     if res.state in ("shutting-down", "terminated", "deleting"):
         return "already-gone"
     if res.deletion_protection:

@@ -24,6 +24,9 @@ READY_ITERATION = TASK + CHOICE + WAIT                # one "Check the target" -
 # Per step: Map iteration started/succeeded, "Start the step" (waits for its callback: no polling),
 # Cool down, Collect.
 STEP_FIXED = 2 + CALLBACK_TASK + TASK + WAIT
+# A step whose status change never came: "Start the step" times out (its events are STEP_FIXED's) and
+# "Ask how the step ended" (a Task) reads the command; the worst case counts it for every step.
+STEP_RECOVERY = TASK
 # Per repetition: Map iteration 2, the Wait for its start, Provision, Teardown, outcome Pass, the
 # outcome's S3 PutObject (an aws-sdk Task: entered, scheduled, started, succeeded, exited), the
 # steps Map (entered, started, succeeded, exited) and the "Target ready?" Choice after the last
@@ -37,7 +40,7 @@ TARGET_FIXED = 2 + 4  # targets-Map iteration, repetitions Map
 
 def repetition_events(steps: int, ready_polls: int) -> int:
     """One repetition of one target: ``steps`` steps, ``ready_polls`` readiness checks."""
-    return REPETITION_FIXED + READY_ITERATION * ready_polls + STEP_FIXED * steps
+    return REPETITION_FIXED + READY_ITERATION * ready_polls + (STEP_FIXED + STEP_RECOVERY) * steps
 
 
 def execution_events(per_target: list[tuple[int, int]]) -> int:

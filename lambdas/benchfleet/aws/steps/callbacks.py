@@ -12,9 +12,15 @@ Where the token waits: the event names only the command, the instance and the st
 command's Comment holds 100 characters and a token up to 1,024; a document parameter would put the
 token in SSM's command history (anyone who may list commands could complete the step) and change
 the agent document. So start_step puts it in the results bucket under the command's id
-(``token_key``), beside what the step's status carries; the callback reads it there, and leaves
-alone the commands it finds no token for (the rule, in every target region forwarded home, sees
-every Run Command of the account).
+(``token_key``), beside what the step's status carries; the callback reads it there. The rule (in
+every target region, forwarded home) matches the agent document's commands only; one without a
+token is left alone.
+
+SSM's events are delivered best effort: a lost one would turn a finished step into a failure at
+the step's bound (a 24 h soak would lose its day). So start_step also keeps the step's command under
+the step's own key (``naming.step_command_key``), and when "Start the step" times out, "Ask how the
+step ended" (``ended``, the same function) reads the invocation itself: a step that succeeded goes
+on to Collect, one that failed or is still running fails as it would have.
 """
 
 from __future__ import annotations
@@ -25,42 +31,53 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from benchfleet.aws.errors import aws_errors, error_code
+from benchfleet.aws.errors import AgentFailed, StepTimedOut, aws_errors, error_code
 from benchfleet.aws.steps import commands
 
-# Run Command's terminal statuses (the rule's pattern matches these only).
-TERMINAL_STATUSES = ("Success", "Failed", "TimedOut", "Cancelled")
+# Run Command's invocation statuses before the end: the rule (cdk/lib/step-callback.ts
+# RUNNING_COMMAND_STATUSES) matches every other status, detailed ones included.
+RUNNING_STATUSES = ("Pending", "InProgress", "Delayed", "Cancelling")
 # Step Functions' errors for a token that can no longer be completed (the step timed out, the
 # execution was stopped): nothing is waiting, so nothing to do.
 GONE = frozenset({"TaskTimedOut", "TaskDoesNotExist", "InvalidToken"})
+# A key that is not there: NoSuchKey, or AccessDenied where the caller may not list the bucket.
+ABSENT = frozenset({"NoSuchKey", "404", "AccessDenied"})
 # The errors "Start the step" fails with (the state machine's error names).
-FAILED_ERROR = {"failed": "AgentFailed", "timed_out": "StepTimedOut"}
+FAILED_ERROR: dict[str, type[Exception]] = {"failed": AgentFailed, "timed_out": StepTimedOut}
 
 
 def token_key(command_id: str) -> str:
     return f"runs/callbacks/{command_id}.json"
 
 
-def record(s3: Any, bucket: str, *, task_token: str, status: dict[str, Any]) -> None:
-    """Keep the token (and the step's status: command, host, region, start) for the callback."""
-    body = json.dumps({"task_token": task_token, "status": status}, separators=(",", ":"))
-    with aws_errors():
-        s3.put_object(Bucket=bucket, Key=token_key(status["command_id"]), Body=body.encode(),
-                      ContentType="application/json")
+def record(s3: Any, bucket: str, *, task_token: str, status: dict[str, Any], step_key: str) -> None:
+    """Keep the token (and the step's status: command, host, region, start) for the callback, and the
+    status under the step's own key for "Ask how the step ended"."""
+    for key, body in ((token_key(status["command_id"]), {"task_token": task_token, "status": status}),
+                      (step_key, {"status": status})):
+        with aws_errors():
+            s3.put_object(Bucket=bucket, Key=key, Body=json.dumps(body, separators=(",", ":")).encode(),
+                          ContentType="application/json")
+
+
+def _read(s3: Any, bucket: str, key: str) -> dict[str, Any] | None:
+    try:
+        with aws_errors():
+            return json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read())  # type: ignore[no-any-return]
+    except ClientError as e:
+        if error_code(e) in ABSENT:
+            return None
+        raise
 
 
 def complete(s3: Any, sfn: Any, ssm_in: Callable[[str | None], Any], bucket: str, *,
              command_id: str, instance_id: str) -> dict[str, Any]:
     """Complete the step's task from its command's status; what was done (``state``, ``sent``)."""
-    try:
-        with aws_errors():
-            recorded = json.loads(s3.get_object(Bucket=bucket, Key=token_key(command_id))["Body"].read())
-    except ClientError as e:
-        # Not a step of ours (the rule sees every command of the account in its region): leave it.
-        # start_step keeps the token as soon as SendCommand returns, long before any agent can end.
-        if error_code(e) in ("NoSuchKey", "404"):
-            return {"state": "not a step", "sent": None}
-        raise
+    recorded = _read(s3, bucket, token_key(command_id))
+    if recorded is None:
+        # Not a step start_step kept a token for (it keeps it as soon as SendCommand returns, long
+        # before any agent can end): leave it.
+        return {"state": "not a step", "sent": None}
     status = recorded["status"]
     state, detail = commands.invocation_state(ssm_in(status.get("region")), command_id, instance_id)
     if state == "running":  # not the agent's end yet (only an earlier plugin's)
@@ -72,11 +89,27 @@ def complete(s3: Any, sfn: Any, ssm_in: Callable[[str | None], Any], bucket: str
                                       output=json.dumps({**status, "state": state, "detail": detail}))
                 sent = "success"
             else:
-                sfn.send_task_failure(taskToken=recorded["task_token"], error=FAILED_ERROR[state],
+                sent = FAILED_ERROR[state].__name__
+                sfn.send_task_failure(taskToken=recorded["task_token"], error=sent,
                                       cause=f"{command_id} on {instance_id}: {detail}"[:32_768])
-                sent = FAILED_ERROR[state]
     except ClientError as e:
         if error_code(e) not in GONE:
             raise
         sent = f"nothing waits ({error_code(e)})"
     return {"state": state, "sent": sent}
+
+
+def ended(s3: Any, ssm_in: Callable[[str | None], Any], bucket: str, step_key: str) -> dict[str, Any]:
+    """"Start the step" timed out: how did its command end? A succeeded step's status (what the
+    callback would have sent), else AgentFailed / StepTimedOut as the callback would have failed it."""
+    recorded = _read(s3, bucket, step_key)
+    if recorded is None:
+        raise StepTimedOut(f"no command was recorded for this step ({step_key}) within its bound")
+    status = recorded["status"]
+    command_id, instance_id = status["command_id"], status["instance_id"]
+    state, detail = commands.invocation_state(ssm_in(status.get("region")), command_id, instance_id)
+    if state == "succeeded":
+        return {**status, "state": state, "detail": detail, "recovered": "the status change never arrived"}
+    if state == "running":
+        raise StepTimedOut(f"{command_id} on {instance_id}: still {detail} past the step's bound (timeout_s)")
+    raise FAILED_ERROR[state](f"{command_id} on {instance_id}: {detail}"[:32_768])

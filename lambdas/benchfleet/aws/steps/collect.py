@@ -34,7 +34,10 @@ def agent_lines(text: str) -> str:
     return "\n".join(line for line in text.splitlines() if line.startswith('{"type"'))
 
 
-def read_raw(s3: Any, bucket: str, *, run_id: str, target_id: str, repetition: int, step: str) -> str:
+def read_raw(s3: Any, bucket: str, *, run_id: str, target_id: str, repetition: int, step: str,
+             output_prefix: str) -> str:
+    """The step's agent lines: its raw key when collected already, else copied there from the Run
+    Command output under ``output_prefix`` (``naming.host_output_prefix``: the host's own)."""
     key = naming.raw_key(run_id, target_id, repetition, step)
     with aws_errors():
         try:
@@ -42,7 +45,7 @@ def read_raw(s3: Any, bucket: str, *, run_id: str, target_id: str, repetition: i
         except ClientError as e:
             if error_code(e) not in ("NoSuchKey", "404"):
                 raise
-        prefix = naming.step_output_prefix(run_id, target_id, repetition, step) + "/"
+        prefix = output_prefix.rstrip("/") + "/"
         keys = sorted(o["Key"] for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
                       for o in page.get("Contents", []) if o["Key"].endswith("/stdout"))
         if not keys:
@@ -123,10 +126,12 @@ def write_target_rows(s3: Any, store: ResultsStore, bucket: str, rows: list[dict
 
 def collect_step(s3: Any, cloudwatch: Any, store: ResultsStore, bucket: str, *, run_id: str,
                  target: dict[str, Any], kind: str, repetition: int, step: dict[str, Any],
-                 resources: dict[str, Any], started_at: str, rds: Any = None) -> dict[str, Any]:
-    """``rds``: a client of the target's region, to ask RDS / Aurora where the database ran."""
+                 resources: dict[str, Any], started_at: str, output_prefix: str, rds: Any = None) -> dict[str, Any]:
+    """``rds``: a client of the target's region, to ask RDS / Aurora where the database ran;
+    ``output_prefix``: where the step's Run Command wrote (``naming.host_output_prefix``)."""
     target_id, name = target["id"], step["name"]
-    text = read_raw(s3, bucket, run_id=run_id, target_id=target_id, repetition=repetition, step=name)
+    text = read_raw(s3, bucket, run_id=run_id, target_id=target_id, repetition=repetition, step=name,
+                    output_prefix=output_prefix)
     source = f"s3://{bucket}/{naming.raw_key(run_id, target_id, repetition, name)}"
     out = parse(text, source=source, run_id=run_id, target_id=target_id, repetition=repetition, step=name)
     if out.errors:

@@ -23,6 +23,7 @@ AGENT_PLUGIN = "runAgent"
 MAX_EXECUTION_TIMEOUT_S = 172_800
 RUNNING = {"Pending", "InProgress", "Delayed"}
 TIMED_OUT = {"TimedOut", "Cancelled", "Cancelling"}
+State = tuple[str, str]
 
 
 def send_step(ssm: Any, *, document: str, instance_id: str, job: dict[str, Any], bucket: str,
@@ -42,22 +43,44 @@ def send_step(ssm: Any, *, document: str, instance_id: str, job: dict[str, Any],
     return str(response["Command"]["CommandId"])
 
 
-def invocation_state(ssm: Any, command_id: str, instance_id: str) -> tuple[str, str]:
-    """(running | succeeded | failed | timed_out, SSM's status detail)."""
+def _classify(status: str, detail: str, code: Any) -> State:
+    if status in RUNNING:
+        return "running", detail
+    if status == "Success":
+        return "succeeded", detail
+    if status in TIMED_OUT or "Timed" in detail.replace(" ", ""):
+        return "timed_out", detail
+    return "failed", f"{detail} (exit {code})"
+
+
+def invocation_state(ssm: Any, command_id: str, instance_id: str) -> State:
+    """(running | succeeded | failed | timed_out, SSM's status detail) of the agent's step.
+
+    A command that never reached the agent's step (undeliverable, delivery timed out, cancelled or
+    terminated before it started) has no status of that step, or leaves it Pending: then the
+    invocation's own status decides, so such a step fails at once instead of waiting for its bound."""
     try:
         with aws_errors():
             inv = ssm.get_command_invocation(CommandId=command_id, InstanceId=instance_id,
                                              PluginName=AGENT_PLUGIN)
     except ClientError as e:
-        if error_code(e) == "InvocationDoesNotExist":  # not registered yet, right after SendCommand
-            return "running", "InvocationDoesNotExist"
-        raise
-    status = str(inv.get("Status", ""))
-    detail = str(inv.get("StatusDetails", status))
-    if status in RUNNING:
-        return "running", detail
-    if status == "Success":
-        return "succeeded", detail
-    if status in TIMED_OUT:
-        return "timed_out", detail
-    return "failed", f"{detail} (exit {inv.get('ResponseCode')})"
+        if error_code(e) != "InvocationDoesNotExist":  # also: not registered yet, right after SendCommand
+            raise
+        inv = None
+    if inv is not None:
+        state = _classify(str(inv.get("Status", "")), str(inv.get("StatusDetails", inv.get("Status", ""))),
+                          inv.get("ResponseCode"))
+        if state[0] != "running":
+            return state
+    with aws_errors():
+        listed = ssm.list_command_invocations(CommandId=command_id, InstanceId=instance_id)
+    overall = (listed.get("CommandInvocations") or [None])[0]
+    if overall is None:
+        return "running", "InvocationDoesNotExist"
+    status = str(overall.get("Status", ""))
+    detail = str(overall.get("StatusDetails", status))
+    if status in RUNNING:  # the command runs, only an earlier step of its document so far
+        return "running", detail if inv is None else str(inv.get("StatusDetails", detail))
+    if status == "Success" and inv is None:  # ended well, yet without the agent's step: not a step that ran
+        return "failed", f"{detail}: the command ended without running {AGENT_PLUGIN}"
+    return _classify(status, f"{detail} ({AGENT_PLUGIN} never ran)", overall.get("ResponseCode", "none"))
