@@ -62,9 +62,12 @@ def test_the_target_role_may_upload_run_command_output_with_its_acl(synthesized:
     statements = statements_of(synthesized, "TargetsInstanceRole")
     (bucket,) = [k for k in synthesized.of_type("AWS::S3::Bucket") if k.startswith("Results")
                  and "AccessLogs" not in k]
-    key = synthesized.arn(bucket) + "/runs/run-1/m7g/rep-1/t0001/ssm/cmd/i-1/awsrunShellScript/0.runAgent/stdout"
+    # Under the host's own prefix only (issue 30, finding 13): IAM puts the caller's instance ARN in the
+    # variable (tests/cdk/ownership.test.ts evaluates it); runs/ is collect's to write.
+    own = synthesized.arn(bucket) + "/hosts/${ec2:SourceInstanceARN}/run-1/m7g/rep-1/t0001/cmd/i-1/stdout"
     for action in ("s3:PutObject", "s3:PutObjectAcl"):
-        assert allows(statements, action, key), action
+        assert allows(statements, action, own), action
+        assert not allows(statements, action, synthesized.arn(bucket) + "/runs/run-1/m7g/rep-1/t0001.jsonl")
     assert allows(statements, "s3:GetEncryptionConfiguration", synthesized.arn(bucket))
 
 
