@@ -225,7 +225,7 @@ export class Permissions {
     // condition like ec2:CreateAction, so IAM cannot tell tagging at create from tagging an untagged
     // database someone named this way: allowing it only on these names narrows it, and the sweepers
     // remove only databases whose identifier is the one provision derives from their run-id and
-    // target-id tags (benchfleet.aws.sweep), so such a database is reported, never removed.
+    // target-id tags (benchfleet.aws.fleet.sweep), so such a database is reported, never removed.
     const ownDbs = ownDatabaseArns(this.dbPrefix, (type, name) => this.rds(type, name));
     add(
       new iam.PolicyStatement({
