@@ -236,9 +236,11 @@ describe('targetRegions: one regional stack per region besides the home region',
         expect(evaluate(statements, { action: 'ec2:RunInstances', resource: arn('ec2', 'launch-template/lt-other') })).toBe(
           'implicit-deny',
         );
-        // Databases named with the home stack's prefix, in this region's DB subnet group.
+        // Databases named as provision names them with the home stack's prefix, in this region's DB
+        // subnet group (a name that merely starts with the prefix is not enough: issue 30, finding 10).
         const dbContext = { context: runTags(owner) };
-        expect(evaluate(statements, { action: 'rds:CreateDBInstance', resource: arn('rds', `db:${prefix}-r1-x`), ...dbContext })).toBe('allow');
+        expect(evaluate(statements, { action: 'rds:CreateDBInstance', resource: arn('rds', `db:${prefix}-m6i-0a1b2c3d-r1-db`), ...dbContext })).toBe('allow');
+        expect(evaluate(statements, { action: 'rds:CreateDBInstance', resource: arn('rds', `db:${prefix}-r1-x`), ...dbContext })).toBe('implicit-deny');
         expect(evaluate(statements, { action: 'rds:CreateDBInstance', resource: arn('rds', 'db:prod-x'), ...dbContext })).toBe('implicit-deny');
         const subgrp = resourcesOf(template, 'AWS::RDS::DBSubnetGroup')[0][0];
         expect(evaluate(statements, { action: 'rds:CreateDBInstance', resource: arn('rds', `subgrp:<${subgrp}>`), ...dbContext })).toBe('allow');
