@@ -325,7 +325,7 @@ export function dashboardDefinition(dataSets: Record<DatasetName, quicksight.Cfn
       "sysbench's step tps, mean across repetitions",
       numberDim('sweep-threads-1', 'step_results', 'threads'),
       measure('sweep-tps', 'step_results', 'tps_mean', 'AVERAGE'),
-      categoryDim('sweep-target-1', 'step_results', 'target_id'),
+      categoryDim('sweep-target-1', 'step_results', 'series'),
     ),
     lineChart(
       'latency-vs-threads',
@@ -333,7 +333,7 @@ export function dashboardDefinition(dataSets: Record<DatasetName, quicksight.Cfn
       "sysbench's step percentile, worst repetition (percentiles are never averaged)",
       numberDim('sweep-threads-2', 'step_results', 'threads'),
       measure('sweep-latency', 'step_results', 'latency_pct_ms_max', 'MAX'),
-      categoryDim('sweep-target-2', 'step_results', 'target_id'),
+      categoryDim('sweep-target-2', 'step_results', 'series'),
     ),
     barChart(
       'relative',
@@ -341,7 +341,7 @@ export function dashboardDefinition(dataSets: Record<DatasetName, quicksight.Cfn
       '100 x (mean tps / baseline mean tps - 1) at the same threads',
       numberDim('sweep-threads-3', 'step_results', 'threads'),
       measure('sweep-relative', 'step_results', 'relative_pct', 'AVERAGE'),
-      categoryDim('sweep-target-3', 'step_results', 'target_id'),
+      categoryDim('sweep-target-3', 'step_results', 'series'),
     ),
   ];
   const seconds: Visual[] = [
@@ -351,7 +351,7 @@ export function dashboardDefinition(dataSets: Record<DatasetName, quicksight.Cfn
       'Seconds from the start of each target x repetition; warm-up included',
       numberDim('sec-elapsed-1', 'samples', 'elapsed_s'),
       measure('sec-tps', 'samples', 'tps', 'AVERAGE'),
-      categoryDim('sec-target-1', 'samples', 'target_id'),
+      categoryDim('sec-target-1', 'samples', 'series'),
     ),
     lineChart(
       'steal-per-second',
@@ -359,7 +359,7 @@ export function dashboardDefinition(dataSets: Record<DatasetName, quicksight.Cfn
       'From /proc/stat on the target, the same seconds as the throughput above',
       numberDim('sec-elapsed-2', 'samples', 'elapsed_s'),
       measure('sec-steal', 'samples', 'cpu_steal_pct', 'AVERAGE'),
-      categoryDim('sec-target-2', 'samples', 'target_id'),
+      categoryDim('sec-target-2', 'samples', 'series'),
     ),
   ];
   const cloud: Visual[] = [

@@ -29,10 +29,18 @@ def sysbench_options(workload: Workload) -> dict[str, Any]:
 
 def agent_job(*, run_id: str, target_id: str, repetition: int, workload: Workload, step: PlanStep,
               db: dict[str, Any], config_hash: str | None = None,
-              requested: dict[str, str] | None = None) -> dict[str, Any]:
+              requested: dict[str, str] | None = None,
+              settings: dict[str, Any] | None = None) -> dict[str, Any]:
     """``requested``: the server options a server benchfleet started was given (cnf and the spec's
     server_options); the prepare step's fingerprint records their effective values. On a fresh
-    EC2 host the install step reports them instead."""
+    EC2 host the install step reports them instead.
+
+    With variants, ``workload`` is the step's variant's (``LoadedSpec.workload_of``); the job names
+    the variant (every record the agent writes carries it) and the block, the step's data set
+    (``db.database``), and ``settings``: the variant's settings the step must run with
+    (``{"variant", "requested": {option: value}}``, plus ``apply`` where the agent switches them
+    itself); the agent reads them back from the server and records requested and effective values
+    with the step's summary."""
     job: dict[str, Any] = {
         "run_id": run_id,
         "target_id": target_id,
@@ -42,9 +50,15 @@ def agent_job(*, run_id: str, target_id: str, repetition: int, workload: Workloa
                  "duration_s": step.duration_s},
         "report_interval_s": workload.report_interval_s,
         "sysbench": {"test": workload.test, "options": sysbench_options(workload)},
-        "db": db,
+        "db": dict(db, database=step.database) if step.database else db,
         "config_hash": config_hash,
     }
+    if step.variant is not None:
+        job["variant"] = step.variant
+    if step.block is not None:
+        job["step"]["block"] = step.block
     if requested:
         job["requested"] = requested
+    if settings:
+        job["settings"] = settings
     return job

@@ -167,15 +167,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     removed = reap_leftovers(data)
     if removed:
         console.print(f"[yellow]removed {len(removed)} server(s) left by an earlier crash: {', '.join(removed)}")
-    variant = _variant(args)
+    trial = _trial(args)
     with open_store(data) as store:
         observer = RichObserver(plan)
         with observer:
             for text in checked.notices:
                 observer.message(text)
             result = run_local(loaded, plan, store, data, observer)
-        if variant:
-            store.set_spec(result.run_id, {**store.run(result.run_id)["spec"], "variant": variant})
+        if trial:
+            store.set_spec(result.run_id, {**store.run(result.run_id)["spec"], "trial": trial})
         report = _write_report(store, result.run_id, None)
         print_comparison(result.run_id, _results(store, result.run_id))
         console.print(f"report: {report}")
@@ -186,13 +186,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _variant(args: argparse.Namespace) -> dict[str, Any] | None:
-    """The mark of a smoke or --local run (benchfleet.scale.variant), from the spec as written."""
+def _trial(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The mark of a smoke or --local run (benchfleet.scale.trial), from the spec as written."""
     if args.scale == "full" and not args.local:
         return None
-    from benchfleet.scale import variant
+    from benchfleet.scale import trial
 
-    return variant(load_spec(args.spec).spec, args.scale, args.local)
+    return trial(load_spec(args.spec).spec, args.scale, args.local)
 
 
 def _run_remote(args: argparse.Namespace) -> int:
@@ -256,7 +256,8 @@ def _results(store: Any, run_id: str) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "run": {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in run.items() if k != "spec"},
         "comparison": comparison_table(summaries),
-        "steps": [{k: s[k] for k in ("target_id", "repetition", "step", "threads", "phase", "tps", "qps",
+        "steps": [{k: s.get(k) for k in ("target_id", "variant", "repetition", "block", "step", "threads", "phase",
+                                         "tps", "qps",
                                      "latency_pct", "latency_pct_ms", "samples", "samples_expected",
                                      "covered_s", "missing_final", "tps_cv", "steal_mean_pct",
                                      "errors_per_s", "reconnects_per_s", "total_time_s")}
@@ -265,10 +266,11 @@ def _results(store: Any, run_id: str) -> dict[str, Any]:
                     for t in store.targets(run["run_id"])],
     }
     doc["statistics"] = run_comparison(store, run["run_id"])
-    label = (doc["statistics"].get("variant") or {}).get("label")
-    doc["run"]["variant"] = label
+    # A smoke or --local run says so on every row (the CSV has no other place for it).
+    label = (doc["statistics"].get("trial") or {}).get("label")
+    doc["run"]["trial"] = label
     for step in doc["steps"]:
-        step["variant"] = label
+        step["trial"] = label
     return doc
 
 
@@ -391,7 +393,7 @@ def _history(args: argparse.Namespace) -> int:
             for run in reversed(store.runs()):
                 if run["name"] == args.history and run["status"] == "succeeded":
                     doc = run_comparison(store, run["run_id"])
-                    if doc.get("variant"):
+                    if doc.get("trial"):
                         continue  # a smoke or stand-in run says nothing about the spec's trend
                     points += hist.points_from_comparison(doc, run_id=run["run_id"], started_at=run["started_at"])
         if not points:

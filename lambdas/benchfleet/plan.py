@@ -209,7 +209,8 @@ class Plan(BaseModel):
 
     @property
     def wall_s(self) -> int:
-        """Local targets run one after another (two databases on one machine disturb each other);
+        """Local targets run one after another (two databases on one machine disturb each other; in
+        rounds, see ``local_order``);
         AWS targets run side by side, their repetitions as the backend runs them (``at_once``)."""
         totals = [t.total_s for t in self.targets]
         return sum(totals) if self.mode == "local" else max(totals)

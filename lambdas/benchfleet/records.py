@@ -12,7 +12,7 @@ from collections import defaultdict
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from benchfleet.stats.figures import weighted_cv
 from benchfleet.sysbench import interval_lengths, step_accounting
@@ -39,11 +39,20 @@ class _Row(BaseModel):
 
     run_id: str
     target_id: str
+    # The variant the step measured ("" in a spec without variants) and its block of a measured step
+    # split by the spec's blocks (None when not split): with target_id and repetition, what pairs.
+    variant: str = ""
+    block: int | None = Field(None, ge=1)
     repetition: int = Field(ge=1)
     workload: str
     step: str
     phase: Phase
     threads: int = Field(ge=1)
+
+    @field_validator("variant", mode="before")
+    @classmethod
+    def _no_variant(cls, v: Any) -> Any:
+        return "" if v is None else v
 
 
 class Sample(_Row):
@@ -102,6 +111,8 @@ class StepSummary(_Row):
     tps_cv: float | None = Field(None, description="jitter: stdev/mean of per-second tps, weighted by "
                                  "interval length")
     steal_mean_pct: float | None = Field(None, description="mean of per-second CPU steal %")
+    settings: dict[str, Any] | None = Field(None, description="a variant's step: the settings it ran with, "
+                                            "{requested, effective, differences, method}")
 
 
 class Fingerprint(BaseModel):

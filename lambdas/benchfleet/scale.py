@@ -92,7 +92,7 @@ def as_local(loaded: LoadedSpec, memory_mb: int = LOCAL_STAND_IN_MEMORY_MB) -> L
     return loaded.model_copy(update={"spec": spec})
 
 
-def variant(spec: ComparisonSpec, scale: str, local: bool) -> dict[str, object] | None:
+def trial(spec: ComparisonSpec, scale: str, local: bool) -> dict[str, object] | None:
     """How a run differs from the spec as written, or None for the spec itself: ``scale`` (smoke),
     ``substituted`` (ids of cloud targets run as local stand-ins) and a ``label`` a reader sees in
     tables and the report. Such a run answers "does it work", never the spec's question, so it is

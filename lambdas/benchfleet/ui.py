@@ -234,7 +234,7 @@ def print_runs(runs: list[dict[str, Any]]) -> None:
         # Run ids are what people copy into the next command: never shortened.
         table.add_column(col, no_wrap=col == "run id", overflow="fold")
     for r in runs:
-        mode = r["mode"] + (" [not the spec: " + r["variant"] + "]" if r.get("variant") else "")
+        mode = r["mode"] + (" [not the spec: " + r["trial"] + "]" if r.get("trial") else "")
         table.add_row(r["run_id"], r["name"], r["status"], mode, f"{r['started_at']:%Y-%m-%d %H:%M}",
                       f"${_fmt(r['estimated_cost_usd'], 2)}", (r.get("message") or "")[:60])
     console.print(table)
@@ -251,6 +251,26 @@ def verdict_text(relative: dict[str, Any] | None) -> str:
     if relative.get("verdict") == "inconclusive" and needed:
         words += f" ~{needed} reps"
     return f"paired: {words}" if relative.get("design") == "paired" else words
+
+
+def order_lines(doc: dict[str, Any]) -> list[str]:
+    """The order the run ran in, where there was one to choose: variants per repetition, local rounds."""
+    found = doc.get("order_run") or {}
+    lines = []
+    if doc.get("variants"):
+        for item in found.get("steps") or []:
+            cells: list[list[str]] = []
+            for s in item["steps"]:
+                cell = f"{s['threads']}" + (f"b{s['block']}" if s.get("block") else "")
+                if not cells or cells[-1][0] != cell:
+                    cells.append([cell])
+                cells[-1].append(s["variant"])
+            lines.append(f"order run, {item['target_id']} rep {item['repetition']}: "
+                         + " | ".join(f"{c[0]} thr: {' '.join(c[1:])}" for c in cells))
+    reps = found.get("repetitions") or []
+    if len({r["target_id"] for r in reps}) > 1:
+        lines.append("targets ran: " + " ".join(f"{r['target_id']} rep {r['repetition']}," for r in reps).rstrip(","))
+    return lines
 
 
 def multiplicity_text(doc: dict[str, Any]) -> str | None:
@@ -299,9 +319,11 @@ def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
     stats = doc["statistics"]
     rows = stats["rows"]
     pct = next((r["latency_pct"] for r in rows if r.get("latency_pct")), 95)
-    variant = stats.get("variant")
-    title = f"comparison: {run_id}" + (f"\n[bold yellow]not the spec's result: {variant['label']}" if variant else "")
-    table = _compact_table(title, f"baseline {stats.get('baseline')}; intervals 95%; Δ: Welch (measured apart) "
+    trial = stats.get("trial")
+    title = f"comparison: {run_id}" + (f"\n[bold yellow]not the spec's result: {trial['label']}" if trial else "")
+    base = stats.get("baseline") if not stats.get("baseline_variant") else \
+        f"{stats.get('baseline_variant')} (variants, on each target), {stats.get('baseline')} (targets)"
+    table = _compact_table(title, f"baseline {base}; intervals 95%; Δ: Welch (measured apart) "
                            f"unless 'paired'; margin ±{stats.get('margin_pct', 5):g}%; gaps: repetitions that "
                            "reported late (seconds inside longer intervals) or twice in one second", [
                                ("target", True), ("thr", False), ("reps", False), ("tps", False),
@@ -312,7 +334,7 @@ def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
         latency = (_fmt(lat["median"], 2) if lat.get("median") is not None
                    else f"{_fmt(lat.get('min'), 2)}–{_fmt(lat.get('max'), 2)}" if lat.get("min") is not None else "-")
         style = {"faster": "green", "slower": "red"}.get(str((rel or {}).get("verdict")), "")
-        table.add_row(r["target_id"], str(r["threads"]), str(r["repetitions"]), _num(tps["mean"]),
+        table.add_row(r.get("label") or r["target_id"], str(r["threads"]), str(r["repetitions"]), _num(tps["mean"]),
                       _range(tps.get("ci_low"), tps.get("ci_high")), _signed((rel or {}).get("pct")),
                       _signed_range((rel or {}).get("ci_low_pct"), (rel or {}).get("ci_high_pct")),
                       verdict_text(rel), latency, _fmt(r.get("steal_mean_pct"), 1), _gaps(r),
@@ -320,6 +342,8 @@ def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
     console.print(table)
     if multiplicity_text(stats):
         console.print(multiplicity_text(stats))
+    for line in order_lines(stats):
+        console.print(line)
     clients = sorted({t["target_id"] for t in doc.get("targets") or [] if t.get("steal_source") == "client"})
     if clients:
         console.print(f"steal % of {', '.join(clients)}: this machine's (the client's), not the server's")

@@ -178,10 +178,10 @@ def test_a_cloud_spec_with_a_lua_workload_runs_locally_at_smoke_scale(
     assert {s["target_id"] for s in summaries} == {"aurora-r6g-large"}
     assert any(s["phase"] == "measure" and s["tps"] > 0 for s in summaries)
     # Marked wherever it is shown, and never part of the spec's history.
-    assert "smoke scale" in run["variant"] and "stand-ins for aurora-r6g-large" in run["variant"]
+    assert "smoke scale" in run["trial"] and "stand-ins for aurora-r6g-large" in run["trial"]
     out = capsys.readouterr().out
     assert "not the spec's result" in out
     assert main(["results", run["run_id"], "--format", "csv"]) == 0
     csv_text = capsys.readouterr().out
-    assert csv_text.splitlines()[0].endswith(",variant") and "smoke scale" in csv_text
+    assert csv_text.splitlines()[0].endswith(",trial") and "smoke scale" in csv_text
     assert main(["results", "--history", run["name"]]) == 2

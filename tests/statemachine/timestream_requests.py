@@ -11,8 +11,8 @@ from benchfleet.aws.store import timestream
 # The data model's dimensions per table (DESIGN.md "Data model"; the Timestream dataset SQL in
 # cdk/lib/sql/timestream/ groups and filters by them).
 TABLE_DIMENSIONS = {
-    "samples": {"run_id", "target_id", "repetition", "workload", "step", "phase", "threads"},
-    "step_summaries": {"run_id", "target_id", "repetition", "workload", "step", "phase", "threads"},
+    "samples": {"run_id", "target_id", "repetition", "workload", "step", "phase", "threads", "variant"},
+    "step_summaries": {"run_id", "target_id", "repetition", "workload", "step", "phase", "threads", "variant"},
     "cloud_metrics": {"run_id", "target_id", "repetition", "step"},
 }
 

@@ -126,7 +126,7 @@ def test_ec2_engine_host_installs_configures_restarts_and_creates_the_user(host)
         # fails there with client error 2061.
         assert f"CREATE USER IF NOT EXISTS {account} IDENTIFIED WITH mysql_native_password BY '{password}'" in sql
         assert f"ALTER USER {account} IDENTIFIED WITH mysql_native_password BY '{password}'" in sql
-        assert f"GRANT ALL PRIVILEGES ON sbtest.* TO {account}" in sql
+        assert f"GRANT ALL PRIVILEGES ON `sbtest%`.* TO {account}" in sql
     assert "CREATE DATABASE IF NOT EXISTS sbtest" in sql
     actions = [(r["type"], r.get("action")) for r in host.records]
     assert actions == [("install", "background-apt"), ("install", "dpkg-configure"), ("install", "apt-update"),

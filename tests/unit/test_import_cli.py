@@ -31,7 +31,8 @@ def test_import_then_results_show_the_printed_qps(bf_home: Path, capsys: pytest.
     assert steps[16]["qps"] == printed_qps
     assert main(["results", runs[0]["run_id"][:20], "--format", "csv"]) == 0
     csv_text = capsys.readouterr().out
-    assert csv_text.splitlines()[0].startswith("target_id,repetition,step,threads") and str(printed_qps) in csv_text
+    assert csv_text.splitlines()[0].startswith("target_id,variant,repetition,block,step,threads")
+    assert str(printed_qps) in csv_text
 
 
 @needs_shared_fixtures

@@ -70,10 +70,10 @@ def test_expiry_covers_the_whole_plan_plus_margin() -> None:
 
 
 def test_smoke_and_stand_in_runs_are_marked_as_not_the_spec() -> None:
-    from benchfleet.scale import variant
+    from benchfleet.scale import trial
 
     spec = load_spec(str(REPO / "workloads" / "comparisons" / "aurora-pk-order-random.yaml")).spec
-    assert variant(spec, "full", False) is None
-    smoke = variant(spec, "smoke", True)
+    assert trial(spec, "full", False) is None
+    smoke = trial(spec, "smoke", True)
     assert smoke is not None and smoke["substituted"] == ["aurora-r6g-large"]
     assert "smoke scale" in str(smoke["label"]) and "stand-ins for aurora-r6g-large" in str(smoke["label"])

@@ -365,7 +365,8 @@ r AS (
            bool_and(arrived_s IS NOT NULL) AS intervals_measured,
            count(*) - count(DISTINCT second) AS duplicate_timestamps
     FROM samples WHERE run_id = ? AND phase IN ('measure', 'ramp') GROUP BY target_id, repetition, step)
-SELECT s.target_id, s.repetition, s.step, any_value(threads) AS threads, count(*) AS seconds,
+SELECT s.target_id, s.repetition, s.step, any_value(threads) AS threads, any_value(variant) AS variant,
+       any_value(block) AS block, count(*) AS seconds,
        any_value(m.wsum) AS covered_s,
        any_value(m.wmean) AS tps_mean, median(tps) AS tps_median,
        CASE WHEN count(*) > 1 AND any_value(m.wsum) > 1
@@ -388,7 +389,8 @@ ORDER BY s.target_id, threads, s.repetition
 """
 # Figures that are order statistics or counts come out identical; sums may differ in the last bits
 # with the order DuckDB adds in (as between two runs of one query on more threads).
-_EXACT = {"target_id", "repetition", "step", "threads", "seconds", "tps_median", "tps_min", "tps_max",
+_EXACT = {"target_id", "repetition", "step", "threads", "variant", "block", "seconds", "tps_median", "tps_min",
+          "tps_max",
           "latency_series_p50_ms", "latency_series_p95_ms", "latency_series_p99_ms", "steal_max_pct",
           "latency_pct", "intervals_measured", "duplicate_timestamps"}
 

@@ -184,14 +184,11 @@ def test_rds_values_and_settings_rds_does_not_allow() -> None:
     assert refused and "does not let a parameter group set it" in refused[0]
 
 
-def test_until_a_backend_measures_variants_it_refuses_them_naming_the_field() -> None:
+def test_until_the_state_machine_measures_variants_plan_refuses_them_naming_the_field() -> None:
     from benchfleet.aws.errors import PlanRejected
     from benchfleet.aws.planning import runplan
     from benchfleet.aws.regions import TargetRegions
-    from benchfleet.local.preflight import preflight
 
     cloud = spec(targets=[{"id": "m", "kind": "ec2", "instance_type": "m6i.large", "region": "us-east-1"}])
     with pytest.raises(PlanRejected, match="variants: "):
         runplan._loaded(cloud, TargetRegions.of("us-east-1"))
-    with pytest.raises(SpecError, match="variants: "):
-        preflight(resolve(parse_spec(spec(), "f"), "f"))

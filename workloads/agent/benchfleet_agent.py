@@ -66,6 +66,8 @@ class Emitter:
         self.base = {k: job.get(k) for k in ("run_id", "target_id", "repetition", "workload")}
         step = job.get("step") or {}
         self.base.update({"step": step.get("name"), "phase": step.get("kind"), "threads": step.get("threads")})
+        if job.get("variant"):  # a spec with variants: every record says which one it measured
+            self.base.update({"variant": job.get("variant"), "block": step.get("block")})
         self.out = out
 
     def emit(self, kind: str, **fields: Any) -> None:
@@ -337,9 +339,30 @@ def run_step(job: Dict[str, Any], emit: Emitter) -> int:
         conn.close()
 
 
+def step_settings(job: Dict[str, Any], conn: benchfleet_dbclient.Connection) -> Optional[Dict[str, Any]]:
+    """A variant's step: the settings it must run with, as the server reports them (SHOW GLOBAL
+    VARIABLES over the step's own connection) beside the requested values. None without variants."""
+    wanted = job.get("settings")
+    if not isinstance(wanted, dict):
+        return None
+    requested = {str(k): str(v) for k, v in (wanted.get("requested") or {}).items()}
+    found = benchfleet_dbclient.server_state(conn, requested) if requested else {}
+    effective = found.get("server_variables") or {}
+    return {"variant": wanted.get("variant"), "method": wanted.get("method"), "requested": requested,
+            "effective": {k.replace("-", "_"): effective.get(k.replace("-", "_")) for k in requested},
+            "differences": found.get("config_differences") or [],
+            "error": found.get("server_variables_error")}
+
+
 def _run_step(job: Dict[str, Any], emit: Emitter, conn: benchfleet_dbclient.Connection) -> int:
     step = job["step"]
     duration = int(step["duration_s"])
+    settings = step_settings(job, conn)
+    if settings and settings["differences"]:
+        emit.emit("notice", stage="settings", time=time.time(),
+                  message="variant {}: the server runs with other values than requested: {}".format(
+                      settings["variant"], ", ".join("{option} {requested} -> {effective}".format(**d)
+                                                     for d in settings["differences"])))
     argv = sysbench_argv(job, "run", {"threads": int(step["threads"]), "time": duration,
                                       "report-interval": int(job.get("report_interval_s") or 1)}, conn)
     started = time.time()
@@ -393,6 +416,8 @@ def _run_step(job: Dict[str, Any], emit: Emitter, conn: benchfleet_dbclient.Conn
         return emit.error("run", "sysbench completed no event in {} s".format(duration), exit_code=code,
                           output_tail=text[-4000:])
     fields = dict(parsed.summary.__dict__)
+    if settings is not None:
+        fields["settings"] = settings
     emit.emit("summary", time=time.time(), started=started, sysbench_version=parsed.version,
               histogram=parsed.histogram or None, **fields)
     return 0

@@ -300,7 +300,8 @@ def user_sql(family: str, password: str) -> str:
         account = "'{}'@'{}'".format(DB_USER, host)
         sql += ["CREATE USER IF NOT EXISTS {} {} '{}';".format(account, identified, password),
                 "ALTER USER {} {} '{}';".format(account, identified, password),
-                "GRANT ALL PRIVILEGES ON {}.* TO {};".format(DB_NAME, account)]
+                # sbtest and sbtest_<variant>: variants with their own data set load it there.
+                "GRANT ALL PRIVILEGES ON `{}%`.* TO {};".format(DB_NAME, account)]
     return "\n".join(sql) + "\n"
 
 

@@ -180,6 +180,7 @@ class LocalServer:
         self.process: subprocess.Popen[bytes] | None = None
         self.connection: Connection | None = None
         self.retried: str | None = None  # the first attempt's failure, when start needed a second
+        self._log_from: dict[str, int] = {}  # where the current start's lines begin in each log
         self.rendered = render(self.cnf_source, "mariadb", memory_mb * 1024 * 1024, cnf_name)
 
     @property
@@ -222,6 +223,7 @@ class LocalServer:
         servers = self.home / "servers"
         servers.mkdir(parents=True, exist_ok=True)
         reap_leftovers(self.home)
+        self._log_from = {}
         self.dir = servers / f"{self.name}-{os.getpid()}-{secrets.token_hex(3)}"
         self.dir.mkdir()
         # A private temp dir: the server's temporary tables and files never meet another server's
@@ -236,7 +238,16 @@ class LocalServer:
         except LocalServerError as e:
             # The bootstrap server writes its reasons to log-error, not to its output.
             raise self._failure(f"could not initialise the data dir for {self.name}", str(e)) from None
-        log = (self.dir / "server.out").open("wb")
+        self._spawn(cnf, port)
+        password = secrets.token_urlsafe(18)
+        self._bootstrap(password)
+        self.connection = Connection("127.0.0.1", port, "sbtest", password)
+        return self.connection
+
+    def _spawn(self, cnf: Path, port: int) -> None:
+        """Start mariadbd on ``cnf`` (killed with its owner, pinned where asked) and wait for it."""
+        assert self.dir is not None
+        log = (self.dir / "server.out").open("ab")
         affinity = self.cpus
 
         def preexec() -> None:
@@ -250,10 +261,34 @@ class LocalServer:
         log.close()
         self._register(server_pid=self.process.pid)
         self._wait_ready(port)
-        password = secrets.token_urlsafe(18)
-        self._bootstrap(password)
-        self.connection = Connection("127.0.0.1", port, "sbtest", password)
-        return self.connection
+
+    def restart(self, cnf_source: str, cnf_name: str) -> None:
+        """The same server on its same data, started again with another cnf (a variant whose settings
+        the server takes only at start). LocalServerError, with the server's own cause first, when it
+        does not come back; the data dir stays for ``stop`` to remove."""
+        assert self.dir is not None and self.connection is not None
+        if self.process is not None:
+            _terminate(self.process.pid)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=5)
+            self.process = None
+        self.cnf_source, self.cnf_name = cnf_source, cnf_name
+        self.rendered = render(cnf_source, "mariadb", self.memory_mb * 1024 * 1024, cnf_name)
+        # What the server logs from here on is this start's: its cause is the first [ERROR] after it.
+        self._log_from = {name: (self.dir / name).stat().st_size if (self.dir / name).exists() else 0
+                          for name in ("error.log", "server.out")}
+        cnf = self._write_cnf(self.connection.port)
+        try:
+            self._spawn(cnf, self.connection.port)
+        except LocalServerError as e:
+            raise LocalServerError(f"{e}\n(restarting {self.name} with {cnf_name})", cause=e.cause) from None
+
+    def set_global(self, values: Mapping[str, str]) -> None:
+        """``SET GLOBAL name = value`` for each, as root over the server's socket (the benchmark user
+        has no such privilege); the server's refusal, in its words, as LocalServerError."""
+        sql = "".join(f"SET GLOBAL {name} = {value};" for name, value in values.items())
+        self._run([find_binary("mariadb", "mysql"), f"--socket={self.socket}", "-uroot", "-e", sql],
+                  "change settings at run time")
 
     def stop(self) -> None:
         """Stop the server and remove its data dir; safe to call more than once."""
@@ -319,13 +354,14 @@ class LocalServer:
         assert self.dir is not None
         # The anonymous ''@'localhost' account would shadow sbtest over 127.0.0.1: drop it, and create
         # the user for both host spellings.
+        # Its schemas: sbtest, and sbtest_<variant> for variants that load their own data set.
         sql = (
             "DELETE FROM mysql.global_priv WHERE User='';"
             "CREATE DATABASE IF NOT EXISTS sbtest;"
             f"CREATE USER 'sbtest'@'localhost' IDENTIFIED BY '{password}';"
             f"CREATE USER 'sbtest'@'127.0.0.1' IDENTIFIED BY '{password}';"
-            "GRANT ALL ON sbtest.* TO 'sbtest'@'localhost';"
-            "GRANT ALL ON sbtest.* TO 'sbtest'@'127.0.0.1';"
+            "GRANT ALL ON `sbtest%`.* TO 'sbtest'@'localhost';"
+            "GRANT ALL ON `sbtest%`.* TO 'sbtest'@'127.0.0.1';"
             "FLUSH PRIVILEGES;"
         )
         self._run([find_binary("mariadb", "mysql"), f"--socket={self.socket}", "-uroot",
@@ -342,8 +378,11 @@ class LocalServer:
         assert self.dir is not None
         for name in ("error.log", "server.out"):
             path = self.dir / name
-            if path.exists() and path.stat().st_size:
-                return path.read_text(errors="replace").splitlines()
+            start = self._log_from.get(name, 0)
+            if path.exists() and path.stat().st_size > start:
+                with path.open("rb") as f:
+                    f.seek(start)
+                    return f.read().decode(errors="replace").splitlines()
         return []
 
 

@@ -19,8 +19,9 @@ from pathlib import Path
 
 from benchfleet.local.existing import ExistingServer, ExistingServerError, password_of
 from benchfleet.local.mariadb import LOG_PREFIX, find_binary
-from benchfleet.mysqlcnf import CnfError, render, with_server_options
-from benchfleet.spec import ExistingTarget, LoadedSpec, LocalTarget, SpecError, cnf_text
+from benchfleet.mysqlcnf import CnfError, render
+from benchfleet.spec import ExistingTarget, LoadedSpec, LocalTarget, SpecError
+from benchfleet.variants import cnf_source
 
 
 @dataclass
@@ -31,8 +32,6 @@ class Preflight:
 def preflight(loaded: LoadedSpec) -> Preflight:
     """Raise SpecError (exit 2) naming each target field this machine cannot run; return notices."""
     problems: list[tuple[str, str]] = []
-    if loaded.spec.variants:
-        problems.append(("variants", "the local runner does not measure variants yet"))
     out = Preflight()
     checked: dict[str, tuple[list[str], list[str]]] = {}
     warned: dict[str, str] = {}  # the server's warning -> the first target it concerns
@@ -56,21 +55,23 @@ def preflight(loaded: LoadedSpec) -> Preflight:
                 problems.append((f"targets[{i}].database" if "refusing" in message else f"targets[{i}].host",
                                  message))
         elif isinstance(target, LocalTarget):
-            source = with_server_options(cnf_text(target.mysql_config),
-                                         target.server_options)
-            try:
-                text = render(source, "mariadb", target.memory_mb * 1024 * 1024, f"{target.mysql_config}.cnf").text
-            except CnfError as e:
-                problems.append((f"targets[{i}].server_options" if target.server_options
-                                 else f"targets[{i}].mysql_config", str(e)))
-                continue
-            if text not in checked:
-                checked[text] = server_verdict(text)
-            errors, warnings = checked[text]
-            where = f"targets[{i}].server_options" if target.server_options else f"targets[{i}].mysql_config"
-            problems += [(where, f"MariaDB refuses it: {e}") for e in errors]
-            for w in warnings:
-                warned.setdefault(w, target.id)
+            # The server runs each variant's settings in turn: every one must start.
+            for j, variant in enumerate(loaded.variants or [None]):
+                config, source = cnf_source(target, variant)
+                where = f"targets[{i}].server_options" if target.server_options else f"targets[{i}].mysql_config"
+                if variant is not None and (variant.server_options or variant.mysql_config):
+                    where = f"variants[{j}].server_options" if variant.server_options else f"variants[{j}].mysql_config"
+                try:
+                    text = render(source, "mariadb", target.memory_mb * 1024 * 1024, f"{config}.cnf").text
+                except CnfError as e:
+                    problems.append((where, str(e)))
+                    continue
+                if text not in checked:
+                    checked[text] = server_verdict(text)
+                errors, warnings = checked[text]
+                problems += [(where, f"MariaDB refuses it: {e}") for e in errors]
+                for w in warnings:
+                    warned.setdefault(w, target.id)
     if problems:
         raise SpecError(loaded.source, problems)
     out.notices = [f"{target_id}: MariaDB says: {w}" for w, target_id in warned.items()]

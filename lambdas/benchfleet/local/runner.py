@@ -19,18 +19,20 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Protocol
+from typing import Any, Protocol
 
 from benchfleet import pricing
 from benchfleet.agentjob import agent_job
 from benchfleet.local.existing import ExistingServer, ExistingServerError, engine_of, table_prefixes, variables_hash
 from benchfleet.local.mariadb import Connection, LocalServer, LocalServerError
 from benchfleet.local.store import DuckDBStore
+from benchfleet.local.switching import VariantFailed, VariantSettings
 from benchfleet.local.watchdog import StepWatchdog, deadline_s, kill_group, plan_mismatch
 from benchfleet.naming import new_run_id, raw_key
 from benchfleet.plan import Plan, PlanStep
 from benchfleet.records import AgentOutput, Fingerprint, parse_agent_lines
-from benchfleet.spec import ExistingTarget, LoadedSpec, LocalTarget, cnf_text, repo_root, workloads_dir
+from benchfleet.spec import ExistingTarget, LoadedSpec, LocalTarget, repo_root
+from benchfleet.variants import cnf_source
 
 # Fingerprint fields that describe the machine the agent runs on. For an existing server that is
 # this machine, not the server's: they are left empty rather than recorded as the server's.
@@ -104,25 +106,27 @@ class _Notices:
 def run_local(loaded: LoadedSpec, plan: Plan, store: DuckDBStore, home: Path, observer: Observer,
               run_id: str | None = None) -> RunResult:
     run_id = run_id or new_run_id(loaded.spec.name)
-    spec_doc = loaded.spec.model_dump(mode="json")
-    spec_doc["workload"] = loaded.workload.model_dump(mode="json")
-    store.create_run(run_id, loaded.spec.name, spec_doc, plan.mode, plan.estimated_cost_usd)
+    store.create_run(run_id, loaded.spec.name, stored_spec(loaded), plan.mode, plan.estimated_cost_usd)
     result = RunResult(run_id=run_id, status="running")
     notice = _Notices(observer)
+    targets = {t.id: t for t in loaded.spec.targets}
     try:
         with _sigterm_as_interrupt():
             for target in loaded.spec.targets:
                 if not isinstance(target, LocalTarget | ExistingTarget):
                     raise StepFailed(f"target {target.id} is kind {target.kind}: run it with --remote")
+            # In rounds (A1 B1, B2 A2, ...) unless the spec says sequential: see Plan.local_order.
+            for target_id, repetition in plan.local_order():
+                target = targets[target_id]
+                assert isinstance(target, LocalTarget | ExistingTarget)
                 target_plan = next(t for t in plan.targets if t.target_id == target.id)
-                for repetition in range(1, plan.repetitions + 1):
-                    _run_target(loaded, target, repetition, target_plan.steps, run_id, store, home,
-                                observer, result, notice)
+                _run_target(loaded, target, repetition, target_plan.steps_of(repetition), run_id, store, home,
+                            observer, result, notice)
         result.status = "succeeded"
     except KeyboardInterrupt:
         result.status, result.message = "aborted", "interrupted; servers stopped and removed"
         raise
-    except (StepFailed, LocalServerError, ExistingServerError) as e:
+    except (StepFailed, LocalServerError, ExistingServerError, VariantFailed) as e:
         result.status, result.message = "failed", str(e)
     except Exception as e:
         result.status, result.message = "failed", f"{type(e).__name__}: {e}"
@@ -132,17 +136,28 @@ def run_local(loaded: LoadedSpec, plan: Plan, store: DuckDBStore, home: Path, ob
     return result
 
 
-def _server_for(target: LocalTarget | ExistingTarget, repetition: int, home: Path,
+def stored_spec(loaded: LoadedSpec) -> dict[str, Any]:
+    """The spec as the run stores it: every workload inline (the files may change later)."""
+    doc = loaded.spec.model_dump(mode="json")
+    doc["workload"] = loaded.workload.model_dump(mode="json")
+    for item, variant in zip(doc.get("variants") or [], loaded.variants, strict=True):
+        if item.get("workload") is not None:
+            item["workload"] = variant.workload.model_dump(mode="json")
+    return doc
+
+
+def _server_for(loaded: LoadedSpec, target: LocalTarget | ExistingTarget, repetition: int, home: Path,
                 notice: _Notices) -> LocalServer | ExistingServer:
     if isinstance(target, ExistingTarget):
         notice(f"{target.id}: an existing server at {target.host}:{target.port}; CPU figures, steal "
                "included, are this machine's (the client's), not the server's")
         return ExistingServer(target, table_prefixes())
-    cnf_path = workloads_dir() / "mysql" / f"{target.mysql_config}.cnf"
-    server = LocalServer(home, f"{target.id}-r{repetition}", cnf_text(target.mysql_config), target.memory_mb,
-                         target.cpus, cnf_name=cnf_path.name, server_options=target.server_options)
+    # With variants the server starts with the first variant's settings (the plan counts on it).
+    config, source = cnf_source(target, loaded.variants[0] if loaded.variants else None)
+    server = LocalServer(home, f"{target.id}-r{repetition}", source, target.memory_mb,
+                         target.cpus, cnf_name=f"{config}.cnf")
     if server.rendered.skipped:
-        notice(f"{cnf_path.name} options not applied on MariaDB: " + ", ".join(server.rendered.skipped))
+        notice(f"{config}.cnf options not applied on MariaDB: " + ", ".join(server.rendered.skipped))
     return server
 
 
@@ -176,19 +191,32 @@ def _fingerprint(output: AgentOutput, target: LocalTarget | ExistingTarget) -> F
 def _run_target(loaded: LoadedSpec, target: LocalTarget | ExistingTarget, repetition: int, steps: list[PlanStep],
                 run_id: str, store: DuckDBStore, home: Path, observer: Observer, result: RunResult,
                 notice: _Notices) -> None:
-    server = _server_for(target, repetition, home, notice)
+    server = _server_for(loaded, target, repetition, home, notice)
+    switching = VariantSettings.of(loaded, target) if isinstance(target, LocalTarget) else None
     observer.target_started(target.id, repetition, steps)
     started = time.monotonic()
     with server as conn:
         if isinstance(server, LocalServer) and server.retried:
             notice(f"{target.id} repetition {repetition}: the server failed to start once and was started "
                    f"again: {server.retried.splitlines()[0]}")
+        if switching is not None:
+            switching.current = switching.first
         observer.target_ready(target.id, repetition)
         requested = dict(server.rendered.options) if isinstance(server, LocalServer) else None
         for step in steps:
             observer.step_started(target.id, repetition, step)
+            settings = None
+            if switching is not None and isinstance(server, LocalServer):
+                try:
+                    switching.switch(server, step)
+                except VariantFailed as e:
+                    raise VariantFailed(f"{target.id} repetition {repetition} step {step.name}: {e}; the run "
+                                        "stopped here and its servers were removed") from None
+                settings = switching.job_settings(step)
+            elif step.settings is not None:  # an existing server: the variants differ in workload only
+                settings = {"variant": step.settings, "method": "none", "requested": {}}
             output = _run_step(loaded, target, repetition, step, run_id, conn, server, home, observer, result,
-                               requested)
+                               requested, settings)
             if step.kind == "prepare":
                 fp = _fingerprint(output, target)
                 store.add_target(run_id, target.id, repetition, _target_meta(target, fp), fp)
@@ -203,9 +231,11 @@ def _run_target(loaded: LoadedSpec, target: LocalTarget | ExistingTarget, repeti
 
 def _run_step(loaded: LoadedSpec, target: LocalTarget | ExistingTarget, repetition: int, step: PlanStep,
               run_id: str, conn: Connection, server: LocalServer | ExistingServer, home: Path, observer: Observer,
-              result: RunResult, requested: dict[str, str] | None = None) -> AgentOutput:
-    job = agent_job(run_id=run_id, target_id=target.id, repetition=repetition, workload=loaded.workload,
-                    step=step, db=conn.as_job(), config_hash=server.config_hash, requested=requested)
+              result: RunResult, requested: dict[str, str] | None = None,
+              settings: dict[str, Any] | None = None) -> AgentOutput:
+    job = agent_job(run_id=run_id, target_id=target.id, repetition=repetition,
+                    workload=loaded.workload_of(step.variant), step=step, db=conn.as_job(),
+                    config_hash=server.config_hash, requested=requested, settings=settings)
     raw = home / "raw" / raw_key(run_id, target.id, repetition, step.name).removeprefix("runs/")
     raw.parent.mkdir(parents=True, exist_ok=True)
     result.raw_files.append(raw)

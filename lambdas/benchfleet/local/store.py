@@ -23,14 +23,14 @@ _SAMPLE_COLUMNS = [
     "time", "run_id", "target_id", "repetition", "workload", "step", "threads", "phase", "second",
     "tps", "qps", "reads_per_s", "writes_per_s", "other_per_s", "latency_ms", "latency_pct",
     "errors_per_s", "reconnects_per_s", "cpu_steal_pct", "cpu_user_pct", "cpu_system_pct", "cpu_iowait_pct",
-    "interval_s", "arrived_s",
+    "interval_s", "arrived_s", "variant", "block",
 ]
 _SUMMARY_COLUMNS = [
     "time", "run_id", "target_id", "repetition", "workload", "step", "threads", "phase", "total_time_s",
     "transactions", "tps", "queries", "qps", "reads", "writes", "other", "ignored_errors", "errors_per_s",
     "reconnects", "reconnects_per_s", "events", "latency_min_ms", "latency_avg_ms", "latency_max_ms",
     "latency_pct", "latency_pct_ms", "sysbench_version", "samples", "tps_cv", "steal_mean_pct",
-    "samples_expected", "covered_s", "missing_final",
+    "samples_expected", "covered_s", "missing_final", "variant", "block", "settings",
 ]
 _FINGERPRINT_COLUMNS = ["cpu_model", "vcpus", "cpus_usable", "memory_mb", "arch", "kernel", "os",
                         "sysbench_version", "engine_version", "config_hash"]
@@ -81,6 +81,14 @@ ALTER TABLE samples ADD COLUMN IF NOT EXISTS arrived_s DOUBLE;
 ALTER TABLE step_summaries ADD COLUMN IF NOT EXISTS samples_expected INTEGER;
 ALTER TABLE step_summaries ADD COLUMN IF NOT EXISTS covered_s DOUBLE;
 ALTER TABLE step_summaries ADD COLUMN IF NOT EXISTS missing_final BOOLEAN;
+-- Variants (issue 24): which variant a row measured ('' in runs without variants, and in every run
+-- stored before variants existed), the block of a measured step split into blocks, and the settings
+-- a variant's step ran with (requested and effective).
+ALTER TABLE samples ADD COLUMN IF NOT EXISTS variant VARCHAR DEFAULT '';
+ALTER TABLE samples ADD COLUMN IF NOT EXISTS block INTEGER;
+ALTER TABLE step_summaries ADD COLUMN IF NOT EXISTS variant VARCHAR DEFAULT '';
+ALTER TABLE step_summaries ADD COLUMN IF NOT EXISTS block INTEGER;
+ALTER TABLE step_summaries ADD COLUMN IF NOT EXISTS settings JSON;
 """
 
 
@@ -315,7 +323,8 @@ class DuckDBStore:
     def runs(self) -> list[dict[str, Any]]:
         return self._as_interrupted(self._dicts(
             "SELECT run_id, name, status, mode, started_at, ended_at, estimated_cost_usd, "
-            "actual_cost_usd, message, json_extract_string(spec, '$.variant.label') AS variant "
+            "actual_cost_usd, message, coalesce(json_extract_string(spec, '$.trial.label'), "
+            "json_extract_string(spec, '$.variant.label')) AS trial "
             "FROM runs ORDER BY started_at DESC"))
 
     def _as_interrupted(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -360,8 +369,12 @@ class DuckDBStore:
         return self._dicts("SELECT * FROM targets WHERE run_id = ? ORDER BY target_id, repetition", [run_id])
 
     def summaries(self, run_id: str) -> list[dict[str, Any]]:
-        return self._dicts("SELECT * FROM step_summaries WHERE run_id = ? "
-                           "ORDER BY target_id, threads, repetition, step", [run_id])
+        rows = self._dicts("SELECT * FROM step_summaries WHERE run_id = ? "
+                           "ORDER BY target_id, variant, threads, repetition, block, step", [run_id])
+        for row in rows:
+            if isinstance(row.get("settings"), str):
+                row["settings"] = json.loads(row["settings"])
+        return rows
 
     def samples(self, run_id: str, phase: str | None = None) -> list[dict[str, Any]]:
         return [row for batch in self.sample_batches(run_id, phase) for row in batch]
@@ -404,7 +417,12 @@ def _insert(db: duckdb.DuckDBPyConnection, table: str, columns: list[str], rows:
         return
     verb = "INSERT OR REPLACE" if replace else "INSERT"
     db.executemany(f"{verb} INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
-                   [[getattr(r, c) for c in columns] for r in rows])
+                   [[_value(getattr(r, c)) for c in columns] for r in rows])
+
+
+def _value(value: Any) -> Any:
+    """A JSON column's value as its text (DuckDB would take a dict for a STRUCT)."""
+    return json.dumps(value, sort_keys=True) if isinstance(value, dict) else value
 
 
 def _columns(db: duckdb.DuckDBPyConnection) -> dict[str, set[str]]:

@@ -56,9 +56,10 @@ def _layout(title: str, x_title: str, y_title: str, **extra: Any) -> dict[str, A
 
 
 def _by_target(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Rows per series: a target, or a target's variant (its label)."""
     out: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
-        out.setdefault(row["target_id"], []).append(row)
+        out.setdefault(row.get("label") or row["target_id"], []).append(row)
     return out
 
 

@@ -25,7 +25,7 @@ th{white-space:normal;vertical-align:bottom;min-width:3.5em}
 td.l{white-space:normal;max-width:16em;overflow-wrap:anywhere} td.l:first-child{white-space:nowrap}
 th{background:#fafbfc;position:sticky;top:0;font-weight:600} td.l,th.l{text-align:left}
 .scroll{max-height:480px;overflow:auto;border:1px solid #e1e4e8;border-radius:6px}
-.variant{background:#fff4d6;border:1px solid #e0b84c;border-radius:6px;padding:8px 12px;font-weight:600}
+.trial{background:#fff4d6;border:1px solid #e0b84c;border-radius:6px;padding:8px 12px;font-weight:600}
 .gap{color:#b45309;display:inline-block;white-space:normal;min-width:12em;max-width:16em;text-align:left}
 .kv{display:grid;grid-template-columns:max-content auto;gap:2px 16px;font-size:13px}
 .kv div:nth-child(odd){color:#666} .faster{color:#17803d;font-weight:600} .slower{color:#b42318;font-weight:600}
@@ -62,7 +62,8 @@ def render_report(store: DuckDBStore, run_id: str) -> str:
     run = store.run(comparison["run"]["run_id"])
     series = timeline(store, run["run_id"])
     order = [t["target_id"] for t in comparison["targets"]]
-    palette = charts.colors(order)
+    labels = list(dict.fromkeys(r.get("label") or r["target_id"] for r in comparison["rows"]))
+    palette = charts.colors(list(dict.fromkeys([*labels, *order])))
 
     figures: list[tuple[str, str, charts.Figure | None, str]] = [
         ("throughput", "Throughput vs threads", charts.throughput(comparison, palette),
@@ -72,8 +73,9 @@ def render_report(store: DuckDBStore, run_id: str) -> str:
          "sysbench's latency percentile over each whole step; the point is the median repetition, the "
          "bars reach the best and worst repetition. Percentiles are never averaged."),
     ]
-    if len(order) > 1:
-        figures.append(("relative", f"Relative to the baseline ({comparison['baseline']})",
+    if len(labels) > 1:
+        base = comparison.get("baseline_variant") or comparison["baseline"]
+        figures.append(("relative", f"Relative to the baseline ({base})",
                         charts.relative(comparison, palette),
                         "The difference to the baseline at the same thread count. Error bars: its 95% "
                         "confidence interval, paired (per-repetition log ratios of measurements that shared "
@@ -194,9 +196,9 @@ def _header(run: dict[str, Any], comparison: dict[str, Any]) -> str:
     grid = "".join(f"<div>{escape(k)}</div><div>{v}</div>" for k, v in kv)
     spec_json = escape(json.dumps(spec, indent=2, default=str))
     msg = f"<p class='note'>{_e(run.get('message'))}</p>" if run.get("message") else ""
-    variant = comparison.get("variant")
-    banner = (f"<p class='variant' id='variant'>Not the spec's result: {escape(str(variant.get('label')))}. "
-              "It shows that the comparison runs, not how the targets compare.</p>" if variant else "")
+    trial = comparison.get("trial")
+    banner = (f"<p class='trial' id='trial'>Not the spec's result: {escape(str(trial.get('label')))}. "
+              "It shows that the comparison runs, not how the targets compare.</p>" if trial else "")
     return (f"<h1>{escape(run['name'])}</h1><div class='sub'>benchfleet report - "
             f"{len(comparison['targets'])} targets, {len(comparison['rows'])} target x threads results</div>"
             f"{banner}<div class='card'><div class='kv'>{grid}</div>{msg}"
@@ -245,7 +247,7 @@ def _summary_table(comparison: dict[str, Any]) -> str:
                        if s.get("duplicate_timestamps") else []))
                 for s in r.get("steps") or [] if s.get("gap") or s.get("duplicate_timestamps")]
         rows.append([
-            escape(r["target_id"]), _n(r["threads"]), _n(r["repetitions"]), _n(tps["mean"]), ci,
+            escape(r.get("label") or r["target_id"]), _n(r["threads"]), _n(r["repetitions"]), _n(tps["mean"]), ci,
             f"{_n(tps['min'])} - {_n(tps['max'])}", _n(lat["median"], 2),
             f"{_n(lat['min'], 2)} - {_n(lat['max'], 2)}", _pct(rel.get("pct")), rel_ci,
             f"<span class='{css}'>{escape(verdict_text(rel or None))}</span>",
@@ -274,7 +276,7 @@ def _jitter_table(comparison: dict[str, Any]) -> str:
     for r in comparison["rows"]:
         j = r["jitter"]
         rows.append([
-            escape(r["target_id"]), _n(r["threads"]),
+            escape(r.get("label") or r["target_id"]), _n(r["threads"]),
             _n(None if j["tps_cv_mean"] is None else 100 * j["tps_cv_mean"], 2, suffix="%"),
             _n(None if j["tps_cv_max"] is None else 100 * j["tps_cv_max"], 2, suffix="%"),
             _n(r["tps_per_second_median"]["mean"]),

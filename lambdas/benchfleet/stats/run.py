@@ -88,12 +88,13 @@ def step_stats_from_samples(samples: Iterable[Mapping[str, Any]]) -> list[dict[s
     for (target_id, repetition, step), both in groups.items():
         rows = [r for r in both if r.get("phase") == "measure"]
         ramp = [r for r in both if r.get("phase") == "ramp"]
+        identity = {"variant": both[0].get("variant") or "", "block": both[0].get("block")}
         figures = step_stats([float(r["tps"]) for r in rows],
                              [float(r["latency_ms"]) for r in rows if r.get("latency_ms") is not None],
                              [r.get("cpu_steal_pct") for r in rows], [weight(r) for r in rows])
         errors = [float(r["errors_per_s"]) for r in rows if r.get("errors_per_s") is not None]
         out.append({"target_id": target_id, "repetition": repetition, "step": step,
-                    "threads": int(both[0]["threads"]), **figures,
+                    "threads": int(both[0]["threads"]), **identity, **figures,
                     "errors_per_s_mean": statistics.fmean(errors) if errors else None,
                     "latency_pct": both[0].get("latency_pct"),
                     "ramp_s": math.fsum(weight(r) for r in ramp) if ramp else None,
@@ -201,45 +202,64 @@ def comparison(run: Mapping[str, Any], targets: Sequence[Mapping[str, Any]],
         for meta in target_meta.values():
             meta["prices"] = prices_of(meta, spec_targets.get(meta["target_id"]))
 
-    by_key: dict[tuple[str, int], dict[str, Any]] = {}
+    # One row per target x variant ("" without variants) x threads.
+    by_key: dict[tuple[str, str, int], dict[str, Any]] = {}
     for s in summaries:
         if s.get("phase") == "measure":
-            entry = by_key.setdefault((s["target_id"], int(s["threads"])), {"summaries": [], "steps": []})
+            entry = by_key.setdefault((s["target_id"], s.get("variant") or "", int(s["threads"])),
+                                      {"summaries": [], "steps": []})
             entry["summaries"].append(s)
     for st in steps:
-        entry = by_key.setdefault((st["target_id"], int(st["threads"])), {"summaries": [], "steps": []})
+        entry = by_key.setdefault((st["target_id"], st.get("variant") or "", int(st["threads"])),
+                                  {"summaries": [], "steps": []})
         entry["steps"].append(st)
-    for target_id, _ in by_key:
+    for target_id, _, _ in by_key:
         if target_id not in target_meta:
             target_meta[target_id] = {"target_id": target_id, "kind": None, "price_per_hour": None,
                                       "group": None, "size": None, "fingerprints": []}
 
     order = {t: i for i, t in enumerate(target_meta)}
-    baseline = spec.get("baseline") if isinstance(spec, dict) else None
-    if baseline not in target_meta:
-        baseline = next(iter(target_meta), None)
+    variants = _variant_ids(spec, by_key)
+    baseline, base_variant = _baselines(spec, list(target_meta), variants)
 
     margin = _margin(spec)
     rows: list[dict[str, Any]] = []
-    tps_units: dict[tuple[str, int], dict[int, float]] = {}
-    for (target_id, threads), entry in sorted(by_key.items(), key=lambda kv: (order[kv[0][0]], kv[0][1])):
-        row = _row(target_id, threads, entry["summaries"], entry["steps"],
+    tps_units: dict[tuple[str, str, int], dict[Any, float]] = {}  # repetition -> tps
+    block_units: dict[tuple[str, str, int], dict[Any, float]] = {}
+    for key, entry in sorted(by_key.items(), key=lambda kv: (order[kv[0][0]], variants.index(kv[0][1]), kv[0][2])):
+        target_id, variant, threads = key
+        block_units[key] = _by_block(entry["summaries"])
+        row = _row(target_id, threads, _merge_blocks(entry["summaries"]), _merge_blocks(entry["steps"]),
                    (target_meta[target_id].get("prices") or {}).get("serving") or {}, confidence)
-        tps_units[(target_id, threads)] = row.pop("_tps_by_repetition")
-        rows.append(row)
+        tps_units[key] = dict(row.pop("_tps_by_repetition"))
+        rows.append({"variant": variant, "label": _label(target_id, variant, len(target_meta)), **row})
     for row in rows:
-        base = tps_units.get((baseline, row["threads"])) if baseline else None
-        if baseline is None or row["target_id"] == baseline or base is None:
+        key = (row["target_id"], row["variant"], row["threads"])
+        base_key: tuple[str, str, int] | None = None
+        unit: str | None = None
+        candidate: dict[Any, float] = tps_units[key]
+        base: dict[Any, float] | None = None
+        if row["variant"] != base_variant:
+            # A variant against the baseline variant on the same target: measured on one host, paired by
+            # the repetition (or the block of a step split into blocks) both were measured in.
+            base_key, unit = (row["target_id"], base_variant, row["threads"]), "repetition"
+            base = tps_units.get(base_key)
+            if block_units[key] and block_units.get(base_key):
+                candidate, base, unit = block_units[key], block_units[base_key], "block"
+        elif baseline is not None and row["target_id"] != baseline:
+            base_key = (baseline, base_variant, row["threads"])
+            base = tps_units.get(base_key)
+            unit = pairing_unit(run, spec, target_meta, row["target_id"], baseline)
+        if base is None or base_key is None:
             row["relative"] = None
             continue
-        unit = pairing_unit(run, spec, target_meta, row["target_id"], baseline)
-        rel = compare_units(tps_units[(row["target_id"], row["threads"])], base, unit, confidence,
-                            margin_pct=margin)
-        row["relative"] = {"vs": baseline, **asdict(rel)}
+        rel = compare_units(candidate, base, unit, confidence, margin_pct=margin)
+        row["relative"] = {"vs": base_key[0], "vs_variant": base_key[1], **asdict(rel)}
 
+    # Peaks and speedup compare targets: at the baseline variant (each target's own settings).
     tps_by_target: dict[str, dict[int, float]] = defaultdict(dict)
     for row in rows:
-        if row["tps"]["mean"] is not None:
+        if row["tps"]["mean"] is not None and row["variant"] == base_variant:
             tps_by_target[row["target_id"]][row["threads"]] = row["tps"]["mean"]
     for meta in target_meta.values():
         mine = tps_by_target.get(meta["target_id"])
@@ -250,16 +270,21 @@ def comparison(run: Mapping[str, Any], targets: Sequence[Mapping[str, Any]],
     result: dict[str, Any] = _clean({
         "run": {k: run.get(k) for k in ("run_id", "name", "status", "mode", "started_at", "ended_at",
                                         "estimated_cost_usd", "actual_cost_usd", "message")},
-        "variant": spec.get("variant") if isinstance(spec, dict) else None,
+        "trial": _trial(spec),
         "workload": spec.get("workload") if isinstance(spec, dict) else None,
         "repetitions": spec.get("repetitions") if isinstance(spec, dict) else None,
         "confidence": confidence,
         "margin_pct": margin,
         "baseline": baseline,
+        "variants": [v for v in variants if v],
+        "baseline_variant": base_variant or None,
+        "order": spec.get("order") if isinstance(spec, dict) else None,
         "targets": list(target_meta.values()),
         "rows": rows,
         "multiplicity": multiplicity((r["relative"] for r in rows), confidence),
-        "speedup": speedup_table(list(target_meta.values()), rows, confidence),
+        "order_run": order_run(summaries),
+        "speedup": speedup_table(list(target_meta.values()), [r for r in rows if r["variant"] == base_variant],
+                                 confidence),
         "notes": NOTES,
     })
     return result
@@ -303,6 +328,94 @@ NOTES = {
                "count, with a Welch interval on the log ratio; per_doubling = speedup ** (1 / doublings of "
                "vCPUs): 2.0 is linear scaling",
 }
+
+
+def order_run(summaries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The order the run actually ran, from its steps' recorded times: ``repetitions`` (the
+    target x repetitions in the order they started, so local rounds show) and per target x
+    repetition the measured steps in the order they ran (their variant and block), so an
+    interleaved order is there to check, not only planned."""
+    measured = sorted((s for s in summaries if s.get("phase") == "measure" and s.get("time") is not None),
+                      key=lambda s: s["time"])
+    first: dict[tuple[str, int], Any] = {}
+    steps: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
+    for s in sorted((s for s in summaries if s.get("time") is not None), key=lambda s: s["time"]):
+        first.setdefault((s["target_id"], int(s["repetition"])), s["time"])
+    for s in measured:
+        steps[(s["target_id"], int(s["repetition"]))].append(
+            {"step": s["step"], "variant": s.get("variant") or "", "block": s.get("block"), "threads": s["threads"]})
+    return {"repetitions": [{"target_id": t, "repetition": r} for t, r in sorted(first, key=lambda k: first[k])],
+            "steps": [{"target_id": t, "repetition": r, "steps": found} for (t, r), found in steps.items()]}
+
+
+def _trial(spec: Any) -> Any:
+    """The mark of a smoke or --local run (``benchfleet.scale.trial``); runs stored before it had its
+    name kept it under ``variant``."""
+    if not isinstance(spec, dict):
+        return None
+    found = spec.get("trial") or spec.get("variant")
+    return found if isinstance(found, dict) else None
+
+
+def _variant_ids(spec: Any, keys: Iterable[tuple[str, str, int]]) -> list[str]:
+    """The run's variants in spec order ("" alone for a run without variants)."""
+    ids = [v.get("id") for v in (spec.get("variants") or []) if isinstance(v, dict)] if isinstance(spec, dict) else []
+    found = [str(i) for i in ids if i]
+    for _, variant, _ in keys:
+        if variant not in found:
+            found.append(variant)
+    return found or [""]
+
+
+def _baselines(spec: Any, targets: list[str], variants: list[str]) -> tuple[str | None, str]:
+    """(baseline target, baseline variant): the spec's ``baseline`` names either; the first of each
+    otherwise."""
+    named = spec.get("baseline") if isinstance(spec, dict) else None
+    target = named if named in targets else next(iter(targets), None)
+    variant = named if named in variants else variants[0]
+    return target, variant
+
+
+def _label(target_id: str, variant: str, targets: int) -> str:
+    """How a row is named in tables and charts: the target, the variant, or both."""
+    if not variant:
+        return target_id
+    return variant if targets == 1 else f"{target_id} · {variant}"
+
+
+def _by_block(rows: Sequence[Mapping[str, Any]]) -> dict[Any, float]:
+    """(repetition, block) -> sysbench's tps of each block of a step split into blocks; empty otherwise."""
+    return {(int(r["repetition"]), int(r["block"])): float(r["tps"]) for r in rows
+            if r.get("block") is not None and r.get("tps") is not None}
+
+
+def _merge_blocks(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """One row per repetition: the blocks of a step split into blocks (equal lengths) together --
+    means of rates and latencies, the highest percentile of any block (a percentile is never
+    averaged, and the highest never understates), sums of counts. Rows without blocks pass as they are."""
+    whole = [r for r in rows if r.get("block") is None]
+    parts: dict[int, list[Mapping[str, Any]]] = defaultdict(list)
+    for r in rows:
+        if r.get("block") is not None:
+            parts[int(r["repetition"])].append(r)
+    for blocks in parts.values():
+        merged: dict[str, Any] = dict(blocks[0])
+        for key in blocks[0]:
+            values = [b.get(key) for b in blocks]
+            numbers = [float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+            if key in ("repetition", "threads", "block") or not numbers or len(numbers) != len(values):
+                continue
+            if key in ("seconds", "samples", "samples_expected", "transactions", "queries", "covered_s", "ramp_s",
+                       "ramp_transactions", "duplicate_timestamps"):
+                merged[key] = sum(numbers)
+            elif "pct_ms" in key or key.endswith("_max_pct") or key.endswith("_max"):
+                merged[key] = max(numbers)
+            else:
+                merged[key] = statistics.fmean(numbers)
+        merged["block"] = None
+        merged["blocks"] = len(blocks)
+        whole.append(merged)
+    return whole
 
 
 def _margin(spec: Any) -> float:

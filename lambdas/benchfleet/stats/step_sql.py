@@ -25,7 +25,8 @@ BATCH_SAMPLES = 4_000_000
 # over the measured seconds (phase 'measure'); the step's ramp (phase 'ramp', its first report) gives
 # only its length and transactions, which the step's tps leaves out (stats.run).
 _STREAMING_SQL = """
-SELECT target_id, repetition, step, any_value(threads) AS threads,
+SELECT target_id, repetition, step, any_value(threads) AS threads, any_value(variant) AS variant,
+       any_value(block) AS block,
        count(*) FILTER (WHERE phase = 'measure') AS seconds,
        sum(coalesce(interval_s, 1.0)) FILTER (WHERE phase = 'measure') AS covered_s,
        sum(coalesce(interval_s, 1.0) * tps) FILTER (WHERE phase = 'measure')
@@ -67,8 +68,8 @@ GROUP BY s.target_id, s.repetition, s.step
 """
 
 # The keys of each step's row, in this order (as step_stats_from_samples gives them).
-STEP_KEYS = ("target_id", "repetition", "step", "threads", "seconds", "covered_s", "tps_mean", "tps_median",
-             "tps_stdev", "tps_min", "tps_max", "tps_cv", "latency_series_p50_ms", "latency_series_p95_ms",
+STEP_KEYS = ("target_id", "repetition", "step", "threads", "variant", "block", "seconds", "covered_s", "tps_mean",
+             "tps_median", "tps_stdev", "tps_min", "tps_max", "tps_cv", "latency_series_p50_ms", "latency_series_p95_ms",
              "latency_series_p99_ms", "latency_series_cv", "steal_mean_pct", "steal_max_pct",
              "errors_per_s_mean", "latency_pct", "ramp_s", "ramp_transactions", "intervals_measured",
              "duplicate_timestamps")

@@ -3,13 +3,15 @@
 -- Dialect: Athena engine v3 (Trino). ${database} is replaced at synth by the Glue database.
 -- Runs unchanged on DuckDB (tests/unit/test_dataset_sql.py).
 -- elapsed_s counts seconds from the first sample of the run x target x repetition, so repetitions
--- and targets overlay on one time axis.
+-- and targets overlay on one time axis (the variants of a repetition share its axis, interleaved).
 WITH targets AS (
     SELECT run_id, target_id, max(kind) AS kind, max(instance_type) AS instance_type
     FROM "${database}"."targets"
     GROUP BY run_id, target_id
 )
-SELECT s.run_id, r.name AS run_name, s.target_id, t.kind, t.instance_type, s.repetition, s.workload,
+SELECT s.run_id, r.name AS run_name, s.target_id, coalesce(s.variant, '') AS variant,
+       s.target_id || CASE WHEN coalesce(s.variant, '') <> '' THEN ' · ' || s.variant ELSE '' END AS series,
+       t.kind, t.instance_type, s.repetition, s.workload,
        s.step, s.phase, s.threads, s.time,
        date_diff('second', min(s.time) OVER (PARTITION BY s.run_id, s.target_id, s.repetition), s.time)
            AS elapsed_s,

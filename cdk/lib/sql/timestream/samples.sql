@@ -2,8 +2,11 @@
 -- Dialect: Timestream query language. ${database} is replaced at synth by the Timestream database.
 -- One multi-measure record 'sample' per second; a CPU share the agent could not read is absent
 -- from the record and reads as null. kind and instance_type are null (no target metadata here).
+-- variant is a dimension of every record, '-' where the spec had no variants (read back as '').
 -- Same columns, in the same order, as sql/athena/samples.sql (sql/datasets.json).
 SELECT run_id, regexp_replace(run_id, '-[0-9]{8}t[0-9]{6}-[0-9a-f]{4}$', '') AS run_name, target_id,
+       CASE WHEN variant = '-' THEN '' ELSE variant END AS variant,
+       target_id || CASE WHEN variant = '-' THEN '' ELSE ' · ' || variant END AS series,
        CAST(NULL AS VARCHAR) AS kind, CAST(NULL AS VARCHAR) AS instance_type,
        CAST(repetition AS INTEGER) AS repetition, workload, step, phase, CAST(threads AS INTEGER) AS threads,
        time,

@@ -124,9 +124,9 @@ def expected_scope(plan: Plan, ready_poll_s: Mapping[str, int]) -> RunScope:
     ready at its planned provisioning time, on the handler's own schedule (``readywait``)."""
     targets = []
     for t in plan.targets:
-        steps = [StepScope() for _ in t.steps]
         ready = readywait.expected_checks(t.provision_s, ready_poll_s[t.kind])
-        targets.append(TargetScope([RepetitionScope(steps, ready) for _ in range(t.repetitions)]))
+        targets.append(TargetScope([RepetitionScope([StepScope() for _ in t.steps_of(r)], ready)
+                                    for r in range(1, t.repetitions + 1)]))
     return RunScope(targets)
 
 
@@ -155,6 +155,11 @@ def _metric_queries(t: TargetPlan) -> list[cloudwatch.Query]:
 # depends on the length of its strings, not on its figures (8 bytes each).
 _WHEN = datetime(2026, 1, 1, tzinfo=UTC)
 _STRINGS = {"sysbench_version": "1.0.20"}
+# A variant's step records the settings it ran with: two settings, requested and effective.
+_SETTINGS: dict[str, Any] = {
+    "variant": "relaxed", "method": "set-global", "differences": [], "error": None,
+    "requested": {"innodb_flush_log_at_trx_commit": "2", "sync_binlog": "0"},
+    "effective": {"innodb_flush_log_at_trx_commit": "2", "sync_binlog": "0"}}
 
 
 def _every_measure(model: type[BaseModel], **given: Any) -> Any:
@@ -178,7 +183,9 @@ def step_writes(t: TargetPlan, step: PlanStep, *, run_id: str, workload: str, re
     (not for prepare), and per CloudWatch query the points its window overlaps, made into requests
     by the store's own record builders and batcher."""
     rows = {"run_id": run_id, "target_id": t.target_id, "repetition": repetition}
-    step_rows = rows | {"workload": workload, "step": step.name, "phase": step.kind, "threads": step.threads}
+    step_rows = rows | {"workload": workload, "step": step.name, "phase": step.kind, "threads": step.threads,
+                        "variant": step.variant or "", "block": step.block,
+                        "settings": _SETTINGS if step.settings else None}
     writes = timestream.Writes()
     if step.kind != "prepare":
         # A measure step's first report is its ramp (records.sample_phase): a phase of its own, so
@@ -201,11 +208,17 @@ def step_writes(t: TargetPlan, step: PlanStep, *, run_id: str, workload: str, re
     return writes
 
 
-def _repetition_writes(plan: Plan, t: TargetPlan, report_interval_s: int) -> timestream.Writes:
+def _repetition_writes(plan: Plan, t: TargetPlan, report_interval_s: int, repetition: int) -> timestream.Writes:
     """One repetition's Timestream writes (its number as long as the target's last one's)."""
     run_id = naming.new_run_id(plan.name, _WHEN)
     return sum((step_writes(t, s, run_id=run_id, workload=plan.workload, repetition=t.repetitions,
-                            report_interval_s=report_interval_s) for s in t.steps), timestream.Writes())
+                            report_interval_s=report_interval_s) for s in t.steps_of(repetition)),
+               timestream.Writes())
+
+
+def _steps_run(t: TargetPlan) -> int:
+    """Steps the target runs over all its repetitions."""
+    return sum(len(t.steps_of(r)) for r in range(1, t.repetitions + 1))
 
 
 def _charge(prices: ControlPlanePrices, item: str, price: str, quantity: float) -> RunCharge:
@@ -220,8 +233,9 @@ def estimate(plan: Plan, definition: Mapping[str, Any], *, ready_poll_s: Mapping
     """Counts of the run, and its charges priced by ``prices`` (none without a price table)."""
     scope = expected_scope(plan, ready_poll_s)
     counts = asl_walk.walk(definition["States"], definition["StartAt"], scope)
-    counts.invocations[CALLBACK_HANDLER] += sum(len(t.steps) * t.repetitions for t in plan.targets)
-    measure = sum(1 for t in plan.targets for s in t.steps if s.kind == "measure") * plan.repetitions
+    counts.invocations[CALLBACK_HANDLER] += sum(_steps_run(t) for t in plan.targets)
+    measure = sum(1 for t in plan.targets for r in range(1, t.repetitions + 1) for s in t.steps_of(r)
+                  if s.kind == "measure")
     if prices is None:
         return ControlPlane(counts=counts, charges=[], measure_steps=measure)
     memory = prices.lambda_["memory_mib"]
@@ -231,11 +245,15 @@ def estimate(plan: Plan, definition: Mapping[str, Any], *, ready_poll_s: Mapping
     writes = timestream.Writes()
     req = prices.requests
     for t in plan.targets:
-        metrics += len(_metric_queries(t)) * len(t.steps) * t.repetitions
+        metrics += len(_metric_queries(t)) * _steps_run(t)
         if store == "timestream":
-            writes += _repetition_writes(plan, t, report_interval_s).times(t.repetitions)
+            if t.sequence:
+                writes += sum((_repetition_writes(plan, t, report_interval_s, r) for r in range(1, t.repetitions + 1)),
+                              timestream.Writes())
+            else:
+                writes += _repetition_writes(plan, t, report_interval_s, 1).times(t.repetitions)
         per_step = req["s3_puts_per_step"] + (req["athena_s3_puts_per_step"] if store == "athena" else 0)
-        puts += (per_step * len(t.steps) + req["s3_puts_per_repetition"]) * t.repetitions
+        puts += per_step * _steps_run(t) + req["s3_puts_per_repetition"] * t.repetitions
         # The CloudWatch agent on each EC2 host: its metrics are billed per hour they receive data,
         # and each flush is one PutMetricData request (cdk/lib/target-fleet.ts's config).
         ec2_hosts = sum(1 for h in t.hosts if h.service == "ec2") or (1 if t.kind == "existing" else 0)

@@ -228,7 +228,7 @@ def _steps(target: TargetPlan, o: Timing, install: dict[str, Any] | None) -> lis
 
 def _bound(target: TargetPlan, ready_max: int) -> int:
     """Worst case of one repetition: the readiness loop runs to its bound (steps do not poll)."""
-    return history.repetition_events(len(target.steps), ready_max)
+    return history.repetition_events(target.most_steps, ready_max)
 
 
 def run_id_for(request: RunRequest, execution_name: str | None) -> str | None:

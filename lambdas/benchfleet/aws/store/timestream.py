@@ -1,7 +1,8 @@
 """The data model as Timestream multi-measure records, written in WriteRecords requests.
 
 Tables (one database, TIMESTREAM_DATABASE): samples, step_summaries, cloud_metrics. Dimensions are
-what a row is grouped by (run, target, repetition, workload, step, phase, threads); every figure is
+what a row is grouped by (run, target, repetition, workload, step, phase, threads, and the variant in a
+spec with variants); every figure is
 a measure of one multi-measure record per row, named after the row kind. Missing figures (a CPU
 share where there is no /proc) are left out: a multi-measure record cannot hold a null.
 
@@ -14,6 +15,7 @@ control-plane estimate (benchfleet.aws.planning.controlplane).
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -33,6 +35,7 @@ TABLE_SAMPLES = "samples"
 TABLE_SUMMARIES = "step_summaries"
 TABLE_CLOUD = "cloud_metrics"
 _DIMENSIONS = ("run_id", "target_id", "repetition", "workload", "step", "phase", "threads")
+NO_VARIANT = "-"
 
 
 class CloudMetric(BaseModel):
@@ -70,8 +73,16 @@ def _measure(name: str, value: Any) -> dict[str, str] | None:
 
 def _record(row: BaseModel, measure_name: str, dimensions: Iterable[str]) -> dict[str, Any]:
     data = row.model_dump()
+    if "variant" in data:
+        # Every sample and summary carries its variant as a dimension, so that the column exists for the
+        # dataset queries. Timestream takes no empty dimension value: a row without a variant is written
+        # NO_VARIANT, which no variant id can be (ids are slugs); the queries read it back as ''.
+        dimensions = [*dimensions, "variant"]
+        data["variant"] = data["variant"] or NO_VARIANT
     dims = [{"Name": d, "Value": str(data[d])} for d in dimensions]
-    skip = {"time", *dimensions}
+    skip = {"time", "variant", *dimensions}
+    if isinstance(data.get("settings"), dict):  # a variant's settings, as JSON text (VARCHAR)
+        data["settings"] = json.dumps(data["settings"], sort_keys=True, separators=(",", ":"))
     measures = [m for k, v in data.items() if k not in skip and (m := _measure(k, v)) is not None]
     return {"Dimensions": dims, "MeasureName": measure_name, "MeasureValueType": "MULTI",
             "MeasureValues": measures, "Time": _millis(data["time"]), "TimeUnit": "MILLISECONDS"}
