@@ -69,8 +69,8 @@ GROUP BY s.target_id, s.repetition, s.step
 
 # The keys of each step's row, in this order (as step_stats_from_samples gives them).
 STEP_KEYS = ("target_id", "repetition", "step", "threads", "variant", "block", "seconds", "covered_s", "tps_mean",
-             "tps_median", "tps_stdev", "tps_min", "tps_max", "tps_cv", "latency_series_p50_ms", "latency_series_p95_ms",
-             "latency_series_p99_ms", "latency_series_cv", "steal_mean_pct", "steal_max_pct",
+             "tps_median", "tps_stdev", "tps_min", "tps_max", "tps_cv", "latency_series_p50_ms",
+             "latency_series_p95_ms", "latency_series_p99_ms", "latency_series_cv", "steal_mean_pct", "steal_max_pct",
              "errors_per_s_mean", "latency_pct", "ramp_s", "ramp_transactions", "intervals_measured",
              "duplicate_timestamps")
 
