@@ -157,9 +157,7 @@ def inline_spec(spec_path_or_loaded: Any) -> dict[str, Any]:
     if isinstance(loaded, str | Path):
         loaded = load_spec(loaded)
     if isinstance(loaded, LoadedSpec):
-        body: dict[str, Any] = loaded.spec.model_dump(mode="json")
-        body["workload"] = loaded.workload.model_dump(mode="json")
-        return body
+        return loaded.inline()
     if isinstance(loaded, ComparisonSpec):
         return loaded.model_dump(mode="json")
     if isinstance(loaded, Mapping):

@@ -43,14 +43,19 @@ def smoke_threads(threads: list[int]) -> list[int]:
     return sorted({small[0], small[-1]})
 
 
-def smoke_workload(w: Workload) -> Workload:
+def smoke_workload(w: Workload, blocks: int = 1) -> Workload:
+    """``w`` at smoke scale; with ``blocks``, steps that split into that many blocks of at least two
+    report intervals each (so the smoke run keeps the spec's blocks)."""
+    duration = min(w.duration_s, SMOKE_DURATION_S)
+    if blocks > 1:  # the spec's steps divide into blocks of two report intervals or more: so do these
+        duration = blocks * min(w.duration_s // blocks, max(2 * w.report_interval_s, -(-duration // blocks)))
     return w.model_copy(update={
         "tables": min(w.tables, SMOKE_MAX_TABLES),
         "table_size": min(w.table_size, SMOKE_MAX_TABLE_SIZE),
         "prepare_threads": min(w.prepare_threads, SMOKE_MAX_PREPARE_THREADS),
         "warmup_s": min(w.warmup_s, SMOKE_MAX_WARMUP_S),
         "threads": smoke_threads(w.threads),
-        "duration_s": min(w.duration_s, SMOKE_DURATION_S),
+        "duration_s": duration,
         "cooldown_s": 0,
     })
 
@@ -61,13 +66,20 @@ def apply_scale(loaded: LoadedSpec, scale: str) -> LoadedSpec:
         raise ValueError(f"unknown scale {scale!r}: expected one of {', '.join(SCALES)}")
     if scale == "full":
         return loaded
-    smoke = smoke_workload(loaded.workload)
-    # The spec's own copy of an inline workload follows, so that spec and workload stay one thing.
+    blocks = loaded.spec.blocks
+    smoke = smoke_workload(loaded.workload, blocks)
+    # The spec's own copy of an inline workload follows, so that spec and workload stay one thing;
+    # every variant's workload shrinks alike, so that their steps still pair.
     update: dict[str, object] = {"repetitions": 1}
     if isinstance(loaded.spec.workload, Workload):
         update["workload"] = smoke
+    variants = [v.model_copy(update={"workload": smoke_workload(v.workload, blocks)}) for v in loaded.variants]
+    spec_variants = [v.model_copy(update={"workload": smoke_workload(v.workload, blocks)})
+                     if isinstance(v.workload, Workload) else v for v in loaded.spec.variants]
+    if spec_variants:
+        update["variants"] = spec_variants
     spec = loaded.spec.model_copy(update=update)
-    return loaded.model_copy(update={"workload": smoke, "spec": spec})
+    return loaded.model_copy(update={"workload": smoke, "spec": spec, "variants": variants})
 
 
 def as_local(loaded: LoadedSpec, memory_mb: int = LOCAL_STAND_IN_MEMORY_MB) -> LoadedSpec:

@@ -730,6 +730,17 @@ class LoadedSpec(BaseModel):
     def variant(self, variant_id: str | None) -> ResolvedVariant | None:
         return next((v for v in self.variants if v.id == variant_id), None)
 
+    def inline(self) -> dict[str, Any]:
+        """The spec as JSON with every workload inline (the stored spec of a run, an API body): the
+        workload files may change after the run, and Lambdas ship no workload library. A variant's
+        inline workload already holds its options (merging them again changes nothing)."""
+        doc = self.spec.model_dump(mode="json")
+        doc["workload"] = self.workload.model_dump(mode="json")
+        for item, variant in zip(doc.get("variants") or [], self.variants, strict=True):
+            if item.get("workload") is not None:
+                item["workload"] = variant.workload.model_dump(mode="json")
+        return doc
+
     def workload_of(self, variant_id: str | None) -> Workload:
         """The workload a step of ``variant_id`` runs (the spec's when there are no variants)."""
         found = self.variant(variant_id)

@@ -261,12 +261,12 @@ def order_lines(doc: dict[str, Any]) -> list[str]:
         for item in found.get("steps") or []:
             cells: list[list[str]] = []
             for s in item["steps"]:
-                cell = f"{s['threads']}" + (f"b{s['block']}" if s.get("block") else "")
+                cell = f"{s['threads']} thr" + (f" b{s['block']}" if s.get("block") else "")
                 if not cells or cells[-1][0] != cell:
                     cells.append([cell])
                 cells[-1].append(s["variant"])
             lines.append(f"order run, {item['target_id']} rep {item['repetition']}: "
-                         + " | ".join(f"{c[0]} thr: {' '.join(c[1:])}" for c in cells))
+                         + " | ".join(f"{c[0]}: {' '.join(c[1:])}" for c in cells))
     reps = found.get("repetitions") or []
     if len({r["target_id"] for r in reps}) > 1:
         lines.append("targets ran: " + " ".join(f"{r['target_id']} rep {r['repetition']}," for r in reps).rstrip(","))

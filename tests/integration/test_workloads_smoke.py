@@ -5,7 +5,7 @@
   samples and a summary per step. Workloads share one server per cnf, so every cnf of the library is
   also started on MariaDB 10.11 once. Insert scripts add exactly one row per event: the table's
   COUNT(*) equals prepared rows + the summaries' transactions (the iiBench "rows inserted" axis).
-- The primary-key-order pair (comparisons/local-pk-order-*.yaml) shows random-key inserts slower
+- The primary-key-order variants (comparisons/local-pk-order.yaml) show random-key inserts slower
   than sequential ones where they must be: a 51 MB buffer pool the random-key table outgrows.
 - A cloud spec with a Lua workload runs through `benchfleet run --scale smoke --local`.
 """
@@ -130,21 +130,20 @@ def test_every_workload_runs_at_smoke_scale(cnf: str, bf_home: Path) -> None:
 
 def test_random_primary_keys_insert_slower_than_sequential_ones(
         bf_home: Path, record_property: Any) -> None:
-    """comparisons/local-pk-order-{seq,random}.yaml as written: 300,000 rows, a 64 MB server whose
+    """comparisons/local-pk-order.yaml's two variants as written: 300,000 rows, a 64 MB server whose
     80% pool (51 MB) holds the sequential table but not the random-key one."""
     results: dict[str, StepSummary] = {}
     sizes: dict[str, float] = {}
     pool_mb = 0.0
+    loaded = load_spec(WORKLOADS / "comparisons" / "local-pk-order.yaml")
+    target = loaded.spec.targets[0]
+    assert isinstance(target, LocalTarget) and target.memory_mb <= 128
+    assert make_plan(loaded).wall_s < 120
     for order, prefix in (("seq", "seqpk"), ("random", "randpk")):
-        loaded = load_spec(WORKLOADS / "comparisons" / f"local-pk-order-{order}.yaml")
-        target = loaded.spec.targets[0]
-        assert isinstance(target, LocalTarget) and target.memory_mb <= 128
-        plan = make_plan(loaded)
-        assert plan.wall_s < 120
         server = LocalServer(bf_home, f"pk-{order}", (WORKLOADS / "mysql" / f"{target.mysql_config}.cnf")
                              .read_text(), target.memory_mb)
         with server as conn:
-            summaries = run_workload(loaded.workload, conn, server.config_hash, target.id)
+            summaries = run_workload(loaded.workload_of(order), conn, server.config_hash, target.id)
             results[order] = summaries[-1]
             pool_mb = int(query(conn, "SELECT @@innodb_buffer_pool_size")[0][0]) / 2**20
             query(conn, f"ANALYZE TABLE {prefix}1")

@@ -29,7 +29,9 @@ def problems(data: object) -> list[tuple[str, str]]:
 
 def test_demo_spec_loads_with_defaults_and_its_workload() -> None:
     loaded = load_spec(DEMO)
-    assert [t.id for t in loaded.spec.targets] == ["durable", "relaxed"]
+    # One server, two variants of its settings, measured in turn (issue 24 item 7).
+    assert [t.id for t in loaded.spec.targets] == ["local-512mb"] and loaded.spec.variant_ids == ["durable", "relaxed"]
+    assert loaded.spec.order == "interleaved" and loaded.spec.blocks == 2
     assert loaded.workload.threads == [1, 4] and loaded.workload.report_interval_s == 1
     # Three repetitions: the fewest at which a verdict can be reached (stats.MIN_REPETITIONS).
     assert loaded.spec.is_local and loaded.spec.repetitions == 3

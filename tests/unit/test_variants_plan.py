@@ -192,3 +192,20 @@ def test_until_the_state_machine_measures_variants_plan_refuses_them_naming_the_
     cloud = spec(targets=[{"id": "m", "kind": "ec2", "instance_type": "m6i.large", "region": "us-east-1"}])
     with pytest.raises(PlanRejected, match="variants: "):
         runplan._loaded(cloud, TargetRegions.of("us-east-1"))
+
+
+def test_smoke_scale_shrinks_every_variants_workload_alike_and_keeps_the_blocks() -> None:
+    from pathlib import Path
+
+    from benchfleet.scale import apply_scale
+    from benchfleet.spec import load_spec
+
+    comparisons = Path(__file__).resolve().parents[2] / "workloads" / "comparisons"
+    smoke = apply_scale(load_spec(comparisons / "local-pk-order.yaml"), "smoke")
+    assert {v.id: v.workload.table_size for v in smoke.variants} == {"seq": 2000, "random": 2000}
+    assert smoke.workload_of("random").test == "lua/insert_pk_random.lua"
+    demo = apply_scale(load_spec(comparisons / "demo-durability.yaml"), "smoke")
+    plan = make_plan(demo)
+    measured = [s for s in plan.targets[0].steps_of(1) if s.kind == "measure"]
+    assert demo.spec.blocks == 2 and {s.block for s in measured} == {1, 2}
+    assert all(s.duration_s * 2 == demo.workload.duration_s for s in measured)

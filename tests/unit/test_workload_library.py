@@ -125,8 +125,7 @@ def test_every_spec_starts_with_an_intent_header(path: Path) -> None:
 
 
 @pytest.mark.parametrize("pair", [("aurora-pk-order-seq", "aurora-pk-order-random"),
-                                  ("iibench-pk-only", "iibench-3-indexes"),
-                                  ("local-pk-order-seq", "local-pk-order-random")])
+                                  ("iibench-pk-only", "iibench-3-indexes")])
 def test_paired_specs_differ_only_by_workload(pair: tuple[str, str]) -> None:
     docs = [yaml.safe_load((WORKLOADS / "comparisons" / f"{name}.yaml").read_text()) for name in pair]
     for doc in docs:

@@ -106,7 +106,7 @@ class _Notices:
 def run_local(loaded: LoadedSpec, plan: Plan, store: DuckDBStore, home: Path, observer: Observer,
               run_id: str | None = None) -> RunResult:
     run_id = run_id or new_run_id(loaded.spec.name)
-    store.create_run(run_id, loaded.spec.name, stored_spec(loaded), plan.mode, plan.estimated_cost_usd)
+    store.create_run(run_id, loaded.spec.name, loaded.inline(), plan.mode, plan.estimated_cost_usd)
     result = RunResult(run_id=run_id, status="running")
     notice = _Notices(observer)
     targets = {t.id: t for t in loaded.spec.targets}
@@ -134,16 +134,6 @@ def run_local(loaded: LoadedSpec, plan: Plan, store: DuckDBStore, home: Path, ob
     finally:
         store.finish_run(run_id, result.status, result.message, round(result.cost_usd, 4))
     return result
-
-
-def stored_spec(loaded: LoadedSpec) -> dict[str, Any]:
-    """The spec as the run stores it: every workload inline (the files may change later)."""
-    doc = loaded.spec.model_dump(mode="json")
-    doc["workload"] = loaded.workload.model_dump(mode="json")
-    for item, variant in zip(doc.get("variants") or [], loaded.variants, strict=True):
-        if item.get("workload") is not None:
-            item["workload"] = variant.workload.model_dump(mode="json")
-    return doc
 
 
 def _server_for(loaded: LoadedSpec, target: LocalTarget | ExistingTarget, repetition: int, home: Path,
