@@ -14,6 +14,7 @@ from rich.table import Table
 
 from benchfleet.plan import Plan, PlanStep, TargetPlan
 from benchfleet.records import AgentOutput, StepSummary
+from benchfleet.stats.caveats import words as caveat_words
 
 # Off a terminal (CI logs, pipes) rich would assume 80 columns and fold the tables.
 console = Console(width=None if sys.stdout.isatty() else 160)
@@ -328,7 +329,8 @@ def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
                            "reported late (seconds inside longer intervals) or twice in one second", [
                                ("target", True), ("thr", False), ("reps", False), ("tps", False),
                                ("tps 95% CI", False), ("vs base", False), ("Δ 95% CI", False),
-                               ("verdict", True), (f"p{pct} ms", False), ("steal%", False), ("gaps", True)])
+                               ("verdict", True), (f"p{pct} ms", False), ("steal%", False), ("gaps", True),
+                               *([("caveats", True)] if any(r.get("caveats") for r in rows) else [])])
     for r in rows:
         tps, rel, lat = r["tps"], r.get("relative"), r["latency_step_pct_ms"]
         latency = (_fmt(lat["median"], 2) if lat.get("median") is not None
@@ -338,12 +340,16 @@ def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
                       _range(tps.get("ci_low"), tps.get("ci_high")), _signed((rel or {}).get("pct")),
                       _signed_range((rel or {}).get("ci_low_pct"), (rel or {}).get("ci_high_pct")),
                       verdict_text(rel), latency, _fmt(r.get("steal_mean_pct"), 1), _gaps(r),
+                      *([caveat_words(r.get("caveats"))] if any(x.get("caveats") for x in rows) else []),
                       style=style or None)
     console.print(table)
     if multiplicity_text(stats):
         console.print(multiplicity_text(stats))
     for line in order_lines(stats):
         console.print(line)
+    if stats.get("caveats_count"):
+        console.print(f"[yellow]caveats: {stats['caveats_count']} verdict(s) compare sides that differed in more "
+                      "than the spec asked (steal, iowait, per-second gaps or fingerprint; figures above)")
     clients = sorted({t["target_id"] for t in doc.get("targets") or [] if t.get("steal_source") == "client"})
     if clients:
         console.print(f"steal % of {', '.join(clients)}: this machine's (the client's), not the server's")
@@ -360,13 +366,15 @@ def print_run_comparison(doc: dict[str, Any]) -> None:
     table = _compact_table(f"{doc['run']} vs {doc['baseline_run']}", "intervals 95% (Welch: two runs never share "
                            f"a host's minute); margin ±{doc.get('margin_pct', 5):g}%", [
         ("target", True), ("vs", True), ("thr", False), ("reps", False), ("tps", False),
-        ("baseline tps", False), ("change", False), ("Δ 95% CI", False), ("verdict", True)])
+        ("baseline tps", False), ("change", False), ("Δ 95% CI", False), ("verdict", True),
+        *([("caveats", True)] if any(r.get("caveats") for r in doc["rows"]) else [])])
     for r in doc["rows"]:
         rel = r["relative"]
         style = {"faster": "green", "slower": "red"}.get(str(rel.get("verdict")), "")
         table.add_row(r["target_id"], r["vs_target_id"], str(r["threads"]), str(r["repetitions"]),
                       _num(r["tps"]["mean"]), _num(r["baseline_tps"]["mean"]), _signed(rel.get("pct")),
                       _signed_range(rel.get("ci_low_pct"), rel.get("ci_high_pct")), verdict_text(rel),
+                      *([caveat_words(r.get("caveats"))] if any(x.get("caveats") for x in doc["rows"]) else []),
                       style=style or None)
     console.print(table)
     if multiplicity_text(doc):

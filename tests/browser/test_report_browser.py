@@ -1,7 +1,12 @@
-"""The HTML report in headless Chromium: every chart renders, no console error, a screenshot.
+"""The HTML report in headless Chromium: every chart renders, no console error, and what a screenshot
+shows cannot be mistaken for a finding.
 
-Tier: browser (needs Debian's ``chromium``; ``make browser-deps`` installs it). The report is built
-from a DuckDB store filled with a realistic synthetic run through DuckDBStore's own methods.
+Tier: browser (needs Debian's ``chromium``; ``make browser-deps`` installs it). The reports are built
+from DuckDB stores filled through DuckDBStore's own methods: a realistic synthetic run, the demo's
+shape (two local servers, the baseline under CPU steal), an inconclusive comparison at one thread
+count, and an imported study of one repetition per target. Each of the last three is loaded once:
+its DOM is read for the marks (whiskers, hatched and hollow bars, bars named by target, verdict words,
+caveats, no word broken across lines) and its screenshot lands in test-artifacts/.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from synthetic import TARGETS, fill_store
+from synthetic import DEMO_TARGETS, TARGETS, fill_store
 from tests.sysbench_logs import run_log
 
 from benchfleet.importer import import_logs
@@ -74,10 +79,37 @@ def test_every_chart_renders_without_console_errors(report: Path, tmp_path: Path
     assert not errors, "\n".join(errors)
 
 
-def _dom(report: Path, tmp_path: Path, width: int = 1280) -> str:
-    result = chromium(tmp_path, f"--window-size={width},3000", "--dump-dom", report.as_uri())
+def _dom(report: Path, tmp_path: Path, width: int = 1280, shot: str | None = None, height: int = 3000) -> str:
+    """The DOM after load; with ``shot``, the same load's screenshot as test-artifacts/<shot>."""
+    extra = []
+    if shot:
+        ARTIFACTS.mkdir(exist_ok=True)
+        (ARTIFACTS / shot).unlink(missing_ok=True)
+        extra = [f"--screenshot={ARTIFACTS / shot}"]
+    result = chromium(tmp_path, f"--window-size={width},{height}", *extra, "--dump-dom", report.as_uri())
     assert result.returncode == 0, result.stderr[-2000:]
+    if shot:
+        assert (ARTIFACTS / shot).stat().st_size > 50_000, "the screenshot is empty"
     return result.stdout
+
+
+# Measured after layout by the page itself: tables wider than their box, and words the browser broke
+# across two lines (each word of every table cell and chart label, by the lines its characters sit on).
+_PROBE = """<script>window.addEventListener('load',function(){
+var cut=[].filter.call(document.querySelectorAll('.scroll'),function(e){return e.scrollWidth>e.clientWidth+1;});
+var broken=[];var walk=document.createTreeWalker(document.querySelector('main'),NodeFilter.SHOW_TEXT);var n;
+while((n=walk.nextNode())){if(!n.parentElement.closest('td,th'))continue;var re=/[^\\s-]+/g,m;
+while((m=re.exec(n.data))){var r=document.createRange();r.setStart(n,m.index);r.setEnd(n,m.index+m[0].length);
+var tops={};[].forEach.call(r.getClientRects(),function(b){if(b.width>0)tops[Math.round(b.top)]=1;});
+if(Object.keys(tops).length>1)broken.push(m[0]);}}
+document.body.setAttribute('data-cut-tables',String(cut.length));
+document.body.setAttribute('data-broken-words',broken.join(' '));});</script></body>"""
+
+
+def _probed(report: Path, tmp_path: Path) -> Path:
+    probe = tmp_path / f"probe-{report.name}"
+    probe.write_text(report.read_text().replace("</body>", _PROBE))
+    return probe
 
 
 def _chart(dom: str, key: str) -> str:
@@ -90,15 +122,12 @@ def _rgb(color: str) -> str:
 
 def test_what_a_reader_sees_is_readable(report: Path, tmp_path: Path) -> None:
     """The defects a reader met: steal ticks '1 1 0 0 0 0', no step boundaries, repetitions of a target
-    in one style, band markers in another target's colour, two columns titled '95% CI', tables cut."""
+    in one style, band markers in another target's colour, two columns titled '95% CI', tables cut,
+    fingerprint cells broken mid-word ('mariad b', 'x86_6 4')."""
     # Measure the tables after layout, at the width the report is read at.
-    probe = tmp_path / "probe.html"
-    probe.write_text(report.read_text().replace("</body>", (
-        "<script>window.addEventListener('load',function(){var cut=[].filter.call("
-        "document.querySelectorAll('.scroll'),function(e){return e.scrollWidth>e.clientWidth+1;}).length;"
-        "document.body.setAttribute('data-cut-tables',String(cut));});</script></body>")))
-    dom = _dom(probe, tmp_path)
+    dom = _dom(_probed(report, tmp_path), tmp_path)
     assert 'data-cut-tables="0"' in dom
+    assert 'data-broken-words=""' in dom, re.search(r'data-broken-words="([^"]*)"', dom).group(1)
     timeline = _chart(dom, "timeline")
     for axis in ("y2tick", "y3tick"):  # steal and iowait panels
         ticks = re.findall(rf'class="{axis}"><text[^>]*>([^<]*)</text>', timeline)
@@ -124,23 +153,102 @@ def test_what_a_reader_sees_is_readable(report: Path, tmp_path: Path) -> None:
     assert len(headers) == len(set(headers)), headers
 
 
-def test_an_imported_run_says_it_has_no_per_second_data(tmp_path: Path) -> None:
+def _marks(dom: str) -> dict[str, object]:
+    """What the relative chart draws: bar names on its axis, the words beside the bars, whisker count,
+    hatch patterns, hollow bars, and the caveats of the results table."""
+    chart = _chart(dom, "relative")
+    bars = re.findall(r'<g class="point"><path[^>]*style="([^"]*)"', chart)
+    return {
+        "names": re.findall(r'class="ytick"><text[^>]*>([^<]*)</text>', chart),
+        "words": [re.sub(r"<[^>]+>", "", w) for w in re.findall(r'class="annotation-text"[^>]*>(.*?)</text>', chart)],
+        "whiskers": len(re.findall(r'class="errorbar"', chart)),
+        "hatched": len(re.findall(r"<pattern", chart)),
+        "hollow": sum(1 for b in bars if re.search(r"fill-opacity: 0;", b)),
+        "bars": len(bars),
+        "caveats": re.findall(r"<span class=\"caveat\">([^<]*)</span>",
+                              dom.split("Results by target and threads", 1)[1].split("</table>")[0]),
+    }
+
+
+def test_the_demo_shows_its_verdicts_caveats_and_what_the_targets_were_given(tmp_path: Path) -> None:
+    """The demo's shape (its targets run one after the other: Welch): decisive bars solid, with whiskers,
+    named by target; the steal the baseline ran under as a caveat with its figures, beside the bars and in
+    the table; each server's pinned CPU and memory beside the host's; no '$0' for what has no price.
+    Screenshot: test-artifacts/report.png."""
     if CHROMIUM is None:
         pytest.skip("chromium is not installed (make browser-deps installs Debian's chromium)")
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    for threads in (1, 4):
-        (logs / f"t{threads}.log").write_text(run_log([], [], threads=threads, transactions=9000 * threads))
     store = DuckDBStore(tmp_path / "benchfleet.duckdb")
     try:
-        run_id = import_logs(store, [logs], "summary-only", None)
+        run_id = fill_store(store, "demo-durability-20261126t100000-abcd", targets=DEMO_TARGETS, reps=3,
+                            threads=(1, 4), seconds=8, warmup_s=3)
+        report = write_report(store, run_id, tmp_path / "demo.html")
+    finally:
+        store.close()
+    assert report.stat().st_size < 1_500_000  # issue 29: the demo report under 1.5 MB
+    dom = _dom(_probed(report, tmp_path), tmp_path, shot="report.png", height=5400)
+    assert 'data-cut-tables="0"' in dom and 'data-broken-words=""' in dom
+    marks = _marks(dom)
+    assert sorted(marks["names"]) == ["relaxed · 1 thr", "relaxed · 4 thr"], marks
+    assert all(re.match(r"Welch: faster · \+\d+\.\d% \[\+\d+\.\d, \+\d+\.\d\]⚠ differs: steal 0\.\d+% vs 3\.\d%$", w)
+               for w in marks["words"]), marks
+    assert marks["whiskers"] == 2 and marks["hatched"] == 0 and marks["hollow"] == 0, marks
+    assert len(marks["caveats"]) == 2 and all(re.search(r"steal 0\.\d+% vs 3\.\d%", c) for c in marks["caveats"])
+    targets = dom.split("Targets and environment fingerprints", 1)[1].split("</table>")[0]
+    # (--dump-dom writes the no-break spaces between a figure and its unit as &nbsp;)
+    assert "1&nbsp;CPU pinned (0)" in targets and "sized for 512&nbsp;MB" in targets and "24.0&nbsp;GB" in targets
+    assert "$0" not in dom.split("<main>", 1)[1].split("What the figures are")[0] and "unpriced" in targets
+
+
+def test_an_inconclusive_comparison_is_hatched_and_says_so(tmp_path: Path) -> None:
+    """One thread count, hosts 15% apart: the +10% difference is inconclusive. Its bar is hatched, says
+    'inconclusive (±x%)' beside it, and the throughput chart draws bars with whiskers (not two bare dots).
+    Screenshot: test-artifacts/report-inconclusive.png."""
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed (make browser-deps installs Debian's chromium)")
+    targets = [dict(TARGETS[0]), {**TARGETS[0], "id": "m6i-tuned", "capacity": TARGETS[0]["capacity"] * 1.1}]
+    store = DuckDBStore(tmp_path / "benchfleet.duckdb")
+    try:
+        run_id = fill_store(store, "tuning-20261126t100000-abcd", targets=targets, reps=3, threads=(8,),
+                            seconds=20, warmup_s=5, host_cv=0.15, seed=3)
+        report = write_report(store, run_id, tmp_path / "inconclusive.html")
+    finally:
+        store.close()
+    dom = _dom(report, tmp_path, shot="report-inconclusive.png", height=2600)
+    marks = _marks(dom)
+    assert marks["names"] == ["m6i-tuned (8 thr)"], marks
+    assert len(marks["words"]) == 1 and re.match(r"Welch: inconclusive \(±\d+\.\d%\)", marks["words"][0]), marks
+    assert marks["hatched"] >= 1 and marks["whiskers"] == 1, marks
+    throughput = _chart(dom, "throughput")
+    assert 'class="trace bars"' in throughput and 'class="errorbar"' in throughput
+
+
+def test_an_imported_one_repetition_study_is_hollow_and_says_too_few(tmp_path: Path) -> None:
+    """Published logs, one repetition per target and no per-second lines: every relative bar is hollow and
+    says 'too few reps' with no interval; the timeline says there is nothing to draw over time.
+    Screenshot: test-artifacts/report-imported.png."""
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed (make browser-deps installs Debian's chromium)")
+    store = DuckDBStore(tmp_path / "benchfleet.duckdb")
+    try:
+        run_id = None
+        for target, per_thread in (("c5-large", 9000), ("c6g-large", 8000)):
+            logs = tmp_path / target
+            logs.mkdir()
+            for threads in (1, 4):
+                (logs / f"t{threads}.log").write_text(run_log([], [], threads=threads,
+                                                              transactions=per_thread * threads))
+            run_id = import_logs(store, [logs], target, None if run_id else "study", run_id)
         report = write_report(store, run_id, tmp_path / "imported.html")
     finally:
         store.close()
-    dom = _dom(report, tmp_path)
+    dom = _dom(report, tmp_path, shot="report-imported.png", height=2600)
     assert 'id="chart-timeline"' not in dom and 'id="missing-timeline"' in dom
     assert "no per-second data" in dom.split('id="missing-timeline"', 1)[1][:200]
     assert "main-svg" in _chart(dom, "throughput")
+    marks = _marks(dom)
+    assert sorted(marks["names"]) == ["c6g-large · 1 thr", "c6g-large · 4 thr"], marks
+    assert marks["hollow"] == marks["bars"] == 2 and marks["whiskers"] == 0, marks
+    assert all(w.startswith("Welch: too few reps") and "-11.1%, no interval (n=1)" in w for w in marks["words"])
 
 
 def test_a_soak_without_gaps_draws_its_lines_from_x0_and_dx(tmp_path: Path) -> None:
@@ -168,10 +276,3 @@ def test_a_soak_without_gaps_draws_its_lines_from_x0_and_dx(tmp_path: Path) -> N
     assert max(xticks) >= 6000, xticks  # the axis reaches the end of the run
 
 
-def test_screenshot(report: Path, tmp_path: Path) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    shot = ARTIFACTS / "report.png"
-    shot.unlink(missing_ok=True)
-    result = chromium(tmp_path, "--window-size=1400,5400", f"--screenshot={shot}", report.as_uri())
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert shot.exists() and shot.stat().st_size > 50_000

@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import colorsys
 import itertools
+import math
+from html import escape
 from typing import Any
+
+from benchfleet.stats.caveats import words as caveat_words
 
 Figure = dict[str, Any]
 
@@ -55,50 +59,105 @@ def _layout(title: str, x_title: str, y_title: str, **extra: Any) -> dict[str, A
     return layout
 
 
+def label_of(row: dict[str, Any]) -> str:
+    """How a result row is named in charts: its label (a target's variant) or its target."""
+    return str(row.get("label") or row["target_id"])
+
+
 def _by_target(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     """Rows per series: a target, or a target's variant (its label)."""
     out: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
-        out.setdefault(row.get("label") or row["target_id"], []).append(row)
+        out.setdefault(label_of(row), []).append(row)
     return out
+
+
+# An axis whose values span this factor or more is drawn on a log scale: on a linear one the low thread
+# counts (or the fast latencies) are squashed against the axis.
+LOG_RATIO = 8.0
 
 
 def _threads_axis(rows: list[dict[str, Any]]) -> dict[str, Any]:
     threads = sorted({r["threads"] for r in rows})
     axis: dict[str, Any] = {"tickvals": threads, "ticktext": [str(t) for t in threads]}
-    if threads and threads[-1] / max(threads[0], 1) >= 8:
+    if threads and threads[-1] / max(threads[0], 1) >= LOG_RATIO:
         axis["type"] = "log"
     return axis
 
 
+def _value_axis(values: list[float | None], title: str) -> dict[str, Any]:
+    """A y axis that is logarithmic when the values span LOG_RATIO or more (and are all positive)."""
+    found = [v for v in values if v is not None]
+    if found and min(found) > 0 and max(found) / min(found) >= LOG_RATIO:
+        # Ticks at 1, 2, 5 of every decade, written out (Plotly's own log ticks label 20 as "2").
+        low, high = math.floor(math.log10(min(found))), math.ceil(math.log10(max(found)))
+        ticks = [m * 10.0 ** d for d in range(low, high + 1) for m in (1, 2, 5)]
+        return {"type": "log", "title": {"text": f"{title} (log scale)"}, "rangemode": "normal",
+                "tickvals": ticks, "ticktext": [f"{t:g}" for t in ticks]}
+    return {"title": {"text": title}}
+
+
+def _error(ups: list[float | None], downs: list[float | None], **extra: Any) -> dict[str, Any]:
+    """Asymmetric error bars (0 where there is no interval)."""
+    return {"type": "data", "symmetric": False, "thickness": 1.4, "width": 5,
+            "visible": any(u is not None for u in ups), "array": [u or 0 for u in ups],
+            "arrayminus": [d or 0 for d in downs], **extra}
+
+
+def _ci_bars(rows: list[dict[str, Any]], key: str = "tps") -> dict[str, Any]:
+    figures = [r[key] for r in rows]
+    return _error([None if f["ci_high"] is None else f["ci_high"] - f["mean"] for f in figures],
+                  [None if f["ci_low"] is None else f["mean"] - f["ci_low"] for f in figures])
+
+
 def throughput(comparison: dict[str, Any], palette: dict[str, str]) -> Figure:
-    """Mean tps across repetitions vs threads per target, with the min-max band of the repetitions;
-    the confidence interval of the mean is in the hover text."""
+    """Mean tps across repetitions vs threads per series, with the 95% interval of the mean as error bars,
+    the min-max band of the repetitions, and each repetition as a dot. At a single thread count, one bar
+    per series (a line through one point is two bare dots)."""
+    rows_all = [r for r in comparison["rows"] if r["tps"]["mean"] is not None]
+    threads = sorted({r["threads"] for r in rows_all})
+    conf = round(100 * comparison.get("confidence", 0.95))
     data: list[dict[str, Any]] = []
-    for i, (target_id, rows) in enumerate(_by_target(comparison["rows"]).items()):
-        rows = [r for r in rows if r["tps"]["mean"] is not None]
-        if not rows:
-            continue
-        color = palette[target_id]
+    for i, (label, rows) in enumerate(_by_target(rows_all).items()):
+        color = palette.get(label, "#333")
         visible: bool | str = True if i < 2 * VISIBLE_SERIES else "legendonly"
-        x = [r["threads"] for r in rows]
-        if any(r["tps"]["n"] > 1 for r in rows):
-            # mode "lines": a scatter without a mode draws markers in the default colourway, i.e. in
-            # another target's colour.
-            data.append({"type": "scatter", "mode": "lines", "x": x + x[::-1],
-                         "y": [r["tps"]["max"] for r in rows] + [r["tps"]["min"] for r in rows][::-1],
-                         "fill": "toself", "fillcolor": _rgba(color, 0.18), "line": {"width": 0},
-                         "hoverinfo": "skip", "showlegend": False, "legendgroup": target_id,
-                         "name": f"{target_id} min-max", "visible": visible})
         text = [_ci_text(r) for r in rows]
-        data.append({"type": "scatter", "mode": "lines+markers", "name": target_id, "legendgroup": target_id,
-                     "x": x, "y": [r["tps"]["mean"] for r in rows], "text": text,
-                     "hovertemplate": "%{fullData.name}<br>%{x} threads: %{y:,.1f} tps<br>%{text}<extra></extra>",
-                     "line": {"color": color, "width": 2}, "marker": {"size": 6, "color": color},
-                     "visible": visible})
-    return {"data": data, "layout": _layout("Throughput vs threads (mean of repetitions, band: min-max)",
-                                            "threads", "transactions / s",
-                                            xaxis=_threads_axis(comparison["rows"]))}
+        reps = [(r["threads"] if len(threads) > 1 else label, v) for r in rows for v in r["tps"].get("values") or []]
+        if len(threads) == 1:
+            data.append({"type": "bar", "name": label, "legendgroup": label, "x": [label],
+                         "y": [r["tps"]["mean"] for r in rows], "text": text, "textposition": "none",
+                         "error_y": _ci_bars(rows),
+                         "marker": {"color": _rgba(color, 0.75), "line": {"color": color, "width": 1.5}},
+                         "hovertemplate": "%{x}: %{y:,.1f} tps<br>%{text}<extra></extra>", "visible": visible})
+        else:
+            x = [r["threads"] for r in rows]
+            if any(r["tps"]["n"] > 1 for r in rows):
+                # mode "lines": a scatter without a mode draws markers in the default colourway, i.e. in
+                # another target's colour.
+                data.append({"type": "scatter", "mode": "lines", "x": x + x[::-1],
+                             "y": [r["tps"]["max"] for r in rows] + [r["tps"]["min"] for r in rows][::-1],
+                             "fill": "toself", "fillcolor": _rgba(color, 0.12), "line": {"width": 0},
+                             "hoverinfo": "skip", "showlegend": False, "legendgroup": label,
+                             "name": f"{label} min-max", "visible": visible})
+            data.append({"type": "scatter", "mode": "lines+markers", "name": label, "legendgroup": label,
+                         "x": x, "y": [r["tps"]["mean"] for r in rows], "text": text, "error_y": _ci_bars(rows),
+                         "hovertemplate": "%{fullData.name}<br>%{x} threads: %{y:,.1f} tps<br>%{text}<extra></extra>",
+                         "line": {"color": color, "width": 2}, "marker": {"size": 6, "color": color},
+                         "visible": visible})
+        if reps:
+            data.append({"type": "scatter", "mode": "markers", "name": f"{label} repetitions", "legendgroup": label,
+                         "showlegend": False, "x": [x for x, _ in reps], "y": [y for _, y in reps],
+                         "hovertemplate": "%{fullData.name}: %{y:,.1f} tps<extra></extra>",
+                         "marker": {"size": 5, "color": _rgba(color, 0.6), "symbol": "circle-open"},
+                         "visible": visible})
+    if len(threads) == 1:
+        title = (f"Throughput at {threads[0]} threads (bar: mean of repetitions; whiskers: {conf}% CI; "
+                 "rings: repetitions)")
+        return {"data": data, "layout": _layout(title, "", "transactions / s", xaxis={"type": "category"},
+                                                bargap=0.45)}
+    return {"data": data, "layout": _layout(
+        f"Throughput vs threads (mean of repetitions; whiskers: {conf}% CI; band: min-max; rings: repetitions)",
+        "threads", "transactions / s", xaxis=_threads_axis(rows_all))}
 
 
 def _ci_text(row: dict[str, Any]) -> str:
@@ -106,6 +165,8 @@ def _ci_text(row: dict[str, Any]) -> str:
     parts = [f"n={tps['n']}"]
     if tps["ci_low"] is not None:
         parts.append(f"95% CI {tps['ci_low']:,.1f} - {tps['ci_high']:,.1f}")
+    else:
+        parts.append("no interval (fewer than 2 repetitions)")
     parts.append(f"min-max {tps['min']:,.1f} - {tps['max']:,.1f}")
     return ", ".join(parts)
 
@@ -113,59 +174,152 @@ def _ci_text(row: dict[str, Any]) -> str:
 def latency(comparison: dict[str, Any], palette: dict[str, str]) -> Figure:
     """sysbench's step latency percentile vs threads: each repetition's own figure (small markers)
     and, for an odd number of repetitions, the line through their median (percentiles are never
-    averaged, and the median of an even number would be an average of two)."""
+    averaged, and the median of an even number would be an average of two). The axis is logarithmic
+    where the figures span LOG_RATIO or more; at a single thread count the x axis names the series."""
     data = []
-    pct = next((r["latency_pct"] for r in comparison["rows"] if r.get("latency_pct")), 95)
-    hover = "%{fullData.name}<br>%{x} threads: p" + str(pct) + " %{y:,.2f} ms<extra></extra>"
-    for i, (target_id, rows) in enumerate(_by_target(comparison["rows"]).items()):
-        color = palette[target_id]
+    rows_all = comparison["rows"]
+    threads = sorted({r["threads"] for r in rows_all})
+    single = len(threads) == 1
+    pct = next((r["latency_pct"] for r in rows_all if r.get("latency_pct")), 95)
+    hover = "%{fullData.name}<br>%{x}" + ("" if single else " threads") + ": p" + str(pct) + \
+        " %{y:,.2f} ms<extra></extra>"
+    values: list[float | None] = []
+    for i, (label, rows) in enumerate(_by_target(rows_all).items()):
+        color = palette.get(label, "#333")
         visible = True if i < 2 * VISIBLE_SERIES else "legendonly"
-        reps = [(r["threads"], v) for r in rows for v in r["latency_step_pct_ms"]["values"]]
+        at = (lambda r: label) if single else (lambda r: r["threads"])  # noqa: B023 - used at once
+        reps = [(at(r), v) for r in rows for v in r["latency_step_pct_ms"]["values"]]
+        values += [v for _, v in reps]
         median_rows = [r for r in rows if r["latency_step_pct_ms"]["median"] is not None]
         if median_rows:
-            data.append({"type": "scatter", "mode": "lines+markers", "name": target_id, "legendgroup": target_id,
-                         "x": [r["threads"] for r in median_rows],
+            data.append({"type": "scatter", "mode": "markers" if single else "lines+markers", "name": label,
+                         "legendgroup": label, "x": [at(r) for r in median_rows],
                          "y": [r["latency_step_pct_ms"]["median"] for r in median_rows], "hovertemplate": hover,
-                         "line": {"color": color, "width": 2}, "marker": {"size": 7, "color": color},
+                         "line": {"color": color, "width": 2},
+                         "marker": {"size": 12 if single else 7, "color": color,
+                                    "symbol": "line-ew-open" if single else "circle",
+                                    "line": {"width": 3, "color": color}},
                          "visible": visible})
         if reps:
-            data.append({"type": "scatter", "mode": "markers", "name": f"{target_id} repetitions",
-                         "legendgroup": target_id, "showlegend": not median_rows,
+            data.append({"type": "scatter", "mode": "markers", "name": f"{label} repetitions",
+                         "legendgroup": label, "showlegend": not median_rows,
                          "x": [x for x, _ in reps], "y": [y for _, y in reps], "hovertemplate": hover,
-                         "marker": {"size": 5, "color": _rgba(color, 0.55), "line": {"width": 0}},
+                         "marker": {"size": 6, "color": _rgba(color, 0.6), "line": {"width": 0}},
                          "visible": visible})
+    xaxis = {"type": "category"} if single else _threads_axis(rows_all)
+    title = (f"p{pct} latency at {threads[0]} threads" if single and threads else f"p{pct} latency vs threads")
     return {"data": data, "layout": _layout(
-        f"p{pct} latency vs threads (points: repetitions; line: their median, odd counts only)", "threads",
-        "ms", xaxis=_threads_axis(comparison["rows"]))}
+        f"{title} (points: repetitions; line: their median, odd counts only)", "" if single else "threads",
+        "ms", xaxis=xaxis, yaxis=_value_axis(values, "ms"))}
+
+
+# How a verdict is drawn. A finding (the interval decides: faster, slower, or equivalent within the margin)
+# is a solid bar; an inconclusive one is hatched; too few repetitions (or nothing to compare) is hollow.
+# The words sit beside every bar, so a screenshot of a hatched or hollow bar still says what it is.
+STYLES = {
+    "finding": "interval decides",
+    "inconclusive": "inconclusive: interval reaches beyond the margin (hatched)",
+    "too few": "too few repetitions: no verdict (hollow)",
+}
+# At most this many bars in the relative chart (the results table has every row); the title says so.
+MAX_RELATIVE_BARS = 40
+
+
+def verdict_style(relative: dict[str, Any]) -> str:
+    """``finding``, ``inconclusive`` or ``too few`` (also for 'insufficient data')."""
+    verdict = relative.get("verdict")
+    if verdict in ("faster", "slower", "equivalent"):
+        return "finding"
+    return "inconclusive" if verdict == "inconclusive" else "too few"
+
+
+def _verdict_words(relative: dict[str, Any]) -> str:
+    """The words beside a bar: the verdict's own words, paired marked, the difference and its interval."""
+    words = str(relative.get("words") or relative.get("verdict"))
+    needed = relative.get("repetitions_needed")
+    if relative.get("verdict") == "inconclusive" and needed:
+        words += f" ~{needed} reps"
+    pct = relative.get("pct")
+    figure = "" if pct is None else f"{pct:+.1f}%"
+    if relative.get("ci_low_pct") is not None:
+        figure += f" [{relative['ci_low_pct']:+.1f}, {relative['ci_high_pct']:+.1f}]"
+    else:
+        reps = relative.get("repetitions") or []
+        figure += f", no interval (n={min(reps) if reps else '?'})"
+    design = "paired" if relative.get("design") == "paired" else "Welch"
+    return f"{design}: {words} · {figure}"
+
+
+_VERDICT_COLORS = {"faster": "#17803d", "slower": "#b42318", "equivalent": "#1d4ed8"}
+
+
+def relative_bars(rows: list[dict[str, Any]], palette: dict[str, str], title: str, margin_pct: float,
+                  name_of: Any = None) -> Figure:
+    """Horizontal bars of the difference to a baseline, one per result row that has a verdict
+    (``relative``), each named on the axis by its series and thread count, with the interval as
+    whiskers, the margin as a grey band, and the verdict's words beside it. Solid, hatched or hollow by
+    :func:`verdict_style`; one trace per style so the legend says what the marks mean."""
+    name_of = name_of or label_of
+    found = [r for r in rows if r.get("relative") and r["relative"].get("pct") is not None]
+    shown = found[:MAX_RELATIVE_BARS]
+    several = len({r["threads"] for r in found}) > 1
+    names = [f"{name_of(r)} · {r['threads']} thr" if several else f"{name_of(r)} ({r['threads']} thr)"
+             for r in shown]
+    data: list[dict[str, Any]] = []
+    for style, legend in STYLES.items():
+        mine = [(n, r) for n, r in zip(names, shown, strict=True) if verdict_style(r["relative"]) == style]
+        if not mine:
+            continue
+        colors = [palette.get(name_of(r), palette.get(label_of(r), "#555")) for _, r in mine]
+        rels = [r["relative"] for _, r in mine]
+        marker: dict[str, Any] = {"line": {"color": colors, "width": 2 if style != "finding" else 1}}
+        if style == "finding":
+            marker["color"] = colors
+        elif style == "inconclusive":
+            marker["color"] = [_rgba(c, 0.12) for c in colors]
+            marker["pattern"] = {"shape": "/", "fgcolor": colors, "size": 8, "solidity": 0.4}
+        else:
+            marker["color"] = "rgba(255,255,255,0)"
+        data.append({
+            "type": "bar", "orientation": "h", "name": legend, "y": [n for n, _ in mine],
+            "x": [rel["pct"] for rel in rels], "marker": marker,
+            "text": [_verdict_words(rel) for rel in rels], "textposition": "none",
+            "hovertemplate": "%{y}: %{x:+.1f}%<br>%{text}<extra></extra>",
+            "error_x": _error([None if rel["ci_high_pct"] is None else rel["ci_high_pct"] - rel["pct"] for rel in rels],
+                              [None if rel["ci_low_pct"] is None else rel["pct"] - rel["ci_low_pct"] for rel in rels],
+                              color="#222")})
+    # The words beside each bar, in a column right of the plot (never on the bar, where whiskers cross).
+    # A caveat (benchfleet.stats.caveats) goes under the words, in the colour of the table's caveats.
+    annotations = [{"xref": "paper", "yref": "y", "x": 0.6, "y": n, "xanchor": "left", "showarrow": False,
+                    "align": "left", "text": _verdict_words(r["relative"]) + (
+                        f"<br><span style='color:#9a3412'>⚠ {escape(caveat_words(r['caveats']))}</span>"
+                        if r.get("caveats") else ""),
+                    "font": {"size": 11, "color": _VERDICT_COLORS.get(str(r["relative"].get("verdict")), "#8a5a00")}}
+                   for n, r in zip(names, shown, strict=True)]
+    shapes = [{"type": "rect", "xref": "x", "yref": "paper", "x0": -margin_pct, "x1": margin_pct, "y0": 0, "y1": 1,
+               "fillcolor": "rgba(0,0,0,0.06)", "line": {"width": 0}, "layer": "below"},
+              {"type": "line", "xref": "x", "yref": "paper", "x0": 0, "x1": 0, "y0": 0, "y1": 1,
+               "line": {"color": "#444", "width": 1.2}}]
+    if len(found) > len(shown):
+        title += f" - first {len(shown)} of {len(found)} (all in the table)"
+    return {"data": data, "layout": _layout(
+        title, f"% vs baseline (grey band: ±{margin_pct:g}% margin)", "", barmode="overlay", showlegend=True,
+        height=max(260, 130 + 34 * len(shown)), annotations=annotations, shapes=shapes, bargap=0.35,
+        # The legend (what solid, hatched and hollow mean) above the words, clear of the axis title.
+        xaxis={"domain": [0, 0.58], "zeroline": False},
+        legend={"orientation": "h", "x": 0.6, "xanchor": "left", "y": 1.0, "yanchor": "bottom"},
+        yaxis={"type": "category", "categoryorder": "array", "categoryarray": names, "autorange": "reversed",
+               "rangemode": "normal", "automargin": True, "title": {"text": ""}},
+        margin={"l": 20, "r": 20, "t": 60, "b": 55})}
 
 
 def relative(comparison: dict[str, Any], palette: dict[str, str]) -> Figure:
-    """Relative throughput vs the baseline at each thread count, in %, with the confidence interval
-    of the relative difference as error bars."""
-    data = []
-    for i, (target_id, rows) in enumerate(_by_target(comparison["rows"]).items()):
-        rows = [r for r in rows if r.get("relative") and r["relative"]["pct"] is not None]
-        if not rows:
-            continue
-        pct = [r["relative"]["pct"] for r in rows]
-        has_ci = [r["relative"]["ci_low_pct"] is not None for r in rows]
-        data.append({
-            "type": "bar", "name": target_id, "x": [str(r["threads"]) for r in rows], "y": pct,
-            "marker": {"color": palette[target_id]},
-            "text": [r["relative"]["verdict"] for r in rows], "textposition": "none",
-            "hovertemplate": "%{fullData.name}<br>%{x} threads: %{y:+.1f}%<br>%{text}<extra></extra>",
-            "visible": True if i <= 2 * VISIBLE_SERIES else "legendonly",
-            "error_y": {"type": "data", "symmetric": False, "thickness": 1.2, "width": 4, "visible": any(has_ci),
-                        "array": [r["relative"]["ci_high_pct"] - p if ok else 0
-                                  for r, p, ok in zip(rows, pct, has_ci, strict=True)],
-                        "arrayminus": [p - r["relative"]["ci_low_pct"] if ok else 0
-                                       for r, p, ok in zip(rows, pct, has_ci, strict=True)]}})
+    """Relative throughput vs the baseline at each thread count (:func:`relative_bars`)."""
     conf = round(100 * comparison.get("confidence", 0.95))
-    return {"data": data, "layout": _layout(
-        f"Throughput relative to {comparison.get('baseline')} (%, bars: {conf}% CI)", "threads",
-        "% vs baseline", barmode="group", yaxis={"rangemode": "normal", "zeroline": True,
-                                                 "zerolinecolor": "#444"},
-        xaxis={"type": "category"})}
+    base = comparison.get("baseline_variant") or comparison.get("baseline")
+    return relative_bars(comparison["rows"], palette,
+                         f"Throughput relative to {base} (%; whiskers: {conf}% interval)",
+                         float(comparison.get("margin_pct") or 5))
 
 
 # Repetitions of one target share its colour and differ by dash, so that both are recognisable.
@@ -233,7 +387,9 @@ def timeline(series: dict[str, Any], palette: dict[str, str]) -> Figure:
                          "showlegend": False, "legendgroup": group, "name": f"{name} min-max",
                          "visible": visible})
         x = _x_of(s["t"], width)
-        data.append({"type": "scattergl" if len(s["t"]) > 2000 else "scatter", "mode": "lines",
+        # Always "scatter": the report's Plotly bundle has no WebGL traces, and a series has at most
+        # MAX_POINTS_PER_SERIES + 1 points (report.data), where SVG is quick enough.
+        data.append({"type": "scatter", "mode": "lines",
                      "name": name, "legendgroup": group, **x, "y": s["tps"],
                      "customdata": s["threads"], "line": {"color": color, "width": 1.3, "dash": dash},
                      "hovertemplate": "%{fullData.name}<br>t=%{x}s, %{customdata} threads: %{y:,.1f} tps"

@@ -75,3 +75,45 @@ def fingerprint_values(comparison: dict[str, Any], target_id: str, key: str) -> 
                     values.append(str(v))
             return " | ".join(values)
     return ""
+
+
+def given(spec: dict[str, Any]) -> dict[str, str]:
+    """What the spec gave each target, in words: its instance type or class; for a local server the
+    CPUs it is pinned to and the memory its buffer pool is sized for; an existing server's address."""
+    out: dict[str, str] = {}
+    for t in spec.get("targets") or [] if isinstance(spec, dict) else []:
+        if not isinstance(t, dict) or not t.get("id"):
+            continue
+        parts = []
+        if t.get("instance_type") or t.get("instance_class"):
+            parts.append(str(t.get("instance_type") or t.get("instance_class")))
+        if t.get("kind") == "local":
+            cpus = t.get("cpus")
+            parts.append(f"{len(cpus)}\u00a0CPU{'s' if len(cpus) != 1 else ''} pinned ({','.join(map(str, cpus))})"
+                         if cpus else "CPUs not pinned")
+            if t.get("memory_mb"):
+                parts.append(f"sized for {t['memory_mb']:,}\u00a0MB")
+        if t.get("kind") == "existing" and t.get("host"):
+            parts.append(f"{t['host']}" + (f":{t['port']}" if t.get("port") else ""))
+        if t.get("nodes"):
+            parts.append(f"{t['nodes']} nodes")
+        out[str(t["id"])] = ", ".join(parts)
+    return out
+
+
+def host_of(comparison: dict[str, Any], target_id: str, kind: str | None) -> str:
+    """What the host a target ran on has (vCPUs, memory, CPU model), from its fingerprints; an existing
+    server's host is not this machine, so it is unknown."""
+    vcpus = fingerprint_values(comparison, target_id, "vcpus")
+    memory = fingerprint_values(comparison, target_id, "memory_mb")
+    model = fingerprint_values(comparison, target_id, "cpu_model")
+    if not (vcpus or memory or model):
+        return "not known (not measured from here)" if kind == "existing" else ""
+    parts = []
+    if vcpus:
+        parts.append(f"{vcpus}\u00a0vCPUs")  # a number and its unit never part at a line end
+    if memory:
+        parts.append(" | ".join(f"{int(m) / 1024:,.1f}\u00a0GB" for m in memory.split(" | ")))
+    if model:
+        parts.append(model)
+    return ", ".join(parts)

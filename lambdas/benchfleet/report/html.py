@@ -1,7 +1,14 @@
-"""One self-contained HTML file per run: Plotly's JS inlined, data embedded, no network needed."""
+"""One self-contained HTML file per run: Plotly's JS inlined, data embedded, no network needed.
+
+The Plotly bundle is plotly.js's "basic" distribution (bar, pie and scatter traces, with every layout
+component the charts use: error bars, patterns, shapes, annotations, menus, log axes), vendored from
+npm's plotly.js-basic-dist-min at the version plotly.py validates against (tests/unit/test_report_charts.py
+checks both): about 1.2 MB instead of the full bundle's 4.8 MB, so a report grows with its data.
+"""
 
 from __future__ import annotations
 
+import functools
 import json
 from datetime import datetime
 from html import escape
@@ -11,7 +18,8 @@ from typing import Any
 from benchfleet import stats
 from benchfleet.local.store import DuckDBStore
 from benchfleet.report import charts
-from benchfleet.report.data import fingerprint_values, timeline
+from benchfleet.report.data import fingerprint_values, given, host_of, timeline
+from benchfleet.stats.caveats import words as caveat_words
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#222;background:#f6f7f9}
@@ -20,19 +28,33 @@ h1{font-size:22px;margin:8px 0 2px} h2{font-size:17px;margin:28px 0 8px;border-b
 padding-bottom:4px} .sub{color:#666;font-size:13px;margin-bottom:12px}
 .card{background:#fff;border:1px solid #e1e4e8;border-radius:6px;padding:10px 12px;margin:10px 0}
 table{border-collapse:collapse;font-size:12.5px;width:100%;background:#fff}
-th,td{border-bottom:1px solid #eee;padding:4px 6px;text-align:right;white-space:nowrap}
+th,td{border-bottom:1px solid #eee;padding:4px 5px;text-align:right;white-space:nowrap}
 th{white-space:normal;vertical-align:bottom;min-width:3.5em}
-td.l{white-space:normal;max-width:16em;overflow-wrap:anywhere} td.l:first-child{white-space:nowrap}
+td.l{white-space:normal;max-width:16em;overflow-wrap:normal;word-break:normal;hyphens:manual}
+td.l:first-child{white-space:nowrap} td.tok{white-space:nowrap;max-width:none}
 th{background:#fafbfc;position:sticky;top:0;font-weight:600} td.l,th.l{text-align:left}
 .scroll{max-height:480px;overflow:auto;border:1px solid #e1e4e8;border-radius:6px}
 .trial{background:#fff4d6;border:1px solid #e0b84c;border-radius:6px;padding:8px 12px;font-weight:600}
-.gap{color:#b45309;display:inline-block;white-space:normal;min-width:12em;max-width:16em;text-align:left}
+.gap{color:#b45309;display:inline-block;white-space:normal;min-width:10em;max-width:16em;text-align:left}
 .kv{display:grid;grid-template-columns:max-content auto;gap:2px 16px;font-size:13px}
 .kv div:nth-child(odd){color:#666} .faster{color:#17803d;font-weight:600} .slower{color:#b42318;font-weight:600}
+.equiv{color:#1d4ed8;font-weight:600} .ci{color:#666;font-size:11.5px}
+.unsure{color:#8a5a00;font-style:italic;border:1px dashed #c99a2e;border-radius:3px;padding:0 3px;
+background:repeating-linear-gradient(135deg,#fff,#fff 4px,#fbf1dc 4px,#fbf1dc 8px)}
+.caveat{color:#9a3412;font-weight:600;display:inline-block;white-space:normal;min-width:10em;max-width:16em;
+text-align:left}
 .muted{color:#888} .note{font-size:12px;color:#555;margin:4px 0} details pre{font-size:12px;overflow:auto}
 .chart{min-height:260px}
 """
 
+
+RELATIVE_NOTE = (
+    "Each bar is one result row's difference to the baseline at the same thread count, named on the left; "
+    "whiskers: its 95% interval; grey band: the ±{margin:g}% margin. Solid: the interval decides "
+    "(faster/slower when it excludes 0, equivalent when it lies inside the margin). Hatched: inconclusive, the "
+    "interval contains 0 and reaches beyond the margin. Hollow: too few repetitions for an interval that can "
+    "decide. The words beside each bar are the verdict's: 'paired' when both sides were measured together (per "
+    "repetition, block or round: what they shared cancels), 'Welch' when they ran apart.")
 
 # What a chart that cannot be drawn says instead.
 _MISSING = {
@@ -54,35 +76,40 @@ def write_report(store: DuckDBStore, run_id: str, path: Path | str) -> Path:
     return path
 
 
+BUNDLE = Path(__file__).with_name("vendor") / "plotly-basic.min.js"
+# The trace types the bundle draws: a chart of any other type would be an empty box.
+BUNDLE_TRACES = frozenset({"bar", "pie", "scatter"})
+
+
+@functools.cache
+def plotly_js() -> str:
+    """The vendored Plotly bundle, once per process."""
+    return BUNDLE.read_text(encoding="utf-8")
+
+
 def render_report(store: DuckDBStore, run_id: str) -> str:
     """The report's HTML as a string."""
-    import plotly.offline
-
     comparison = stats.run_comparison(store, run_id)
     run = store.run(comparison["run"]["run_id"])
     series = timeline(store, run["run_id"])
     order = [t["target_id"] for t in comparison["targets"]]
-    labels = list(dict.fromkeys(r.get("label") or r["target_id"] for r in comparison["rows"]))
+    labels = list(dict.fromkeys(charts.label_of(r) for r in comparison["rows"]))
     palette = charts.colors(list(dict.fromkeys([*labels, *order])))
 
     figures: list[tuple[str, str, charts.Figure | None, str]] = [
         ("throughput", "Throughput vs threads", charts.throughput(comparison, palette),
-         "Mean over repetitions of sysbench's tps for each step; the band spans the lowest and highest "
-         "repetition. Hover for the 95% confidence interval of the mean."),
+         "Mean over repetitions of sysbench's tps for each step, its 95% confidence interval as whiskers "
+         "(none below 2 repetitions), each repetition as a ring and, across thread counts, the band from the "
+         "lowest to the highest repetition."),
         ("latency", "Latency vs threads", charts.latency(comparison, palette),
-         "sysbench's latency percentile over each whole step; the point is the median repetition, the "
-         "bars reach the best and worst repetition. Percentiles are never averaged."),
+         "sysbench's latency percentile over each whole step: every repetition's own figure, and the "
+         "median repetition (odd counts only). Percentiles are never averaged. The axis is logarithmic when "
+         "the figures span a factor of 8 or more."),
     ]
-    if len(labels) > 1:
+    if any(r.get("relative") for r in comparison["rows"]):
         base = comparison.get("baseline_variant") or comparison["baseline"]
-        figures.append(("relative", f"Relative to the baseline ({base})",
-                        charts.relative(comparison, palette),
-                        "The difference to the baseline at the same thread count. Error bars: its 95% "
-                        "confidence interval, paired (per-repetition log ratios of measurements that shared "
-                        "a host or round) or Welch (measured apart), as the results table says per row. "
-                        "faster/slower needs the whole interval on one side of 0; inside the "
-                        f"±{comparison.get('margin_pct', 5):g}% margin it is equivalent, beyond it "
-                        "inconclusive."))
+        figures.append(("relative", f"Relative to the baseline ({base})", charts.relative(comparison, palette),
+                        RELATIVE_NOTE.format(margin=comparison.get("margin_pct") or 5)))
     figures.append(("qps", "Queries per second vs threads", charts.qps(comparison, palette),
                     "Mean over repetitions of sysbench's qps for each step: the figure the workload files "
                     "name for mixes whose transactions differ in size."))
@@ -104,10 +131,10 @@ def render_report(store: DuckDBStore, run_id: str) -> str:
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
              f"<meta name='viewport' content='width=device-width, initial-scale=1'>"
              f"<title>benchfleet - {escape(run['name'])} - {escape(run['run_id'])}</title>"
-             f"<style>{_CSS}</style><script>{plotly.offline.get_plotlyjs()}</script></head>"
+             f"<style>{_CSS}</style><script>{plotly_js()}</script></head>"
              f"<body data-charts='{n_charts}'><main>"]
     parts.append(_header(run, comparison))
-    parts.append(_targets_table(comparison))
+    parts.append(_targets_table(comparison, run.get("spec") or {}))
     parts.append(_summary_table(comparison))
     for key, title, fig, note in figures:
         parts.append(f"<h2>{escape(title)}</h2><p class='note'>{escape(note)}</p>")
@@ -162,8 +189,12 @@ def _e(value: Any) -> str:
 def _table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
     head = "".join(f"<th class='l'>{escape(h)}</th>" if i < left else f"<th>{escape(h)}</th>"
                    for i, h in enumerate(headers))
-    body = "".join("<tr>" + "".join(f"<td class='l'>{c}</td>" if i < left else f"<td>{c}</td>"
-                                    for i, c in enumerate(r)) + "</tr>" for r in rows)
+    def cell(i: int, c: str) -> str:
+        # A token (a version, a hash) never wraps inside: its cell grows instead.
+        css = "l tok" if c.startswith(_TOK) else "l"
+        return f"<td class='{css}'>{c}</td>" if i < left else f"<td>{c}</td>"
+
+    body = "".join("<tr>" + "".join(cell(i, c) for i, c in enumerate(r)) + "</tr>" for r in rows)
     return f"<div class='scroll'><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
 
 
@@ -188,9 +219,12 @@ def _header(run: dict[str, Any], comparison: dict[str, Any]) -> str:
         ("Wall time", _n(duration / 60, 1, suffix=" min") if duration is not None else _e(None)),
         ("Workload", _e(workload_text)), ("Repetitions", _e(spec.get("repetitions"))),
         ("Baseline", _e(comparison.get("baseline"))),
-        ("Estimated cost", _money(run.get("estimated_cost_usd"), 2)),
-        ("Actual cost", _money(run.get("actual_cost_usd"), 2)),
     ]
+    if any(_price_known(t) for t in comparison["targets"]):
+        kv += [("Estimated cost", _money(run.get("estimated_cost_usd"), 2)),
+               ("Actual cost", _money(run.get("actual_cost_usd"), 2))]
+    else:  # never "$0.00" for what has no price
+        kv.append(("Cost", "<span class='muted'>unpriced (no target has a price)</span>"))
     if spec.get("description"):
         kv.insert(0, ("Description", _e(spec["description"])))
     grid = "".join(f"<div>{escape(k)}</div><div>{v}</div>" for k, v in kv)
@@ -205,25 +239,64 @@ def _header(run: dict[str, Any], comparison: dict[str, Any]) -> str:
             f"<details><summary>Spec</summary><pre>{spec_json}</pre></details></div>")
 
 
-def _targets_table(comparison: dict[str, Any]) -> str:
+def _targets_table(comparison: dict[str, Any], spec: dict[str, Any]) -> str:
+    """What each target was given (instance type, pinned CPUs, memory it is sized for, an existing server's
+    address) beside what its host has (the fingerprint), and its price or 'unpriced'."""
+    given_of = given(spec)
     rows = []
     for t in comparison["targets"]:
         tid = t["target_id"]
-        type_ = t.get("instance_type") or t.get("instance_class") or (
-            f"cpus {t['cpus']}" if t.get("cpus") else "")
+        config = t.get("mysql_config")
+        if t.get("kind") == "existing" and fingerprint_values(comparison, tid, "config_hash"):
+            config = "the server's own"  # benchfleet never changes an existing server's settings
         rows.append([
-            escape(tid), _e(t.get("kind")), _e(type_), _e(t.get("region")), _e(t.get("engine")),
-            _e(fingerprint_values(comparison, tid, "engine_version")), _e(t.get("mysql_config")),
-            _e(fingerprint_values(comparison, tid, "config_hash")),
-            _e(fingerprint_values(comparison, tid, "cpu_model")),
-            _e(fingerprint_values(comparison, tid, "vcpus")),
-            _e(fingerprint_values(comparison, tid, "memory_mb")),
-            _e(fingerprint_values(comparison, tid, "arch")), _e(fingerprint_values(comparison, tid, "kernel")),
-            _e(fingerprint_values(comparison, tid, "sysbench_version")), _e(t.get("storage")),
-            _money(t.get("price_per_hour"), 4)])
-    return "<h2>Targets and environment fingerprints</h2>" + _table(
-        ["target", "kind", "type", "region", "engine", "version", "config", "config hash", "CPU model",
-         "vCPUs", "memory MB", "arch", "kernel", "sysbench", "storage", "$/hour"], rows, left=15)
+            escape(tid), _e(t.get("kind")), _e(given_of.get(tid) or t.get("instance_type") or t.get("instance_class")),
+            _e(host_of(comparison, tid, t.get("kind"))), _e(t.get("region")), _tok(t.get("engine")),
+            _tok(fingerprint_values(comparison, tid, "engine_version")), _e(config),
+            _tok(fingerprint_values(comparison, tid, "config_hash"), 12),
+            _tok(fingerprint_values(comparison, tid, "arch")), _tok(fingerprint_values(comparison, tid, "kernel")),
+            _tok(fingerprint_values(comparison, tid, "sysbench_version")), _e(t.get("storage")),
+            _money(t.get("price_per_hour"), 4) if _price_known(t) else "<span class='muted'>unpriced</span>"])
+    return ("<h2>Targets and environment fingerprints</h2><p class='note'>Given: what the spec gave the target "
+            "(instance type; for a local server the CPUs it is pinned to and the memory its buffer pool is sized "
+            "for). Host: what the machine it ran on has, as the agent read it.</p>" + _table(
+                ["target", "kind", "given", "host", "region", "engine", "version", "config", "config hash", "arch",
+                 "kernel", "sysbench", "storage", "$/hour"], rows, left=13))
+
+
+_TOK = "<span class='tok'"
+
+
+def _tok(value: Any, short: int | None = None) -> str:
+    """A value that must not wrap inside (a version, a hash, an architecture); ``short``: show that many
+    characters of each value (a configuration hash), the whole in its tooltip."""
+    if value in (None, ""):
+        return "<span class='muted'>-</span>"
+    text = str(value)
+    shown = " | ".join(v[:short] for v in text.split(" | ")) if short else text
+    return f"{_TOK} title='{escape(text)}'>{escape(shown)}</span>"
+
+
+def _price_known(target: dict[str, Any]) -> bool:
+    """A price was given or found: a local server's recorded 0 is 'free unless given', i.e. unpriced."""
+    prices = target.get("prices") or {}
+    return target.get("price_per_hour") is not None and not prices.get("free") and not (
+        target.get("kind") in ("local", "existing") and not target.get("price_per_hour"))
+
+
+def _unpriced(priced: dict[str, bool], row: dict[str, Any]) -> str:
+    return "<span class='muted'>unpriced</span>" if not priced.get(row["target_id"]) else _e(None)
+
+
+def _caveat_cell(caveats: list[dict[str, Any]] | None, gaps: list[str]) -> str:
+    """What differed between the verdict's two sides (:mod:`benchfleet.stats.caveats`), then this row's
+    own per-second gaps."""
+    parts = []
+    if caveats:
+        parts.append(f"<span class='caveat'>{escape(caveat_words(caveats))}</span>")
+    if gaps:
+        parts.append(f"<span class='gap'>gaps: {escape('; '.join(gaps))}</span>")
+    return "<br>".join(parts)
 
 
 def _summary_table(comparison: dict[str, Any]) -> str:
@@ -231,15 +304,18 @@ def _summary_table(comparison: dict[str, Any]) -> str:
 
     rows = []
     pct = next((r["latency_pct"] for r in comparison["rows"] if r.get("latency_pct")), 95)
+    priced = {t["target_id"]: _price_known(t) for t in comparison["targets"]}
     for r in comparison["rows"]:
         tps = r["tps"]
         rel = r.get("relative") or {}
         verdict = rel.get("verdict")
-        css = "faster" if verdict == "faster" else "slower" if verdict == "slower" else "muted"
+        css = {"faster": "faster", "slower": "slower", "equivalent": "equiv", "inconclusive": "unsure"}.get(
+            str(verdict), "muted" if not rel else "unsure")
         ci = (f"{_n(tps['ci_low'])} - {_n(tps['ci_high'])}" if tps["ci_low"] is not None
               else "<span class='muted'>n&lt;2</span>")
-        rel_ci = (f"{_pct(rel.get('ci_low_pct'))} .. {_pct(rel.get('ci_high_pct'))}"
-                  if rel.get("ci_low_pct") is not None else "<span class='muted'>-</span>")
+        rel_ci = (f"{_pct(rel.get('pct'))} <span class='ci'>[{_pct(rel.get('ci_low_pct'))}, "
+                  f"{_pct(rel.get('ci_high_pct'))}]</span>" if rel.get("ci_low_pct") is not None
+                  else _pct(rel.get("pct")) + (" <span class='muted'>no interval</span>" if rel else ""))
         lat = r["latency_step_pct_ms"]
         gaps = [f"rep {s['repetition']}: " + ", ".join(
                     ([f"{s['reported_late']} s reported late"] if s.get("gap") else [])
@@ -247,27 +323,32 @@ def _summary_table(comparison: dict[str, Any]) -> str:
                        if s.get("duplicate_timestamps") else []))
                 for s in r.get("steps") or [] if s.get("gap") or s.get("duplicate_timestamps")]
         rows.append([
-            escape(r.get("label") or r["target_id"]), _n(r["threads"]), _n(r["repetitions"]), _n(tps["mean"]), ci,
-            f"{_n(tps['min'])} - {_n(tps['max'])}", _n(lat["median"], 2),
-            f"{_n(lat['min'], 2)} - {_n(lat['max'], 2)}", _pct(rel.get("pct")), rel_ci,
+            escape(charts.label_of(r)), _n(r["threads"]), _n(r["repetitions"]), _n(tps["mean"]), ci,
+            f"{_n(tps['min'])} - {_n(tps['max'])}",
+            f"{_n(lat['median'], 2)} <span class='ci'>({_n(lat['min'], 2)} - {_n(lat['max'], 2)})</span>", rel_ci,
             f"<span class='{css}'>{escape(verdict_text(rel or None))}</span>",
-            _n(r["steal_mean_pct"], 2), _money(r["cost_per_1000_tps"]),
-            f"<span class='gap'>{escape('; '.join(gaps))}</span>" if gaps else ""])
+            _n(r["steal_mean_pct"], 2), _n(r.get("iowait_mean_pct"), 2),
+            *([_money(r["cost_per_1000_tps"]) if r["cost_per_1000_tps"] is not None else _unpriced(priced, r)]
+              if any(priced.values()) else []),
+            _caveat_cell(r.get("caveats"), gaps)])
     found = comparison.get("multiplicity") or {}
     return ("<h2>Results by target and threads</h2><p class='note'>Intervals are 95%. Verdicts: "
             "faster/slower when the whole interval of the difference is on one side of 0, 'equivalent "
             f"within ±{comparison.get('margin_pct', 5):g}%' when it contains 0 inside the margin, "
             "'inconclusive (±x%)' when it reaches beyond it; 'paired:' marks a verdict from per-repetition "
             "ratios of measurements that shared a host or round, the others are Welch (measured apart); "
-            "below 3 repetitions it says how many would decide. "
+            "below 3 repetitions it says how many would decide. Caveats: the compared sides differed in CPU steal "
+            "(1 point or more), iowait (5 points), seconds reported late (2 points) or fingerprint (kernel, "
+            "engine version, sysbench, CPU model of the same instance type), with the figures. "
             + (escape(str(found["words"])) + ". " if found.get("comparisons") else "")
             + f"p{pct} median: of an odd number of repetitions only. tps leaves out each step's ramp (its first "
             "report, low while a fresh sysbench connects). The final report sysbench silences as every run "
             "ends is normal and not flagged. Per-second gaps: seconds sysbench reported late (inside a "
             "longer interval) and two reports printed with the same rounded second.</p>" + _table(
-                ["target", "threads", "reps", "tps mean", "tps 95% CI", "tps min - max", f"p{pct} ms median",
-                 f"p{pct} ms min - max", "vs baseline", "vs baseline 95% CI", "verdict", "steal %",
-                 "$/h per 1k TPS", "per-second gaps"], rows))
+                ["target", "threads", "reps", "tps mean", "tps 95% CI", "tps min - max",
+                 f"p{pct} ms median (min - max)", "vs baseline [95% CI]", "verdict", "steal %",
+                 "iowait %", *(["$/h per 1k TPS"] if any(priced.values()) else []),
+                 "caveats and per-second gaps"], rows))
 
 
 def _jitter_table(comparison: dict[str, Any]) -> str:

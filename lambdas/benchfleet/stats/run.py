@@ -10,6 +10,7 @@ from dataclasses import asdict
 from datetime import date, datetime
 from typing import Any, Protocol
 
+from benchfleet.stats import caveats
 from benchfleet.stats.cost import (
     cost_per_1000_tps,
     row_costs,
@@ -109,8 +110,18 @@ def run_comparison(store: QueryStore, run_id: str, confidence: float = CONFIDENC
     the HTML report, the API). Per-step figures come from the store's SQL (:func:`step_stats_in_store`)."""
     run = store.run(run_id)
     run_id = run["run_id"]
-    return comparison(run, store.targets(run_id), store.summaries(run_id),
-                      step_stats_in_store(store, run_id), confidence, price_of=spec_target_price)
+    result = comparison(run, store.targets(run_id), store.summaries(run_id),
+                        step_stats_in_store(store, run_id), confidence, price_of=spec_target_price)
+    caveats.attach(result, _iowait(store, run_id))
+    return result
+
+
+def _iowait(store: QueryStore, run_id: str) -> dict[tuple[str, str, int], float]:
+    """Mean per-second iowait per target x variant x threads (measure seconds), for the caveats."""
+    has_variant = store.query("SELECT count(*) AS n FROM information_schema.columns "
+                              "WHERE table_name = 'samples' AND column_name = 'variant'")
+    variant = "coalesce(variant, '')" if has_variant and has_variant[0]["n"] else "''"
+    return caveats.iowait_by_row(store.query(caveats.IOWAIT_SQL.format(variant=variant), [run_id]))
 
 
 def spec_target_price(spec_target: Mapping[str, Any]) -> float | None:

@@ -1,0 +1,146 @@
+"""Caveats of a verdict: what differed between the two sides of a comparison besides what the spec
+asked to compare, with the figures. Standard library only (Lambdas import benchfleet.stats).
+
+A verdict says how sure the difference is; it cannot say whether the difference is the one the spec
+asked about. When the compared sides ran under different CPU steal or iowait, lost different shares of
+their per-second data, or ran on a different kernel, engine version, sysbench version or CPU model,
+part of the difference may be that. Each caveat is computed from the stored figures and carries them,
+so the terminal and the report say "steal 3.2% vs 0.04%", never a generic excuse.
+
+Thresholds (beyond them a caveat is raised):
+
+- ``steal``: the mean per-second CPU steal of the two sides differs by at least STEAL_PP percentage
+  points (1 point of steal takes about 1% of the CPU the database had);
+- ``iowait``: the mean per-second iowait differs by at least IOWAIT_PP points (a configuration that
+  flushes more waits more: then the caveat names the mechanism rather than a confound, and says so
+  only by its figures);
+- ``gaps``: the share of seconds sysbench reported late (known only inside longer intervals) differs by
+  at least GAP_PP points;
+- fingerprint (``kernel``, ``engine_version``, ``sysbench_version``, ``cpu_model``): the sets of values
+  recorded over the two sides' repetitions differ. ``cpu_model`` only when the sides were given the
+  same instance type (different types are expected to differ in CPU: that is the question), and
+  ``engine_version`` only when they were given the same engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+STEAL_PP = 1.0
+IOWAIT_PP = 5.0
+GAP_PP = 2.0
+FINGERPRINT_FIELDS = (("kernel", "kernel"), ("engine_version", "engine version"),
+                      ("sysbench_version", "sysbench"), ("cpu_model", "CPU model"))
+
+
+def _values(target: Mapping[str, Any] | None, key: str) -> list[str]:
+    """Distinct values of one fingerprint field over a target's repetitions, in order."""
+    out: list[str] = []
+    for f in (target or {}).get("fingerprints") or []:
+        v = f.get(key)
+        if v not in (None, "") and str(v) not in out:
+            out.append(str(v))
+    return out
+
+
+def _missing_share(row: Mapping[str, Any]) -> tuple[float, int, int] | None:
+    """(% of the expected per-second samples known only inside longer intervals, steps with a gap, steps)
+    of a row's steps: ``reported_late`` where the step says it (sysbench's silenced final report is
+    normal and not counted), else expected less present."""
+    steps = [s for s in row.get("steps") or [] if s.get("samples_expected")]
+    if not steps:
+        return None
+    expected = sum(int(s["samples_expected"]) for s in steps)
+    late = sum(int(s["reported_late"]) if s.get("reported_late") is not None
+               else max(0, int(s["samples_expected"]) - int(s.get("samples") or 0)) for s in steps)
+    return 100 * late / expected, sum(1 for s in steps if s.get("gap")), len(steps)
+
+
+def _given(target: Mapping[str, Any] | None, key: str) -> Any:
+    return (target or {}).get(key)
+
+
+def row_caveats(row: Mapping[str, Any], base: Mapping[str, Any], target: Mapping[str, Any] | None,
+                base_target: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The caveats of ``row``'s verdict against ``base`` (comparison rows of one thread count, with
+    ``steal_mean_pct``, ``iowait_mean_pct`` and ``steps``), ``target``/``base_target`` their comparison
+    targets (fingerprints, given instance type and engine). Each caveat: ``kind``, ``candidate``,
+    ``baseline`` (the figures), ``threshold`` (None for fingerprint fields) and ``words``."""
+    out: list[dict[str, Any]] = []
+
+    def level(kind: str, mine: float | None, theirs: float | None, threshold: float, what: str) -> None:
+        if mine is None or theirs is None or abs(mine - theirs) < threshold:
+            return
+        out.append({"kind": kind, "candidate": round(mine, 3), "baseline": round(theirs, 3), "threshold": threshold,
+                    "words": f"{what} {_pct(mine)} vs {_pct(theirs)}"})
+
+    level("steal", row.get("steal_mean_pct"), base.get("steal_mean_pct"), STEAL_PP, "steal")
+    level("iowait", row.get("iowait_mean_pct"), base.get("iowait_mean_pct"), IOWAIT_PP, "iowait")
+    mine, theirs = _missing_share(row), _missing_share(base)
+    if mine and theirs and abs(mine[0] - theirs[0]) >= GAP_PP:
+        out.append({"kind": "gaps", "candidate": round(mine[0], 2), "baseline": round(theirs[0], 2),
+                    "threshold": GAP_PP,
+                    "words": f"seconds reported late {mine[0]:.1f}% ({mine[1]} of {mine[2]} steps) vs "
+                             f"{theirs[0]:.1f}% ({theirs[1]} of {theirs[2]})"})
+    same_type = (_given(target, "instance_type") or _given(target, "instance_class")) == (
+        _given(base_target, "instance_type") or _given(base_target, "instance_class"))
+    same_engine = _given(target, "engine") == _given(base_target, "engine")
+    for key, what in FINGERPRINT_FIELDS:
+        if (key == "cpu_model" and not same_type) or (key == "engine_version" and not same_engine):
+            continue
+        a, b = _values(target, key), _values(base_target, key)
+        if a and b and set(a) != set(b):
+            out.append({"kind": key, "candidate": " | ".join(a), "baseline": " | ".join(b), "threshold": None,
+                        "words": f"{what} {' | '.join(a)} vs {' | '.join(b)}"})
+    return out
+
+
+def _pct(value: float) -> str:
+    """A share in % with as many decimals as a small one needs to be told from 0."""
+    return f"{value:.2f}%" if abs(value) < 1 else f"{value:.1f}%"
+
+
+def attach(comparison: dict[str, Any], iowait: Mapping[tuple[str, str, int], float] | None = None) -> None:
+    """Add ``iowait_mean_pct`` to every row of a comparison document (``iowait`` maps (target, variant,
+    threads) to mean per-second iowait %), ``caveats`` (a list, empty when none) to every row, against
+    the row its verdict was taken against (``relative.vs`` and ``relative.vs_variant``), and
+    ``caveats_count`` (rows with a caveat) to the document."""
+    rows = comparison.get("rows") or []
+    for row in rows:
+        row["iowait_mean_pct"] = (iowait or {}).get((row["target_id"], row.get("variant") or "", row["threads"]))
+    targets = {t["target_id"]: t for t in comparison.get("targets") or []}
+    index = {(r["target_id"], r.get("variant") or "", r["threads"]): r for r in rows}
+    found = 0
+    for row in rows:
+        rel = row.get("relative")
+        row["caveats"] = []
+        if not rel:
+            continue
+        key = (row["target_id"], row.get("variant") or "", row["threads"])
+        base_key = (rel.get("vs") or "", rel.get("vs_variant") or "", row["threads"])
+        base = index.get(base_key)
+        if base is None:
+            continue
+        row["caveats"] = row_caveats(row, base, targets.get(key[0]), targets.get(base_key[0]))
+        found += bool(row["caveats"])
+    comparison["caveats_count"] = found
+
+
+def words(caveats: Iterable[Mapping[str, Any]] | None) -> str:
+    """One line of a row's caveats: 'differs: steal 3.2% vs 0.04%; kernel a vs b'."""
+    items = [str(c["words"]) for c in caveats or []]
+    return ("differs: " + "; ".join(items)) if items else ""
+
+
+IOWAIT_SQL = """
+SELECT target_id, {variant} AS variant, threads, avg(cpu_iowait_pct) AS iowait
+FROM samples WHERE run_id = ? AND phase = 'measure' AND cpu_iowait_pct IS NOT NULL
+GROUP BY ALL
+"""
+
+
+def iowait_by_row(rows: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str, int], float]:
+    """The result of IOWAIT_SQL as the map :func:`attach` takes."""
+    return {(str(r["target_id"]), str(r.get("variant") or ""), int(r["threads"])): float(r["iowait"])
+            for r in rows if r.get("iowait") is not None}

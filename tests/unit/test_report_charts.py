@@ -1,0 +1,182 @@
+"""The report's charts say what the verdicts say, and the bundle that draws them is the one npm ships.
+
+- The vendored Plotly bundle is byte for byte npm's plotly.js-basic-dist-min (package.json pins it) at
+  the plotly.js version plotly.py validates against, so plotly.py's validator speaks for what the
+  browser draws; every figure of three reports (a sweep, one thread count, an imported one-repetition
+  study) validates there and uses only the bundle's trace types.
+- Relative bars: every verdict's interval as whiskers, solid / hatched / hollow by verdict, the words
+  (paired or Welch) beside each bar, bars named by their series.
+- Caveats: computed from the figures with their thresholds, in results, compare and the terminal.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import plotly.graph_objects as go
+import pytest
+from plotly.offline import get_plotlyjs_version
+from tests.sysbench_logs import run_log
+
+from benchfleet import stats
+from benchfleet.importer import import_logs
+from benchfleet.local.store import DuckDBStore
+from benchfleet.report import charts, html
+from benchfleet.report.data import timeline
+from benchfleet.stats import caveats
+from benchfleet.stats.compare import compare_runs
+from benchfleet.stats.verdict import paired_difference, relative_difference
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "browser"))
+from synthetic import DEMO_TARGETS, fill_store  # noqa: E402
+
+
+def test_the_bundle_is_npms_basic_distribution_at_plotly_pys_version() -> None:
+    pinned = json.loads((REPO / "package.json").read_text())["devDependencies"]["plotly.js-basic-dist-min"]
+    npm_copy = REPO / "node_modules" / "plotly.js-basic-dist-min" / "plotly-basic.min.js"
+    assert html.BUNDLE.read_bytes() == npm_copy.read_bytes()
+    header = html.BUNDLE.read_text()[:200]
+    assert f"plotly.js (basic - minified) v{pinned}" in header
+    assert pinned == get_plotlyjs_version()
+    assert len(html.plotly_js()) < 1_300_000
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[DuckDBStore, str]]:
+    tmp = tmp_path_factory.mktemp("charts")
+    out = {}
+    store = DuckDBStore(tmp / "sweep.duckdb")
+    out["sweep"] = (store, fill_store(store, threads=(1, 4, 16), seconds=10, warmup_s=3))
+    store = DuckDBStore(tmp / "one.duckdb")
+    out["demo"] = (store, fill_store(store, "demo-20261126t100000-abcd", targets=DEMO_TARGETS, threads=(4,),
+                                     seconds=8, warmup_s=3))
+    store = DuckDBStore(tmp / "import.duckdb")
+    run_id = None
+    for target, per_thread in (("c5-large", 9000), ("c6g-large", 8000)):
+        logs = tmp / target
+        logs.mkdir()
+        for threads in (1, 64):
+            (logs / f"t{threads}.log").write_text(run_log([], [], threads=threads, transactions=per_thread * threads))
+        run_id = import_logs(store, [logs], target, None if run_id else "study", run_id)
+    assert run_id
+    out["imported"] = (store, run_id)
+    yield out
+    for store, _ in out.values():
+        store.close()
+
+
+def _figures(store: DuckDBStore, run_id: str) -> tuple[dict, dict[str, charts.Figure]]:
+    doc = stats.run_comparison(store, run_id)
+    palette = charts.colors([t["target_id"] for t in doc["targets"]])
+    figs = {"throughput": charts.throughput(doc, palette), "latency": charts.latency(doc, palette),
+            "relative": charts.relative(doc, palette), "qps": charts.qps(doc, palette),
+            "cost": charts.cost(doc, palette)}
+    series = timeline(store, doc["run"]["run_id"])
+    if series["series"]:
+        figs["timeline"] = charts.timeline(series, palette)
+    return doc, figs
+
+
+@pytest.mark.parametrize("name", ["sweep", "demo", "imported"])
+def test_every_figure_validates_and_uses_only_the_bundles_traces(stores: dict, name: str) -> None:
+    _, figs = _figures(*stores[name])
+    for key, fig in figs.items():
+        go.Figure(fig)  # raises on any property plotly.js 4.1.1 does not know
+        types = {t["type"] for t in fig["data"]}
+        assert types <= html.BUNDLE_TRACES, (key, types)
+
+
+def test_one_thread_count_draws_bars_with_whiskers_and_a_log_axis_where_latency_spans_decades(stores: dict) -> None:
+    _, figs = _figures(*stores["demo"])
+    bars = [t for t in figs["throughput"]["data"] if t["type"] == "bar"]
+    assert [b["x"] for b in bars] == [["durable"], ["relaxed"]]
+    assert all(b["error_y"]["visible"] and b["error_y"]["array"][0] > 0 for b in bars)
+    # Imported: 1 and 64 threads, latency from 2.8 ms up: both axes logarithmic, ticks written out.
+    _, figs = _figures(*stores["imported"])
+    layout = figs["latency"]["layout"]
+    assert layout["xaxis"]["type"] == "log"
+    assert layout["yaxis"].get("type") != "log"  # sysbench_logs gives every step the same p95
+    axis = charts._value_axis([0.5, 2.0, 40.0], "ms")
+    assert axis["type"] == "log" and axis["ticktext"][:4] == ["0.1", "0.2", "0.5", "1"]
+    assert charts._value_axis([2.0, 9.0], "ms") == {"title": {"text": "ms"}}
+
+
+def _row(target: str, threads: int, rel: object | None, **extra: object) -> dict:
+    from dataclasses import asdict
+    return {"target_id": target, "threads": threads, "relative": None if rel is None else {"vs": "base", **asdict(rel)},
+            **extra}
+
+
+def test_relative_bars_draw_each_verdict_as_what_it_is() -> None:
+    rows = [
+        _row("fast", 1, paired_difference([110, 111, 109], [100, 100, 100], "repetition")),
+        _row("unsure", 1, relative_difference([120, 90, 140], [100, 95, 105])),
+        _row("single", 1, relative_difference([90], [100])),
+        _row("base", 1, None),
+    ]
+    assert [r["relative"]["verdict"] for r in rows[:3]] == ["faster", "inconclusive", "too few repetitions"]
+    fig = charts.relative_bars(rows, charts.colors(["fast", "unsure", "single"]), "t", 5.0)
+    traces = {t["name"]: t for t in fig["data"]}
+    solid, hatched, hollow = (traces[charts.STYLES[k]] for k in ("finding", "inconclusive", "too few"))
+    assert solid["y"] == ["fast (1 thr)"] and "pattern" not in solid["marker"]
+    assert hatched["y"] == ["unsure (1 thr)"] and hatched["marker"]["pattern"]["shape"] == "/"
+    assert hollow["y"] == ["single (1 thr)"] and hollow["marker"]["color"] == "rgba(255,255,255,0)"
+    # Whiskers wherever there is an interval: the inconclusive one reaches below 0.
+    rel = rows[1]["relative"]
+    assert hatched["error_x"]["arrayminus"] == [pytest.approx(rel["pct"] - rel["ci_low_pct"])]
+    assert rel["ci_low_pct"] < 0 < rel["ci_high_pct"]
+    assert not hollow["error_x"]["visible"]
+    words = [a["text"] for a in fig["layout"]["annotations"]]
+    assert words[0].startswith("paired: faster · +10.0% [")
+    assert re.match(r"Welch: inconclusive \(±\d+\.\d%\) ~\d+ reps · \+\d+\.\d% \[-", words[1])
+    assert words[2] == "Welch: too few reps: 3+ each · -10.0%, no interval (n=1)"
+    go.Figure(fig)
+
+
+def test_caveats_are_computed_with_their_figures_and_thresholds() -> None:
+    base_t = {"target_id": "a", "instance_type": "m6i.large", "engine": "mysql-8.0",
+              "fingerprints": [{"kernel": "6.8", "cpu_model": "Xeon", "engine_version": "8.0.40",
+                                "sysbench_version": "1.0.20"}]}
+    cand_t = {**base_t, "target_id": "b", "fingerprints": [{"kernel": "6.1", "cpu_model": "EPYC",
+                                                             "engine_version": "8.0.40", "sysbench_version": "1.0.20"}]}
+    steps = [{"samples": 59, "samples_expected": 60, "reported_late": 0, "gap": False}]
+    gappy = [{"samples": 54, "samples_expected": 60, "reported_late": 6, "gap": True}]
+    base = {"steal_mean_pct": 3.2, "iowait_mean_pct": 0.1, "steps": steps}
+    found = caveats.row_caveats({"steal_mean_pct": 0.04, "iowait_mean_pct": 12.0, "steps": gappy}, base,
+                                cand_t, base_t)
+    assert [c["words"] for c in found] == [
+        "steal 0.04% vs 3.2%", "iowait 12.0% vs 0.10%",
+        "seconds reported late 10.0% (1 of 1 steps) vs 0.0% (0 of 1)", "kernel 6.1 vs 6.8",
+        "CPU model EPYC vs Xeon"]
+    # Below every threshold: nothing; another instance type: its CPU model is the question, not a caveat.
+    quiet = {"steal_mean_pct": 2.3, "iowait_mean_pct": 4.0, "steps": steps}
+    assert caveats.row_caveats(quiet, base, {**base_t, "target_id": "b"}, base_t) == []
+    other = {**cand_t, "instance_type": "m6g.large"}
+    assert [c["kind"] for c in caveats.row_caveats(quiet, base, other, base_t)] == ["kernel"]
+
+
+def test_caveats_reach_results_compare_and_the_terminal(stores: dict, capsys: pytest.CaptureFixture[str]) -> None:
+    store, run_id = stores["demo"]
+    doc = stats.run_comparison(store, run_id)
+    relaxed = next(r for r in doc["rows"] if r["target_id"] == "relaxed")
+    assert [c["kind"] for c in relaxed["caveats"]] == ["steal"]
+    assert re.fullmatch(r"steal 0\.\d+% vs 3\.\d%", relaxed["caveats"][0]["words"])
+    assert relaxed["iowait_mean_pct"] == pytest.approx(0.1) and doc["caveats_count"] == 1
+    # Two runs: the demo against itself with relaxed as the only target of the second: steal differs.
+    other = {**doc, "run": {**doc["run"], "run_id": "second"}, "targets": [t for t in doc["targets"]
+                                                                              if t["target_id"] == "relaxed"],
+             "rows": [r for r in doc["rows"] if r["target_id"] == "relaxed"]}
+    first = {**doc, "targets": [t for t in doc["targets"] if t["target_id"] == "durable"],
+             "rows": [r for r in doc["rows"] if r["target_id"] == "durable"]}
+    pair = compare_runs(first, other)
+    assert [c["kind"] for c in pair["rows"][0]["caveats"]] == ["steal"]
+    from benchfleet.ui import console, print_comparison
+
+    with console.capture() as captured:
+        print_comparison(run_id, {"statistics": doc, "targets": []})
+    text = captured.get()
+    assert "caveats" in text and "differs: steal 0." in text and "vs 3." in text
