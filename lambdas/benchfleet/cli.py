@@ -373,7 +373,21 @@ def cmd_compare(args: argparse.Namespace) -> int:
         from benchfleet.ui import print_run_comparison
 
         print_run_comparison({**doc, "pricing_models": models})
+    if args.report:
+        with open_store(home(), write=False) as store:
+            path = _write_pair_report(store, doc["baseline_run"], doc["run"], args.output)
+        print(path, file=sys.stderr if args.format == "json" else sys.stdout)
     return EXIT_OK
+
+
+def _write_pair_report(store: Any, baseline_run: str, run: str, output: str | None) -> Path:
+    from benchfleet.report.pair import NothingInCommon, write_pair_report
+
+    target = Path(output) if output else home() / "reports" / f"{run}-vs-{baseline_run}.html"
+    try:
+        return write_pair_report(store, baseline_run, run, target)
+    except NothingInCommon as e:
+        raise CliError(str(e), EXIT_USAGE) from None
 
 
 def _history(args: argparse.Namespace) -> int:
@@ -421,9 +435,16 @@ def cmd_report(args: argparse.Namespace) -> int:
     with open_store(home(), write=args.remote) as store:
         try:
             run_id = _sync_remote(args.run, args.api_url, store) if args.remote else store.run(args.run)["run_id"]
+            base_id = None
+            if args.against:
+                base_id = _sync_remote(args.against, args.api_url, store) if args.remote else \
+                    store.run(args.against)["run_id"]
         except RunNotFound as e:
             raise CliError(str(e), EXIT_USAGE) from None
-        path = _write_report(store, run_id, Path(args.output) if args.output else None)
+        if base_id:
+            path = _write_pair_report(store, base_id, run_id, args.output)
+        else:
+            path = _write_report(store, run_id, Path(args.output) if args.output else None)
     print(path)
     return EXIT_OK
 
@@ -489,12 +510,19 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("baseline_run", metavar="RUN", help="the run to compare against (id or unique prefix)")
     s.add_argument("run", metavar="RUN2", help="the run compared with it")
     s.add_argument("--format", choices=("table", "json"), default="table")
+    s.add_argument("--report", action="store_true",
+                   help="also write the HTML report of the two runs (-o FILE, default "
+                        ".benchfleet/reports/<RUN2>-vs-<RUN>.html)")
+    s.add_argument("-o", "--output", help="file the --report goes to")
     _pricing_arg(s)
     s.set_defaults(func=cmd_compare)
 
     s = sub.add_parser("report", help="write the self-contained HTML report of a run")
     s.add_argument("run")
-    s.add_argument("-o", "--output", help="file to write (default .benchfleet/reports/<run>.html)")
+    s.add_argument("--against", metavar="BASE", help="a report of two runs: RUN's targets against those of the "
+                   "run BASE, with the verdicts of `compare BASE RUN`")
+    s.add_argument("-o", "--output", help="file to write (default .benchfleet/reports/<run>.html, or "
+                   "<run>-vs-<base>.html)")
     _remote_args(s, "a cloud run: load its raw output from S3 first")
     s.set_defaults(func=cmd_report)
 

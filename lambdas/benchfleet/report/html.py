@@ -67,13 +67,35 @@ _MISSING = {
 
 def write_report(store: DuckDBStore, run_id: str, path: Path | str) -> Path:
     """Write the HTML report of ``run_id`` (a unique prefix is enough) to ``path``; returns the path."""
+    return write_html(render_report(store, run_id), path)
+
+
+def write_html(html: str, path: Path | str) -> Path:
+    """Write a report's HTML to ``path`` through a temporary file beside it, so a reader never sees half."""
     path = Path(path)
-    html = render_report(store, run_id)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(html, encoding="utf-8")
     tmp.replace(path)
     return path
+
+
+def page(title: str, body: list[str], charts_count: int) -> str:
+    """A whole report page: the style, the Plotly bundle once, ``body`` in <main>."""
+    return "".join([
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{escape(title)}</title>"
+        f"<style>{_CSS}</style><script>{plotly_js()}</script></head><body data-charts='{charts_count}'><main>",
+        *body, "</main></body></html>"])
+
+
+def figure_section(key: str, title: str, fig: charts.Figure | None, note: str, missing: str = "") -> str:
+    """A chart under its title and note, or what stands in its place."""
+    head = f"<h2>{escape(title)}</h2><p class='note'>{escape(note)}</p>"
+    if fig is None:
+        return head + f"<p class='muted' id='missing-{key}'>{escape(missing or _MISSING[key])}</p>"
+    return head + f"<div class='card'><div id='chart-{key}' class='chart'></div></div>" + _figure_script(
+        f"chart-{key}", fig)
 
 
 BUNDLE = Path(__file__).with_name("vendor") / "plotly-basic.min.js"
@@ -127,30 +149,17 @@ def render_report(store: DuckDBStore, run_id: str) -> str:
                     "second, at every thread count, on-demand (solid) and 1-year reserved, all upfront "
                     "(dashed). Error bars: the 95% interval of the mean tps carried through."))
 
-    n_charts = sum(1 for f in figures if f[2] is not None)
-    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-             f"<meta name='viewport' content='width=device-width, initial-scale=1'>"
-             f"<title>benchfleet - {escape(run['name'])} - {escape(run['run_id'])}</title>"
-             f"<style>{_CSS}</style><script>{plotly_js()}</script></head>"
-             f"<body data-charts='{n_charts}'><main>"]
-    parts.append(_header(run, comparison))
-    parts.append(_targets_table(comparison, run.get("spec") or {}))
-    parts.append(_summary_table(comparison))
+    parts = [_header(run, comparison), _targets_table(comparison, run.get("spec") or {}),
+             _summary_table(comparison)]
     for key, title, fig, note in figures:
-        parts.append(f"<h2>{escape(title)}</h2><p class='note'>{escape(note)}</p>")
-        if fig is None:
-            parts.append(f"<p class='muted' id='missing-{key}'>{escape(_MISSING[key])}</p>")
-            continue
-        parts.append(f"<div class='card'><div id='chart-{key}' class='chart'></div></div>")
-        parts.append(_figure_script(f"chart-{key}", fig))
-        if key == "cost":
+        parts.append(figure_section(key, title, fig, note))
+        if key == "cost" and fig is not None:
             parts.append(_cost_table(comparison))
             parts.append(_breakdown_table(comparison))
     parts.append(_jitter_table(comparison))
     parts.append(_speedup_tables(comparison))
     parts.append(_notes(comparison, run))
-    parts.append("</main></body></html>")
-    return "".join(parts)
+    return page(f"benchfleet - {run['name']} - {run['run_id']}", parts, sum(1 for f in figures if f[2] is not None))
 
 
 def _json(value: Any) -> str:

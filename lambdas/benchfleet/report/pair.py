@@ -1,0 +1,232 @@
+"""The report of two runs (``benchfleet report RUN --against BASE``, ``benchfleet compare BASE RUN
+--report``): the second run's targets against the first's, with the verdicts of ``compare``
+(benchfleet.stats.compare: Welch, the second run's margin, caveats), and beside them what the two runs
+measured: throughput and latency percentiles per thread count, throughput over time, and, where a run
+has them, its CloudWatch metrics (RDS WriteLatency, Aurora commit latency, CPU steal, burst credits)
+and its server status counters per second (SHOW GLOBAL STATUS, table status_samples).
+
+Both runs' series share one palette: a series is named "<run>: <target>", the run by its name, or by
+its id when both runs have the same name (the same spec run twice).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from benchfleet import stats
+from benchfleet.local.store import DuckDBStore
+from benchfleet.report import charts, html
+from benchfleet.report.data import MAX_POINTS_PER_SERIES, timeline
+from benchfleet.stats.caveats import words as caveat_words
+from benchfleet.stats.compare import compare_runs
+
+# At most this many status counters get a chart each (the rest are in `results --status`).
+MAX_STATUS_CHARTS = 6
+
+
+class NothingInCommon(ValueError):
+    """The two runs have no target x threads to compare."""
+
+
+def write_pair_report(store: DuckDBStore, baseline_run: str, run: str, path: Path | str) -> Path:
+    """Write the report of ``run`` against ``baseline_run`` (ids or unique prefixes) to ``path``."""
+    return html.write_html(render_pair_report(store, baseline_run, run), path)
+
+
+def _slug(text: str) -> str:
+    """An element id's part: letters, digits and dashes."""
+    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-")
+
+
+def _run_labels(a: dict[str, Any], b: dict[str, Any]) -> tuple[str, str]:
+    if a["name"] != b["name"]:
+        return a["name"], b["name"]
+    return a["run_id"], b["run_id"]
+
+
+def _labelled(doc: dict[str, Any], run_label: str) -> dict[str, Any]:
+    """A run's comparison whose rows are named "<run>: <series>" (charts draw both runs' rows at once)."""
+    return {**doc, "rows": [{**r, "label": f"{run_label}: {charts.label_of(r)}", "relative": None}
+                            for r in doc["rows"]]}
+
+
+def render_pair_report(store: DuckDBStore, baseline_run: str, run: str) -> str:
+    """The HTML of the report of ``run`` against ``baseline_run``."""
+    docs = [stats.run_comparison(store, r) for r in (baseline_run, run)]
+    pair = compare_runs(docs[0], docs[1])
+    if not pair["rows"]:
+        raise NothingInCommon(f"runs {pair['baseline_run']} and {pair['run']} have no target x threads in common "
+                              "(same target ids, or one target each)")
+    runs = [store.run(d["run"]["run_id"]) for d in docs]
+    labels = _run_labels(*runs)
+    both = [_labelled(d, label) for d, label in zip(docs, labels, strict=True)]
+    merged = {**both[1], "rows": both[0]["rows"] + both[1]["rows"]}
+    series_names = list(dict.fromkeys(charts.label_of(r) for r in merged["rows"]))
+    palette = charts.colors(series_names)
+    # Verdict rows named "<target> vs <baseline target>" in the palette of the second run's series.
+    verdict_rows = [{**r, "label": f"{labels[1]}: {r['target_id']}"} for r in pair["rows"]]
+
+    def versus(row: dict[str, Any]) -> str:
+        return f"{row['target_id']} vs {row['vs_target_id']}" if row["target_id"] != row["vs_target_id"] \
+            else row["target_id"]
+
+    sections = [
+        ("relative", f"{labels[1]} relative to {labels[0]}", charts.relative_bars(
+            verdict_rows, {f"{labels[1]}: {r['target_id']}": palette.get(f"{labels[1]}: {r['target_id']}", "#555")
+                           for r in pair["rows"]},
+            f"Throughput of {labels[1]} relative to {labels[0]} (%; whiskers: 95% interval)",
+            float(pair["margin_pct"]), name_of=versus), html.RELATIVE_NOTE.format(margin=pair["margin_pct"])),
+        ("throughput", "Throughput vs threads, both runs", charts.throughput(merged, palette),
+         "Each run's mean tps over its repetitions, 95% interval as whiskers, repetitions as rings."),
+        ("latency", "Latency percentiles vs threads, both runs", charts.latency(merged, palette),
+         "sysbench's latency percentile over each whole step, every repetition of both runs (percentiles are "
+         "never averaged, so they get no verdict: compare the points)."),
+        ("latency-series", "p99 of per-second latency vs threads, both runs",
+         _series_latency(merged, palette), "The 99th percentile over each step's seconds of sysbench's per-second "
+         "latency percentile (the worst seconds), per repetition."),
+    ]
+    for i, (doc, label) in enumerate(zip(docs, labels, strict=True)):
+        series = timeline(store, doc["run"]["run_id"])
+        sections.append((f"timeline-{i}", f"Throughput over time, CPU steal and iowait: {label}",
+                         charts.timeline(series, charts.colors([t["target_id"] for t in doc["targets"]]))
+                         if series["series"] else None,
+                         "Warm-up and every measure step of each repetition (one dash style per repetition)."))
+    cloud = [_cloud_series(store, d["run"]["run_id"], label) for d, label in zip(docs, labels, strict=True)]
+    metrics = sorted({s["metric"] for found in cloud for s in found})
+    for metric in metrics:
+        sections.append((f"cloud-{_slug(metric)}", f"CloudWatch {metric}, both runs", _over_time(
+            [s for found in cloud for s in found if s["metric"] == metric], palette, f"CloudWatch {metric}"),
+            "The metric as CloudWatch reports it for each target (RDS WriteLatency converted to ms), by "
+            "seconds since the run's first sample."))
+    status = [_status_series(store, d["run"]["run_id"], label) for d, label in zip(docs, labels, strict=True)]
+    counters = sorted({s["metric"] for found in status for s in found})
+    for counter in counters[:MAX_STATUS_CHARTS]:
+        sections.append((f"status-{_slug(counter)}", f"Server status {counter} per second, both runs", _over_time(
+            [s for found in status for s in found if s["metric"] == counter], palette, counter),
+            "SHOW GLOBAL STATUS per second (a running total as its rate, a level as it is), mean over the "
+            "repetitions and sources, by seconds since each repetition's warm-up start."))
+
+    body = [_header(runs, labels, pair), _verdict_table(pair, labels)]
+    missing = {"timeline-0": html._MISSING["timeline"], "timeline-1": html._MISSING["timeline"]}
+    for key, title, fig, note in sections:
+        body.append(html.figure_section(key, title, fig, note, missing.get(key, "")))
+    if not metrics:
+        body.append("<h2>CloudWatch metrics</h2><p class='muted' id='missing-cloud'>Neither run has CloudWatch "
+                    "metrics (local runs and imported logs have none).</p>")
+    if not counters:
+        body.append("<h2>Server status per second</h2><p class='muted' id='missing-status'>Neither run has server "
+                    "status counters.</p>")
+    return html.page(f"benchfleet - {labels[1]} vs {labels[0]}", body,
+                     sum(1 for s in sections if s[2] is not None))
+
+
+def _header(runs: list[dict[str, Any]], labels: tuple[str, str], pair: dict[str, Any]) -> str:
+    rows = []
+    for role, run, label in zip(("baseline", "compared"), runs, labels, strict=True):
+        spec = run.get("spec") or {}
+        workload = spec.get("workload")
+        rows.append([escape(role), escape(label), escape(run["run_id"]), html._e(run.get("status")),
+                     html._when(run.get("started_at")),
+                     html._e(workload.get("name") if isinstance(workload, dict) else workload),
+                     html._e(spec.get("repetitions"))])
+    unmatched = (f"<p class='note'>Not in both runs: {escape(', '.join(pair['unmatched']))}</p>"
+                 if pair["unmatched"] else "")
+    return (f"<h1>{escape(labels[1])} against {escape(labels[0])}</h1><div class='sub'>benchfleet report of two "
+            f"runs - {len(pair['rows'])} target x threads compared</div>" + html._table(
+                ["run", "name", "id", "status", "started", "workload", "repetitions"], rows, left=6) + unmatched)
+
+
+def _verdict_table(pair: dict[str, Any], labels: tuple[str, str]) -> str:
+    from benchfleet.ui import verdict_text
+
+    rows = []
+    for r in pair["rows"]:
+        rel = r["relative"]
+        css = {"faster": "faster", "slower": "slower", "equivalent": "equiv"}.get(str(rel.get("verdict")), "unsure")
+        ci = (f"{html._pct(rel.get('pct'))} <span class='ci'>[{html._pct(rel['ci_low_pct'])}, "
+              f"{html._pct(rel['ci_high_pct'])}]</span>" if rel.get("ci_low_pct") is not None
+              else html._pct(rel.get("pct")) + " <span class='muted'>no interval</span>")
+        rows.append([escape(r["target_id"]), escape(r["vs_target_id"]), html._n(r["threads"]),
+                     html._n(r["repetitions"]), html._n(r["baseline_tps"]["mean"]), html._n(r["tps"]["mean"]), ci,
+                     f"<span class='{css}'>{escape(verdict_text(rel))}</span>",
+                     f"<span class='caveat'>{escape(caveat_words(r.get('caveats')))}</span>" if r.get("caveats")
+                     else ""])
+    found = pair.get("multiplicity") or {}
+    return ("<h2>Verdicts</h2><p class='note'>Mean tps of each run over its repetitions; the change of the second "
+            "against the first with its 95% interval (Welch: two runs never share a host's minute) and its "
+            f"verdict against the ±{pair['margin_pct']:g}% margin. "
+            + (escape(str(found["words"])) + ". " if found.get("comparisons") else "")
+            + "Caveats: what differed between the two besides the run (steal, iowait, seconds reported late, "
+            "kernel, engine version, sysbench, CPU model), with the figures.</p>" + html._table(
+                ["target", "vs", "threads", "reps", f"{labels[0]} tps", f"{labels[1]} tps", "change [95% CI]",
+                 "verdict", "caveats"], rows, left=2))
+
+
+def _series_latency(doc: dict[str, Any], palette: dict[str, str]) -> charts.Figure | None:
+    """The latency chart over the per-second p99 of each repetition (None when no run has seconds)."""
+    rows = [{**r, "latency_step_pct_ms": r["latency_series_p99_ms"], "latency_pct": 99} for r in doc["rows"]
+            if (r.get("latency_series_p99_ms") or {}).get("values")]
+    if not rows:
+        return None
+    fig = charts.latency({**doc, "rows": rows}, palette)
+    fig["layout"]["title"]["text"] = fig["layout"]["title"]["text"].replace(
+        "p99 latency", "p99 of per-second latency")
+    return fig
+
+
+_CLOUD_SQL = """
+SELECT c.target_id, c.metric, any_value(c.unit) AS unit,
+       list(epoch(c.time) - epoch(f.t0) ORDER BY c.time) AS t, list(c.value ORDER BY c.time) AS y
+FROM cloud_metrics c, (SELECT min(time) AS t0 FROM samples WHERE run_id = ?) f
+WHERE c.run_id = ? AND c.value IS NOT NULL AND isfinite(c.value)
+GROUP BY c.target_id, c.metric ORDER BY c.target_id, c.metric
+"""
+
+
+def _cloud_series(store: DuckDBStore, run_id: str, label: str) -> list[dict[str, Any]]:
+    """A run's CloudWatch series: ``{series, metric, t, y}``, t in seconds since its first sample."""
+    return [{"series": f"{label}: {r['target_id']}", "metric": r["metric"] + (f" ({r['unit']})" if r["unit"] else ""),
+             "t": [round(float(t), 1) for t in r["t"]], "y": list(r["y"])}
+            for r in store.query(_CLOUD_SQL, [run_id, run_id]) if r["t"] and r["t"][0] is not None]
+
+
+# Status counters per second (issue 25's status_samples), bucketed on each repetition's own time axis
+# like the throughput timeline, averaged over repetitions and sources.
+_STATUS_SQL = """
+WITH s AS (
+    SELECT target_id, repetition, counter, epoch(time) - min(epoch(time)) OVER (PARTITION BY target_id, repetition)
+               AS t, coalesce(rate, value) AS y
+    FROM status_samples WHERE run_id = ? AND phase IN ('warmup', 'measure') AND coalesce(second, 1) > 0)
+SELECT target_id, counter, list(bucket * ? ORDER BY bucket) AS t, list(y ORDER BY bucket) AS y
+FROM (SELECT target_id, counter, CAST(floor(t / ?) AS BIGINT) AS bucket, round(avg(y), 3) AS y
+      FROM s WHERE isfinite(y) GROUP BY ALL)
+GROUP BY target_id, counter ORDER BY target_id, counter
+"""
+
+
+def _status_series(store: DuckDBStore, run_id: str, label: str) -> list[dict[str, Any]]:
+    """A run's status counters per second: ``{series, metric, t, y}`` (none when the store has no
+    status_samples table or the run no rows in it)."""
+    exists = store.query("SELECT count(*) AS n FROM information_schema.tables WHERE table_name = 'status_samples'")
+    if not exists or not exists[0]["n"]:
+        return []
+    span = store.query("SELECT max(epoch(time)) - min(epoch(time)) AS s FROM status_samples WHERE run_id = ?",
+                       [run_id])
+    if not span or span[0]["s"] is None:
+        return []
+    width = max(1, math.ceil(float(span[0]["s"]) / MAX_POINTS_PER_SERIES))
+    return [{"series": f"{label}: {r['target_id']}", "metric": r["counter"], "t": list(r["t"]), "y": list(r["y"])}
+            for r in store.query(_STATUS_SQL, [run_id, width, width])]
+
+
+def _over_time(series: list[dict[str, Any]], palette: dict[str, str], title: str) -> charts.Figure:
+    """One line per series over seconds, the runs' series in their palette colours."""
+    data = [{"type": "scatter", "mode": "lines+markers" if len(s["t"]) < 60 else "lines", "name": s["series"],
+             "x": s["t"], "y": s["y"], "line": {"color": palette.get(s["series"], "#555"), "width": 1.5},
+             "marker": {"size": 4, "color": palette.get(s["series"], "#555")},
+             "hovertemplate": "%{fullData.name}<br>t=%{x}s: %{y:,.3f}<extra></extra>"} for s in series]
+    return {"data": data, "layout": charts._layout(title, "seconds since the run's first sample", title)}

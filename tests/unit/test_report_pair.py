@@ -1,0 +1,99 @@
+"""The report of two runs (issue 29 item 3): `report RUN --against BASE` and `compare BASE RUN --report`
+write one self-contained page with the verdicts of `compare` (relative bars, caveats), throughput and
+latency percentiles of both runs, their CloudWatch metrics and server status per second where present.
+
+The pair is the Aurora primary-key one of seed 003 in miniature: two runs of one target each (an
+auto-increment key and a random one), the second slower, with WriteLatency and status counters.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import plotly.graph_objects as go
+import pytest
+
+from benchfleet.cli import main
+from benchfleet.local.store import DuckDBStore
+from benchfleet.report import html
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "browser"))
+from synthetic import TARGETS, fill_cloud_and_status, fill_store  # noqa: E402
+
+BASE, OTHER = "pk-auto-20261126t100000-aaaa", "pk-uuid-20261126t120000-bbbb"
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    home = tmp_path_factory.mktemp("pair")
+    store = DuckDBStore(home / "benchfleet.duckdb")
+    try:
+        fill_store(store, BASE, targets=[{**TARGETS[0], "id": "pk-auto"}], reps=3, threads=(4, 16), seconds=12,
+                   warmup_s=3, seed=1)
+        fill_store(store, OTHER, targets=[{**TARGETS[0], "id": "pk-uuid", "capacity": 1800.0}], reps=3,
+                   threads=(4, 16), seconds=12, warmup_s=3, seed=2)
+        fill_cloud_and_status(store, BASE, 1.2, {"Innodb_data_fsyncs": 40.0, "Threads_running": 3.0})
+        fill_cloud_and_status(store, OTHER, 3.5, {"Innodb_data_fsyncs": 90.0, "Threads_running": 6.0})
+    finally:
+        store.close()
+    return home
+
+
+def _figures(page: str) -> dict[str, dict]:
+    return {key: json.loads(fig) for fig, key in
+            re.findall(r'var f=(\{.*?\});Plotly\.newPlot\("chart-([^"]+)"', page)}
+
+
+def test_report_against_draws_verdicts_latency_cloud_metrics_and_status(home: Path, tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("BENCHFLEET_HOME", str(home))
+    out = tmp_path / "pair.html"
+    assert main(["report", OTHER[:10], "--against", BASE[:10], "-o", str(out)]) == 0
+    page = out.read_text()
+    assert page.count(html.plotly_js()[:200]) == 1, "one inlined copy of the bundle"
+    assert not re.search(r"<script[^>]+src=|<link[^>]+href=", page)
+    assert "<h1>pk-uuid against pk-auto</h1>" in page
+    verdicts = page.split("<h2>Verdicts</h2>", 1)[1].split("</table>")[0]
+    assert verdicts.count("pk-uuid</td><td class='l'>pk-auto") == 2 and "slower" in verdicts
+    figs = _figures(page)
+    assert {"relative", "throughput", "latency", "latency-series", "timeline-0", "timeline-1",
+            "cloud-WriteLatency-Milliseconds", "status-Innodb-data-fsyncs", "status-Threads-running"} <= set(figs)
+    for fig in figs.values():
+        go.Figure(fig)
+        assert {t["type"] for t in fig["data"]} <= html.BUNDLE_TRACES
+    rel = figs["relative"]
+    assert rel["data"][0]["y"] == ["pk-uuid vs pk-auto · 4 thr", "pk-uuid vs pk-auto · 16 thr"]
+    assert all(a["text"].startswith("Welch: slower") for a in rel["layout"]["annotations"])
+    # Both runs' series in each chart, named by run: latency percentiles per repetition and WriteLatency.
+    names = {t["name"] for t in figs["latency"]["data"]}
+    assert {"pk-auto: pk-auto", "pk-uuid: pk-uuid"} <= names
+    cloud = {t["name"]: t["y"] for t in figs["cloud-WriteLatency-Milliseconds"]["data"]}
+    assert set(cloud) == {"pk-auto: pk-auto", "pk-uuid: pk-uuid"}
+    assert max(cloud["pk-auto: pk-auto"]) < min(cloud["pk-uuid: pk-uuid"])
+    fsyncs = {t["name"]: t["y"] for t in figs["status-Innodb-data-fsyncs"]["data"]}
+    assert 30 < sum(fsyncs["pk-auto: pk-auto"]) / len(fsyncs["pk-auto: pk-auto"]) < 50
+
+
+def test_compare_report_writes_the_same_page_and_a_pair_with_nothing_in_common_is_refused(
+        home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("BENCHFLEET_HOME", str(home))
+    assert main(["compare", BASE, OTHER, "--report"]) == 0
+    written = home / "reports" / f"{OTHER}-vs-{BASE}.html"
+    assert str(written) in capsys.readouterr().out
+    assert "<h1>pk-uuid against pk-auto</h1>" in written.read_text()
+    # A run against itself pairs its target; one with another target and a second run with two targets
+    # shares none: exit 2 naming both runs, nothing written.
+    store = DuckDBStore(home / "benchfleet.duckdb")
+    try:
+        third = fill_store(store, "other-20261126t140000-cccc", targets=TARGETS[:2], reps=1, threads=(4,),
+                           seconds=3, warmup_s=2)
+    finally:
+        store.close()
+    out = tmp_path / "none.html"
+    assert main(["report", third, "--against", BASE, "-o", str(out)]) == 2
+    assert "no target x threads in common" in capsys.readouterr().err and not out.exists()
