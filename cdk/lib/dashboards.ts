@@ -301,7 +301,11 @@ function table(
 
 /** Visual ids by sheet: the filters below are scoped with them. */
 export const SHEETS = {
-  sweep: { sheetId: 'sweep', name: 'Thread sweep', visuals: ['tps-vs-threads', 'latency-vs-threads', 'relative'] },
+  sweep: {
+    sheetId: 'sweep',
+    name: 'Thread sweep',
+    visuals: ['tps-vs-threads', 'latency-vs-threads', 'relative', 'relative-verdicts'],
+  },
   seconds: { sheetId: 'seconds', name: 'Per second', visuals: ['tps-per-second', 'steal-per-second'] },
   cloud: { sheetId: 'cloud', name: 'Cloud metrics', visuals: ['aurora-write-latency'] },
   cost: {
@@ -337,11 +341,28 @@ export function dashboardDefinition(dataSets: Record<DatasetName, quicksight.Cfn
     ),
     barChart(
       'relative',
-      'Throughput relative to the baseline (%)',
-      '100 x (mean tps / baseline mean tps - 1) at the same threads',
+      'Throughput relative to the baseline (%): read each bar with its interval and verdict below',
+      "The verdict's difference at the same threads (paired: geometric mean of per-repetition ratios). " +
+        "A bar alone is not a finding: 'inconclusive' and 'too few repetitions' in the table below are not",
       numberDim('sweep-threads-3', 'step_results', 'threads'),
       measure('sweep-relative', 'step_results', 'relative_pct', 'AVERAGE'),
       categoryDim('sweep-target-3', 'step_results', 'series'),
+    ),
+    // QuickSight draws no whiskers on bars: the interval, the verdict's words and the caveats are this
+    // table's columns (the same figures as `benchfleet results`, tests/unit/test_dataset_sql.py).
+    table(
+      'relative-verdicts',
+      'Verdicts: the difference to the baseline with its 95% interval, and caveats',
+      'faster/slower: the interval excludes 0; equivalent: inside the margin; inconclusive: reaches beyond it; ' +
+        'too few repetitions: below 3 on a side. Caveats: the sides differed in steal, iowait or fingerprint',
+      [
+        categoryDim('sweep-v-series', 'step_results', 'series'),
+        numberDim('sweep-v-threads', 'step_results', 'threads'),
+        categoryDim('sweep-v-verdict', 'step_results', 'verdict'),
+        categoryDim('sweep-v-design', 'step_results', 'design'),
+        categoryDim('sweep-v-caveats', 'step_results', 'caveats'),
+      ],
+      maxima('sweep-v', 'step_results', ['relative_pct', 'relative_ci_low_pct', 'relative_ci_high_pct', 'margin_pct']),
     ),
   ];
   const seconds: Visual[] = [

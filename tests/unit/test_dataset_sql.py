@@ -89,6 +89,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DuckDBStore]:
     for target, arch in (("m6i-large", "x86_64"), ("m6g-large", "aarch64")):
         for rep in (1, 2):
             fp = Fingerprint(run_id=RUN, target_id=target, repetition=rep, time=T0, cpu_model="x",
+                             kernel="6.8.0-1019-aws" if target == "m6i-large" else "6.8.0-1021-aws",
                              vcpus=2, cpus_usable=2, memory_mb=8192, arch=arch, sysbench_version="1.0.20")
             spec_target = next(t for t in spec["targets"] if t["id"] == target)
             db.add_target(RUN, target, rep, {"kind": "ec2", "instance_type": target.replace("-", "."),
@@ -258,3 +259,64 @@ def test_timestream_dialect_has_every_dataset_with_every_column():
         assert "Dialect:" in text
         missing = [c for c in columns if c not in text]
         assert not missing, f"timestream/{name}.sql lacks {missing}"
+
+
+def test_step_results_verdicts_and_caveats_equal_the_comparisons(tmp_path):
+    """Issue 29: the dashboards' relative bars carry the same interval, verdict and caveats as `results`:
+    a variant paired by repetition with its target's baseline variant, another target by Welch (one
+    inconclusive, one slower), under steal 1.5 points apart and another kernel; a target with one
+    repetition is 'too few repetitions' and has no interval."""
+    from benchfleet.records import StepSummary
+
+    def summary(target, variant, rep, tps, steal):
+        return StepSummary(
+            run_id=RUN, target_id=target, variant=variant, repetition=rep, workload="w", step=f"t4.{variant}",
+            phase="measure", threads=4, time=T0 + timedelta(minutes=rep), total_time_s=10.0,
+            transactions=int(tps * 10), tps=tps, queries=int(tps * 100), qps=tps * 10, reads=0, writes=0, other=0,
+            ignored_errors=0, errors_per_s=0.0, reconnects=0, reconnects_per_s=0.0, events=int(tps * 10),
+            latency_min_ms=1.0, latency_avg_ms=2.0, latency_max_ms=9.0, latency_pct=95, latency_pct_ms=3.0,
+            samples=10, steal_mean_pct=steal)
+
+    spec = {"targets": [{"id": "a", "kind": "ec2", "instance_type": "m6i.large"},
+                        {"id": "b", "kind": "ec2", "instance_type": "m6i.large"},
+                        {"id": "c", "kind": "ec2", "instance_type": "m6i.large"},
+                        {"id": "d", "kind": "ec2", "instance_type": "m6i.large"}],
+            "variants": [{"id": "durable"}, {"id": "relaxed"}], "margin_pct": 4}
+    db = DuckDBStore(tmp_path / "v.duckdb")
+    try:
+        db.create_run(RUN, "vars", spec, "aws", None)
+        found = []
+        for target, scale, noise, steal, reps in (
+                ("a", 1.0, (1.0, 0.97, 1.03), 0.2, 3), ("b", 1.05, (1.2, 0.7, 1.0), 1.7, 3),
+                ("c", 0.7, (1.0, 0.98, 1.02), 0.2, 3), ("d", 0.9, (1.0,), 0.2, 1)):
+            for rep in range(1, reps + 1):
+                found += [summary(target, "durable", rep, 100 * scale * noise[rep - 1], steal),
+                          summary(target, "relaxed", rep, 100 * scale * noise[rep - 1] * (1.3 + 0.02 * rep), steal)]
+                db.add_target(RUN, target, rep, {"kind": "ec2", "instance_type": "m6i.large", "engine": "mysql-8.0"},
+                              Fingerprint(run_id=RUN, target_id=target, repetition=rep, time=T0, cpu_model="x",
+                                          kernel="6.1" if target == "b" else "6.8", sysbench_version="1.0.20"))
+        db.add_output(AgentOutput(summaries=found))
+        sql = {(r["target_id"], r["variant"]): r for r in db.query(dataset("step_results"))}
+        doc = stats.run_comparison(db, RUN)
+    finally:
+        db.close()
+    verdicts = set()
+    for row in doc["rows"]:
+        got, rel = sql[(row["target_id"], row["variant"])], row["relative"]
+        if rel is None:
+            assert got["verdict"] == "baseline" and got["design"] is None
+            continue
+        verdicts.add(rel["verdict"])
+        assert (got["design"], got["verdict"]) == (rel["design"], rel["verdict"]), row["label"]
+        assert got["relative_pct"] == pytest.approx(rel["pct"]) and got["margin_pct"] == 4
+        for key in ("ci_low_pct", "ci_high_pct"):
+            # Welch's t is interpolated between whole degrees of freedom (speedup.sql): within 1%.
+            assert (got[f"relative_{key}"] is None) == (rel[key] is None), (row["label"], key)
+            if rel[key] is not None:
+                assert got[f"relative_{key}"] == pytest.approx(rel[key], rel=0.01, abs=0.05), (row["label"], key)
+        # Steal: the SQL reads the step summaries' mean steal (collect writes it from the seconds), which
+        # this fixture has without seconds; results reads the seconds. The fingerprint caveats agree.
+        assert {w.split(" ")[0] for w in (got["caveats"] or "").split("; ") if w} - {"steal"} == \
+            {c["kind"] for c in row["caveats"]} - {"steal"}, row["label"]
+    assert {"faster", "slower", "inconclusive", "too few repetitions"} <= verdicts, verdicts
+    assert sql[("b", "durable")]["caveats"] == "steal 1.70% vs 0.20%; kernel 6.1 vs 6.8"

@@ -11,6 +11,7 @@ from typing import Any
 
 import duckdb
 import pytest
+from tests.unit.test_dataset_sql import athena_to_duckdb
 
 from benchfleet.aws.store import timestream
 from benchfleet.local.store import DuckDBStore
@@ -138,8 +139,7 @@ def test_the_dataset_sql_compares_each_variant_with_the_baseline_variant_of_its_
         store.create_run(RUN, "vars", spec, "aws", None)
         store.add_output(AgentOutput(summaries=[summary(t, v, 1, tps) for t, v, tps in (
             ("a", "durable", 100.0), ("a", "relaxed", 200.0), ("b", "durable", 90.0), ("b", "relaxed", 150.0))]))
-        sql = (SQL_DIR / "step_results.sql").read_text().replace('"${database}".', '"main".').replace(
-            "json_extract_scalar(", "json_extract_string(")
+        sql = athena_to_duckdb((SQL_DIR / "step_results.sql").read_text())
         rows = {(r["target_id"], r["variant"]): r for r in store.query(sql)}
     finally:
         store.close()

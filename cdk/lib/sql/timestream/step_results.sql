@@ -6,7 +6,9 @@
 -- Timestream holds no run or target metadata: run_name is the run id without its time suffix,
 -- started_at the first summary's time, the baseline target the alphabetically first target, the
 -- baseline variant the alphabetically first variant, and kind, instance type, engine, region and
--- price are null (cost per 1000 TPS and the spec's baseline need the athena store).
+-- price are null (cost per 1000 TPS and the spec's baseline need the athena store). This dialect is not
+-- given the t table (sql/common/t975.sql) nor the targets' fingerprints: no interval, so no verdict but
+-- 'no interval (timestream store)', and no caveats (issue 29: the athena store has both).
 -- Same columns, in the same order, as sql/athena/step_results.sql (sql/datasets.json).
 WITH steps AS (
     SELECT run_id, target_id, CASE WHEN variant = '-' THEN '' ELSE variant END AS variant,
@@ -46,7 +48,12 @@ SELECT s.run_id, regexp_replace(s.run_id, '-[0-9]{8}t[0-9]{6}-[0-9a-f]{4}$', '')
        b.tps_mean AS baseline_tps_mean,
        CASE WHEN b.tps_mean > 0 THEN 100 * (s.tps_mean / b.tps_mean - 1) END AS relative_pct,
        CAST(NULL AS DOUBLE) AS price_per_hour,
-       CAST(NULL AS DOUBLE) AS cost_per_1000_tps
+       CAST(NULL AS DOUBLE) AS cost_per_1000_tps,
+       CAST(NULL AS VARCHAR) AS design, CAST(NULL AS DOUBLE) AS relative_ci_low_pct,
+       CAST(NULL AS DOUBLE) AS relative_ci_high_pct,
+       CASE WHEN s.target_id = b.target_id AND s.variant = b.variant THEN 'baseline'
+            ELSE 'no interval (timestream store)' END AS verdict,
+       CAST(5.0 AS DOUBLE) AS margin_pct, CAST(NULL AS DOUBLE) AS iowait_mean_pct, CAST(NULL AS VARCHAR) AS caveats
 FROM steps s
 JOIN runs r ON r.run_id = s.run_id
 LEFT JOIN steps b ON b.run_id = s.run_id AND b.threads = s.threads AND b.variant = r.baseline_variant
