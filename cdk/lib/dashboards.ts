@@ -41,13 +41,15 @@ function sqlBody(file: string): string {
 }
 
 /**
- * The dataset's SQL for a dialect with its placeholders replaced: ${database}, and ${t975} by the
- * fragment sql/common/t975.sql (Student t quantiles for the 95% intervals).
+ * The dataset's SQL for a dialect with its placeholders replaced: ${database}, ${t975} by the
+ * fragment sql/common/t975.sql (Student t quantiles for the 95% intervals) and ${t_of_df} by
+ * sql/common/t_of_df.sql (t at the degrees of freedom of the CTE needs_t).
  */
 export function datasetSql(dialect: 'athena' | 'timestream', name: DatasetName, database: string): string {
   const body = sqlBody(path.join(SQL_DIR, dialect, `${name}.sql`));
   const t975 = sqlBody(path.join(SQL_DIR, 'common', 't975.sql'));
-  return body.split('${t975}').join(t975).split('${database}').join(database);
+  const tOfDf = sqlBody(path.join(SQL_DIR, 'common', 't_of_df.sql'));
+  return body.split('${t_of_df}').join(tOfDf).split('${t975}').join(t975).split('${database}').join(database);
 }
 
 /** Where the data lives: the Athena store construct, or the Timestream database name. */

@@ -7,7 +7,8 @@ store filled through DuckDBStore's own methods. Dialect shim, the only differenc
 - ``"${database}".`` -> ``"main".`` (the Glue database name is substituted at synth);
 - ``json_extract_scalar(`` (Trino) -> ``json_extract_string(`` (DuckDB): same JSONPath, same result.
 
-``${t975}`` is the fragment ``cdk/lib/sql/common/t975.sql``, substituted as the CDK app does.
+``${t975}`` and ``${t_of_df}`` are the fragments ``cdk/lib/sql/common/t975.sql`` and ``t_of_df.sql``,
+substituted as the CDK app does.
 """
 
 from __future__ import annotations
@@ -42,11 +43,13 @@ QUICKSIGHT_TYPES = {"STRING": (str,), "INTEGER": (int,), "DECIMAL": (float, int)
 
 T975 = "\n".join(line for line in (SQL_DIR.parent / "common" / "t975.sql").read_text().splitlines()
                  if not line.lstrip().startswith("--"))
+T_OF_DF = "\n".join(line for line in (SQL_DIR.parent / "common" / "t_of_df.sql").read_text().splitlines()
+                    if not line.lstrip().startswith("--"))
 
 
 def athena_to_duckdb(sql: str) -> str:
     """The documented dialect shim (module docstring)."""
-    return (sql.replace("${t975}", T975).replace('"${database}".', '"main".')
+    return (sql.replace("${t_of_df}", T_OF_DF).replace("${t975}", T975).replace('"${database}".', '"main".')
             .replace("json_extract_scalar(", "json_extract_string("))
 
 

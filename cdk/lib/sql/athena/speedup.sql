@@ -6,8 +6,9 @@
 -- size_group: kind:family:engine:mysql_config:storage type (targets that differ only in size); size:
 -- the host's vCPUs, else the size name's (large 2, xlarge 4, Nxlarge 4N). A group needs two sizes.
 -- speedup = mean tps / the smallest size's mean tps at the same threads; interval: Welch on the log
--- ratio, its t interpolated (log t linear in 1/df) between the table's whole degrees of freedom,
--- within 3% of benchfleet's exact t; per_doubling = speedup ^ (1 / log2(size / smallest size)).
+-- ratio, its t interpolated (log t linear in 1/df) between the table's whole degrees of freedom
+-- (the fragment t_of_df, sql/common/t_of_df.sql), within 3% of benchfleet's exact t;
+-- per_doubling = speedup ^ (1 / log2(size / smallest size)).
 WITH t975 AS (${t975}),
 targets AS (
     SELECT run_id, target_id, max(kind) AS kind, max(instance_type) AS instance_type, max(engine) AS engine,
@@ -71,23 +72,12 @@ pairs AS (
     JOIN steps bs ON bs.run_id = b.run_id AND bs.target_id = b.target_id AND bs.threads = c.threads
     WHERE g.sizes >= 2 AND bs.m > 0 AND c.m > 0
 ),
-welch AS (
+needs_t AS (
     SELECT p.*, CASE WHEN p.se2 > 0 THEN
                p.se2 * p.se2 / (p.vc * p.vc / (p.nc - 1) + p.vb * p.vb / (p.nb - 1)) END AS df
     FROM pairs p
 ),
-t AS (
-    SELECT w.*, CASE
-               WHEN w.df IS NULL THEN NULL
-               WHEN w.df > 30 THEN 1.96 + 2.4 / w.df
-               WHEN w.df = floor(w.df) OR w.df < 1 THEN lo.t975
-               ELSE exp(ln(lo.t975) + (ln(hi.t975) - ln(lo.t975)) * (1 / CAST(lo.df AS DOUBLE) - 1 / w.df)
-                        / (1 / CAST(lo.df AS DOUBLE) - 1 / CAST(hi.df AS DOUBLE)))
-           END AS t
-    FROM welch w
-    LEFT JOIN t975 lo ON lo.df = greatest(1, CAST(floor(w.df) AS INTEGER))
-    LEFT JOIN t975 hi ON hi.df = greatest(1, CAST(floor(w.df) AS INTEGER)) + 1
-),
+t AS (${t_of_df}),
 bounded AS (
     SELECT t.*, CASE WHEN t.se2 = 0 THEN t.speedup WHEN t.se2 > 0 THEN t.speedup * exp(-t.t * sqrt(t.se2))
                 END AS ci_low,

@@ -2,7 +2,7 @@
 -- Views: throughput and p95 latency vs threads per series (target, or target · variant); relative %
 -- vs the baseline.
 -- Dialect: Athena engine v3 (Trino). ${database} is replaced at synth by the Glue database, ${t975}
--- by sql/common/t975.sql.
+-- and the t_of_df placeholder by the fragments sql/common/t975.sql and t_of_df.sql.
 -- tests/unit/test_dataset_sql.py runs this file on DuckDB with one documented shim:
 -- json_extract_scalar -> json_extract_string (the only function the two dialects name differently).
 -- Figures follow benchfleet.stats: tps is sysbench's own step tps, averaged across repetitions (and
@@ -11,7 +11,8 @@
 -- threads (the verdict's own figure: for a paired verdict the geometric mean of the per-unit ratios).
 -- Verdict (benchfleet.stats.verdict, issue 29): a variant against its target's baseline variant is
 -- paired by (repetition, block): t interval on the mean log ratio, n - 1 degrees of freedom; anything
--- else is Welch on the log of the ratio of per-repetition means, its t interpolated as in speedup.sql.
+-- else is Welch on the log of the ratio of per-repetition means, its t from the fragment t_of_df
+-- (sql/common/t_of_df.sql).
 -- relative_ci_low_pct/high_pct: the 95% interval; verdict: faster / slower (interval excludes 0),
 -- equivalent (inside ±margin_pct, the spec's, 5 by default), inconclusive, too few repetitions (below 3
 -- on a side, or no interval), baseline. caveats: what differed between the two sides beyond the
@@ -105,7 +106,7 @@ paired AS (
 ),
 -- One log ratio, its squared standard error, degrees of freedom and the repetitions (or pairs) of the
 -- smaller side, per design.
-estimate AS (
+needs_t AS (
     SELECT a.run_id, a.target_id, a.variant, a.threads, a.margin_pct, a.vs_target, a.baseline_variant,
            CASE WHEN a.paired THEN 'paired' ELSE 'welch' END AS design,
            CASE WHEN a.paired THEN p.md WHEN c.m > 0 AND b.m > 0 THEN ln(c.m / b.m) END AS lr,
@@ -127,18 +128,7 @@ estimate AS (
     LEFT JOIN spread b ON b.run_id = a.run_id AND b.target_id = a.vs_target AND b.variant = a.baseline_variant
         AND b.threads = a.threads
 ),
-t AS (
-    SELECT e.*, CASE
-               WHEN e.df IS NULL OR e.df < 1 THEN NULL
-               WHEN e.df > 30 THEN 1.96 + 2.4 / e.df
-               WHEN e.df = floor(e.df) THEN lo.t975
-               ELSE exp(ln(lo.t975) + (ln(hi.t975) - ln(lo.t975)) * (1 / CAST(lo.df AS DOUBLE) - 1 / e.df)
-                        / (1 / CAST(lo.df AS DOUBLE) - 1 / CAST(hi.df AS DOUBLE)))
-           END AS t
-    FROM estimate e
-    LEFT JOIN t975 lo ON lo.df = greatest(1, CAST(floor(e.df) AS INTEGER))
-    LEFT JOIN t975 hi ON hi.df = greatest(1, CAST(floor(e.df) AS INTEGER)) + 1
-),
+t AS (${t_of_df}),
 verdicts AS (
     SELECT t.*, CASE WHEN t.se2 = 0 THEN 0.0 WHEN t.se2 > 0 AND t.t IS NOT NULL THEN t.t * sqrt(t.se2) END AS half
     FROM t
