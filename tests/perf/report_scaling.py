@@ -34,8 +34,11 @@ RUN_ID = "scaling-20261101t000000-0000"
 FAMILIES = [("m6i", 0.048), ("m6g", 0.0385), ("c7g", 0.03625), ("m7i", 0.0504), ("r6i", 0.063)]
 SIZE_NAMES = [("large", 2), ("xlarge", 4), ("2xlarge", 8), ("4xlarge", 16), ("8xlarge", 32)]
 
+# Columns named: the tables gain columns (variant, block, arrived_s...) that these rows leave at their default.
 _SAMPLES_SQL = """
-INSERT INTO samples
+INSERT INTO samples (time, run_id, target_id, repetition, workload, step, threads, phase, second, tps, qps,
+                     reads_per_s, writes_per_s, other_per_s, latency_ms, latency_pct, errors_per_s, reconnects_per_s,
+                     cpu_steal_pct, cpu_user_pct, cpu_system_pct, cpu_iowait_pct, interval_s)
 SELECT TIMESTAMPTZ '2026-11-01 00:00:00+00' + to_seconds(CAST(k * (? + 10) + i AS BIGINT)) AS time,
        ? AS run_id, 't' || lpad(CAST(t AS VARCHAR), 3, '0') AS target_id, 1 AS repetition,
        'sweep' AS workload, 't' || lpad(CAST(th AS VARCHAR), 4, '0') AS step, th AS threads,
@@ -51,7 +54,11 @@ FROM (
 """
 
 _SUMMARIES_SQL = """
-INSERT INTO step_summaries
+INSERT INTO step_summaries (time, run_id, target_id, repetition, workload, step, threads, phase, total_time_s,
+                            transactions, tps, queries, qps, reads, writes, other, ignored_errors, errors_per_s,
+                            reconnects, reconnects_per_s, events, latency_min_ms, latency_avg_ms, latency_max_ms,
+                            latency_pct, latency_pct_ms, sysbench_version, samples, tps_cv, steal_mean_pct,
+                            samples_expected, covered_s, missing_final)
 SELECT max(time), run_id, target_id, repetition, any_value(workload), step, any_value(threads), 'measure',
        count(*), CAST(sum(tps) AS BIGINT), avg(tps), CAST(sum(qps) AS BIGINT), avg(qps),
        CAST(sum(reads_per_s) AS BIGINT), 0, CAST(sum(other_per_s) AS BIGINT), 0, 0, 0, 0,
