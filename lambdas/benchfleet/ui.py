@@ -15,6 +15,7 @@ from rich.table import Table
 from benchfleet.plan import Plan, PlanStep, TargetPlan
 from benchfleet.records import AgentOutput, StepSummary
 from benchfleet.stats.caveats import words as caveat_words
+from benchfleet.stats.figures import percentile_of
 
 # Off a terminal (CI logs, pipes) rich would assume 80 columns and fold the tables.
 console = Console(width=None if sys.stdout.isatty() else 160)
@@ -319,7 +320,7 @@ def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
     repetitions, else the range), steal, and the repetitions whose per-second data has gaps."""
     stats = doc["statistics"]
     rows = stats["rows"]
-    pct = next((r["latency_pct"] for r in rows if r.get("latency_pct")), 95)
+    pct = percentile_of(rows)
     trial = stats.get("trial")
     title = f"comparison: {run_id}" + (f"\n[bold yellow]not the spec's result: {trial['label']}" if trial else "")
     base = stats.get("baseline") if not stats.get("baseline_variant") else \

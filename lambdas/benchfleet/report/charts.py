@@ -13,6 +13,7 @@ from html import escape
 from typing import Any
 
 from benchfleet.stats.caveats import words as caveat_words
+from benchfleet.stats.figures import percentile_of
 
 Figure = dict[str, Any]
 
@@ -180,7 +181,7 @@ def latency(comparison: dict[str, Any], palette: dict[str, str]) -> Figure:
     rows_all = comparison["rows"]
     threads = sorted({r["threads"] for r in rows_all})
     single = len(threads) == 1
-    pct = next((r["latency_pct"] for r in rows_all if r.get("latency_pct")), 95)
+    pct = percentile_of(rows_all)
     hover = "%{fullData.name}<br>%{x}" + ("" if single else " threads") + ": p" + str(pct) + \
         " %{y:,.2f} ms<extra></extra>"
     values: list[float | None] = []

@@ -20,6 +20,7 @@ from benchfleet.local.store import DuckDBStore
 from benchfleet.report import charts
 from benchfleet.report.data import fingerprint_values, given, host_of, timeline
 from benchfleet.stats.caveats import words as caveat_words
+from benchfleet.stats.figures import percentile_of
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#222;background:#f6f7f9}
@@ -40,6 +41,7 @@ th{background:#fafbfc;position:sticky;top:0;font-weight:600} td.l,th.l{text-alig
 .kv div:nth-child(odd){color:#666} .faster{color:#17803d;font-weight:600} .slower{color:#b42318;font-weight:600}
 .equiv{color:#1d4ed8;font-weight:600} .ci{color:#666;font-size:11.5px}
 .unsure{color:#8a5a00;font-style:italic;border:1px dashed #c99a2e;border-radius:3px;padding:0 3px;
+display:inline-block;white-space:normal;min-width:7em;max-width:11em;text-align:left;
 background:repeating-linear-gradient(135deg,#fff,#fff 4px,#fbf1dc 4px,#fbf1dc 8px)}
 .caveat{color:#9a3412;font-weight:600;display:inline-block;white-space:normal;min-width:10em;max-width:16em;
 text-align:left}
@@ -312,7 +314,7 @@ def _summary_table(comparison: dict[str, Any]) -> str:
     from benchfleet.ui import verdict_text
 
     rows = []
-    pct = next((r["latency_pct"] for r in comparison["rows"] if r.get("latency_pct")), 95)
+    pct = percentile_of(comparison["rows"])
     priced = {t["target_id"]: _price_known(t) for t in comparison["targets"]}
     for r in comparison["rows"]:
         tps = r["tps"]
@@ -362,7 +364,7 @@ def _summary_table(comparison: dict[str, Any]) -> str:
 
 def _jitter_table(comparison: dict[str, Any]) -> str:
     rows = []
-    pct = next((r["latency_pct"] for r in comparison["rows"] if r.get("latency_pct")), 95)
+    pct = percentile_of(comparison["rows"])
     for r in comparison["rows"]:
         j = r["jitter"]
         rows.append([

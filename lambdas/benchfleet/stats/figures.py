@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from benchfleet.stats.tdist import t_quantile
@@ -152,3 +152,9 @@ def percentile_spread(values: Sequence[float | None]) -> dict[str, Any]:
         return {"median": None, "min": None, "max": None, "n": 0, "values": []}
     median = statistics.median(xs) if len(xs) % 2 == 1 else None
     return {"median": median, "min": min(xs), "max": max(xs), "n": len(xs), "values": xs}
+
+
+def percentile_of(rows: Iterable[Mapping[str, Any]], default: float = 95) -> str:
+    """The latency percentile result rows report, as its label says it ('95', '99.9'; never '95.0')."""
+    value = next((r["latency_pct"] for r in rows if r.get("latency_pct")), default)
+    return f"{float(value):g}"
