@@ -467,11 +467,11 @@ class RunService:
             all_done = True
             for rep in range(1, tp.repetitions + 1):
                 finished = done.get((tp.target_id, rep), set())
-                steps = [{"step": s.name, "kind": s.kind, "threads": s.threads,
+                steps = [{"step": s.name, "kind": s.kind, "threads": s.threads, "variant": s.variant,
                           "status": "done" if s.name in finished else self._pending(status)}
-                         for s in tp.steps]
+                         for s in tp.steps_of(rep)]
                 reps.append({"repetition": rep, "steps": steps})
-                all_done = all_done and all(s.name in finished for s in tp.steps)
+                all_done = all_done and all(s["status"] == "done" for s in steps)
             targets.append({"target_id": tp.target_id, "kind": tp.kind,
                             "status": "done" if all_done else self._pending(status), "repetitions": reps})
         out: dict[str, Any] = {

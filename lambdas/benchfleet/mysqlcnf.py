@@ -112,3 +112,30 @@ def _resolve(key: str, value: str, memory_bytes: Optional[int], name: str, numbe
     # InnoDB rounds the pool to its chunk size anyway; whole MiB keep the rendered file readable.
     mib = max(8, int(memory_bytes * share / 100) // (1024 * 1024))
     return "{}M".format(mib)
+
+# ---- comparing settings and giving them to SET GLOBAL (variants; stdlib, shipped with the agent) ------
+_SIZE = re.compile(r"^([0-9]+)([kmgt])$", re.IGNORECASE)
+_TRUE, _FALSE = {"on", "true", "yes"}, {"off", "false", "no"}
+
+
+def bytes_of(text: str) -> Optional[str]:
+    """``64M`` -> ``67108864``; None when ``text`` is not a size with a unit."""
+    size = _SIZE.match(text)
+    return str(int(size.group(1)) * 1024 ** ("kmgt".index(size.group(2).lower()) + 1)) if size else None
+
+
+def normalised(value: object) -> str:
+    """One spelling of a setting's value, for comparing two variants' settings: sizes in bytes,
+    booleans as ON/OFF."""
+    low = str(value).strip().strip("'\"").lower()
+    return bytes_of(low) or ("ON" if low in _TRUE else "OFF" if low in _FALSE else low)
+
+
+def set_global_value(value: object) -> Optional[str]:
+    """``value`` as SET GLOBAL takes it (sizes in bytes, ON/OFF, numbers bare, words quoted), or None
+    when it holds characters no setting's value needs (then the server is restarted instead)."""
+    text = normalised(value)
+    if re.match(r"^(?:-?[0-9]+(?:\.[0-9]+)?|ON|OFF)$", text, re.IGNORECASE):
+        return text
+    raw = str(value).strip()
+    return "'{}'".format(raw) if re.match(r"^[A-Za-z0-9_.,:/+-]{1,256}$", raw) else None

@@ -338,10 +338,11 @@ def workload_steps(workload: Workload) -> list[PlanStep]:
     return steps
 
 
-def database_name(data_set: int, owner: str) -> str:
-    """The schema of a target's ``data_set``-th data set: ``sbtest``, then ``sbtest_<variant>`` for the
-    first variant loading each other one (variant ids are [a-z0-9-], so the names never collide)."""
-    return DEFAULT_DATABASE if data_set == 0 else f"{DEFAULT_DATABASE}_{owner.replace('-', '_')}"
+def database_name(data_set: int, owner: str) -> str | None:
+    """The schema of a target's ``data_set``-th data set: None for the first (the target's own: sbtest,
+    or an existing server's ``database``), then ``sbtest_<variant>`` for the first variant loading each
+    other one (variant ids are [a-z0-9-], so the names never collide)."""
+    return None if data_set == 0 else f"{DEFAULT_DATABASE}_{owner.replace('-', '_')}"
 
 
 def variant_steps(loaded: LoadedSpec, switches: dict[tuple[str, str], str],
@@ -369,8 +370,8 @@ def variant_steps(loaded: LoadedSpec, switches: dict[tuple[str, str], str],
     def switch_to(variant: str) -> dict[str, SwitchMethod]:
         return {a: m for (a, b), m in switches.items() if b == variant and m != "none"}  # type: ignore[misc]
 
-    data_sets: dict[str, str] = {}      # data set key -> schema
-    database: dict[str, str] = {}       # variant id -> schema
+    data_sets: dict[str, str | None] = {}      # data set key -> schema
+    database: dict[str, str | None] = {}       # variant id -> schema
     head: list[int] = []
     for v in variants:
         key = data_set_key(v.workload)
@@ -385,7 +386,7 @@ def variant_steps(loaded: LoadedSpec, switches: dict[tuple[str, str], str],
     owners = {data_sets[data_set_key(v.workload)]: v for v in reversed(variants)}  # first variant of each
     for schema, v in sorted(owners.items(), key=lambda kv: list(data_sets.values()).index(kv[0])):
         if v.workload.warmup_s:
-            first = schema == DEFAULT_DATABASE
+            first = schema is None
             head.append(add({"name": "warmup" if first else f"warmup.{v.id}", "kind": "warmup",
                              "threads": max(v.workload.threads), "duration_s": v.workload.warmup_s,
                              "variant": v.id, "database": schema}))

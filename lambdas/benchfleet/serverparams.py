@@ -23,8 +23,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
+from benchfleet.mysqlcnf import bytes_of, normalised
+
 Switch = Literal["none", "set-global", "restart"]
-_SIZE = re.compile(r"^([0-9]+)([kmgt])$", re.IGNORECASE)
 _PERCENT = re.compile(r"^([0-9]+(?:\.[0-9]+)?)%$")
 _TRUE, _FALSE = {"on", "true", "yes"}, {"off", "false", "no"}
 # RDS formula variable for a share of the instance's memory (DB parameter formula variables).
@@ -74,19 +75,6 @@ def _name(option: str) -> str:
     return name[len("loose_"):] if name.startswith("loose_") else name
 
 
-def _bytes(text: str) -> str | None:
-    """``64M`` -> ``67108864``; None when ``text`` is not a size with a unit."""
-    size = _SIZE.match(text)
-    return str(int(size.group(1)) * 1024 ** ("kmgt".index(size.group(2).lower()) + 1)) if size else None
-
-
-def normalised(value: object) -> str:
-    """One spelling of a setting's value, for comparing two variants' settings: sizes in bytes,
-    booleans as ON/OFF."""
-    low = str(value).strip().strip("'\"").lower()
-    return _bytes(low) or ("ON" if low in _TRUE else "OFF" if low in _FALSE else low)
-
-
 def switch_method(family: str, before: dict[str, str], after: dict[str, str],
                   catalogue: Catalogue | None = None) -> tuple[Switch, list[str]]:
     """How a server running with ``before`` (option -> value, as the cnf renders them) comes to run
@@ -105,16 +93,6 @@ def switch_method(family: str, before: dict[str, str], after: dict[str, str],
     if static:
         return "restart", static
     return "set-global", changed
-
-
-def set_global_value(value: object) -> str | None:
-    """``value`` as SET GLOBAL takes it (sizes in bytes, ON/OFF, numbers bare, words quoted), or None
-    when it holds characters no setting's value needs (then the server is restarted instead)."""
-    text = normalised(value)
-    if re.fullmatch(r"-?[0-9]+(?:\.[0-9]+)?|ON|OFF", text, re.IGNORECASE):
-        return text
-    raw = str(value).strip()
-    return f"'{raw}'" if re.fullmatch(r"[A-Za-z0-9_.,:/+-]{1,256}", raw) else None
 
 
 # ---- RDS and Aurora -----------------------------------------------------------------------------
@@ -145,7 +123,7 @@ def rds_value(value: str) -> str | None:
         # Integer arithmetic only in RDS formulas: a share in ten-thousandths keeps two decimals.
         return "{" + f"{RDS_MEMORY}*{round(share * 100)}/10000" + "}"
     low = text.lower()
-    return _bytes(low) or ("1" if low in _TRUE else "0" if low in _FALSE else text)
+    return bytes_of(low) or ("1" if low in _TRUE else "0" if low in _FALSE else text)
 
 
 def db_parameters(kind: str, options: list[tuple[str, str]],

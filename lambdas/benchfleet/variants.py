@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from benchfleet import serverparams
-from benchfleet.mysqlcnf import engine_family, render, with_server_options
+from benchfleet.mysqlcnf import engine_family, normalised, render, with_server_options
 from benchfleet.spec import LoadedSpec, ResolvedVariant, cnf_text, target_settings
 
 SERVER_KINDS = ("local", "ec2")       # servers benchfleet runs: SET GLOBAL and restarts
@@ -80,7 +80,7 @@ def switch_problems(loaded: LoadedSpec, target: Any, index: int, root: Path | No
                 continue
             mine, theirs = by_variant[v.id], by_variant[other.id]
             for name in sorted(set(mine) | set(theirs)):
-                if serverparams.normalised(mine.get(name, "")) == serverparams.normalised(theirs.get(name, "")):
+                if normalised(mine.get(name, "")) == normalised(theirs.get(name, "")):
                     continue
                 rule = catalogue.rules.get(name)
                 apply = (rule.aurora[1] if rule and rule.aurora else None) if target.kind == "aurora" \

@@ -230,14 +230,16 @@ class Agent:
     """Plays the agent for moto's SendCommand: per target, what the step ends as."""
 
     s3: Any
-    # target_id -> ok | failed | timed_out | hang | garbage | lost (ran, but its status change never
-    # arrives) | undeliverable (never reached the agent's step)
+    # target_id (or "<target_id>:<variant>") -> ok | failed | timed_out | hang | garbage | lost (ran,
+    # but its status change never arrives) | undeliverable (never reached the agent's step)
     outcome: dict[str, str] = field(default_factory=dict)
 
     def ran(self, event: dict[str, Any], result: dict[str, Any]) -> dict[str, Any] | None:
         """Run Command's end of the step: the status-change event it sends (None: the host hangs)."""
         target_id, rep, step = event["target"]["id"], event["repetition"], event["step"]["name"]
-        outcome = self.outcome.get(target_id, "ok")
+        variant = event["step"].get("variant")
+        # "<target>:<variant>": the outcome of that variant's steps only (a variant that cannot be applied).
+        outcome = self.outcome.get(f"{target_id}:{variant}") or self.outcome.get(target_id, "ok")
         # Run Command of the target's region (start_step's answer says which).
         region = result.get("region") or REGION
         command = ssm_backends[DEFAULT_ACCOUNT_ID][region].get_command_by_id(result["command_id"])
@@ -257,7 +259,9 @@ class Agent:
             for line in fixture.read_text().splitlines():
                 record = json.loads(line)
                 record.update(run_id=event["run_id"], target_id=target_id, repetition=rep,
-                              workload=event["workload"]["name"], step=step)
+                              workload=(event["step"].get("workload") or event["workload"])["name"], step=step)
+                if variant:  # the agent's records name the variant and block its job names
+                    record.update(variant=variant, block=event["step"].get("block"))
                 if record["type"] == "fingerprint":  # what the agent reads from the host's IMDS
                     record.update(self.placement(region, result["instance_id"]))
                 if outcome == "garbage" and record["type"] == "sample":

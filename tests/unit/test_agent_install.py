@@ -302,3 +302,35 @@ def test_what_plan_accepts_for_ec2_is_what_the_agent_can_install(engine):
         installable = False
     assert runplan._ec2_engine_ok(engine) is installable
     assert jobs.PASSWORD_FILE == install.PASSWORD_FILE and os.path.isabs(install.PASSWORD_FILE)
+
+
+def test_a_variants_settings_switch_on_the_host_by_set_global_or_restart(host):
+    """Issue 24: the agent switches an ec2 host's server to a step's variant: SET GLOBAL (as root over
+    the socket) where the plan says so, else the variant's cnf and a restart; where the server runs
+    its settings already, nothing. A restart that fails is the variant's error."""
+    durable = "[mysqld]\ninnodb_flush_log_at_trx_commit = 1\nsync_binlog = 1\n"
+    relaxed = "[mysqld]\ninnodb_flush_log_at_trx_commit = 2\nsync_binlog = 0\n"
+    fsync = durable + "innodb_flush_method = fsync\n"
+    varying = ["innodb_flush_log_at_trx_commit", "innodb_flush_method", "sync_binlog"]
+    host.make().run({"engine": "mariadb", "mysql_config": "durable", "cnf": durable, "variant": "durable"})
+    before = len(host.calls())
+    agent_side = host.make()
+
+    def switch(variant: str, cnf: str, table: dict) -> dict:
+        return agent_side.switch_variant({"engine": "mariadb", "mysql_config": variant, "cnf": cnf, "varying": varying,
+                                          "switch": table}, variant)
+
+    assert switch("durable", durable, {}) == {"method": "none", "requested": {
+        "innodb_flush_log_at_trx_commit": "1", "sync_binlog": "1"}}
+    done = switch("relaxed", relaxed, {"durable": "set-global", "fsync": "restart"})
+    assert done["method"] == "set-global" and done["requested"]["sync_binlog"] == "0"
+    sql = (host.fake / "sql.log").read_text()
+    assert "SET GLOBAL innodb_flush_log_at_trx_commit = 2;" in sql and "SET GLOBAL sync_binlog = 0;" in sql
+    assert not any(c.startswith("systemctl restart") for c in host.calls()[before:])
+    done = switch("fsync", fsync, {"durable": "restart", "relaxed": "restart"})
+    assert done["method"] == "restart" and "systemctl restart mariadb" in host.calls()[before:]
+    assert "innodb_flush_method = fsync" in (host.root / "etc/mysql/mariadb.conf.d/zz-benchfleet.cnf").read_text()
+    assert json.loads((host.root / "var/lib/benchfleet/variant.json").read_text())["variant"] == "fsync"
+    (host.fake / "systemctl-fail").touch()
+    with pytest.raises(install.InstallError, match="systemctl restart mariadb failed"):
+        switch("durable", durable, {"fsync": "restart", "relaxed": "set-global"})

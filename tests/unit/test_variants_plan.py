@@ -141,9 +141,9 @@ def test_variants_with_other_data_sets_prepare_their_own_schema_before_the_sweep
                                                        {"id": "same"}]), "f"), "f"))
     steps = plan.targets[0].steps_of(1)
     head = [(s.name, s.database) for s in steps[:3]]
-    assert head == [("prepare", "sbtest"), ("prepare.reads", "sbtest_reads"), ("warmup", "sbtest")]
+    assert head == [("prepare", None), ("prepare.reads", "sbtest_reads"), ("warmup", None)]
     assert {s.variant: s.database for s in steps if s.kind == "measure"} == {
-        "durable": "sbtest", "same": "sbtest", "reads": "sbtest_reads"}
+        "durable": None, "same": None, "reads": "sbtest_reads"}
     # Three variants: the order turns by one at every thread count.
     assert [s.variant for s in steps if s.kind == "measure"] == ["durable", "reads", "same", "reads", "same", "durable"]
 
@@ -184,12 +184,12 @@ def test_rds_values_and_settings_rds_does_not_allow() -> None:
     assert refused and "does not let a parameter group set it" in refused[0]
 
 
-def test_until_the_state_machine_measures_variants_plan_refuses_them_naming_the_field() -> None:
+def test_until_a_parameter_group_switches_them_rds_refuses_variants_naming_the_field() -> None:
     from benchfleet.aws.errors import PlanRejected
     from benchfleet.aws.planning import runplan
     from benchfleet.aws.regions import TargetRegions
 
-    cloud = spec(targets=[{"id": "m", "kind": "ec2", "instance_type": "m6i.large", "region": "us-east-1"}])
+    cloud = spec(targets=[{"id": "m", "kind": "rds", "instance_class": "db.m6g.large", "region": "us-east-1"}])
     with pytest.raises(PlanRejected, match="variants: "):
         runplan._loaded(cloud, TargetRegions.of("us-east-1"))
 

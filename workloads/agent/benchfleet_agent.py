@@ -357,7 +357,25 @@ def step_settings(job: Dict[str, Any], conn: benchfleet_dbclient.Connection) -> 
 def _run_step(job: Dict[str, Any], emit: Emitter, conn: benchfleet_dbclient.Connection) -> int:
     step = job["step"]
     duration = int(step["duration_s"])
+    wanted = job.get("settings")
+    if isinstance(wanted, dict) and isinstance(wanted.get("apply"), dict):
+        # A server this host runs (ec2): switch it to the variant's settings first.
+        try:
+            done = benchfleet_install.Installer(emit.emit).switch_variant(wanted["apply"], str(wanted.get("variant")))
+        except benchfleet_install.InstallError as e:
+            return emit.error("variant", "variant {}: its settings could not be applied: {}".format(
+                wanted.get("variant"), e), **e.fields)
+        wanted.update(method=done["method"], requested=done["requested"])
     settings = step_settings(job, conn)
+    deadline = time.time() + float((wanted or {}).get("wait_s") or 0)
+    while settings and settings["differences"] and time.time() < deadline:
+        # A managed server (rds / aurora) takes a parameter group's change in its own time.
+        time.sleep(5)
+        settings = step_settings(job, conn)
+    if settings and settings["differences"] and (wanted or {}).get("wait_s"):
+        return emit.error("variant", "variant {}: the server still runs with other values after {} s: {}".format(
+            settings["variant"], wanted.get("wait_s"), ", ".join(
+                "{option} {requested} -> {effective}".format(**d) for d in settings["differences"])))
     if settings and settings["differences"]:
         emit.emit("notice", stage="settings", time=time.time(),
                   message="variant {}: the server runs with other values than requested: {}".format(

@@ -22,6 +22,7 @@ commands (found on ``PATH``) are injectable, so tests run it against fake apt-ge
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
@@ -30,6 +31,8 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 PASSWORD_FILE = "/var/lib/benchfleet/db.cnf"  # noqa: S105 - a path, not a password
+# Which variant's settings the host's server runs with, and their rendered values (variants).
+VARIANT_FILE = "/var/lib/benchfleet/variant.json"
 CNF_NAME = "zz-benchfleet.cnf"
 DB_USER = "sbtest"
 DB_NAME = "sbtest"
@@ -277,8 +280,73 @@ class Installer:
         _, rendered = self.write_cnf(family, engine, str(spec.get("mysql_config") or "default"), cnf)
         self.restart(family)
         self.create_user(family)
+        if spec.get("variant"):  # a spec with variants: the server starts with the first one's settings
+            self.record_variant(str(spec["variant"]), dict(rendered.options))
         # What was asked for: the fingerprint compares it with what the server reports it runs with.
         return {"config_hash": rendered.sha256, "requested": dict(rendered.options)}
+
+    # ---- variants ---------------------------------------------------------------------------------
+    def record_variant(self, variant: str, options: Dict[str, str]) -> None:
+        path = self.path(VARIANT_FILE)
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        with open(path + ".tmp", "w") as f:
+            json.dump({"variant": variant, "options": options}, f)
+        os.replace(path + ".tmp", path)
+
+    def current_variant(self) -> Dict[str, Any]:
+        try:
+            with open(self.path(VARIANT_FILE)) as f:
+                found = json.load(f)
+            return found if isinstance(found, dict) else {}
+        except (OSError, ValueError):
+            return {}
+
+    def switch_variant(self, apply: Dict[str, Any], variant: str) -> Dict[str, Any]:
+        """Bring ``variant``'s settings into effect on this host's server before a step: nothing when
+        they are, SET GLOBAL (as root over the socket) of what differs when the plan's switch from the
+        current variant says so, else the variant's cnf rendered for this host and a restart on the
+        same data. Returns the method and the values the variant asks for (the agent checks them)."""
+        from benchfleet.mysqlcnf import CnfError, render, set_global_value
+
+        if self.root == "/" and hasattr(os, "geteuid") and os.geteuid() != 0:
+            raise InstallError("switching a variant's settings needs root (the agent runs as root under SSM)")
+        engine = str(apply.get("engine") or "mysql-8.0")
+        family = engine_family(engine)
+        name = str(apply.get("mysql_config") or "variant")
+        try:
+            options = dict(render(str(apply.get("cnf") or ""), engine, self.memory_bytes(), name + ".cnf").options)
+        except CnfError as e:
+            raise InstallError("cnf {}: {}".format(name, e)) from None
+        varying = [str(n) for n in apply.get("varying") or []]
+        requested = {n: options[n] for n in varying if n in options}
+        state = self.current_variant()
+        current = state.get("variant")
+        if current == variant:
+            return {"method": "none", "requested": requested}
+        started = self.clock()
+        method = (apply.get("switch") or {}).get(current or "", "restart")
+        if method == "set-global":
+            before = state.get("options") or {}
+            values = {}
+            for option in varying:
+                if options.get(option) == before.get(option):
+                    continue
+                value = set_global_value(options.get(option, ""))
+                if value is None:
+                    raise InstallError("{} = {!r} cannot be given to SET GLOBAL".format(option, options.get(option)))
+                values[option] = value
+            out = self._sql("".join("SET GLOBAL {} = {};\n".format(k, v) for k, v in values.items()))
+            if out.returncode != 0:
+                said = (out.stderr or "").strip()
+                raise InstallError("SET GLOBAL failed (exit {}): {}".format(out.returncode, said[-500:]),
+                                   exit_code=out.returncode, output_tail=said[-4000:])
+        elif method != "none":
+            method = "restart"
+            self.write_cnf(family, engine, name, str(apply.get("cnf") or ""))
+            self.restart(family)
+        self.record_variant(variant, options)
+        self._record("variant", started, variant=variant, method=method)
+        return {"method": method, "requested": requested}
 
     def client_host(self, spec: Dict[str, Any]) -> Dict[str, Any]:
         self.quiet_background_apt()

@@ -29,6 +29,16 @@ class Step(_In):
     timeout_s: int = 3600
     # Prepare step only: what the agent sets up on the fresh host (runplan._install).
     install: dict[str, Any] | None = None
+    # Variants (benchfleet.plan.PlanStep, benchfleet.aws.planning.variantplan): whose workload and data
+    # set, which block, whose settings and how to switch to them, the variant's workload where it is not
+    # the spec's, and its settings in the form the target's kind applies them.
+    variant: str | None = None
+    block: int | None = None
+    database: str | None = None
+    settings: str | None = None
+    switch: dict[str, str] = {}
+    workload: dict[str, Any] | None = None
+    variant_settings: dict[str, Any] | None = None
 
 
 class TargetItem(_In):
@@ -43,6 +53,8 @@ class TargetItem(_In):
     expires_at: str
     deadline: str
     steps: list[Step]
+    # Per repetition, indices into steps in the order they run (runplan).
+    sequence: list[list[int]] = []
     timing: Timing
 
 

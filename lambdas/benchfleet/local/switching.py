@@ -13,9 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchfleet import serverparams
 from benchfleet.local.mariadb import LocalServer, LocalServerError
-from benchfleet.mysqlcnf import render
+from benchfleet.mysqlcnf import normalised, render, set_global_value
 from benchfleet.plan import PlanStep
 from benchfleet.spec import LoadedSpec, LocalTarget
 from benchfleet.variants import cnf_source
@@ -46,7 +45,7 @@ class VariantSettings:
             sources[v.id] = (f"{config}.cnf", source)
             options[v.id] = dict(render(source, "mariadb", target.memory_mb * 1024 * 1024, f"{config}.cnf").options)
         names = sorted({n for opts in options.values() for n in opts})
-        varying = [n for n in names if len({serverparams.normalised(o.get(n, "\0")) for o in options.values()}) > 1]
+        varying = [n for n in names if len({normalised(o.get(n, "\0")) for o in options.values()}) > 1]
         return cls(sources=sources, options=options, varying=varying)
 
     @property
@@ -76,7 +75,7 @@ class VariantSettings:
                 for name in self.varying:
                     if self.options[wanted].get(name) == self.options[self.current or wanted].get(name):
                         continue
-                    value = serverparams.set_global_value(self.options[wanted][name])
+                    value = set_global_value(self.options[wanted][name])
                     if value is None:
                         raise LocalServerError(f"{name} = {self.options[wanted][name]!r} cannot be given to SET GLOBAL")
                     values[name] = value

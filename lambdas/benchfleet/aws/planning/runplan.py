@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from benchfleet import catalogue, cost_ceiling, naming
 from benchfleet.aws.errors import PlanRejected, aws_errors
-from benchfleet.aws.planning import asl_walk, controlplane, history
+from benchfleet.aws.planning import asl_walk, controlplane, history, variantplan
 from benchfleet.aws.regions import TargetRegions
 from benchfleet.aws.settings import DEFAULT_RESULTS_STORE, Settings
 from benchfleet.aws.steps import commands
@@ -142,9 +142,9 @@ def _loaded(spec_data: dict[str, Any], regions: TargetRegions) -> LoadedSpec:
     except SpecError as e:
         raise PlanRejected(str(e), field=e.problems[0][0]) from None
     problems = []
-    if spec.variants:
-        problems.append("variants: variants run locally for now (benchfleet run --local); the state machine "
-                        "does not measure them yet")
+    if spec.variants and any(t.kind in ("rds", "aurora") for t in spec.targets):
+        problems.append("variants: rds and aurora targets do not measure variants yet (their settings switch "
+                        "through the run's parameter group)")
     for i, target in enumerate(spec.targets):
         if target.kind not in CLOUD_KINDS:
             problems.append(f"targets[{i}].kind: {target.kind} targets run with benchfleet run --local")
@@ -187,11 +187,21 @@ def _cnf_source(index: int, name: str, engine: str, server_options: dict[str, An
     return source
 
 
-def _install(index: int, target: dict[str, Any]) -> dict[str, Any] | None:
+def _install(index: int, target: dict[str, Any], loaded: LoadedSpec | None = None) -> dict[str, Any] | None:
     """What the agent sets up on a fresh host on the prepare step (None: nothing, an existing host).
     An ec2 host gets its cnf with the spec's server_options in it: the server the host starts is
-    the one the spec describes, and the fingerprint compares what it runs with against all of it."""
+    the one the spec describes, and the fingerprint compares what it runs with against all of it.
+    With variants, the first variant's (``variant`` names it: the agent switches from there)."""
     if target["kind"] == "ec2":
+        if loaded is not None and loaded.variants:
+            spec_target = loaded.spec.targets[index]
+            _cnf_source(index, target["mysql_config"], target["engine"], target.get("server_options") or {})
+            config, source, first = variantplan.first_cnf(loaded, spec_target)
+            try:
+                render(source, target["engine"], 8 * 1024**3, name=f"{config}.cnf")
+            except CnfError as e:
+                raise PlanRejected(f"spec: variants[0]: {e}") from None
+            return {"engine": target["engine"], "mysql_config": config, "cnf": source, "variant": first}
         return {"engine": target["engine"], "mysql_config": target["mysql_config"],
                 "cnf": _cnf_source(index, target["mysql_config"], target["engine"],
                                    target.get("server_options") or {})}
@@ -214,14 +224,18 @@ def step_timeout_s(duration_s: int, kind: str) -> int:
     return commands.DELIVERY_TIMEOUT_S + duration_s + SETUP_S[kind] + 600 + CALLBACK_MARGIN_S
 
 
-def _steps(target: TargetPlan, o: Timing, install: dict[str, Any] | None) -> list[dict[str, Any]]:
+def _steps(target: TargetPlan, o: Timing, install: dict[str, Any] | None,
+           loaded: LoadedSpec | None = None, spec_target: Any = None) -> list[dict[str, Any]]:
     out = []
+    cache: dict[str, Any] = {}
     for step in target.steps:
         item = {**step.model_dump(), "setup_s": SETUP_S[step.kind],
                 "cooldown_s": step.cooldown_s if o.cooldown_s is None else o.cooldown_s,
                 "timeout_s": o.step_timeout_s or step_timeout_s(step.duration_s, step.kind)}
-        if step.kind == "prepare" and install:
+        if step.index == 0 and install:  # every repetition's first step sets its fresh host up
             item["install"] = install
+        if loaded is not None and loaded.variants:
+            item.update(variantplan.step_extras(loaded, spec_target, step, cache))
         out.append(item)
     return out
 
@@ -401,7 +415,10 @@ def plan_run(request: RunRequest, *, execution_name: str | None = None, zone_cou
             "repetitions": list(range(1, t.repetitions + 1)),
             # Each repetition's start after the first's (the definition's "Wait for its start").
             "start_after_s": [0 if t.at_once == 1 else i * t.spacing_s for i in range(t.repetitions)],
-            "steps": _steps(t, o, _install(index, target)),
+            "steps": _steps(t, o, _install(index, target, loaded), loaded, spec_target),
+            # Per repetition, the steps it runs in order (indices into steps): variants interleave in
+            # an order that turns from one repetition to the next.
+            "sequence": t.sequence or [list(range(len(t.steps)))] * t.repetitions,
             "timing": _timing(t, o),
         })
     if not distributed and len(json.dumps(targets, separators=(",", ":"))) > INLINE_MAX_TARGET_BYTES:

@@ -51,10 +51,33 @@ def db_of(state: StepState) -> dict[str, Any]:
     return {**db, "tls": "required"}
 
 
+def settings_of(state: StepState) -> dict[str, Any] | None:
+    """A variant step's ``settings`` for the agent: on ec2 what it needs to switch the host's server
+    itself (the variant's cnf, the settings that differ between variants, the switch table); on rds /
+    aurora the values start_step put into the parameter group, which the agent waits to see; elsewhere
+    the variant's name (nothing to switch)."""
+    step = state.step
+    if step.settings is None:
+        return None
+    given: dict[str, Any] = dict(step.variant_settings) if step.variant_settings else {}
+    out: dict[str, Any] = {"variant": step.settings}
+    if state.kind == "ec2":
+        apply: dict[str, Any] = {k: given[k] for k in ("engine", "mysql_config", "cnf", "varying") if k in given}
+        out["apply"] = {**apply, "switch": dict(step.switch)}
+    elif state.kind in ("rds", "aurora"):
+        out.update(method="parameter-group", wait_s=given.get("wait_s", 0),
+                   requested={p["name"]: p["value"] for p in given.get("parameters") or []
+                              if not str(p["value"]).startswith("{")})  # RDS sizes formulas itself
+    else:
+        out.update(method="none", requested={})
+    return out
+
+
 def job_for(state: StepState) -> dict[str, Any]:
     step = PlanStep.model_validate(state.step.model_dump())
+    workload = Workload.model_validate(state.step.workload or state.workload)
     job = agent_job(run_id=state.run_id, target_id=state.target["id"], repetition=state.repetition,
-                    workload=Workload.model_validate(state.workload), step=step, db=db_of(state))
-    if step.kind == "prepare" and state.step.install:
+                    workload=workload, step=step, db=db_of(state), settings=settings_of(state))
+    if step.index == 0 and state.step.install:
         job["install"] = state.step.install
     return job
