@@ -345,7 +345,8 @@ class RunService:
         # strict JSON, since validate_submission refused NaN, Infinity and integers beyond 64 bits.
         execution_input = runplan.RunRequest(spec=spec_data, run_id=run_id).model_dump_json(exclude_defaults=True)
         estimate = {"estimated_cost_usd": plan.estimated_cost_usd, "wall_s": plan.wall_s,
-                    "unpriced_targets": plan.unpriced_targets, "budget_usd": plan.budget_usd}
+                    "unpriced_targets": plan.unpriced_targets, "budget_usd": plan.budget_usd,
+                    "warnings": plan.warnings}
         try:
             started = self.sfn.start_execution(stateMachineArn=self.state_machine_arn, name=run_id,
                                                input=execution_input)

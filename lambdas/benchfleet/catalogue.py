@@ -9,6 +9,10 @@ from EC2's DescribeInstanceTypeOfferings; ``benchfleet.catalogue_refresh``): a t
 a region does not offer is refused naming its ``instance_type`` and the region. A region without a
 recording refuses nothing. DB instance classes per region are not recorded (AWS documents no list:
 the RDS pricing pages and DescribeOrderableDBInstanceOptions are the sources).
+Per instance type, what its storage can do (``workloads/catalogue/ec2-storage.json``, from EC2's
+DescribeInstanceTypes): EBS baseline and maximum IOPS and throughput (the plan warns when a stripe
+asks for more, ``benchfleet.stripe``), how many volumes it attaches, and its instance-store disks
+(a stripe of instance-store disks cannot use more disks than the type has).
 A spec that fails here would otherwise start an execution and fail at provision, minutes later.
 
 The catalogue is data, dated by its ``as_of``; tests check that it covers every shipped comparison
@@ -73,6 +77,38 @@ class Offerings(_Data):
         return sizes == "*" or (isinstance(sizes, list) and size in sizes)
 
 
+class EbsLimits(_Data):
+    """An instance type's EBS bandwidth (EBS-optimized): baseline (sustained) and maximum (burst)."""
+
+    baseline_iops: int | None = None
+    baseline_mb_s: float | None = None
+    max_iops: int | None = None
+    max_mb_s: float | None = None
+
+
+class InstanceStore(_Data):
+    disks: int
+    size_gb: int
+    type: str | None = None
+    nvme: bool = False
+
+
+class TypeStorage(_Data):
+    hypervisor: str | None = None
+    ebs_nvme: str | None = None
+    max_ebs_attachments: int | None = None
+    ebs: EbsLimits | None = None
+    instance_store: InstanceStore | None = None
+
+
+class StorageLimits(_Data):
+    """Per instance type, what its storage can do (ec2-storage.json)."""
+
+    as_of: str
+    source: str
+    types: dict[str, TypeStorage]
+
+
 class Catalogue(_Data):
     as_of: str
     regions: list[str]
@@ -81,6 +117,11 @@ class Catalogue(_Data):
     aurora: DbSection
     storage: dict[str, dict[str, StorageRule]]
     offerings: Offerings | None = None
+    storage_limits: StorageLimits | None = None
+
+    def type_storage(self, instance_type: str) -> TypeStorage | None:
+        """What ``instance_type``'s storage can do; None when ec2-storage.json has no recording."""
+        return self.storage_limits.types.get(instance_type) if self.storage_limits else None
 
     def instance_type(self, name: str) -> Family | None:
         family, _, size = name.partition(".")
@@ -99,6 +140,7 @@ def catalogue_path() -> Path:
 
 
 OFFERINGS_FILE = "ec2-offerings.json"
+STORAGE_FILE = "ec2-storage.json"
 
 
 @lru_cache(maxsize=4)
@@ -108,6 +150,9 @@ def _load(path: str) -> Catalogue:
     offerings = Path(path).parent / OFFERINGS_FILE
     if offerings.exists():
         data["offerings"] = json.loads(offerings.read_text())
+    limits = Path(path).parent / STORAGE_FILE
+    if limits.exists():
+        data["storage_limits"] = json.loads(limits.read_text())
     return Catalogue.model_validate(data)
 
 
@@ -126,18 +171,41 @@ def _engine_problem(engines: dict[str, list[str]], engine: str, kind: str) -> st
     return None
 
 
+def _instance_store_problems(storage: Any, where: str, family: Family | None,
+                             limits: TypeStorage | None, instance_type: str) -> list[Problem]:
+    # DescribeInstanceTypes' recording decides where there is one; aws.json's family flag otherwise.
+    store = limits.instance_store if limits else None
+    if (store is None and limits is not None) or (limits is None and family is not None and not family.instance_store):
+        return [(f"{where}.type", "this instance type has no instance store (types with local NVMe: "
+                                  "m6id, c6gd, r6id, i4i, ...)")]
+    problems: list[Problem] = [(f"{where}.{key}", f"instance-store disks take no provisioned {key} (their "
+                                                  "performance comes with the instance type)")
+                               for key in ("iops", "throughput_mbps") if getattr(storage, key) is not None]
+    if store is not None and not store.nvme:
+        problems.append((f"{where}.type", f"{instance_type}'s instance store is not NVMe ({store.type}); the "
+                                          "agent finds instance-store disks by their NVMe model"))
+    elif store is not None and storage.volumes > store.disks:
+        problems.append((f"{where}.volumes", f"{instance_type} has {store.disks} instance-store disk"
+                                             f"{'s' if store.disks != 1 else ''} ({store.size_gb} GB each), "
+                                             f"not {storage.volumes}"))
+    return problems
+
+
 def _storage_problems(rules: dict[str, StorageRule], storage: Any, where: str, kind: str,
-                      family: Family | None) -> list[Problem]:
+                      family: Family | None, cat: Catalogue | None = None, instance_type: str = "") -> list[Problem]:
     rule = rules.get(storage.type)
     if rule is None:
         offered = ", ".join(rules)
         return [(f"{where}.type", f"{kind} targets have no {storage.type} storage (offered: {offered})")]
+    limits = cat.type_storage(instance_type) if cat is not None and instance_type else None
     if rule.instance_store_required:
-        if family is not None and not family.instance_store:
-            return [(f"{where}.type", "this instance type has no instance store (types with local NVMe: "
-                                      "m6id, c6gd, r6id, i4i, ...)")]
-        return []
+        return _instance_store_problems(storage, where, family, limits, instance_type)
     problems: list[Problem] = []
+    # The root volume is attached too; EC2 counts both against the type's attachment limit.
+    most = limits.max_ebs_attachments if limits else None
+    if most is not None and getattr(storage, "volumes", 1) + 1 > most:
+        problems.append((f"{where}.volumes", f"{instance_type} attaches at most {most} EBS volumes, the root "
+                                             f"volume included: at most {most - 1} data volumes"))
     low, high = rule.size_gb or (1, 65536)
     if not low <= storage.size_gb <= high:
         problems.append((f"{where}.size_gb", f"{storage.type} volumes are {low}..{high} GiB on {kind}"))
@@ -202,7 +270,8 @@ def target_problems(target: Any, index: int, cat: Catalogue | None = None,
             problems += _offered_problems(cat, target.instance_type, region, f"{where}.instance_type")
         engine = _engine_problem(cat.ec2.engines, target.engine, kind)
         problems += [(f"{where}.engine", engine)] if engine else []
-        problems += _storage_problems(cat.storage["ec2"], target.storage, f"{where}.storage", kind, family)
+        problems += _storage_problems(cat.storage["ec2"], target.storage, f"{where}.storage", kind, family,
+                                      cat, target.instance_type)
         return problems
     section = cat.rds if kind == "rds" else cat.aurora
     if not cat.db_class(section, target.instance_class):

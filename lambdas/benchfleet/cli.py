@@ -208,6 +208,8 @@ def _run_remote(args: argparse.Namespace) -> int:
     problem = _unpriced_problem(plan, loaded) or _fit_problem(plan)
     if problem:
         raise CliError(f"{args.spec}: {problem}", EXIT_USAGE)
+    for warning in plan.warnings:
+        console.print(f"[yellow]warning: {warning}")
     run_id = remote.submit(loaded, args.api_url)
     console.print(f"submitted {run_id} (estimated ${plan.estimated_cost_usd:.2f}, about "
                   f"{plan.wall_s // 60} min); Ctrl-C stops watching, `benchfleet cancel {run_id}` stops the run")

@@ -139,6 +139,10 @@ class TargetPlan(BaseModel):
     # starts (0: all at once).
     at_once: int = 1
     spacing_s: int = 0
+    # The data volumes (storage_plan): each priced, the stripe's figures against the instance's EBS
+    # bandwidth; warnings say, with the figures, what the target will not get.
+    storage: dict[str, Any] | None = None
+    warnings: list[str] = []
 
     def steps_of(self, repetition: int) -> list[PlanStep]:
         """The steps of one repetition (1-based), in the order they run."""
@@ -268,6 +272,11 @@ class Plan(BaseModel):
         return ", spread the repetitions (repetition_spacing_s of at least one repetition)" if spreadable else ""
 
     @property
+    def warnings(self) -> list[str]:
+        """Every target's warnings, each naming its target."""
+        return [f"{t.target_id}: {w}" for t in self.targets for w in t.warnings]
+
+    @property
     def unpriced_targets(self) -> list[str]:
         return [t.target_id for t in self.targets if t.price_per_hour is None and t.kind != "local"]
 
@@ -306,7 +315,7 @@ class Plan(BaseModel):
             "control_plane": [c.model_dump() for c in self.control_plane],
             "budget_usd": self.budget_usd,
             "over_budget": self.over_budget, "unpriced_targets": self.unpriced_targets,
-            "regions": self.region_peaks(),
+            "warnings": self.warnings, "regions": self.region_peaks(),
             "order": self.order, "variants": self.variants, "blocks": self.blocks,
             "run_order": [f"{t}#{r}" for t, r in self.local_order()] if self.mode == "local" else None,
             "targets": [
@@ -315,7 +324,8 @@ class Plan(BaseModel):
                  "sequence": [[t.steps[i].name for i in seq] for seq in t.sequence] or None,
                  "repetition_s": t.repetition_s, "total_s": t.total_s, "repetitions_at_once": t.peak_repetitions,
                  "repetition_spacing_s": t.spacing_s, "hosts": [h.model_dump() for h in t.hosts],
-                 "price_per_hour": t.price_per_hour, "estimated_cost_usd": t.estimated_cost_usd}
+                 "price_per_hour": t.price_per_hour, "estimated_cost_usd": t.estimated_cost_usd,
+                 "storage": t.storage, "warnings": t.warnings}
                 for t in self.targets],
         }
 
@@ -442,6 +452,44 @@ def hosts_of(target: Any) -> list[Host]:
     return []
 
 
+def storage_plan(target: Any) -> dict[str, Any] | None:
+    """The data storage of one host of ``target`` (ec2: the stripe's figures against the instance's
+    EBS bandwidth, ``benchfleet.stripe``; rds: its allocated volume), with ``warnings`` and every
+    volume priced on demand (``usd_per_hour``: the pricing's lines for all ``volumes`` together,
+    ``pricing.volume_lines``, and their ``total``; None when the tables do not know the type). None
+    for kinds without a ``storage`` of their own."""
+    from benchfleet import catalogue, pricing, stripe
+
+    storage = getattr(target, "storage", None)
+    if storage is None or target.kind not in ("ec2", "rds"):
+        return None
+    region = getattr(target, "region", None) or DEFAULT_REGION
+    if target.kind == "ec2":
+        try:
+            limits = catalogue.load_catalogue().type_storage(target.instance_type)
+        except (OSError, ValueError):
+            limits = None
+        out = stripe.figures(storage, target.instance_type, limits)
+    else:
+        out = {"type": storage.type, "volumes": 1, "size_gb": storage.size_gb, "warnings": []}
+    out["usd_per_hour"] = None
+    try:
+        prices = pricing.load_prices()
+    except (OSError, ValueError):
+        return out
+    volumes = int(out["volumes"])
+    if storage.type == "instance-store":  # in the instance's price
+        out["usd_per_hour"] = {"volumes": volumes, "lines": [], "total": 0.0}
+        return out
+    table = prices.ebs if target.kind == "ec2" else prices.rds
+    rate = table.storage_rate(region, str(storage.type), by_region=target.kind == "ec2")
+    if rate is not None:
+        lines = pricing.volume_lines(rate, storage, quantity=volumes)
+        out["usd_per_hour"] = {"volumes": volumes, "lines": [line.as_dict() for line in lines],
+                               "total": round(sum(line.usd_per_hour["on_demand"] or 0.0 for line in lines), 8)}
+    return out
+
+
 def make_plan(loaded: LoadedSpec, price_lookup: PriceLookup | None = None, *, at_once: int = 1) -> Plan:
     """Expand a resolved spec. ``price_lookup(target)`` gives $/hour (target plus its client);
     ``at_once``: how many repetitions of a target the backend runs at the same time (0: all)."""
@@ -462,6 +510,8 @@ def make_plan(loaded: LoadedSpec, price_lookup: PriceLookup | None = None, *, at
             price = 0.0
         # One host per target for local and existing targets: repetitions on it cannot overlap.
         concurrent = (at_once or spec.repetitions) if target.kind in ("ec2", "rds", "aurora") else 1
+        storage = storage_plan(target)
+        warnings = list(storage.pop("warnings", [])) if storage else []
         targets.append(TargetPlan(
             target_id=target.id, kind=target.kind,
             region=getattr(target, "region", None) or ("local" if spec.is_local else None),
@@ -469,7 +519,7 @@ def make_plan(loaded: LoadedSpec, price_lookup: PriceLookup | None = None, *, at
             provision_s=PROVISION_SECONDS[target.kind], teardown_s=TEARDOWN_SECONDS[target.kind],
             step_overhead_s=STEP_OVERHEAD_SECONDS.get(target.kind, 0) if spec.is_local else 0,
             price_per_hour=price, server_options=target.server_options, hosts=hosts_of(target),
-            at_once=concurrent, spacing_s=spec.repetition_spacing_s or 0))
+            at_once=concurrent, spacing_s=spec.repetition_spacing_s or 0, storage=storage, warnings=warnings))
     return Plan(name=spec.name, workload=loaded.workload.name, mode="local" if spec.is_local else "aws",
                 repetitions=spec.repetitions, targets=targets, budget_usd=spec.budget_usd, order=spec.order,
                 variants=spec.variant_ids, blocks=spec.blocks)

@@ -161,6 +161,7 @@ def print_plan(summary: dict[str, Any]) -> None:
                       "unpriced" if no_price else f"${_fmt(t['estimated_cost_usd'], 2)}")
     console.print(table)
     _print_order(summary)
+    _print_storage(summary)
     if summary["mode"] == "aws":
         _print_cloud_plan(summary)
     unpriced = len(summary["unpriced_targets"])
@@ -196,6 +197,35 @@ def _print_order(summary: dict[str, Any]) -> None:
     if len({r.split('#')[0] for r in rounds}) > 1:
         console.print("local targets run " + ("in rounds" if summary["order"] == "interleaved" else "one after another")
                       + ": " + " ".join(r.replace("#", " rep ") for r in rounds))
+
+
+def _print_storage(summary: dict[str, Any]) -> None:
+    """Per target with volumes of its own: the layout, what each volume and the array give, what
+    every volume costs, the instance's EBS bandwidth; then the plan's warnings, with their figures."""
+    rows = [t for t in summary["targets"] if t.get("storage")]
+    if rows:
+        table = Table(title="storage, per host")
+        for col in ("target", "volumes", "array", "per volume", "array reads / writes", "instance EBS",
+                    "$/hour"):
+            table.add_column(col, justify="left" if col in ("target", "volumes", "array") else "right")
+        for t in rows:
+            s = t["storage"]
+            per, array, inst = s.get("per_volume") or {}, s.get("array") or {}, s.get("instance") or {}
+            price = (s.get("usd_per_hour") or {}).get("total")
+            layout = "one volume" if s.get("volumes", 1) == 1 else f"RAID {s.get('raid')}"
+            if s.get("filesystem"):
+                layout += f", {s['filesystem']} ({s.get('mount_options')})"
+            table.add_row(
+                t["target_id"], f"{s['volumes']} x {s['type']} {s['size_gb']} GiB", layout,
+                f"{per['iops']:,} IOPS, {per['mib_s']:,.0f} MiB/s" if per.get("iops") else "",
+                (f"{array['read_iops']:,} / {array['write_iops']:,} IOPS, {array['capacity_gib']:,} GiB"
+                 if array.get("read_iops") else f"{array.get('capacity_gib') or 0:,} GiB" if array else ""),
+                (f"{inst['baseline_iops']:,}..{inst['max_iops']:,} IOPS, {inst['baseline_mb_s']:,g}.."
+                 f"{inst['max_mb_s']:,g} MB/s" if inst else ""),
+                "unpriced" if price is None else _fmt(price, 4))
+        console.print(table)
+    for warning in summary.get("warnings") or []:
+        console.print(f"[yellow]warning: {warning}")
 
 
 def _print_cloud_plan(summary: dict[str, Any]) -> None:
