@@ -58,6 +58,12 @@ export const WILDCARDS = {
       'benchfleet:run-id tag and this stack as benchfleet:stack (aws:RequestTag to launch, ' +
       'aws:ResourceTag / ssm:resourceTag to use or terminate).',
   },
+  volumes: {
+    appliesTo: [regional('ec2', 'volume/*')],
+    reason:
+      'Data volume ids exist only at run time (created with their instance); deleting one requires the ' +
+      'benchfleet:run-id tag and this stack as benchfleet:stack on the volume (aws:ResourceTag).',
+  },
   launchResources: {
     appliesTo: [
       regional('ec2', 'volume/*'),

@@ -301,11 +301,13 @@ export class Permissions {
 
   /**
    * teardown / teardown_by_tag / janitor / api: terminate and delete only resources of a run of this
-   * stack, in the stack's region and in `extraRegions` (the sweep regions; ARNs name their region).
+   * stack (instances, their data volumes, databases), in the stack's region and in `extraRegions`
+   * (the sweep regions; ARNs name their region).
    * No Modify*: benchfleet creates nothing protected, so protection is a person's and stays on.
    */
   public grantTargetDelete(role: iam.IRole, extraRegions: readonly string[] = []): void {
     allowWildcard(role, 'instances');
+    allowWildcard(role, 'volumes');
     allowWildcard(role, 'databases');
 
     const regions = [this.stack.region, ...extraRegions.filter((r) => r !== this.stack.region)];
@@ -314,6 +316,16 @@ export class Permissions {
         sid: 'TerminateOwnedInstances',
         actions: ['ec2:TerminateInstances'],
         resources: regions.map((region) => this.ec2('instance', region)),
+        conditions: requireOwnedResource(this.owner),
+      }),
+    );
+    // Data volumes go with their instance (DeleteOnTermination); one left detached (a failed attach,
+    // an instance gone before its volume) is deleted by tag, like the instance.
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'DeleteOwnedVolumes',
+        actions: ['ec2:DeleteVolume'],
+        resources: regions.map((region) => this.ec2('volume', region)),
         conditions: requireOwnedResource(this.owner),
       }),
     );

@@ -36,9 +36,13 @@ def handler(event: StepState, context: LambdaContext) -> dict[str, Any]:
     logger.append_keys(run_id=event.run_id, target_id=target_id, repetition=event.repetition, step=step.name)
     if not event.resources.instance_id:
         raise ValueError(f"target {target_id} has no instance to run the agent on")
+    # The prepare step of a host with data volumes: the agent finds them by the ids they got at launch.
+    wanted = jobs.needs_volume_ids(event)
+    volumes = targets.data_volumes(clients.client("ec2", region), event.resources.instance_id, wanted) \
+        if wanted else None
     command_id = commands.send_step(
         ssm, document=settings.agent_document_name, bucket_region=home.home_region,
-        instance_id=event.resources.instance_id, job=jobs.job_for(event),
+        instance_id=event.resources.instance_id, job=jobs.job_for(event, volumes),
         bucket=settings.results_bucket,
         output_prefix=naming.host_output_prefix(home.host_arn(region, event.resources.instance_id), event.run_id,
                                                 target_id, event.repetition, step.name),

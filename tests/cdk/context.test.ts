@@ -311,7 +311,7 @@ describe('targetRegions', () => {
       /^OrchestrationFunctionsTeardownRoleDefaultPolicy[0-9A-F]{8}$/.test(id),
     )!;
     const statements = policy.Properties.PolicyDocument.Statement;
-    for (const sid of ['TerminateOwnedInstances', 'DeleteOwnedDatabases']) {
+    for (const sid of ['TerminateOwnedInstances', 'DeleteOwnedVolumes', 'DeleteOwnedDatabases']) {
       const text = JSON.stringify(statements.find((s: any) => s.Sid === sid).Resource);
       expect(text).toContain(':us-west-1:');
       expect(text).toContain(':eu-north-1:');

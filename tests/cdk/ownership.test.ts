@@ -30,6 +30,7 @@ const SWEEPERS = ['Teardown', 'TeardownByTag', 'Janitor', 'Api'];
 const TARGET_ROLE = /^TargetsInstanceRole[0-9A-F]{8}$/;
 
 const instance = (r = region): string => `arn:${partition}:ec2:${r}:${account}:instance/i-0123456789abcdef0`;
+const volume = (r = region): string => `arn:${partition}:ec2:${r}:${account}:volume/vol-0123456789abcdef0`;
 const db = (name: string, r = region): string => `arn:${partition}:rds:${r}:${account}:db:${name}`;
 const cluster = (name: string, r = region): string => `arn:${partition}:rds:${r}:${account}:cluster:${name}`;
 const runTags = (owner?: string): Record<string, string> => ({
@@ -94,6 +95,7 @@ describe('another stack in the same account', () => {
     for (const r of [region, OTHER_REGION]) {
       const context = asResource(runTags(theirs.owner));
       expect(rolesAllowing({ action: 'ec2:TerminateInstances', resource: instance(r), context })).toEqual([]);
+      expect(rolesAllowing({ action: 'ec2:DeleteVolume', resource: volume(r), context })).toEqual([]);
       expect(rolesAllowing({ action: 'ssm:SendCommand', resource: instance(r), context: asResource(runTags(theirs.owner), 'ssm:resourceTag') })).toEqual([]);
       for (const name of [`${theirs.prefix}-m6i-0a1b2c3d-r1-db`, `${ours.prefix}-m6i-0a1b2c3d-r1-db`]) {
         expect(rolesAllowing({ action: 'rds:DeleteDBInstance', resource: db(name, r), context })).toEqual([]);
@@ -106,6 +108,9 @@ describe('another stack in the same account', () => {
     const expected = SWEEPERS.map((n) => allRoles(built.template).find((id) => role(n).test(id))).sort();
     const context = asResource(runTags(ours.owner));
     expect(rolesAllowing({ action: 'ec2:TerminateInstances', resource: instance(), context }).sort()).toEqual(expected);
+    // A run's data volumes: deleted with their instance, or by the same roles when left detached.
+    expect(rolesAllowing({ action: 'ec2:DeleteVolume', resource: volume(), context }).sort()).toEqual(expected);
+    expect(rolesAllowing({ action: 'ec2:DeleteVolume', resource: volume(OTHER_REGION), context }).length).toBe(3);
     expect(rolesAllowing({ action: 'rds:DeleteDBInstance', resource: db(`${ours.prefix}-m6i-0a1b2c3d-r1-db`), context }).sort()).toEqual(expected);
     // The sweepers work in every sweep region; the per-target teardown in the stack's region only.
     const far = rolesAllowing({ action: 'rds:DeleteDBCluster', resource: cluster(`${ours.prefix}-a-0a1b2c3d-r1-cluster`, OTHER_REGION), context });
@@ -141,11 +146,14 @@ describe('pre-existing resources', () => {
     { team: 'payments', 'benchfleet:expires-at': '2000-01-01T00:00:00Z' },
   ];
 
-  test('an existing instance or database is never stopped, terminated, modified or deleted', () => {
+  test('an existing instance, volume or database is never stopped, terminated, modified or deleted', () => {
     const destructive: Array<[string, string]> = [
       ['ec2:TerminateInstances', instance()],
       ['ec2:StopInstances', instance()],
       ['ec2:ModifyInstanceAttribute', instance()],
+      ['ec2:DeleteVolume', volume()],
+      ['ec2:DetachVolume', volume()],
+      ['ec2:ModifyVolume', volume()],
       ['rds:DeleteDBInstance', db('prod-orders')],
       ['rds:StopDBInstance', db('prod-orders')],
       ['rds:ModifyDBInstance', db('prod-orders')],
@@ -165,6 +173,8 @@ describe('pre-existing resources', () => {
     const context = asResource(runTags(ours.owner));
     for (const [action, resource] of [
       ['ec2:ModifyInstanceAttribute', instance()],
+      ['ec2:DetachVolume', volume()],
+      ['ec2:ModifyVolume', volume()],
       ['rds:ModifyDBInstance', db(`${ours.prefix}-m6i-0a1b2c3d-r1-db`)],
       ['rds:ModifyDBCluster', cluster(`${ours.prefix}-a-0a1b2c3d-r1-cluster`)],
     ]) {

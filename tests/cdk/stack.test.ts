@@ -254,7 +254,7 @@ describe('permissions of the API, the sweepers and the targets', () => {
     ]);
     expect(withAction(api, 'ec2:DescribeInstances')[0].Resource).toBe('*');
     const teardown = roleStatements('TeardownByTag');
-    for (const sid of ['TerminateOwnedInstances', 'DeleteOwnedDatabases']) {
+    for (const sid of ['TerminateOwnedInstances', 'DeleteOwnedVolumes', 'DeleteOwnedDatabases']) {
       const mine = api.find((s) => s.Sid === sid);
       expect(mine.Condition.Null).toEqual({ 'aws:ResourceTag/benchfleet:run-id': 'false' });
       expect(mine).toEqual(teardown.find((s) => s.Sid === sid));

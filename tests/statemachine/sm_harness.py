@@ -584,9 +584,13 @@ def run_instances(run_id: str, region: str = REGION, states: list[str] | None = 
 
 
 def leftovers(run_id: str, region: str = REGION) -> list[str]:
-    """Anything of the run still alive in moto: running/pending instances, DB instances, clusters."""
+    """Anything of the run still alive in moto: running/pending instances, EBS volumes (moto deletes
+    a DeleteOnTermination volume with its instance), DB instances, clusters."""
     rds = boto3.client("rds", region_name=region)
     found = [i["InstanceId"] for i in run_instances(run_id, region, ["pending", "running"])]
+    volumes = boto3.client("ec2", region_name=region).get_paginator("describe_volumes").paginate(
+        Filters=[{"Name": f"tag:{naming.TAG_RUN_ID}", "Values": [run_id]}])
+    found += [v["VolumeId"] for page in volumes for v in page["Volumes"]]
     for db in rds.describe_db_instances()["DBInstances"]:
         if any(t["Key"] == naming.TAG_RUN_ID and t["Value"] == run_id for t in db.get("TagList", [])):
             found.append(db["DBInstanceIdentifier"])

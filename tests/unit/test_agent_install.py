@@ -334,3 +334,40 @@ def test_a_variants_settings_switch_on_the_host_by_set_global_or_restart(host):
     (host.fake / "systemctl-fail").touch()
     with pytest.raises(install.InstallError, match="systemctl restart mariadb failed"):
         switch("durable", durable, {"fsync": "restart", "relaxed": "set-global"})
+
+
+def test_storage_is_built_after_its_tools_and_before_the_cnf_and_the_restart(host, monkeypatch):
+    """An ec2 target's data volumes (benchfleet_storage.py, tested on its own in test_agent_storage.py):
+    mdadm and xfsprogs installed with the engine when missing, the data directory moved onto the array
+    before the cnf is written and the server restarted on it, the layout handed back for the fingerprint."""
+    built = []
+
+    def build(self, spec, service):
+        built.append((spec, service, (host.root / "etc/mysql/mariadb.conf.d/zz-benchfleet.cnf").exists(),
+                      any(c.startswith("systemctl restart") for c in host.calls())))
+        return {"device": "/dev/md0", "level": 10}
+
+    monkeypatch.setattr(install.benchfleet_storage.Storage, "build", build)
+    storage = {"type": "gp3", "count": 2, "raid": 0, "filesystem": "xfs", "mount_options": "noatime",
+               "volumes": [{"volume_id": "vol-1", "device": "/dev/sdf"}, {"volume_id": "vol-2", "device": "/dev/sdg"}]}
+    done = host.make().run({"engine": "mariadb", "mysql_config": "default", "cnf": CNF, "storage": storage})
+    apt = [c for c in host.calls() if c.startswith("apt-get") and "install -y" in c]
+    assert apt[0].endswith("--no-install-recommends mariadb-server sysbench mdadm xfsprogs")
+    assert built == [(storage, "mariadb", False, False)]  # before the cnf and before any restart
+    assert done["storage_layout"] == {"device": "/dev/md0", "level": 10}
+    assert install.storage_packages({"count": 1, "filesystem": "ext4"}) == ["e2fsprogs"]
+
+
+def test_a_storage_failure_is_the_prepare_steps_error_naming_the_device(monkeypatch, capsys):
+    def fail(self, spec):
+        raise agent.benchfleet_storage.StorageError("volume vol-9 (/dev/sdm) did not appear under /dev/disk/by-id",
+                                                    device="volume vol-9 (/dev/sdm)")
+
+    monkeypatch.setattr(agent.benchfleet_install.Installer, "run", fail)
+    job = {"run_id": "r", "target_id": "t", "repetition": 1, "workload": "w",
+           "step": {"name": "prepare", "kind": "prepare", "threads": 1, "duration_s": 1},
+           "install": {"engine": "mariadb", "cnf": CNF}, "db": {"host": "127.0.0.1"}}
+    assert agent.main(["--job-json", json.dumps(job)]) == agent.EXIT_FAILED
+    (record,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert (record["type"], record["stage"], record["device"]) == ("error", "storage", "volume vol-9 (/dev/sdm)")
+    assert record["message"].startswith("volume vol-9 (/dev/sdm) did not appear")

@@ -7,7 +7,9 @@ every sysbench interval line, and writes JSON lines to stdout (and to ``--out`` 
 
   {"type": "fingerprint", ...}   prepare step: the environment the figures were measured on
   {"type": "sample", ...}        one per sysbench interval (1 s): rates, latency, CPU steal/user/...,
-                                 and arrived_s, when the line arrived (seconds since sysbench's start)
+                                 and arrived_s, when the line arrived (seconds since sysbench's start),
+                                 the data directory's disk (benchfleet_diskstats.py) and, for
+                                 insert workloads, the rows in the table (benchfleet_rows.py)
   {"type": "summary", ...}       one per step: sysbench's own final figures for the step
   {"type": "error", ...}         a failure; the agent then exits non-zero
 
@@ -42,8 +44,11 @@ if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
 import benchfleet_dbclient  # noqa: E402
+import benchfleet_diskstats  # noqa: E402
 import benchfleet_install  # noqa: E402
 import benchfleet_placement  # noqa: E402
+import benchfleet_rows  # noqa: E402
+import benchfleet_storage  # noqa: E402
 from benchfleet.sysbench import Interval, build_command, option_refusal, parse_interval, parse_output  # noqa: E402
 
 # The line sysbench prints as its run's clock starts (sysbench.c, threads_started_callback).
@@ -258,6 +263,9 @@ def fingerprint(job: Dict[str, Any], conn: benchfleet_dbclient.Connection,
             "sysbench_version": benchfleet_dbclient.first_line([job.get("sysbench_binary") or "sysbench", "--version"]),
             "config_hash": job.get("config_hash"), "client_library": conn.library, "tls": conn.tls,
             "hostname_hash": hashlib.sha256(platform.node().encode()).hexdigest()[:12],
+            # The device, file system and mount options the data directory is on (and the array the
+            # install built for it): what the disk figures of the samples were measured on.
+            "storage_layout": benchfleet_storage.measured_layout(str(job["data_dir"])) if job.get("data_dir") else None,
             **benchfleet_dbclient.server_state(conn, requested),
             # Where the figures were measured (EC2: instance metadata), not where the spec asked for.
             **benchfleet_placement.placement()}
@@ -292,6 +300,8 @@ def run_prepare(job: Dict[str, Any], emit: Emitter) -> int:
         done = run_install(job, emit)
     except benchfleet_install.InstallError as e:
         return emit.error("install", str(e), **e.fields)
+    except benchfleet_storage.StorageError as e:
+        return emit.error("storage", str(e), **e.fields)
     conn = connect(job)
     try:
         return _prepare(job, emit, conn, done.get("requested") or job.get("requested") or {})
@@ -327,6 +337,7 @@ def _prepare(job: Dict[str, Any], emit: Emitter, conn: benchfleet_dbclient.Conne
         if command == "prepare" and (result.returncode != 0 or failures):
             return emit.error("prepare", "; ".join(failures[:5]) or "sysbench prepare failed",
                               exit_code=result.returncode, output_tail=text[-4000:])
+    benchfleet_rows.RowCounter(job).prepared_now()
     emit.emit("prepared", time=time.time(), seconds=round(time.time() - started, 3))
     return 0
 
@@ -384,8 +395,15 @@ def _run_step(job: Dict[str, Any], emit: Emitter, conn: benchfleet_dbclient.Conn
     argv = sysbench_argv(job, "run", {"threads": int(step["threads"]), "time": duration,
                                       "report-interval": int(job.get("report_interval_s") or 1)}, conn)
     started = time.time()
+    disk = benchfleet_diskstats.DiskStats(job.get("data_dir"))
+    if job.get("data_dir") and disk.why_not:
+        emit.emit("notice", stage="diskstats", time=time.time(),
+                  message="no disk figures for this step: {}".format(disk.why_not))
+    rows = benchfleet_rows.RowCounter(job)
+    rows.start()
+    rows_at_start = rows.rows
     cpu = CpuTimes()
-    before = cpu.read()
+    before, disk_before = cpu.read(), disk.read()
     lines: List[str] = []
     try:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
@@ -409,12 +427,13 @@ def _run_step(job: Dict[str, Any], emit: Emitter, conn: benchfleet_dbclient.Conn
             interval = parse_interval(line)
             if interval is None:
                 continue
-            # Sampled when sysbench reports, so each CPU figure covers the same second as the rates.
-            after = cpu.read()
+            # Sampled when sysbench reports, so each CPU and disk figure covers the same second as the rates.
+            after, disk_after = cpu.read(), disk.read()
             elapsed = round(arrived - threads_started, 6) if threads_started is not None else None
             emit.emit("sample", time=time.time(), arrived_s=elapsed, **_sample_fields(interval),
-                      **cpu_percentages(before, after))
-            before = after
+                      **cpu_percentages(before, after), **benchfleet_diskstats.disk_rates(disk_before, disk_after),
+                      rows_in_table=rows.sample(interval.second, interval.tps))
+            before, disk_before = after, disk_after
     except KeyboardInterrupt:
         # Stopped from outside (Ctrl-C, SIGTERM from the runner or SSM): sysbench must not outlive us.
         proc.terminate()
@@ -436,6 +455,7 @@ def _run_step(job: Dict[str, Any], emit: Emitter, conn: benchfleet_dbclient.Conn
     fields = dict(parsed.summary.__dict__)
     if settings is not None:
         fields["settings"] = settings
+    rows.finish(int(fields.get("transactions") or 0), rows_at_start)
     emit.emit("summary", time=time.time(), started=started, sysbench_version=parsed.version,
               histogram=parsed.histogram or None, **fields)
     return 0

@@ -8,6 +8,9 @@ Imported by benchfleet_agent.py on the ``prepare`` step when the job carries an 
   reads it last, the service restarted, and the ``sbtest`` user (localhost and 127.0.0.1) and
   database created with a password generated here and kept in a root-only option file
   (``PASSWORD_FILE``) that every later step reads: no database password travels in the job.
+  With ``storage`` (the target's data volumes), the engine's data directory is moved onto them
+  before the cnf is written and the service restarted (``benchfleet_storage.py``: the array, the
+  file system, the mounts); mdadm and the file system's tools are installed first when missing.
 - ``{"client": true}`` (an ``rds`` / ``aurora`` client): sysbench, the mysql client and python3-boto3
   (the agent reads the managed master password from Secrets Manager with the instance role).
 
@@ -30,6 +33,8 @@ import subprocess
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+import benchfleet_storage
+
 PASSWORD_FILE = "/var/lib/benchfleet/db.cnf"  # noqa: S105 - a path, not a password
 # Which variant's settings the host's server runs with, and their rendered values (variants).
 VARIANT_FILE = "/var/lib/benchfleet/variant.json"
@@ -44,6 +49,7 @@ CONF_DIRS = {"mysql": "etc/mysql/mysql.conf.d", "mariadb": "etc/mysql/mariadb.co
 FALLBACK_CONF_DIR = "etc/mysql/conf.d"
 SERVICES = {"mysql": "mysql", "mariadb": "mariadb"}
 CLIENT_PACKAGES = ("sysbench", "mysql-client", "python3-boto3")
+FILESYSTEM_PACKAGES = {"xfs": "xfsprogs", "ext4": "e2fsprogs"}
 APT_LOCK_WAIT_S = 900       # cloud-init's own apt run may hold the lock at boot
 APT_RETRY_S = 10
 SERVER_WAIT_S = 120
@@ -275,15 +281,22 @@ class Installer:
         cnf = spec.get("cnf")
         if not isinstance(cnf, str):
             raise InstallError("install.cnf (the text of workloads/mysql/<mysql_config>.cnf) is missing")
+        storage = spec.get("storage")
+        if storage is not None and not isinstance(storage, dict):
+            raise InstallError("install.storage must be an object")
         self.quiet_background_apt()
-        self.packages([ENGINE_PACKAGES[family], "sysbench"])
+        self.packages([ENGINE_PACKAGES[family], "sysbench", *storage_packages(storage)])
+        layout = None
+        if storage:  # before the cnf and the restart: the server starts on its own volumes
+            layout = benchfleet_storage.Storage(self._run, self.emit, root=self.root, sleep=self.sleep,
+                                                clock=self.clock).build(storage, SERVICES[family])
         _, rendered = self.write_cnf(family, engine, str(spec.get("mysql_config") or "default"), cnf)
         self.restart(family)
         self.create_user(family)
         if spec.get("variant"):  # a spec with variants: the server starts with the first one's settings
             self.record_variant(str(spec["variant"]), dict(rendered.options))
         # What was asked for: the fingerprint compares it with what the server reports it runs with.
-        return {"config_hash": rendered.sha256, "requested": dict(rendered.options)}
+        return {"config_hash": rendered.sha256, "requested": dict(rendered.options), "storage_layout": layout}
 
     # ---- variants ---------------------------------------------------------------------------------
     def record_variant(self, variant: str, options: Dict[str, str]) -> None:
@@ -357,6 +370,15 @@ class Installer:
         if self.root == "/" and hasattr(os, "geteuid") and os.geteuid() != 0:
             raise InstallError("installing needs root (the agent runs as root under SSM Run Command)")
         return self.client_host(spec) if spec.get("client") else self.engine_host(spec)
+
+
+def storage_packages(storage: Optional[Dict[str, Any]]) -> List[str]:
+    """What building ``storage`` needs: mdadm for an array, the file system's tools."""
+    if not storage:
+        return []
+    count = len(storage.get("volumes") or []) or int(storage.get("count") or 1)
+    needed = ["mdadm"] if count > 1 else []
+    return [*needed, FILESYSTEM_PACKAGES.get(str(storage.get("filesystem") or "xfs"), "xfsprogs")]
 
 
 def user_sql(family: str, password: str) -> str:

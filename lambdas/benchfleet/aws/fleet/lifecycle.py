@@ -109,6 +109,8 @@ def teardown(ec2: Any, rds: Any, *, run_id: str, target_id: str, resources: dict
     if resources.get("instance_id"):
         instances.add(resources["instance_id"])
     deleted += [f"instance {i}" for i in t.terminate_instances(ec2, sorted(instances))]
+    # Data volumes go with their instance (DeleteOnTermination); any left detached is deleted here.
+    deleted += [f"volume {v}" for v in t.delete_volumes(ec2, t.tagged_volumes(ec2, run_id, target_id, owner))]
     db_instances, clusters = t.tagged_databases(rds, run_id, target_id, owner)
     for ident in {*db_instances, *filter(None, [resources.get("db_instance_id")])}:
         if t.delete_db_instance(rds, ident):

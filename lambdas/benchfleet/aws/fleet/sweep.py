@@ -23,10 +23,12 @@ named with this stack's prefix. A database is therefore removed only when its id
 provision derives from its own run-id and target-id tags (``naming.db_identifier``: a digest of
 both); any other is reported, never removed.
 
-EC2 instances are found with a server-side tag filter; RDS cannot filter on tags, so DB instances
+EC2 instances and EBS volumes are found with a server-side tag filter; RDS cannot filter on tags, so DB instances
 and clusters are listed and their ``TagList`` read (DescribeDBInstances / DescribeDBClusters
 include it). DB instances go before clusters: a cluster refuses deletion while it still has members
-that are not deleting.
+that are not deleting. Volumes go last: a data volume attached with DeleteOnTermination goes with its
+instance (counted as already gone once that instance is removed or going); a detached one is deleted;
+one attached otherwise is reported, and removed by a later sweep once it is detached.
 """
 
 from __future__ import annotations
@@ -43,15 +45,16 @@ from botocore.exceptions import ClientError
 from benchfleet.aws.clients import client
 from benchfleet.naming import TAG_EXPIRES_AT, TAG_RUN_ID, TAG_STACK, TAG_TARGET_ID, db_identifier
 
-Kind = Literal["ec2-instance", "db-instance", "db-cluster"]
+Kind = Literal["ec2-instance", "db-instance", "db-cluster", "ec2-volume"]
 Outcome = Literal["removed", "already-gone"]
 
 # Removal order: members before the clusters that hold them; EC2 clients anywhere.
-_ORDER: dict[str, int] = {"ec2-instance": 0, "db-instance": 1, "db-cluster": 2}
+_ORDER: dict[str, int] = {"ec2-instance": 0, "db-instance": 1, "db-cluster": 2, "ec2-volume": 3}
+_LIVE_VOLUME_STATES = ["creating", "available", "in-use", "error"]
 _LIVE_EC2_STATES = ["pending", "running", "stopping", "stopped"]
 _GONE_CODES = {
     "InvalidInstanceID.NotFound", "DBInstanceNotFound", "DBInstanceNotFoundFault",
-    "DBClusterNotFoundFault", "DBClusterNotFound",
+    "DBClusterNotFoundFault", "DBClusterNotFound", "InvalidVolume.NotFound",
 }
 _BUSY_CODES = {"InvalidDBInstanceState", "InvalidDBInstanceStateFault", "InvalidDBClusterStateFault",
                "InvalidDBClusterState"}
@@ -70,6 +73,9 @@ class Resource:
     cluster_id: str | None = None
     # Why this resource, though tagged as ours, was not created by its run (never removed).
     not_created_by_run: str | None = None
+    # A volume: the instances it is attached to, and whether EC2 deletes it with them.
+    attached_to: tuple[str, ...] = ()
+    delete_on_termination: bool = False
 
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, "id": self.id, "region": self.region, "run_id": self.run_id,
@@ -172,7 +178,7 @@ def _require_owner(owner: str) -> str:
 
 
 def find_tagged(clients: RegionClients, owner: str, run_id: str | None = None) -> list[Resource]:
-    """Every live EC2 instance, DB instance and DB cluster in one region that carries ``owner`` as
+    """Every live EC2 instance, EBS volume, DB instance and DB cluster in one region that carries ``owner`` as
     its stack and a run id tag (that run's only, when ``run_id`` is given). Nothing else is returned."""
     _require_owner(owner)
     candidates: list[Resource | None] = []
@@ -186,6 +192,17 @@ def find_tagged(clients: RegionClients, owner: str, run_id: str | None = None) -
             for inst in reservation.get("Instances", []):
                 candidates.append(_resource("ec2-instance", inst["InstanceId"], clients.region, inst.get("Tags"),
                                             owner, run_id, str(inst.get("State", {}).get("Name", ""))))
+    volumes = clients.ec2.get_paginator("describe_volumes").paginate(
+        Filters=[tag_filter, {"Name": f"tag:{TAG_STACK}", "Values": [owner]},
+                 {"Name": "status", "Values": _LIVE_VOLUME_STATES}])
+    for page in volumes:
+        for vol in page.get("Volumes", []):
+            attachments = vol.get("Attachments") or []
+            candidates.append(_resource(
+                "ec2-volume", vol["VolumeId"], clients.region, vol.get("Tags"), owner, run_id,
+                str(vol.get("State", "")),
+                attached_to=tuple(str(a.get("InstanceId")) for a in attachments),
+                delete_on_termination=bool(attachments) and all(a.get("DeleteOnTermination") for a in attachments)))
     for page in clients.rds.get_paginator("describe_db_instances").paginate():
         for db in page.get("DBInstances", []):
             candidates.append(_resource("db-instance", db["DBInstanceIdentifier"], clients.region, db.get("TagList"),
@@ -216,20 +233,62 @@ def _still_there(clients: RegionClients, res: Resource) -> bool:
         raise
 
 
+def _volume_now(clients: RegionClients, res: Resource) -> Resource:
+    """The volume as EC2 describes it now (gone: state "deleted")."""
+    from dataclasses import replace
+
+    try:
+        found = clients.ec2.describe_volumes(VolumeIds=[res.id])["Volumes"]
+    except ClientError as e:
+        if _code(e) in _GONE_CODES:
+            return replace(res, state="deleted")
+        raise
+    if not found:
+        return replace(res, state="deleted")
+    attachments = found[0].get("Attachments") or []
+    return replace(res, state=str(found[0].get("State", "")),
+                   attached_to=tuple(str(a.get("InstanceId")) for a in attachments),
+                   delete_on_termination=bool(attachments) and all(a.get("DeleteOnTermination") for a in attachments))
+
+
+def _instances_going(clients: RegionClients, instance_ids: set[str]) -> bool:
+    """Are these instances terminated or terminating (their DeleteOnTermination volumes with them)?"""
+    if not instance_ids:
+        return True
+    try:
+        reservations = clients.ec2.describe_instances(InstanceIds=sorted(instance_ids))["Reservations"]
+    except ClientError as e:
+        if _code(e) in _GONE_CODES:
+            return True
+        raise
+    states = {i["InstanceId"]: i.get("State", {}).get("Name") for r in reservations for i in r["Instances"]}
+    return all(states.get(i, "terminated") in ("shutting-down", "terminated") for i in instance_ids)
+
+
 class Protected(Exception):
     """The resource is deletion- or termination-protected (benchfleet creates nothing protected, so a
     person turned it on), or is not one its run created: the sweep leaves it and reports it
     (RemovalFailures alarms)."""
 
 
-def remove(clients: RegionClients, res: Resource) -> Outcome:
+def remove(clients: RegionClients, res: Resource, going: frozenset[str] = frozenset()) -> Outcome:
     """Terminate or delete one resource, no final snapshot. Never lifts deletion or termination
     protection (raises Protected). Raises ClientError when the resource could not be removed and
-    is still there."""
+    is still there. ``going``: instances removed or going, whose DeleteOnTermination volumes go too."""
     if res.not_created_by_run:
         raise Protected(res.not_created_by_run)
     if res.state in ("shutting-down", "terminated", "deleting"):
         return "already-gone"
+    if res.kind == "ec2-volume" and res.state == "in-use":
+        res = _volume_now(clients, res)  # its instance may have gone since it was listed
+        if res.state in ("deleting", "deleted"):
+            return "already-gone"
+        if res.state == "in-use":
+            if res.delete_on_termination and _instances_going(clients, set(res.attached_to) - going):
+                return "already-gone"  # EC2 deletes it with its instance
+            raise ClientError({"Error": {"Code": "VolumeInUse", "Message": f"{res.id} is attached to "
+                                         f"{', '.join(res.attached_to)}; removed by a later sweep once detached"}},
+                              "DeleteVolume")
     if res.deletion_protection:
         raise Protected(f"deletion protection is on; benchfleet created {res.id} without it, so someone "
                         "turned it on: not removing it")
@@ -241,6 +300,8 @@ def remove(clients: RegionClients, res: Resource) -> Outcome:
                 if _code(e) == "OperationNotPermitted":
                     raise Protected(f"termination protection is on for {res.id}: not removing it") from None
                 raise
+        elif res.kind == "ec2-volume":
+            clients.ec2.delete_volume(VolumeId=res.id)
         elif res.kind == "db-instance":
             kwargs: dict[str, Any] = {"DBInstanceIdentifier": res.id, "SkipFinalSnapshot": True}
             if not res.cluster_id:  # automated backups belong to the cluster for Aurora members
@@ -260,9 +321,12 @@ def remove(clients: RegionClients, res: Resource) -> Outcome:
 
 def remove_all(clients_for: ClientsFor, resources: Iterable[Resource]) -> SweepReport:
     report = SweepReport()
+    going: set[str] = set()
     for res in sorted(resources, key=lambda r: (r.region, _ORDER[r.kind], r.id)):
         try:
-            outcome = remove(clients_for(res.region), res)
+            outcome = remove(clients_for(res.region), res, frozenset(going))
+            if res.kind == "ec2-instance":
+                going.add(res.id)
         except Protected as e:
             report.failed.append((res, f"Protected: {e}"))
             continue

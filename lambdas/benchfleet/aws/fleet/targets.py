@@ -18,6 +18,15 @@ from benchfleet.aws.errors import TargetFailed, aws_errors, error_code
 from benchfleet.aws.settings import Settings
 
 UBUNTU_AMI_PARAMETER = "/aws/service/canonical/ubuntu/server/24.04/stable/current/{arch}/hvm/ebs-gp3/ami-id"
+# The root volume, as the launch template gives it (cdk/lib/target-fleet.ts; tests/synthesized checks
+# both): restated in every RunInstances that adds data volumes, so the root stays encrypted and sized
+# whether EC2 merges the request's block device mappings with the template's or replaces them.
+ROOT_DEVICE = "/dev/sda1"
+ROOT_VOLUME = {"VolumeSize": 30, "VolumeType": "gp3", "Encrypted": True, "DeleteOnTermination": True}
+# Data volumes' device names, in stripe order (the EC2 user guide's names for EBS on Linux: /dev/sd[f-z],
+# then /dev/xvdb[a-z]). Nitro exposes them as /dev/nvme*n1 in any order: the agent finds them by
+# volume id; Xen types keep the name (/dev/sdf as /dev/xvdf).
+DATA_DEVICES = (*tuple(f"/dev/sd{c}" for c in "fghijklmnopqrstuvwxyz"), "/dev/xvdba", "/dev/xvdbb", "/dev/xvdbc")
 MASTER_USER = "benchfleet"
 DATABASE = "sbtest"
 _FAMILY = re.compile(r"^([a-z]+)(\d+)([a-z-]*)")
@@ -89,15 +98,40 @@ def launch_instance(ec2: Any, ssm: Any, settings: Settings, *, instance_type: st
         if settings.client_security_group_id:
             args["SecurityGroupIds"] = [settings.client_security_group_id]
     if storage and storage.get("type") != "instance-store":
-        ebs: dict[str, Any] = {"VolumeSize": storage.get("size_gb", 100), "VolumeType": storage.get("type", "gp3"),
-                               "Encrypted": True, "DeleteOnTermination": True}
-        if storage.get("iops"):
-            ebs["Iops"] = storage["iops"]
-        if storage.get("throughput_mbps") and ebs["VolumeType"] == "gp3":
-            ebs["Throughput"] = storage["throughput_mbps"]
-        args["BlockDeviceMappings"] = [{"DeviceName": "/dev/sda1", "Ebs": ebs}]
+        args["BlockDeviceMappings"] = block_devices(storage)
     with aws_errors():
         return str(ec2.run_instances(**args)["Instances"][0]["InstanceId"])
+
+
+def block_devices(storage: dict[str, Any]) -> list[dict[str, Any]]:
+    """The root volume and ``storage["volumes"]`` data volumes, each with the type, size, IOPS and
+    throughput given, encrypted, deleted with the instance (and tagged with the run at launch, by
+    RunInstances' volume TagSpecification). Instance-store NVMe disks need no mapping: EC2 attaches
+    every one by itself."""
+    ebs: dict[str, Any] = {"VolumeSize": storage.get("size_gb", 100), "VolumeType": storage.get("type", "gp3"),
+                           "Encrypted": True, "DeleteOnTermination": True}
+    if storage.get("iops"):
+        ebs["Iops"] = storage["iops"]
+    if storage.get("throughput_mbps") and ebs["VolumeType"] == "gp3":
+        ebs["Throughput"] = storage["throughput_mbps"]
+    count = int(storage.get("volumes") or 1)
+    return [{"DeviceName": ROOT_DEVICE, "Ebs": dict(ROOT_VOLUME)},
+            *({"DeviceName": name, "Ebs": dict(ebs)} for name in DATA_DEVICES[:count])]
+
+
+def data_volumes(ec2: Any, instance_id: str, count: int) -> list[dict[str, str]]:
+    """The ids of the ``count`` data volumes attached to the instance, in stripe order (what the
+    agent looks for under /dev/disk/by-id); TargetFailed naming the devices that are not attached."""
+    with aws_errors():
+        reservations = ec2.describe_instances(InstanceIds=[instance_id])["Reservations"]
+    mappings = {m.get("DeviceName"): (m.get("Ebs") or {}).get("VolumeId")
+                for r in reservations for i in r["Instances"] for m in i.get("BlockDeviceMappings", [])}
+    wanted = DATA_DEVICES[:count]
+    missing = [name for name in wanted if not mappings.get(name)]
+    if missing:
+        raise TargetFailed(f"instance {instance_id} has no data volume at {', '.join(missing)} "
+                           f"({count - len(missing)} of {count} attached)")
+    return [{"volume_id": str(mappings[name]), "device": name} for name in wanted]
 
 
 def create_rds(rds: Any, settings: Settings, *, target: dict[str, Any], identifier: str, zone: str,
@@ -218,6 +252,41 @@ def tagged_instances(ec2: Any, run_id: str, target_id: str, owner: str) -> list[
         return [i["InstanceId"] for page in pages for r in page["Reservations"] for i in r["Instances"]]
 
 
+def tagged_volumes(ec2: Any, run_id: str, target_id: str, owner: str) -> list[dict[str, Any]]:
+    """EBS volumes tagged with the run, the target and the owning stack, not already being deleted."""
+    filters = [{"Name": f"tag:{naming.TAG_RUN_ID}", "Values": [run_id]},
+               {"Name": f"tag:{naming.TAG_TARGET_ID}", "Values": [target_id]},
+               {"Name": f"tag:{naming.TAG_STACK}", "Values": [owner]},
+               {"Name": "status", "Values": ["creating", "available", "in-use", "error"]}]
+    with aws_errors():
+        pages = ec2.get_paginator("describe_volumes").paginate(Filters=filters)
+        return [v for page in pages for v in page["Volumes"]]
+
+
+def goes_with_its_instance(volume: dict[str, Any]) -> bool:
+    """An attached volume EC2 deletes when its instance terminates (DeleteOnTermination)."""
+    attachments = volume.get("Attachments") or []
+    return bool(attachments) and all(a.get("DeleteOnTermination") for a in attachments)
+
+
+def delete_volumes(ec2: Any, volumes: list[dict[str, Any]]) -> list[str]:
+    """Delete the detached ones (a volume left by a failed attach, or whose instance is gone); the
+    attached ones that go with their instance are left to EC2. Returns the ids deleted."""
+    deleted = []
+    for volume in volumes:
+        if volume.get("State") == "in-use":
+            continue
+        try:
+            with aws_errors():
+                ec2.delete_volume(VolumeId=volume["VolumeId"])
+        except ClientError as e:
+            if error_code(e) in ("InvalidVolume.NotFound", "VolumeInUse", "IncorrectState"):
+                continue  # gone, or attached after all: leftovers says which
+            raise
+        deleted.append(volume["VolumeId"])
+    return deleted
+
+
 def _has_tags(tag_list: list[dict[str, str]], wanted: dict[str, str]) -> bool:
     tags = {t["Key"]: t["Value"] for t in tag_list}
     return all(tags.get(k) == v for k, v in wanted.items())
@@ -276,8 +345,13 @@ def delete_db_cluster(rds: Any, identifier: str) -> bool:
 
 
 def leftovers(ec2: Any, rds: Any, run_id: str, target_id: str, owner: str) -> list[str]:
-    """What of this target is neither gone nor going (terminated / shutting-down / deleting)."""
+    """What of this target is neither gone nor going (terminated / shutting-down / deleting; a
+    volume attached to a terminating instance with DeleteOnTermination goes with it)."""
     left = [f"instance {i}" for i in tagged_instances(ec2, run_id, target_id, owner)]
+    for volume in tagged_volumes(ec2, run_id, target_id, owner):
+        if volume.get("State") == "in-use" and goes_with_its_instance(volume):
+            continue
+        left.append(f"volume {volume['VolumeId']} ({volume.get('State')})")
     instances, clusters = tagged_databases(rds, run_id, target_id, owner)
     with aws_errors():
         for ident in instances:

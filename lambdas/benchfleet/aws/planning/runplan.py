@@ -12,8 +12,9 @@ that differs from it. A scheduled run (EventBridge Scheduler's input carries ``s
 after its schedule, so ``results --history <schedule>`` lists every night's run.
 
 The prepare step of each repetition carries ``install``, what the agent sets up on the fresh host:
-for an ``ec2`` target the engine, sysbench and the text of ``workloads/mysql/<mysql_config>.cnf``
-(read here, from the copy shipped with the Lambda: ``benchfleet.spec.workloads_dir()``); for the
+for an ``ec2`` target the engine, sysbench, the text of ``workloads/mysql/<mysql_config>.cnf``
+(read here, from the copy shipped with the Lambda: ``benchfleet.spec.workloads_dir()``) and the
+storage its data directory goes on (``storage_job``); for the
 client of an ``rds`` / ``aurora`` target sysbench, the mysql client and python3-boto3.
 """
 
@@ -204,10 +205,19 @@ def _install(index: int, target: dict[str, Any], loaded: LoadedSpec | None = Non
             return {"engine": target["engine"], "mysql_config": config, "cnf": source, "variant": first}
         return {"engine": target["engine"], "mysql_config": target["mysql_config"],
                 "cnf": _cnf_source(index, target["mysql_config"], target["engine"],
-                                   target.get("server_options") or {})}
+                                   target.get("server_options") or {}),
+                "storage": storage_job(target["storage"])}
     if target["kind"] in ("rds", "aurora"):
         return {"client": True}
     return None
+
+
+def storage_job(storage: dict[str, Any]) -> dict[str, Any]:
+    """What the agent builds the data directory on (workloads/agent/benchfleet_storage.py): ``count``
+    volumes or instance-store disks, the RAID level, the file system and its mount options. For EBS,
+    start_step adds the ids of the volumes the instance was launched with (``volumes``)."""
+    return {"type": storage["type"], "count": storage.get("volumes", 1), "raid": storage.get("raid"),
+            "filesystem": storage.get("filesystem", "xfs"), "mount_options": storage.get("mount_options", "noatime")}
 
 
 def _timing(target: TargetPlan, o: Timing) -> dict[str, Any]:

@@ -28,6 +28,8 @@ from benchfleet.spec import ExistingTarget, Workload
 
 # workloads/agent/benchfleet_install.py PASSWORD_FILE: where the install step keeps the password.
 PASSWORD_FILE = "/var/lib/benchfleet/db.cnf"  # noqa: S105 - a path, not a password
+# Where the install puts the engine's data directory (workloads/agent/benchfleet_storage.py DATA_DIR).
+DATA_DIR = "/var/lib/mysql"
 # Client certificate files on the client host, for sysbench builds that need them for TLS.
 TLS_FILES = ("ssl_ca", "ssl_cert", "ssl_key")
 
@@ -73,11 +75,37 @@ def settings_of(state: StepState) -> dict[str, Any] | None:
     return out
 
 
-def job_for(state: StepState) -> dict[str, Any]:
+def installs(state: StepState) -> bool:
+    """Whether this step's job installs the host: the first step of the repetition's sequence (with
+    variants, the later prepares of other variants run on the server already installed)."""
+    return state.step.index == 0 and bool(state.step.install)
+
+
+def needs_volume_ids(state: StepState) -> int:
+    """How many EBS volume ids this step's install needs (0: none; instance-store disks are found by
+    their model, not by id)."""
+    storage = (state.step.install or {}).get("storage") if installs(state) else None
+    if not storage or storage.get("type") == "instance-store":
+        return 0
+    return int(storage.get("count") or 1)
+
+
+def job_for(state: StepState, volumes: list[dict[str, str]] | None = None) -> dict[str, Any]:
+    """``volumes``: the ids of the data volumes the instance was launched with, in stripe order
+    (``targets.data_volumes``), for the step that builds them (``needs_volume_ids``)."""
     step = PlanStep.model_validate(state.step.model_dump())
     workload = Workload.model_validate(state.step.workload or state.workload)
+    # ec2: the engine's data directory on the target (benchfleet_storage.DATA_DIR), the device whose
+    # /proc/diskstats the agent samples every second; elsewhere the database is on another host.
     job = agent_job(run_id=state.run_id, target_id=state.target["id"], repetition=state.repetition,
-                    workload=workload, step=step, db=db_of(state), settings=settings_of(state))
-    if step.index == 0 and state.step.install:
-        job["install"] = state.step.install
+                    workload=workload, step=step, db=db_of(state), settings=settings_of(state),
+                    data_dir=DATA_DIR if state.kind == "ec2" else None)
+    if installs(state):
+        job["install"] = dict(state.step.install or {})
+        wanted = needs_volume_ids(state)
+        if wanted:
+            if not volumes or len(volumes) != wanted:
+                raise ValueError(f"{state.target['id']}: the install builds on {wanted} EBS volumes, "
+                                 f"but {len(volumes or [])} volume ids were found")
+            job["install"]["storage"] = {**job["install"]["storage"], "volumes": volumes}
     return job
