@@ -11,6 +11,22 @@ from typing import Any
 from benchfleet.plan import PlanStep
 from benchfleet.spec import Workload
 
+# Tests whose every sysbench event inserts exactly one row (workloads/lua/benchfleet_common.lua): the
+# agent counts the rows in the table for them (workloads/agent/benchfleet_rows.py), the x axis of
+# iiBench's insert rate against table size.
+ONE_ROW_PER_EVENT = ("lua/iibench.lua", "lua/insert_pk_seq.lua", "lua/insert_pk_random.lua")
+
+
+def rows_of(workload: Workload, state_dir: str | None = None) -> dict[str, Any] | None:
+    """The job's ``rows`` for a workload that inserts one row per event (None otherwise): the rows
+    prepare loads, and where the host keeps the count between steps (None: the agent's default)."""
+    if workload.test not in ONE_ROW_PER_EVENT:
+        return None
+    rows: dict[str, Any] = {"prepared": workload.tables * workload.table_size}
+    if state_dir:
+        rows["state_dir"] = state_dir
+    return rows
+
 
 def sysbench_options(workload: Workload) -> dict[str, Any]:
     """Options common to prepare and run; threads, time and connection are added per step."""
@@ -30,10 +46,13 @@ def sysbench_options(workload: Workload) -> dict[str, Any]:
 def agent_job(*, run_id: str, target_id: str, repetition: int, workload: Workload, step: PlanStep,
               db: dict[str, Any], config_hash: str | None = None,
               requested: dict[str, str] | None = None,
-              settings: dict[str, Any] | None = None) -> dict[str, Any]:
+              settings: dict[str, Any] | None = None, data_dir: str | None = None,
+              state_dir: str | None = None) -> dict[str, Any]:
     """``requested``: the server options a server benchfleet started was given (cnf and the spec's
     server_options); the prepare step's fingerprint records their effective values. On a fresh
-    EC2 host the install step reports them instead.
+    EC2 host the install step reports them instead. ``data_dir``: the server's data directory when
+    it is on the agent's host (the disk the agent samples per second); ``state_dir``: where the
+    agent keeps the rows in the table between steps (insert workloads; None: not counted).
 
     With variants, ``workload`` is the step's variant's (``LoadedSpec.workload_of``); the job names
     the variant (every record the agent writes carries it) and the block, the step's data set
@@ -61,4 +80,9 @@ def agent_job(*, run_id: str, target_id: str, repetition: int, workload: Workloa
         job["requested"] = requested
     if settings:
         job["settings"] = settings
+    if data_dir:
+        job["data_dir"] = data_dir
+    rows = rows_of(workload, state_dir)
+    if rows:
+        job["rows"] = rows
     return job

@@ -78,6 +78,16 @@ class Sample(_Row):
     interval_s: float | None = Field(None, description="seconds this sample's rates cover: measured from "
                                      "arrived_s where the agent recorded it, else from sysbench's printed "
                                      "timestamps, which are rounded to the second (±0.5 s)")
+    # The data directory's disk in the same second (/proc/diskstats; None where the server's data is
+    # not on the agent's host or not on a block device).
+    disk_reads_per_s: float | None = Field(None, description="reads completed per second")
+    disk_writes_per_s: float | None = Field(None, description="writes completed per second")
+    disk_read_mib_per_s: float | None = Field(None, description="MiB read per second")
+    disk_write_mib_per_s: float | None = Field(None, description="MiB written per second")
+    disk_await_ms: float | None = Field(None, description="mean time of the requests completed this second, "
+                                        "queue and service, ms (iostat's await); None when none completed")
+    rows_in_table: int | None = Field(None, description="insert workloads: rows in the table at the end of this "
+                                      "second (prepared rows + events so far; benchfleet_rows.py)")
 
 
 class StepSummary(_Row):

@@ -59,6 +59,7 @@ def fill_store(store: DuckDBStore, run_id: str = "demo-run-20261122t100000-abcd"
     start = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
     for t in targets:
         for rep in range(1, reps + 1):
+            rows = 1000  # prepared
             host = rng.gauss(1.0, host_cv)  # each repetition on its own host
             steal_episode = rep == 2 and t["id"] == targets[0]["id"]
             clock = start + timedelta(hours=rep)
@@ -81,8 +82,13 @@ def fill_store(store: DuckDBStore, run_id: str = "demo-run-20261122t100000-abcd"
                         tps=round(tps, 2), qps=round(tps * 16, 2), reads_per_s=round(tps * 14, 2),
                         writes_per_s=0.0, other_per_s=round(tps * 2, 2), latency_ms=round(lat, 2),
                         latency_pct=95, errors_per_s=0.0, reconnects_per_s=0.0, cpu_steal_pct=round(steal, 2),
-                        cpu_user_pct=60.0, cpu_system_pct=15.0, cpu_iowait_pct=0.1))
+                        cpu_user_pct=60.0, cpu_system_pct=15.0, cpu_iowait_pct=0.1,
+                        # The data directory's disk, and (as an insert workload would) the rows so far.
+                        disk_reads_per_s=round(tps * 0.2, 2), disk_writes_per_s=round(tps * 0.05, 2),
+                        disk_read_mib_per_s=round(tps * 0.2 * 16 / 1024, 4), disk_write_mib_per_s=0.5,
+                        disk_await_ms=round(0.4 + 0.8 * (sec % 7) / 7, 3), rows_in_table=rows + int(tps * sec)))
                 clock += timedelta(seconds=duration + 5)
+                rows = step_samples[-1].rows_in_table or rows
                 samples.extend(step_samples)
                 tps_values = [s.tps for s in step_samples]
                 mean_tps = statistics.fmean(tps_values)
@@ -111,7 +117,12 @@ def fill_store(store: DuckDBStore, run_id: str = "demo-run-20261122t100000-abcd"
                 run_id=run_id, target_id=t["id"], repetition=rep, time=start, cpu_model=t["cpu_model"],
                 vcpus=t["vcpus"], cpus_usable=t["vcpus"], memory_mb=24 * 1024 if local else 8 * 1024 * t["vcpus"] // 2,
                 arch=t["arch"], kernel="6.8.0-1019-aws", os="Ubuntu 24.04", sysbench_version="1.0.20",
-                engine_version="8.0.40", config_hash="3f2a9c1d"))
+                engine_version="8.0.40", config_hash="3f2a9c1d", storage_layout={
+                    "data_dir": "/var/lib/mysql", "filesystem": "xfs", "source": "/dev/md0",
+                    "mount_options": "rw,noatime", "mount_point": "/var/lib/mysql", "built": {
+                        "level": 10, "chunk_kb": 512, "filesystem": "xfs", "mount_point": "/srv/benchfleet",
+                        "devices": [{"volume_id": f"vol-0{i}"} for i in range(8)],
+                        "alignment": {"sunit_bytes": 524288, "swidth_bytes": 2097152}}}))
     store.finish_run(run_id, "succeeded", actual_cost_usd=1.02)
     return run_id
 

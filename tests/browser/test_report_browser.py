@@ -62,7 +62,7 @@ def test_every_chart_renders_without_console_errors(report: Path, tmp_path: Path
     # Plotly's bundle mentions its CDN (for geo maps, unused); what matters is that nothing is loaded.
     assert not re.search(r"<script[^>]+src=|<link[^>]+href=", html), "the report must need no network"
     expected = int(re.search(r"data-charts='(\d+)'", html).group(1))
-    assert expected == 6  # throughput, latency, relative, qps, timeline, cost
+    assert expected == 7  # throughput, latency, relative, qps, timeline, insert rate vs rows, cost
 
     result = chromium(tmp_path, "--enable-logging=stderr", "--v=0", "--dump-dom", report.as_uri())
     assert result.returncode == 0, result.stderr[-2000:]
@@ -70,7 +70,7 @@ def test_every_chart_renders_without_console_errors(report: Path, tmp_path: Path
     plots = re.findall(r'class="[^"]*\bjs-plotly-plot\b', dom)
     assert len(plots) == expected, f"{len(plots)} of {expected} charts rendered"
     # Each chart draws at least one <svg class="main-svg">; an empty or failed one draws none.
-    for key in ("throughput", "latency", "relative", "qps", "timeline", "cost"):
+    for key in ("throughput", "latency", "relative", "qps", "timeline", "rows", "cost"):
         chart = dom.split(f'id="chart-{key}"', 1)[1].split('class="card"', 1)[0]
         assert "main-svg" in chart, f"chart {key} has no SVG"
         assert re.search(r'class="(trace|bars|points|scatterlayer)', chart), f"chart {key} drew no trace"
@@ -129,7 +129,8 @@ def test_what_a_reader_sees_is_readable(report: Path, tmp_path: Path) -> None:
     assert 'data-cut-tables="0"' in dom
     assert 'data-broken-words=""' in dom, re.search(r'data-broken-words="([^"]*)"', dom).group(1)
     timeline = _chart(dom, "timeline")
-    for axis in ("y2tick", "y3tick"):  # steal and iowait panels
+    # steal and iowait panels, then the data directory's disk: IO/s, MiB/s, await
+    for axis in ("y2tick", "y3tick", "y4tick", "y5tick", "y6tick"):
         ticks = re.findall(rf'class="{axis}"><text[^>]*>([^<]*)</text>', timeline)
         assert len(ticks) >= 3 and len(set(ticks)) == len(ticks), (axis, ticks)
     # Five measure steps after the warm-up: five boundaries.
@@ -269,9 +270,9 @@ def test_a_soak_without_gaps_draws_its_lines_from_x0_and_dx(tmp_path: Path) -> N
     paths = re.findall(r'class="js-line"[^>]*d="M([^"]*)"', timeline)
     # The min-max band (explicit times), then tps and steal point by point (Plotly drops points on a
     # straight run, a constant iowait is one segment): each line ends where the band does.
-    band, tps, steal = [p for p in paths if p.count("L") >= 500]
+    band, tps, steal, *disk = [p for p in paths if p.count("L") >= 500]
     right = max(float(xy.split(",")[0]) for xy in band.split("L"))
-    assert all(float(p.rsplit("L", 1)[1].split(",")[0]) == right for p in (tps, steal)), right
+    assert all(float(p.rsplit("L", 1)[1].split(",")[0]) == right for p in (tps, steal, *disk)), right
     xticks = [float(t.replace(",", "")) for t in re.findall(r'class="xtick"><text[^>]*>([^<]*)</text>', timeline)]
     assert max(xticks) >= 6000, xticks  # the axis reaches the end of the run
 

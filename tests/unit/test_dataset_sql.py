@@ -69,7 +69,9 @@ def step_output(target: str, rep: int, threads: int, start: datetime) -> AgentOu
                 second=float(i + 1), tps=base + (i % 3) - 1, qps=20 * base, reads_per_s=14 * base,
                 writes_per_s=4 * base, other_per_s=2 * base, latency_ms=5.0 + threads / 4, latency_pct=95,
                 errors_per_s=0.0, reconnects_per_s=0.0, cpu_steal_pct=0.5 if target == "m6i-large" else 0.0,
-                cpu_user_pct=60.0, cpu_system_pct=20.0, cpu_iowait_pct=1.0))
+                cpu_user_pct=60.0, cpu_system_pct=20.0, cpu_iowait_pct=1.0,
+                disk_reads_per_s=120.0, disk_writes_per_s=300.0 + i, disk_read_mib_per_s=1.9,
+                disk_write_mib_per_s=4.7, disk_await_ms=0.8, rows_in_table=10_000 + 100 * i))
     summary = StepSummary(
         run_id=RUN, target_id=target, repetition=rep, workload="oltp-read-write", threads=threads,
         step=f"measure-t{threads}", phase="measure", time=start + timedelta(seconds=13),

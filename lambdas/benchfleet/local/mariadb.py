@@ -191,6 +191,11 @@ class LocalServer:
     def error_log(self) -> Path | None:
         return self.dir / "error.log" if self.dir is not None else None
 
+    @property
+    def data_dir(self) -> Path | None:
+        """The server's data directory (``datadir``): the disk the agent samples per second."""
+        return self.dir / "data" if self.dir is not None else None
+
     def __enter__(self) -> Connection:
         try:
             return self.start()

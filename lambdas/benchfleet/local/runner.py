@@ -10,6 +10,7 @@ The server goes away on every exit path (``with LocalServer``), Ctrl-C and SIGTE
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -132,8 +133,15 @@ def run_local(loaded: LoadedSpec, plan: Plan, store: DuckDBStore, home: Path, ob
         result.status, result.message = "failed", f"{type(e).__name__}: {e}"
         raise
     finally:
+        shutil.rmtree(state_dir(home, run_id), ignore_errors=True)
         store.finish_run(run_id, result.status, result.message, round(result.cost_usd, 4))
     return result
+
+
+def state_dir(home: Path, run_id: str) -> Path:
+    """Where the agent keeps what outlives one step of a run here (the rows in an insert workload's
+    table, workloads/agent/benchfleet_rows.py); removed when the run ends."""
+    return home / "state" / run_id
 
 
 def _server_for(loaded: LoadedSpec, target: LocalTarget | ExistingTarget, repetition: int, home: Path,
@@ -223,9 +231,11 @@ def _run_step(loaded: LoadedSpec, target: LocalTarget | ExistingTarget, repetiti
               run_id: str, conn: Connection, server: LocalServer | ExistingServer, home: Path, observer: Observer,
               result: RunResult, requested: dict[str, str] | None = None,
               settings: dict[str, Any] | None = None) -> AgentOutput:
+    data_dir = server.data_dir if isinstance(server, LocalServer) else None
     job = agent_job(run_id=run_id, target_id=target.id, repetition=repetition,
                     workload=loaded.workload_of(step.variant), step=step, db=conn.as_job(),
-                    config_hash=server.config_hash, requested=requested, settings=settings)
+                    config_hash=server.config_hash, requested=requested, settings=settings,
+                    data_dir=str(data_dir) if data_dir else None, state_dir=str(state_dir(home, run_id)))
     raw = home / "raw" / raw_key(run_id, target.id, repetition, step.name).removeprefix("runs/")
     raw.parent.mkdir(parents=True, exist_ok=True)
     result.raw_files.append(raw)

@@ -23,7 +23,8 @@ _SAMPLE_COLUMNS = [
     "time", "run_id", "target_id", "repetition", "workload", "step", "threads", "phase", "second",
     "tps", "qps", "reads_per_s", "writes_per_s", "other_per_s", "latency_ms", "latency_pct",
     "errors_per_s", "reconnects_per_s", "cpu_steal_pct", "cpu_user_pct", "cpu_system_pct", "cpu_iowait_pct",
-    "interval_s", "arrived_s", "variant", "block",
+    "interval_s", "arrived_s", "variant", "block", "disk_reads_per_s", "disk_writes_per_s",
+    "disk_read_mib_per_s", "disk_write_mib_per_s", "disk_await_ms", "rows_in_table",
 ]
 _SUMMARY_COLUMNS = [
     "time", "run_id", "target_id", "repetition", "workload", "step", "threads", "phase", "total_time_s",
@@ -89,6 +90,15 @@ ALTER TABLE samples ADD COLUMN IF NOT EXISTS block INTEGER;
 ALTER TABLE step_summaries ADD COLUMN IF NOT EXISTS variant VARCHAR DEFAULT '';
 ALTER TABLE step_summaries ADD COLUMN IF NOT EXISTS block INTEGER;
 ALTER TABLE step_summaries ADD COLUMN IF NOT EXISTS settings JSON;
+-- The data directory's disk per second (/proc/diskstats), the rows in an insert workload's table,
+-- and the storage layout the figures were measured on (issue 26).
+ALTER TABLE samples ADD COLUMN IF NOT EXISTS disk_reads_per_s DOUBLE;
+ALTER TABLE samples ADD COLUMN IF NOT EXISTS disk_writes_per_s DOUBLE;
+ALTER TABLE samples ADD COLUMN IF NOT EXISTS disk_read_mib_per_s DOUBLE;
+ALTER TABLE samples ADD COLUMN IF NOT EXISTS disk_write_mib_per_s DOUBLE;
+ALTER TABLE samples ADD COLUMN IF NOT EXISTS disk_await_ms DOUBLE;
+ALTER TABLE samples ADD COLUMN IF NOT EXISTS rows_in_table BIGINT;
+ALTER TABLE targets ADD COLUMN IF NOT EXISTS storage_layout JSON;
 """
 
 
@@ -351,8 +361,10 @@ class DuckDBStore:
     def add_target(self, run_id: str, target_id: str, repetition: int, meta: dict[str, Any],
                    fingerprint: Fingerprint | None) -> None:
         fp = fingerprint.model_dump() if fingerprint else {}
+        layout = fp.get("storage_layout")
         values = {"run_id": run_id, "target_id": target_id, "repetition": repetition, **meta,
-                  **{k: fp.get(k) for k in _FINGERPRINT_COLUMNS}, "recorded_at": fp.get("time")}
+                  **{k: fp.get(k) for k in _FINGERPRINT_COLUMNS}, "recorded_at": fp.get("time"),
+                  "storage_layout": json.dumps(layout, sort_keys=True) if layout else None}
         columns = list(values)
         with self._writing() as db:
             db.execute(f"INSERT OR REPLACE INTO targets ({', '.join(columns)}) "

@@ -365,13 +365,15 @@ def _x_of(t: list[int], width: int) -> dict[str, Any]:
 
 def timeline(series: dict[str, Any], palette: dict[str, str]) -> Figure:
     """tps over time per target x repetition (warm-up and measure steps; repetitions by dash), with
-    CPU steal % and iowait % in panels below on their own axes, and the step boundaries drawn. When
-    seconds are aggregated, the line is the mean of each bucket and the band its min-max."""
+    CPU steal % and iowait % in panels below on their own axes (and, where the run measured it, the
+    data directory's disk: IO/s, MiB/s, await), and the step boundaries drawn. When seconds are
+    aggregated, the line is the mean of each bucket and the band its min-max."""
     width = series["width_s"]
     data: list[dict[str, Any]] = []
     seen: list[str] = []
     order = {t: i for i, t in enumerate(palette)}
     ordered = sorted(series["series"], key=lambda s: (order.get(s["target_id"], len(order)), s["repetition"]))
+    disk = any(v is not None for s in ordered for v in s.get("disk_iops") or [])
     for s in ordered:
         target_id = s["target_id"]
         if target_id not in seen:
@@ -395,24 +397,64 @@ def timeline(series: dict[str, Any], palette: dict[str, str]) -> Figure:
                      "customdata": s["threads"], "line": {"color": color, "width": 1.3, "dash": dash},
                      "hovertemplate": "%{fullData.name}<br>t=%{x}s, %{customdata} threads: %{y:,.1f} tps"
                                       "<extra></extra>", "visible": visible})
-        for key, axis, what in (("steal", "y2", "steal"), ("iowait", "y3", "iowait")):
+        for key, axis, what, unit in _panels(disk):
             if any(v is not None for v in s.get(key) or []):
-                data.append({"type": "scatter", "mode": "lines", "name": f"{name} {what} %", "legendgroup": group,
+                data.append({"type": "scatter", "mode": "lines", "name": f"{name} {what}", "legendgroup": group,
                              **x, "y": s[key], "yaxis": axis, "showlegend": False,
                              "line": {"color": color, "width": 1, "dash": dash},
-                             "hovertemplate": "%{fullData.name}<br>t=%{x}s: %{y:.2f}% " + what + "<extra></extra>",
+                             "hovertemplate": "%{fullData.name}<br>t=%{x}s: %{y:,.2f} " + unit + "<extra></extra>",
                              "visible": visible})
     what = "per second" if width == 1 else f"mean of {width} s buckets, band: min-max second"
     shapes, labels = _step_boundaries(ordered)
+    axes = {"yaxis2": _pct_axis([v for s in ordered for v in s.get("steal") or []], "steal %", [0.22, 0.38]),
+            "yaxis3": _pct_axis([v for s in ordered for v in s.get("iowait") or []], "iowait %", [0, 0.18])}
+    top, height, below = [0.42, 1], 640, "CPU steal and iowait below"
+    if disk:  # the data directory's disk in three more panels, each on its own axis
+        top, height, below = [0.62, 1], 980, "CPU steal, iowait and the data directory's disk below"
+        domains = [[0.50, 0.58], [0.38, 0.46], [0.25, 0.34], [0.12, 0.21], [0, 0.09]]
+        for (key, axis, title, _), domain in zip(_panels(disk), domains, strict=True):
+            values = [v for s in ordered for v in s.get(key) or []]
+            axes["yaxis" + axis[1:]] = (_pct_axis(values, title, domain) if key in ("steal", "iowait") else
+                                        {"title": {"text": title}, "domain": domain, "anchor": "x",
+                                         "rangemode": "tozero", "gridcolor": "#e5e5e5", "zeroline": False})
     return {"data": data, "layout": _layout(
-        f"Throughput over time ({what}); CPU steal and iowait below", "seconds since warm-up start",
-        "transactions / s", height=640, shapes=shapes, annotations=labels,
-        legend={"orientation": "h", "y": -0.12, "x": 0},
-        xaxis={"anchor": "y3"},  # the time axis under the lowest panel, not between the panels
-        yaxis={"domain": [0.42, 1]},
-        yaxis2=_pct_axis([v for s in ordered for v in s.get("steal") or []], "steal %", [0.22, 0.38]),
-        yaxis3=_pct_axis([v for s in ordered for v in s.get("iowait") or []], "iowait %", [0, 0.18]),
-        margin={"r": 30, "b": 40, "t": 60})}
+        f"Throughput over time ({what}); {below}", "seconds since warm-up start",
+        "transactions / s", height=height, shapes=shapes, annotations=labels,
+        legend={"orientation": "h", "y": -0.12 * 640 / height, "x": 0},
+        xaxis={"anchor": "y6" if disk else "y3"},  # the time axis under the lowest panel, not between the panels
+        yaxis={"domain": top}, **axes, margin={"r": 30, "b": 40, "t": 60})}
+
+
+def _panels(disk: bool) -> list[tuple[str, str, str, str]]:
+    """(series key, axis, title, unit) of the panels under the throughput."""
+    panels = [("steal", "y2", "steal %", "% steal"), ("iowait", "y3", "iowait %", "% iowait")]
+    if disk:
+        panels += [("disk_iops", "y4", "disk IO/s", "reads+writes / s"),
+                   ("disk_mib_s", "y5", "disk MiB/s", "MiB/s read+written"),
+                   ("disk_await_ms", "y6", "await ms", "ms await")]
+    return panels
+
+
+def insert_rate(series: dict[str, Any], palette: dict[str, str]) -> Figure:
+    """iiBench's view (seed 001): insert rate against the rows already in the table, per target x
+    repetition, from the agent's count of rows (prepared rows + every insert so far)."""
+    data: list[dict[str, Any]] = []
+    order = {t: i for i, t in enumerate(palette)}
+    for s in sorted(series["series"], key=lambda s: (order.get(s["target_id"], len(order)), s["repetition"])):
+        points = [(r, t) for r, t in zip(s.get("rows") or [], s["tps"], strict=False)
+                  if r is not None and t is not None]
+        if not points:
+            continue
+        color = palette.get(s["target_id"], "#333")
+        data.append({"type": "scattergl" if len(points) > 2000 else "scatter", "mode": "lines",
+                     "name": f"{s['target_id']} rep {s['repetition']}", "legendgroup": s["target_id"],
+                     "x": [r for r, _ in points], "y": [t for _, t in points],
+                     "line": {"color": color, "width": 1.3, "dash": _DASHES[(s["repetition"] - 1) % len(_DASHES)]},
+                     "hovertemplate": "%{fullData.name}<br>%{x:,.0f} rows: %{y:,.1f} inserts/s<extra></extra>"})
+    width = series["width_s"]
+    what = "per second" if width == 1 else f"mean of {width} s buckets"
+    return {"data": data, "layout": _layout(f"Insert rate vs rows in the table ({what})", "rows in the table",
+                                            "inserts / s", xaxis={"rangemode": "tozero"})}
 
 
 def qps(comparison: dict[str, Any], palette: dict[str, str]) -> Figure:

@@ -25,8 +25,10 @@ GROUP BY target_id, repetition
 # (an envelope, so no spike disappears), mean CPU steal, iowait and qps, and the thread count (the
 # highest in the bucket, which is where a step boundary falls); rounded to three decimals, which are
 # plenty for a chart and keep the file small. Each series comes back as one row of lists, so no
-# point passes through Python one by one.
-_ROUNDED = ("tps", "tps_min", "tps_max", "steal", "iowait", "qps")
+# point passes through Python one by one. The data directory's disk: mean I/O requests and MiB per
+# second (reads and writes) and mean await of the bucket; ``rows``: the rows in an insert workload's
+# table at the bucket's end (its highest count).
+_ROUNDED = ("tps", "tps_min", "tps_max", "steal", "iowait", "qps", "disk_iops", "disk_mib_s", "disk_await_ms")
 _TIMELINE_SQL = """
 WITH f AS (
     SELECT unnest(CAST(? AS VARCHAR[])) AS target_id, unnest(CAST(? AS INTEGER[])) AS repetition,
@@ -35,12 +37,15 @@ b AS (
     SELECT s.target_id, s.repetition, CAST(floor((epoch(s.time) - f.t0) / f.width) AS BIGINT) AS bucket,
            any_value(f.width) AS width,
            avg(s.tps) AS tps, min(s.tps) AS tps_min, max(s.tps) AS tps_max, avg(s.cpu_steal_pct) AS steal,
-           avg(s.cpu_iowait_pct) AS iowait, avg(s.qps) AS qps, max(s.threads) AS threads
+           avg(s.cpu_iowait_pct) AS iowait, avg(s.qps) AS qps, max(s.threads) AS threads,
+           avg(s.disk_reads_per_s + s.disk_writes_per_s) AS disk_iops,
+           avg(s.disk_read_mib_per_s + s.disk_write_mib_per_s) AS disk_mib_s,
+           avg(s.disk_await_ms) AS disk_await_ms, max(s.rows_in_table) AS rows
     FROM samples s JOIN f USING (target_id, repetition)
     WHERE s.run_id = ? AND s.phase IN ('warmup', 'ramp', 'measure')
     GROUP BY s.target_id, s.repetition, bucket)
 SELECT target_id, repetition, list(bucket * width ORDER BY bucket) AS t, {},
-       list(threads ORDER BY bucket) AS threads
+       list(threads ORDER BY bucket) AS threads, list(rows ORDER BY bucket) AS rows
 FROM b GROUP BY target_id, repetition
 ORDER BY target_id, repetition
 """.format(", ".join(  # NaN or infinity (not JSON) as null
@@ -50,7 +55,7 @@ ORDER BY target_id, repetition
 def timeline(store: DuckDBStore, run_id: str) -> dict[str, Any]:
     """The per-second series, downsampled: ``width_s`` (seconds per point; 1 = raw) and ``series``,
     one per target x repetition: ``{target_id, repetition, t, tps, tps_min, tps_max, steal, iowait,
-    qps, threads}``
+    qps, threads, disk_iops, disk_mib_s, disk_await_ms, rows}``
     with ``t`` the bucket start in seconds since the series' first sample."""
     spans = store.query(_SPANS_SQL, [run_id])
     if not spans:
@@ -117,3 +122,29 @@ def host_of(comparison: dict[str, Any], target_id: str, kind: str | None) -> str
     if model:
         parts.append(model)
     return ", ".join(parts)
+
+
+def layout_text(value: Any) -> str:
+    """One line for the storage a target's data directory was on (the fingerprint's
+    ``storage_layout``, JSON): the array the install built, or the device and file system measured."""
+    import json
+
+    if not value:
+        return ""
+    layout = json.loads(value) if isinstance(value, str) else value
+    built = layout.get("built") or {}
+    where = f"{layout.get('filesystem') or '?'} on {layout.get('source') or layout.get('dev') or '?'}"
+    options = layout.get("mount_options") or ""
+    if not built:
+        return f"{where} ({options}) at {layout.get('mount_point') or '?'}"
+    devices = built.get("devices") or []
+    ids = [d.get("volume_id") or d.get("serial") for d in devices]
+    array = (f"RAID {built['level']} of {len(devices)}, chunk {built.get('chunk_kb')} KiB"
+             if built.get("level") is not None else "one device")
+    align = built.get("alignment") or {}
+    aligned = (f", su {align['sunit_bytes'] // 1024} KiB sw {align['swidth_bytes'] // max(align['sunit_bytes'], 1)}"
+               if align.get("sunit_bytes") else
+               f", stride {align['stride_blocks']} width {align['stripe_width_blocks']}"
+               if align.get("stride_blocks") else "")
+    return (f"{array} ({', '.join(str(i) for i in ids if i)}); {built.get('filesystem')}{aligned}; "
+            f"{options} at {built.get('mount_point')}")

@@ -18,7 +18,7 @@ from typing import Any
 from benchfleet import stats
 from benchfleet.local.store import DuckDBStore
 from benchfleet.report import charts
-from benchfleet.report.data import fingerprint_values, given, host_of, timeline
+from benchfleet.report.data import fingerprint_values, given, host_of, layout_text, timeline
 from benchfleet.stats.caveats import words as caveat_words
 from benchfleet.stats.figures import percentile_of
 
@@ -137,13 +137,21 @@ def render_report(store: DuckDBStore, run_id: str) -> str:
     figures.append(("qps", "Queries per second vs threads", charts.qps(comparison, palette),
                     "Mean over repetitions of sysbench's qps for each step: the figure the workload files "
                     "name for mixes whose transactions differ in size."))
-    figures.append(("timeline", "Throughput over time, CPU steal and iowait",
+    figures.append(("timeline", "Throughput over time, CPU steal, iowait and the disk",
                     charts.timeline(series, palette) if series["series"] else None,
                     "Warm-up and every measure step of each repetition (one dash style per repetition), "
                     "step boundaries dotted. Steal is the share of CPU time the hypervisor gave to someone "
                     "else: when it rises, throughput falls for reasons that are not the database's. iowait "
-                    "is time the CPU waited on storage (flushes of a durable configuration). Every sample: "
+                    "is time the CPU waited on storage (flushes of a durable configuration). Where the data "
+                    "directory is on the agent's host, its disk's completed reads and writes per second, MiB "
+                    "per second and await (mean time per request, ms) from /proc/diskstats, in the same "
+                    "seconds. Every sample: "
                     f"benchfleet results {run['run_id']} --per-second --format csv"))
+    if any(r is not None for s in series["series"] for r in s.get("rows") or []):
+        figures.append(("rows", "Insert rate vs rows in the table", charts.insert_rate(series, palette),
+                        "iiBench's view (seed 001): each second's inserts against the rows already in the "
+                        "table, the prepared rows plus every insert so far (one sysbench event inserts one "
+                        "row). Where the curve bends, the indexes have outgrown the buffer pool."))
     cost_fig = charts.cost(comparison, palette)
     figures.append(("cost", "Cost per 1000 TPS", cost_fig if cost_fig["data"] else None,
                     "The database's price per hour (instance, storage, provisioned IOPS and throughput; no "
@@ -152,7 +160,7 @@ def render_report(store: DuckDBStore, run_id: str) -> str:
                     "(dashed). Error bars: the 95% interval of the mean tps carried through."))
 
     parts = [_header(run, comparison), _targets_table(comparison, run.get("spec") or {}),
-             _summary_table(comparison)]
+             _storage_table(comparison), _summary_table(comparison)]
     for key, title, fig, note in figures:
         parts.append(figure_section(key, title, fig, note))
         if key == "cost" and fig is not None:
@@ -308,6 +316,22 @@ def _caveat_cell(caveats: list[dict[str, Any]] | None, gaps: list[str]) -> str:
     if gaps:
         parts.append(f"<span class='gap'>gaps: {escape('; '.join(gaps))}</span>")
     return "<br>".join(parts)
+
+
+def _storage_table(comparison: dict[str, Any]) -> str:
+    """What each target's data directory was on, as the agent measured it (one row per distinct
+    layout): the array, file system, alignment and mount options."""
+    rows = []
+    for t in comparison["targets"]:
+        seen: list[str] = []
+        for f in t.get("fingerprints") or []:
+            text = layout_text(f.get("storage_layout"))
+            if text and text not in seen:
+                seen.append(text)
+                rows.append([escape(t["target_id"]), _e(f.get("repetition")), _e(text)])
+    if not rows:
+        return ""
+    return "<h2>Data storage as measured</h2>" + _table(["target", "repetition", "data directory on"], rows, left=3)
 
 
 def _summary_table(comparison: dict[str, Any]) -> str:

@@ -572,7 +572,7 @@ def _accounting(summary: Mapping[str, Any], step: Mapping[str, Any]) -> dict[str
 _META_KEYS = ("kind", "instance_type", "instance_class", "engine", "mysql_config", "region", "availability_zone",
               "storage", "cpus", "price_per_hour")
 _FINGERPRINT_KEYS = ("repetition", "cpu_model", "vcpus", "cpus_usable", "memory_mb", "arch", "kernel", "os",
-                     "sysbench_version", "engine_version", "config_hash", "recorded_at")
+                     "sysbench_version", "engine_version", "config_hash", "recorded_at", "storage_layout")
 
 
 def _targets(spec: Any, rows: Sequence[Mapping[str, Any]],

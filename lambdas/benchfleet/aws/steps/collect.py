@@ -109,6 +109,8 @@ def target_row(*, run_id: str, target: dict[str, Any], kind: str, repetition: in
                                           plan_price=True),
         **{k: fp.get(k) for k in FINGERPRINT_FIELDS},
         "recorded_at": fingerprint.time,
+        # The devices, array, file system and mount options the data directory was on (the agent's).
+        "storage_layout": json.dumps(fp["storage_layout"], sort_keys=True) if fp.get("storage_layout") else None,
     }
 
 

@@ -52,7 +52,7 @@ TARGET_COLUMNS: tuple[str, ...] = (
     "storage",
     "cpus", "price_per_hour", "cpu_model", "vcpus", "cpus_usable", "memory_mb", "arch", "kernel", "os",
     "sysbench_version", "engine_version", "config_hash", "recorded_at", "server_variables", "steal_source",
-    "prices")
+    "prices", "storage_layout")
 RUN_COLUMNS: tuple[str, ...] = (
     "name", "spec", "status", "mode", "started_at", "ended_at", "message", "estimated_cost_usd",
     "actual_cost_usd")
