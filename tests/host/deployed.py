@@ -12,6 +12,7 @@ from moto.core import DEFAULT_ACCOUNT_ID as ACCOUNT
 from sm_harness import Context, function_arn
 
 from benchfleet.aws import clients
+from benchfleet.aws.fleet import targets
 from benchfleet.aws.events import StepState
 from benchfleet.aws.planning import runplan
 from benchfleet.aws.regions import TargetRegions
@@ -34,6 +35,19 @@ def step_state(planned: dict[str, Any], target_id: str, step_name: str, *, repet
         "db": db, "step": step})
 
 
+class _Instances:
+    """An EC2 client whose DescribeInstances answers with the data volumes an instance was launched
+    with (``volume_ids`` at targets.DATA_DEVICES, in order): what start_step reads for a prepare step."""
+
+    def __init__(self, volume_ids: list[str]) -> None:
+        self.volume_ids = volume_ids
+
+    def describe_instances(self, InstanceIds: list[str]) -> dict[str, Any]:
+        mappings = [{"DeviceName": name, "Ebs": {"VolumeId": vid, "DeleteOnTermination": True}}
+                    for name, vid in zip(targets.DATA_DEVICES, self.volume_ids, strict=False)]
+        return {"Reservations": [{"Instances": [{"InstanceId": InstanceIds[0], "BlockDeviceMappings": mappings}]}]}
+
+
 class _Capture:
     """An SSM client that keeps what SendCommand was given."""
 
@@ -45,9 +59,10 @@ class _Capture:
         return {"Command": {"CommandId": "captured"}}
 
 
-def send_parameters(state: StepState, monkeypatch: Any) -> dict[str, Any]:
+def send_parameters(state: StepState, monkeypatch: Any, volume_ids: list[str] | None = None) -> dict[str, Any]:
     """SendCommand's keyword arguments for this step: the start_step handler itself, with the
-    environment the stack gives it, sending through a capturing client."""
+    environment the stack gives it, sending through a capturing client. ``volume_ids``: the data
+    volumes the instance has, as EC2 would describe them."""
     capture = _Capture()
     for key, value in {"AGENT_DOCUMENT_NAME": "bf-agent", "RESULTS_BUCKET": "bf-results",
                        "POWERTOOLS_TRACE_DISABLED": "1", "POWERTOOLS_SERVICE_NAME": "benchfleet",
@@ -56,6 +71,7 @@ def send_parameters(state: StepState, monkeypatch: Any) -> dict[str, Any]:
                        "TARGET_INSTANCE_PROFILE_ARN": f"arn:aws:iam::{ACCOUNT}:instance-profile/targets"}.items():
         monkeypatch.setenv(key, value)
     clients.override("ssm", lambda: capture)
+    clients.override("ec2", lambda: _Instances(volume_ids or []))
     try:
         start_step.handler(json.loads(state.model_dump_json()),
                            Context("benchfleet-start-step", invoked_function_arn=function_arn("start_step"),

@@ -37,7 +37,8 @@ class Netns:
 
 
 class Machine:
-    def __init__(self, tree: Path, name: str, netns: Netns, masked: tuple[str, ...] = ()) -> None:
+    def __init__(self, tree: Path, name: str, netns: Netns, masked: tuple[str, ...] = (),
+                 devices: tuple[str, ...] = ()) -> None:
         self.name = name
         self.dir = Path(tempfile.mkdtemp(prefix=f"{name}-", dir="/var/tmp"))
         self.root = self.dir / "root"
@@ -52,7 +53,9 @@ class Machine:
         self.proc = subprocess.Popen(
             # No machined and no systemd as PID 1 here: --register=no --keep-unit need neither.
             ["systemd-nspawn", "--quiet", "--boot", f"--machine={name}", "--register=no", "--keep-unit",
-             "--console=pipe", f"--network-namespace-path={netns.path}", "-D", str(self.root)],
+             "--console=pipe", f"--network-namespace-path={netns.path}",
+             # Block devices of this host (loop devices standing in for its volumes: hostfleet.Disks).
+             *[f"--bind={d}" for d in devices], "-D", str(self.root)],
             stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
         self.leader = 0
         self.boot_s = 0.0

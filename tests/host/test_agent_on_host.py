@@ -12,7 +12,7 @@ from typing import Any
 import boto3
 import pytest
 from deployed import job_of, plan, send_parameters, step_state
-from hostfleet import Fleet, assert_per_second, dpkg_status, guest_ps, record
+from hostfleet import Disks, Fleet, assert_per_second, dpkg_status, guest_ps, record
 from machine import Machine
 from moto import mock_aws
 from runcommand import Invocation, RunCommand
@@ -24,6 +24,7 @@ from benchfleet.records import parse_agent_lines
 
 RUN = "host-tier-ec2"
 BUCKET = "bf-results"
+VOLUME = "vol-0a1b2c3d4e5f60718"  # the target's one data volume (default storage: gp3, xfs, noatime)
 SPEC = {
     "name": "host-tier",
     "workload": {"name": "host-ro", "test": "oltp_read_only", "tables": 1, "table_size": 2000,
@@ -48,7 +49,7 @@ class Host:
         self.sent = 0
 
     def send(self, step: str) -> Invocation:
-        params = send_parameters(step_state(self.planned, "m6g", step), self.monkeypatch)
+        params = send_parameters(step_state(self.planned, "m6g", step), self.monkeypatch, [VOLUME])
         self.sent += 1
         return self.runner.send(self.machine, instance_id="i-0123456789abcdef0", command_id=f"cmd-{self.sent}",
                                 parameters=params["Parameters"], bucket=params["OutputS3BucketName"],
@@ -61,7 +62,8 @@ def host(fleet: Fleet, run_command: RunCommand) -> Any:
         s3 = boto3.client("s3", region_name="us-east-1")
         s3.create_bucket(Bucket=BUCKET)
         runner = RunCommand(run_command.document, run_command.bundle_zip, s3)
-        h = Host(fleet.boot("ec2"), runner, mp)
+        h = Host(fleet.boot("ec2", disks=Disks([VOLUME], array=False)), runner, mp)
+        h.disks = fleet.disks[h.machine.name]  # type: ignore[attr-defined]
         h.s3 = s3  # type: ignore[attr-defined]
         started = time.monotonic()
         h.prepare = h.send("prepare")  # type: ignore[attr-defined]
@@ -88,7 +90,8 @@ def test_prepare_installs_configures_and_fingerprints_the_effective_server(host:
     assert any("CloudWatch agent not-installed" in n for n in notices)
     installs = {r["action"]: r for r in out if r["type"] == "install"}
     # Pre-installed in the userland: the install runs and finds them, as on a retried prepare.
-    assert [r["status"] for r in out if r.get("action") == "package"] == ["present", "present"]
+    # The engine, sysbench and the file system's tools (xfsprogs) for the data volume.
+    assert [r["status"] for r in out if r.get("action") == "package"] == ["present"] * 3
     assert installs["background-apt"]["masked"] and installs["restart"]["service"] == "mariadb"
     assert installs["database"]["auth"] == "IDENTIFIED BY"
     for r in out:
@@ -103,6 +106,30 @@ def test_prepare_installs_configures_and_fingerprints_the_effective_server(host:
     assert fp["server_variables"]["table_open_cache"] == changed["table_open_cache"]["effective"]
     assert any("table_open_cache 200000 -> " in n for n in notices)
     assert "innodb_flush_method" not in changed and "performance_schema" not in changed
+
+
+def test_the_data_directory_is_on_the_volume_found_by_its_id(host: Any) -> None:
+    """Issue 26 on a booted host: the one data volume (a loop device under the by-id name Nitro gives
+    it), xfs made on it, mounted with noatime and nofail from fstab by UUID, the data directory
+    moved there and bind-mounted back, MariaDB running on it; the layout in the fingerprint."""
+    out = records_of(host.prepare.step(commands.AGENT_PLUGIN).stdout)
+    layout = next(r for r in out if r.get("action") == "storage")["layout"]
+    loop = host.disks.volumes[VOLUME]
+    assert layout["devices"] == [{"volume_id": VOLUME, "requested": "/dev/sdf", "device": loop,
+                                  "by_id": "nvme-Amazon_Elastic_Block_Store_" + VOLUME.replace("-", "")}]
+    assert (layout["device"], layout["level"], layout["filesystem"]) == (loop, None, "xfs")
+    assert "noatime" in layout["mount_options"].split(",")
+    fstab = host.machine.path("/etc/fstab").read_text()
+    assert f"UUID={layout['uuid']} /srv/benchfleet xfs noatime,nofail 0 2 # benchfleet data" in fstab
+    mounts = host.machine.run("cat /proc/mounts").stdout
+    assert f"{loop} /srv/benchfleet xfs rw,noatime" in mounts and f"{loop} /var/lib/mysql xfs" in mounts
+    # MariaDB's files are on the volume, and it answers from there.
+    assert host.machine.run("test -f /srv/benchfleet/mysql/ibdata1").returncode == 0
+    datadir = host.machine.run("mysql -uroot -N -B -e 'SELECT @@datadir'").stdout.strip()
+    assert datadir.rstrip("/") == "/var/lib/mysql"
+    (fp,) = [r for r in out if r["type"] == "fingerprint"]
+    assert fp["storage_layout"]["source"] == loop and fp["storage_layout"]["filesystem"] == "xfs"
+    assert fp["storage_layout"]["built"]["devices"] == layout["devices"]
 
 
 def test_background_apt_is_masked_for_the_run(host: Any) -> None:
@@ -145,6 +172,9 @@ def test_a_measure_step_gives_one_sample_per_second_and_no_password_on_any_comma
     duration = SPEC["workload"]["duration_s"]  # type: ignore[index]
     assert_per_second([s.second for s in out.samples], duration)
     assert all(s.tps > 0 and s.threads == 2 for s in out.samples)
+    # The data volume's disk in the same seconds (/proc/diskstats of its loop device): every figure.
+    assert all(None not in (s.disk_reads_per_s, s.disk_writes_per_s, s.disk_read_mib_per_s,
+                            s.disk_write_mib_per_s) for s in out.samples)
     (summary,) = out.summaries
     assert summary.tps > 0 and summary.events > 0
     # Kept on the host, line for line, until the host goes.
@@ -173,8 +203,34 @@ def test_a_retry_after_an_interrupted_dpkg_converges(host: Any) -> None:
     assert run.status == "Success", run.stdout[-3000:]
     actions = [r.get("action") for r in records_of(run.stdout) if r["type"] == "install"]
     assert "dpkg-configure" in actions and "apt-update" not in actions
+    # The storage of the first prepare is kept: found, not built again.
+    storage = next(r for r in records_of(run.stdout) if r.get("action") == "storage")
+    assert storage["status"] == "present"
     assert dpkg_status(m, "sysbench") == "install ok installed"
     assert records_of(run.stdout)[-1]["type"] == "prepared"
+
+
+def test_a_volume_that_never_appears_fails_the_prepare_naming_it(host: Any) -> None:
+    """A second volume the instance was launched with but that is not on the host: the prepare fails
+    within its wait, naming the volume and its device name, and what is there; the layout already on
+    the host is left as it is."""
+    params = send_parameters(step_state(host.planned, "m6g", "prepare"), host.monkeypatch, [VOLUME])
+    job = job_of(params)
+    lost = "vol-0fedcba9876543210"
+    job["install"]["storage"].update(count=2, raid=0, device_wait_s=2, volumes=[
+        *job["install"]["storage"]["volumes"], {"volume_id": lost, "device": "/dev/sdg"}])
+    params["Parameters"]["JobJson"] = [json.dumps(job)]
+    host.sent += 1
+    inv = host.runner.send(host.machine, instance_id="i-0123456789abcdef0", command_id=f"cmd-{host.sent}",
+                           parameters=params["Parameters"], bucket=params["OutputS3BucketName"],
+                           prefix=params["OutputS3KeyPrefix"])
+    run = inv.step(commands.AGENT_PLUGIN)
+    assert run.status == "Failed" and run.code == 3
+    (error,) = [r for r in records_of(run.stdout) if r["type"] == "error"]
+    assert (error["stage"], error["device"]) == ("storage", f"volume {lost} (/dev/sdg)")
+    assert error["message"].startswith(f"volume {lost} (/dev/sdg) did not appear under /dev/disk/by-id within 2 s")
+    assert "nvme-Amazon_Elastic_Block_Store_" + VOLUME.replace("-", "") in error["message"]  # what is there
+    assert host.disks.volumes[VOLUME] + " /srv/benchfleet xfs" in host.machine.run("cat /proc/mounts").stdout
 
 
 def test_the_job_carries_no_password(host: Any) -> None:

@@ -2,7 +2,11 @@
 in-process: tests/statemachine/sm_harness.py) where SendCommand really runs the synthesized agent
 document on booted hosts: 2 ec2 targets x 2 repetitions, each repetition on a fresh host. Real
 sysbench output flows through Collect, the results store and Summarize; `results` and `report`
-read the run back the way `--remote` does (raw output from S3 into a local store)."""
+read the run back the way `--remote` does (raw output from S3 into a local store).
+
+Each host has the data volumes provision launched its instance with (moto's volume ids), as loop
+devices under their by-id names (hostfleet.Disks): m6i stripes 8 in RAID 10 (xfs, through the mdadm
+stand-in: this kernel has no md driver), m6g has one on ext4 (issue 26)."""
 
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ from unittest import mock
 
 import boto3
 import pytest
-from hostfleet import Fleet, assert_per_second, record
+from hostfleet import Disks, Fleet, assert_per_second, record
 from machine import Machine
 from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID
@@ -29,6 +33,7 @@ from sm_harness import BUCKET, ENV, REGION, Harness, leftovers, setup_account, s
 
 from benchfleet import naming
 from benchfleet.aws import clients
+from benchfleet.aws.fleet import targets
 from benchfleet.aws.steps import commands
 
 DURATION_S = 5
@@ -38,8 +43,10 @@ SPEC = {
     "workload": {"name": "host-rw", "test": "oltp_read_write", "tables": 1, "table_size": 2000,
                  "prepare_threads": 1, "warmup_s": 0, "threads": [1], "duration_s": DURATION_S},
     "targets": [
-        {"id": "m6g", "kind": "ec2", "instance_type": "m6g.large", "engine": "mariadb", "mysql_config": "default"},
-        {"id": "m6i", "kind": "ec2", "instance_type": "m6i.large", "engine": "mariadb", "mysql_config": "relaxed"},
+        {"id": "m6g", "kind": "ec2", "instance_type": "m6g.large", "engine": "mariadb", "mysql_config": "default",
+         "storage": {"type": "gp3", "size_gb": 50, "filesystem": "ext4", "mount_options": "noatime,nodiratime"}},
+        {"id": "m6i", "kind": "ec2", "instance_type": "m6i.large", "engine": "mariadb", "mysql_config": "relaxed",
+         "storage": {"type": "gp3", "size_gb": 20, "volumes": 8, "raid": 10}},
     ],
 }
 
@@ -55,12 +62,16 @@ class HostAgent:
         self.fleet = fleet
         self.runner = runner
         self.hosts: dict[str, Machine] = {}
+        self.where: dict[str, tuple[str, int]] = {}  # instance -> (target, repetition)
         self.commands: list[tuple[str, str, str, float]] = []
 
     def ran(self, event: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
         instance_id = result["instance_id"]
         if instance_id not in self.hosts:
-            self.hosts[instance_id] = self.fleet.boot(event["target"]["id"])
+            volumes = data_volumes(instance_id)
+            self.where[instance_id] = (event["target"]["id"], event["repetition"])
+            self.hosts[instance_id] = self.fleet.boot(event["target"]["id"],
+                                                      disks=Disks(volumes, array=len(volumes) > 1))
         command = ssm_backends[DEFAULT_ACCOUNT_ID][REGION].get_command_by_id(result["command_id"])
         started = time.monotonic()
         inv = self.runner.send(self.hosts[instance_id], instance_id=instance_id, command_id=command.command_id,
@@ -77,6 +88,14 @@ class HostAgent:
         # install here): the event says so, and step_callback reads the runAgent step's.
         overall = "Failed" if any(s.status == "Failed" for s in inv.steps) else agent.status
         return ssm_invocation_event(command.command_id, instance_id, overall, command.document_name)
+
+
+def data_volumes(instance_id: str) -> list[str]:
+    """The ids of the data volumes RunInstances attached to the instance (moto), in stripe order."""
+    (reservation,) = boto3.client("ec2", region_name=REGION).describe_instances(InstanceIds=[instance_id])[
+        "Reservations"]
+    mapped = {m["DeviceName"]: m["Ebs"]["VolumeId"] for m in reservation["Instances"][0]["BlockDeviceMappings"]}
+    return [mapped[name] for name in targets.DATA_DEVICES if name in mapped]
 
 
 @pytest.fixture(scope="module")
@@ -158,12 +177,53 @@ def test_results_and_report_read_the_run_back_from_s3(e2e: Any, bf_home: Path, m
             seconds = sorted(s["second"] for s in samples if s["target_id"] == target and s["repetition"] == rep)
             assert_per_second(seconds, DURATION_S)
     assert all(s["tps"] > 0 for s in samples)
+    # The data directory's disk beside every second (real /proc/diskstats of the loop devices); a
+    # read-write mix writes to it.
+    for target in ("m6g", "m6i"):
+        mine = [s for s in samples if s["target_id"] == target]
+        assert all(s["disk_writes_per_s"] is not None and s["disk_read_mib_per_s"] is not None for s in mine)
+        assert sum(s["disk_writes_per_s"] for s in mine) > 0 and sum(s["disk_write_mib_per_s"] for s in mine) > 0
     fingerprints = {(t["target_id"], t["repetition"]): t for t in store.targets(run_id)}
     assert len(fingerprints) == 4 and all(str(t["engine_version"]).startswith("10.11") for t in fingerprints.values())
     out = bf_home / "report.html"
     assert main(["report", run_id, *api, "-o", str(out)]) == 0
     html = out.read_text()
     assert "m6g" in html and "m6i" in html and len(html) > 10_000
+    assert "Data storage as measured" in html and "RAID 10 of 8, chunk 512 KiB" in html
+
+
+def test_the_data_directory_was_on_the_volumes_the_instance_was_launched_with(e2e: Any, fleet: Fleet) -> None:
+    """Issue 26 through the whole pipeline: the volume ids moto gave at launch reached the agent
+    (start_step), which found each under /dev/disk/by-id, built the array (m6i: RAID 10 of 8 through
+    the stand-in, chunk 512 KiB, in launch order whatever the loop numbers), made the file system
+    aligned to it for real, mounted it with the options and nofail, and ran MariaDB on it; the
+    layout reached the targets rows."""
+    h, result = e2e
+    agent: HostAgent = h.agent
+    s3 = boto3.client("s3", region_name=REGION)
+    run_id = json.loads(result["output"])["run_id"]
+    for instance_id, machine in agent.hosts.items():
+        disks = fleet.disks[machine.name]
+        volumes = list(disks.volumes)
+        target, rep = agent.where[instance_id]
+        row = json.loads(s3.get_object(Bucket=BUCKET, Key=naming.raw_key(run_id, target, rep, "target").replace(
+            ".jsonl", ".json"))["Body"].read())
+        layout = json.loads(row["storage_layout"])
+        built = layout["built"]
+        assert [d["volume_id"] for d in built["devices"]] == volumes  # as moto launched them (data_volumes)
+        assert [d["device"] for d in built["devices"]] == [disks.volumes[v] for v in volumes]
+        mounts = machine.run("cat /proc/mounts").stdout
+        if target == "m6i":
+            (create,) = [c for c in disks.mdadm_calls(machine) if c[0] == "--create"]
+            assert create[:2] == ["--create", "/dev/md0"] and "--level=10" in create and "--chunk=512" in create
+            assert create[-8:] == [disks.volumes[v] for v in volumes]  # the stripe in launch order
+            assert (built["level"], built["filesystem"], layout["source"]) == (10, "xfs", disks.spare)
+            assert built["alignment"] == {"sunit_bytes": 512 * 1024, "swidth_bytes": 4 * 512 * 1024}  # as made
+            assert f"{disks.spare} /srv/benchfleet xfs rw,noatime" in mounts
+        else:
+            assert (built["level"], built["filesystem"]) == (None, "ext4")
+            assert f"{disks.volumes[volumes[0]]} /srv/benchfleet ext4 rw,noatime,nodiratime" in mounts
+        assert "nofail" in machine.path("/etc/fstab").read_text()
 
 
 def test_everything_is_torn_down(e2e: Any) -> None:

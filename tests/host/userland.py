@@ -3,7 +3,8 @@ checkout, keyed by what goes into it, so that later runs take seconds.
 
 What an EC2 Ubuntu image brings (python3, systemd, dbus, apt with its daily timers and
 unattended-upgrades, ca-certificates, openssl) plus what the install step would fetch (the engine,
-sysbench, the mysql client, python3-boto3), pre-installed so that a cached run needs no network:
+sysbench, the mysql client, python3-boto3, and for data volumes xfsprogs, e2fsprogs and mdadm),
+pre-installed so that a cached run needs no network:
 the install step still runs all of its code and finds them present. Service starts are disabled
 while packages install (policy-rc.d), as image builders do, so nothing runs in the build chroot.
 """
@@ -23,8 +24,11 @@ CACHE = Path(os.environ.get("BENCHFLEET_HOST_CACHE", "/var/cache/benchfleet/host
 BASE = ("python3", "systemd", "systemd-sysv", "dbus", "iproute2", "ca-certificates", "openssl", "procps",
         "unattended-upgrades")
 ENGINE = ("mariadb-server", "mariadb-client", "sysbench", "python3-boto3")
+# What the install step adds for an ec2 target's data volumes (benchfleet_install.storage_packages):
+# the real mdadm is installed as on Ubuntu, and shadowed on the host tier by hostfleet's stand-in.
+STORAGE = ("xfsprogs", "e2fsprogs", "mdadm")
 # Bump when the recipe below changes what a cached tree contains.
-RECIPE = 1
+RECIPE = 2
 
 
 def host_suite() -> tuple[str, str]:
@@ -43,7 +47,7 @@ def host_suite() -> tuple[str, str]:
 
 
 def key(suite: str) -> str:
-    recipe = f"{RECIPE}|{suite}|{' '.join(BASE)}|{' '.join(ENGINE)}"
+    recipe = f"{RECIPE}|{suite}|{' '.join(BASE)}|{' '.join(ENGINE)}|{' '.join(STORAGE)}"
     return hashlib.sha256(recipe.encode()).hexdigest()[:16]
 
 
@@ -78,7 +82,8 @@ def ensure() -> tuple[Path, dict[str, float]]:
         policy.write_text("#!/bin/sh\nexit 101\n")
         policy.chmod(0o755)
         env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "DEBIAN_FRONTEND": "noninteractive", "LC_ALL": "C"}
-        _run(["chroot", str(work), "apt-get", "install", "-y", "-q", "--no-install-recommends", *ENGINE], log, env=env)
+        _run(["chroot", str(work), "apt-get", "install", "-y", "-q", "--no-install-recommends", *ENGINE, *STORAGE],
+             log, env=env)
         policy.unlink()
         # The engine package's own server is enabled at boot, as on a fresh Ubuntu with the package.
         (work / "etc/hostname").write_text("benchfleet-host\n")
