@@ -67,12 +67,14 @@ def run_agent(job: dict[str, Any]) -> AgentOutput:
     return output
 
 
-def run_workload(workload: Workload, conn: Connection, config_hash: str, target_id: str) -> list[StepSummary]:
+def run_workload(workload: Workload, conn: Connection, config_hash: str, target_id: str,
+                 state_dir: Path | None = None) -> list[StepSummary]:
     """Every plan step of the workload, in order, as the local runner would; the step summaries."""
     summaries: list[StepSummary] = []
     for step in workload_steps(workload):
         job = agent_job(run_id="smoke", target_id=target_id, repetition=1, workload=workload, step=step,
-                        db=conn.as_job(), config_hash=config_hash)
+                        db=conn.as_job(), config_hash=config_hash,
+                        state_dir=str(state_dir) if state_dir else None)
         output = run_agent(job)
         if step.kind == "prepare":
             assert len(output.fingerprints) == 1
@@ -112,7 +114,7 @@ def test_every_workload_runs_at_smoke_scale(cnf: str, bf_home: Path) -> None:
                          SMOKE_MEMORY_MB, cnf_name=f"{cnf}.cnf")
     with server as conn:
         for workload in workloads:
-            summaries = run_workload(workload, conn, server.config_hash, f"smoke-{cnf}")
+            summaries = run_workload(workload, conn, server.config_hash, f"smoke-{cnf}", bf_home / "state")
             assert [s.step for s in summaries][-len(workload.threads):] == [
                 f"t{t:04d}" for t in workload.threads]
             prefix = INSERT_TABLES.get(workload.test)
@@ -122,10 +124,19 @@ def test_every_workload_runs_at_smoke_scale(cnf: str, bf_home: Path) -> None:
             rows = sum(int(query(conn, f"SELECT COUNT(*) FROM {prefix}{i}")[0][0])
                        for i in range(1, workload.tables + 1))
             assert rows == workload.tables * workload.table_size + sum(s.transactions for s in summaries)
+            # The agent's own count (benchfleet_rows.py), what every sample's rows_in_table came from.
+            kept = bf_home / "state" / "smoke" / f"smoke-{cnf}" / "rep-1" / f"{workload.name}.rows.json"
+            assert json.loads(kept.read_text()) == {"rows": rows}
             if workload.name.startswith("iibench"):
                 indexes = query(conn, f"SELECT COUNT(DISTINCT index_name) - 1 FROM information_schema.statistics"
                                       f" WHERE table_schema = 'sbtest' AND table_name = '{prefix}1'")
                 assert int(indexes[0][0]) == workload.options["secondary_indexes"]
+                # Range partitions as the seed made them: partitions of partition_rows, then one open.
+                parts = query(conn, "SELECT partition_description FROM information_schema.partitions WHERE "
+                                    f"table_schema = 'sbtest' AND table_name = '{prefix}1' "
+                                    "ORDER BY partition_ordinal_position")
+                size, n = workload.options["partition_rows"], workload.options["partitions"]
+                assert [p[0] for p in parts] == [str((i + 1) * size) for i in range(n)] + ["MAXVALUE"]
 
 
 def test_random_primary_keys_insert_slower_than_sequential_ones(
@@ -184,3 +195,14 @@ def test_a_cloud_spec_with_a_lua_workload_runs_locally_at_smoke_scale(
     csv_text = capsys.readouterr().out
     assert csv_text.splitlines()[0].endswith(",trial") and "smoke scale" in csv_text
     assert main(["results", "--history", run["name"]]) == 2
+    # The per-second export: the rows in the table of this insert workload (counted by the agent),
+    # and the local server's data directory disk beside every second (issue 26).
+    assert main(["results", run["run_id"], "--per-second", "--format", "json"]) == 0
+    seconds = [r for r in json.loads(capsys.readouterr().out) if r["phase"] == "measure"]
+    rows = [r["rows_in_table"] for r in seconds]
+    assert seconds and all(r is not None for r in rows) and rows == sorted(rows) and rows[0] > 0
+    sys.path.insert(0, str(WORKLOADS / "agent"))
+    import benchfleet_diskstats
+
+    on_disk = benchfleet_diskstats.device_of(str(bf_home))[0] is not None  # not on a tmpfs home
+    assert all((r["disk_writes_per_s"] is not None) is on_disk for r in seconds)

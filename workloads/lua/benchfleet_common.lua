@@ -15,6 +15,7 @@
 --      keys = function() return {"PRIMARY KEY (id)", "KEY idx_number (number)"} end,
 --      insert_columns = "number",
 --      row = function() return string.format("%d", ...) end,   -- the VALUES of one row
+--      table_options = function() return nil end,     -- optional: after ENGINE=..., e.g. PARTITION BY
 --   }
 --
 -- One sysbench event is one single-row INSERT in autocommit mode, so an interval line's tps is
@@ -51,6 +52,11 @@ local function create_table(def, con, i)
    local sql = string.format("CREATE TABLE %s (%s) ENGINE=%s DEFAULT CHARSET=utf8mb4",
                              table_name(def, i), table.concat(parts, ", "),
                              sysbench.opt.mysql_storage_engine)
+   -- A script's own table options (iibench.lua: range partitions), after the engine clause.
+   local extra = def.table_options and def.table_options() or nil
+   if extra then
+      sql = sql .. " " .. extra
+   end
    con:query(sql)
 end
 
