@@ -308,7 +308,18 @@ export const SHEETS = {
     name: 'Thread sweep',
     visuals: ['tps-vs-threads', 'latency-vs-threads', 'relative', 'relative-verdicts'],
   },
-  seconds: { sheetId: 'seconds', name: 'Per second', visuals: ['tps-per-second', 'steal-per-second'] },
+  seconds: {
+    sheetId: 'seconds',
+    name: 'Per second',
+    visuals: [
+      'tps-per-second',
+      'steal-per-second',
+      'disk-reads-per-second',
+      'disk-writes-per-second',
+      'disk-await-per-second',
+      'insert-rate-vs-rows',
+    ],
+  },
   cloud: { sheetId: 'cloud', name: 'Cloud metrics', visuals: ['aurora-write-latency'] },
   cost: {
     sheetId: 'cost',
@@ -383,6 +394,39 @@ export function dashboardDefinition(dataSets: Record<DatasetName, quicksight.Cfn
       numberDim('sec-elapsed-2', 'samples', 'elapsed_s'),
       measure('sec-steal', 'samples', 'cpu_steal_pct', 'AVERAGE'),
       categoryDim('sec-target-2', 'samples', 'series'),
+    ),
+    // The data directory's disk (/proc/diskstats on the host that holds it: EC2 targets), the same seconds.
+    lineChart(
+      'disk-reads-per-second',
+      'Disk reads per second (data directory)',
+      'Completed reads of the device the data directory is on (the array on striped volumes); MiB/s in the dataset',
+      numberDim('sec-elapsed-3', 'samples', 'elapsed_s'),
+      measure('sec-disk-reads', 'samples', 'disk_reads_per_s', 'AVERAGE'),
+      categoryDim('sec-target-3', 'samples', 'target_id'),
+    ),
+    lineChart(
+      'disk-writes-per-second',
+      'Disk writes per second (data directory)',
+      'Completed writes of the same device; MiB/s in the dataset',
+      numberDim('sec-elapsed-4', 'samples', 'elapsed_s'),
+      measure('sec-disk-writes', 'samples', 'disk_writes_per_s', 'AVERAGE'),
+      categoryDim('sec-target-4', 'samples', 'target_id'),
+    ),
+    lineChart(
+      'disk-await-per-second',
+      'Disk await (ms)',
+      'Mean time of the requests completed each second, queue and service (iostat await)',
+      numberDim('sec-elapsed-5', 'samples', 'elapsed_s'),
+      measure('sec-disk-await', 'samples', 'disk_await_ms', 'AVERAGE'),
+      categoryDim('sec-target-5', 'samples', 'target_id'),
+    ),
+    lineChart(
+      'insert-rate-vs-rows',
+      'Insert rate vs rows in the table',
+      "iiBench's view (seed 001): insert workloads only, the rows counted by the agent",
+      numberDim('sec-rows', 'samples', 'rows_in_table'),
+      measure('sec-insert-rate', 'samples', 'tps', 'AVERAGE'),
+      categoryDim('sec-target-6', 'samples', 'target_id'),
     ),
   ];
   const cloud: Visual[] = [

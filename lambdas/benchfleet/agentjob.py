@@ -17,15 +17,12 @@ from benchfleet.spec import Workload
 ONE_ROW_PER_EVENT = ("lua/iibench.lua", "lua/insert_pk_seq.lua", "lua/insert_pk_random.lua")
 
 
-def rows_of(workload: Workload, state_dir: str | None = None) -> dict[str, Any] | None:
-    """The job's ``rows`` for a workload that inserts one row per event (None otherwise): the rows
-    prepare loads, and where the host keeps the count between steps (None: the agent's default)."""
-    if workload.test not in ONE_ROW_PER_EVENT:
+def rows_of(workload: Workload, state_dir: str | None) -> dict[str, Any] | None:
+    """The job's ``rows`` for a workload that inserts one row per event (None otherwise, or without a
+    ``state_dir``): the rows prepare loads, and where the host keeps the count between steps."""
+    if workload.test not in ONE_ROW_PER_EVENT or not state_dir:
         return None
-    rows: dict[str, Any] = {"prepared": workload.tables * workload.table_size}
-    if state_dir:
-        rows["state_dir"] = state_dir
-    return rows
+    return {"prepared": workload.tables * workload.table_size, "state_dir": state_dir}
 
 
 def sysbench_options(workload: Workload) -> dict[str, Any]:

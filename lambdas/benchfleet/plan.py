@@ -210,6 +210,8 @@ class Plan(BaseModel):
     blocks: int = 1
     # AWS: what the run costs beyond its hosts (benchfleet.aws.planning.controlplane); empty locally.
     control_plane: list[RunCharge] = []
+    # A workload of the run inserts one row per event: its samples carry rows_in_table.
+    counts_rows: bool = False
 
     @property
     def wall_s(self) -> int:
@@ -520,6 +522,10 @@ def make_plan(loaded: LoadedSpec, price_lookup: PriceLookup | None = None, *, at
             step_overhead_s=STEP_OVERHEAD_SECONDS.get(target.kind, 0) if spec.is_local else 0,
             price_per_hour=price, server_options=target.server_options, hosts=hosts_of(target),
             at_once=concurrent, spacing_s=spec.repetition_spacing_s or 0, storage=storage, warnings=warnings))
+    from benchfleet.agentjob import ONE_ROW_PER_EVENT
+
+    tests = [loaded.workload.test, *(v.workload.test for v in spec.variants if isinstance(v.workload, Workload))]
     return Plan(name=spec.name, workload=loaded.workload.name, mode="local" if spec.is_local else "aws",
                 repetitions=spec.repetitions, targets=targets, budget_usd=spec.budget_usd, order=spec.order,
-                variants=spec.variant_ids, blocks=spec.blocks)
+                variants=spec.variant_ids, blocks=spec.blocks,
+                counts_rows=any(test in ONE_ROW_PER_EVENT for test in tests))

@@ -13,22 +13,18 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import Stubber
-from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "statemachine"))
 from sm_harness import (
     BUCKET,
     DB_PREFIX,
-    ENV,
     FIXTURES,
     OWNER,
     REGION,
     Context,
     FaultProxy,
-    MotoGaps,
     client_error,
-    setup_account,
     spec,
     ssm_invocation_event,
 )
@@ -49,24 +45,8 @@ STEP_KEY = naming.step_command_key(RUN, "aurora-r6g", 1, "t0001")
 
 
 @pytest.fixture
-def aws(monkeypatch):
-    for k, v in ENV.items():
-        monkeypatch.setenv(k, v)
-    with mock_aws():
-        clients.reset()
-        setup_account(monkeypatch)
-        gaps = MotoGaps()
-        ssm = boto3.client("ssm", region_name=REGION)
-        rds = boto3.client("rds", region_name=REGION)
-        proxies = {
-            "ssm": gaps.ssm(ssm),
-            "rds": gaps.rds(rds),
-            "timestream-write": FaultProxy(boto3.client("timestream-write", region_name=REGION)),
-        }
-        for service, proxy in proxies.items():
-            clients.override(service, lambda p=proxy: p)
-        yield proxies, gaps
-        clients.reset()
+def aws(handlers_aws):
+    return handlers_aws
 
 
 def call(module: str, event: dict):

@@ -14,10 +14,9 @@ from typing import Any
 
 import boto3
 import pytest
-from moto import mock_aws
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "statemachine"))
-from sm_harness import ENV, OWNER, REGION, Context, MotoGaps, leftovers, setup_account, spec
+from sm_harness import OWNER, REGION, Context, leftovers, spec
 
 from benchfleet import naming
 from benchfleet.aws import clients, errors, sweep, targets
@@ -29,24 +28,14 @@ TARGET = {"id": "raid10", "kind": "ec2", "instance_type": "m6i.xlarge", "engine"
 
 
 @pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch) -> Any:
-    for k, v in ENV.items():
-        monkeypatch.setenv(k, v)
-    with mock_aws():
-        clients.reset()
-        setup_account(monkeypatch)
-        gaps = MotoGaps()
-        ssm = boto3.client("ssm", region_name=REGION)
-        ssm_proxy = type("Ssm", (), {"__getattr__": lambda self, n: getattr(ssm, n),
-                                     "get_parameter": staticmethod(gaps.get_parameter(ssm))})()
-        clients.override("ssm", lambda: ssm_proxy)
-        ec2 = boto3.client("ec2", region_name=REGION)
-        launched: list[dict[str, Any]] = []
-        ec2.meta.events.register("provide-client-params.ec2.RunInstances",
-                                 lambda params, **kw: launched.append(json.loads(json.dumps(params))))
-        clients.override("ec2", lambda: ec2)
-        yield ec2, launched
-        clients.reset()
+def aws(handlers_aws: Any) -> Any:
+    """The handlers' moto account (conftest), EC2 recording every RunInstances request as sent."""
+    ec2 = boto3.client("ec2", region_name=REGION)
+    launched: list[dict[str, Any]] = []
+    ec2.meta.events.register("provide-client-params.ec2.RunInstances",
+                             lambda params, **kw: launched.append(json.loads(json.dumps(params))))
+    clients.override("ec2", lambda: ec2)
+    return ec2, launched
 
 
 def call(module: str, event: dict[str, Any]) -> Any:

@@ -141,3 +141,24 @@ def test_the_state_machine_role_holds_only_the_logging_and_tracing_it_must_have_
     assert unscoped == STATE_MACHINE_UNSCOPED
     for action in ("logs:PutLogEvents", "logs:CreateLogStream", "cloudwatch:PutMetricData"):
         assert not allows(statements, action, "*"), action
+
+
+def test_data_volumes_root_and_grants_match_the_deployed_template(synthesized: Template):
+    """Provision restates the launch template's root volume in every RunInstances that adds data
+    volumes (EC2 may replace the template's mappings with the request's): the two must be the same
+    volume. start_step reads the volumes' ids; teardown and the sweepers may delete a run's volumes."""
+    from benchfleet.aws.fleet import targets
+
+    (template,) = synthesized.of_type("AWS::EC2::LaunchTemplate").values()
+    (root,) = template["Properties"]["LaunchTemplateData"]["BlockDeviceMappings"]
+    assert root["DeviceName"] == targets.ROOT_DEVICE
+    assert root["Ebs"] == {k: targets.ROOT_VOLUME[k] for k in ("VolumeSize", "VolumeType", "Encrypted",
+                                                              "DeleteOnTermination")}
+    volume = f"arn:aws:ec2:{REGION}:{ACCOUNT}:volume/vol-0123456789abcdef0"
+    for role in ("OrchestrationFunctionsTeardownRole", "OrchestrationFunctionsTeardownByTagRole",
+                 "OrchestrationFunctionsJanitorRole", "OrchestrationFunctionsApiRole"):
+        assert allows(statements_of(synthesized, role), "ec2:DeleteVolume", volume), role
+    for role in ("OrchestrationFunctionsProvisionRole", "OrchestrationFunctionsStartStepRole"):
+        assert not allows(statements_of(synthesized, role), "ec2:DeleteVolume", volume), role
+    assert allows(statements_of(synthesized, "OrchestrationFunctionsStartStepRole"), "ec2:DescribeInstances", "*")
+    assert allows(statements_of(synthesized, "OrchestrationFunctionsProvisionRole"), "ec2:RunInstances", volume)

@@ -66,9 +66,10 @@ def test_requests_send_what_a_step_shares_once_and_lose_nothing():
     for r in requests:
         assert r["TableName"] == "samples" and set(r["CommonAttributes"]) == set(ts.COMMON_KEYS)
         assert all(set(record) == {"Time", "MeasureValues"} for record in r["Records"])
-    # Every record alone carries its 7 dimensions: the common attributes save most of the bytes.
+    # Every record alone carries its 7 dimensions: the common attributes save a fifth of the bytes
+    # (the rest are the sample's own measures, the data directory's disk figures included).
     alone = ts.writes_of([{"Records": records}])
-    assert ts.writes_of(requests).units < alone.units * 0.75
+    assert ts.writes_of(requests).units < alone.units * 0.8
 
 
 def test_cloud_metrics_are_batched_per_metric():

@@ -23,13 +23,14 @@ import os
 import re
 from typing import Any, Dict, Optional
 
-DEFAULT_STATE_DIR = "/var/lib/benchfleet/state"
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
 class RowCounter:
     def __init__(self, job: Dict[str, Any]) -> None:
         spec = job.get("rows") if isinstance(job.get("rows"), dict) else None
+        if spec is not None and not spec.get("state_dir"):
+            spec = None  # nowhere to keep the count between steps: not counted
         self.enabled = spec is not None
         self.prepared = int(spec.get("prepared") or 0) if spec else 0
         self.path: Optional[str] = None
@@ -37,7 +38,7 @@ class RowCounter:
             parts = [str(job.get("run_id")), str(job.get("target_id")), "rep-{}".format(job.get("repetition")),
                      str(job.get("workload"))]
             if all(_SAFE.match(p) and ".." not in p for p in parts):
-                self.path = os.path.join(str(spec.get("state_dir") or DEFAULT_STATE_DIR), *parts[:3],
+                self.path = os.path.join(str(spec["state_dir"]), *parts[:3],
                                          parts[3] + ".rows.json")
         self.rows: Optional[float] = None
         self.last_second = 0.0

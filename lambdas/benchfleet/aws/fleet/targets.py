@@ -242,11 +242,16 @@ def db_connection(rds: Any, resources: dict[str, Any]) -> dict[str, Any] | None:
 
 # ---- teardown -----------------------------------------------------------------------------------
 
+def _owned(run_id: str, target_id: str, owner: str, state_filter: str, states: list[str]) -> list[dict[str, Any]]:
+    """EC2 filters: tagged with the run, the target and the owning stack, in one of ``states``."""
+    return [{"Name": f"tag:{naming.TAG_RUN_ID}", "Values": [run_id]},
+            {"Name": f"tag:{naming.TAG_TARGET_ID}", "Values": [target_id]},
+            {"Name": f"tag:{naming.TAG_STACK}", "Values": [owner]},
+            {"Name": state_filter, "Values": states}]
+
+
 def tagged_instances(ec2: Any, run_id: str, target_id: str, owner: str) -> list[str]:
-    filters = [{"Name": f"tag:{naming.TAG_RUN_ID}", "Values": [run_id]},
-               {"Name": f"tag:{naming.TAG_TARGET_ID}", "Values": [target_id]},
-               {"Name": f"tag:{naming.TAG_STACK}", "Values": [owner]},
-               {"Name": "instance-state-name", "Values": ["pending", "running", "stopping", "stopped"]}]
+    filters = _owned(run_id, target_id, owner, "instance-state-name", ["pending", "running", "stopping", "stopped"])
     with aws_errors():
         pages = ec2.get_paginator("describe_instances").paginate(Filters=filters)
         return [i["InstanceId"] for page in pages for r in page["Reservations"] for i in r["Instances"]]
@@ -254,10 +259,7 @@ def tagged_instances(ec2: Any, run_id: str, target_id: str, owner: str) -> list[
 
 def tagged_volumes(ec2: Any, run_id: str, target_id: str, owner: str) -> list[dict[str, Any]]:
     """EBS volumes tagged with the run, the target and the owning stack, not already being deleted."""
-    filters = [{"Name": f"tag:{naming.TAG_RUN_ID}", "Values": [run_id]},
-               {"Name": f"tag:{naming.TAG_TARGET_ID}", "Values": [target_id]},
-               {"Name": f"tag:{naming.TAG_STACK}", "Values": [owner]},
-               {"Name": "status", "Values": ["creating", "available", "in-use", "error"]}]
+    filters = _owned(run_id, target_id, owner, "status", ["creating", "available", "in-use", "error"])
     with aws_errors():
         pages = ec2.get_paginator("describe_volumes").paginate(Filters=filters)
         return [v for page in pages for v in page["Volumes"]]

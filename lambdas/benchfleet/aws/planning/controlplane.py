@@ -162,13 +162,19 @@ _SETTINGS: dict[str, Any] = {
     "effective": {"innodb_flush_log_at_trx_commit": "2", "sync_binlog": "0"}}
 
 
-def _every_measure(model: type[BaseModel], **given: Any) -> Any:
-    """A row of ``model`` with every measure present (the most a record can weigh): numbers where
-    the field is numeric, a representative string where it is text (a text field without one in
-    _STRINGS fails every plan test: add it there)."""
+# Sample measures the agent writes only where they exist: the data directory's disk on a host
+# that holds it (ec2 targets), the rows in the table for workloads that insert one row per event.
+_DISK_MEASURES = ("disk_reads_per_s", "disk_writes_per_s", "disk_read_mib_per_s", "disk_write_mib_per_s",
+                  "disk_await_ms")
+
+
+def _every_measure(model: type[BaseModel], absent: tuple[str, ...] = (), **given: Any) -> Any:
+    """A row of ``model`` with every measure present but ``absent`` (the most a record can weigh):
+    numbers where the field is numeric, a representative string where it is text (a text field
+    without one in _STRINGS fails every plan test: add it there)."""
     values = dict(given)
     for name, info in model.model_fields.items():
-        if name in values:
+        if name in values or name in absent:
             continue
         kinds = set(typing.get_args(info.annotation)) if isinstance(info.annotation, types.UnionType) \
             else {info.annotation}
@@ -178,10 +184,11 @@ def _every_measure(model: type[BaseModel], **given: Any) -> Any:
 
 
 def step_writes(t: TargetPlan, step: PlanStep, *, run_id: str, workload: str, repetition: int,
-                report_interval_s: int) -> timestream.Writes:
+                report_interval_s: int, counts_rows: bool = False) -> timestream.Writes:
     """What collecting ``step`` writes to Timestream: a sample per report interval and the summary
     (not for prepare), and per CloudWatch query the points its window overlaps, made into requests
-    by the store's own record builders and batcher."""
+    by the store's own record builders and batcher. A sample has disk figures on ec2 targets and
+    rows in the table when the workload counts them (``counts_rows``)."""
     rows = {"run_id": run_id, "target_id": t.target_id, "repetition": repetition}
     step_rows = rows | {"workload": workload, "step": step.name, "phase": step.kind, "threads": step.threads,
                         "variant": step.variant or "", "block": step.block,
@@ -192,8 +199,10 @@ def step_writes(t: TargetPlan, step: PlanStep, *, run_id: str, workload: str, re
         # records of its own dimensions and a request of their own.
         reports = step.duration_s // max(1, report_interval_s)
         phases = [records.sample_phase(step.kind, i) for i in range(reports)]
+        absent = (() if t.kind == "ec2" else _DISK_MEASURES) + (() if counts_rows else ("rows_in_table",))
         for phase in sorted(set(phases)):
-            sample = timestream.sample_record(_every_measure(Sample, time=_WHEN, **(step_rows | {"phase": phase})))
+            sample = timestream.sample_record(_every_measure(Sample, absent, time=_WHEN,
+                                                             **(step_rows | {"phase": phase})))
             writes += timestream.repeated_writes(timestream.TABLE_SAMPLES, sample, phases.count(phase))
         summary = timestream.summary_record(_every_measure(StepSummary, time=_WHEN, **step_rows))
         writes += timestream.repeated_writes(timestream.TABLE_SUMMARIES, summary, 1)
@@ -212,6 +221,7 @@ def _repetition_writes(plan: Plan, t: TargetPlan, report_interval_s: int, repeti
     """One repetition's Timestream writes (its number as long as the target's last one's)."""
     run_id = naming.new_run_id(plan.name, _WHEN)
     return sum((step_writes(t, s, run_id=run_id, workload=plan.workload, repetition=t.repetitions,
+                            counts_rows=plan.counts_rows,
                             report_interval_s=report_interval_s) for s in t.steps_of(repetition)),
                timestream.Writes())
 

@@ -30,6 +30,8 @@ from benchfleet.spec import ExistingTarget, Workload
 PASSWORD_FILE = "/var/lib/benchfleet/db.cnf"  # noqa: S105 - a path, not a password
 # Where the install puts the engine's data directory (workloads/agent/benchfleet_storage.py DATA_DIR).
 DATA_DIR = "/var/lib/mysql"
+# Where the agent keeps what outlives a step on the host (the rows in an insert workload's table).
+STATE_DIR = "/var/lib/benchfleet/state"
 # Client certificate files on the client host, for sysbench builds that need them for TLS.
 TLS_FILES = ("ssl_ca", "ssl_cert", "ssl_key")
 
@@ -99,7 +101,7 @@ def job_for(state: StepState, volumes: list[dict[str, str]] | None = None) -> di
     # /proc/diskstats the agent samples every second; elsewhere the database is on another host.
     job = agent_job(run_id=state.run_id, target_id=state.target["id"], repetition=state.repetition,
                     workload=workload, step=step, db=db_of(state), settings=settings_of(state),
-                    data_dir=DATA_DIR if state.kind == "ec2" else None)
+                    data_dir=DATA_DIR if state.kind == "ec2" else None, state_dir=STATE_DIR)
     if installs(state):
         job["install"] = dict(state.step.install or {})
         wanted = needs_volume_ids(state)
