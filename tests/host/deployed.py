@@ -12,8 +12,8 @@ from moto.core import DEFAULT_ACCOUNT_ID as ACCOUNT
 from sm_harness import Context, function_arn
 
 from benchfleet.aws import clients
-from benchfleet.aws.fleet import targets
 from benchfleet.aws.events import StepState
+from benchfleet.aws.fleet import targets
 from benchfleet.aws.planning import runplan
 from benchfleet.aws.regions import TargetRegions
 from handlers import start_step

@@ -332,6 +332,6 @@ def test_parse_mdadm_detail_reads_a_real_report() -> None:
 
 
 def test_the_lambdas_and_the_agent_agree_on_the_data_directory() -> None:
-    from benchfleet.aws import jobs
+    from benchfleet.aws.steps import jobs
 
     assert jobs.DATA_DIR == storage.DATA_DIR

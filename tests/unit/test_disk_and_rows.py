@@ -138,8 +138,8 @@ def test_the_agent_samples_the_disk_and_counts_rows_beside_sysbench(tmp_path: Pa
 def test_every_store_carries_the_new_per_second_columns(field: str) -> None:
     """One data model in every store: DuckDB, Athena/Glue, both dataset dialects, QuickSight's columns
     (Timestream's records are the Sample's fields themselves)."""
-    from benchfleet.aws.athena_store import SAMPLE_COLUMNS
-    from benchfleet.aws.timestream import sample_record
+    from benchfleet.aws.store.athena_store import SAMPLE_COLUMNS
+    from benchfleet.aws.store.timestream import sample_record
     from benchfleet.local.store import _SAMPLE_COLUMNS, SCHEMA
     from benchfleet.records import Sample
 

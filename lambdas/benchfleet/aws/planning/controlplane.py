@@ -168,7 +168,7 @@ _DISK_MEASURES = ("disk_reads_per_s", "disk_writes_per_s", "disk_read_mib_per_s"
                   "disk_await_ms")
 
 
-def _every_measure(model: type[BaseModel], absent: tuple[str, ...] = (), **given: Any) -> Any:
+def _every_measure(model: type[BaseModel], *, absent: tuple[str, ...] = (), **given: Any) -> Any:
     """A row of ``model`` with every measure present but ``absent`` (the most a record can weigh):
     numbers where the field is numeric, a representative string where it is text (a text field
     without one in _STRINGS fails every plan test: add it there)."""
@@ -190,9 +190,9 @@ def step_writes(t: TargetPlan, step: PlanStep, *, run_id: str, workload: str, re
     by the store's own record builders and batcher. A sample has disk figures on ec2 targets and
     rows in the table when the workload counts them (``counts_rows``)."""
     rows = {"run_id": run_id, "target_id": t.target_id, "repetition": repetition}
-    step_rows = rows | {"workload": workload, "step": step.name, "phase": step.kind, "threads": step.threads,
-                        "variant": step.variant or "", "block": step.block,
-                        "settings": _SETTINGS if step.settings else None}
+    step_rows: dict[str, Any] = rows | {"workload": workload, "step": step.name, "phase": step.kind,
+                                       "threads": step.threads, "variant": step.variant or "", "block": step.block,
+                                       "settings": _SETTINGS if step.settings else None}
     writes = timestream.Writes()
     if step.kind != "prepare":
         # A measure step's first report is its ramp (records.sample_phase): a phase of its own, so
@@ -201,7 +201,7 @@ def step_writes(t: TargetPlan, step: PlanStep, *, run_id: str, workload: str, re
         phases = [records.sample_phase(step.kind, i) for i in range(reports)]
         absent = (() if t.kind == "ec2" else _DISK_MEASURES) + (() if counts_rows else ("rows_in_table",))
         for phase in sorted(set(phases)):
-            sample = timestream.sample_record(_every_measure(Sample, absent, time=_WHEN,
+            sample = timestream.sample_record(_every_measure(Sample, absent=absent, time=_WHEN,
                                                              **(step_rows | {"phase": phase})))
             writes += timestream.repeated_writes(timestream.TABLE_SAMPLES, sample, phases.count(phase))
         summary = timestream.summary_record(_every_measure(StepSummary, time=_WHEN, **step_rows))
