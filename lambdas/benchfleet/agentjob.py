@@ -9,12 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchfleet.plan import PlanStep
-from benchfleet.spec import Workload
-
-# Tests whose every sysbench event inserts exactly one row (workloads/lua/benchfleet_common.lua): the
-# agent counts the rows in the table for them (workloads/agent/benchfleet_rows.py), the x axis of
-# iiBench's insert rate against table size.
-ONE_ROW_PER_EVENT = ("lua/iibench.lua", "lua/insert_pk_seq.lua", "lua/insert_pk_random.lua")
+from benchfleet.spec import ONE_ROW_PER_EVENT, Workload
 
 
 def rows_of(workload: Workload, state_dir: str | None) -> dict[str, Any] | None:

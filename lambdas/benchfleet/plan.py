@@ -22,7 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from benchfleet.pricing import DEFAULT_REGION
-from benchfleet.spec import ComparisonSpec, LoadedSpec, ResolvedVariant, Workload, data_set_key
+from benchfleet.spec import ONE_ROW_PER_EVENT, ComparisonSpec, LoadedSpec, ResolvedVariant, Workload, data_set_key
 from benchfleet.stats.cost import vcpus_from_size
 
 StepKind = Literal["prepare", "warmup", "measure"]
@@ -522,8 +522,6 @@ def make_plan(loaded: LoadedSpec, price_lookup: PriceLookup | None = None, *, at
             step_overhead_s=STEP_OVERHEAD_SECONDS.get(target.kind, 0) if spec.is_local else 0,
             price_per_hour=price, server_options=target.server_options, hosts=hosts_of(target),
             at_once=concurrent, spacing_s=spec.repetition_spacing_s or 0, storage=storage, warnings=warnings))
-    from benchfleet.agentjob import ONE_ROW_PER_EVENT
-
     tests = [loaded.workload.test, *(v.workload.test for v in spec.variants if isinstance(v.workload, Workload))]
     return Plan(name=spec.name, workload=loaded.workload.name, mode="local" if spec.is_local else "aws",
                 repetitions=spec.repetitions, targets=targets, budget_usd=spec.budget_usd, order=spec.order,

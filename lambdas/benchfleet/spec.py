@@ -49,6 +49,10 @@ _DB_USER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@-]{0,79}$")
 _SCHEMA = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 MAX_STEP_SECONDS = 48 * 3600
+# Tests whose every sysbench event inserts exactly one row (workloads/lua/benchfleet_common.lua): the
+# agent counts the rows in the table for them (workloads/agent/benchfleet_rows.py), the x axis of
+# iiBench's insert rate against table size.
+ONE_ROW_PER_EVENT = ("lua/iibench.lua", "lua/insert_pk_seq.lua", "lua/insert_pk_random.lua")
 MAX_THREADS = 4096
 
 OptionValue = bool | int | float | str

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from tests.conftest import REPO
 
-from benchfleet.agentjob import ONE_ROW_PER_EVENT, agent_job
+from benchfleet.agentjob import agent_job
 from benchfleet.plan import PlanStep
 from benchfleet.records import parse_agent_lines
-from benchfleet.spec import Workload
+from benchfleet.spec import ONE_ROW_PER_EVENT, Workload
 
 AGENT_DIR = REPO / "workloads" / "agent"
 sys.path.insert(0, str(AGENT_DIR))
