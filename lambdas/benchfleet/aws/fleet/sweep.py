@@ -150,7 +150,9 @@ def _resource(kind: Kind, rid: str, region: str, raw_tags: Iterable[dict[str, st
     tags = _tag_map(raw_tags)
     if tags.get(TAG_STACK) != owner or TAG_RUN_ID not in tags or (run_id and tags[TAG_RUN_ID] != run_id):
         return None
-    if kind != "ec2-instance":
+    # EC2 tags its instances and volumes only at launch (ec2:CreateAction): nothing can be tagged into
+    # our ownership later, as an RDS database can, so only databases must prove their derived names.
+    if kind.startswith("db-"):
         extra["not_created_by_run"] = _adopted(rid, tags[TAG_RUN_ID], tags.get(TAG_TARGET_ID))
     return Resource(kind=kind, id=rid, region=region, run_id=tags[TAG_RUN_ID], target_id=tags.get(TAG_TARGET_ID),
                     expires_at=parse_expiry(tags.get(TAG_EXPIRES_AT)), state=state, **extra)
