@@ -78,6 +78,7 @@ def _figures(store: DuckDBStore, run_id: str) -> tuple[dict, dict[str, charts.Fi
     series = timeline(store, doc["run"]["run_id"])
     if series["series"]:
         figs["timeline"] = charts.timeline(series, palette)
+        figs["rows"] = charts.insert_rate(series, palette)
     return doc, figs
 
 
@@ -88,6 +89,26 @@ def test_every_figure_validates_and_uses_only_the_bundles_traces(stores: dict, n
         go.Figure(fig)  # raises on any property plotly.js 4.1.1 does not know
         types = {t["type"] for t in fig["data"]}
         assert types <= html.BUNDLE_TRACES, (key, types)
+
+
+def test_a_long_insert_curve_stays_on_the_bundles_traces() -> None:
+    """A soak's rows-against-rate curve has thousands of points: still a plain scatter (the basic bundle
+    has no WebGL traces), every point kept, the disk panels on their own axes under the throughput."""
+    n = 3000
+    series = {"width_s": 1, "series": [{
+        "target_id": "a", "repetition": 1, "t": list(range(n)), "tps": [500.0 - i / 10 for i in range(n)],
+        "rows": [1000 + 500 * i for i in range(n)], "threads": [1] * n, "steal": [0.1] * n, "iowait": [0.2] * n,
+        "disk_iops": [90.0] * n, "disk_mib_s": [1.5] * n, "disk_await_ms": [0.6] * n, "steps": []}]}
+    palette = charts.colors(["a"])
+    rows = charts.insert_rate(series, palette)
+    assert {t["type"] for t in rows["data"]} <= html.BUNDLE_TRACES and len(rows["data"][0]["x"]) == n
+    go.Figure(rows)
+    timeline = charts.timeline(series, palette)
+    go.Figure(timeline)
+    assert {t["yaxis"] for t in timeline["data"] if "yaxis" in t} == {"y2", "y3", "y4", "y5", "y6"}
+    assert [timeline["layout"][f"yaxis{i}"]["title"]["text"] for i in (4, 5, 6)] == [
+        "disk IO/s", "disk MiB/s", "await ms"]
+    assert timeline["layout"]["xaxis"]["anchor"] == "y6"  # the time axis under the lowest panel
 
 
 def test_one_thread_count_draws_bars_with_whiskers_and_a_log_axis_where_latency_spans_decades(stores: dict) -> None:

@@ -446,7 +446,7 @@ def insert_rate(series: dict[str, Any], palette: dict[str, str]) -> Figure:
         if not points:
             continue
         color = palette.get(s["target_id"], "#333")
-        data.append({"type": "scattergl" if len(points) > 2000 else "scatter", "mode": "lines",
+        data.append({"type": "scatter", "mode": "lines",
                      "name": f"{s['target_id']} rep {s['repetition']}", "legendgroup": s["target_id"],
                      "x": [r for r, _ in points], "y": [t for _, t in points],
                      "line": {"color": color, "width": 1.3, "dash": _DASHES[(s["repetition"] - 1) % len(_DASHES)]},
