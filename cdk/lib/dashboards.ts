@@ -334,6 +334,18 @@ export const HEADLINE_PRICING_MODELS = ['on_demand', 'reserved_1y_all_upfront'];
 /** Metrics shown on the write-latency view (collect converts RDS WriteLatency to ms). */
 export const WRITE_LATENCY_METRICS = ['WriteLatency', 'CommitLatency', 'DMLLatency'];
 
+/** One line per series (target and variant) of a samples column against elapsed seconds (or another column). */
+function perSecond(n: number, id: string, title: string, subtitle: string, column: string, x = 'elapsed_s'): Visual {
+  return lineChart(
+    id,
+    title,
+    subtitle,
+    numberDim(`sec-x-${n}`, 'samples', x),
+    measure(`sec-${id}`, 'samples', column, 'AVERAGE'),
+    categoryDim(`sec-target-${n}`, 'samples', 'series'),
+  );
+}
+
 export function dashboardDefinition(dataSets: Record<DatasetName, quicksight.CfnDataSet>): Definition {
   const sweep: Visual[] = [
     lineChart(
@@ -396,37 +408,34 @@ export function dashboardDefinition(dataSets: Record<DatasetName, quicksight.Cfn
       categoryDim('sec-target-2', 'samples', 'series'),
     ),
     // The data directory's disk (/proc/diskstats on the host that holds it: EC2 targets), the same seconds.
-    lineChart(
+    perSecond(
+      3,
       'disk-reads-per-second',
       'Disk reads per second (data directory)',
       'Completed reads of the device the data directory is on (the array on striped volumes); MiB/s in the dataset',
-      numberDim('sec-elapsed-3', 'samples', 'elapsed_s'),
-      measure('sec-disk-reads', 'samples', 'disk_reads_per_s', 'AVERAGE'),
-      categoryDim('sec-target-3', 'samples', 'target_id'),
+      'disk_reads_per_s',
     ),
-    lineChart(
+    perSecond(
+      4,
       'disk-writes-per-second',
       'Disk writes per second (data directory)',
       'Completed writes of the same device; MiB/s in the dataset',
-      numberDim('sec-elapsed-4', 'samples', 'elapsed_s'),
-      measure('sec-disk-writes', 'samples', 'disk_writes_per_s', 'AVERAGE'),
-      categoryDim('sec-target-4', 'samples', 'target_id'),
+      'disk_writes_per_s',
     ),
-    lineChart(
+    perSecond(
+      5,
       'disk-await-per-second',
       'Disk await (ms)',
       'Mean time of the requests completed each second, queue and service (iostat await)',
-      numberDim('sec-elapsed-5', 'samples', 'elapsed_s'),
-      measure('sec-disk-await', 'samples', 'disk_await_ms', 'AVERAGE'),
-      categoryDim('sec-target-5', 'samples', 'target_id'),
+      'disk_await_ms',
     ),
-    lineChart(
+    perSecond(
+      6,
       'insert-rate-vs-rows',
       'Insert rate vs rows in the table',
       "iiBench's view (seed 001): insert workloads only, the rows counted by the agent",
-      numberDim('sec-rows', 'samples', 'rows_in_table'),
-      measure('sec-insert-rate', 'samples', 'tps', 'AVERAGE'),
-      categoryDim('sec-target-6', 'samples', 'target_id'),
+      'tps',
+      'rows_in_table',
     ),
   ];
   const cloud: Visual[] = [
