@@ -1,28 +1,22 @@
 """workloads/agent/benchfleet_storage.py against a simulated host: a temporary root holding
 /dev/disk/by-id links, /proc/mounts, /etc/fstab and /var/lib/mysql, and a Python stand-in for the
 commands (mdadm, mkfs, blkid, mount, ...) that records every argv and keeps the state a kernel would.
-What the commands really do on a booted host with loop devices is tests/host/test_striped_storage.py."""
+What the commands really do on a booted host with loop devices: tests/host (test_agent_on_host.py,
+test_run_end_to_end.py; its README lists what stays unproven)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.agent_modules import load
 
-REPO = Path(__file__).resolve().parents[2]
-AGENT_DIR = REPO / "workloads" / "agent"
-sys.path.insert(0, str(AGENT_DIR))
-_spec = importlib.util.spec_from_file_location("benchfleet_storage", AGENT_DIR / "benchfleet_storage.py")
-assert _spec and _spec.loader
-storage = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(storage)
+storage: Any = load("benchfleet_storage")
 
 VOLUMES = [f"vol-0{i}aa{i}bb{i}cc{i}dd{i}ee" for i in range(8)]
 DEVICES = [f"/dev/sd{c}" for c in "fghijklm"]

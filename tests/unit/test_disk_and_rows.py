@@ -4,14 +4,15 @@ interval lines, then through the agent itself with a stand-in sysbench printing 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from tests.agent_modules import AGENT_DIR, load
 from tests.conftest import REPO
 
 from benchfleet.agentjob import agent_job
@@ -19,20 +20,8 @@ from benchfleet.plan import PlanStep
 from benchfleet.records import parse_agent_lines
 from benchfleet.spec import ONE_ROW_PER_EVENT, Workload
 
-AGENT_DIR = REPO / "workloads" / "agent"
-sys.path.insert(0, str(AGENT_DIR))
-
-
-def _load(name: str):  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location(name, AGENT_DIR / f"{name}.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-diskstats = _load("benchfleet_diskstats")
-rows_module = _load("benchfleet_rows")
+diskstats: Any = load("benchfleet_diskstats")
+rows_module: Any = load("benchfleet_rows")
 LOG = REPO / "tests" / "fixtures" / "sysbench-1.0.20" / "run_ri.log"
 
 # major minor name, then: reads merged sectors-read ms-reading writes merged sectors-written ms-writing
