@@ -125,7 +125,7 @@ def test_every_workload_runs_at_smoke_scale(cnf: str, bf_home: Path) -> None:
                        for i in range(1, workload.tables + 1))
             assert rows == workload.tables * workload.table_size + sum(s.transactions for s in summaries)
             # The agent's own count (benchfleet_rows.py), what every sample's rows_in_table came from.
-            kept = bf_home / "state" / "smoke" / f"smoke-{cnf}" / "rep-1" / f"{workload.name}.rows.json"
+            kept = bf_home / "state" / "smoke" / f"smoke-{cnf}" / "rep-1" / "sbtest" / f"{workload.name}.rows.json"
             assert json.loads(kept.read_text()) == {"rows": rows}
             if workload.name.startswith("iibench"):
                 indexes = query(conn, f"SELECT COUNT(DISTINCT index_name) - 1 FROM information_schema.statistics"

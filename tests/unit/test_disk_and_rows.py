@@ -68,10 +68,10 @@ def test_the_data_directory_is_found_on_its_block_device(tmp_path: Path) -> None
 
 def test_rows_count_from_the_prepared_rows_through_every_step(tmp_path: Path) -> None:
     job = {"run_id": "r-1", "target_id": "t", "repetition": 2, "workload": "iibench-pk-only",
-           "rows": {"prepared": 1000, "state_dir": str(tmp_path)}}
+           "db": {"database": "sbtest"}, "rows": {"prepared": 1000, "state_dir": str(tmp_path)}}
     counter = rows_module.RowCounter(job)
     counter.prepared_now()
-    kept = tmp_path / "r-1" / "t" / "rep-2" / "iibench-pk-only.rows.json"
+    kept = tmp_path / "r-1" / "t" / "rep-2" / "sbtest" / "iibench-pk-only.rows.json"
     assert json.loads(kept.read_text()) == {"rows": 1000}
     step = rows_module.RowCounter(job)
     step.start()
@@ -80,6 +80,12 @@ def test_rows_count_from_the_prepared_rows_through_every_step(tmp_path: Path) ->
         1850, 2905, round(1000 + 850.33 + 1054.22 + 2 * 1005.09)]
     step.finish(4000, 1000.0)  # the summary's exact transactions replace the running sum
     assert json.loads(kept.read_text()) == {"rows": 5000}
+    # Variants on one host: each its own data set (db.database sbtest_<variant>), each its own count.
+    other = {**job, "variant": "relaxed", "db": {"database": "sbtest_relaxed"}}
+    rows_module.RowCounter(other).prepared_now()
+    again = rows_module.RowCounter(job)
+    again.start()
+    assert again.rows == 5000 and json.loads(kept.read_text()) == {"rows": 5000}
     nothing = rows_module.RowCounter({**job, "repetition": 3})
     nothing.start()  # no prepare on this host for repetition 3: nothing guessed
     assert nothing.sample(1, 100.0) is None
@@ -103,12 +109,12 @@ def test_the_agent_samples_the_disk_and_counts_rows_beside_sysbench(tmp_path: Pa
     fake.write_text(f"#!/bin/sh\ncat {LOG}\n")
     fake.chmod(0o755)
     state = tmp_path / "state"
-    counter = state / "r" / "a" / "rep-1" / "w.rows.json"
+    counter = state / "r" / "a" / "rep-1" / "sbtest" / "w.rows.json"
     counter.parent.mkdir(parents=True)
     counter.write_text(json.dumps({"rows": 1000}))
     job = {"run_id": "r", "target_id": "a", "repetition": 1, "workload": "w", "sysbench_binary": str(fake),
            "step": {"name": "t0002", "kind": "measure", "threads": 2, "duration_s": 3},
-           "sysbench": {"test": "oltp_read_only", "options": {}}, "db": {},
+           "sysbench": {"test": "oltp_read_only", "options": {}}, "db": {"database": "sbtest"},
            "data_dir": str(tmp_path), "rows": {"prepared": 1000, "state_dir": str(state)}}
     proc = subprocess.run([sys.executable, str(AGENT_DIR / "benchfleet_agent.py"), "--job", "-"],
                           input=json.dumps(job), capture_output=True, text=True, timeout=60, check=False)

@@ -4,7 +4,7 @@ iiBench (seed 001) reports the insert rate against the rows already in the table
 scripts (workloads/lua/benchfleet_common.lua) make one sysbench event one single-row INSERT, so the
 rows in the table are the prepared rows plus every event since; the job says so with ``rows``:
 ``{"prepared": tables x table_size, "state_dir": ...}``. The count lives in a small file per run,
-target, repetition and workload on the host that holds the table (``state_dir``):
+target, repetition, database and workload on the host that holds the table (``state_dir``):
 
 - the prepare step writes the prepared rows once sysbench has loaded them;
 - each run step starts from the file, adds each interval's events (tps x its length) to give every
@@ -35,11 +35,12 @@ class RowCounter:
         self.prepared = int(spec.get("prepared") or 0) if spec else 0
         self.path: Optional[str] = None
         if spec:
+            # The table's own identity: with variants each has its data set (db.database) on one host.
+            database = (job.get("db") or {}).get("database") or "default"
             parts = [str(job.get("run_id")), str(job.get("target_id")), "rep-{}".format(job.get("repetition")),
-                     str(job.get("workload"))]
+                     str(database), str(job.get("workload"))]
             if all(_SAFE.match(p) and ".." not in p for p in parts):
-                self.path = os.path.join(str(spec["state_dir"]), *parts[:3],
-                                         parts[3] + ".rows.json")
+                self.path = os.path.join(str(spec["state_dir"]), *parts[:4], parts[4] + ".rows.json")
         self.rows: Optional[float] = None
         self.last_second = 0.0
 
