@@ -31,8 +31,8 @@ def sample(second: float, tps: float, elapsed: float | None = None, **extra: Any
                        **({"arrived_s": elapsed} if elapsed is not None else {}), **extra})
 
 
-def summary(total_time_s: float, transactions: int) -> str:
-    return json.dumps({"type": "summary", **BASE, "time": 1_700_000_100, "total_time_s": total_time_s,
+def summary(total_time_s: float, transactions: int, **extra: Any) -> str:
+    return json.dumps({"type": "summary", **BASE, **extra, "time": 1_700_000_100, "total_time_s": total_time_s,
                        "transactions": transactions, "tps": round(transactions / total_time_s, 2),
                        "queries": transactions * 20, "qps": 1.0, "reads": 1, "writes": 1, "other": 1,
                        "ignored_errors": 0, "errors_per_s": 0, "reconnects": 0, "reconnects_per_s": 0,
@@ -193,3 +193,46 @@ def test_the_p95_of_per_second_p95_is_named_for_what_it_is(tmp_path: Path) -> No
     html = _jitter_table(doc)
     assert "p95 of per-second p95 ms" in html and "over s" not in html
     assert "never a percentile of transactions" in NOTES["latency_series_p95_ms"]
+
+
+def test_a_step_split_into_blocks_is_one_repetition_by_the_same_definitions(tmp_path: Path) -> None:
+    # Variants a and b, each step in two blocks of 10 s; every block a fresh sysbench with its own ramp,
+    # and each block's final report silenced (sysbench's normal end): reports at 1..9 s, 10 s of transactions.
+    lines, per_second = [], []
+    for variant, scale in (("a", 1.0), ("b", 1.2)):
+        for block, (ramp, rate, latency) in enumerate(((500.0, 1000.0, 2.5), (600.0, 1100.0, 4.0)), start=1):
+            ident = {"variant": variant, "block": block, "step": f"t0002.b{block}.{variant}"}
+            rates = [scale * rate * (1 + 0.02 * (s % 3)) for s in range(2, 10)]
+            lines += [sample(1, scale * ramp, 1.0, latency_ms=latency, **ident),
+                      *[sample(s, r, float(s), latency_ms=latency, **ident) for s, r in zip(range(2, 10), rates,
+                                                                                            strict=True)],
+                      summary(10.0005, round(scale * ramp + sum(rates) + scale * rate), **ident)]
+            if variant == "a":
+                per_second += rates
+    store = DuckDBStore(tmp_path / "b.duckdb")
+    store.create_run(RUN, "defs", {"name": "defs", "targets": [{"id": "a", "kind": "local"}],
+                                   "variants": [{"id": "a"}, {"id": "b"}], "blocks": 2}, "local", 0.0)
+    store.add_output(parse_agent_lines("\n".join(lines)))
+    doc = run_comparison(store, RUN)
+    transactions = {(s["variant"], s["block"]): s["transactions"] for s in store.summaries(RUN)}
+    store.close()
+    rows = {r["variant"]: r for r in doc["rows"]}
+    # The repetition's tps: both blocks' transactions less both ramps over both blocks' time less the ramps
+    # (not the blocks' transactions over one block's time).
+    expected = (transactions[("a", 1)] + transactions[("a", 2)] - 500 - 600) / (2 * 10.0005 - 2)
+    assert rows["a"]["tps"]["values"] == [pytest.approx(expected)]
+    (step,) = rows["a"]["steps"]
+    # Two silenced final reports (one per block) are no gap; the per-second figures are of both blocks'
+    # measured seconds together, the latency percentile the higher block's.
+    assert (step["final_silenced"], step["reported_late"], step["gap"]) == (True, 0, False)
+    assert (step["samples"], step["samples_expected"], step["seconds"]) == (18, 20, 16)
+    together = step_stats(per_second, [1.0] * len(per_second), (), [1.0] * len(per_second))
+    assert step["tps_mean"] == pytest.approx(together["tps_mean"])
+    assert step["tps_stdev"] == pytest.approx(together["tps_stdev"])
+    assert step["tps_cv"] == pytest.approx(together["tps_cv"])
+    assert (step["tps_min"], step["tps_max"]) == (together["tps_min"], together["tps_max"])
+    assert step["latency_series_p95_ms"] == 4.0 and "blocks" in NOTES
+    # Paired block by block on the same definition (ramps left out): b is 1.2 a in each block.
+    rel = rows["b"]["relative"]
+    assert (rel["design"], rel["unit"], rel["pairs"]) == ("paired", "block", 2)
+    assert rel["pct"] == pytest.approx(20.0, abs=0.05)
