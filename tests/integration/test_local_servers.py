@@ -177,6 +177,14 @@ def test_a_local_run_prints_cost_by_model_the_breakdown_and_the_speedup_by_hand(
     assert cell["speedup"] == pytest.approx(ratio)
     assert cell["per_doubling"] == pytest.approx(ratio ** (1 / math.log2(big["size"])))
     assert cell["ci_low"] is not None and cell["ci_low"] < ratio < cell["ci_high"]
+    # The two local servers ran in rounds (bp 1, bp-1cpu 1, then bp-1cpu 2, bp 2: the steps' times say so),
+    # so bp-1cpu is compared with bp round by round: the geometric mean of the per-round ratios.
+    ran = [(r["target_id"], r["repetition"]) for r in doc["statistics"]["order_run"]["repetitions"]]
+    assert ran == [("bp", 1), ("bp-1cpu", 1), ("bp-1cpu", 2), ("bp", 2)]
+    rel = rows["bp-1cpu"]["relative"]
+    assert (rel["design"], rel["unit"], rel["pairs"]) == ("paired", "round", 2)
+    geometric = math.exp(statistics.fmean(math.log(c / b) for c, b in zip(tps["bp-1cpu"], tps["bp"], strict=True)))
+    assert rel["pct"] == pytest.approx(100 * (geometric - 1))
     # The terminal says the same.
     one = rows["bp-1cpu"]["cost"]["on_demand"]
     assert f"${one['per_1000_tps']:.4f}" in table and f"{one['ci_low']:.4f}–{one['ci_high']:.4f}" in table

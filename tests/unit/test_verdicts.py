@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import math
 import random
+from datetime import UTC, datetime
 
 import pytest
 from scipy import stats as sp
 
 from benchfleet.spec import SpecError, load_spec
 from benchfleet.stats import comparison
+from benchfleet.stats.run import ran_in_rounds
 from benchfleet.stats.verdict import (
     compare_units,
     multiplicity,
@@ -128,28 +130,49 @@ def test_multiplicity_counts_comparisons_and_expected_chance_claims() -> None:
     assert multiplicity([])["comparisons"] == 0
 
 
-def _summaries(target: str, values: list[float], threads: int = 4) -> list[dict[str, object]]:
-    return [{"target_id": target, "repetition": r, "threads": threads, "phase": "measure", "tps": v, "qps": v * 20}
+def _summaries(target: str, values: list[float], threads: int = 4, minutes: list[int] | None = None
+               ) -> list[dict[str, object]]:
+    """Measure step summaries of one target, repetition r recorded at minute ``minutes[r - 1]``."""
+    at = minutes or list(range(len(values)))
+    return [{"target_id": target, "repetition": r, "threads": threads, "step": f"t{threads:04d}", "phase": "measure",
+             "tps": v, "qps": v * 20,
+             "time": datetime(2026, 11, 26, 10, at[r - 1], tzinfo=UTC)}
             for r, v in enumerate(values, start=1)]
 
 
 def test_a_runs_comparison_carries_design_margin_and_multiplicity() -> None:
     spec = {"name": "x", "margin_pct": 2.5, "targets": [{"id": "a", "kind": "local"}, {"id": "b", "kind": "local"}]}
-    rows = _summaries("a", [1000.0, 1060.0, 940.0]) + _summaries("b", [1020.0, 1083.0, 957.0])
+    a, b = [1000.0, 1060.0, 940.0], [1020.0, 1083.0, 957.0]
+    # The runner ran all of a's repetitions before b's (its steps' times say so): nothing shared, so welch.
+    rows = _summaries("a", a, minutes=[0, 1, 2]) + _summaries("b", b, minutes=[3, 4, 5])
     doc = comparison({"run_id": "r", "spec": spec}, [], rows, [])
     (rel,) = [r["relative"] for r in doc["rows"] if r["relative"]]
-    # The runner ran all of a's repetitions before b's: nothing shared, so welch.
     assert (rel["design"], rel["margin_pct"], rel["verdict"]) == ("welch", 2.5, "inconclusive")
     assert doc["margin_pct"] == 2.5 and doc["multiplicity"]["comparisons"] == 1
-    # Run in rounds, local servers on one machine share each round: paired by round.
-    doc = comparison({"run_id": "r", "order": "interleaved", "spec": spec}, [], rows, [])
+    # Run in rounds (a1 b1, b2 a2, a3 b3), as the local runner runs them and records no other mark of it:
+    # local servers on one machine share each round, so paired by round.
+    rows = _summaries("a", a, minutes=[0, 3, 4]) + _summaries("b", b, minutes=[1, 2, 5])
+    doc = comparison({"run_id": "r", "spec": spec}, [], rows, [])
     (rel,) = [r["relative"] for r in doc["rows"] if r["relative"]]
     assert (rel["design"], rel["unit"], rel["pairs"], rel["verdict"]) == ("paired", "round", 3, "faster")
     assert rel["words"] == "faster, within ±2.5%" and 0 < rel["ci_low_pct"] < rel["ci_high_pct"] < 2.5
     # Cloud targets on separate hosts are never paired, whatever the order.
     cloud = {**spec, "targets": [{"id": "a", "kind": "ec2"}, {"id": "b", "kind": "ec2"}]}
-    doc = comparison({"run_id": "r", "order": "interleaved", "spec": cloud}, [], rows, [])
+    doc = comparison({"run_id": "r", "spec": cloud}, [], rows, [])
     assert [r["relative"]["design"] for r in doc["rows"] if r["relative"]] == ["welch"]
+
+
+def test_rounds_are_read_from_the_order_run() -> None:
+    def ran(*order: tuple[str, int]) -> dict[str, object]:
+        return {"repetitions": [{"target_id": t, "repetition": r} for t, r in order]}
+
+    assert ran_in_rounds(ran(("a", 1), ("b", 1), ("b", 2), ("a", 2)), ["a", "b"])
+    assert not ran_in_rounds(ran(("a", 1), ("a", 2), ("b", 1), ("b", 2)), ["a", "b"])
+    # A round one target missed (it failed) pairs nothing it did not share.
+    assert not ran_in_rounds(ran(("a", 1), ("b", 1), ("a", 2)), ["a", "b"])
+    # Other targets' places in the order do not matter.
+    assert ran_in_rounds(ran(("a", 1), ("c", 3), ("b", 1), ("b", 2), ("a", 2)), ["a", "b"])
+    assert not ran_in_rounds(ran(("a", 1)), ["a", "a"])
 
 
 def test_margin_pct_is_a_spec_key_validated_by_name(tmp_path) -> None:

@@ -234,6 +234,7 @@ def comparison(run: Mapping[str, Any], targets: Sequence[Mapping[str, Any]],
     baseline, base_variant = _baselines(spec, list(target_meta), variants)
 
     margin = _margin(spec)
+    ran = order_run(summaries)
     rows: list[dict[str, Any]] = []
     tps_units: dict[tuple[str, str, int], dict[Any, float]] = {}  # repetition -> tps
     block_units: dict[tuple[str, str, int], dict[Any, float]] = {}
@@ -260,7 +261,7 @@ def comparison(run: Mapping[str, Any], targets: Sequence[Mapping[str, Any]],
         elif baseline is not None and row["target_id"] != baseline:
             base_key = (baseline, base_variant, row["threads"])
             base = tps_units.get(base_key)
-            unit = pairing_unit(run, spec, target_meta, row["target_id"], baseline)
+            unit = pairing_unit(target_meta, ran, row["target_id"], baseline)
         if base is None or base_key is None:
             row["relative"] = None
             continue
@@ -293,7 +294,7 @@ def comparison(run: Mapping[str, Any], targets: Sequence[Mapping[str, Any]],
         "targets": list(target_meta.values()),
         "rows": rows,
         "multiplicity": multiplicity((r["relative"] for r in rows), confidence),
-        "order_run": order_run(summaries),
+        "order_run": ran,
         "speedup": speedup_table(list(target_meta.values()), [r for r in rows if r["variant"] == base_variant],
                                  confidence),
         "notes": NOTES,
@@ -506,18 +507,30 @@ def _margin(spec: Any) -> float:
     return float(value) if isinstance(value, int | float) and 0 < value < 100 else DEFAULT_MARGIN_PCT
 
 
-def pairing_unit(run: Mapping[str, Any], spec: Any, targets: Mapping[str, Mapping[str, Any]],
-                 candidate: str, baseline: str) -> str | None:
+def pairing_unit(targets: Mapping[str, Mapping[str, Any]], ran: Mapping[str, Any], candidate: str,
+                 baseline: str) -> str | None:
     """What two targets' measurements share, so that they are compared pairwise: ``round`` for local
-    targets (servers on this machine) of a run that recorded running them in rounds (its runs row's
-    ``order`` is ``interleaved``: repetition r of every target one after another before repetition
-    r + 1, so the minute's noise is common to the round); None
-    (welch) for anything else, in particular targets on separate hosts, whose host-to-host spread no
-    pairing removes, and runs that ran one target's repetitions all before the next's."""
-    # What the run recorded it did, never the spec's wish: a runner that ran one target after another
-    # gives pairs that share nothing.
+    targets (servers on this machine) that the run's recorded times show ran in rounds (``ran``:
+    :func:`order_run`; repetition r of both before repetition r + 1 of either, so the minute's noise is
+    common to the round); None (welch) for anything else, in particular targets on separate hosts, whose
+    host-to-host spread no pairing removes, and runs that ran one target's repetitions all before the
+    next's."""
+    # What the run did, from the times its steps were recorded at, never the spec's wish: a runner that
+    # ran one target after another gives pairs that share nothing.
     local = all((targets.get(t) or {}).get("kind") == "local" for t in (candidate, baseline))
-    return "round" if local and run.get("order") == "interleaved" else None
+    return "round" if local and ran_in_rounds(ran, (candidate, baseline)) else None
+
+
+def ran_in_rounds(ran: Mapping[str, Any], targets: Sequence[str]) -> bool:
+    """Whether ``targets`` ran in rounds: each has the same repetitions, and in the order the run started
+    them (:func:`order_run`) no repetition of one began before an earlier repetition of another."""
+    started = [(r["target_id"], int(r["repetition"])) for r in ran.get("repetitions") or []
+               if r["target_id"] in targets]
+    reps = {t: sorted(r for tid, r in started if tid == t) for t in targets}
+    if len(set(targets)) < 2 or not started or any(reps[t] != reps[targets[0]] for t in targets):
+        return False
+    numbers = [r for _, r in started]
+    return numbers == sorted(numbers)
 
 
 def _row(target_id: str, threads: int, summaries: Sequence[Mapping[str, Any]],
