@@ -257,7 +257,6 @@ def _results(store: Any, run_id: str) -> dict[str, Any]:
     summaries = store.summaries(run["run_id"])
     doc: dict[str, Any] = {
         "run": {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in run.items() if k != "spec"},
-        "comparison": comparison_table(summaries),
         "steps": [{k: s.get(k) for k in ("target_id", "variant", "repetition", "block", "step", "threads", "phase",
                                          "tps", "qps",
                                      "latency_pct", "latency_pct_ms", "samples", "samples_expected",
@@ -268,6 +267,7 @@ def _results(store: Any, run_id: str) -> dict[str, Any]:
                     for t in store.targets(run["run_id"])],
     }
     doc["statistics"] = run_comparison(store, run["run_id"])
+    doc["comparison"] = comparison_table(doc["statistics"]["rows"])
     # A smoke or --local run says so on every row (the CSV has no other place for it).
     label = (doc["statistics"].get("trial") or {}).get("label")
     doc["run"]["trial"] = label

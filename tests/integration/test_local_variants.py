@@ -65,6 +65,9 @@ def test_variants_switch_on_one_server_and_record_what_it_ran_with(
     rows = {r["variant"]: r for r in doc["statistics"]["rows"]}
     assert rows["durable"]["relative"] is None
     assert rows["relaxed"]["relative"]["design"] == "paired" and rows["relaxed"]["relative"]["vs_variant"] == "durable"
+    # The JSON's flat comparison has the same rows, one per variant (never the variants pooled).
+    flat = {r["variant"]: r for r in doc["comparison"]}
+    assert set(flat) == set(rows) and all(flat[v]["tps_mean"] == rows[v]["tps"]["mean"] for v in rows)
     assert servers_left(bf_home) == []
 
 

@@ -238,19 +238,28 @@ def test_group_and_size() -> None:
 
 # ---- the comparison table the CLI prints (kept stable) ----------------------------------------------
 
-def test_comparison_table_keeps_its_keys() -> None:
-    rows = [{"phase": "measure", "target_id": "a", "threads": 4, "tps": t, "qps": t * 20, "latency_pct": 95,
-             "latency_pct_ms": lat, "steal_mean_pct": 1.0, "samples": 60, "tps_cv": 0.02}
-            for t, lat in [(100.0, 5.0), (110.0, 9.0), (90.0, 6.0)]]
-    rows.append({"phase": "warmup", "target_id": "a", "threads": 4, "tps": 1.0})
-    (row,) = stats.comparison_table(rows)
+def test_comparison_table_is_the_rows_figures_one_per_variant() -> None:
+    rows = [{"phase": "measure", "target_id": "a", "variant": v, "repetition": r, "step": f"t0004.{v}", "threads": 4,
+             "tps": t * k, "qps": t * k * 20, "latency_pct": 95, "latency_pct_ms": lat, "steal_mean_pct": 1.0,
+             "samples": 60, "tps_cv": 0.02}
+            for v, k in (("durable", 1.0), ("relaxed", 1.5)) for r, (t, lat) in enumerate(
+                [(100.0, 5.0), (110.0, 9.0), (90.0, 6.0)], start=1)]
+    rows.append({"phase": "warmup", "target_id": "a", "variant": "durable", "repetition": 1, "step": "w",
+                 "threads": 4, "tps": 1.0})
+    doc = stats.comparison({"run_id": "r", "spec": {"variants": [{"id": "durable"}, {"id": "relaxed"}]}}, [], rows, [])
+    table = {r["variant"]: r for r in stats.comparison_table(doc["rows"])}
+    # One row per variant (never the two pooled), with the figures the verdict rows have.
+    assert set(table) == {"durable", "relaxed"}
+    row = table["durable"]
     for key in ("target_id", "threads", "repetitions", "tps_mean", "tps_min", "tps_max", "qps_mean", "latency_pct",
                 "latency_pct_ms_median", "latency_pct_ms_min", "latency_pct_ms_max", "steal_mean_pct",
-                "samples"):
+                "samples", "design", "verdict"):
         assert key in row
     assert row["tps_mean"] == 100 and row["latency_pct_ms_median"] == 6.0 and row["samples"] == 180
-    assert row["qps_mean"] == 2000
+    assert row["qps_mean"] == 2000 and row["repetitions"] == 3
     assert row["tps_ci_low"] == pytest.approx(100 * math.exp(-4.302653 * 0.1 / math.sqrt(3)), abs=1e-4)
+    assert table["relaxed"]["tps_mean"] == pytest.approx(150)
+    assert (table["relaxed"]["design"], table["relaxed"]["verdict"]) == ("paired", "faster")
 
 
 # ---- a whole run ------------------------------------------------------------------------------------

@@ -18,52 +18,44 @@ from benchfleet.stats.cost import (
     target_group_and_size,
     transactions_per_usd,
 )
-from benchfleet.stats.figures import mean_ci, mean_spread, percentile_spread, step_stats
+from benchfleet.stats.figures import mean_spread, percentile_spread, step_stats
 from benchfleet.stats.step_sql import step_stats_in_store
 from benchfleet.stats.verdict import CONFIDENCE, DEFAULT_MARGIN_PCT, compare_units, multiplicity
 
 # ---- a whole run ----------------------------------------------------------------------------------
 
-def comparison_table(summaries: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One row per target x threads over the measure steps' summaries.
+def comparison_table(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The flat view of a comparison's rows (:func:`comparison`: one per target x variant x threads), for
+    the ``comparison`` of ``results --format json``: the same figures as the rows, never others.
 
-    - ``tps_mean``/``tps_min``/``tps_max``: mean, min and max across repetitions of sysbench's own
-      tps for the whole step; ``qps_mean`` likewise for sysbench's qps;
-    - ``tps_ci_low``/``tps_ci_high``: 95 % Student-t confidence interval of that mean on the log
-      scale (:func:`mean_ci`; None below two repetitions);
-    - ``latency_pct_ms_median``/``_min``/``_max``: median (odd counts only, see
-      :func:`percentile_spread`) and range across repetitions of sysbench's step percentile
-      (``latency_pct``, e.g. 95);
+    - ``tps_mean``/``tps_min``/``tps_max``/``tps_ci_low``/``tps_ci_high``: the rows' ``tps`` (each
+      repetition's step tps, ramp left out, blocks together; a Student-t interval of the mean on the log
+      scale); ``qps_mean`` likewise for sysbench's qps;
+    - ``latency_pct_ms_median``/``_min``/``_max``: sysbench's step percentile (``latency_pct``) across
+      repetitions (median for odd counts only, see :func:`percentile_spread`);
     - ``tps_cv_mean``: mean across repetitions of each step's CV of per-second tps (jitter);
     - ``steal_mean_pct``: mean across repetitions of each step's mean per-second CPU steal;
-    - ``samples``: per-second samples of all repetitions together.
+    - ``samples``: per-second samples of all repetitions together;
+    - ``design``/``verdict``/``words``: the row's verdict against its baseline (None for a baseline).
     """
-    groups: dict[tuple[str, int], list[Mapping[str, Any]]] = defaultdict(list)
-    for s in summaries:
-        if s["phase"] == "measure":
-            groups[(s["target_id"], int(s["threads"]))].append(s)
-    rows = []
-    for (target_id, threads), items in sorted(groups.items()):
-        tps = [float(s["tps"]) for s in items]
-        lat = [float(s["latency_pct_ms"]) for s in items if s.get("latency_pct_ms") is not None]
-        steal = [float(s["steal_mean_pct"]) for s in items if s.get("steal_mean_pct") is not None]
-        cvs = [float(s["tps_cv"]) for s in items if s.get("tps_cv") is not None]
-        ci = mean_ci(tps)
-        lat_spread = percentile_spread(lat)
-        rows.append({
-            "target_id": target_id, "threads": threads, "repetitions": len(items),
-            "tps_mean": statistics.fmean(tps), "tps_min": min(tps), "tps_max": max(tps),
-            "qps_mean": statistics.fmean(float(s["qps"]) for s in items),
-            "tps_ci_low": ci[0] if ci else None, "tps_ci_high": ci[1] if ci else None,
-            "latency_pct": items[0].get("latency_pct"),
-            "latency_pct_ms_median": lat_spread["median"],
-            "latency_pct_ms_min": lat_spread["min"],
-            "latency_pct_ms_max": lat_spread["max"],
-            "tps_cv_mean": statistics.fmean(cvs) if cvs else None,
-            "steal_mean_pct": statistics.fmean(steal) if steal else None,
-            "samples": sum(int(s.get("samples") or 0) for s in items),
+    out = []
+    for r in rows:
+        tps, lat, rel = r.get("tps") or {}, r.get("latency_step_pct_ms") or {}, r.get("relative") or {}
+        out.append({
+            "target_id": r["target_id"], "variant": r.get("variant") or "", "threads": r["threads"],
+            "repetitions": r.get("repetitions"),
+            "tps_mean": tps.get("mean"), "tps_min": tps.get("min"), "tps_max": tps.get("max"),
+            "qps_mean": (r.get("qps") or {}).get("mean"),
+            "tps_ci_low": tps.get("ci_low"), "tps_ci_high": tps.get("ci_high"),
+            "latency_pct": r.get("latency_pct"),
+            "latency_pct_ms_median": lat.get("median"), "latency_pct_ms_min": lat.get("min"),
+            "latency_pct_ms_max": lat.get("max"),
+            "tps_cv_mean": (r.get("jitter") or {}).get("tps_cv_mean"),
+            "steal_mean_pct": r.get("steal_mean_pct"),
+            "samples": sum(int(s.get("samples") or 0) for s in r.get("steps") or []),
+            "design": rel.get("design"), "verdict": rel.get("verdict"), "words": rel.get("words"),
         })
-    return rows
+    return out
 
 
 class QueryStore(Protocol):
