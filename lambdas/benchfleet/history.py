@@ -1,10 +1,11 @@
 """The trend of consecutive runs of one comparison (``benchfleet results --history NAME``).
 
 Scheduled comparisons run the same spec under one name again and again; this module lines their
-results up per target x threads and judges each run against the one before it with the verdict
-``compare`` gives (benchfleet.stats.verdict: the Welch interval of the ratio of the two runs' mean
-tps from their repetitions; two runs never share a host's minute, so never paired), with the
-threshold (``threshold_pct``, 10 % by default) as the margin:
+results up per target x variant x threads (each variant of a spec with variants is its own series,
+judged against itself in the run before, never against another variant) and judges each run against
+the one before it with the verdict ``compare`` gives (benchfleet.stats.verdict: the Welch interval of
+the ratio of the two runs' mean tps from their repetitions; two runs never share a host's minute, so
+never paired), with the threshold (``threshold_pct``, 10 % by default) as the margin:
 
 - ``regression`` / ``improvement``: the interval excludes 0 (slower / faster) and reaches beyond the
   threshold: a real change that may be as large as the threshold;
@@ -50,6 +51,7 @@ class Point:
     repetitions: int | None = None
     latency_ms: float | None = None
     values: tuple[float, ...] = ()  # per-repetition tps: what the verdict's interval is computed from
+    variant: str = ""  # "" for a run without variants
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,7 @@ class TrendRow:
     latency_delta_pct: float | None = None
     # The verdict against the previous run (benchfleet.stats.verdict.Relative as a dict), None for the first.
     relative: dict[str, Any] | None = None
+    variant: str = ""
 
 
 def _num(value: Any) -> float | None:
@@ -115,7 +118,8 @@ def point_from_row(run_id: str, started_at: Any, row: Mapping[str, Any],
         row.get("latency_pct_ms_median", row.get("latency_ms")))
     return Point(run_id=run_id, started_at=_started(started_at), target_id=str(row["target_id"]),
                  threads=int(row["threads"]), tps_mean=mean, tps_ci_low=low, tps_ci_high=high,
-                 repetitions=int(n) if isinstance(n, int) else None, latency_ms=lat, values=tuple(xs))
+                 repetitions=int(n) if isinstance(n, int) else None, latency_ms=lat, values=tuple(xs),
+                 variant=str(row.get("variant") or ""))
 
 
 def points_from_comparison(doc: Mapping[str, Any], run_id: str | None = None,
@@ -153,12 +157,12 @@ def _verdict(rel: Relative) -> Verdict:
 
 
 def trend(points: Iterable[Point], threshold_pct: float = DEFAULT_THRESHOLD_PCT) -> list[TrendRow]:
-    """Per target x threads, runs in order of start (then run id), each against the previous."""
-    series: dict[tuple[str, int], list[Point]] = {}
+    """Per target x variant x threads, runs in order of start (then run id), each against the previous."""
+    series: dict[tuple[str, str, int], list[Point]] = {}
     for p in points:
-        series.setdefault((p.target_id, p.threads), []).append(p)
+        series.setdefault((p.target_id, p.variant, p.threads), []).append(p)
     out: list[TrendRow] = []
-    for (_target, _threads), items in sorted(series.items()):
+    for _, items in sorted(series.items()):
         items.sort(key=lambda p: (p.started_at or "", p.run_id))
         first = next((p for p in items if p.tps_mean is not None), None)
         prev: Point | None = None
@@ -179,7 +183,8 @@ def trend(points: Iterable[Point], threshold_pct: float = DEFAULT_THRESHOLD_PCT)
                 previous_run_id=prev.run_id if prev else None, delta_pct=delta,
                 vs_first_pct=_pct(p.tps_mean, first.tps_mean) if first and p is not first else None,
                 verdict=verdict, latency_ms=p.latency_ms,
-                latency_delta_pct=_pct(p.latency_ms, prev.latency_ms) if prev else None, relative=relative))
+                latency_delta_pct=_pct(p.latency_ms, prev.latency_ms) if prev else None, relative=relative,
+                variant=p.variant))
             if p.tps_mean is not None:
                 prev = p
     return out
@@ -220,7 +225,8 @@ def render_text(doc: Mapping[str, Any]) -> str:
         tps = f"{r['tps_mean']:.1f}" if r["tps_mean"] is not None else "-"
         delta = f"{r['delta_pct']:+.1f}%" if r["delta_pct"] is not None else "-"
         flag = "  <-- REGRESSION" if r["verdict"] == "regression" else ""
-        lines.append(f"{r['target_id']:<20} {r['threads']:>5} {r['run_id'][:40]:<40} {tps:>12} {delta:>8} {ci:>17}  "
+        name = f"{r['target_id']} · {r['variant']}" if r.get("variant") else r["target_id"]
+        lines.append(f"{name:<20} {r['threads']:>5} {r['run_id'][:40]:<40} {tps:>12} {delta:>8} {ci:>17}  "
                      f"{r['verdict']}{flag}")
     found = doc.get("multiplicity") or {}
     if found.get("comparisons"):

@@ -78,6 +78,21 @@ def test_each_target_and_thread_count_is_its_own_series():
     assert verdicts[("m6i", 16, "r2")] == "steady"
 
 
+def test_each_variant_is_judged_against_itself_in_the_run_before():
+    # Two runs of a spec with variants, nothing changed between them: relaxed is 1.5x durable in both.
+    def run(run_id: str, day: int) -> dict[str, object]:
+        return {"run": {"run_id": run_id, "started_at": f"2026-11-{day:02d}T02:00:00Z"},
+                "rows": [{"target_id": "box", "variant": v, "threads": 4,
+                          "tps": {"mean": tps, "n": 3, "values": [tps - 1, tps, tps + 1]}}
+                         for v, tps in (("durable", 1000.0), ("relaxed", 1500.0))]}
+
+    rows = trend(points_from_comparison(run("r1", 1)) + points_from_comparison(run("r2", 2)))
+    assert {(r.variant, r.run_id): r.verdict for r in rows} == {
+        ("durable", "r1"): "first", ("relaxed", "r1"): "first",
+        ("durable", "r2"): "steady", ("relaxed", "r2"): "steady"}
+    assert "box · relaxed" in render_text(history("n", points_from_comparison(run("r1", 1))))
+
+
 def test_a_run_without_data_does_not_break_the_chain():
     rows = by_run(trend([p("r1", 990, 1000, 1010, day=1), p("r2", day=2),
                          p("r3", 790, 800, 810, day=3)]))
