@@ -25,11 +25,14 @@ Two parts, both through benchfleet's own verdict code (benchfleet.stats.verdict)
 2. **One local run of an A/A spec** (two identical variants on one server, 3 repetitions:
    workloads/comparisons/aa-resolution.yaml) through ``benchfleet run``, and the same measurements
    treated as two separate targets: ``paired_halfwidth_pct=``, ``unpaired_halfwidth_pct=``
-   (the verdict intervals' half-widths, mean over the thread counts) and ``resolution_gain=`` (their
+   (the verdict intervals' half-widths, mean over the thread counts; ``..._t<threads>=`` each, with
+   ``paired_units_t<threads>=``, the pairs: repetitions x blocks) and ``resolution_gain=`` (their
    ratio; target >= 3). Skipped with ``local_run=`` saying why where the local runner cannot run it
-   (``--no-local`` skips it on purpose).
+   (``--no-local`` skips it on purpose). ``--spec`` runs another A/A spec; ``--home DIR`` reads the
+   newest run of it from a benchfleet home instead of running it. The local figures depend on what
+   else this machine runs meanwhile: say so beside them.
 
-    .venv/bin/python tests/perf/resolution.py [--sims 20000] [--seed 24] [--no-local]
+    .venv/bin/python tests/perf/resolution.py [--sims 20000] [--seed 24] [--no-local] [--spec S] [--home D]
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "lambdas"))
@@ -107,31 +112,47 @@ def history_flags(rng: random.Random, sims: int, drop: float = 0.10, n: int = 3,
     return old / sims, new / sims
 
 
-def local_aa(home: Path) -> dict[str, float] | str:
-    """Run the A/A spec here; the paired and unpaired half-widths from its results, or why not."""
+def local_aa(home: Path, spec: Path, run: bool = True) -> dict[str, float] | str:
+    """Run the A/A spec here (or, with ``run`` False, read the newest run of it already in ``home``); the
+    paired and unpaired half-widths from its results, mean over its thread counts and per thread count,
+    or why not."""
     env = {**os.environ, "BENCHFLEET_HOME": str(home)}
     bench = [str(REPO / ".venv" / "bin" / "benchfleet")]
-    done = subprocess.run([*bench, "run", str(SPEC)], capture_output=True, text=True, env=env, check=False)
-    if done.returncode != 0:
-        last = (done.stderr.strip() or done.stdout.strip()).splitlines()[-1:] or ["no output"]
-        return f"not run ({last[0][:200]})"
+    if run:
+        done = subprocess.run([*bench, "run", str(spec)], capture_output=True, text=True, env=env, check=False)
+        if done.returncode != 0:
+            last = (done.stderr.strip() or done.stdout.strip()).splitlines()[-1:] or ["no output"]
+            return f"not run ({last[0][:200]})"
     runs = json.loads(subprocess.run([*bench, "runs", "--format", "json"], capture_output=True, text=True,
                                      env=env, check=True).stdout)
-    doc = json.loads(subprocess.run([*bench, "results", runs[0]["run_id"], "--format", "json"], capture_output=True,
+    name = yaml.safe_load(spec.read_text())["name"]
+    mine = [r for r in runs if r["name"] == name and r["status"] == "succeeded"]
+    if not mine:
+        return f"no succeeded run of {name} in {home}"
+    newest = max(mine, key=lambda r: str(r["started_at"]))
+    doc = json.loads(subprocess.run([*bench, "results", newest["run_id"], "--format", "json"], capture_output=True,
                                     text=True, env=env, check=True).stdout)["statistics"]
+    found: dict[str, float] = {}
     paired, unpaired = [], []
     for row in doc["rows"]:
         rel = row.get("relative")
         if not rel or rel.get("design") != "paired":
             continue
-        paired.append(rel["halfwidth_pct"])
         base = next(r for r in doc["rows"] if r["threads"] == row["threads"] and r.get("relative") is None
                     and r["target_id"] == row["target_id"])
-        apart = relative_difference(row["tps"]["values"], base["tps"]["values"])
-        unpaired.append(apart.halfwidth_pct)
-    if not paired or None in unpaired:
+        # The same measurements as two separate targets: Welch on each side's per-repetition figures.
+        apart = relative_difference(row["tps"]["values"], base["tps"]["values"]).halfwidth_pct
+        if apart is None:
+            return f"no interval for {row['label']} at {row['threads']} threads measured apart"
+        paired.append(rel["halfwidth_pct"])
+        unpaired.append(apart)
+        found[f"paired_halfwidth_pct_t{row['threads']}"] = rel["halfwidth_pct"]
+        found[f"unpaired_halfwidth_pct_t{row['threads']}"] = apart
+        found[f"paired_units_t{row['threads']}"] = float(rel["pairs"])
+    if not paired:
         return "no paired verdict in the run's results"
-    return {"paired_halfwidth_pct": statistics.fmean(paired), "unpaired_halfwidth_pct": statistics.fmean(unpaired)}
+    return {"paired_halfwidth_pct": statistics.fmean(paired), "unpaired_halfwidth_pct": statistics.fmean(unpaired),
+            **found}
 
 
 def main() -> int:
@@ -140,6 +161,9 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=24)
     parser.add_argument("--step-noise-pct", type=float, default=1.0)
     parser.add_argument("--no-local", action="store_true")
+    parser.add_argument("--spec", type=Path, default=SPEC, help="the A/A spec to run (default: aa-resolution)")
+    parser.add_argument("--home", type=Path, help="read the newest run of the spec from this benchfleet home "
+                        "instead of running it")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     noise = args.step_noise_pct / 100
@@ -164,13 +188,16 @@ def main() -> int:
     if args.no_local:
         show("local_run", "skipped (--no-local)")
         return 0
-    with tempfile.TemporaryDirectory(prefix="bf-resolution-") as home:
-        local = local_aa(Path(home))
+    if args.home:
+        local = local_aa(args.home, args.spec, run=False)
+    else:
+        with tempfile.TemporaryDirectory(prefix="bf-resolution-") as home:
+            local = local_aa(Path(home), args.spec)
     if isinstance(local, str):
         show("local_run", local)
         return 0
-    show("paired_halfwidth_pct", local["paired_halfwidth_pct"])
-    show("unpaired_halfwidth_pct", local["unpaired_halfwidth_pct"])
+    for name, value in local.items():
+        show(name, value)
     show("resolution_gain", local["unpaired_halfwidth_pct"] / local["paired_halfwidth_pct"])
     return 0
 
