@@ -48,8 +48,15 @@ def _load(path: str, scale: str = "full", local: bool = False) -> tuple[LoadedSp
     from benchfleet.aws.errors import PlanRejected
     from benchfleet.aws.planning import runplan
     from benchfleet.aws.regions import TargetRegions
+    from benchfleet.catalogue import spec_problems
 
-    loaded = TargetRegions.of(home_region()[0]).resolve(loaded)
+    # What exists on AWS (types, regions, engines, storage a type can hold), refused here as the API
+    # and Plan refuse it, rather than after the spec has been sent.
+    home = home_region()[0]
+    problems = spec_problems(list(loaded.spec.targets), home_region=home)
+    if problems:
+        raise CliError(f"{path}: " + "; ".join(f"{field}: {message}" for field, message in problems), EXIT_USAGE)
+    loaded = TargetRegions.of(home).resolve(loaded)
     try:
         plan, _, _ = runplan.aws_plan(loaded, price_per_hour)
     except PlanRejected as e:

@@ -186,3 +186,17 @@ def test_benchfleet_plan_prints_the_storage_and_the_warnings(tmp_path: Any, caps
     assert "8 x gp3 100 GiB" in out and "RAID 10, xfs (noatime)" in out
     assert "warning: raid10: 8 gp3 volumes x 3,000 IOPS = 24,000 IOPS exceed m6i.xlarge's EBS baseline" in out
     assert main(["validate", str(REPO / "workloads" / "comparisons" / "storage.yaml")]) == 0
+
+
+@pytest.mark.parametrize("command", ["validate", "plan"])
+def test_validate_and_plan_refuse_what_the_instance_type_cannot_hold_naming_the_field(
+        command: str, tmp_path: Any, capsys: Any) -> None:
+    # What the API refuses (the catalogue) is refused here first, not after `benchfleet run --remote`.
+    path = tmp_path / "disks.yaml"
+    path.write_text("name: disks\nworkload: {name: w, test: oltp_read_only, threads: [1]}\ntargets:\n"
+                    "  - {id: nvme, kind: ec2, instance_type: i4i.2xlarge, region: us-east-1,\n"
+                    "     storage: {type: instance-store, volumes: 2, raid: 0}}\n")
+    assert main([command, str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "targets[0].storage.volumes: i4i.2xlarge has 1 instance-store disk (1875 GB each), not 2" in err
+    assert main([command, str(path), "--local"] if command == "plan" else [command, "--schema"]) == 0
