@@ -250,11 +250,15 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 
 def _write_report(store: Any, run_id: str, path: Path | None) -> Path:
-    from benchfleet.report import write_report
+    from benchfleet.report.html import ReportPathError, write_report
 
     target = path or home() / "reports" / f"{run_id}.html"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    return Path(write_report(store, run_id, target))
+    try:
+        return Path(write_report(store, run_id, target))
+    except ReportPathError as e:
+        raise CliError(str(e), EXIT_USAGE) from None
+    except OSError as e:
+        raise CliError(f"{target}: cannot write the report: {e.strerror or e}", EXIT_FAILED) from None
 
 
 def _results(store: Any, run_id: str) -> dict[str, Any]:
@@ -344,6 +348,9 @@ def _per_second(store: Any, run_id: str, fmt: str) -> None:
     one batch (the JSON is still one array)."""
     out = sys.stdout
     first = True
+    if not store.query("SELECT 1 FROM samples WHERE run_id = ? LIMIT 1", [run_id]):
+        raise CliError(f"run {run_id} has no per-second samples (imported logs without --report-interval "
+                       "lines have none): its step summaries are in `results`", EXIT_FAILED)
     for batch in store.sample_batches(run_id):
         rows = [{k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in r.items()} for r in batch]
         if fmt == "csv":
@@ -367,7 +374,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from benchfleet.stats import run_comparison
     from benchfleet.stats.compare import compare_runs
 
-    with open_store(home()) as store:
+    with open_store(home(), write=False) as store:  # reads only: a read-only home is fine
         try:
             docs = [run_comparison(store, run) for run in (args.baseline_run, args.run)]
         except RunNotFound as e:
@@ -466,7 +473,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     with open_store(home()) as store:
         try:
             run_id = import_logs(store, [Path(p) for p in args.paths], args.target, args.run, args.into,
-                                 args.threads, args.instance_type, args.region)
+                                 args.threads, args.instance_type, args.region,
+                                 notice=lambda text: print(f"warning: {text}", file=sys.stderr))
         except ImportRefused as e:
             raise CliError(str(e), EXIT_USAGE) from None
         print_comparison(run_id, _results(store, run_id))

@@ -10,10 +10,11 @@ before anything is written, once to stream its per-second samples into the store
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from array import array
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -32,6 +33,7 @@ from benchfleet.sysbench import (
     parse_output,
     step_accounting,
 )
+from benchfleet.validation import figure_problem, figures_problem
 
 
 class ImportRefused(ValueError):
@@ -81,11 +83,18 @@ def _groups(paths: list[Path]) -> list[list[Path]]:
     return groups
 
 
+def _check_interval(path: Path, interval: Interval) -> None:
+    """Every figure of an interval line as local runs and cloud collect hold theirs (benchfleet.validation)."""
+    problem = figures_problem(vars(interval))
+    if problem:
+        raise ImportRefused(f"{path}:{interval.line}: {problem}")
+
+
 def _check(path: Path, threads_given: int | None) -> _Log:
     """Read one log to check it; nothing kept but its summary (intervals are only counted)."""
     digest = hashlib.sha256()
     try:
-        out = parse_output(_read_lines(path, digest), on_interval=lambda _: None)
+        out = parse_output(_read_lines(path, digest), on_interval=lambda i: _check_interval(path, i))
     except SysbenchParseError as e:
         where = f"{path}:{e.line}" if e.line is not None else str(path)
         raise ImportRefused(f"{where}: {e.reason}") from None
@@ -97,6 +106,11 @@ def _check(path: Path, threads_given: int | None) -> _Log:
         what = (f"its final summary is incomplete (no {', '.join(out.summary_missing)})" if out.summary_missing
                 else "it has no final summary")
         raise ImportRefused(f"{path}: not imported: {what}; a run that was cut short has no result")
+    for name, value in vars(out.summary).items():
+        problem = figure_problem(name, value)
+        if problem:
+            line = out.summary_lines.get(name)
+            raise ImportRefused(f"{path}:{line}: {problem}" if line else f"{path}: {problem}")
     if out.summary.events == 0 or out.summary.total_time_s <= 0:
         raise ImportRefused(f"{path}: not imported: sysbench completed no event")
     threads = out.threads
@@ -168,15 +182,29 @@ def _instance(instance_type: str | None, region: str | None) -> dict[str, Any]:
             "prices": pricing.recorded_prices(meta)}
 
 
+def _imported_elsewhere(store: DuckDBStore, logs: list[_Log], run_id: str | None) -> dict[str, str]:
+    """sha256 -> the other run (and file) that already holds a log of the same content."""
+    wanted = {log.sha256 for log in logs}
+    found: dict[str, str] = {}
+    rows = store.query("SELECT run_id, spec FROM runs WHERE mode = 'import' AND run_id <> ?", [run_id or ""])
+    for row in rows:
+        spec = row["spec"] if isinstance(row["spec"], dict) else json.loads(row["spec"] or "{}")
+        for item in spec.get("imported_from") or []:
+            if isinstance(item, dict) and item.get("sha256") in wanted:
+                found.setdefault(item["sha256"], f"run {row['run_id']} ({item.get('path')})")
+    return found
+
+
 def import_logs(store: DuckDBStore, paths: list[Path], target_id: str, name: str | None,
                 into: str | None = None, threads: int | None = None, instance_type: str | None = None,
-                region: str | None = None) -> str:
+                region: str | None = None, notice: Callable[[str], None] | None = None) -> str:
     """Import ``paths`` as target ``target_id``: a new run named ``name`` (default
     ``import-<target>``), or, with ``into``, a new target of that existing run (id or unique
     prefix). ``instance_type`` (and ``region``, default us-east-1 for its price) say what the logs
     ran on: the target is priced, and grouped with its family for the speedup table. Returns the run
     id. ImportRefused naming the file or option for anything refused; nothing is written unless
-    every log is accepted."""
+    every log is accepted. A log another run already holds is imported, flagged to ``notice`` and
+    in the run's ``imported_from`` (``also_in``): the same measurement in two runs is not two results."""
     if into is not None and name is not None:
         raise ImportRefused("give either --run NAME (a new run) or --into RUN (an existing one), not both")
     if threads is not None and threads < 1:
@@ -198,11 +226,18 @@ def import_logs(store: DuckDBStore, paths: list[Path], target_id: str, name: str
         run_id, spec = new_run_id(name), {"name": name, "imported_from": [], "targets": []}
     instance = _instance(instance_type, region)
     logs = _plan(_groups(paths), threads, _known_hashes(spec))
+    elsewhere = _imported_elsewhere(store, logs, run_id)
+    for log in logs:
+        if log.sha256 in elsewhere and notice is not None:
+            notice(f"{log.path}: the same content is already imported in {elsewhere[log.sha256]}; "
+                   "one measurement in two runs is not two results")
     described = {k: v for k, v in instance.items() if k in ("instance_type", "region") and v is not None}
     spec["targets"] = [*(spec.get("targets") or []), {"id": target_id, "kind": "existing", **described}]
     spec["imported_from"] = [*(x for x in spec.get("imported_from") or [] if isinstance(x, dict)),
                              *({"path": str(log.path), "sha256": log.sha256, "target_id": target_id,
-                                "repetition": log.repetition, "threads": log.threads} for log in logs)]
+                                "repetition": log.repetition, "threads": log.threads,
+                                **({"also_in": elsewhere[log.sha256]} if log.sha256 in elsewhere else {})}
+                               for log in logs)]
     if into is None:
         store.create_run(run_id, name, spec, "import", None)
     try:

@@ -183,8 +183,11 @@ class AgentOutput(BaseModel):
 
 
 def _ts(value: Any) -> Any:
-    if isinstance(value, int | float):
-        return datetime.fromtimestamp(value, tz=UTC)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        try:
+            return datetime.fromtimestamp(value, tz=UTC)
+        except (OverflowError, OSError, ValueError):  # 1e300, NaN: no time at all
+            raise ValueError(f"time {value!r} is not a time") from None
     return value
 
 
@@ -215,9 +218,10 @@ def parse_agent_lines(text: str, source: str = "agent output") -> AgentOutput:
                 out.notices.append(AgentNotice.model_validate(record))
             elif kind != "prepared":
                 raise ValueError(f"unknown record type {kind!r}")
-        except (ValueError, ValidationError) as e:
+        except (ValueError, ValidationError, RecursionError) as e:
             detail = e.errors()[0] if isinstance(e, ValidationError) else None
-            what = f"{'.'.join(map(str, detail['loc']))}: {detail['msg']}" if detail else str(e)
+            what = (f"{'.'.join(map(str, detail['loc']))}: {detail['msg']}" if detail
+                    else "nested too deeply" if isinstance(e, RecursionError) else str(e))
             raise RecordError(f"{source}:{number}: {what}") from None
     out.samples = with_interval_lengths(out.samples)
     for record in raw_summaries:
@@ -266,8 +270,13 @@ def _summary(record: dict[str, Any], samples: list[Sample], source: str) -> Step
     mine = [s for s in samples if (s.target_id, s.repetition, s.step) ==
             (record.get("target_id"), record.get("repetition"), record.get("step"))]
     total, every = record.get("total_time_s"), record.get("report_interval_s")
-    derived = per_second_figures(mine, float(total) if isinstance(total, int | float) else 0.0,
-                                 float(every) if isinstance(every, int | float) and every > 0 else None)
+    try:
+        derived = per_second_figures(mine, float(total) if isinstance(total, int | float) else 0.0,
+                                     float(every) if isinstance(every, int | float) and every > 0 else None)
+    except (ArithmeticError, ValueError):
+        # Samples no run prints (times going back, figures that are not numbers): nothing can be
+        # derived from them, and benchfleet.validation refuses the output, saying why.
+        derived = {}
     try:
         return StepSummary.model_validate({**record, **derived})
     except ValidationError as e:

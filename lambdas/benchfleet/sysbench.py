@@ -21,6 +21,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 
 __all__ = [
     "BUILTIN_TESTS",
+    "TABLE_MARKER",
     "Interval",
     "Summary",
     "SysbenchOutput",
@@ -31,6 +32,7 @@ __all__ = [
     "parse_interval",
     "parse_output",
     "step_accounting",
+    "tcp_host",
 ]
 
 # Option names sysbench accepts are lower-case words joined by dashes or underscores; anything else
@@ -64,6 +66,20 @@ MEASUREMENT_OPTIONS = frozenset({
 })
 # TLS is the target's setting (db.tls); PostgreSQL options would point a pgsql driver elsewhere.
 MEASUREMENT_PREFIXES = ("pgsql-", "mysql-ssl")
+
+
+# The comment on every table benchfleet's prepare step created on a server it did not set up (an
+# existing server): only tables that carry it are benchfleet's to clean up and drop. A table of a
+# benchfleet name without it (the user's own sbtest1) makes the run refuse before anything is written.
+TABLE_MARKER = "benchfleet:"
+
+
+def tcp_host(host: str) -> str:
+    """The address sysbench and the mysql clients are given for ``host``. Their client libraries read
+    ``localhost`` as "the default Unix socket", whatever the port: a run given localhost and a port
+    was checked over TCP and measured another server through the socket. benchfleet speaks TCP
+    everywhere, so ``localhost`` is 127.0.0.1."""
+    return "127.0.0.1" if host.strip().lower() == "localhost" else host
 
 
 def option_refusal(name: str, in_job: bool = False) -> Optional[str]:
@@ -118,6 +134,7 @@ class Interval:
     queue: Optional[int] = None
     concurrency: Optional[int] = None
     interval_s: Optional[float] = None  # seconds since the previous line's timestamp (set by parse_output)
+    line: Optional[int] = None  # the 1-based line number it was read from (set by parse_output)
 
 
 @dataclass
@@ -166,6 +183,8 @@ class SysbenchOutput:
     summary_missing: List[str] = field(default_factory=list)
     histogram: List[Tuple[float, int]] = field(default_factory=list)
     errors: List[str] = field(default_factory=list)
+    # Summary field -> the line it was read from, so a figure can be refused naming its line.
+    summary_lines: Dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
@@ -212,12 +231,15 @@ def _format_value(name: str, value: Any) -> str:
 
 
 _F = r"[0-9]+(?:\.[0-9]+)?"
+# A rate as sysbench prints it, or as no run prints it (a sign, an exponent, nan, inf): read, so that
+# whoever stores the figures can refuse the line by its number instead of skipping it unseen.
+_R = r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|-?nan|-?inf"
 _INTERVAL = re.compile(
     rf"^\[\s*(?P<second>{_F})s\s*\]\s+thds:\s*(?P<threads>\d+)\s+"
-    rf"tps:\s*(?P<tps>{_F})\s+qps:\s*(?P<qps>{_F})\s+"
-    rf"\(r/w/o:\s*(?P<r>{_F})/(?P<w>{_F})/(?P<o>{_F})\)\s+"
-    rf"lat\s*\(ms,\s*(?P<pct>\d+)%\)\s*:\s*(?P<lat>{_F}|nan|-?inf)\s+"
-    rf"err/s:?\s*(?P<err>{_F})\s+reconn/s:?\s*(?P<reconn>{_F})"
+    rf"tps:\s*(?P<tps>{_R})\s+qps:\s*(?P<qps>{_R})\s+"
+    rf"\(r/w/o:\s*(?P<r>{_R})/(?P<w>{_R})/(?P<o>{_R})\)\s+"
+    rf"lat\s*\(ms,\s*(?P<pct>\d+)%\)\s*:\s*(?P<lat>{_F}|nan|-?inf|-{_F})\s+"
+    rf"err/s:?\s*(?P<err>{_R})\s+reconn/s:?\s*(?P<reconn>{_R})"
 )
 _QUEUE = re.compile(r"^\[\s*(?P<second>[0-9.]+)s\s*\]\s+queue length:\s*(?P<q>\d+),\s*concurrency:\s*(?P<c>\d+)")
 _VERSION = re.compile(r"^sysbench\s+(?P<v>\d+\.\d+\.\d+\S*)")
@@ -248,7 +270,8 @@ def parse_interval(line: str) -> Optional[Interval]:
         writes_per_s=float(m.group("w")),
         other_per_s=float(m.group("o")),
         latency_pct=int(m.group("pct")),
-        latency_ms=float(lat) if lat[0].isdigit() else 0.0,
+        # sysbench prints nan / inf for a second without events; a negative latency is kept, to be refused.
+        latency_ms=float(lat) if lat[0].isdigit() or (lat[0] == "-" and lat[1:2].isdigit()) else 0.0,
         errors_per_s=float(m.group("err")),
         reconnects_per_s=float(m.group("reconn")),
     )
@@ -283,6 +306,7 @@ def parse_output(text: Union[str, Iterable[str]],
     in_histogram = False
     recognised = False
     previous_second = 0.0
+    in_callback = False
     lines = text.splitlines() if isinstance(text, str) else text
     number = 0
     for number, raw in enumerate(lines, start=1):
@@ -297,11 +321,17 @@ def parse_output(text: Union[str, Iterable[str]],
             interval = parse_interval(stripped)
             if interval is not None:
                 recognised = True
+                if interval.second < previous_second:
+                    raise SysbenchParseError("an interval at {:g} s after one at {:g} s: the output of two runs "
+                                             "in one log".format(interval.second, previous_second), number)
+                interval.line = number
                 interval.interval_s = round(interval.second - previous_second, 6)
                 previous_second = interval.second
                 out.interval_count += 1
                 if on_interval is not None:
+                    in_callback = True  # its own errors are its own, not this line's to rephrase
                     on_interval(interval)
+                    in_callback = False
                 else:
                     out.intervals.append(interval)
                 continue
@@ -316,6 +346,8 @@ def parse_output(text: Union[str, Iterable[str]],
                 continue
             m = _VERSION.match(stripped)
             if m:
+                if out.version is not None:
+                    raise SysbenchParseError("a second sysbench header: the output of two runs in one log", number)
                 recognised = True
                 out.version = m.group("v")
                 continue
@@ -341,13 +373,20 @@ def parse_output(text: Union[str, Iterable[str]],
                     continue  # a heading inside "SQL statistics", not a section of its own
                 section = stripped[:-1].strip().lower()
                 if section in ("sql statistics", "general statistics", "latency (ms)", "threads fairness"):
+                    if section in seen:
+                        raise SysbenchParseError("a second final summary ({}): the output of two runs in one "
+                                                 "log".format(stripped[:-1]), number)
                     recognised = True
                     seen.add(section)
                 continue
+            before = dict(vars(summary))
             key = _read_summary_line(summary, section, stripped)
             if key:
                 seen.add(key)
+                out.summary_lines.update((k, number) for k, v in vars(summary).items() if before[k] != v)
         except (ValueError, OverflowError) as e:
+            if in_callback or isinstance(e, SysbenchParseError):
+                raise
             raise SysbenchParseError("cannot read {!r}: {}".format(stripped[:120], e), number) from None
     if not recognised and not out.errors:
         raise SysbenchParseError("no sysbench output found (no version line, interval or summary)")

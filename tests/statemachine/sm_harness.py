@@ -225,6 +225,25 @@ def ssm_invocation_event(command_id: str, instance_id: str, status: str, documen
                        "requested-date-time": "2026-11-23T05:59:58.123Z", "status": status}}
 
 
+FIXTURE_STEP_S = 240  # the captured measure step (tests/fixtures/agent/t0001.jsonl)
+
+
+def fitted(records: list[dict[str, Any]], step: dict[str, Any]) -> list[dict[str, Any]]:
+    """The captured step's records as a step of the plan's length and report interval would be (collect
+    checks sysbench's run time and sample count against the plan): its samples cut or repeated,
+    every ``report_interval_s``-th kept, its summary's total time the step's."""
+    duration, every = step.get("duration_s"), step.get("report_interval_s") or 1
+    if step.get("kind") == "prepare" or not duration or (duration == FIXTURE_STEP_S and every == 1):
+        return records
+    samples = [r for r in records if r["type"] == "sample"]
+    out = []
+    for second in range(every, duration + 1, every):
+        base = samples[(second - 1) % len(samples)]
+        out.append({**base, "second": float(second), "time": samples[0]["time"] + second - 1})
+    summary = next(r for r in records if r["type"] == "summary")
+    return [*out, {**summary, "total_time_s": duration + 0.0069, "time": samples[0]["time"] + duration}]
+
+
 @dataclass
 class Agent:
     """Plays the agent for moto's SendCommand: per target, what the step ends as."""
@@ -256,8 +275,7 @@ class Agent:
         if outcome in ("ok", "garbage", "lost"):
             fixture = FIXTURES / f"{'prepare' if step == 'prepare' else 't0001'}.jsonl"
             lines = []
-            for line in fixture.read_text().splitlines():
-                record = json.loads(line)
+            for record in fitted([json.loads(line) for line in fixture.read_text().splitlines()], event["step"]):
                 record.update(run_id=event["run_id"], target_id=target_id, repetition=rep,
                               workload=(event["step"].get("workload") or event["workload"])["name"], step=step)
                 if variant:  # the agent's records name the variant and block its job names

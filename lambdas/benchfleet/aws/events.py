@@ -24,6 +24,8 @@ class Step(_In):
     threads: int
     duration_s: int
     cooldown_s: int = 0
+    # sysbench's report interval: collect expects about duration_s / report_interval_s samples.
+    report_interval_s: int = 1
     setup_s: int = 300
     # How long "Start the step" waits for the step's callback (TimeoutSecondsPath).
     timeout_s: int = 3600
@@ -52,6 +54,8 @@ class TargetItem(_In):
     target: dict[str, Any]
     expires_at: str
     deadline: str
+    # The repetitions Map's MaxConcurrencyPath (0: all at once).
+    repetitions_at_once: int = 0
     steps: list[Step]
     # Per repetition, indices into steps in the order they run (runplan).
     sequence: list[list[int]] = []

@@ -18,6 +18,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any, Protocol
@@ -28,11 +29,12 @@ from benchfleet.local.existing import ExistingServer, ExistingServerError, engin
 from benchfleet.local.mariadb import Connection, LocalServer, LocalServerError
 from benchfleet.local.store import DuckDBStore
 from benchfleet.local.switching import VariantFailed, VariantSettings
-from benchfleet.local.watchdog import StepWatchdog, deadline_s, kill_group, plan_mismatch
+from benchfleet.local.watchdog import StepWatchdog, deadline_s, kill_group
 from benchfleet.naming import new_run_id, raw_key
 from benchfleet.plan import Plan, PlanStep
-from benchfleet.records import AgentOutput, Fingerprint, parse_agent_lines
+from benchfleet.records import AgentOutput, Fingerprint, RecordError, parse_agent_lines
 from benchfleet.spec import ExistingTarget, LoadedSpec, LocalTarget, repo_root
+from benchfleet.validation import output_problem, plan_problem
 from benchfleet.variants import cnf_source
 
 # Fingerprint fields that describe the machine the agent runs on. For an existing server that is
@@ -73,22 +75,28 @@ def agent_path() -> Path:
     return repo_root() / "workloads" / "agent" / "benchfleet_agent.py"
 
 
+# Stop a run the way Ctrl-C does: `kill` and CI cancelling (SIGTERM), a closed terminal or SSH
+# session (SIGHUP, whose default would kill benchfleet before it stops its servers).
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
 @contextmanager
 def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM (a closed terminal, `kill`, CI cancelling) cleans up exactly like Ctrl-C."""
+    """SIGTERM and SIGHUP clean up exactly like Ctrl-C."""
 
     def handler(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt(f"signal {signum}")
 
     try:
-        previous = signal.signal(signal.SIGTERM, handler)
+        previous = {signum: signal.signal(signum, handler) for signum in STOP_SIGNALS}
     except ValueError:  # not the main thread: leave signals alone
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, before in previous.items():
+            signal.signal(signum, before)
 
 
 class _Notices:
@@ -273,11 +281,23 @@ def _run_step(loaded: LoadedSpec, target: LocalTarget | ExistingTarget, repetiti
             code = agent.wait()
     if dog.reason:
         raise StepFailed(f"{where}: {dog.reason}; stopped, nothing of this step stored")
-    output = parse_agent_lines(raw.read_text(), str(raw))
+    try:
+        output = parse_agent_lines(raw.read_text(), str(raw))
+    except RecordError as e:
+        raise StepFailed(f"{where}: {e}; not stored as a result") from None
     if code != 0 or output.errors:
         first = output.errors[0].message if output.errors else f"agent exited with code {code}"
         raise StepFailed(f"{where}: {first}")
-    mismatch = plan_mismatch(step, output, loaded.workload.report_interval_s)
-    if mismatch:
-        raise StepFailed(f"{where}: {mismatch}: the host or server stalled; not stored as a result")
+    # The checks cloud collect makes too (benchfleet.validation): this step's rows, real figures, ...
+    every = loaded.workload.report_interval_s
+    problem = output_problem(output, run_id=run_id, target_id=target.id, repetition=repetition, step=step.name,
+                             kind=step.kind, duration_s=step.duration_s, report_interval_s=every,
+                             read_at=datetime.now(UTC), check_plan=False)
+    if problem:
+        raise StepFailed(f"{where}: {problem}; not stored as a result")
+    # ... and its plan's duration and samples.
+    problem = plan_problem(output, step=step.name, kind=step.kind, duration_s=step.duration_s,
+                           report_interval_s=every)
+    if problem:
+        raise StepFailed(f"{where}: {problem}: the host or server stalled; not stored as a result")
     return output

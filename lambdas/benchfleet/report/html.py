@@ -8,8 +8,12 @@ checks both): about 1.2 MB instead of the full bundle's 4.8 MB, so a report grow
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import os
+import stat
+import tempfile
 from datetime import datetime
 from html import escape
 from pathlib import Path
@@ -67,18 +71,38 @@ _MISSING = {
 }
 
 
+class ReportPathError(ValueError):
+    """The report cannot be written there (names the path and why)."""
+
+
 def write_report(store: DuckDBStore, run_id: str, path: Path | str) -> Path:
     """Write the HTML report of ``run_id`` (a unique prefix is enough) to ``path``; returns the path."""
+    _check_target(Path(path))  # before the work of rendering it
     return write_html(render_report(store, run_id), path)
 
 
 def write_html(html: str, path: Path | str) -> Path:
-    """Write a report's HTML to ``path`` through a temporary file beside it, so a reader never sees half."""
+    """Write a report's HTML to ``path``, so that a reader never sees half of it and nothing but the
+    report is ever written: only a regular file is replaced (a device, a directory, a FIFO or a link at
+    ``path`` is refused: run as root, ``-o /dev/full`` once replaced the device node), through a
+    temporary file created exclusively beside it under a name of its own (a link planted at
+    ``PATH.tmp`` once redirected the write), removed on every failure."""
     path = Path(path)
+    _check_target(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(html, encoding="utf-8")
-    tmp.replace(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)  # O_EXCL, 0600
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(html)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # as a file the user created: readable where theirs are
+        _check_target(path)  # still nothing but a regular file (or nothing) there
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     return path
 
 
@@ -109,6 +133,18 @@ BUNDLE_TRACES = frozenset({"bar", "pie", "scatter"})
 def plotly_js() -> str:
     """The vendored Plotly bundle, once per process."""
     return BUNDLE.read_text(encoding="utf-8")
+
+
+def _check_target(path: Path) -> None:
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(info.st_mode):
+        kind = ("a directory" if stat.S_ISDIR(info.st_mode) else "a symbolic link" if stat.S_ISLNK(info.st_mode)
+                else "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode)
+                else "a FIFO" if stat.S_ISFIFO(info.st_mode) else "not a regular file")
+        raise ReportPathError(f"{path}: is {kind}; the report replaces only a regular file (give a file path)")
 
 
 def render_report(store: DuckDBStore, run_id: str) -> str:

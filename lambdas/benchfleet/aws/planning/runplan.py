@@ -184,7 +184,8 @@ def _cnf_source(index: int, name: str, engine: str, server_options: dict[str, An
     try:
         render(source, engine, 8 * 1024**3, name=f"{name}.cnf")
     except CnfError as e:
-        raise PlanRejected(f"spec: targets[{index}].mysql_config: {e}") from None
+        field = f"targets[{index}].{'server_options' if server_options else 'mysql_config'}"
+        raise PlanRejected(f"spec: {field}: {e}") from None
     return source
 
 
@@ -235,16 +236,19 @@ def step_timeout_s(duration_s: int, kind: str) -> int:
 
 
 def _steps(target: TargetPlan, o: Timing, install: dict[str, Any] | None,
-           loaded: LoadedSpec | None = None, spec_target: Any = None) -> list[dict[str, Any]]:
+           loaded: LoadedSpec, spec_target: Any = None) -> list[dict[str, Any]]:
     out = []
     cache: dict[str, Any] = {}
     for step in target.steps:
-        item = {**step.model_dump(), "setup_s": SETUP_S[step.kind],
+        # report_interval_s: collect checks the step's samples against it (benchfleet.validation): the
+        # interval of the workload the step runs (a variant's own, when it has one).
+        interval = loaded.workload_of(step.variant).report_interval_s
+        item = {**step.model_dump(), "setup_s": SETUP_S[step.kind], "report_interval_s": interval,
                 "cooldown_s": step.cooldown_s if o.cooldown_s is None else o.cooldown_s,
                 "timeout_s": o.step_timeout_s or step_timeout_s(step.duration_s, step.kind)}
         if step.index == 0 and install:  # every repetition's first step sets its fresh host up
             item["install"] = install
-        if loaded is not None and loaded.variants:
+        if loaded.variants:
             item.update(variantplan.step_extras(loaded, spec_target, step, cache))
         out.append(item)
     return out
@@ -260,6 +264,8 @@ def run_id_for(request: RunRequest, execution_name: str | None) -> str | None:
     the caller's ``run_id`` or a new one)."""
     if execution_name is None:
         return request.run_id
+    if execution_name in naming.RESERVED_RUN_IDS:
+        raise PlanRejected(f"input: the execution name {naming.run_id_problem(execution_name)}")
     if request.run_id is not None and request.run_id != execution_name:
         raise PlanRejected(f"input: run_id: {request.run_id} differs from the execution name "
                            f"{execution_name}; a run's id is its execution's name")
@@ -370,6 +376,15 @@ def check_plan(plan: Plan, targets: Sequence[Any] | None = None, *,
         raise PlanRejected(problem)
 
 
+def estimate(request: RunRequest, *, regions: TargetRegions,
+             store: str = DEFAULT_RESULTS_STORE) -> tuple[LoadedSpec, Plan, HistoryFit]:
+    """The run's plan and estimate as the deployed machine runs it (PlanRejected for a spec it cannot
+    plan), without the limits ``check_plan`` holds it to: what the API shows for a run already started."""
+    loaded = _loaded(request.spec, regions)
+    plan, fit, _ = aws_plan(loaded, _price_lookup, timing=request.timing, store=store)
+    return loaded, plan, fit
+
+
 def checked_plan(request: RunRequest, *, regions: TargetRegions | None = None, max_run_hours: int | None = None,
                  max_run_cost_usd: float | None = None, store: str = DEFAULT_RESULTS_STORE,
                  max_vcpus: int | None = None, max_hosts: int | None = None) -> tuple[LoadedSpec, Plan, HistoryFit]:
@@ -378,8 +393,11 @@ def checked_plan(request: RunRequest, *, regions: TargetRegions | None = None, m
     environment (benchfleet.aws.settings), as the CDK app sets them for every function."""
     settings = Settings.from_env()
     regions = regions or settings.regions
-    loaded = _loaded(request.spec, regions)
-    plan, fit, _ = aws_plan(loaded, _price_lookup, timing=request.timing, store=store)
+    loaded, plan, fit = estimate(request, regions=regions, store=store)
+    # What the hosts will be given (a target's cnf with its server_options, rendered): refused here, so
+    # that the API refuses it before starting a run that Plan would refuse a moment later.
+    for index, target in enumerate(loaded.spec.targets):
+        _install(index, target.model_dump(mode="json"))
     check_plan(plan, list(loaded.spec.targets),
                max_run_cost_usd=settings.max_run_cost_usd if max_run_cost_usd is None else max_run_cost_usd,
                max_vcpus=max_vcpus or settings.max_vcpus_per_region or DEFAULT_MAX_VCPUS_PER_REGION,
@@ -423,6 +441,9 @@ def plan_run(request: RunRequest, *, execution_name: str | None = None, zone_cou
             "expires_at": naming.tags(run_id, t.target_id, expires_at)[naming.TAG_EXPIRES_AT],
             "deadline": deadline.strftime("%Y-%m-%dT%H:%M:%SZ"),
             "repetitions": list(range(1, t.repetitions + 1)),
+            # How many the repetitions Map runs at once (its MaxConcurrencyPath; 0: all): one at a time
+            # on an existing target's one host, where two would share it and measure each other.
+            "repetitions_at_once": t.at_once if 0 < t.at_once < t.repetitions else 0,
             # Each repetition's start after the first's (the definition's "Wait for its start").
             "start_after_s": [0 if t.at_once == 1 else i * t.spacing_s for i in range(t.repetitions)],
             "steps": _steps(t, o, _install(index, target, loaded), loaded, spec_target),

@@ -24,6 +24,7 @@ from benchfleet.aws.errors import CollectFailed, aws_errors, error_code
 from benchfleet.aws.steps import cloudwatch as cw
 from benchfleet.aws.store.results_store import ResultsStore
 from benchfleet.records import AgentOutput, Fingerprint, RecordError, parse_agent_lines
+from benchfleet.validation import output_problem
 
 FINGERPRINT_FIELDS = ("cpu_model", "vcpus", "cpus_usable", "memory_mb", "arch", "kernel", "os",
                       "sysbench_version", "engine_version", "config_hash")
@@ -63,16 +64,11 @@ def read_raw(s3: Any, bucket: str, *, run_id: str, target_id: str, repetition: i
     return text
 
 
-def parse(text: str, *, source: str, run_id: str, target_id: str, repetition: int, step: str) -> AgentOutput:
+def parse(text: str, *, source: str) -> AgentOutput:
     try:
-        out = parse_agent_lines(text, source)
+        return parse_agent_lines(text, source)
     except RecordError as e:
         raise CollectFailed(str(e)) from None
-    strays = [r for r in [*out.samples, *out.summaries]
-              if (r.run_id, r.target_id, r.repetition, r.step) != (run_id, target_id, repetition, step)]
-    if strays:
-        raise CollectFailed(f"{source}: rows of another step ({strays[0].target_id} {strays[0].step})")
-    return out
 
 
 def where_measured(rds: Any, resources: dict[str, Any], fingerprint: Fingerprint) -> tuple[str | None, str | None]:
@@ -135,12 +131,19 @@ def collect_step(s3: Any, cloudwatch: Any, store: ResultsStore, bucket: str, *, 
     text = read_raw(s3, bucket, run_id=run_id, target_id=target_id, repetition=repetition, step=name,
                     output_prefix=output_prefix)
     source = f"s3://{bucket}/{naming.raw_key(run_id, target_id, repetition, name)}"
-    out = parse(text, source=source, run_id=run_id, target_id=target_id, repetition=repetition, step=name)
+    out = parse(text, source=source)
     if out.errors:
         first = out.errors[0]
         raise CollectFailed(f"agent reported an error in {first.stage}: {first.message}")
     if step["kind"] != "prepare" and not out.summaries:
         raise CollectFailed(f"{source}: no step summary (the agent did not finish the step)")
+    # What local mode refuses, refused here by the same check (benchfleet.validation).
+    problem = output_problem(out, run_id=run_id, target_id=target_id, repetition=repetition, step=name,
+                             kind=step["kind"], duration_s=int(step.get("duration_s") or 0),
+                             report_interval_s=int(step.get("report_interval_s") or 1),
+                             read_at=datetime.now(UTC))
+    if problem:
+        raise CollectFailed(f"{source}: {problem}; not stored")
     for fp in out.fingerprints:
         key = naming.raw_key(run_id, target_id, repetition, "fingerprint").replace(".jsonl", ".json")
         with aws_errors():

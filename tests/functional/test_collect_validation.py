@@ -1,0 +1,120 @@
+"""Cloud collect stores only what local mode would (issue 28 item 5): one validation module
+(benchfleet.validation) decides for both. Each hostile output below was stored by collect before (or
+raised OverflowError instead of CollectFailed); it now fails the step with the reason, stores nothing,
+and the local runner refuses the same output with the same reason."""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "statemachine"))
+from sm_harness import BUCKET, FIXTURES, REGION
+from tests.functional.test_cloud_handlers import RUN, aws, call  # noqa: F401 - aws is a fixture
+
+from benchfleet import naming
+from benchfleet.aws import errors
+from benchfleet.local import runner
+from benchfleet.local.mariadb import Connection
+from benchfleet.plan import PlanStep
+from benchfleet.spec import inline_loaded, parse_spec
+
+TARGET = "ec2-m6g"
+
+
+def fixture_records() -> list[dict[str, Any]]:
+    """The fixture step (240 samples and sysbench's summary of a 240 s step) as this run's."""
+    out = []
+    for line in (FIXTURES / "t0001.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        record.update(run_id=RUN, target_id=TARGET, repetition=1, step="t0001", workload="w")
+        out.append(record)
+    return out
+
+
+def short_run(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What a 0.002 s run leaves for a 3 s step: no interval, a summary of 0.002 s."""
+    summary = records[-1] | {"total_time_s": 0.002, "transactions": 2, "events": 2}
+    return [summary]
+
+
+def edit(index: int, **fields: Any):
+    def apply(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        records[index] = records[index] | fields
+        return records
+    return apply
+
+
+def twice(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return records + records
+
+
+HOSTILE = {  # name: (mutation, duration of the step, what the refusal says)
+    "a 0.002 s run for a 3 s step": (short_run, 3, "sysbench ran 0.002 s for a 3 s step"),
+    "NaN tps": (edit(5, tps=float("nan")), 240, "tps is nan, not a finite number"),
+    "negative tps": (edit(5, tps=-12.5), 240, "tps is -12.5, below zero"),
+    "1e308 tps in the summary": (edit(-1, tps=1e308), 240, "tps is 1e+308, above 1e+08"),
+    "negative latency": (edit(7, latency_ms=-3.0), 240, "latency_ms is -3.0, below zero"),
+    "steal over 100%": (edit(9, cpu_steal_pct=250.0), 240, "cpu_steal_pct is 250, above 100"),
+    "a sample timed 1e300": (edit(3, time=1e300), 240, "time 1e+300 is not a time"),
+    "a sample timed a year ahead": (edit(3, time=datetime.now(UTC).timestamp() + 365 * 86400), 240,
+                                    "after the output was read"),
+    "two runs' output in one": (twice, 240, "follows one at 240 s: the output of two runs"),
+    "another step's rows": (edit(2, step="t0002"), 240, "rows of another step"),
+}
+
+
+def jsonl(records: list[dict[str, Any]]) -> str:
+    return "\n".join(json.dumps(r, separators=(",", ":")) for r in records) + "\n"
+
+
+def collect(repetition: int, records: list[dict[str, Any]], duration_s: int) -> dict[str, Any]:
+    """The collect handler on ``records`` as Run Command leaves them in S3 (each case its own repetition)."""
+    for record in records:
+        record["repetition"] = repetition
+    key = f"{naming.step_output_prefix(RUN, TARGET, repetition, 't0001')}/cmd/i-1/awsrunShellScript/0.runAgent/stdout"
+    boto3.client("s3", region_name=REGION).put_object(Bucket=BUCKET, Key=key, Body=jsonl(records).encode())
+    event = {"run_id": RUN, "target": {"id": TARGET, "kind": "ec2", "instance_type": "m6g.large"}, "kind": "ec2",
+             "repetition": repetition, "step": {"index": 1, "name": "t0001", "kind": "measure", "threads": 1,
+                                                "duration_s": duration_s, "report_interval_s": 1},
+             "resources": {"instance_id": "i-0123456789abcdef0"}, "started_at": "2026-11-22T02:31:54Z"}
+    return dict(call("collect", event))
+
+
+def test_collect_refuses_what_local_mode_refuses_and_stores_nothing(aws) -> None:  # noqa: F811
+    proxies, _ = aws
+    for repetition, (case, (mutate, duration, reason)) in enumerate(HOSTILE.items(), start=1):
+        with pytest.raises(errors.CollectFailed) as refused:
+            collect(repetition, mutate(fixture_records()), duration)
+        assert reason in str(refused.value), case
+    assert proxies["timestream-write"].records_per_call == []  # nothing stored
+    assert collect(len(HOSTILE) + 1, fixture_records(), 240)["samples"] == 240  # the fixture itself is
+
+
+@pytest.mark.parametrize("case", HOSTILE)
+def test_the_local_runner_refuses_the_same_output_for_the_same_reason(case: str, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    mutate, duration, reason = HOSTILE[case]
+    output = tmp_path / "agent.jsonl"
+    output.write_text(jsonl(mutate(fixture_records())))
+    agent = tmp_path / "agent.py"  # an agent that prints the output, whatever the job
+    agent.write_text(f"import sys\nsys.stdin.read()\nsys.stdout.write(open({str(output)!r}).read())\n")
+    monkeypatch.setattr(runner, "agent_path", lambda: agent)
+    loaded = inline_loaded(parse_spec({"name": "s", "workload": {"name": "w", "test": "oltp_read_only",
+                                                                 "threads": [1], "duration_s": duration},
+                                       "targets": [{"id": TARGET, "kind": "local"}]}), "s")
+    step = PlanStep(index=1, name="t0001", kind="measure", threads=1, duration_s=duration)
+    observer = types.SimpleNamespace(sample=lambda *a: None)
+    server = types.SimpleNamespace(config_hash=None)
+    result = runner.RunResult(run_id=RUN, status="running")
+    with pytest.raises(runner.StepFailed) as refused:
+        runner._run_step(loaded, loaded.spec.targets[0], 1, step, RUN, Connection("127.0.0.1", 1, "u", "p"),
+                         server, tmp_path, observer, result)  # type: ignore[arg-type]
+    assert reason in str(refused.value) and "not stored as a result" in str(refused.value)

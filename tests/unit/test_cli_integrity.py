@@ -1,0 +1,110 @@
+"""The CLI and its files under hostile or mistaken use (issue 28 item 8): `report -o` replaces only a
+regular file, through a temporary file of its own beside it; `compare` only reads the store (a
+read-only home works); a closed terminal (SIGHUP) stops a run as Ctrl-C does."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+from pathlib import Path
+
+import pytest
+from tests.sysbench_logs import LOADED_SECONDS, run_log
+
+from benchfleet.cli import main
+from benchfleet.local import store as store_module
+
+
+@pytest.fixture
+def imported(bf_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    """A home with two imported runs, ``first`` and ``second``, of target ``db``."""
+    for name, tps in (("first", 900.0), ("second", 950.0)):
+        log = tmp_path / f"{name}.log"
+        log.write_text(run_log(LOADED_SECONDS, [tps] * len(LOADED_SECONDS)))
+        assert main(["import", str(log), "--target", "db", "--run", name]) == 0
+    capsys.readouterr()
+    return bf_home
+
+
+def report_to(target: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code = main(["report", "first", "-o", str(target)])
+    out = capsys.readouterr()
+    assert "Traceback" not in out.err
+    return code, out.err
+
+
+def test_report_replaces_only_a_regular_file(imported: Path, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    folder = out / "a-folder"
+    folder.mkdir()
+    fifo = out / "a-fifo"
+    os.mkfifo(fifo)
+    elsewhere = tmp_path / "someone-elses.txt"
+    elsewhere.write_text("theirs")
+    link = out / "a-link.html"
+    link.symlink_to(elsewhere)
+    cases = {folder: "is a directory", fifo: "is a FIFO", link: "is a symbolic link"}
+    if os.geteuid() == 0:  # a device node, as /dev/full is (its copy: never the real one in a test)
+        device = out / "full"
+        os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(1, 7))
+        cases[device] = "is a device"
+    before = sorted(p.name for p in out.iterdir())
+    for target, fragment in cases.items():
+        code, err = report_to(target, capsys)
+        assert code == 2 and f"{target}: {fragment}" in err
+    assert sorted(p.name for p in out.iterdir()) == before  # no DIR.tmp, nothing else left
+    assert folder.is_dir() and stat.S_ISFIFO(fifo.lstat().st_mode) and elsewhere.read_text() == "theirs"
+    if os.geteuid() == 0:
+        assert stat.S_ISCHR((out / "full").lstat().st_mode)
+
+
+def test_report_writes_through_a_temporary_file_of_its_own(imported: Path, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    target = out / "report.html"
+    victim = tmp_path / "victim.txt"
+    victim.write_text("not yours")
+    (out / "report.html.tmp").symlink_to(victim)  # the name the report once wrote through
+    code, _ = report_to(target, capsys)
+    assert code == 0 and victim.read_text() == "not yours"
+    assert target.is_file() and not target.is_symlink() and "<html" in target.read_text()[:2000].lower()
+    assert oct(target.stat().st_mode & 0o777) == oct(0o666 & ~current_umask())
+    assert sorted(p.name for p in out.iterdir()) == ["report.html", "report.html.tmp"]
+
+
+def current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_compare_only_reads_the_store(imported: Path, monkeypatch: pytest.MonkeyPatch,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    opened: list[bool] = []
+    real = store_module.DuckDBStore.__init__
+
+    def spy(self: store_module.DuckDBStore, path: Path, write: bool = True) -> None:
+        opened.append(write)
+        real(self, path, write)
+
+    monkeypatch.setattr(store_module.DuckDBStore, "__init__", spy)
+    assert main(["compare", "first", "second", "--format", "json"]) == 0
+    assert "second" in capsys.readouterr().out
+    assert opened == [False]  # never opened for writing: a read-only home works
+
+
+def test_a_closed_terminal_stops_a_run_as_ctrl_c_does() -> None:
+    """SIGHUP's default would kill benchfleet before it stops its servers and removes their data."""
+    from benchfleet.local.runner import _sigterm_as_interrupt
+
+    before = signal.getsignal(signal.SIGHUP)
+    with _sigterm_as_interrupt():
+        handler = signal.getsignal(signal.SIGHUP)
+        assert callable(handler)
+        with pytest.raises(KeyboardInterrupt, match=f"signal {int(signal.SIGHUP)}"):
+            handler(signal.SIGHUP, None)
+    assert signal.getsignal(signal.SIGHUP) == before
