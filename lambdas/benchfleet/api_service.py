@@ -33,11 +33,12 @@ from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import ValidationError
 
 from benchfleet import catalogue, naming
-from benchfleet.aws.errors import PlanRejected
+from benchfleet.aws.errors import PlanRejected, error_code
 from benchfleet.aws.planning import runplan
 from benchfleet.aws.regions import TargetRegions
+from benchfleet.aws.settings import DEFAULT_RESULTS_STORE
 from benchfleet.cost_ceiling import DEFAULT_MAX_RUN_COST_USD, request_price_problems
-from benchfleet.plan import Plan, PriceLookup, make_plan
+from benchfleet.plan import Plan, PriceLookup
 from benchfleet.spec import (
     MAX_DEPTH,
     REGION,
@@ -50,7 +51,6 @@ from benchfleet.spec import (
     document_problems,
     inline_loaded,
     join_path,
-    parse_spec,
     problems_of,
     unique_keys,
 )
@@ -111,14 +111,17 @@ def run_id_for_key(key: str) -> str:
     """The execution name (= run id) of an Idempotency-Key (see the module doc)."""
     if not IDEMPOTENCY_KEY.match(key):
         raise bad_request("Idempotency-Key", "must be 1-80 characters of [A-Za-z0-9_-]")
+    if key in naming.RESERVED_RUN_IDS:
+        raise bad_request("Idempotency-Key", str(naming.run_id_problem(key)))
     if naming.RUN_ID.match(key):
         return key
     return "k-" + hashlib.sha256(key.encode()).hexdigest()[:40]
 
 
 def check_run_id(run_id: str) -> str:
-    if not isinstance(run_id, str) or not naming.RUN_ID.match(run_id):
-        raise bad_request("id", "is not a run id ([a-z0-9-], 2-80 characters, no leading or trailing -)")
+    problem = naming.run_id_problem(run_id)
+    if problem:
+        raise bad_request("id", problem)
     return run_id
 
 
@@ -287,13 +290,27 @@ def to_csv(rows: Iterable[Mapping[str, Any]]) -> str:
 
 
 def result_rows(summary: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The per target x threads rows of a summary.json (``rows`` of ``stats.comparison``; older or
-    partial summaries: ``comparison`` or ``steps``)."""
+    """The rows of a summary.json: ``rows`` (or ``comparison``, ``steps``) where a summary has them,
+    else what the Summarize state writes, one row per target x repetition x step (its collect
+    result: samples, summaries, tps), and one per repetition that has no step, with its error."""
     for key in ("rows", "comparison", "steps"):
         value = summary.get(key)
         if isinstance(value, list):
             return [r for r in value if isinstance(r, Mapping)]
-    return []
+    rows: list[Mapping[str, Any]] = []
+    for target in summary.get("targets") or []:
+        if not isinstance(target, Mapping):
+            continue
+        for rep in target.get("repetitions") or []:
+            if not isinstance(rep, Mapping):
+                continue
+            base = {"target_id": target.get("target_id"), "repetition": rep.get("repetition"),
+                    "repetition_status": rep.get("status")}
+            steps = [s for s in rep.get("steps") or [] if isinstance(s, Mapping)]
+            rows += [{**base, **{k: v for k, v in step.items() if k != "notices"}} for step in steps]
+            if not steps:
+                rows.append({**base, "error": rep.get("error")})
+    return rows
 
 
 # ---- the service --------------------------------------------------------------------------------
@@ -312,6 +329,8 @@ class RunService:
     target_regions: tuple[str, ...] = ()
     # Most a run without budget_usd may cost (MAX_RUN_COST_USD, CDK context key maxRunCostUsd).
     max_run_cost_usd: float = DEFAULT_MAX_RUN_COST_USD
+    # The deployment's results store (RESULTS_STORE): the estimate prices its writes, as Plan does.
+    results_store: str = DEFAULT_RESULTS_STORE
     now: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
 
     def execution_arn(self, name: str) -> str:
@@ -340,35 +359,53 @@ class RunService:
         plan = self._checked_plan(loaded, run_id, regions)
         spec_data = canonical_spec(loaded.spec)
         digest = spec_hash(spec_data)
+        estimate = {"estimated_cost_usd": plan.estimated_cost_usd, "wall_s": plan.wall_s,
+                    "unpriced_targets": plan.unpriced_targets, "budget_usd": plan.budget_usd,
+                    "warnings": plan.warnings}
+        if run_id is not None:
+            # A retry: StartExecution of the same name and input answers success, as if it had started
+            # the run, so the run that exists is looked for first (ExecutionAlreadyExists covers a race).
+            existing = self._existing(run_id)
+            if existing is not None:
+                return self._retried(existing, run_id, loaded.spec.name, digest, estimate)
         run_id = run_id or naming.new_run_id(loaded.spec.name, self.now())
         # The execution input's one model (schema: statemachines/benchmark-run.input.schema.json);
         # strict JSON, since validate_submission refused NaN, Infinity and integers beyond 64 bits.
         execution_input = runplan.RunRequest(spec=spec_data, run_id=run_id).model_dump_json(exclude_defaults=True)
-        estimate = {"estimated_cost_usd": plan.estimated_cost_usd, "wall_s": plan.wall_s,
-                    "unpriced_targets": plan.unpriced_targets, "budget_usd": plan.budget_usd,
-                    "warnings": plan.warnings}
         try:
             started = self.sfn.start_execution(stateMachineArn=self.state_machine_arn, name=run_id,
                                                input=execution_input)
         except ClientError as e:
             if e.response.get("Error", {}).get("Code") != "ExecutionAlreadyExists":
                 raise
-            existing = self._describe(run_id)
-            stored = _input(existing).get("spec")
-            if not isinstance(stored, dict) or spec_hash(stored) != digest:
-                raise ApiError(409, "Idempotency-Key: already used for a different spec",
-                               "Idempotency-Key", run_id=run_id) from None
-            return 200, {"run_id": run_id, "name": loaded.spec.name, "status": existing.get("status"),
-                         "created": False, "spec_sha256": digest, **estimate}
+            return self._retried(self._describe(run_id), run_id, loaded.spec.name, digest, estimate)
         return 202, {"run_id": run_id, "name": loaded.spec.name, "status": "RUNNING", "created": True,
                      "started_at": _iso(started.get("startDate")), "spec_sha256": digest, **estimate}
+
+    def _existing(self, run_id: str) -> dict[str, Any] | None:
+        try:
+            return self._describe(run_id)
+        except ApiError:
+            return None
+
+    @staticmethod
+    def _retried(existing: Mapping[str, Any], run_id: str, name: str, digest: str,
+                 estimate: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """200 for the run an Idempotency-Key already started with this spec; 409 for another spec."""
+        stored = _input(existing).get("spec")
+        if not isinstance(stored, dict) or spec_hash(stored) != digest:
+            raise ApiError(409, "Idempotency-Key: already used for a different spec", "Idempotency-Key",
+                           run_id=run_id)
+        return 200, {"run_id": run_id, "name": name, "status": existing.get("status"), "created": False,
+                     "started_at": _iso(existing.get("startDate")), "spec_sha256": digest, **estimate}
 
     def _checked_plan(self, loaded: LoadedSpec, run_id: str | None, regions: TargetRegions) -> Plan:
         """The plan the state machine's Plan state would make, or 400 for what it would refuse a
         moment after starting (cost, run too long for one execution, too many history events)."""
         try:
             _, plan, _ = runplan.checked_plan(runplan.RunRequest(spec=canonical_spec(loaded.spec), run_id=run_id),
-                                              regions=regions, max_run_cost_usd=self.max_run_cost_usd)
+                                              regions=regions, max_run_cost_usd=self.max_run_cost_usd,
+                                              store=self.results_store)
         except PlanRejected as e:
             if e.problems:
                 (field_, message), *_ = e.problems
@@ -415,31 +452,49 @@ class RunService:
         return out
 
     def _run_item(self, execution: Mapping[str, Any]) -> dict[str, Any]:
-        described = self.sfn.describe_execution(executionArn=execution["executionArn"])
-        data = _input(described)
-        spec = _spec_of(data)
+        """One row of the list. An execution whose input is not a run request (started by hand, or by
+        an older version) is a row marked ``unreadable``, never a failure of the whole list."""
         item: dict[str, Any] = {
-            "run_id": data.get("run_id") or execution["name"], "execution_name": execution["name"],
-            "name": spec.get("name"), "schedule": data.get("schedule"), "status": execution.get("status"),
-            "started_at": _iso(execution.get("startDate")), "stopped_at": _iso(execution.get("stopDate")),
-            "targets": len(spec.get("targets") or []), "estimated_cost_usd": None,
+            "run_id": execution["name"], "execution_name": execution["name"], "name": None, "schedule": None,
+            "status": execution.get("status"), "started_at": _iso(execution.get("startDate")),
+            "stopped_at": _iso(execution.get("stopDate")), "targets": None, "estimated_cost_usd": None,
         }
-        plan = self._plan_of(spec)
+        try:
+            data = self._request_of(self.sfn.describe_execution(executionArn=execution["executionArn"]))
+        except ClientError as e:  # gone between the list and the describe
+            return {**item, "unreadable": f"cannot describe the execution ({error_code(e)})"}
+        if data is None:
+            return {**item, "unreadable": "its input is not a run request (spec, run_id, schedule)"}
+        spec = data.spec
+        item.update(run_id=data.run_id or execution["name"], name=spec.get("name") if isinstance(
+            spec.get("name"), str) else None, schedule=data.schedule, targets=len(spec["targets"]) if isinstance(
+            spec.get("targets"), list) else None)
+        plan = self._plan_of(data)
         if plan is not None:
             item["estimated_cost_usd"] = plan.estimated_cost_usd
             item["unpriced_targets"] = plan.unpriced_targets
         return item
 
-    def _plan_of(self, spec_data: Mapping[str, Any]) -> Plan | None:
+    @staticmethod
+    def _request_of(described: Mapping[str, Any]) -> runplan.RunRequest | None:
+        """The execution's input as the run request it was started with, None when it is not one."""
         try:
-            spec = parse_spec(dict(spec_data), "input")
-        except SpecError:
+            return runplan.RunRequest.model_validate(_input(described))
+        except ValidationError:
             return None
-        if not isinstance(spec.workload, Workload):
-            return None
+
+    def _plan_of(self, request: runplan.RunRequest | Mapping[str, Any]) -> Plan | None:
+        """The run's plan as POST /runs (and the Plan state) made it: the same estimate everywhere.
+        None for an input that cannot be planned (any more)."""
+        if not isinstance(request, runplan.RunRequest):
+            try:
+                request = runplan.RunRequest(spec=dict(request))
+            except ValidationError:
+                return None
+        regions = TargetRegions.of(self.home_region, self.target_regions)
         try:
-            return make_plan(inline_loaded(spec, "input"), self.price_lookup)
-        except SpecError:
+            return runplan.estimate(request, regions=regions, store=self.results_store)[1]
+        except (PlanRejected, SpecError, ValueError):
             return None
 
     # -- GET /runs/{id} ---------------------------------------------------------------------------
@@ -461,7 +516,8 @@ class RunService:
                 except ValueError:
                     continue
                 done.setdefault((parts[2], rep), set()).add(parts[4].removesuffix(".jsonl"))
-        plan = self._plan_of(spec)
+        request = self._request_of(described)
+        plan = self._plan_of(request) if request is not None else None
         targets = []
         for tp in plan.targets if plan is not None else []:
             reps: list[dict[str, Any]] = []
@@ -516,11 +572,12 @@ class RunService:
                     raise
             status = str(self._describe(run_id).get("status"))
         data = _input(described)
-        tagged_run = data.get("run_id") if isinstance(data.get("run_id"), str) else run_id
-        spec = _spec_of(data)
+        tagged_run = data.get("run_id") if naming.run_id_problem(data.get("run_id")) is None else run_id
+        listed = _spec_of(data).get("targets")
         # Only names that can be regions: a run started before patterns were ASCII-only may name
-        # "us-east-\u0661", which every SDK call refuses; nothing of the run can exist there.
-        regions = [self.home_region, *sorted({t["region"] for t in spec.get("targets") or []
+        # "us-east-\u0661", which every SDK call refuses; nothing of the run can exist there. An input
+        # that is not a run request (targets not a list) tears down in the home region.
+        regions = [self.home_region, *sorted({t["region"] for t in (listed if isinstance(listed, list) else [])
                                               if isinstance(t, dict) and isinstance(t.get("region"), str)
                                               and REGION.fullmatch(t["region"])})]
         teardown: dict[str, Any] | None = None

@@ -21,6 +21,19 @@ TAG_AGENT_HOST = "benchfleet:agent-host"
 TAG_SECRET_READER = "benchfleet:secret-reader"  # noqa: S105 (a tag key, not a password)
 DEFAULT_DB_PREFIX = "bf"
 RUN_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,78}[a-z0-9]$")
+# Names under runs/ in the results bucket that are not runs: step callbacks (aws/steps/callbacks.py)
+# and the Distributed Map's results (the ASL's ResultWriter). A run of such an id would share them.
+RESERVED_RUN_IDS = ("callbacks", "map-results")
+
+
+def run_id_problem(run_id: object) -> str | None:
+    """Why ``run_id`` cannot be a run's id (None: it can)."""
+    if not isinstance(run_id, str) or not RUN_ID.match(run_id):
+        return "is not a run id ([a-z0-9-], 2-80 characters, no leading or trailing -)"
+    if run_id in RESERVED_RUN_IDS:
+        held = "step callbacks" if run_id == "callbacks" else "the Distributed Map's results"
+        return f"{run_id!r} is reserved: runs/{run_id}/ in the results bucket holds {held}"
+    return None
 
 
 def new_run_id(name: str, now: datetime | None = None) -> str:

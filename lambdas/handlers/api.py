@@ -74,7 +74,7 @@ def service() -> RunService:
                               price_lookup=api_service.default_price_lookup(),
                               teardown=teardown, home_region=region,
                               target_regions=settings.target_regions,
-                              max_run_cost_usd=max_run_cost(os.environ))
+                              max_run_cost_usd=max_run_cost(os.environ), results_store=settings.results_store)
     return _service
 
 

@@ -119,16 +119,20 @@ def test_an_existing_target_is_neither_provisioned_nor_torn_down(harness):
     instance = ec2.run_instances(ImageId=harness.gaps.ami, InstanceType="c6i.large", MinCount=1,
                                  MaxCount=1)["Instances"][0]["InstanceId"]
     existing = {"id": "mine", "kind": "existing", "host": "db.internal.example", "instance_id": instance}
-    result = harness.run(spec(targets=[existing]), name="existing-host")
+    result = harness.run(spec(targets=[existing], repetitions=2), name="existing-host")
     assert result["status"] == "SUCCEEDED", harness.explain(result)
     assert harness.proxies["ec2"].calls["run_instances"] == 0
     assert harness.proxies["ec2"].calls["terminate_instances"] == 0
     assert harness.proxies["rds"].calls["create_db_instance"] == 0
-    (provision,) = harness.calls_of("provision")
-    assert provision.result["managed"] is False and provision.result["instance_id"] == instance
-    (teardown,) = harness.calls_of("teardown")
-    assert teardown.result == {"deleted": [], "left": [], "managed": False}
+    provisions = harness.calls_of("provision")
+    assert [p.result["managed"] for p in provisions] == [False, False]
+    assert {p.result["instance_id"] for p in provisions} == {instance}
+    teardowns = harness.calls_of("teardown")
+    assert [t.result for t in teardowns] == [{"deleted": [], "left": [], "managed": False}] * 2
     starts = harness.calls_of("start_step")
-    assert [c.result["instance_id"] for c in starts] == [instance, instance]
+    assert [c.result["instance_id"] for c in starts] == [instance] * 4
+    # Its two repetitions share its one host: one after the other, never at once (issue 28 item 8).
+    order = [c.event.get("repetition") for c in harness.calls if c.module in ("provision", "start_step", "teardown")]
+    assert order == [1, 1, 1, 1, 2, 2, 2, 2], order
     state = ec2.describe_instances(InstanceIds=[instance])["Reservations"][0]["Instances"][0]["State"]["Name"]
     assert state == "running"
