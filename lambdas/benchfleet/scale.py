@@ -109,7 +109,8 @@ def trial(spec: ComparisonSpec, scale: str, local: bool) -> dict[str, object] | 
     ``substituted`` (ids of cloud targets run as local stand-ins) and a ``label`` a reader sees in
     tables and the report. Such a run answers "does it work", never the spec's question, so it is
     marked everywhere and kept out of the spec's history."""
-    substituted = [t.id for t in spec.targets if t.kind != "local"] if local else []
+    # An existing server is measured as it is from here, never swapped: it is not a stand-in.
+    substituted = [t.id for t in spec.targets if t.kind not in ("local", "existing")] if local else []
     if scale == "full" and not substituted:
         return None
     parts = []

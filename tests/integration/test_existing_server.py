@@ -132,8 +132,11 @@ def test_an_existing_server_is_measured_from_here_and_left_as_it_was(
         users_server: UsersServer, bf_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("MY_DB_PASSWORD", PASSWORD)
+    # `localhost` with a port is TCP everywhere (issue 28 item 3): the client libraries would take the
+    # default Unix socket for it, here a path with no server, as a socket of another server once was.
+    monkeypatch.setenv("MYSQL_UNIX_PORT", str(tmp_path / "another-server.sock"))
     before = users_server.state()
-    spec = existing_spec(tmp_path, users_server.port)
+    spec = existing_spec(tmp_path, users_server.port, host="localhost")
     assert PASSWORD not in spec.read_text()
 
     assert main(["run", str(spec), "--local"]) == 0
@@ -141,6 +144,14 @@ def test_an_existing_server_is_measured_from_here_and_left_as_it_was(
     assert "this machine's (the client's)" in out  # steal is this host's, and the run says so
     assert main(["results", "mine-", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
+    # The real server was measured with --local: not a stand-in, not marked as one (issue 28 item 2).
+    assert doc["run"]["variant"] is None
+    # The fingerprint read the server's identity over the agent's own (TCP) connection.
+    (prepare,) = (bf_home / "raw" / doc["run"]["run_id"]).rglob("prepare.jsonl")
+    (fingerprint,) = [json.loads(line) for line in prepare.read_text().splitlines() if '"fingerprint"' in line]
+    uid = users_server.sql("SELECT @@hostname, @@port, VARIABLE_VALUE FROM information_schema.global_variables "
+                           "WHERE VARIABLE_NAME = 'SERVER_UID'")[0]
+    assert fingerprint["server_identity"] == {"hostname": uid[0], "port": uid[1], "uuid": uid[2]}
 
     (target,) = doc["targets"]
     version = users_server.sql("SELECT VERSION()")[0][0]
@@ -170,6 +181,9 @@ def test_keep_tables_leaves_benchfleets_tables_and_nothing_else(
                               "ORDER BY 1")
     assert tables == [["sbtest1"], ["sbtest2"]]
     assert users_server.sql("SELECT id FROM shop.sbtest1") == [["42"]]
+    # Marked as benchfleet's when its prepare created them: a later run may drop these, and only these.
+    comments = users_server.sql("SELECT table_comment FROM information_schema.tables WHERE table_schema='bf_kept'")
+    assert all(c[0].startswith("benchfleet: created by run mine-") for c in comments)
 
 
 def test_a_schema_with_someone_elses_tables_is_refused_before_anything_runs(
@@ -185,6 +199,46 @@ def test_a_schema_with_someone_elses_tables_is_refused_before_anything_runs(
     assert users_server.sql("SELECT id FROM benchfleet.customers") == [["7"]]
     assert users_server.state() == before
     assert not (bf_home / "benchfleet.duckdb").exists() or main(["runs", "--format", "json"]) == 0
+
+    # A schema holding a user's own table that is *named* like benchfleet's (another layout, the user's
+    # row in it): it was dropped by a run that "succeeded" (issue 28 item 2). Refused, naming it.
+    users_server.sql("CREATE DATABASE legacy; CREATE TABLE legacy.sbtest1 (note VARCHAR(20));"
+                     "INSERT INTO legacy.sbtest1 VALUES ('mine')")
+    assert main(["run", str(existing_spec(tmp_path, users_server.port, database="legacy")), "--local"]) == 2
+    err = capsys.readouterr().err
+    assert "targets[0].database" in err and "sbtest1 is named like benchfleet's but not marked" in err
+    assert users_server.sql("SELECT note FROM legacy.sbtest1") == [["mine"]]
+
+    # The agent is the last line: whatever its caller checked, it prepares nowhere but on the server it
+    # was told about, and never where a table of someone else's is.
+    agent = Path(__file__).resolve().parents[2] / "workloads" / "agent" / "benchfleet_agent.py"
+    users_server.sql("CREATE DATABASE guest")
+    identity = users_server.sql("SELECT @@hostname, @@port, VARIABLE_VALUE FROM information_schema.global_variables "
+                                "WHERE VARIABLE_NAME = 'SERVER_UID'")[0]
+
+    def prepare(**db: object) -> tuple[int, dict[str, object]]:
+        job = {"run_id": "r-1", "target_id": "t", "repetition": 1, "workload": "w",
+               "step": {"name": "prepare", "kind": "prepare", "threads": 1, "duration_s": 2},
+               "sysbench": {"test": "oltp_read_only", "options": {"tables": 1, "table-size": 10}},
+               "db": {"host": "127.0.0.1", "port": users_server.port, "user": "bench", "password": PASSWORD,
+                      "database": "guest", **db}}
+        done = subprocess.run(["python3", str(agent), "--job", "-"], input=json.dumps(job), capture_output=True,
+                              text=True, timeout=120)
+        assert "Traceback" not in done.stderr, done.stderr
+        return done.returncode, json.loads(done.stdout.splitlines()[-1])
+
+    code, last = prepare(expect_server={"hostname": "elsewhere", "port": identity[1], "uuid": identity[2]})
+    assert code == 3 and last["stage"] == "server" and "not the one benchfleet checked" in str(last["message"])
+    assert users_server.sql("SHOW TABLES FROM guest") == []
+    users_server.sql("CREATE TABLE guest.sbtest1 (mine INT)")
+    code, last = prepare()
+    assert code == 3 and last["stage"] == "tables" and "(sbtest1)" in str(last["message"])
+    assert users_server.sql("SHOW COLUMNS FROM guest.sbtest1")[0][0] == "mine"
+    users_server.sql("DROP TABLE guest.sbtest1")
+    code, last = prepare(expect_server={"hostname": identity[0], "port": identity[1], "uuid": identity[2]})
+    assert code == 0 and last["type"] == "prepared"
+    assert users_server.sql("SELECT table_comment FROM information_schema.tables WHERE table_schema = 'guest'") == \
+        [["benchfleet: created by run r-1"]]
 
 
 def test_a_missing_password_variable_is_named(bf_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -146,9 +147,15 @@ def test_job_carries_workload_options_and_nothing_reserved() -> None:
     assert not any(a.startswith("--mysql-password") for a in argv)
 
 
-def run_agent(job: object) -> tuple[int, list[dict[str, object]]]:
+def on_path(fake: Path) -> dict[str, str]:
+    """The environment that puts ``fake`` (a script named sysbench) first on PATH: the agent runs the
+    host's sysbench, never a binary a job names."""
+    return {**os.environ, "PATH": f"{fake.parent}:{os.environ['PATH']}"}
+
+
+def run_agent(job: object, env: dict[str, str] | None = None) -> tuple[int, list[dict[str, object]]]:
     proc = subprocess.run([sys.executable, str(AGENT), "--job", "-"], input=json.dumps(job), capture_output=True,
-                          text=True, timeout=60)
+                          text=True, timeout=60, env=env)
     return proc.returncode, [json.loads(line) for line in proc.stdout.splitlines()]
 
 
@@ -162,14 +169,14 @@ def test_sysbench_failure_is_an_error_record_never_a_silent_zero(tmp_path: Path)
     fake.write_text("#!/bin/sh\necho 'sysbench 1.0.20'\necho 'FATAL: error 2013: Lost connection to MySQL server'\n"
                     "exit 0\n")
     fake.chmod(0o755)
-    job = {"run_id": "r", "target_id": "a", "repetition": 1, "workload": "w", "sysbench_binary": str(fake),
+    job = {"run_id": "r", "target_id": "a", "repetition": 1, "workload": "w",
            "step": {"name": "t0001", "kind": "measure", "threads": 1, "duration_s": 1},
            "sysbench": {"test": "oltp_read_only", "options": {}}, "db": {}}
-    code, records = run_agent(job)
+    code, records = run_agent(job, on_path(fake))
     assert code == 3
     assert records[-1]["type"] == "error" and "Lost connection" in records[-1]["message"]
     fake.write_text("#!/bin/sh\necho 'sysbench 1.0.20'\nexit 0\n")
-    code, records = run_agent(job)
+    code, records = run_agent(job, on_path(fake))
     assert code == 3 and "no final summary" in records[-1]["message"]
 
 
@@ -193,13 +200,13 @@ def test_a_second_signal_during_clean_up_is_quiet(tmp_path: Path) -> None:
     fake = tmp_path / "sysbench"
     fake.write_text("#!/bin/sh\necho 'sysbench 1.0.20'\nexec sleep 30\n")
     fake.chmod(0o755)
-    job = {"run_id": "r", "target_id": "a", "repetition": 1, "workload": "w", "sysbench_binary": str(fake),
+    job = {"run_id": "r", "target_id": "a", "repetition": 1, "workload": "w",
            "step": {"name": "t0001", "kind": "measure", "threads": 1, "duration_s": 30},
            "sysbench": {"test": "oltp_read_only", "options": {}}, "db": {}}
     job_file = tmp_path / "job.json"
     job_file.write_text(json.dumps(job))
     proc = subprocess.Popen([sys.executable, str(AGENT), "--job", str(job_file)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, env=on_path(fake))
     time.sleep(1.0)
     proc.send_signal(signal.SIGINT)
     # A burst of SIGTERMs covers every moment of the agent's clean-up and exit.

@@ -30,7 +30,8 @@ RUN_LOG = REPO / "tests" / "fixtures" / "sysbench-1.0.20" / "run_ri.log"
 def fake_sysbench(tmp_path: Path, *, hold: bool = False) -> Path:
     """Prints a real run's output and logs its argv and working directory; with ``hold``, only once
     the test creates ``release`` (at most 60 s)."""
-    fake = tmp_path / ("sysbench-held" if hold else "sysbench")
+    fake = tmp_path / ("held" if hold else "bin") / "sysbench"  # the agent runs the sysbench on PATH
+    fake.parent.mkdir(exist_ok=True)
     release = tmp_path / "release"
     wait = f"i=0; while [ ! -f {release} ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done\n" if hold else ""
     fake.write_text(f"#!/bin/sh\necho \"$PWD $*\" >> {tmp_path}/argv.log\n"
@@ -41,14 +42,17 @@ def fake_sysbench(tmp_path: Path, *, hold: bool = False) -> Path:
 
 
 def job(fake: Path, step: str = "t0001", **extra: object) -> dict[str, object]:
-    return {"run_id": "run-1", "target_id": "m6g", "repetition": 1, "workload": "w", "sysbench_binary": str(fake),
+    return {"run_id": "run-1", "target_id": "m6g", "repetition": 1, "workload": "w", "_bin": str(fake.parent),
             "step": {"name": step, "kind": "measure", "threads": 1, "duration_s": 1},
             "sysbench": {"test": "oltp_read_only", "options": {}}, "db": {"password": "pw"}, **extra}
 
 
 def start_agent(j: dict[str, object], *args: str) -> subprocess.Popen[str]:
+    """The agent on job ``j``, with the fake sysbench of ``job`` first on its PATH."""
+    j = dict(j)
+    env = {**os.environ, "PATH": f"{j.pop('_bin')}:{os.environ['PATH']}"} if "_bin" in j else None
     return subprocess.Popen([sys.executable, str(AGENT), "--job-json", json.dumps(j), *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
 def records(proc: subprocess.Popen[str]) -> tuple[int, list[dict[str, object]]]:

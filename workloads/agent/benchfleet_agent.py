@@ -20,6 +20,7 @@ parsing and cnf rendering come from benchfleet's own modules, shipped beside thi
 from __future__ import annotations
 
 import argparse
+import collections
 import errno
 import fcntl
 import hashlib
@@ -31,7 +32,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import IO, Any, Dict, List, Optional
+from typing import IO, Any, Deque, Dict, List, Optional, Tuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUNDLE = os.path.dirname(HERE)  # workloads/
@@ -49,7 +50,15 @@ import benchfleet_install  # noqa: E402
 import benchfleet_placement  # noqa: E402
 import benchfleet_rows  # noqa: E402
 import benchfleet_storage  # noqa: E402
-from benchfleet.sysbench import Interval, build_command, option_refusal, parse_interval, parse_output  # noqa: E402
+from benchfleet.sysbench import (  # noqa: E402
+    MAX_LINE_CHARS,
+    Interval,
+    SysbenchParseError,
+    build_command,
+    option_refusal,
+    parse_interval,
+    parse_output,
+)
 
 # The line sysbench prints as its run's clock starts (sysbench.c, threads_started_callback).
 THREADS_STARTED = "Threads started!"
@@ -57,6 +66,20 @@ EXIT_FAILED = 3
 EXIT_BAD_JOB = 2
 EXIT_BUSY = 4
 _SAFE_COMPONENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+# The one sysbench this host runs: the distribution's, on PATH. Never a path from the job.
+SYSBENCH = "sysbench"
+# Each record the agent writes is one line of at most this many characters: a string field longer
+# than MAX_FIELD_CHARS is cut (its end kept, where the cause usually is). sysbench's own lines above
+# MAX_LINE_CHARS are not sysbench output and end the step.
+MAX_FIELD_CHARS = 8000
+MAX_RECORD_CHARS = 64 * 1024
+MAX_THREADS = 4096
+MAX_STEP_SECONDS = 48 * 3600
+_KINDS = ("prepare", "warmup", "measure")
+# sysbench's run output kept for its summary: its header, and enough of its end for the summary and
+# a latency histogram (a few hundred lines).
+KEPT_HEAD_LINES = 100
+KEPT_TAIL_LINES = 2000
 _CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 
 
@@ -79,7 +102,11 @@ class Emitter:
         record = {"type": kind}
         record.update(self.base)
         record.update(fields)
-        line = json.dumps(record, separators=(",", ":"), sort_keys=False)
+        line = json.dumps(bounded(record), separators=(",", ":"), sort_keys=False)
+        if len(line) > MAX_RECORD_CHARS:  # many fields, each under the limit: keep what says what happened
+            keep = ("type", "stage", "message", "time", "run_id", "target_id", "repetition", "step")
+            line = json.dumps(bounded({k: record.get(k) for k in keep if k in record}, 1000),
+                              separators=(",", ":"))
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
         if self.out is not None:
@@ -89,6 +116,70 @@ class Emitter:
     def error(self, stage: str, message: str, **fields: Any) -> int:
         self.emit("error", stage=stage, message=message, time=time.time(), **fields)
         return EXIT_FAILED
+
+
+def bounded(value: Any, limit: int = MAX_FIELD_CHARS) -> Any:
+    """``value`` with every string longer than ``limit`` cut to its last ``limit`` characters."""
+    if isinstance(value, str):
+        return value if len(value) <= limit else "[cut] " + value[-limit:]
+    if isinstance(value, dict):
+        return {k: bounded(v, limit) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [bounded(v, limit) for v in value]
+    return value
+
+
+def _integer(job: Dict[str, Any], path: str, low: int, high: int, required: bool = True) -> None:
+    parent, _, key = path.rpartition(".")
+    holder = job.get(parent) if parent else job
+    value = holder.get(key) if isinstance(holder, dict) else None
+    if value is None and not required:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise JobError("{} must be an integer from {} to {}, not {!r}".format(path, low, high, value))
+
+
+def check_job(job: Any) -> str:
+    """The job's shape, before anything runs (every value the agent uses, with its range): JobError
+    naming the field, never a traceback later. Returns the step's kind. Keys the agent does not use
+    are left alone."""
+    if not isinstance(job, dict) or not isinstance(job.get("step"), dict):
+        raise JobError("the job must be an object with a 'step' object")
+    step = job["step"]
+    kind = step.get("kind")
+    if kind not in _KINDS:
+        raise JobError("step.kind must be prepare, warmup or measure, not {!r}".format(kind))
+    for path, value in (("run_id", job.get("run_id")), ("target_id", job.get("target_id")),
+                        ("workload", job.get("workload")), ("step.name", step.get("name"))):
+        if not isinstance(value, str) or not _SAFE_COMPONENT.match(value):
+            raise JobError("{} must be a name of [A-Za-z0-9._-] (a safe path component), not {!r}".format(
+                path, value))
+    _integer(job, "repetition", 1, 1000)
+    _integer(job, "step.threads", 1, MAX_THREADS)
+    _integer(job, "step.duration_s", 0 if kind == "prepare" else 1, MAX_STEP_SECONDS)  # prepare's: an estimate
+    _integer(job, "report_interval_s", 1, 60, required=False)
+    bench = job.get("sysbench")
+    if not isinstance(bench, dict) or not isinstance(bench.get("test"), str) or not bench["test"]:
+        raise JobError("sysbench.test is missing")
+    options = bench.get("options") or {}
+    if not isinstance(options, dict):
+        raise JobError("sysbench.options must be an object")
+    for name, value in options.items():
+        if not isinstance(value, (bool, int, float, str)) or (isinstance(value, float) and value != value):
+            raise JobError("sysbench.options.{} must be a number, a word or true/false".format(name))
+    db = job.get("db") if job.get("db") is not None else {}
+    if not isinstance(db, dict):
+        raise JobError("db must be an object")
+    _integer(job, "db.port", 1, 65535, required=False)
+    for key in ("host", "user", "database", "password", "password_file", "password_secret_arn", "tls",
+                "ssl_ca", "ssl_cert", "ssl_key"):
+        if db.get(key) is not None and not isinstance(db[key], str):
+            raise JobError("db.{} must be a string".format(key))
+    for key in ("requested", "install", "expect_server"):
+        where = db if key == "expect_server" else job
+        if where.get(key) is not None and not isinstance(where[key], dict):
+            raise JobError("{}{} must be an object".format("db." if where is db else "", key))
+    return str(kind)
 
 
 class CpuTimes:
@@ -163,9 +254,11 @@ def sysbench_argv(job: Dict[str, Any], command: str, extra: Dict[str, Any],
     if not isinstance(test, str) or not test:
         raise JobError("sysbench.test is missing")
     if test.startswith("lua/"):
-        test = os.path.join(BUNDLE, test)
-        if not os.path.exists(test):
-            raise JobError("Lua script {} is not in the agent bundle".format(bench.get("test")))
+        # Resolved, links followed: a workload script of the bundle's lua/ folder, nothing else.
+        folder = os.path.realpath(os.path.join(BUNDLE, "lua"))
+        test = os.path.realpath(os.path.join(BUNDLE, test))
+        if os.path.dirname(test) != folder or not os.path.isfile(test):
+            raise JobError("sysbench.test: {} is not a Lua script in the agent bundle".format(bench.get("test")))
     options = dict(bench.get("options") or {})
     # The spec's rule again (benchfleet.sysbench.option_refusal): a job, however it was made, cannot
     # fake the figures (mysql-dry-run), end the step early (events) or connect elsewhere (db-driver).
@@ -175,7 +268,7 @@ def sysbench_argv(job: Dict[str, Any], command: str, extra: Dict[str, Any],
             raise JobError("sysbench.options.{}: {}".format(name, refusal))
     options.update(conn.sysbench_options())
     options.update(extra)
-    return build_command(test, command, options, sysbench=job.get("sysbench_binary") or "sysbench")
+    return build_command(test, command, options, sysbench=SYSBENCH)
 
 
 _PASSWORDS: Dict[str, str] = {}
@@ -228,8 +321,7 @@ def secret_password(arn: str) -> str:
 def connect(job: Dict[str, Any]) -> benchfleet_dbclient.Connection:
     """The connection settings of this job (after the install step wrote the password file)."""
     try:
-        return benchfleet_dbclient.Connection(job.get("db") or {}, db_password(job),
-                                              sysbench=job.get("sysbench_binary") or "sysbench")
+        return benchfleet_dbclient.Connection(job.get("db") or {}, db_password(job), sysbench=SYSBENCH)
     except benchfleet_dbclient.ClientError as e:
         raise JobError(str(e)) from None
 
@@ -260,7 +352,7 @@ def fingerprint(job: Dict[str, Any], conn: benchfleet_dbclient.Connection,
     return {"cpu_model": cpu_model or platform.processor() or None, "vcpus": vcpus, "cpus_usable": affinity,
             "memory_mb": memory_mb, "arch": platform.machine(), "kernel": platform.release(),
             "os": _os_name(), "python": platform.python_version(),
-            "sysbench_version": benchfleet_dbclient.first_line([job.get("sysbench_binary") or "sysbench", "--version"]),
+            "sysbench_version": benchfleet_dbclient.first_line([SYSBENCH, "--version"]),
             "config_hash": job.get("config_hash"), "client_library": conn.library, "tls": conn.tls,
             "hostname_hash": hashlib.sha256(platform.node().encode()).hexdigest()[:12],
             # The device, file system and mount options the data directory is on (and the array the
@@ -321,25 +413,69 @@ def _prepare(job: Dict[str, Any], emit: Emitter, conn: benchfleet_dbclient.Conne
         why = found.get("server_variables_error") or "the session has no TLS cipher"
         return emit.error("tls", "db.tls=required but no TLS connection to {}: {}".format(
             conn.db.get("host"), why))
-    if not job.get("install"):  # an endpoint this job did not set up: make sure the database exists
+    where = "{} on {}:{}".format(conn.db.get("database", "sbtest"), conn.host, conn.db.get("port", 3306))
+    expected = (conn.db.get("expect_server") or {})
+    reached = found.get("server_identity") or {}
+    if expected and any(str(expected.get(k)) != str(reached.get(k)) for k in ("hostname", "port", "uuid")):
+        return emit.error("server", "the server this host reaches at {}:{} is {} (port {}, id {}), not the one "
+                          "benchfleet checked: {} (port {}, id {}); nothing was written".format(
+                              conn.host, conn.db.get("port", 3306), reached.get("hostname"), reached.get("port"),
+                              reached.get("uuid"), expected.get("hostname"), expected.get("port"),
+                              expected.get("uuid")))
+    guest = not job.get("install")  # an endpoint this job did not set up, maybe holding someone's data
+    if guest:
         why = benchfleet_dbclient.ensure_database(conn)
         if why is not None:  # it may exist already: sysbench prepare then says what is wrong
             emit.emit("notice", stage="prepare", time=time.time(), message="CREATE DATABASE IF NOT EXISTS {} "
-                      "on {} failed: {}".format(conn.db.get("database", "sbtest"), conn.db.get("host"), why))
+                      "failed: {}".format(where, why))
+        tables, why = benchfleet_dbclient.schema_tables(conn)
+        if tables is None:
+            return emit.error("tables", "cannot list the tables of {}: {}".format(where, why))
+        foreign = [name for name, ours in tables if not ours]
+        if foreign:  # sysbench cleanup would drop a same-named table of the user's
+            return emit.error("tables", "refusing to prepare in {}: it holds tables benchfleet did not create "
+                              "({}); benchfleet drops only its own tables: name an empty schema, or remove "
+                              "them yourself".format(where, ", ".join(foreign[:10])))
     step = job["step"]
     started = time.time()
     for command in ("cleanup", "prepare"):
         argv = sysbench_argv(job, command, {"threads": step.get("threads") or 1}, conn)
-        result = subprocess.run(argv, capture_output=True, text=True, check=False, cwd=conn.dir)
-        text = (result.stdout or "") + (result.stderr or "")
-        failures = [line for line in text.splitlines() if "FATAL" in line]
+        code, failures, tail = run_to_end(argv, conn.dir)
         # cleanup of tables that are not there yet is not a failure; any prepare problem is.
-        if command == "prepare" and (result.returncode != 0 or failures):
+        if command == "prepare" and (code != 0 or failures):
             return emit.error("prepare", "; ".join(failures[:5]) or "sysbench prepare failed",
-                              exit_code=result.returncode, output_tail=text[-4000:])
+                              exit_code=code, output_tail=tail)
+    if guest:
+        tables, why = benchfleet_dbclient.schema_tables(conn)
+        created = [name for name, ours in tables or [] if not ours]
+        if tables is None or not created:
+            return emit.error("tables", "sysbench prepare created no table in {} as this host's client sees it: "
+                              "sysbench reached another server{}".format(where, ": " + why if why else ""))
+        why = benchfleet_dbclient.mark_tables(conn, created, str(job.get("run_id")))
+        if why is not None:
+            return emit.error("tables", "cannot mark the tables sysbench created in {} as benchfleet's: {}"
+                              .format(where, why))
     benchfleet_rows.RowCounter(job).prepared_now()
     emit.emit("prepared", time=time.time(), seconds=round(time.time() - started, 3))
     return 0
+
+
+def run_to_end(argv: List[str], cwd: str) -> Tuple[int, List[str], str]:
+    """Run a sysbench command to its end with its output in a file, not in memory: (exit code, its
+    FATAL lines, the last 4,000 characters)."""
+    path = os.path.join(cwd, "output.log")
+    with open(path, "w+b") as sink:
+        code = subprocess.run(argv, stdout=sink, stderr=subprocess.STDOUT, check=False, cwd=cwd).returncode
+        sink.seek(0)
+        failures = []
+        for raw in iter(lambda: sink.readline(MAX_LINE_CHARS), b""):
+            line = raw.decode("utf-8", "replace").strip()
+            if "FATAL" in line and len(failures) < 5:
+                failures.append(line[:1000])
+        sink.seek(max(0, sink.tell() - 4000))
+        tail = sink.read().decode("utf-8", "replace")
+    os.unlink(path)
+    return code, failures, tail
 
 
 def run_step(job: Dict[str, Any], emit: Emitter) -> int:
@@ -404,10 +540,14 @@ def _run_step(job: Dict[str, Any], emit: Emitter, conn: benchfleet_dbclient.Conn
     rows_at_start = rows.rows
     cpu = CpuTimes()
     before, disk_before = cpu.read(), disk.read()
-    lines: List[str] = []
+    # What sysbench printed, for its final summary and the error's tail: the head (its options) and
+    # the last lines, never all of a step's output in memory.
+    head: List[str] = []
+    tail: Deque[str] = collections.deque(maxlen=KEPT_TAIL_LINES)
+    failures: List[str] = []
     try:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
-                                cwd=conn.dir)
+                                cwd=conn.dir, errors="replace")
     except OSError as e:
         cpu.close()
         return emit.error("run", "cannot start sysbench: {}".format(e))
@@ -418,9 +558,19 @@ def _run_step(job: Dict[str, Any], emit: Emitter, conn: benchfleet_dbclient.Conn
     # (``arrived_s``: since "Threads started!" arrived, on the monotonic clock).
     threads_started: Optional[float] = None
     try:
-        for line in proc.stdout:
+        while True:
+            line = proc.stdout.readline(MAX_LINE_CHARS + 1)
+            if not line:
+                break
             arrived = time.monotonic()
-            lines.append(line)
+            if len(line) > MAX_LINE_CHARS:
+                proc.kill()
+                proc.wait()
+                return emit.error("run", "sysbench printed a line of more than {:,} characters: not sysbench "
+                                  "output".format(MAX_LINE_CHARS), output_tail="".join(tail)[-4000:])
+            (head if len(head) < KEPT_HEAD_LINES else tail).append(line)
+            if ("FATAL" in line or line.startswith("ALERT")) and len(failures) < 5:
+                failures.append(line.strip())  # even from the middle of a long step's output
             if threads_started is None and line.startswith(THREADS_STARTED):
                 threads_started = arrived
                 continue
@@ -442,10 +592,15 @@ def _run_step(job: Dict[str, Any], emit: Emitter, conn: benchfleet_dbclient.Conn
     finally:
         cpu.close()
     code = proc.wait()
-    text = "".join(lines)
-    parsed = parse_output(text)
-    if code != 0 or parsed.errors:
-        return emit.error("run", "; ".join(parsed.errors[:5]) or "sysbench exited with code {}".format(code),
+    text = "".join(head) + "".join(tail)
+    try:
+        parsed = parse_output(text)
+    except SysbenchParseError as e:
+        return emit.error("run", "sysbench's output cannot be read: {}".format(e), exit_code=code,
+                          output_tail=text[-4000:])
+    errors = parsed.errors + [f for f in failures if f not in parsed.errors]
+    if code != 0 or errors:
+        return emit.error("run", "; ".join(errors[:5]) or "sysbench exited with code {}".format(code),
                           exit_code=code, output_tail=text[-4000:])
     if parsed.summary is None:
         return emit.error("run", "sysbench printed no final summary", exit_code=code, output_tail=text[-4000:])
@@ -538,16 +693,14 @@ def main(argv: Optional[List[str]] = None) -> int:
         else:
             with open(args.job) as f:
                 job = json.load(f)
-        if not isinstance(job, dict) or not isinstance(job.get("step"), dict):
-            raise JobError("the job must be an object with a 'step' object")
-        kind = job["step"].get("kind")
-        if kind not in ("prepare", "warmup", "measure"):
-            raise JobError("step.kind must be prepare, warmup or measure, not {!r}".format(kind))
-    except (OSError, ValueError) as e:
-        sys.stdout.write(json.dumps({"type": "error", "stage": "job", "message": str(e)}) + "\n")
+        kind = check_job(job)
+    except (OSError, ValueError, RecursionError) as e:
+        message = "the job is nested too deeply" if isinstance(e, RecursionError) else str(e)
+        sys.stdout.write(json.dumps(bounded({"type": "error", "stage": "job", "message": message})) + "\n")
         return EXIT_BAD_JOB
-    signal.signal(signal.SIGTERM, _interrupt)
-    signal.signal(signal.SIGINT, _interrupt)
+    # A closed terminal or SSH session (SIGHUP) stops the agent and its sysbench like Ctrl-C does.
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, _interrupt)
     if args.lock:
         holder = take_lock(args.lock, job)
         if holder is not None:
@@ -571,6 +724,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     except KeyboardInterrupt:
         emit.error("run", "interrupted")
         return 130
+    except Exception as e:  # the last line of defence: an error record, never a traceback
+        return emit.error("agent", "{}: {}".format(type(e).__name__, e))
     finally:
         # The work is over: a late signal must not raise during interpreter shutdown.
         _stopping.append(0)

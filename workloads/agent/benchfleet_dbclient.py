@@ -34,6 +34,8 @@ import subprocess
 import tempfile
 from typing import Any, Dict, List, Optional, Tuple
 
+from benchfleet.sysbench import TABLE_MARKER, tcp_host
+
 TLS_MODES = ("off", "preferred", "required")
 SYSTEM_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 SYSBENCH_TLS_FILES = {"ssl_ca": "cacert.pem", "ssl_cert": "client-cert.pem", "ssl_key": "client-key.pem"}
@@ -45,6 +47,27 @@ ALWAYS_RECORDED = ("version", "version_comment", "innodb_buffer_pool_size", "inn
 
 class ClientError(ValueError):
     """The job's database settings cannot work with this host's client."""
+
+
+# Written into option files (sysbench's --config-file, the client's --defaults-extra-file): a newline
+# or any other control character would end the value and start an option of the job's choosing.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+OPTION_FILE_KEYS = ("host", "user", "database", "ssl_ca", "ssl_cert", "ssl_key")
+
+
+def option_value(where: str, value: Any) -> str:
+    """``value`` as text for an option file; ClientError naming ``where`` for a control character."""
+    text = str(value)
+    bad = _CONTROL.search(text)
+    if bad:
+        raise ClientError("{} holds a control character (U+{:04X}); an option file cannot carry it".format(
+            where, ord(bad.group())))
+    return text
+
+
+def quoted(value: str) -> str:
+    """An option-file value in double quotes, so '#', ';' and spaces are part of it."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def client_library(sysbench: str) -> Optional[str]:
@@ -69,6 +92,13 @@ class Connection:
         self.tls = str(db.get("tls") or "off")
         if self.tls not in TLS_MODES:
             raise ClientError("db.tls must be one of {}, not {!r}".format(", ".join(TLS_MODES), self.tls))
+        for key in OPTION_FILE_KEYS:
+            if db.get(key) is not None:
+                option_value("db." + key, db[key])
+        if password is not None:
+            option_value("the database password", password)
+        # TCP everywhere: sysbench, the client and benchfleet's checks reach one server (tcp_host).
+        self.host = tcp_host(str(db.get("host") or "127.0.0.1"))
         self.library = library if library is not None else client_library(sysbench)
         self.dir = tempfile.mkdtemp(prefix="benchfleet-")  # 0700
         try:
@@ -109,16 +139,16 @@ class Connection:
 
     def sysbench_options(self) -> Dict[str, Any]:
         """Connection options for sysbench's command line: everything but the password."""
-        return {"config-file": self.sysbench_config, "mysql-host": self.db.get("host", "127.0.0.1"),
+        return {"config-file": self.sysbench_config, "mysql-host": self.host,
                 "mysql-port": self.db.get("port", 3306), "mysql-user": self.db.get("user", "sbtest"),
                 "mysql-db": self.db.get("database", "sbtest"), "mysql-ssl": "on" if self.sysbench_ssl else "off"}
 
     # ---- the mysql client -----------------------------------------------------------------------
     def client_argv(self, client: str, sql: str) -> List[str]:
         mariadb = "mariadb" in (first_line([client, "--version"]) or "").lower()
-        lines = ["[client]", "user={}".format(self.db.get("user", "sbtest")),
-                 "password={}".format(self.password or ""), "host={}".format(self.db.get("host", "127.0.0.1")),
-                 "port={}".format(self.db.get("port", 3306))]
+        lines = ["[client]", "user={}".format(quoted(str(self.db.get("user", "sbtest")))),
+                 "password={}".format(quoted(self.password or "")), "host={}".format(self.host),
+                 "port={}".format(self.db.get("port", 3306)), "protocol=TCP"]
         ca = self.db.get("ssl_ca")
         if self.tls == "required":
             if mariadb:
@@ -222,5 +252,35 @@ def server_state(conn: Connection, requested: Dict[str, str]) -> Dict[str, Any]:
     changed, unverified = differences(requested, variables)
     names = sorted({o.replace("-", "_") for o in requested} | set(ALWAYS_RECORDED))
     return {"engine_version": variables.get("version"), "tls_cipher": cipher or None,
+            "server_identity": identity(variables),
             "server_variables": {n: variables[n] for n in names if n in variables},
             "config_differences": changed, "config_unverified": unverified}
+
+
+# ---- whose tables, which server ---------------------------------------------------------------------
+def schema_tables(conn: Connection) -> Tuple[Optional[List[Tuple[str, bool]]], str]:
+    """(table, benchfleet's?) of the job's database, or (None, why): benchfleet's tables carry
+    TABLE_MARKER as their comment (``mark_tables``)."""
+    name = str(conn.db.get("database") or "sbtest")
+    if not re.match(r"^[A-Za-z0-9_]{1,64}$", name):
+        return None, "db.database {!r} is not a plain identifier".format(name)
+    rows, why = conn.query("SELECT table_name, table_comment FROM information_schema.tables "
+                           "WHERE table_schema = '{}' ORDER BY table_name".format(name))
+    if rows is None:
+        return None, why
+    return [(r[0], len(r) > 1 and r[1].startswith(TABLE_MARKER)) for r in rows if r and r[0]], ""
+
+
+def mark_tables(conn: Connection, tables: List[str], run_id: str) -> Optional[str]:
+    """Comment ``tables`` as benchfleet's (a metadata change, no rebuild); None when done, else why not."""
+    name = str(conn.db.get("database") or "sbtest")
+    statements = ["ALTER TABLE `{}`.`{}` COMMENT = '{} created by run {}'".format(
+        name, table.replace("`", "``"), TABLE_MARKER, re.sub(r"[^A-Za-z0-9._-]", "", run_id)) for table in tables]
+    rows, why = conn.query("; ".join(statements))
+    return None if rows is not None else why
+
+
+def identity(variables: Dict[str, str]) -> Dict[str, Optional[str]]:
+    """Which server this is: its host name, port and id (MySQL's server_uuid, MariaDB's server_uid)."""
+    return {"hostname": variables.get("hostname"), "port": variables.get("port"),
+            "uuid": variables.get("server_uuid") or variables.get("server_uid")}

@@ -72,10 +72,15 @@ class Connection:
     database: str = "sbtest"
     tls: str = "off"  # the agent's db.tls: off | preferred | required
     tls_files: Mapping[str, str] = field(default_factory=dict)  # ssl_ca / ssl_cert / ssl_key paths
+    # The server benchfleet checked (hostname, port, uuid): the agent refuses to prepare on another.
+    expect_server: Mapping[str, str | None] | None = None
 
     def as_job(self) -> dict[str, object]:
-        return {"host": self.host, "port": self.port, "user": self.user, "password": self.password,
-                "database": self.database, "tls": self.tls, **self.tls_files}
+        job: dict[str, object] = {"host": self.host, "port": self.port, "user": self.user, "password": self.password,
+                                  "database": self.database, "tls": self.tls, **self.tls_files}
+        if self.expect_server:
+            job["expect_server"] = dict(self.expect_server)
+        return job
 
 
 def find_binary(*names: str) -> str:
