@@ -267,7 +267,7 @@ def test_start_step_sends_the_agent_job_with_output_to_s3(aws):
 
 
 @pytest.mark.parametrize(("status", "sent"), [("Success", "success"), ("Failed", "AgentFailed"),
-                                              ("TimedOut", "StepTimedOut"), ("Cancelled", "StepTimedOut"),
+                                              ("TimedOut", "StepTimedOut"), ("Cancelled", "StepCancelled"),
                                               ("InProgress", None)])
 def test_step_callback_completes_the_task_from_the_agent_steps_status(aws, status, sent):
     """The EventBridge event names the command; the token and the step's status wait in S3; the

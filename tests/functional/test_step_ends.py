@@ -83,7 +83,8 @@ def invocation(stub: Stubber, command_id: str, status: str, detail: str) -> None
 NEVER_RAN = [  # (invocation status, its detail, the agent step's status or None, the step's error)
     ("Failed", "Undeliverable", None, "AgentFailed"),
     ("TimedOut", "DeliveryTimedOut", None, "StepTimedOut"),
-    ("Cancelled", "Cancelled", "Pending", "StepTimedOut"),
+    # Cancelled is reported as cancelled, not as a timeout (issue 28 item 8).
+    ("Cancelled", "Cancelled", "Pending", "StepCancelled"),
     ("Failed", "Terminated", "Pending", "AgentFailed"),
     ("Success", "Success", None, "AgentFailed"),  # ended without ever reaching the agent's step
 ]
@@ -104,7 +105,8 @@ def test_a_command_that_never_ran_fails_its_step_at_once(s3: Any):
                                                             "cause": ANY})
             out = call(ssm_invocation_event(command_id, HOST, detail, "bf-agent"))
             sfn_stub.assert_no_pending_responses()
-        assert out == {"state": "failed" if error == "AgentFailed" else "timed_out", "sent": error}, detail
+        state = {"AgentFailed": "failed", "StepTimedOut": "timed_out", "StepCancelled": "cancelled"}[error]
+        assert out == {"state": state, "sent": error}, detail
     # Still running (an earlier step of the document): nothing is sent yet.
     keep(s3, command(99))
     with Stubber(ssm) as ssm_stub, Stubber(sfn):

@@ -49,7 +49,11 @@ class AgentFailed(Exception):  # the ASL and step_callback's SendTaskFailure use
 
 
 class StepTimedOut(Exception):  # the ASL and step_callback's SendTaskFailure use this exact name
-    """The step's Run Command timed out, was cancelled, or never ended within the step's bound."""
+    """The step's Run Command timed out, or never ended within the step's bound."""
+
+
+class StepCancelled(Exception):  # step_callback's SendTaskFailure uses this exact name
+    """The step's Run Command was cancelled (someone, or SSM, stopped it): not a timeout."""
 
 
 def error_code(error: ClientError) -> str:

@@ -31,7 +31,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from benchfleet.aws.errors import AgentFailed, StepTimedOut, aws_errors, error_code
+from benchfleet.aws.errors import AgentFailed, StepCancelled, StepTimedOut, aws_errors, error_code
 from benchfleet.aws.steps import commands
 
 # Run Command's invocation statuses before the end: the rule (cdk/lib/step-callback.ts
@@ -43,7 +43,8 @@ GONE = frozenset({"TaskTimedOut", "TaskDoesNotExist", "InvalidToken"})
 # A key that is not there: NoSuchKey, or AccessDenied where the caller may not list the bucket.
 ABSENT = frozenset({"NoSuchKey", "404", "AccessDenied"})
 # The errors "Start the step" fails with (the state machine's error names).
-FAILED_ERROR: dict[str, type[Exception]] = {"failed": AgentFailed, "timed_out": StepTimedOut}
+FAILED_ERROR: dict[str, type[Exception]] = {"failed": AgentFailed, "timed_out": StepTimedOut,
+                                            "cancelled": StepCancelled}
 
 
 def token_key(command_id: str) -> str:
@@ -101,7 +102,8 @@ def complete(s3: Any, sfn: Any, ssm_in: Callable[[str | None], Any], bucket: str
 
 def ended(s3: Any, ssm_in: Callable[[str | None], Any], bucket: str, step_key: str) -> dict[str, Any]:
     """"Start the step" timed out: how did its command end? A succeeded step's status (what the
-    callback would have sent), else AgentFailed / StepTimedOut as the callback would have failed it."""
+    callback would have sent), else AgentFailed / StepTimedOut / StepCancelled as the callback would
+    have failed it."""
     recorded = _read(s3, bucket, step_key)
     if recorded is None:
         raise StepTimedOut(f"no command was recorded for this step ({step_key}) within its bound")

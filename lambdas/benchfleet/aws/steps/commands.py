@@ -22,7 +22,9 @@ DELIVERY_TIMEOUT_S = 600
 AGENT_PLUGIN = "runAgent"
 MAX_EXECUTION_TIMEOUT_S = 172_800
 RUNNING = {"Pending", "InProgress", "Delayed"}
-TIMED_OUT = {"TimedOut", "Cancelled", "Cancelling"}
+TIMED_OUT = {"TimedOut"}
+# Stopped by CancelCommand (a person, a script, SSM itself): the step did not time out, and says so.
+CANCELLED = {"Cancelled", "Cancelling"}
 State = tuple[str, str]
 
 
@@ -48,13 +50,15 @@ def _classify(status: str, detail: str, code: Any) -> State:
         return "running", detail
     if status == "Success":
         return "succeeded", detail
+    if status in CANCELLED:
+        return "cancelled", detail
     if status in TIMED_OUT or "Timed" in detail.replace(" ", ""):
         return "timed_out", detail
     return "failed", f"{detail} (exit {code})"
 
 
 def invocation_state(ssm: Any, command_id: str, instance_id: str) -> State:
-    """(running | succeeded | failed | timed_out, SSM's status detail) of the agent's step.
+    """(running | succeeded | failed | timed_out | cancelled, SSM's status detail) of the agent's step.
 
     A command that never reached the agent's step (undeliverable, delivery timed out, cancelled or
     terminated before it started) has no status of that step, or leaves it Pending: then the
