@@ -289,6 +289,10 @@ def to_csv(rows: Iterable[Mapping[str, Any]]) -> str:
     return buffer.getvalue()
 
 
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def result_rows(summary: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """The rows of a summary.json: ``rows`` (or ``comparison``, ``steps``) where a summary has them,
     else what the Summarize state writes, one row per target x repetition x step (its collect
@@ -298,15 +302,15 @@ def result_rows(summary: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         if isinstance(value, list):
             return [r for r in value if isinstance(r, Mapping)]
     rows: list[Mapping[str, Any]] = []
-    for target in summary.get("targets") or []:
+    for target in _list(summary.get("targets")):
         if not isinstance(target, Mapping):
             continue
-        for rep in target.get("repetitions") or []:
+        for rep in _list(target.get("repetitions")):
             if not isinstance(rep, Mapping):
                 continue
             base = {"target_id": target.get("target_id"), "repetition": rep.get("repetition"),
                     "repetition_status": rep.get("status")}
-            steps = [s for s in rep.get("steps") or [] if isinstance(s, Mapping)]
+            steps = [s for s in _list(rep.get("steps")) if isinstance(s, Mapping)]
             rows += [{**base, **{k: v for k, v in step.items() if k != "notices"}} for step in steps]
             if not steps:
                 rows.append({**base, "error": rep.get("error")})
@@ -604,7 +608,7 @@ class RunService:
                            run_status=status) from None
         try:
             summary = json.loads(obj["Body"].read())
-        except ValueError:
+        except (ValueError, RecursionError):
             raise ApiError(502, f"id: the results of run {run_id} are not readable JSON", "id") from None
         if not isinstance(summary, dict):
             raise ApiError(502, f"id: the results of run {run_id} are not a JSON object", "id")

@@ -78,6 +78,8 @@ def _groups(paths: list[Path]) -> list[list[Path]]:
             groups.append(files)
         elif path.is_file():
             groups.append([path])
+        elif path.exists():  # a FIFO would block the reader, a device never end
+            raise ImportRefused(f"{path}: not a regular file or a folder")
         else:
             raise ImportRefused(f"{path}: no such file or folder")
     return groups

@@ -16,6 +16,7 @@ import boto3
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "statemachine"))
+from moto.core import DEFAULT_ACCOUNT_ID
 from sm_harness import BUCKET, FIXTURES, REGION
 from tests.functional.test_cloud_handlers import RUN, aws, call  # noqa: F401 - aws is a fixture
 
@@ -27,6 +28,7 @@ from benchfleet.plan import PlanStep
 from benchfleet.spec import inline_loaded, parse_spec
 
 TARGET = "ec2-m6g"
+INSTANCE = "i-0123456789abcdef0"
 
 
 def fixture_records() -> list[dict[str, Any]]:
@@ -79,12 +81,14 @@ def collect(repetition: int, records: list[dict[str, Any]], duration_s: int) -> 
     """The collect handler on ``records`` as Run Command leaves them in S3 (each case its own repetition)."""
     for record in records:
         record["repetition"] = repetition
-    key = f"{naming.step_output_prefix(RUN, TARGET, repetition, 't0001')}/cmd/i-1/awsrunShellScript/0.runAgent/stdout"
+    host = naming.instance_arn("aws", REGION, DEFAULT_ACCOUNT_ID, INSTANCE)  # where the host's role writes
+    key = f"{naming.host_output_prefix(host, RUN, TARGET, repetition, 't0001')}/cmd/{INSTANCE}/awsrunShellScript/" \
+          "0.runAgent/stdout"
     boto3.client("s3", region_name=REGION).put_object(Bucket=BUCKET, Key=key, Body=jsonl(records).encode())
     event = {"run_id": RUN, "target": {"id": TARGET, "kind": "ec2", "instance_type": "m6g.large"}, "kind": "ec2",
              "repetition": repetition, "step": {"index": 1, "name": "t0001", "kind": "measure", "threads": 1,
                                                 "duration_s": duration_s, "report_interval_s": 1},
-             "resources": {"instance_id": "i-0123456789abcdef0"}, "started_at": "2026-11-22T02:31:54Z"}
+             "resources": {"instance_id": INSTANCE}, "started_at": "2026-11-22T02:31:54Z"}
     return dict(call("collect", event))
 
 

@@ -130,6 +130,10 @@ def test_the_deployed_api_answers_202_only_for_runs_that_can_run(deployed: Any) 
     lines = str(text).splitlines()
     assert lines[0].startswith("target_id,repetition,repetition_status,step,samples")
     assert len(lines) == 1 + 2 * 2 and "901.0" in text and "902.0" in text  # two steps, two repetitions
+    # A summary.json that is not what Summarize writes: no rows, or 502 naming the run; never a 500.
+    for body, expected in ((b'{"targets": 5, "rows": "x"}', 200), (b"[" * 50_000 + b"]" * 50_000, 502)):
+        s3.put_object(Bucket=env["RESULTS_BUCKET"], Key="runs/nightly-1/summary.json", Body=body)
+        assert call("GET", "/runs/nightly-1/results", query={"format": "csv"})[0] == expected
 
 
 def test_the_api_prices_the_store_the_template_deploys(synthesized: Template) -> None:

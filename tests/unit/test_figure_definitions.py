@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -91,11 +92,13 @@ Threads fairness:
 ''')
 """)
     fake.chmod(0o755)
-    job = {**{k: v for k, v in BASE.items() if k not in ("step", "phase", "threads")}, "sysbench_binary": str(fake),
+    job = {**{k: v for k, v in BASE.items() if k not in ("step", "phase", "threads")},
            "step": {"name": "t0001", "kind": "measure", "threads": 1, "duration_s": 2},
            "sysbench": {"test": "oltp_read_only", "options": {}}, "db": {"password": "pw"}}
+    # The agent runs the host's sysbench (the one on PATH), never a binary a job names.
     done = subprocess.run([sys.executable, str(AGENT), "--job-json", json.dumps(job)], capture_output=True,
-                          text=True, timeout=60, check=False)
+                          text=True, timeout=60, check=False,
+                          env={**os.environ, "PATH": f"{fake.parent}:{os.environ['PATH']}"})
     assert done.returncode == 0, done.stdout + done.stderr
     out = parse_agent_lines(done.stdout)
     assert [s.second for s in out.samples] == [1, 2, 2]
