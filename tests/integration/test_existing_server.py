@@ -145,7 +145,7 @@ def test_an_existing_server_is_measured_from_here_and_left_as_it_was(
     assert main(["results", "mine-", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     # The real server was measured with --local: not a stand-in, not marked as one (issue 28 item 2).
-    assert doc["run"]["variant"] is None
+    assert doc["run"]["trial"] is None
     # The fingerprint read the server's identity over the agent's own (TCP) connection.
     (prepare,) = (bf_home / "raw" / doc["run"]["run_id"]).rglob("prepare.jsonl")
     (fingerprint,) = [json.loads(line) for line in prepare.read_text().splitlines() if '"fingerprint"' in line]

@@ -452,9 +452,10 @@ def _prepare(job: Dict[str, Any], emit: Emitter, conn: benchfleet_dbclient.Conne
             return emit.error("tables", "sysbench prepare created no table in {} as this host's client sees it: "
                               "sysbench reached another server{}".format(where, ": " + why if why else ""))
         why = benchfleet_dbclient.mark_tables(conn, created, str(job.get("run_id")))
-        if why is not None:
-            return emit.error("tables", "cannot mark the tables sysbench created in {} as benchfleet's: {}"
-                              .format(where, why))
+        if why is not None:  # unmarked, they would block every later run: take them away again
+            run_to_end(sysbench_argv(job, "cleanup", {"threads": 1}, conn), conn.dir)
+            return emit.error("tables", "cannot mark the tables sysbench created in {} as benchfleet's (the "
+                              "account needs ALTER there); they were dropped again: {}".format(where, why))
     benchfleet_rows.RowCounter(job).prepared_now()
     emit.emit("prepared", time=time.time(), seconds=round(time.time() - started, 3))
     return 0
