@@ -397,13 +397,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _write_pair_report(store: Any, baseline_run: str, run: str, output: str | None) -> Path:
+    from benchfleet.report.html import ReportPathError
     from benchfleet.report.pair import NothingInCommon, write_pair_report
 
     target = Path(output) if output else home() / "reports" / f"{run}-vs-{baseline_run}.html"
     try:
         return write_pair_report(store, baseline_run, run, target)
-    except NothingInCommon as e:
+    except (NothingInCommon, ReportPathError) as e:
         raise CliError(str(e), EXIT_USAGE) from None
+    except OSError as e:
+        raise CliError(f"{target}: cannot write the report: {e.strerror or e}", EXIT_FAILED) from None
 
 
 def _history(args: argparse.Namespace) -> int:

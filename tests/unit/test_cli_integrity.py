@@ -61,6 +61,17 @@ def test_report_replaces_only_a_regular_file(imported: Path, tmp_path: Path,
         assert stat.S_ISCHR((out / "full").lstat().st_mode)
 
 
+def test_the_report_of_two_runs_replaces_only_a_regular_file_too(imported: Path, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    for argv in (["report", "second", "--against", "first"], ["compare", "first", "second", "--report"]):
+        assert main([*argv, "-o", str(folder)]) == 2
+        err = capsys.readouterr().err
+        assert f"{folder}: is a directory" in err and "Traceback" not in err
+    assert list(folder.iterdir()) == []
+
+
 def test_report_writes_through_a_temporary_file_of_its_own(imported: Path, tmp_path: Path,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "out"
