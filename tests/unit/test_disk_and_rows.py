@@ -112,12 +112,14 @@ def test_the_agent_samples_the_disk_and_counts_rows_beside_sysbench(tmp_path: Pa
     counter = state / "r" / "a" / "rep-1" / "sbtest" / "w.rows.json"
     counter.parent.mkdir(parents=True)
     counter.write_text(json.dumps({"rows": 1000}))
-    job = {"run_id": "r", "target_id": "a", "repetition": 1, "workload": "w", "sysbench_binary": str(fake),
+    job = {"run_id": "r", "target_id": "a", "repetition": 1, "workload": "w",
            "step": {"name": "t0002", "kind": "measure", "threads": 2, "duration_s": 3},
            "sysbench": {"test": "oltp_read_only", "options": {}}, "db": {"database": "sbtest"},
            "data_dir": str(tmp_path), "rows": {"prepared": 1000, "state_dir": str(state)}}
+    # The agent runs the host's sysbench (the one on PATH), never a binary a job names.
     proc = subprocess.run([sys.executable, str(AGENT_DIR / "benchfleet_agent.py"), "--job", "-"],
-                          input=json.dumps(job), capture_output=True, text=True, timeout=60, check=False)
+                          input=json.dumps(job), capture_output=True, text=True, timeout=60, check=False,
+                          env={**os.environ, "PATH": f"{fake.parent}:{os.environ['PATH']}"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = parse_agent_lines(proc.stdout)
     assert [s.rows_in_table for s in out.samples] == [1850, 2905, 3910]  # 1000 + 850.33 + 1054.22 + 1005.09, rounded
