@@ -124,16 +124,23 @@ def print_speedup(console: Console, stats: dict[str, Any]) -> None:
             columns += [(f"{r['target_id']} ({r['size']:g})", False), ("95% CI", False), ("per doubling", False)]
         base = next(r for r in group["rows"] if r["target_id"] == group["baseline_target"])
         table = _table(f"speedup by size: {group['group']}",
-                       f"mean tps / {group['baseline_target']}'s ({base['size']:g} vCPUs) at the same threads; "
+                       f"tps / {group['baseline_target']}'s ({base['size']:g} vCPUs) at the same threads; "
+                       "95% CI: Welch unless marked paired (local servers run in rounds); "
                        "per doubling = speedup ** (1 / doublings of vCPUs), 2.00x is linear", columns)
         for th in group["threads"]:
             cells = [str(th)]
             for r in others:
                 c = r["by_threads"].get(str(th))
                 cells += (["-", "-", "-"] if c is None else
-                          [_times(c["speedup"]), _interval(c["ci_low"], c["ci_high"], 2), _times(c["per_doubling"])])
+                          [_times(c["speedup"]), _speedup_interval(c), _times(c["per_doubling"])])
             table.add_row(*cells)
         console.print(table)
+
+
+def _speedup_interval(cell: dict[str, Any]) -> str:
+    """A speedup cell's interval, marked ``paired:`` when its design was (as the verdict column marks it)."""
+    text = _interval(cell["ci_low"], cell["ci_high"], 2)
+    return f"paired: {text}" if cell.get("design") == "paired" and cell["ci_low"] is not None else text
 
 
 def print_cost_comparison(console: Console, doc: dict[str, Any], models: tuple[str, ...] = HEADLINE_MODELS) -> None:

@@ -173,14 +173,18 @@ def test_a_local_run_prints_cost_by_model_the_breakdown_and_the_speedup_by_hand(
     assert group["baseline_target"] == "bp-1cpu"  # 1 pinned CPU against every usable CPU
     big = next(r for r in group["rows"] if r["target_id"] == "bp")
     cell = big["by_threads"]["1"]
-    ratio = statistics.fmean(tps["bp"]) / statistics.fmean(tps["bp-1cpu"])
-    assert cell["speedup"] == pytest.approx(ratio)
-    assert cell["per_doubling"] == pytest.approx(ratio ** (1 / math.log2(big["size"])))
-    assert cell["ci_low"] is not None and cell["ci_low"] < ratio < cell["ci_high"]
     # The two local servers ran in rounds (bp 1, bp-1cpu 1, then bp-1cpu 2, bp 2: the steps' times say so),
-    # so bp-1cpu is compared with bp round by round: the geometric mean of the per-round ratios.
+    # so bp-1cpu is compared with bp round by round: the geometric mean of the per-round ratios, in the
+    # verdict and in the speedup alike, with the paired t interval (1 degree of freedom for 2 rounds).
     ran = [(r["target_id"], r["repetition"]) for r in doc["statistics"]["order_run"]["repetitions"]]
     assert ran == [("bp", 1), ("bp-1cpu", 1), ("bp-1cpu", 2), ("bp", 2)]
+    logs = [math.log(b / s) for b, s in zip(tps["bp"], tps["bp-1cpu"], strict=True)]
+    ratio = math.exp(statistics.fmean(logs))
+    half = T_975_DF1 * statistics.stdev(logs) / math.sqrt(2)
+    assert (cell["design"], cell["speedup"]) == ("paired", pytest.approx(ratio))
+    assert cell["per_doubling"] == pytest.approx(ratio ** (1 / math.log2(big["size"])))
+    assert (cell["ci_low"], cell["ci_high"]) == (pytest.approx(ratio * math.exp(-half)),
+                                                 pytest.approx(ratio * math.exp(half)))
     rel = rows["bp-1cpu"]["relative"]
     assert (rel["design"], rel["unit"], rel["pairs"]) == ("paired", "round", 2)
     geometric = math.exp(statistics.fmean(math.log(c / b) for c, b in zip(tps["bp-1cpu"], tps["bp"], strict=True)))
@@ -191,3 +195,4 @@ def test_a_local_run_prints_cost_by_model_the_breakdown_and_the_speedup_by_hand(
     assert "1y RI all upfront per 1k tps" in table and "price breakdown" in table
     assert "price_per_hour given for the target" in table
     assert "speedup by size: local:mariadb:default" in table and f"{ratio:.2f}x" in table
+    assert f"paired: {cell['ci_low']:.2f}–{cell['ci_high']:.2f}" in table

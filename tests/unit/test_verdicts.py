@@ -162,6 +162,34 @@ def test_a_runs_comparison_carries_design_margin_and_multiplicity() -> None:
     assert [r["relative"]["design"] for r in doc["rows"] if r["relative"]] == ["welch"]
 
 
+def test_speedup_of_local_sizes_run_in_rounds_is_the_paired_verdicts_ratio() -> None:
+    # Two local sizes of one family (1 and 2 pinned CPUs) run in rounds: each round's minute of noise is
+    # common to both, so the speedup's interval is the paired one the verdict row gives the same ratio
+    # (it was Welch on the per-repetition means: as wide as if they had run on separate hosts).
+    spec = {"name": "x", "targets": [{"id": "one", "kind": "local", "mysql_config": "d", "cpus": [0]},
+                                     {"id": "two", "kind": "local", "mysql_config": "d", "cpus": [0, 1]}]}
+    one, two = [1000.0, 1300.0, 800.0], [1810.0, 2380.0, 1430.0]
+    rows = _summaries("one", one, minutes=[0, 3, 4]) + _summaries("two", two, minutes=[1, 2, 5])
+    doc = comparison({"run_id": "r", "spec": spec}, [], rows, [])
+    (rel,) = [r["relative"] for r in doc["rows"] if r["relative"]]
+    (group,) = doc["speedup"]
+    cell = next(r for r in group["rows"] if r["target_id"] == "two")["by_threads"]["4"]
+    low, high = _scipy_paired(two, one)
+    assert (cell["design"], rel["design"]) == ("paired", "paired")
+    assert (cell["ci_low"], cell["ci_high"]) == (pytest.approx(1 + low / 100), pytest.approx(1 + high / 100))
+    assert cell["speedup"] == pytest.approx(1 + rel["pct"] / 100)
+    assert cell["per_doubling"] == pytest.approx(cell["speedup"])  # one doubling of CPUs
+    welch = relative_difference(two, one)
+    assert cell["ci_high"] - cell["ci_low"] < (welch.ci_high_pct - welch.ci_low_pct) / 100 / 5
+    # One target's repetitions all before the other's: nothing shared, Welch as before.
+    rows = _summaries("one", one, minutes=[0, 1, 2]) + _summaries("two", two, minutes=[3, 4, 5])
+    (group,) = comparison({"run_id": "r", "spec": spec}, [], rows, [])["speedup"]
+    cell = next(r for r in group["rows"] if r["target_id"] == "two")["by_threads"]["4"]
+    assert cell["design"] == "welch"
+    assert (cell["ci_low"], cell["ci_high"]) == (pytest.approx(1 + welch.ci_low_pct / 100),
+                                                 pytest.approx(1 + welch.ci_high_pct / 100))
+
+
 def test_rounds_are_read_from_the_order_run() -> None:
     def ran(*order: tuple[str, int]) -> dict[str, object]:
         return {"repetitions": [{"target_id": t, "repetition": r} for t, r in order]}

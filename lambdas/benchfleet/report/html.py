@@ -503,9 +503,11 @@ def _speedup_tables(comparison: dict[str, Any]) -> str:
         out.append("<p class='muted'>No family with two or more sizes in this run (same kind, family, "
                    "engine and configuration; local targets by pinned CPU count).</p>")
         return "".join(out)
-    out.append("<p class='note'>Mean tps divided by that of the smallest size of the same family and "
-               "configuration at the same thread count, with its 95% interval (Welch, on the log ratio); per "
-               "doubling: speedup ** (1 / doublings of vCPUs), 2.00x is linear scaling.</p>")
+    out.append("<p class='note'>Tps divided by that of the smallest size of the same family and "
+               "configuration at the same thread count, with its 95% interval as the verdicts have it: "
+               "'paired' where local servers ran in rounds (geometric mean of the per-round ratios), else "
+               "Welch on the log of the ratio of means; per doubling: speedup ** (1 / doublings of vCPUs), "
+               "2.00x is linear scaling.</p>")
     for g in groups:
         others = [r for r in g["rows"] if r["target_id"] != g["baseline_target"]]
         rows = []
@@ -513,7 +515,8 @@ def _speedup_tables(comparison: dict[str, Any]) -> str:
             cells = [_n(th)]
             for r in others:
                 c = r["by_threads"].get(str(th)) or {}
-                ci = (f"{_n(c.get('ci_low'), 2)} - {_n(c.get('ci_high'), 2)}" if c.get("ci_low") is not None
+                ci = (("paired: " if c.get("design") == "paired" else "")
+                      + f"{_n(c.get('ci_low'), 2)} - {_n(c.get('ci_high'), 2)}" if c.get("ci_low") is not None
                       else "<span class='muted'>n&lt;2</span>")
                 cells += [_n(c.get("speedup"), 2, suffix="x"), ci, _n(c.get("per_doubling"), 2, suffix="x")]
             rows.append(cells)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from benchfleet.stats.verdict import CONFIDENCE, relative_difference
+from benchfleet.stats.verdict import CONFIDENCE, compare_units
 
 # ---- cost -----------------------------------------------------------------------------------------
 
@@ -63,11 +63,13 @@ def per_doubling(speedup: float | None, steps: float) -> float | None:
     return float(speedup ** (1 / steps))
 
 
-def _speedup_cell(values: Sequence[float], base: Sequence[float], steps: float,
+def _speedup_cell(values: Mapping[Any, float], base: Mapping[Any, float], unit: str | None, steps: float,
                   confidence: float) -> dict[str, Any] | None:
     if not values or not base:
         return None
-    rel = relative_difference(values, base, confidence)
+    # The verdict's own interval (benchfleet.stats.verdict): paired where the two sizes shared each unit
+    # (local servers run in rounds), so the speedup and the verdict on the same ratio never disagree.
+    rel = compare_units(values, base, unit, confidence)
     if rel.pct is None:
         return None
     low = None if rel.ci_low_pct is None else 1 + rel.ci_low_pct / 100
@@ -76,11 +78,12 @@ def _speedup_cell(values: Sequence[float], base: Sequence[float], steps: float,
     return {"speedup": speedup, "ci_low": low, "ci_high": high,
             "per_doubling": per_doubling(speedup, steps),
             "per_doubling_ci_low": per_doubling(low, steps), "per_doubling_ci_high": per_doubling(high, steps),
-            "repetitions": [len(values), len(base)]}
+            "design": rel.design, "repetitions": [len(values), len(base)]}
 
 
 def speedup_table(targets: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]],
-                  confidence: float = CONFIDENCE) -> list[dict[str, Any]]:
+                  confidence: float = CONFIDENCE,
+                  pairing: Callable[[str, str], str | None] | None = None) -> list[dict[str, Any]]:
     """Speedup of throughput with size, per group of targets that differ only in size, per thread count.
 
     ``targets``: mappings with ``target_id``, ``group`` (family/config key; None = not comparable) and
@@ -88,16 +91,20 @@ def speedup_table(targets: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[s
     ``threads``, ``tps`` with the per-repetition ``values``). For each group with at least two sizes:
     ``baseline_target`` (the smallest size), ``threads`` (those the baseline ran) and ``rows`` sorted by
     size, each with ``size``, ``doublings`` (log2 of size / the baseline's) and ``by_threads``: per
-    thread count, ``speedup`` = mean tps / the baseline's mean tps at the same threads, its interval
-    (``ci_low``/``ci_high``: Welch on the log ratio, as relative differences; None below two
-    repetitions on a side), and ``per_doubling`` (efficiency: speedup ** (1 / doublings), with the
-    interval's ends carried the same way). The baseline's own cells are 1.0 without an interval.
+    thread count, ``speedup`` and its interval (``ci_low``/``ci_high``, as ratios; None below two
+    repetitions on a side) from the verdict code with its ``design``: Welch on the log of mean tps / the
+    baseline's mean tps, or, where ``pairing(target, baseline target)`` names a unit both shared (local
+    servers run in rounds: ``round``), paired: the geometric mean of the per-unit ratios and their t
+    interval; and ``per_doubling`` (efficiency: speedup ** (1 / doublings), with the interval's ends
+    carried the same way). The baseline's own cells are 1.0 without an interval. A row's per-unit tps is
+    its ``tps_by_repetition`` ({repetition: tps}) where it has one, else its ``tps`` values in order.
     """
-    values: dict[str, dict[int, list[float]]] = defaultdict(dict)
+    values: dict[str, dict[int, dict[Any, float]]] = defaultdict(dict)
     for row in rows:
         tps = row.get("tps") or {}
-        if tps.get("values"):
-            values[str(row["target_id"])][int(row["threads"])] = [float(v) for v in tps["values"]]
+        units = row.get("tps_by_repetition") or dict(enumerate(tps.get("values") or [], start=1))
+        if units:
+            values[str(row["target_id"])][int(row["threads"])] = {k: float(v) for k, v in units.items()}
     groups: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for t in targets:
         if t.get("group") and t.get("size") and values.get(t["target_id"]):
@@ -120,9 +127,10 @@ def speedup_table(targets: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[s
                 if m["target_id"] == base_id:
                     by_threads[str(th)] = {"speedup": 1.0, "ci_low": None, "ci_high": None, "per_doubling": None,
                                            "per_doubling_ci_low": None, "per_doubling_ci_high": None,
-                                           "repetitions": [len(base[th]), len(base[th])]}
+                                           "design": None, "repetitions": [len(base[th]), len(base[th])]}
                 else:
-                    by_threads[str(th)] = _speedup_cell(mine[th], base[th], steps, confidence)
+                    unit = pairing(m["target_id"], base_id) if pairing else None
+                    by_threads[str(th)] = _speedup_cell(mine[th], base[th], unit, steps, confidence)
             table_rows.append({"target_id": m["target_id"], "size": m["size"], "doublings": steps,
                                "by_threads": by_threads})
         out.append({"group": group, "baseline_target": base_id, "confidence": confidence,

@@ -287,8 +287,11 @@ def comparison(run: Mapping[str, Any], targets: Sequence[Mapping[str, Any]],
         "rows": rows,
         "multiplicity": multiplicity((r["relative"] for r in rows), confidence),
         "order_run": ran,
-        "speedup": speedup_table(list(target_meta.values()), [r for r in rows if r["variant"] == base_variant],
-                                 confidence),
+        "speedup": speedup_table(
+            list(target_meta.values()),
+            [{**r, "tps_by_repetition": tps_units[(r["target_id"], r["variant"], r["threads"])]}
+             for r in rows if r["variant"] == base_variant], confidence,
+            pairing=lambda candidate, base: pairing_unit(target_meta, ran, candidate, base)),
         "notes": NOTES,
     })
     return result
@@ -333,9 +336,10 @@ NOTES = {
                          "1000), at every thread count and under every pricing model (cost); its interval is the "
                          "tps interval carried through (the price is a constant); the price tables' dates and "
                          "sources are in each target's prices",
-    "speedup": "mean tps / that of the smallest size of the same family and configuration at the same thread "
-               "count, with a Welch interval on the log ratio; per_doubling = speedup ** (1 / doublings of "
-               "vCPUs): 2.0 is linear scaling",
+    "speedup": "tps / that of the smallest size of the same family and configuration at the same thread "
+               "count, with the verdict's interval and design: paired by round for local servers run in rounds "
+               "(geometric mean of the per-round ratios), else Welch on the log of the ratio of means; "
+               "per_doubling = speedup ** (1 / doublings of vCPUs): 2.0 is linear scaling",
 }
 
 
