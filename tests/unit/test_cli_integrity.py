@@ -72,6 +72,22 @@ def test_the_report_of_two_runs_replaces_only_a_regular_file_too(imported: Path,
     assert list(folder.iterdir()) == []
 
 
+def test_the_report_of_two_runs_without_seconds_says_so(bf_home: Path, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """Imported summaries only (no --report-interval lines): the per-second charts say why they are
+    missing (a KeyError ended the command before)."""
+    for name, events in (("first", 10_800), ("second", 11_400)):
+        log = tmp_path / f"{name}.log"
+        log.write_text(run_log((), (), transactions=events))
+        assert main(["import", str(log), "--target", "db", "--run", name]) == 0
+    capsys.readouterr()
+    out = tmp_path / "pair.html"
+    assert main(["report", "second", "--against", "first", "-o", str(out)]) == 0, capsys.readouterr().err
+    page = out.read_text()
+    assert "id='missing-latency-series'" in page and "per-second" in page
+    assert page.count("id='missing-timeline-") == 2
+
+
 def test_report_writes_through_a_temporary_file_of_its_own(imported: Path, tmp_path: Path,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "out"

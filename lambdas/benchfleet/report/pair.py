@@ -111,7 +111,10 @@ def render_pair_report(store: DuckDBStore, baseline_run: str, run: str) -> str:
             "repetitions and sources, by seconds since each repetition's warm-up start."))
 
     body = [_header(runs, labels, pair), _verdict_table(pair, labels)]
-    missing = {"timeline-0": html._MISSING["timeline"], "timeline-1": html._MISSING["timeline"]}
+    missing = {"timeline-0": html._MISSING["timeline"], "timeline-1": html._MISSING["timeline"],
+               "latency-series": "Neither run has per-second latency: their logs were imported from sysbench "
+                                 "summaries only (no --report-interval lines). The latency percentiles above "
+                                 "come from sysbench's own summary of each step."}
     for key, title, fig, note in sections:
         body.append(html.figure_section(key, title, fig, note, missing.get(key, "")))
     if not metrics:
