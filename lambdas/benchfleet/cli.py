@@ -379,6 +379,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             docs = [run_comparison(store, run) for run in (args.baseline_run, args.run)]
         except RunNotFound as e:
             raise CliError(str(e), EXIT_USAGE) from None
+    _two_runs(docs[0]["run"]["run_id"], docs[1]["run"]["run_id"])
     doc = compare_runs(docs[0], docs[1])
     if not doc["rows"]:
         raise CliError(f"runs {doc['baseline_run']} and {doc['run']} have no target x threads in common "
@@ -394,6 +395,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
             path = _write_pair_report(store, doc["baseline_run"], doc["run"], args.output)
         print(path, file=sys.stderr if args.format == "json" else sys.stdout)
     return EXIT_OK
+
+
+def _two_runs(baseline_run: str, run: str) -> None:
+    """A run against itself would show every difference as 0 with an interval, as if measured: refused."""
+    if baseline_run == run:
+        raise CliError(f"both runs are {run}: compare a run with another one", EXIT_USAGE)
 
 
 def _write_pair_report(store: Any, baseline_run: str, run: str, output: str | None) -> Path:
@@ -461,6 +468,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         except RunNotFound as e:
             raise CliError(str(e), EXIT_USAGE) from None
         if base_id:
+            _two_runs(base_id, run_id)
             path = _write_pair_report(store, base_id, run_id, args.output)
         else:
             path = _write_report(store, run_id, Path(args.output) if args.output else None)

@@ -61,8 +61,8 @@ def test_report_replaces_only_a_regular_file(imported: Path, tmp_path: Path,
         assert stat.S_ISCHR((out / "full").lstat().st_mode)
 
 
-def test_the_report_of_two_runs_replaces_only_a_regular_file_too(imported: Path, tmp_path: Path,
-                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_report_of_two_runs_refuses_a_directory_and_one_run_twice(imported: Path, tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     folder = tmp_path / "a-folder"
     folder.mkdir()
     for argv in (["report", "second", "--against", "first"], ["compare", "first", "second", "--report"]):
@@ -70,6 +70,10 @@ def test_the_report_of_two_runs_replaces_only_a_regular_file_too(imported: Path,
         err = capsys.readouterr().err
         assert f"{folder}: is a directory" in err and "Traceback" not in err
     assert list(folder.iterdir()) == []
+    for argv in (["report", "second", "--against", "sec"], ["compare", "first", "fir"]):  # one run, twice
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert f"both runs are {argv[1]}" in err and "compare a run with another one" in err, err
 
 
 def test_the_report_of_two_runs_without_seconds_says_so(bf_home: Path, tmp_path: Path,
