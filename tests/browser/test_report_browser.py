@@ -172,8 +172,8 @@ def _marks(dom: str) -> dict[str, object]:
 
 
 def test_the_demo_shows_its_verdicts_caveats_and_what_the_targets_were_given(tmp_path: Path) -> None:
-    """The demo's shape (its targets run one after the other: Welch): decisive bars solid, with whiskers,
-    named by target; the steal the baseline ran under as a caveat with its figures, beside the bars and in
+    """The demo's shape (both servers measured in rounds, each repetition of one beside the other's: a
+    paired verdict, marked 'paired:'): decisive bars solid, with whiskers, named by target; the steal the baseline ran under as a caveat with its figures, beside the bars and in
     the table; each server's pinned CPU and memory beside the host's; no '$0' for what has no price.
     Screenshot: test-artifacts/report.png."""
     if CHROMIUM is None:
@@ -190,7 +190,7 @@ def test_the_demo_shows_its_verdicts_caveats_and_what_the_targets_were_given(tmp
     assert 'data-cut-tables="0"' in dom and 'data-broken-words=""' in dom
     marks = _marks(dom)
     assert sorted(marks["names"]) == ["relaxed · 1 thr", "relaxed · 4 thr"], marks
-    assert all(re.match(r"Welch: faster · \+\d+\.\d% \[\+\d+\.\d, \+\d+\.\d\]⚠ differs: steal 0\.\d+% vs 3\.\d%$", w)
+    assert all(re.match(r"paired: faster · \+\d+\.\d% \[\+\d+\.\d, \+\d+\.\d\]⚠ differs: steal 0\.\d+% vs 3\.\d%$", w)
                for w in marks["words"]), marks
     assert marks["whiskers"] == 2 and marks["hatched"] == 0 and marks["hollow"] == 0, marks
     assert len(marks["caveats"]) == 2 and all(re.search(r"steal 0\.\d+% vs 3\.\d%", c) for c in marks["caveats"])
