@@ -6,7 +6,7 @@ backends checking differently is how a cloud run once stored what local mode ref
 for a 3 s step, NaN, negative or 1e308 tps, negative latency.
 
 What is checked:
-- the rows are this step's (run, target, repetition, step), from one run of sysbench: one summary,
+- the rows are this step's (run, target, repetition, step, variant and block), from one run of sysbench: one summary,
   sample times that never go back, at most one fingerprint;
 - every figure is finite, not negative and below what no database can do (``LIMITS``); CPU shares
   are percentages; no row is timed after its output was read;
@@ -69,21 +69,28 @@ def figures_problem(row: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _strays(rows: Iterable[Any], key: tuple[str, str, int, str]) -> Any:
-    return next((r for r in rows if (r.run_id, r.target_id, r.repetition, r.step) != key), None)
+def _strays(rows: Iterable[Any], key: tuple[str, str, int, str], variant: tuple[str, int | None]) -> Any:
+    """The first row that is not the step's: another run, target, repetition or step, or (samples and
+    summaries, which carry them) another variant or block, which is what results are paired by."""
+    return next((r for r in rows if (r.run_id, r.target_id, r.repetition, r.step) != key
+                 or (hasattr(r, "variant") and (r.variant, r.block) != variant)), None)
 
 
 def output_problem(output: AgentOutput, *, run_id: str, target_id: str, repetition: int, step: str,
                    kind: str, duration_s: int, report_interval_s: int,
-                   read_at: datetime | None = None, check_plan: bool = True) -> str | None:
-    """Why ``output`` cannot be stored as step ``step``'s result (None: it can). ``read_at``: when the
+                   read_at: datetime | None = None, check_plan: bool = True, variant: str | None = None,
+                   block: int | None = None) -> str | None:
+    """Why ``output`` cannot be stored as step ``step``'s result (None: it can). ``variant`` and
+    ``block``: the plan step's (None: a spec without variants, a step not split). ``read_at``: when the
     output was read; no row can be timed after it (beyond CLOCK_SLACK). ``check_plan`` False leaves
     the timing to the caller (``plan_problem``: the local runner says it stalled)."""
     key = (run_id, target_id, repetition, step)
-    stray = _strays([*output.samples, *output.summaries, *output.fingerprints], key)
+    stray = _strays([*output.samples, *output.summaries, *output.fingerprints], key, (variant or "", block))
     if stray is not None:
-        return (f"rows of another step ({stray.run_id} {stray.target_id} rep {stray.repetition} {stray.step}) "
-                "in this step's output")
+        labels = "".join(f" {name} {value}" for name, value in (("variant", getattr(stray, "variant", "")),
+                                                               ("block", getattr(stray, "block", None))) if value)
+        return (f"rows of another step ({stray.run_id} {stray.target_id} rep {stray.repetition} {stray.step}"
+                f"{labels}) in this step's output")
     if len(output.fingerprints) > 1:
         return f"{len(output.fingerprints)} fingerprints: one step's output holds one"
     seconds = [s.second for s in output.samples]

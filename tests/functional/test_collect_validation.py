@@ -70,6 +70,8 @@ HOSTILE = {  # name: (mutation, duration of the step, what the refusal says)
                                     "after the output was read"),
     "two runs' output in one": (twice, 240, "follows one at 240 s: the output of two runs"),
     "another step's rows": (edit(2, step="t0002"), 240, "rows of another step"),
+    "another variant's rows": (edit(4, variant="relaxed"), 240, "t0001 variant relaxed) in this step's output"),
+    "another block's rows": (edit(-1, block=2), 240, "t0001 block 2) in this step's output"),
 }
 
 
@@ -77,8 +79,9 @@ def jsonl(records: list[dict[str, Any]]) -> str:
     return "\n".join(json.dumps(r, separators=(",", ":")) for r in records) + "\n"
 
 
-def collect(repetition: int, records: list[dict[str, Any]], duration_s: int) -> dict[str, Any]:
-    """The collect handler on ``records`` as Run Command leaves them in S3 (each case its own repetition)."""
+def collect(repetition: int, records: list[dict[str, Any]], duration_s: int, **step: Any) -> dict[str, Any]:
+    """The collect handler on ``records`` as Run Command leaves them in S3 (each case its own repetition);
+    ``step``: more of the plan step (its variant and block)."""
     for record in records:
         record["repetition"] = repetition
     host = naming.instance_arn("aws", REGION, DEFAULT_ACCOUNT_ID, INSTANCE)  # where the host's role writes
@@ -87,7 +90,7 @@ def collect(repetition: int, records: list[dict[str, Any]], duration_s: int) -> 
     boto3.client("s3", region_name=REGION).put_object(Bucket=BUCKET, Key=key, Body=jsonl(records).encode())
     event = {"run_id": RUN, "target": {"id": TARGET, "kind": "ec2", "instance_type": "m6g.large"}, "kind": "ec2",
              "repetition": repetition, "step": {"index": 1, "name": "t0001", "kind": "measure", "threads": 1,
-                                                "duration_s": duration_s, "report_interval_s": 1},
+                                                "duration_s": duration_s, "report_interval_s": 1, **step},
              "resources": {"instance_id": INSTANCE}, "started_at": "2026-11-22T02:31:54Z"}
     return dict(call("collect", event))
 
@@ -100,6 +103,10 @@ def test_collect_refuses_what_local_mode_refuses_and_stores_nothing(aws) -> None
         assert reason in str(refused.value), case
     assert proxies["timestream-write"].records_per_call == []  # nothing stored
     assert collect(len(HOSTILE) + 1, fixture_records(), 240)["samples"] == 240  # the fixture itself is
+    # A variant's step: stored with its rows labelled as the plan's step is, and its result says which.
+    mine = [r | {"variant": "relaxed", "block": 1} for r in fixture_records()]
+    result = collect(len(HOSTILE) + 2, mine, 240, variant="relaxed", block=1)
+    assert (result["samples"], result["variant"], result["block"]) == (240, "relaxed", 1)
 
 
 @pytest.mark.parametrize("case", HOSTILE)

@@ -118,8 +118,8 @@ def test_the_deployed_api_answers_202_only_for_runs_that_can_run(deployed: Any) 
         "spec"]), execution_name="nightly-1")
     state = runplan.state_of(plan, s3, env["RESULTS_BUCKET"])
     for rep in (1, 2):
-        steps = [{"step": s["name"], "samples": s["duration_s"], "summaries": 1, "cloud_metrics": 0,
-                  "fingerprints": 0, "targets": 0, "notices": [], "tps": 900.0 + rep}
+        steps = [{"step": s["name"], "variant": "", "block": None, "samples": s["duration_s"], "summaries": 1,
+                  "cloud_metrics": 0, "fingerprints": 0, "targets": 0, "notices": [], "tps": 900.0 + rep}
                  for s in plan["targets"][0]["steps"] if s["kind"] != "prepare"]
         s3.put_object(Bucket=env["RESULTS_BUCKET"], Key=f"runs/nightly-1/m6i/rep-{rep}/outcome.json", Body=json.dumps(
             {"target_id": "m6i", "repetition": rep, "steps": steps, "error": None,
@@ -128,7 +128,8 @@ def test_the_deployed_api_answers_202_only_for_runs_that_can_run(deployed: Any) 
     status, text = call("GET", "/runs/nightly-1/results", query={"format": "csv"})
     assert status == 200
     lines = str(text).splitlines()
-    assert lines[0].startswith("target_id,repetition,repetition_status,step,samples")
+    # As collect returns each step (test_collect_validation): its variant and block beside it.
+    assert lines[0].startswith("target_id,repetition,repetition_status,step,variant,block,samples")
     assert len(lines) == 1 + 2 * 2 and "901.0" in text and "902.0" in text  # two steps, two repetitions
     # A summary.json that is not what Summarize writes: no rows, or 502 naming the run; never a 500.
     for body, expected in ((b'{"targets": 5, "rows": "x"}', 200), (b"[" * 50_000 + b"]" * 50_000, 502)):

@@ -141,7 +141,7 @@ def collect_step(s3: Any, cloudwatch: Any, store: ResultsStore, bucket: str, *, 
     problem = output_problem(out, run_id=run_id, target_id=target_id, repetition=repetition, step=name,
                              kind=step["kind"], duration_s=int(step.get("duration_s") or 0),
                              report_interval_s=int(step.get("report_interval_s") or 1),
-                             read_at=datetime.now(UTC))
+                             read_at=datetime.now(UTC), variant=step.get("variant"), block=step.get("block"))
     if problem:
         raise CollectFailed(f"{source}: {problem}; not stored")
     for fp in out.fingerprints:
@@ -157,7 +157,9 @@ def collect_step(s3: Any, cloudwatch: Any, store: ResultsStore, bucket: str, *, 
     metrics = cw.step_window(cloudwatch, qs=cw.queries(kind, resources, target), start=min(times),
                              end=max(times) + timedelta(seconds=1), run_id=run_id, target_id=target_id,
                              repetition=repetition, step=name)
-    return {"step": name, "samples": store.write_samples(out.samples),
+    # variant and block beside the step, as every result carries them (the API's CSV rows come from here).
+    return {"step": name, "variant": step.get("variant") or "", "block": step.get("block"),
+            "samples": store.write_samples(out.samples),
             "summaries": store.write_summaries(out.summaries),
             "cloud_metrics": store.write_cloud_metrics(metrics),
             "fingerprints": len(out.fingerprints), "targets": targets_written,
