@@ -80,6 +80,8 @@ type Grant =
   | 'describe'
   | 'targetCreate'
   | 'targetDelete'
+  | 'dbReboot'
+  | 'parameterGroupSwitch'
   | 'commandSend'
   | 'commandRead'
   | 'secretBinding'
@@ -119,7 +121,8 @@ export const HANDLERS: Record<HandlerModule, HandlerSpec> = {
     description: 'Report whether a target and its SSM agent are ready; bind its DB secret to its host',
     timeout: Duration.seconds(60),
     memoryMiB: 256,
-    grants: ['describe', 'commandRead', 'secretBinding', 'runsReadWrite'],
+    // dbReboot: a writer whose static parameters wait for a reboot (benchfleet.aws.fleet.paramgroups).
+    grants: ['describe', 'commandRead', 'secretBinding', 'dbReboot', 'runsReadWrite'],
   },
   start_step: {
     description: 'Send the agent document to a target for one benchmark step; keep its task token',
@@ -127,7 +130,8 @@ export const HANDLERS: Record<HandlerModule, HandlerSpec> = {
     memoryMiB: 256,
     // No Secrets Manager: the agent on the client host reads the RDS-managed password itself.
     // runsReadWrite: the step's task token, for its callback (benchfleet.aws.steps.callbacks).
-    grants: ['describe', 'commandSend', 'runsReadWrite'],
+    // parameterGroupSwitch: an rds / aurora variant's parameters, before its step is sent.
+    grants: ['describe', 'commandSend', 'parameterGroupSwitch', 'runsReadWrite'],
   },
   collect: {
     description: 'Raw step output in S3 to the record store; CloudWatch window to cloud_metrics',
@@ -295,6 +299,10 @@ export class BenchfleetFunctions extends Construct {
           role,
           module === 'teardown' ? (props.targetRegions ?? []) : (props.sweepRegions ?? []),
         );
+      case 'dbReboot':
+        return p.grantDatabaseReboot(role, props.targetRegions ?? []);
+      case 'parameterGroupSwitch':
+        return p.grantParameterGroupSwitch(role);
       case 'commandSend':
         return p.grantCommandSend(role);
       case 'commandRead':

@@ -2,6 +2,8 @@
  * cdk-nag suppressions for IAM wildcards, registered by the code that adds the wildcard statement,
  * on the role that holds it, with the reason the wildcard is needed (each at most once per role).
  */
+import { AspectPriority, Aspects } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import { NagPackSuppression, NagSuppressions } from 'cdk-nag';
 import { IConstruct } from 'constructs';
 
@@ -85,12 +87,13 @@ export const WILDCARDS = {
   databases: {
     appliesTo: [
       { regex: '/^Resource::arn:(<AWS::Partition>|aws[a-z-]*):rds:(<AWS::Region>|[a-z0-9-]+):(<AWS::AccountId>|[0-9]{12}):(db|cluster):bf[0-9a-f]{6}-\\*-r\\*-(db|writer|cluster)$/' },
+      { regex: '/^Resource::arn:(<AWS::Partition>|aws[a-z-]*):rds:(<AWS::Region>|[a-z0-9-]+):(<AWS::AccountId>|[0-9]{12}):(pg|cluster-pg):bf[0-9a-f]{6}-\\*-r\\*-(pg|cpg)$/' },
       regional('rds', 'pg:default.*'),
       regional('rds', 'cluster-pg:default.*'),
       regional('rds', 'og:default:*'),
     ],
     reason:
-      'DB instance and cluster names exist only at run time: they are named <stack prefix>-*-r<n>-<role>, creating ' +
+      'DB instance, cluster and parameter group names exist only at run time: they are named <stack prefix>-*-r<n>-<role>, creating ' +
       'requires the run tags and this stack as owner (aws:RequestTag), deleting requires both on the resource ' +
       '(aws:ResourceTag); the default parameter and option groups are only referenced by the creates.',
   },
@@ -148,10 +151,18 @@ export function applyWildcardSuppressions(scope: IConstruct): void {
   for (const [principal, kinds] of pending) {
     const path = principal.node.path;
     if (path !== scope.node.path && !path.startsWith(`${scope.node.path}/`)) continue;
-    NagSuppressions.addResourceSuppressions(
-      principal,
-      [...kinds].map((kind) => ({ id: 'AwsSolutions-IAM5', ...WILDCARDS[kind] })),
-      true,
+    const suppressions = [...kinds].map((kind) => ({ id: 'AwsSolutions-IAM5', ...WILDCARDS[kind] }));
+    NagSuppressions.addResourceSuppressions(principal, suppressions, true);
+    // A role whose statements outgrow its inline policy gets OverflowPolicy<n> managed policies, made by
+    // the role's own aspect at synthesis (after this call): they carry the same statements, so the
+    // same suppressions, attached once they exist and before cdk-nag (priority DEFAULT) reads them.
+    Aspects.of(principal).add(
+      {
+        visit(node: IConstruct): void {
+          if (node instanceof iam.CfnManagedPolicy) NagSuppressions.addResourceSuppressions(node, suppressions);
+        },
+      },
+      { priority: AspectPriority.MUTATING + 1 },
     );
     pending.delete(principal);
   }

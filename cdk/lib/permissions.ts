@@ -227,26 +227,39 @@ export class Permissions {
     // remove only databases whose identifier is the one provision derives from their run-id and
     // target-id tags (benchfleet.aws.fleet.sweep), so such a database is reported, never removed.
     const ownDbs = ownDatabaseArns(this.dbPrefix, (type, name) => this.rds(type, name));
+    // The run's own parameter groups (lambdas/benchfleet/aws/fleet/paramgroups.py) likewise: created
+    // with the run tags, named as the databases are (`-r<repetition>-pg`, `-cpg`), set before the
+    // database that names them is created (which authorizes the create against them too).
+    const ownGroups = ownParameterGroupArns(this.dbPrefix, (type, name) => this.rds(type, name));
     add(
       new iam.PolicyStatement({
-        sid: 'CreateOwnedDatabases',
-        actions: ['rds:CreateDBInstance', 'rds:CreateDBCluster', 'rds:AddTagsToResource'],
-        resources: ownDbs,
+        sid: 'CreateOwnedDatabasesAndGroups',
+        actions: [
+          'rds:CreateDBInstance',
+          'rds:CreateDBCluster',
+          'rds:CreateDBParameterGroup',
+          'rds:CreateDBClusterParameterGroup',
+          'rds:AddTagsToResource',
+        ],
+        resources: [...ownDbs, ...ownGroups],
         conditions: requireRunTags(this.owner),
       }),
     );
-    // What a create names besides the new DB: the default parameter and option groups, our subnet
-    // group. Only the creates: AddTagsToResource is not allowed on them.
     add(
       new iam.PolicyStatement({
-        sid: 'CreateWithDefaultGroupsInOurSubnets',
+        sid: 'SetOwnedParameterGroups',
+        actions: ['rds:ModifyDBParameterGroup', 'rds:ModifyDBClusterParameterGroup'],
+        resources: ownGroups,
+        conditions: requireOwnedResource(this.owner),
+      }),
+    );
+    // What a create names besides: the default option group, our subnet group. Only the creates:
+    // AddTagsToResource is not allowed on them.
+    add(
+      new iam.PolicyStatement({
+        sid: 'CreateWithDefaultOptionsInOurSubnets',
         actions: ['rds:CreateDBInstance', 'rds:CreateDBCluster'],
-        resources: [
-          this.rds('pg', 'default.*'),
-          this.rds('cluster-pg', 'default.*'),
-          this.rds('og', 'default:*'),
-          this.rds('subgrp', this.fleet.dbSubnetGroupName),
-        ],
+        resources: [this.rds('og', 'default:*'), this.rds('subgrp', this.fleet.dbSubnetGroupName)],
         conditions: requireRunTags(this.owner),
       }),
     );
@@ -334,6 +347,63 @@ export class Permissions {
         sid: 'DeleteOwnedDatabases',
         actions: ['rds:DeleteDBInstance', 'rds:DeleteDBCluster'],
         resources: regions.flatMap((region) => ownDatabaseArns(this.dbPrefix, (type, name) => this.rds(type, name, region))),
+        conditions: requireOwnedResource(this.owner),
+      }),
+    );
+    // The run's parameter groups, after their databases. RDS lists them without tags: the sweepers
+    // read the tags of those named as provision names them (read only).
+    const groups = regions.flatMap((region) =>
+      ownParameterGroupArns(this.dbPrefix, (type, name) => this.rds(type, name, region)),
+    );
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'DeleteOwnedParameterGroups',
+        actions: ['rds:DeleteDBParameterGroup', 'rds:DeleteDBClusterParameterGroup'],
+        resources: groups,
+        conditions: requireOwnedResource(this.owner),
+      }),
+    );
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'ReadParameterGroupTags',
+        actions: ['rds:ListTagsForResource'],
+        resources: groups,
+      }),
+    );
+  }
+
+  /**
+   * readiness: reboot a run's writer whose parameter groups wait for it (a static parameter), in the
+   * stack's region and `extraRegions` (where targets run). Only databases of a run of this stack.
+   */
+  public grantDatabaseReboot(role: iam.IRole, extraRegions: readonly string[] = []): void {
+    allowWildcard(role, 'databases');
+
+    const regions = [this.stack.region, ...extraRegions.filter((r) => r !== this.stack.region)];
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'RebootOwnedDatabases',
+        actions: ['rds:RebootDBInstance'],
+        resources: regions.flatMap((region) =>
+          ownDatabaseArns(this.dbPrefix, (type, name) => this.rds(type, name, region)).filter((arn) => arn.includes(':db:')),
+        ),
+        conditions: requireOwnedResource(this.owner),
+      }),
+    );
+  }
+
+  /**
+   * start_step: a variant's dynamic parameters into its repetition's parameter groups (rds / aurora),
+   * only groups of a run of this stack.
+   */
+  public grantParameterGroupSwitch(role: PolicyHolder): void {
+    allowWildcard(role, 'databases');
+
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'SwitchOwnedParameterGroups',
+        actions: ['rds:ModifyDBParameterGroup', 'rds:ModifyDBClusterParameterGroup'],
+        resources: ownParameterGroupArns(this.dbPrefix, (type, name) => this.rds(type, name)),
         conditions: requireOwnedResource(this.owner),
       }),
     );
@@ -429,6 +499,14 @@ const RDS_SECRET_KINDS = [
  */
 export function ownDatabaseArns(prefix: string, arn: (type: string, name: string) => string): string[] {
   return [arn('db', `${prefix}-*-r*-db`), arn('db', `${prefix}-*-r*-writer`), arn('cluster', `${prefix}-*-r*-cluster`)];
+}
+
+/**
+ * ARNs of the parameter groups provision creates for an rds / aurora repetition, named like its
+ * databases: `-r<repetition>-pg` (DB parameter group), `-r<repetition>-cpg` (DB cluster parameter group).
+ */
+export function ownParameterGroupArns(prefix: string, arn: (type: string, name: string) => string): string[] {
+  return [arn('pg', `${prefix}-*-r*-pg`), arn('cluster-pg', `${prefix}-*-r*-cpg`)];
 }
 
 /**

@@ -83,6 +83,7 @@ export class TargetRegionStack extends Stack {
     permissions.grantTargetResourcesRead(provision);
     const startStep = new RoleGrants(this, 'StartStepGrants', lambdaRoleName(config.stackName, 'start_step'));
     permissions.grantCommandSend(startStep);
+    permissions.grantParameterGroupSwitch(startStep);
     permissions.grantTargetResourcesRead(startStep);
 
     // Steps end by callback: Run Command's status changes here go to the home stack's rule.

@@ -70,7 +70,8 @@ def load_catalogue(path: Path | None = None) -> Catalogue:
     return _load(str(path or catalogue_path()))
 
 
-def _name(option: str) -> str:
+def setting_name(option: str) -> str:
+    """An option as the catalogue and the server name it (``skip-name-resolve`` -> ``skip_name_resolve``)."""
     name = option.replace("-", "_").lower()
     return name[len("loose_"):] if name.startswith("loose_") else name
 
@@ -81,8 +82,8 @@ def switch_method(family: str, before: dict[str, str], after: dict[str, str],
     with ``after``: ``none`` (nothing differs), ``set-global`` (every difference is a dynamic
     setting both sides give a value), else ``restart``; with the settings that decided it."""
     catalogue = catalogue or load_catalogue()
-    old = {_name(k): normalised(v) for k, v in before.items()}
-    new = {_name(k): normalised(v) for k, v in after.items()}
+    old = {setting_name(k): normalised(v) for k, v in before.items()}
+    new = {setting_name(k): normalised(v) for k, v in after.items()}
     changed = sorted(n for n in old.keys() | new.keys() if old.get(n) != new.get(n))
     if not changed:
         return "none", []
@@ -127,28 +128,29 @@ def rds_value(value: str) -> str | None:
 
 
 def db_parameters(kind: str, options: list[tuple[str, str]],
-                  catalogue: Catalogue | None = None) -> tuple[list[DbParameter], list[str]]:
+                  catalogue: Catalogue | None = None) -> tuple[list[DbParameter], list[tuple[str, str]]]:
     """The run's parameter group entries for an ``rds`` or ``aurora`` target from its rendered cnf
-    options, and the problems (each naming the setting) that make the spec impossible there."""
+    options, and the problems ``(setting, why)`` that make the spec impossible there."""
     catalogue = catalogue or load_catalogue()
     out: list[DbParameter] = []
-    problems: list[str] = []
+    problems: list[tuple[str, str]] = []
     service = "Aurora MySQL" if kind == "aurora" else "RDS"
     for option, raw in options:
-        name = _name(option)
+        name = setting_name(option)
         rule = catalogue.rules.get(name)
         value = rds_value(raw)
         if rule is None:
-            problems.append(f"{name}: not in benchfleet's catalogue of settings {service} lets a parameter group "
-                            f"set ({catalogue.where()}); remove it, or add it to the catalogue")
+            problems.append((name, f"not in benchfleet's catalogue of settings {service} lets a parameter group "
+                                   f"set ({catalogue.where()}); remove it, or add it to the catalogue"))
             continue
         where: tuple[str, str] | None = (rule.aurora if kind == "aurora"
                                          else ("instance", rule.rds) if rule.rds else None)
         if where is None:
-            problems.append(f"{name}: {service} does not let a parameter group set it ({catalogue.where()})")
+            problems.append((name, f"{service} does not let a parameter group set it ({catalogue.where()})"))
             continue
         if value is None:
-            problems.append(f"{name}: given without a value; {service} parameters need one")
+            problems.append((name, f"given without a value; {service} parameters need one"))
             continue
         out.append(DbParameter(name=name, value=value, level=where[0], apply=where[1]))  # type: ignore[arg-type]
     return out, problems
+

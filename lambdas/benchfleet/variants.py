@@ -94,7 +94,19 @@ def switch_problems(loaded: LoadedSpec, target: Any, index: int, root: Path | No
                           f"cannot be set on {target.kind} ({catalogue.where()})"
                 else:
                     continue
-                field = "server_options" if name in dict(v.server_options) else "mysql_config"
-                problems.append((f"variants[{i}].{field}", f"{name} {why} (targets[{index}] {target.id})"))
+                problems.append((setting_field(target, index, v, i, name),
+                                 f"{name} {why} (targets[{index}] {target.id})"))
             break  # one comparison per variant names every setting it differs in
     return problems
+
+
+def setting_field(target: Any, index: int, variant: ResolvedVariant | None, variant_index: int, name: str) -> str:
+    """The spec field a setting ``name`` of ``target`` (as ``variant`` runs it) comes from: the
+    variant's server_options, the target's, the variant's mysql_config, else the target's."""
+    if variant is not None and any(serverparams.setting_name(k) == name for k in variant.server_options):
+        return f"variants[{variant_index}].server_options.{name}"
+    if any(serverparams.setting_name(k) == name for k in getattr(target, "server_options", {}) or {}):
+        return f"targets[{index}].server_options.{name}"
+    if variant is not None and variant.mysql_config:
+        return f"variants[{variant_index}].mysql_config"
+    return f"targets[{index}].mysql_config"

@@ -24,6 +24,8 @@ class ProvisionEvent(BaseModel):
     repetition: int
     zone_index: int = 0
     expires_at: str
+    # An rds / aurora target's parameter group entries (Plan: runplan, from mysql_config and server_options).
+    parameters: list[dict[str, Any]] = []
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -39,7 +41,7 @@ def handler(event: ProvisionEvent, context: LambdaContext) -> dict[str, Any]:
     resources = lifecycle.provision(
         clients.client("ec2", region), clients.client("rds", region), ssm, regional.settings_in(region, settings, ssm),
         run_id=event.run_id, target=event.target, repetition=event.repetition,
-        zone_index=event.zone_index, expires_at=event.expires_at)
+        zone_index=event.zone_index, expires_at=event.expires_at, parameters=event.parameters)
     logger.info("provisioned", extra={"resources": resources})
     metrics.add_metric(name="TargetsProvisioned", unit=MetricUnit.Count, value=1)
     return resources

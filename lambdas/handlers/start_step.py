@@ -9,17 +9,34 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from botocore.exceptions import ClientError
 
 from benchfleet import naming
 from benchfleet.aws import clients
+from benchfleet.aws.errors import VariantNotApplied
 from benchfleet.aws.events import StepState
-from benchfleet.aws.fleet import regional, targets
+from benchfleet.aws.fleet import paramgroups, regional, targets
 from benchfleet.aws.settings import Settings
 from benchfleet.aws.steps import callbacks, commands, jobs
 
 logger = Logger()
 tracer = Tracer()
 metrics = Metrics()  # namespace from POWERTOOLS_METRICS_NAMESPACE, set by the CDK app
+
+
+def variant_parameters(event: StepState, rds: Any) -> list[str]:
+    """An rds / aurora step of a variant: its values into the run's parameter groups, immediately
+    (Plan refused every static one), before the agent is sent; it waits until the server reports
+    them. A change RDS refuses fails the step, and so the repetition, which is torn down."""
+    given = event.step.variant_settings or {}
+    if event.kind not in ("rds", "aurora") or not given.get("parameters"):
+        return []
+    groups = paramgroups.Groups(instance=event.resources.parameter_group,
+                                cluster=event.resources.cluster_parameter_group)
+    try:
+        return paramgroups.apply_now(rds, groups, list(given["parameters"]))
+    except ClientError as e:
+        raise VariantNotApplied(f"variant {given.get('variant')}: its parameters could not be set: {e}") from e
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -40,6 +57,7 @@ def handler(event: StepState, context: LambdaContext) -> dict[str, Any]:
     wanted = jobs.needs_volume_ids(event)
     volumes = targets.data_volumes(clients.client("ec2", region), event.resources.instance_id, wanted) \
         if wanted else None
+    switched = variant_parameters(event, clients.client("rds", region))
     command_id = commands.send_step(
         ssm, document=settings.agent_document_name, bucket_region=home.home_region,
         instance_id=event.resources.instance_id, job=jobs.job_for(event, volumes),
@@ -53,6 +71,6 @@ def handler(event: StepState, context: LambdaContext) -> dict[str, Any]:
     if event.task_token:
         callbacks.record(clients.client("s3"), home.results_bucket, task_token=event.task_token, status=status,
                          step_key=naming.step_command_key(event.run_id, target_id, event.repetition, step.name))
-    logger.info("step sent", extra={"command_id": command_id})
+    logger.info("step sent", extra={"command_id": command_id, "parameters": switched})
     metrics.add_metric(name="StepsStarted", unit=MetricUnit.Count, value=1)
     return {**status, "state": "running"}

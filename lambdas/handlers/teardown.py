@@ -39,13 +39,15 @@ class TeardownEvent(BaseModel):
 def handler(event: TeardownEvent, context: LambdaContext) -> dict[str, Any]:
     logger.append_keys(run_id=event.run_id, target_id=event.target.target_id, repetition=event.repetition)
     resources = event.resources.model_dump()
+    resources["kind"] = resources.get("kind") or event.target.kind
     if event.target.kind == "existing":
         resources["managed"] = False
+    settings = Settings.from_env()
     # Where provision created it; when provision failed before recording that, the target's region.
-    region = resources.get("region") or Settings.from_env().regions.region_of(event.target)
+    region = resources.get("region") or settings.regions.region_of(event.target)
     result = lifecycle.teardown(clients.client("ec2", region), clients.client("rds", region), run_id=event.run_id,
-                                target_id=event.target.target_id, resources=resources,
-                                owner=Settings.from_env().owner())
+                                target_id=event.target.target_id, resources=resources, owner=settings.owner(),
+                                repetition=event.repetition, prefix=settings.db_identifier_prefix)
     logger.info("torn down", extra=result)
     metrics.add_metric(name="TargetsTornDown", unit=MetricUnit.Count, value=1)
     return result

@@ -139,6 +139,57 @@ describe('another stack in the same account', () => {
   });
 });
 
+describe("a run's parameter groups (issue 28 item 1)", () => {
+  const pg = (name: string, r = region): string => `arn:${partition}:rds:${r}:${account}:pg:${name}`;
+  const cpg = (name: string, r = region): string => `arn:${partition}:rds:${r}:${account}:cluster-pg:${name}`;
+  const roleIds = (...names: string[]): string[] =>
+    names.map((n) => allRoles(built.template).find((id) => role(n).test(id))!).sort();
+  const ourGroups = (): string[] => [pg(`${ours.prefix}-rds-m6g-0a1b2c3d-r1-pg`), cpg(`${ours.prefix}-aurora-0a1b2c3d-r2-cpg`)];
+
+  test('provision creates them only tagged as a run of this stack, and sets them', () => {
+    const provision = roleStatements(built.template, role('Provision'));
+    for (const resource of ourGroups()) {
+      const action = resource.includes(':cluster-pg:') ? 'rds:CreateDBClusterParameterGroup' : 'rds:CreateDBParameterGroup';
+      expect(judge(provision, { action, resource, context: asRequest(runTags(ours.owner)) })).toBe('allow');
+      expect(judge(provision, { action, resource, context: asRequest(runTags(theirs.owner)) })).toBe('implicit-deny');
+      expect(judge(provision, { action, resource, context: asRequest(runTags()) })).toBe('implicit-deny');
+      // The database's create names the group: authorized against it as well.
+      const create = resource.includes(':cluster-pg:') ? 'rds:CreateDBCluster' : 'rds:CreateDBInstance';
+      expect(judge(provision, { action: create, resource, context: asRequest(runTags(ours.owner)) })).toBe('allow');
+    }
+    expect(judge(provision, { action: 'rds:CreateDBParameterGroup', resource: pg('prod-params'), context: asRequest(runTags(ours.owner)) })).toBe('implicit-deny');
+  });
+
+  test('exactly provision and start_step change them; exactly the sweepers and teardown delete them', () => {
+    const context = asResource(runTags(ours.owner));
+    for (const resource of ourGroups()) {
+      const cluster = resource.includes(':cluster-pg:');
+      const modify = cluster ? 'rds:ModifyDBClusterParameterGroup' : 'rds:ModifyDBParameterGroup';
+      const remove = cluster ? 'rds:DeleteDBClusterParameterGroup' : 'rds:DeleteDBParameterGroup';
+      expect(rolesAllowing({ action: modify, resource, context }).sort()).toEqual(roleIds('Provision', 'StartStep'));
+      expect(rolesAllowing({ action: remove, resource, context }).sort()).toEqual(roleIds(...SWEEPERS));
+      // Another stack's, or ours without a run's tags: nobody.
+      expect(rolesAllowing({ action: modify, resource, context: asResource(runTags(theirs.owner)) })).toEqual([]);
+      expect(rolesAllowing({ action: remove, resource, context: asResource({}) })).toEqual([]);
+    }
+    for (const resource of [pg('prod-params'), pg(`${theirs.prefix}-rds-0a1b2c3d-r1-pg`), cpg('default.aurora-mysql8.0')]) {
+      const actions = resource.includes(':cluster-pg:')
+        ? ['rds:ModifyDBClusterParameterGroup', 'rds:DeleteDBClusterParameterGroup']
+        : ['rds:ModifyDBParameterGroup', 'rds:DeleteDBParameterGroup'];
+      for (const action of actions) {
+        expect(rolesAllowing({ action, resource, context })).toEqual([]);
+      }
+    }
+  });
+
+  test('only readiness reboots, and only a writer of a run of this stack', () => {
+    const writer = db(`${ours.prefix}-aurora-0a1b2c3d-r1-writer`);
+    expect(rolesAllowing({ action: 'rds:RebootDBInstance', resource: writer, context: asResource(runTags(ours.owner)) })).toEqual(roleIds('Readiness'));
+    expect(rolesAllowing({ action: 'rds:RebootDBInstance', resource: writer, context: asResource(runTags(theirs.owner)) })).toEqual([]);
+    expect(rolesAllowing({ action: 'rds:RebootDBInstance', resource: db('prod-orders'), context: asResource(runTags(ours.owner)) })).toEqual([]);
+  });
+});
+
 describe('pre-existing resources', () => {
   const someoneElses: Array<Record<string, string>> = [
     {},

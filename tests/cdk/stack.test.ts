@@ -115,7 +115,8 @@ describe('IAM least privilege', () => {
   const statements = (): Array<{ policy: string; statement: any }> => policyStatements(built.template);
 
   test('EC2 and RDS create actions require the run tags in the request', () => {
-    const creates = ['ec2:RunInstances', 'rds:CreateDBInstance', 'rds:CreateDBCluster', 'ec2:CreateTags'];
+    const creates = ['ec2:RunInstances', 'rds:CreateDBInstance', 'rds:CreateDBCluster', 'ec2:CreateTags',
+      'rds:CreateDBParameterGroup', 'rds:CreateDBClusterParameterGroup'];
     for (const action of creates) {
       const found = statements().filter(({ statement }) => actionsOf(statement).includes(action));
       expect(found.length).toBeGreaterThan(0);
@@ -144,6 +145,11 @@ describe('IAM least privilege', () => {
       'rds:DeleteDBCluster',
       'rds:ModifyDBInstance',
       'rds:ModifyDBCluster',
+      'rds:RebootDBInstance',
+      'rds:DeleteDBParameterGroup',
+      'rds:DeleteDBClusterParameterGroup',
+      'rds:ModifyDBParameterGroup',
+      'rds:ModifyDBClusterParameterGroup',
     ];
     let seen = 0;
     for (const { statement } of statements()) {

@@ -513,6 +513,11 @@ def test_content_type_is_case_insensitive(api, ctype):
     ({**SPEC, "budget_usd": None, "repetitions": 20,
       "workload": {**WORKLOAD, "duration_s": 30, "threads": list(range(1, 65))}},
      "targets[0]", "use fewer steps or repetitions"),
+    # issue 28 item 1: what a parameter group cannot hold, named where the spec says it
+    ({**SPEC, "targets": [{"id": "db", "kind": "rds", "instance_class": "db.m6g.large", "mysql_config": "relaxed",
+                           "server_options": {"innodb_flush_method": "O_DIRECT", "skip_name_resolve": "ON"},
+                           "client": {"instance_type": "c6i.large"}}]},
+     "targets[0].mysql_config", "log_bin (in workloads/mysql/relaxed.cnf): RDS does not let a parameter group"),
 ])
 def test_cross_field_and_plan_refusals_name_the_spec_field(api, spec, field, words):
     status, body, _ = api("POST", "/runs", spec)

@@ -557,6 +557,53 @@ def test_an_ec2_targets_server_options_are_in_the_cnf_the_host_installs(aws):
     assert {k: requested[k] for k in options} == {k: str(v) for k, v in options.items()}
 
 
+def test_rds_and_aurora_boot_with_the_runs_parameter_groups_and_reboot_into_static_ones(aws):
+    """Issue 28 item 1: rds and aurora targets accepted mysql_config and server_options and applied
+    neither (provision created the database with its engine's default parameter group)."""
+    proxies, _ = aws
+    options = {"max_connections": 321, "innodb_open_files": 4000, "innodb_deadlock_detect": "OFF"}
+    managed = [target("rds") | {"server_options": options}, target("aurora") | {"server_options": options}]
+    plan = call("plan", {"input": {"spec": spec(targets=managed), "run_id": RUN}})
+    rds = boto3.client("rds", region_name=REGION)
+    for item in plan["targets"]:
+        res = call("provision", {"run_id": RUN, "target": item["target"], "repetition": 1, "expires_at": EXPIRES,
+                                 "parameters": item["parameters"]})
+        writer = rds.describe_db_instances(DBInstanceIdentifier=res["db_instance_id"])["DBInstances"][0]
+        assert [g["DBParameterGroupName"] for g in writer["DBParameterGroups"]] == [res["parameter_group"]]
+        values = {p["ParameterName"]: p.get("ParameterValue") for p in rds.describe_db_parameters(
+            DBParameterGroupName=res["parameter_group"])["Parameters"]}
+        assert values["max_connections"] == "321" and values["innodb_open_files"] == "4000"
+        assert values["innodb_buffer_pool_size"] == "{DBInstanceClassMemory*7000/10000}"  # default.cnf's 70%
+        if item["kind"] == "aurora":  # a cluster-level parameter in the cluster's group
+            cluster = rds.describe_db_clusters(DBClusterIdentifier=res["db_cluster_id"])["DBClusters"][0]
+            assert cluster["DBClusterParameterGroup"] == res["cluster_parameter_group"]
+            assert {p["ParameterName"]: p.get("ParameterValue") for p in rds.describe_db_cluster_parameters(
+                DBClusterParameterGroupName=res["cluster_parameter_group"])["Parameters"]}[
+                "innodb_deadlock_detect"] == "0"
+        else:
+            assert values["innodb_deadlock_detect"] == "0"
+        # A static parameter still waiting for a reboot: readiness reboots the writer, then waits.
+        real = proxies["rds"]._real.describe_db_instances
+        statuses = iter(["pending-reboot"])
+
+        def described(real=real, statuses=statuses, **kw):
+            out = real(**kw)
+            for group in out["DBInstances"][0]["DBParameterGroups"]:
+                group["ParameterApplyStatus"] = next(statuses, "in-sync")
+            return out
+        proxies["rds"].extra["describe_db_instances"] = described
+        rebooted = proxies["rds"].calls["reboot_db_instance"]
+        assert not readiness(res)["ready"] and proxies["rds"].calls["reboot_db_instance"] == rebooted + 1
+        assert readiness(res)["ready"] and proxies["rds"].calls["reboot_db_instance"] == rebooted + 1
+        del proxies["rds"].extra["describe_db_instances"]
+        # Teardown deletes the groups after their database, and checks they are gone.
+        torn = call("teardown", {"run_id": RUN, "target": {"target_id": item["target_id"], "kind": item["kind"]},
+                                 "repetition": 1, "resources": res})
+        assert sum("parameter group" in d for d in torn["deleted"]) == (2 if item["kind"] == "aurora" else 1)
+    assert [g for g in rds.describe_db_parameter_groups()["DBParameterGroups"]
+            if g["DBParameterGroupName"].startswith(DB_PREFIX)] == []
+
+
 def test_run_id_is_the_execution_name_and_a_schedule_names_the_run(aws):
     plan = call("plan", {"input": {"spec": spec(), "schedule": "nightly-graviton"},
                          "execution_name": "4b7c0a52-8a51-4bd8-a4c5-3a0c1f0e9d11"})

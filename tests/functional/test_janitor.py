@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from benchfleet import naming
@@ -247,3 +248,69 @@ def test_janitor_refuses_to_sweep_without_a_stack_identity(aws, monkeypatch):
     with pytest.raises(RuntimeError, match="BENCHFLEET_STACK"):
         janitor.sweep(now=NOW)
     assert live_ec2() == {keep}
+
+
+def parameter_group(name: str, run_tags: dict[str, str], cluster: bool = False) -> str:
+    rds = boto3.client("rds")
+    if cluster:
+        rds.create_db_cluster_parameter_group(DBClusterParameterGroupName=name, Description="d",
+                                              DBParameterGroupFamily="aurora-mysql8.0", Tags=_tag_list(run_tags))
+    else:
+        rds.create_db_parameter_group(DBParameterGroupName=name, DBParameterGroupFamily="mysql8.0",
+                                      Description="d", Tags=_tag_list(run_tags))
+    return name
+
+
+def live_parameter_groups() -> set[str]:
+    rds = boto3.client("rds")
+    return ({g["DBParameterGroupName"] for g in rds.describe_db_parameter_groups()["DBParameterGroups"]}
+            | {g["DBClusterParameterGroupName"]
+               for g in rds.describe_db_cluster_parameter_groups()["DBClusterParameterGroups"]})
+
+
+def test_the_runs_parameter_groups_are_swept_like_its_databases(aws):
+    """Issue 28 item 1: a run's parameter groups (per repetition, named as its databases are) go
+    when their run has ended; a live run's stay; one named otherwise, though tagged as ours, is
+    reported and kept; one a deleting database still uses is kept for a later sweep, not a failure."""
+    sfn, arn = aws
+    later = NOW + timedelta(hours=3)
+    before = live_parameter_groups()  # moto's defaults
+    start(sfn, arn, "running-run")
+    keep_live = parameter_group(ours("running-run", "a", "pg"), tags("running-run", "a", later))
+    gone = {parameter_group(ours("old-run", "b", "pg"), tags("old-run", "b", later)),
+            parameter_group(ours("old-run", "c", "cpg"), tags("old-run", "c", later), cluster=True),
+            parameter_group(ours("old-run", "c", "pg"), tags("old-run", "c", later))}
+    keep_adopted = parameter_group("bf2b97c5-prod-r1-pg", tags("old-run", "d", later))
+    keep_foreign = parameter_group(ours("old-run", "e", "pg"), tags("old-run", "e", later, owner=OTHER_STACK))
+    in_use = parameter_group(ours("old-run", "f", "pg"), tags("old-run", "f", later))
+
+    class StillUsed:  # AWS: the database using it is still being deleted
+        def __init__(self, real):
+            self.real = real
+
+        def __getattr__(self, name):
+            return getattr(self.real, name)
+
+        def delete_db_parameter_group(self, **kw):
+            if kw["DBParameterGroupName"] == in_use:
+                raise ClientError({"Error": {"Code": "InvalidDBParameterGroupState", "Message": "in use"}},
+                                  "DeleteDBParameterGroup")
+            return self.real.delete_db_parameter_group(**kw)
+
+    def deleting(region: str) -> sweep.RegionClients:
+        plain = sweep_clients(region)
+        return sweep.RegionClients(region=region, ec2=plain.ec2, rds=StillUsed(plain.rds))
+
+    def running() -> set[str]:
+        return sweep.running_executions(sfn, arn)
+
+    summary = sweep.janitor_sweep(deleting, [REGION], running, OWNER, NOW).summary()
+    assert {r["id"] for r in summary["removed"]} == gone
+    assert {r["kind"] for r in summary["removed"]} == {"db-parameter-group", "db-cluster-parameter-group"}
+    assert live_parameter_groups() - before == {keep_live, keep_adopted, keep_foreign, in_use}
+    assert [f["id"] for f in summary["failed"]] == [keep_adopted]
+    kept = {r["id"]: r["reason"] for r in summary["kept"]}
+    assert kept[keep_live] == "run is running and not expired" and "later sweep" in kept[in_use]
+    again = sweep.janitor_sweep(sweep_clients, [REGION], running, OWNER, NOW).summary()
+    assert {r["id"] for r in again["removed"]} == {in_use}
+    assert live_parameter_groups() - before == {keep_live, keep_adopted, keep_foreign}

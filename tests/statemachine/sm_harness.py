@@ -57,6 +57,7 @@ from moto.ec2.exceptions import InvalidInstanceIdError
 from moto.ec2.models import ec2_backends
 from moto.ec2.models.core import TaggedEC2Resource
 from moto.ec2.utils import EC2_PREFIX_TO_RESOURCE, get_prefix
+from moto.rds.models import rds_backends
 from moto.ssm.models import ssm_backends
 from moto.stepfunctions.parser.asl.component.common.path import result_path
 from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
@@ -66,7 +67,7 @@ from moto.stepfunctions.parser.asl.utils import json_path
 from moto.timestreamwrite.models import TimestreamTable
 from sfn_limits import Payloads, as_strict_as_aws, size_of
 
-from benchfleet import naming
+from benchfleet import naming, serverparams
 from benchfleet.aws import clients
 from benchfleet.aws.steps import commands
 
@@ -137,9 +138,8 @@ class FaultProxy:
         self.tables_per_call: list[str] = []
 
     def __getattr__(self, name: str) -> Any:
-        if name in self.extra:
-            return self.extra[name]
-        attr = getattr(self._real, name)
+        # What moto lacks or is lenient about (``extra``) is faulted and counted like the rest.
+        attr = self.extra[name] if name in self.extra else getattr(self._real, name)
         if not callable(attr) or name.startswith(("get_paginator", "exceptions", "meta", "can_paginate")):
             return attr
 
@@ -189,7 +189,9 @@ class MotoGaps:
                                        "list_command_invocations": self.list_command_invocations})
 
     def rds(self, real: Any) -> FaultProxy:
-        return FaultProxy(real, extra={"describe_db_engine_versions": self.describe_db_engine_versions})
+        strict = StrictRds(real, self.ec2.meta.region_name)
+        return FaultProxy(real, extra={"describe_db_engine_versions": self.describe_db_engine_versions,
+                                       **strict.operations()})
 
     def describe_instance_information(self, Filters: list[dict[str, Any]], **_: Any) -> Any:
         ids = [v for f in Filters if f["Key"] == "InstanceIds" for v in f["Values"]]
@@ -211,7 +213,71 @@ class MotoGaps:
         versions = {"mysql": ["5.7.44", "8.0.36", "8.0.40", "8.4.3"], "mariadb": ["10.11.9", "11.4.4"],
                     "aurora-mysql": ["5.7.mysql_aurora.2.12.4", "8.0.mysql_aurora.3.05.2",
                                      "8.0.mysql_aurora.3.08.0"]}[Engine]
-        return {"DBEngineVersions": [{"Engine": Engine, "EngineVersion": v} for v in versions]}
+
+        def family(version: str) -> str:  # as RDS names them: mysql8.0, mariadb10.11, aurora-mysql8.0
+            return Engine + ".".join(version.split(".")[:2])
+        return {"DBEngineVersions": [{"Engine": Engine, "EngineVersion": v, "DBParameterGroupFamily": family(v)}
+                                     for v in versions]}
+
+
+class StrictRds:
+    """Parameter groups as AWS treats them where moto is lenient: a group a database uses cannot be
+    deleted (InvalidDBParameterGroupState), a cluster cannot name a cluster parameter group that does
+    not exist, a group's family must be the database's, and ApplyMethod immediate is refused for a
+    static parameter (by benchfleet's catalogue: what RDS lists as static)."""
+
+    def __init__(self, real: Any, region: str) -> None:
+        self.real = real
+        self.region = region
+
+    def operations(self) -> dict[str, Any]:
+        return {"delete_db_parameter_group": self.delete_db_parameter_group,
+                "delete_db_cluster_parameter_group": self.delete_db_cluster_parameter_group,
+                "create_db_cluster": self.create_db_cluster,
+                "modify_db_parameter_group": self.modify("modify_db_parameter_group"),
+                "modify_db_cluster_parameter_group": self.modify("modify_db_cluster_parameter_group")}
+
+    @property
+    def backend(self) -> Any:
+        return rds_backends[DEFAULT_ACCOUNT_ID][self.region]
+
+    def delete_db_parameter_group(self, DBParameterGroupName: str) -> Any:
+        users = [d for d in self.backend.databases.values() if d.db_parameter_group_name == DBParameterGroupName]
+        if users:
+            raise client_error("InvalidDBParameterGroupState", "DeleteDBParameterGroup",
+                               "One or more database instances are still members of this parameter group")
+        return self.real.delete_db_parameter_group(DBParameterGroupName=DBParameterGroupName)
+
+    def delete_db_cluster_parameter_group(self, DBClusterParameterGroupName: str) -> Any:
+        if any(c.parameter_group == DBClusterParameterGroupName for c in self.backend.clusters.values()):
+            raise client_error("InvalidDBParameterGroupState", "DeleteDBClusterParameterGroup",
+                               "One or more DB clusters are still members of this parameter group")
+        return self.real.delete_db_cluster_parameter_group(DBClusterParameterGroupName=DBClusterParameterGroupName)
+
+    def create_db_cluster(self, **kwargs: Any) -> Any:
+        name = kwargs.get("DBClusterParameterGroupName")
+        if name and name not in self.backend.db_cluster_parameter_groups:
+            raise client_error("DBClusterParameterGroupNotFound", "CreateDBCluster", f"{name} not found")
+        return self.real.create_db_cluster(**kwargs)
+
+    def modify(self, operation: str) -> Callable[..., Any]:
+        catalogue = serverparams.load_catalogue()
+
+        def call(**kwargs: Any) -> Any:
+            name = kwargs.get("DBParameterGroupName") or kwargs.get("DBClusterParameterGroupName")
+            groups = self.backend.db_parameter_groups if "DBParameterGroupName" in kwargs \
+                else self.backend.db_cluster_parameter_groups
+            # A cluster parameter group is Aurora's; a DB parameter group says by its family.
+            aurora = name in groups and str(getattr(groups[name], "family", "aurora")).startswith("aurora")
+            for p in kwargs["Parameters"]:
+                rule = catalogue.rules.get(p["ParameterName"])
+                static = rule is not None and (rule.aurora[1] if aurora and rule.aurora else rule.rds) == "static"
+                if static and p["ApplyMethod"] == "immediate":
+                    raise client_error("InvalidParameterCombination", operation,
+                                       f"cannot use immediate apply method for static parameter {p['ParameterName']}")
+            assert len(kwargs["Parameters"]) <= 20, "ModifyDB*ParameterGroup takes at most 20 parameters"
+            return getattr(self.real, operation)(**kwargs)
+        return call
 
 
 def ssm_invocation_event(command_id: str, instance_id: str, status: str, document: str,
@@ -615,7 +681,19 @@ def leftovers(run_id: str, region: str = REGION) -> list[str]:
     for cluster in rds.describe_db_clusters()["DBClusters"]:
         if any(t["Key"] == naming.TAG_RUN_ID and t["Value"] == run_id for t in cluster.get("TagList", [])):
             found.append(cluster["DBClusterIdentifier"])
-    return found
+    return found + parameter_groups(run_id, region)
+
+
+def parameter_groups(run_id: str, region: str = REGION) -> list[str]:
+    """The run's DB and DB cluster parameter groups still in moto."""
+    rds = boto3.client("rds", region_name=region)
+    groups = [(g["DBParameterGroupName"], g["DBParameterGroupArn"])
+              for g in rds.describe_db_parameter_groups()["DBParameterGroups"]]
+    groups += [(g["DBClusterParameterGroupName"], g["DBClusterParameterGroupArn"])
+               for g in rds.describe_db_cluster_parameter_groups()["DBClusterParameterGroups"]]
+    return [name for name, arn in groups
+            if any(t["Key"] == naming.TAG_RUN_ID and t["Value"] == run_id
+                   for t in rds.list_tags_for_resource(ResourceName=arn)["TagList"])]
 
 
 

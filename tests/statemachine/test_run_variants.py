@@ -2,17 +2,20 @@
 repetition on that repetition's host, in the plan's interleaved order, one Run Command per step, each
 job carrying what the agent needs to switch the host's server (SET GLOBAL from one variant, a restart
 from another); a variant whose settings cannot be applied fails its repetition, which is still torn
-down, and nothing of the run is left."""
+down, and nothing of the run is left. On rds and aurora (issue 28 item 1) the run's parameter groups
+hold the spec's settings and a variant's step switches them; a group a deleting database still uses
+is the janitor's."""
 
 from __future__ import annotations
 
 import json
 
 import boto3
-from sm_harness import BUCKET, REGION, leftovers, spec
+from sm_harness import BUCKET, OWNER, REGION, client_error, leftovers, parameter_groups, spec
 from timestream_requests import dimensions, stored_records
 
 from benchfleet import naming
+from benchfleet.aws.fleet import sweep
 
 EC2 = {"id": "ec2-m6g", "kind": "ec2", "instance_type": "m6g.large", "engine": "mariadb", "mysql_config": "durable"}
 VARIANTS = [{"id": "durable"},
@@ -89,4 +92,117 @@ def test_a_variant_that_cannot_be_applied_fails_its_repetition_and_still_tears_d
     assert [c.event["step"]["name"] for c in harness.calls_of("collect")] == ["prepare", "t0001.durable",
                                                                               "t0001.relaxed"]
     assert jobs(requests)[-1]["step"]["name"] == "t0001.fsync"
+    assert leftovers(run_id) == []
+
+
+# Issue 28 item 1 and issue 24 item 1 on the managed kinds: the run's parameter groups hold the
+# target's mysql_config and server_options (the first variant's), and a variant's step switches
+# the dynamic parameters it differs in, before the agent is sent.
+MANAGED = [
+    {"id": "rds-m6g", "kind": "rds", "instance_class": "db.m6g.large", "client": {"instance_type": "c6i.large"},
+     "server_options": {"max_connections": 500, "innodb_deadlock_detect": "ON", "innodb_open_files": 4000}},
+    {"id": "aurora-r6g", "kind": "aurora", "instance_class": "db.r6g.large", "client": {"instance_type": "c7g.large"},
+     "server_options": {"max_connections": 500, "innodb_deadlock_detect": "ON", "innodb_open_files": 4000}},
+]
+TUNED = [{"id": "base"}, {"id": "tuned", "server_options": {"max_connections": 2000, "innodb_deadlock_detect": "OFF"}}]
+
+
+def rds_calls(harness, *operations: str) -> list[tuple[str, dict]]:
+    """(operation, request) of the next run's RDS calls of ``operations``, in order."""
+    seen: list[tuple[str, dict]] = []
+    for op in operations:
+        harness.proxies["rds"].faults[op] = lambda kw, op=op: seen.append((op, kw))
+    return seen
+
+
+def test_rds_and_aurora_servers_run_with_the_specs_settings_and_switch_variants_by_parameter_group(harness):
+    seen = rds_calls(harness, "create_db_parameter_group", "create_db_cluster_parameter_group",
+                     "modify_db_parameter_group", "modify_db_cluster_parameter_group", "create_db_instance",
+                     "create_db_cluster", "delete_db_parameter_group", "delete_db_cluster_parameter_group")
+    requests, _ = recording(harness)
+    result = harness.run(spec(targets=MANAGED, variants=TUNED, repetitions=2), name="variants-managed")
+    assert result["status"] == "SUCCEEDED", harness.explain(result)
+    plan = next(c.result for c in harness.calls_of("plan"))
+    run_id = plan["run_id"]
+    rds, aurora = plan["targets"]
+    # Plan: the groups' entries, from default.cnf with the target's server_options (the first variant's).
+    assert {p["name"]: (p["value"], p["level"], p["apply"]) for p in aurora["parameters"]} == {
+        "innodb_buffer_pool_size": ("{DBInstanceClassMemory*7000/10000}", "instance", "static"),
+        "max_connections": ("500", "instance", "dynamic"), "innodb_deadlock_detect": ("1", "cluster", "dynamic"),
+        "innodb_open_files": ("4000", "instance", "static")}
+    assert {p["level"] for p in rds["parameters"]} == {"instance"}
+    created = {kw.get("DBParameterGroupName") or kw["DBClusterParameterGroupName"]: kw for op, kw in seen
+               if op.startswith("create_db") and op.endswith("parameter_group")}
+    assert len(created) == 2 + 2 * 2  # per repetition: rds one group, aurora a cluster group and a writer's
+    for name, kw in created.items():
+        tags = {t["Key"]: t["Value"] for t in kw["Tags"]}
+        assert tags[naming.TAG_RUN_ID] == run_id and tags[naming.TAG_STACK] and tags[naming.TAG_EXPIRES_AT]
+        assert kw["DBParameterGroupFamily"] == ("aurora-mysql8.0" if "aurora" in name else "mysql8.0")
+    # Every database boots with its repetition's groups, set before it was created (static ones pending-reboot).
+    set_at = {}
+    for i, (op, kw) in enumerate(seen):
+        if op.startswith("modify"):
+            set_at.setdefault(kw.get("DBParameterGroupName") or kw["DBClusterParameterGroupName"], i)
+        if op in ("create_db_instance", "create_db_cluster"):
+            group = kw.get("DBParameterGroupName") or kw["DBClusterParameterGroupName"]
+            assert group in created and set_at[group] < i
+    initial = [p for op, kw in seen if op.startswith("modify") for p in kw["Parameters"]
+               if p["ParameterName"] == "innodb_open_files"]
+    assert initial and {p["ApplyMethod"] for p in initial} == {"pending-reboot"}
+    # Each variant step of an rds / aurora repetition sets that variant's values in that repetition's groups.
+    switches = [(op, kw) for op, kw in seen if op.startswith("modify") and
+                all(p["ApplyMethod"] == "immediate" for p in kw["Parameters"]) and
+                {p["ParameterName"] for p in kw["Parameters"]} <= {"max_connections", "innodb_deadlock_detect"}]
+    measured = [c for c in harness.calls_of("start_step") if c.event["step"].get("settings")]
+    per_step = {("cluster" if op.endswith("cluster_parameter_group") else "instance",
+                 p["ParameterName"], p["ParameterValue"]) for op, kw in switches for p in kw["Parameters"]}
+    assert per_step == {("instance", "max_connections", "500"), ("instance", "max_connections", "2000"),
+                        ("cluster", "innodb_deadlock_detect", "1"), ("cluster", "innodb_deadlock_detect", "0"),
+                        ("instance", "innodb_deadlock_detect", "1"), ("instance", "innodb_deadlock_detect", "0")}
+    assert len([kw for op, kw in switches if op == "modify_db_parameter_group"]) == len(measured)
+    # The agent waits for the values and records them beside the requested ones.
+    tuned = [j for j in jobs(requests) if j["step"]["name"] == "t0001.tuned"]
+    assert tuned and all(j["settings"]["method"] == "parameter-group" and j["settings"]["wait_s"] > 0 and
+                         j["settings"]["requested"] == {"max_connections": "2000", "innodb_deadlock_detect": "0"}
+                         for j in tuned)
+    prepare = [j for j in jobs(requests) if j["step"]["name"] == "prepare"]
+    assert {json.dumps(j["requested"], sort_keys=True) for j in prepare} == {json.dumps(
+        {"max_connections": "500", "innodb_deadlock_detect": "1", "innodb_open_files": "4000"}, sort_keys=True)}
+    # Torn down after their databases, every group of the run, and nothing left.
+    assert {kw.get("DBParameterGroupName") or kw["DBClusterParameterGroupName"] for op, kw in seen
+            if op.startswith("delete")} == set(created)
+    assert leftovers(run_id) == []
+
+
+def test_a_variant_rds_refuses_fails_its_repetition_and_everything_goes(harness):
+    def refuse(kw: dict) -> Exception | None:
+        wanted = {p["ParameterName"]: p["ParameterValue"] for p in kw["Parameters"]}
+        if wanted.get("max_connections") == "2000":
+            return client_error("InvalidParameterValue", "ModifyDBParameterGroup", "max_connections out of range")
+        return None
+    harness.proxies["rds"].faults["modify_db_parameter_group"] = refuse
+    result = harness.run(spec(targets=MANAGED[:1], variants=TUNED, repetitions=1), name="variants-managed-fault")
+    assert result["status"] == "FAILED", harness.explain(result)
+    run_id = next(c.result for c in harness.calls_of("plan"))["run_id"]
+    summary = json.loads(boto3.client("s3", region_name=REGION).get_object(
+        Bucket=BUCKET, Key=naming.summary_key(run_id))["Body"].read())
+    (rep,) = summary["targets"][0]["repetitions"]
+    assert rep["error"]["error"] == "VariantNotApplied" and "variant tuned" in rep["error"]["cause"]
+    assert "parameter group" in " ".join(rep["teardown"]["deleted"])
+    assert [c.event["step"]["name"] for c in harness.calls_of("collect")] == ["prepare", "t0001.base"]
+    assert leftovers(run_id) == []
+
+
+def test_a_group_its_deleting_database_still_uses_is_left_to_the_janitor(harness):
+    harness.proxies["rds"].faults["delete_db_parameter_group"] = [
+        client_error("InvalidDBParameterGroupState", "DeleteDBParameterGroup", "still in use by a deleting instance")]
+    result = harness.run(spec(targets=MANAGED[:1]), name="variants-managed-deleting")
+    assert result["status"] == "SUCCEEDED", harness.explain(result)
+    run_id = next(c.result for c in harness.calls_of("plan"))["run_id"]
+    (teardown,) = [c.result for c in harness.calls_of("teardown")]
+    (group,) = parameter_groups(run_id)
+    assert teardown["left"] == [] and teardown["waiting"] == [f"db parameter group {group}"]
+    assert leftovers(run_id) == [group]  # nothing else
+    report = sweep.janitor_sweep(sweep.region_clients, [REGION], set, OWNER)  # the run has ended
+    assert [r.id for r in report.removed] == [group] and report.failed == []
     assert leftovers(run_id) == []

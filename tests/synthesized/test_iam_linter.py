@@ -31,9 +31,9 @@ SUPPRESSED: dict[tuple[str, str], str] = {
     ("RESOURCE_MISMATCH", "RunInOurVpc"): SPLIT_BY_RESOURCE,
     ("RESOURCE_MISMATCH", "RunWithOurSecurityGroupsAndTemplate"): SPLIT_BY_RESOURCE,
     ("RESOURCE_MISMATCH", "RunUbuntuImages"): SPLIT_BY_RESOURCE,
-    ("RESOURCE_MISMATCH", "CreateOwnedDatabases"): SPLIT_BY_RESOURCE + " CreateDBInstance also authorizes "
-                                                   "the cluster of an Aurora member.",
-    ("RESOURCE_MISMATCH", "CreateWithDefaultGroupsInOurSubnets"): SPLIT_BY_RESOURCE,
+    ("RESOURCE_MISMATCH", "CreateOwnedDatabasesAndGroups"): SPLIT_BY_RESOURCE + " CreateDBInstance also "
+        "authorizes the cluster of an Aurora member and the run's parameter group it names (in this statement).",
+    ("RESOURCE_MISMATCH", "CreateWithDefaultOptionsInOurSubnets"): SPLIT_BY_RESOURCE,
     ("RESOURCE_MISMATCH", "DeleteOwnedDatabases"): "DeleteDBCluster also authorizes a final snapshot; "
                                                    "benchfleet never takes one (SkipFinalSnapshot).",
     ("RESOURCE_MISMATCH", "SendToOwnedInstances"): SPLIT_BY_RESOURCE + " SendCommand's document is in "

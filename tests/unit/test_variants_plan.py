@@ -179,19 +179,54 @@ def test_rds_values_and_settings_rds_does_not_allow() -> None:
     assert [(p.name, p.value, p.apply) for p in params] == [
         ("innodb_buffer_pool_size", "{DBInstanceClassMemory*7000/10000}", "dynamic"), ("sync_binlog", "0", "dynamic"),
         ("innodb_log_file_size", "1073741824", "static")]
-    assert [r.split(":")[0] for r in refused] == ["skip_log_bin", "made_up_option"]
+    assert [name for name, _ in refused] == ["skip_log_bin", "made_up_option"]
     _, refused = serverparams.db_parameters("aurora", [("innodb_flush_log_at_trx_commit", "2")])
-    assert refused and "does not let a parameter group set it" in refused[0]
+    assert refused and "does not let a parameter group set it" in refused[0][1]
 
 
-def test_until_a_parameter_group_switches_them_rds_refuses_variants_naming_the_field() -> None:
+RDS = {"id": "m", "kind": "rds", "instance_class": "db.m6g.large", "region": "us-east-1"}
+AURORA = {"id": "a", "kind": "aurora", "instance_class": "db.r6g.large", "region": "us-east-1"}
+
+
+@pytest.mark.parametrize(("targets", "variants", "field", "fragment"), [
+    # issue 28 item 1: a setting a parameter group cannot hold refuses the spec, naming where it came from
+    ([{**RDS, "mysql_config": "durable"}], [], "targets[0].mysql_config",
+     "log_bin (in workloads/mysql/durable.cnf): RDS does not let a parameter group set it"),
+    ([{**RDS, "server_options": {"skip-name-resolve": ""}}], [], "targets[0].server_options.skip_name_resolve",
+     "RDS does not let"),
+    ([{**AURORA, "server_options": {"innodb_flush_log_at_trx_commit": 2}}], [],
+     "targets[0].server_options.innodb_flush_log_at_trx_commit", "Aurora MySQL does not let"),
+    ([RDS], [{"id": "a", "server_options": {"made_up": 1}}, {"id": "b"}], "variants[0].server_options.made_up",
+     "not in benchfleet's catalogue"),
+    # issue 24 item 1: variants switch only dynamic parameters there, each variant giving a value
+    ([{**RDS, "server_options": {"innodb_open_files": 2000}}], [{"id": "a"}, {"id": "b", "server_options": {
+        "innodb_open_files": 4000}}], "variants[1].server_options.innodb_open_files",
+     "innodb_open_files is a static rds parameter"),
+    ([RDS], [{"id": "a"}, {"id": "b", "server_options": {"innodb_lock_wait_timeout": 10}}],
+     "variants[1].server_options.innodb_lock_wait_timeout", "is set by variant b only"),
+])
+def test_plan_refuses_what_rds_and_aurora_cannot_run_naming_the_field(targets, variants, field, fragment) -> None:
     from benchfleet.aws.errors import PlanRejected
     from benchfleet.aws.planning import runplan
     from benchfleet.aws.regions import TargetRegions
 
-    cloud = spec(targets=[{"id": "m", "kind": "rds", "instance_class": "db.m6g.large", "region": "us-east-1"}])
-    with pytest.raises(PlanRejected, match="variants: "):
-        runplan._loaded(cloud, TargetRegions.of("us-east-1"))
+    data = spec(targets=targets, variants=variants)
+    with pytest.raises(PlanRejected) as e:
+        runplan._loaded(data, TargetRegions.of("us-east-1"))
+    assert f"{field}: " in str(e.value) and fragment in str(e.value), str(e.value)
+
+
+def test_rds_and_aurora_measure_variants_that_switch_dynamic_parameters_or_only_the_workload() -> None:
+    from benchfleet.aws.planning import dbparams, runplan
+    from benchfleet.aws.regions import TargetRegions
+
+    switching = [{"id": "a", "server_options": {"max_connections": 500}},
+                 {"id": "b", "server_options": {"max_connections": 900}}]
+    loaded = runplan._loaded(spec(targets=[RDS, AURORA], variants=switching), TargetRegions.of("us-east-1"))
+    entries, refused = dbparams.target_parameters(loaded, 1)
+    assert refused == [] and {e["name"]: e["value"] for e in entries}["max_connections"] == "500"  # the first's
+    workloads = [{"id": "seq"}, {"id": "random", "workload": {**W, "name": "w2", "tables": 2}}]
+    runplan._loaded(spec(targets=[AURORA], variants=workloads), TargetRegions.of("us-east-1"))
 
 
 def test_smoke_scale_shrinks_every_variants_workload_alike_and_keeps_the_blocks() -> None:

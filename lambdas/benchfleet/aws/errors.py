@@ -40,6 +40,10 @@ class PlanRejected(Exception):
         self.problems = problems or []
 
 
+class VariantNotApplied(Exception):
+    """A variant's settings could not be put into effect on its target (its repetition fails)."""
+
+
 class CollectFailed(Exception):
     """A step's raw output is missing or unreadable."""
 

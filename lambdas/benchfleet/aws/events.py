@@ -31,6 +31,9 @@ class Step(_In):
     timeout_s: int = 3600
     # Prepare step only: what the agent sets up on the fresh host (runplan._install).
     install: dict[str, Any] | None = None
+    # First step only, rds / aurora: the values the run's parameter groups set, which the agent
+    # compares with what the server reports (its fingerprint records both).
+    requested: dict[str, str] | None = None
     # Variants (benchfleet.plan.PlanStep, benchfleet.aws.planning.variantplan): whose workload and data
     # set, which block, whose settings and how to switch to them, the variant's workload where it is not
     # the spec's, and its settings in the form the target's kind applies them.
@@ -59,6 +62,8 @@ class TargetItem(_In):
     steps: list[Step]
     # Per repetition, indices into steps in the order they run (runplan).
     sequence: list[list[int]] = []
+    # rds / aurora: the entries of the run's parameter groups ({name, value, level, apply}).
+    parameters: list[dict[str, Any]] = []
     timing: Timing
 
 
@@ -76,6 +81,9 @@ class Resources(_In):
     instance_type: str | None = None
     db_instance_id: str | None = None
     db_cluster_id: str | None = None
+    # The run's parameter groups of an rds / aurora target (benchfleet.aws.fleet.paramgroups).
+    parameter_group: str | None = None
+    cluster_parameter_group: str | None = None
     zone: str | None = None
     region: str | None = None
     zone_index: int = 0

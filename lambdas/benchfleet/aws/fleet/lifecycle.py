@@ -10,7 +10,7 @@ from pydantic import TypeAdapter
 
 from benchfleet import naming
 from benchfleet.aws.errors import TargetFailed
-from benchfleet.aws.fleet import secret_binding
+from benchfleet.aws.fleet import paramgroups, secret_binding
 from benchfleet.aws.fleet import targets as t
 from benchfleet.aws.planning import readywait
 from benchfleet.aws.settings import Settings
@@ -25,14 +25,18 @@ def _parse(ts: str) -> datetime:
 
 
 def provision(ec2: Any, rds: Any, ssm: Any, settings: Settings, *, run_id: str, target: dict[str, Any],
-              repetition: int, zone_index: int, expires_at: str) -> dict[str, Any]:
-    """Create the target (and its client) in the zone of ``SUBNET_IDS[zone_index]``. On any failure
-    what was already created is deleted before the error propagates (teardown by tag backs this up)."""
+              repetition: int, zone_index: int, expires_at: str,
+              parameters: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Create the target (and its client) in the zone of ``SUBNET_IDS[zone_index]``; an rds or aurora
+    target with the run's parameter groups, set to the plan's ``parameters`` (benchfleet.aws.fleet.
+    paramgroups). On any failure what was already created is deleted before the error propagates
+    (teardown by tag backs this up)."""
     # Through the spec's own model: defaults filled in, a malformed target refused here.
     target = TypeAdapter(Target).validate_python(target).model_dump(mode="json")
     target_id, kind = target["id"], target["kind"]
     out: dict[str, Any] = {"kind": kind, "managed": kind != "existing", "instance_id": None,
-                           "db_instance_id": None, "db_cluster_id": None, "zone_index": zone_index,
+                           "db_instance_id": None, "db_cluster_id": None, "parameter_group": None,
+                           "cluster_parameter_group": None, "zone_index": zone_index,
                            "provisioned_at": t.now_iso()}
     if kind == "existing":
         out["instance_id"] = target["instance_id"]
@@ -49,14 +53,16 @@ def provision(ec2: Any, rds: Any, ssm: Any, settings: Settings, *, run_id: str, 
     prefix = settings.db_identifier_prefix
     subnet_id, zone = t.subnet_for(ec2, settings, zone_index)
     out.update(subnet_id=subnet_id, zone=zone)
+    groups = paramgroups.names(kind, run_id, target_id, repetition, prefix)
+    out.update(parameter_group=groups.instance, cluster_parameter_group=groups.cluster)
     try:
         if kind == "rds":
             out["db_instance_id"] = t.create_rds(
-                rds, settings, target=target, zone=zone, tags=tags,
+                rds, settings, target=target, zone=zone, tags=tags, groups=groups, parameters=parameters,
                 identifier=naming.db_identifier(run_id, target_id, repetition, "db", prefix))
         elif kind == "aurora":
             out["db_cluster_id"], out["db_instance_id"] = t.create_aurora(
-                rds, settings, target=target, zone=zone, tags=tags,
+                rds, settings, target=target, zone=zone, tags=tags, groups=groups, parameters=parameters,
                 cluster_id=naming.db_identifier(run_id, target_id, repetition, "cluster", prefix),
                 writer_id=naming.db_identifier(run_id, target_id, repetition, "writer", prefix))
         role = "target" if kind == "ec2" else "client"
@@ -69,7 +75,8 @@ def provision(ec2: Any, rds: Any, ssm: Any, settings: Settings, *, run_id: str, 
             storage=target.get("storage") if kind == "ec2" else None)
     except BaseException:
         log.warning("provision of %s failed in %s: deleting what was created", target_id, zone)
-        teardown(ec2, rds, run_id=run_id, target_id=target_id, resources=out, owner=owner, verify=False)
+        teardown(ec2, rds, run_id=run_id, target_id=target_id, resources=out, owner=owner, verify=False,
+                 repetition=repetition, prefix=prefix)
         raise
     return out
 
@@ -98,9 +105,13 @@ def check_ready(ec2: Any, rds: Any, ssm: Any, secretsmanager: Any, *, resources:
 
 
 def teardown(ec2: Any, rds: Any, *, run_id: str, target_id: str, resources: dict[str, Any] | None,
-             owner: str, verify: bool = True) -> dict[str, Any]:
+             owner: str, verify: bool = True, repetition: int | None = None,
+             prefix: str | None = None) -> dict[str, Any]:
     """Idempotent: delete what was recorded, then whatever else carries the run's, the target's and
-    the owning stack's tags, then check that nothing is left that is neither gone nor going."""
+    the owning stack's tags, then check that nothing is left that is neither gone nor going. The
+    run's parameter groups go after their databases (their names derived as provision derives them,
+    so a provision that failed before recording them still loses them); one a deleting database
+    still uses is left to the janitor (``waiting``), which removes it once the database is gone."""
     resources = resources or {}
     if resources.get("managed") is False:
         return {"deleted": [], "left": [], "managed": False}
@@ -118,7 +129,15 @@ def teardown(ec2: Any, rds: Any, *, run_id: str, target_id: str, resources: dict
     for ident in {*clusters, *filter(None, [resources.get("db_cluster_id")])}:
         if t.delete_db_cluster(rds, ident):
             deleted.append(f"db cluster {ident}")
+    groups = paramgroups.Groups(instance=resources.get("parameter_group"),
+                                cluster=resources.get("cluster_parameter_group"))
+    if repetition is not None and prefix is not None and resources.get("kind") in ("rds", "aurora"):
+        groups = paramgroups.names(str(resources["kind"]), run_id, target_id, repetition, prefix)
+    gone, waiting = paramgroups.delete(rds, groups)
+    deleted += gone
     left = t.leftovers(ec2, rds, run_id, target_id, owner) if verify else []
+    if verify:
+        left += [g for g in paramgroups.existing(rds, groups) if g not in waiting]
     if left:
         raise TargetFailed(f"teardown of {target_id} left {', '.join(left)}")
-    return {"deleted": sorted(deleted), "left": left, "managed": True}
+    return {"deleted": sorted(deleted), "left": left, "waiting": waiting, "managed": True}

@@ -26,9 +26,12 @@ both); any other is reported, never removed.
 EC2 instances and EBS volumes are found with a server-side tag filter; RDS cannot filter on tags, so DB instances
 and clusters are listed and their ``TagList`` read (DescribeDBInstances / DescribeDBClusters
 include it). DB instances go before clusters: a cluster refuses deletion while it still has members
-that are not deleting. Volumes go last: a data volume attached with DeleteOnTermination goes with its
+that are not deleting. Volumes go after them: a data volume attached with DeleteOnTermination goes with its
 instance (counted as already gone once that instance is removed or going); a detached one is deleted;
-one attached otherwise is reported, and removed by a later sweep once it is detached.
+one attached otherwise is reported, and removed by a later sweep once it is detached. The run's
+parameter groups (benchfleet.aws.fleet.paramgroups) go last; RDS lists them without tags, so only
+those named as provision names them are asked for their tags, and one a database being deleted
+still uses is kept for a later sweep, not counted as a failure.
 """
 
 from __future__ import annotations
@@ -43,18 +46,23 @@ from typing import Any, Literal
 from botocore.exceptions import ClientError
 
 from benchfleet.aws.clients import client
+from benchfleet.aws.fleet import paramgroups
 from benchfleet.naming import TAG_EXPIRES_AT, TAG_RUN_ID, TAG_STACK, TAG_TARGET_ID, db_identifier
 
-Kind = Literal["ec2-instance", "db-instance", "db-cluster", "ec2-volume"]
+Kind = Literal["ec2-instance", "db-instance", "db-cluster", "ec2-volume", "db-parameter-group",
+               "db-cluster-parameter-group"]
 Outcome = Literal["removed", "already-gone"]
 
-# Removal order: members before the clusters that hold them; EC2 clients anywhere.
-_ORDER: dict[str, int] = {"ec2-instance": 0, "db-instance": 1, "db-cluster": 2, "ec2-volume": 3}
+# Removal order: members before the clusters that hold them, parameter groups after the databases
+# that use them; EC2 clients anywhere.
+_ORDER: dict[str, int] = {"ec2-instance": 0, "db-instance": 1, "db-cluster": 2, "ec2-volume": 3,
+                          "db-parameter-group": 4, "db-cluster-parameter-group": 5}
+_PARAMETER_GROUP_KINDS = ("db-parameter-group", "db-cluster-parameter-group")
 _LIVE_VOLUME_STATES = ["creating", "available", "in-use", "error"]
 _LIVE_EC2_STATES = ["pending", "running", "stopping", "stopped"]
 _GONE_CODES = {
     "InvalidInstanceID.NotFound", "DBInstanceNotFound", "DBInstanceNotFoundFault",
-    "DBClusterNotFoundFault", "DBClusterNotFound", "InvalidVolume.NotFound",
+    "DBClusterNotFoundFault", "DBClusterNotFound", "InvalidVolume.NotFound", *paramgroups.GONE_CODES,
 }
 _BUSY_CODES = {"InvalidDBInstanceState", "InvalidDBInstanceStateFault", "InvalidDBClusterStateFault",
                "InvalidDBClusterState"}
@@ -158,7 +166,7 @@ def _resource(kind: Kind, rid: str, region: str, raw_tags: Iterable[dict[str, st
                     expires_at=parse_expiry(tags.get(TAG_EXPIRES_AT)), state=state, **extra)
 
 
-_DB_NAME = re.compile(r"^(?P<prefix>[a-z][a-z0-9]*)-.+-r(?P<repetition>[0-9]+)-(?P<role>db|writer|cluster)$")
+_DB_NAME = re.compile(r"^(?P<prefix>[a-z][a-z0-9]*)-.+-r(?P<repetition>[0-9]+)-(?P<role>db|writer|cluster|pg|cpg)$")
 
 
 def _adopted(identifier: str, run_id: str, target_id: str | None) -> str | None:
@@ -216,7 +224,29 @@ def find_tagged(clients: RegionClients, owner: str, run_id: str | None = None) -
             candidates.append(_resource("db-cluster", cluster["DBClusterIdentifier"], clients.region,
                                         cluster.get("TagList"), owner, run_id, str(cluster.get("Status", "")),
                                         deletion_protection=bool(cluster.get("DeletionProtection"))))
+    candidates += _parameter_groups(clients, owner, run_id)
     return [r for r in candidates if r is not None]
+
+
+def _parameter_groups(clients: RegionClients, owner: str, run_id: str | None) -> list[Resource | None]:
+    """The run's parameter groups (benchfleet.aws.fleet.paramgroups). RDS lists them without their
+    tags: only those named as provision names them are asked for theirs (ListTagsForResource)."""
+    found: list[Resource | None] = []
+    listings = (("db-parameter-group", "describe_db_parameter_groups", "DBParameterGroups", "DBParameterGroupName",
+                 "DBParameterGroupArn"),
+                ("db-cluster-parameter-group", "describe_db_cluster_parameter_groups", "DBClusterParameterGroups",
+                 "DBClusterParameterGroupName", "DBClusterParameterGroupArn"))
+    for kind, operation, key, name_key, arn_key in listings:
+        for page in clients.rds.get_paginator(operation).paginate():
+            for group in page.get(key, []):
+                name = str(group.get(name_key, ""))
+                match = _DB_NAME.match(name)
+                if not match or match["role"] != paramgroups.ROLE[
+                        paramgroups.CLUSTER if kind == "db-cluster-parameter-group" else paramgroups.INSTANCE]:
+                    continue
+                tags = clients.rds.list_tags_for_resource(ResourceName=group[arn_key]).get("TagList")
+                found.append(_resource(kind, name, clients.region, tags, owner, run_id, "available"))  # type: ignore[arg-type]
+    return found
 
 
 # ---- removing -----------------------------------------------------------------------------------
@@ -304,6 +334,11 @@ def remove(clients: RegionClients, res: Resource, going: frozenset[str] = frozen
                 raise
         elif res.kind == "ec2-volume":
             clients.ec2.delete_volume(VolumeId=res.id)
+        elif res.kind in _PARAMETER_GROUP_KINDS:
+            if res.kind == "db-cluster-parameter-group":
+                clients.rds.delete_db_cluster_parameter_group(DBClusterParameterGroupName=res.id)
+            else:
+                clients.rds.delete_db_parameter_group(DBParameterGroupName=res.id)
         elif res.kind == "db-instance":
             kwargs: dict[str, Any] = {"DBInstanceIdentifier": res.id, "SkipFinalSnapshot": True}
             if not res.cluster_id:  # automated backups belong to the cluster for Aurora members
@@ -315,10 +350,17 @@ def remove(clients: RegionClients, res: Resource, going: frozenset[str] = frozen
         code = _code(e)
         if code in _GONE_CODES:
             return "already-gone"
+        if code in paramgroups.IN_USE_CODES and res.kind in _PARAMETER_GROUP_KINDS:
+            raise InUse(f"{res.id} is still used by a database being deleted: a later sweep removes it") from None
         if code in _BUSY_CODES and res.kind != "ec2-instance" and not _still_there(clients, res):
             return "already-gone"
         raise
     return "removed"
+
+
+class InUse(Exception):
+    """A run's parameter group a database still uses (it is being deleted): kept for a later sweep,
+    not a failure (the janitor removes it once the database is gone)."""
 
 
 def remove_all(clients_for: ClientsFor, resources: Iterable[Resource]) -> SweepReport:
@@ -329,6 +371,9 @@ def remove_all(clients_for: ClientsFor, resources: Iterable[Resource]) -> SweepR
             outcome = remove(clients_for(res.region), res, frozenset(going))
             if res.kind == "ec2-instance":
                 going.add(res.id)
+        except InUse as e:
+            report.kept.append((res, str(e)))
+            continue
         except Protected as e:
             report.failed.append((res, f"Protected: {e}"))
             continue

@@ -15,6 +15,7 @@ from botocore.exceptions import ClientError
 
 from benchfleet import naming
 from benchfleet.aws.errors import TargetFailed, aws_errors, error_code
+from benchfleet.aws.fleet import paramgroups
 from benchfleet.aws.settings import Settings
 
 UBUNTU_AMI_PARAMETER = "/aws/service/canonical/ubuntu/server/24.04/stable/current/{arch}/hvm/ebs-gp3/ami-id"
@@ -45,28 +46,33 @@ def ubuntu_ami(ssm: Any, arch: str) -> str:
     return str(value)
 
 
-def engine_version(rds: Any, engine: str, spec_engine: str) -> str:
-    """The newest version of ``engine`` (mysql | mariadb | aurora-mysql) in the spec's major line,
-    looked up (DescribeDBEngineVersions), never hard-coded. Aurora MySQL 3 is MySQL 8.0."""
+def engine_version(rds: Any, engine: str, spec_engine: str) -> tuple[str, str]:
+    """(version, parameter group family) of the newest version of ``engine`` (mysql | mariadb |
+    aurora-mysql) in the spec's major line, looked up (DescribeDBEngineVersions), never hard-coded.
+    Aurora MySQL 3 is MySQL 8.0. The family is what the run's parameter groups are created for."""
     wanted = spec_engine.partition("-")[2]  # "mysql-8.0" -> "8.0"; "" for any
-    versions: list[str] = []
+    versions: dict[str, str] = {}
     marker: str | None = None
     with aws_errors():
         while True:
             page = rds.describe_db_engine_versions(Engine=engine, **({"Marker": marker} if marker else {}))
-            versions += [v["EngineVersion"] for v in page["DBEngineVersions"]]
+            versions.update({v["EngineVersion"]: str(v.get("DBParameterGroupFamily") or "")
+                             for v in page["DBEngineVersions"]})
             marker = page.get("Marker")
             if not marker:
                 break
     if wanted:
-        versions = [v for v in versions if v == wanted or v.startswith(wanted + ".")]
+        versions = {v: f for v, f in versions.items() if v == wanted or v.startswith(wanted + ".")}
     if not versions:
         raise TargetFailed(f"no {engine} engine version matches {spec_engine}")
 
     def key(version: str) -> tuple[int, ...]:
         return tuple(int(p) for p in re.findall(r"\d+", version))
 
-    return max(versions, key=key)
+    newest = max(versions, key=key)
+    if not versions[newest]:
+        raise TargetFailed(f"{engine} {newest}: DescribeDBEngineVersions names no parameter group family")
+    return newest, versions[newest]
 
 
 def subnet_for(ec2: Any, settings: Settings, zone_index: int) -> tuple[str, str]:
@@ -134,19 +140,32 @@ def data_volumes(ec2: Any, instance_id: str, count: int) -> list[dict[str, str]]
     return [{"volume_id": str(mappings[name]), "device": name} for name in wanted]
 
 
+def _parameter_groups(rds: Any, groups: paramgroups.Groups, *, family: str, target: dict[str, Any],
+                      parameters: list[dict[str, Any]], tags: dict[str, str]) -> None:
+    paramgroups.create(rds, groups, family=family, parameters=parameters, tags=tags,
+                       description=f"benchfleet {tags.get(naming.TAG_RUN_ID, '')} {target['id']}: "
+                                   f"{target.get('mysql_config', 'default')} with its server_options")
+
+
 def create_rds(rds: Any, settings: Settings, *, target: dict[str, Any], identifier: str, zone: str,
-               tags: dict[str, str]) -> str:
+               tags: dict[str, str], groups: paramgroups.Groups | None = None,
+               parameters: list[dict[str, Any]] | None = None) -> str:
+    """The DB instance, after the run's parameter group it boots with (``groups.instance``)."""
     engine = "mariadb" if target["engine"].startswith("mariadb") else "mysql"
     storage = target.get("storage") or {}
+    version, family = engine_version(rds, engine, target["engine"])
     args: dict[str, Any] = {
         "DBInstanceIdentifier": identifier, "DBInstanceClass": target["instance_class"],
-        "Engine": engine, "EngineVersion": engine_version(rds, engine, target["engine"]),
+        "Engine": engine, "EngineVersion": version,
         "MasterUsername": MASTER_USER, "ManageMasterUserPassword": True, "DBName": DATABASE,
         "AllocatedStorage": storage.get("size_gb", 100), "StorageType": storage.get("type", "gp3"),
         "StorageEncrypted": True, "MultiAZ": False, "PubliclyAccessible": False,
         "AvailabilityZone": zone, "DeletionProtection": False, "BackupRetentionPeriod": 0,
         "Tags": naming.tag_list(tags),
     }
+    if groups and groups.instance:
+        _parameter_groups(rds, groups, family=family, target=target, parameters=parameters or [], tags=tags)
+        args["DBParameterGroupName"] = groups.instance
     if storage.get("iops"):
         args["Iops"] = storage["iops"]
     if settings.db_subnet_group_name:
@@ -159,15 +178,22 @@ def create_rds(rds: Any, settings: Settings, *, target: dict[str, Any], identifi
 
 
 def create_aurora(rds: Any, settings: Settings, *, target: dict[str, Any], cluster_id: str, writer_id: str,
-                  zone: str, tags: dict[str, str]) -> tuple[str, str]:
-    """CreateDBCluster makes an empty cluster: the writer instance is created here too."""
+                  zone: str, tags: dict[str, str], groups: paramgroups.Groups | None = None,
+                  parameters: list[dict[str, Any]] | None = None) -> tuple[str, str]:
+    """CreateDBCluster makes an empty cluster: the writer instance is created here too, each with
+    the run's parameter group of its level."""
+    version, family = engine_version(rds, "aurora-mysql", target["engine"])
     args: dict[str, Any] = {
-        "DBClusterIdentifier": cluster_id, "Engine": "aurora-mysql",
-        "EngineVersion": engine_version(rds, "aurora-mysql", target["engine"]),
+        "DBClusterIdentifier": cluster_id, "Engine": "aurora-mysql", "EngineVersion": version,
         "MasterUsername": MASTER_USER, "ManageMasterUserPassword": True, "DatabaseName": DATABASE,
         "StorageEncrypted": True, "DeletionProtection": False, "BackupRetentionPeriod": 1,
         "Tags": naming.tag_list(tags),
     }
+    writer: dict[str, Any] = {}
+    if groups and groups.cluster and groups.instance:
+        _parameter_groups(rds, groups, family=family, target=target, parameters=parameters or [], tags=tags)
+        args["DBClusterParameterGroupName"] = groups.cluster
+        writer["DBParameterGroupName"] = groups.instance
     if settings.db_subnet_group_name:
         args["DBSubnetGroupName"] = settings.db_subnet_group_name
     if settings.db_security_group_id:
@@ -179,7 +205,7 @@ def create_aurora(rds: Any, settings: Settings, *, target: dict[str, Any], clust
             rds.create_db_instance(DBInstanceIdentifier=writer_id, DBClusterIdentifier=cluster_id,
                                    Engine="aurora-mysql", DBInstanceClass=target["instance_class"],
                                    AvailabilityZone=zone, PubliclyAccessible=False,
-                                   Tags=naming.tag_list(tags))
+                                   Tags=naming.tag_list(tags), **writer)
     return cluster_id, writer_id
 
 
@@ -223,11 +249,19 @@ def db_connection(rds: Any, resources: dict[str, Any]) -> dict[str, Any] | None:
     writer = db_instance(rds, resources["db_instance_id"])
     if writer.get("DBInstanceStatus") != "available":
         return None
+    cluster: dict[str, Any] | None = None
     if resources.get("db_cluster_id"):
         with aws_errors():
             cluster = rds.describe_db_clusters(DBClusterIdentifier=resources["db_cluster_id"])["DBClusters"][0]
         if cluster.get("Status") != "available":
             return None
+    if paramgroups.pending_reboot(writer, cluster):
+        # A static parameter of the run's groups is not in effect yet: the writer reboots into it
+        # before anything is measured (it is "rebooting", so the next check waits).
+        with aws_errors(), contextlib.suppress(rds.exceptions.InvalidDBInstanceStateFault):
+            rds.reboot_db_instance(DBInstanceIdentifier=writer["DBInstanceIdentifier"])
+        return None
+    if cluster is not None:
         host, port = cluster["Endpoint"], cluster.get("Port", 3306)
         secret = (cluster.get("MasterUserSecret") or {}).get("SecretArn")
     else:

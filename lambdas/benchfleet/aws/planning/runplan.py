@@ -29,9 +29,9 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from benchfleet import catalogue, cost_ceiling, naming
+from benchfleet import catalogue, cost_ceiling, naming, variants
 from benchfleet.aws.errors import PlanRejected, aws_errors
-from benchfleet.aws.planning import asl_walk, controlplane, history, variantplan
+from benchfleet.aws.planning import asl_walk, controlplane, dbparams, history, variantplan
 from benchfleet.aws.regions import TargetRegions
 from benchfleet.aws.settings import DEFAULT_RESULTS_STORE, Settings
 from benchfleet.aws.steps import commands
@@ -143,9 +143,6 @@ def _loaded(spec_data: dict[str, Any], regions: TargetRegions) -> LoadedSpec:
     except SpecError as e:
         raise PlanRejected(str(e), field=e.problems[0][0]) from None
     problems = []
-    if spec.variants and any(t.kind in ("rds", "aurora") for t in spec.targets):
-        problems.append("variants: rds and aurora targets do not measure variants yet (their settings switch "
-                        "through the run's parameter group)")
     for i, target in enumerate(spec.targets):
         if target.kind not in CLOUD_KINDS:
             problems.append(f"targets[{i}].kind: {target.kind} targets run with benchfleet run --local")
@@ -163,7 +160,21 @@ def _loaded(spec_data: dict[str, Any], regions: TargetRegions) -> LoadedSpec:
                      for field, message in catalogue.spec_problems(list(spec.targets), home_region=regions.home)]
     if problems:
         raise PlanRejected("spec: " + "; ".join(problems))
+    # Every setting reaches an rds / aurora server through its parameter groups, or the spec is refused.
+    unsettable = _parameter_problems(loaded)
+    if unsettable:
+        raise PlanRejected("spec: " + "; ".join(f"{field}: {message}" for field, message in unsettable),
+                           problems=unsettable)
     return regions.resolve(loaded)
+
+
+def _parameter_problems(loaded: LoadedSpec) -> list[tuple[str, str]]:
+    """Settings of rds / aurora targets their parameter groups cannot hold or variants cannot switch."""
+    problems: list[tuple[str, str]] = []
+    for i, target in enumerate(loaded.spec.targets):
+        problems += dbparams.target_parameters(loaded, i)[1]
+        problems += variants.switch_problems(loaded, target, i)
+    return problems
 
 
 def _ec2_engine_ok(engine: str) -> bool:
@@ -236,7 +247,8 @@ def step_timeout_s(duration_s: int, kind: str) -> int:
 
 
 def _steps(target: TargetPlan, o: Timing, install: dict[str, Any] | None,
-           loaded: LoadedSpec, spec_target: Any = None) -> list[dict[str, Any]]:
+           loaded: LoadedSpec, spec_target: Any = None,
+           requested: dict[str, str] | None = None) -> list[dict[str, Any]]:
     out = []
     cache: dict[str, Any] = {}
     for step in target.steps:
@@ -248,6 +260,8 @@ def _steps(target: TargetPlan, o: Timing, install: dict[str, Any] | None,
                 "timeout_s": o.step_timeout_s or step_timeout_s(step.duration_s, step.kind)}
         if step.index == 0 and install:  # every repetition's first step sets its fresh host up
             item["install"] = install
+        if step.index == 0 and requested:  # and the agent records the server's values beside these
+            item["requested"] = requested
         if loaded.variants:
             item.update(variantplan.step_extras(loaded, spec_target, step, cache))
         out.append(item)
@@ -433,6 +447,7 @@ def plan_run(request: RunRequest, *, execution_name: str | None = None, zone_cou
         target = spec_target.model_dump(mode="json")
         # The price the estimate used travels with the target (the targets table records it).
         target["price_per_hour"] = t.price_per_hour
+        parameters = dbparams.target_parameters(loaded, index)[0]
         deadline = now + timedelta(seconds=t.total_s) + DEADLINE_MARGIN
         targets.append({
             "run_id": run_id, "target_id": t.target_id, "kind": t.kind,
@@ -446,7 +461,10 @@ def plan_run(request: RunRequest, *, execution_name: str | None = None, zone_cou
             "repetitions_at_once": t.at_once if 0 < t.at_once < t.repetitions else 0,
             # Each repetition's start after the first's (the definition's "Wait for its start").
             "start_after_s": [0 if t.at_once == 1 else i * t.spacing_s for i in range(t.repetitions)],
-            "steps": _steps(t, o, _install(index, target, loaded), loaded, spec_target),
+            "steps": _steps(t, o, _install(index, target, loaded), loaded, spec_target,
+                            dbparams.requested(parameters)),
+            # rds / aurora: the run's parameter groups hold these (benchfleet.aws.fleet.paramgroups).
+            "parameters": parameters,
             # Per repetition, the steps it runs in order (indices into steps): variants interleave in
             # an order that turns from one repetition to the next.
             "sequence": t.sequence or [list(range(len(t.steps)))] * t.repetitions,

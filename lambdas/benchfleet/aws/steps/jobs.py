@@ -23,6 +23,7 @@ from typing import Any
 
 from benchfleet.agentjob import agent_job
 from benchfleet.aws.events import StepState
+from benchfleet.aws.planning import dbparams
 from benchfleet.plan import PlanStep
 from benchfleet.spec import ExistingTarget, Workload
 
@@ -70,8 +71,7 @@ def settings_of(state: StepState) -> dict[str, Any] | None:
         out["apply"] = {**apply, "switch": dict(step.switch)}
     elif state.kind in ("rds", "aurora"):
         out.update(method="parameter-group", wait_s=given.get("wait_s", 0),
-                   requested={p["name"]: p["value"] for p in given.get("parameters") or []
-                              if not str(p["value"]).startswith("{")})  # RDS sizes formulas itself
+                   requested=dbparams.requested(given.get("parameters") or []))
     else:
         out.update(method="none", requested={})
     return out
@@ -110,4 +110,6 @@ def job_for(state: StepState, volumes: list[dict[str, str]] | None = None) -> di
                 raise ValueError(f"{state.target['id']}: the install builds on {wanted} EBS volumes, "
                                  f"but {len(volumes or [])} volume ids were found")
             job["install"]["storage"] = {**job["install"]["storage"], "volumes": volumes}
+    if step.index == 0 and state.step.requested:  # rds / aurora: what the run's parameter groups set
+        job["requested"] = dict(state.step.requested)
     return job
