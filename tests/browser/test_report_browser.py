@@ -173,8 +173,9 @@ def _marks(dom: str) -> dict[str, object]:
 
 def test_the_demo_shows_its_verdicts_caveats_and_what_the_targets_were_given(tmp_path: Path) -> None:
     """The demo's shape (both servers measured in rounds, each repetition of one beside the other's: a
-    paired verdict, marked 'paired:'): decisive bars solid, with whiskers, named by target; the steal the baseline ran under as a caveat with its figures, beside the bars and in
-    the table; each server's pinned CPU and memory beside the host's; no '$0' for what has no price.
+    paired verdict, marked 'paired:'): decisive bars solid, with whiskers, named by target; the steal
+    the baseline ran under as a caveat with its figures, beside the bars and in the table; each server's
+    pinned CPU and memory beside the host's; no '$0' for what has no price.
     Screenshot: test-artifacts/report.png."""
     if CHROMIUM is None:
         pytest.skip("chromium is not installed (make browser-deps installs Debian's chromium)")
