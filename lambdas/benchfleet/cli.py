@@ -31,8 +31,10 @@ class CliError(Exception):
 
 
 def home() -> Path:
-    """The data dir: ``.benchfleet/`` under the current directory unless BENCHFLEET_HOME is set."""
-    return Path(os.environ.get("BENCHFLEET_HOME") or Path.cwd() / ".benchfleet")
+    """The data dir: ``.benchfleet/`` under the current directory unless BENCHFLEET_HOME is set.
+    Absolute: the server is started with its data directory under it, from another directory, and
+    the agent takes only absolute paths (a relative BENCHFLEET_HOME failed every local run)."""
+    return Path(os.environ.get("BENCHFLEET_HOME") or Path.cwd() / ".benchfleet").absolute()
 
 
 def _load(path: str, scale: str = "full", local: bool = False) -> tuple[LoadedSpec, Plan]:

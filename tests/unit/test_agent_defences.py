@@ -65,6 +65,18 @@ def sysbench_ran(tmp_path: Path) -> bool:
     ({"db": {"password": "pw", "port": "3306; rm"}}, "db.port"),
     ({"db": ["127.0.0.1"]}, "db must be an object"),
     ({"db": {"password": "pw", "expect_server": "x"}}, "db.expect_server"),
+    # The keys of variants, blocks, row counts and disk figures (a traceback, or records labelled
+    # {"a": 1}, before).
+    ({"variant": {"a": 1}}, "variant"),
+    ({"variant": "a\nb"}, "variant"),
+    ({"variant": "a", "step": {"name": "t0001", "kind": "measure", "threads": 1, "duration_s": 1, "block": "x"}},
+     "step.block"),
+    ({"variant": "a", "settings": ["x"]}, "settings must be an object"),
+    ({"variant": "a", "settings": {"variant": "a", "wait_s": "abc"}}, "settings.wait_s"),
+    ({"variant": "a", "settings": {"variant": "a", "requested": [1]}}, "settings.requested"),
+    ({"rows": {"prepared": "lots", "state_dir": "/var/lib/benchfleet"}}, "rows.prepared"),
+    ({"rows": {"prepared": 5, "state_dir": "../elsewhere"}}, "rows.state_dir"),
+    ({"data_dir": 5}, "data_dir"),
 ])
 def test_a_job_it_cannot_use_ends_with_its_own_error_record(host: dict[str, str], tmp_path: Path,
                                                             change: dict[str, object], field: str) -> None:

@@ -175,11 +175,34 @@ def check_job(job: Any) -> str:
                 "ssl_ca", "ssl_cert", "ssl_key"):
         if db.get(key) is not None and not isinstance(db[key], str):
             raise JobError("db.{} must be a string".format(key))
-    for key in ("requested", "install", "expect_server"):
+    for key in ("requested", "install", "expect_server", "settings", "rows"):
         where = db if key == "expect_server" else job
         if where.get(key) is not None and not isinstance(where[key], dict):
             raise JobError("{}{} must be an object".format("db." if where is db else "", key))
+    _check_variant_keys(job)
     return str(kind)
+
+
+def _check_variant_keys(job: Dict[str, Any]) -> None:
+    """The keys variants, blocks, row counts and disk figures added: each record carries the variant
+    and block (what results are paired by), the settings are waited for and applied, the row count is
+    kept in a file: a value of the wrong type would fail halfway or label every record wrongly."""
+    for path, value in (("variant", job.get("variant")), ("settings.variant", (job.get("settings") or {}).get(
+            "variant"))):
+        if value is not None and not (isinstance(value, str) and _SAFE_COMPONENT.match(value)):
+            raise JobError("{} must be a name of [A-Za-z0-9._-], not {!r}".format(path, value))
+    _integer(job, "step.block", 1, 1000, required=False)
+    _integer(job, "settings.wait_s", 0, 3600, required=False)
+    settings = job.get("settings") or {}
+    for key in ("requested", "apply"):
+        if settings.get(key) is not None and not isinstance(settings[key], dict):
+            raise JobError("settings.{} must be an object".format(key))
+    _integer(job, "rows.prepared", 0, 10 ** 13, required=False)
+    for path, value in (("rows.state_dir", (job.get("rows") or {}).get("state_dir")),
+                        ("data_dir", job.get("data_dir"))):
+        if value is not None and not (isinstance(value, str) and os.path.isabs(value)
+                                      and ".." not in value.split("/") and "\n" not in value):
+            raise JobError("{} must be an absolute path, not {!r}".format(path, value))
 
 
 class CpuTimes:
