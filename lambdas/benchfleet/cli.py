@@ -351,8 +351,13 @@ def _per_second(store: Any, run_id: str, fmt: str) -> None:
     out = sys.stdout
     first = True
     if not store.query("SELECT 1 FROM samples WHERE run_id = ? LIMIT 1", [run_id]):
-        raise CliError(f"run {run_id} has no per-second samples (imported logs without --report-interval "
-                       "lines have none): its step summaries are in `results`", EXIT_FAILED)
+        run = store.run(run_id)
+        if run.get("mode") == "import":
+            raise CliError(f"run {run_id} has no per-second samples (imported logs without --report-interval "
+                           "lines have none): its step summaries are in `results`", EXIT_FAILED)
+        # A run that ended before its first measured second: say how it ended, not that it was imported.
+        raise CliError(f"run {run_id} has no per-second samples: it is {run.get('status')}"
+                       + (f" ({run['message']})" if run.get("message") else ""), EXIT_FAILED)
     for batch in store.sample_batches(run_id):
         rows = [{k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in r.items()} for r in batch]
         if fmt == "csv":

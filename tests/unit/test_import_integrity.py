@@ -76,7 +76,19 @@ def test_per_second_of_a_run_without_samples_says_so(bf_home: Path, tmp_path: Pa
     for fmt in ("csv", "json"):
         assert main(["results", "summaries", "--per-second", "--format", fmt]) == 1
         out = capsys.readouterr()
-        assert out.out == "" and "has no per-second samples" in out.err
+        assert out.out == "" and "has no per-second samples (imported logs" in out.err
+    # A local run that failed before its first second is not said to be imported.
+    from benchfleet.local.store import DuckDBStore
+
+    store = DuckDBStore(bf_home / "benchfleet.duckdb")
+    try:
+        store.create_run("broken-1", "broken", {}, "local", None)
+        store.finish_run("broken-1", "failed", "l: MariaDB did not start")
+    finally:
+        store.close()
+    assert main(["results", "broken-1", "--per-second", "--format", "csv"]) == 1
+    err = capsys.readouterr().err
+    assert "it is failed (l: MariaDB did not start)" in err and "imported" not in err, err
 
 
 def test_the_same_logs_in_a_second_run_are_flagged(bf_home: Path, tmp_path: Path,
