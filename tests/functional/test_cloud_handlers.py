@@ -36,8 +36,9 @@ from benchfleet.aws.planning import controlplane, runplan
 from benchfleet.aws.steps import callbacks
 from benchfleet.aws.store import timestream
 from benchfleet.pricing import price_per_hour
-from benchfleet.spec import parse_spec, resolve
+from benchfleet.spec import load_spec, parse_spec, resolve
 
+REPO = Path(__file__).resolve().parents[2]
 RUN = "fn-20261122t000000-abcd"
 EXPIRES = "2026-11-23T00:00:00Z"
 CMD = "0b9b5a3c-1d2e-4f50-8a6b-7c8d9e0f1a2b"
@@ -602,6 +603,21 @@ def test_rds_and_aurora_boot_with_the_runs_parameter_groups_and_reboot_into_stat
         assert sum("parameter group" in d for d in torn["deleted"]) == (2 if item["kind"] == "aurora" else 1)
     assert [g for g in rds.describe_db_parameter_groups()["DBParameterGroups"]
             if g["DBParameterGroupName"].startswith(DB_PREFIX)] == []
+
+
+def test_the_shipped_aurora_pk_order_spec_measures_both_keys_on_one_cluster(aws):
+    """Issue 24 item 7: seed 003's two primary keys were two specs (two clusters, compared run against
+    run); now variants of one cluster, which the cloud Plan takes (it refused variants on aurora)."""
+    doc = load_spec(REPO / "workloads" / "comparisons" / "aurora-pk-order.yaml").inline()  # as run --remote sends it
+    plan = call("plan", {"input": {"spec": doc}, "execution_name": "pk-order-1"})
+    (item,) = plan["targets"]
+    assert item["kind"] == "aurora" and item["repetitions"] == [1]
+    assert [item["steps"][i]["name"] for i in item["sequence"][0]] == [
+        "prepare", "prepare.random", "warmup", "warmup.random",
+        "t0015.b1.seq", "t0015.b1.random", "t0015.b2.random", "t0015.b2.seq"]
+    # Nothing to switch between them; the cluster boots with default.cnf all the same.
+    assert not any((s.get("variant_settings") or {}).get("parameters") for s in item["steps"])
+    assert {p["name"] for p in item["parameters"]} == {"innodb_buffer_pool_size", "max_connections"}
 
 
 def test_run_id_is_the_execution_name_and_a_schedule_names_the_run(aws):

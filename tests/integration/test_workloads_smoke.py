@@ -178,14 +178,15 @@ def test_a_cloud_spec_with_a_lua_workload_runs_locally_at_smoke_scale(
     from benchfleet.cli import main
     from benchfleet.local.store import open_store
 
-    code = main(["run", str(WORKLOADS / "comparisons" / "aurora-pk-order-random.yaml"), "--scale", "smoke",
+    code = main(["run", str(WORKLOADS / "comparisons" / "aurora-pk-order.yaml"), "--scale", "smoke",
                  "--local"])
     assert code == 0, capsys.readouterr()
     with open_store(bf_home) as store:
         (run,) = store.runs()
         assert run["status"] == "succeeded"
         summaries = store.summaries(run["run_id"])
-    assert {s["target_id"] for s in summaries} == {"aurora-r6g-large"}
+    assert {(s["target_id"], s["variant"]) for s in summaries} == {("aurora-r6g-large", "seq"),
+                                                                   ("aurora-r6g-large", "random")}
     assert any(s["phase"] == "measure" and s["tps"] > 0 for s in summaries)
     # Marked wherever it is shown, and never part of the spec's history.
     assert "smoke scale" in run["trial"] and "stand-ins for aurora-r6g-large" in run["trial"]
@@ -199,8 +200,11 @@ def test_a_cloud_spec_with_a_lua_workload_runs_locally_at_smoke_scale(
     # and the local server's data directory disk beside every second (issue 26).
     assert main(["results", run["run_id"], "--per-second", "--format", "json"]) == 0
     seconds = [r for r in json.loads(capsys.readouterr().out) if r["phase"] == "measure"]
-    rows = [r["rows_in_table"] for r in seconds]
-    assert seconds and all(r is not None for r in rows) and rows == sorted(rows) and rows[0] > 0
+    # Each variant counts its own table (sbtest, sbtest_random), growing in the order it was measured.
+    assert {r["variant"] for r in seconds} == {"seq", "random"}
+    for variant in ("seq", "random"):
+        rows = [r["rows_in_table"] for r in sorted(seconds, key=lambda r: r["time"]) if r["variant"] == variant]
+        assert all(n is not None for n in rows) and rows == sorted(rows) and rows[0] > 0
     sys.path.insert(0, str(WORKLOADS / "agent"))
     import benchfleet_diskstats
 

@@ -72,7 +72,7 @@ def test_expiry_covers_the_whole_plan_plus_margin() -> None:
 def test_smoke_and_stand_in_runs_are_marked_as_not_the_spec() -> None:
     from benchfleet.scale import trial
 
-    spec = load_spec(str(REPO / "workloads" / "comparisons" / "aurora-pk-order-random.yaml")).spec
+    spec = load_spec(str(REPO / "workloads" / "comparisons" / "aurora-pk-order.yaml")).spec
     assert trial(spec, "full", False) is None
     smoke = trial(spec, "smoke", True)
     assert smoke is not None and smoke["substituted"] == ["aurora-r6g-large"]

@@ -84,7 +84,7 @@ def _price_lookup() -> Any:
 
 def test_the_library_has_every_seed_experiment() -> None:
     names = {p.stem for p in SPECS}
-    for expected in ("graviton-vs-intel-vs-amd", "storage", "aurora-pk-order-seq", "aurora-pk-order-random",
+    for expected in ("graviton-vs-intel-vs-amd", "storage", "aurora-pk-order",
                      "steal-regions", "durability", "iibench-pk-only", "iibench-3-indexes"):
         assert expected in names
     workloads = {p.stem for p in WORKLOAD_FILES}
@@ -124,8 +124,7 @@ def test_every_spec_starts_with_an_intent_header(path: Path) -> None:
     assert first.startswith(f"# {path.stem}: "), "the first line names the file and says what it shows"
 
 
-@pytest.mark.parametrize("pair", [("aurora-pk-order-seq", "aurora-pk-order-random"),
-                                  ("iibench-pk-only", "iibench-3-indexes")])
+@pytest.mark.parametrize("pair", [("iibench-pk-only", "iibench-3-indexes")])
 def test_paired_specs_differ_only_by_workload(pair: tuple[str, str]) -> None:
     docs = [yaml.safe_load((WORKLOADS / "comparisons" / f"{name}.yaml").read_text()) for name in pair]
     for doc in docs:
