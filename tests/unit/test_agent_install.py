@@ -366,7 +366,8 @@ def test_a_storage_failure_is_the_prepare_steps_error_naming_the_device(monkeypa
     monkeypatch.setattr(agent.benchfleet_install.Installer, "run", fail)
     job = {"run_id": "r", "target_id": "t", "repetition": 1, "workload": "w",
            "step": {"name": "prepare", "kind": "prepare", "threads": 1, "duration_s": 1},
-           "install": {"engine": "mariadb", "cnf": CNF}, "db": {"host": "127.0.0.1"}}
+           "install": {"engine": "mariadb", "cnf": CNF}, "db": {"host": "127.0.0.1"},
+           "sysbench": {"test": "oltp_read_only", "options": {}}}  # a whole job: the agent refuses less
     assert agent.main(["--job-json", json.dumps(job)]) == agent.EXIT_FAILED
     (record,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert (record["type"], record["stage"], record["device"]) == ("error", "storage", "volume vol-9 (/dev/sdm)")
