@@ -55,8 +55,8 @@ SCHEDULES = [
     {"name": "monthly-fleet", "expression": "cron(0 3 1 * ? *)",
      "spec": "tests/cdk/fixtures/fleet-without-budget.json"},
 ]
-# The flagship comparison runs its 3 repetitions of 6 targets at once (90 vCPUs): an operator who
-# schedules it raises the region's quota and the cap with it (cdk/README.md, maxVcpusPerRegion).
+# A deployment whose region's quota and cap were raised (cdk/README.md, maxVcpusPerRegion): the flagship
+# comparison's 3 repetitions of 6 targets (90 vCPUs) then run at once; at the default cap, in waves.
 CAPS = {"maxVcpusPerRegion": 96}
 
 

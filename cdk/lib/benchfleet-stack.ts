@@ -118,6 +118,14 @@ export class BenchfleetStack extends Stack {
     new CfnOutput(this, 'ResultsBucketName', { value: this.results.bucket.bucketName });
     new CfnOutput(this, 'StateMachineArn', { value: this.orchestration.stateMachine.stateMachineArn });
     new CfnOutput(this, 'AgentDocumentName', { value: this.fleet.agentDocumentName });
+    // What `benchfleet doctor --remote` checks the account against (the caps runs are planned within,
+    // the regions targets may run in, the dashboards' owner).
+    new CfnOutput(this, 'MaxVcpusPerRegion', { value: String(config.maxVcpusPerRegion) });
+    new CfnOutput(this, 'MaxHostsPerRegion', { value: String(config.maxHostsPerRegion) });
+    new CfnOutput(this, 'TargetRegions', { value: (config.targetRegions ?? []).join(',') });
+    if (config.quicksightPrincipalArn !== undefined) {
+      new CfnOutput(this, 'QuickSightPrincipalArn', { value: config.quicksightPrincipalArn });
+    }
     if (this.results.records instanceof AthenaStore) {
       new CfnOutput(this, 'GlueDatabase', { value: this.results.records.databaseName });
       new CfnOutput(this, 'AthenaWorkGroup', { value: this.results.records.workgroupName });

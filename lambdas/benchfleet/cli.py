@@ -60,7 +60,7 @@ def _load(path: str, scale: str = "full", local: bool = False) -> tuple[LoadedSp
         raise CliError(f"{path}: " + "; ".join(f"{field}: {message}" for field, message in problems), EXIT_USAGE)
     loaded = TargetRegions.of(home).resolve(loaded)
     try:
-        plan, _, _ = runplan.aws_plan(loaded, price_per_hour)
+        plan, _, _ = runplan.aws_plan(loaded, price_per_hour, within=_caps())
     except PlanRejected as e:
         raise CliError(f"{path}: {e}", EXIT_USAGE) from None
     return loaded, plan
@@ -108,20 +108,26 @@ def _unpriced_problem(plan: Plan, loaded: LoadedSpec) -> str | None:
     return f"{problems[0][0]}: {problems[0][1]}" if problems else None
 
 
+def _caps() -> Any:
+    """The deployment's per-region caps (its context keys maxVcpusPerRegion / maxHostsPerRegion), here
+    from $BENCHFLEET_MAX_VCPUS_PER_REGION / $BENCHFLEET_MAX_HOSTS_PER_REGION, else the defaults."""
+    from benchfleet.aws.planning import runplan
+
+    def cap(name: str) -> int | None:
+        value = os.environ.get(name, "")
+        return int(value) if value.isdigit() and int(value) > 0 else None
+
+    return runplan.caps(cap("BENCHFLEET_MAX_VCPUS_PER_REGION"), cap("BENCHFLEET_MAX_HOSTS_PER_REGION"))
+
+
 def _fit_problem(plan: Plan) -> str | None:
-    """Why the deployed state machine would refuse a cloud plan (caps: the deployment's context keys,
-    here from $BENCHFLEET_MAX_VCPUS_PER_REGION / $BENCHFLEET_MAX_HOSTS_PER_REGION or the defaults)."""
+    """Why the deployed state machine would refuse a cloud plan (its caps: ``_caps``)."""
     if plan.mode == "local":
         return None
     from benchfleet.aws.planning import runplan
 
-    def cap(name: str, default: int) -> int:
-        value = os.environ.get(name, "")
-        return int(value) if value.isdigit() and int(value) > 0 else default
-
-    return runplan.fit_problem(
-        plan, max_vcpus=cap("BENCHFLEET_MAX_VCPUS_PER_REGION", runplan.DEFAULT_MAX_VCPUS_PER_REGION),
-        max_hosts=cap("BENCHFLEET_MAX_HOSTS_PER_REGION", runplan.DEFAULT_MAX_HOSTS_PER_REGION))
+    within = _caps()
+    return runplan.fit_problem(plan, max_vcpus=within.max_vcpus, max_hosts=within.max_hosts)
 
 
 # ---- commands -------------------------------------------------------------------------------------
@@ -226,7 +232,31 @@ def _run_remote(args: argparse.Namespace) -> int:
         print(run_id)
         return EXIT_OK
     final = remote.wait(run_id, args.api_url, print_remote_run, poll_s=args.poll)
-    return EXIT_OK if final.get("status") == "SUCCEEDED" else EXIT_FAILED
+    # What the run measured, read back from S3 as `results --remote` reads it, and what it left:
+    # the run's tags listed in every region it used (a canary proves both).
+    left = _after_remote_run(run_id, args.api_url, sorted({getattr(t, "region", None) or home_region()[0]
+                                                           for t in loaded.spec.targets}))
+    return EXIT_OK if final.get("status") == "SUCCEEDED" and not left else EXIT_FAILED
+
+
+def _after_remote_run(run_id: str, api_url: str | None, regions: list[str]) -> list[Any]:
+    """Read the finished run's results back into the local store and print them; list what is still
+    tagged with the run (its teardown left it) and print that."""
+    import boto3
+
+    from benchfleet.aws.fleet.leftovers import left_behind
+    from benchfleet.local.store import open_store
+    from benchfleet.ui import console, print_comparison
+
+    with open_store(home()) as store:
+        _sync_remote(run_id, api_url, store)
+        print_comparison(run_id, _results(store, run_id))
+    left = left_behind(run_id, regions, lambda service, region: boto3.client(service, region_name=region))
+    for item in left:
+        console.print(f"[red]left behind: {item.arn} ({item.state})")
+    console.print(f"[red]run {run_id} left {len(left)} resource(s): see above, or wait for the janitor" if left else
+                  f"nothing of run {run_id} is left (its tags listed in {', '.join(regions)})")
+    return left
 
 
 def _sync_remote(run_id: str, api_url: str | None, store: Any) -> str:
@@ -499,6 +529,31 @@ def cmd_import(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """What would fail, before anything is spent: here, or (--remote) the deployed stack and its account."""
+    from benchfleet import doctor, remote
+
+    checks = doctor.local_checks(home())
+    if args.remote:
+        region = home_region()[0]
+        types = None
+        if args.spec:
+            loaded, _ = _load(args.spec)
+            types = doctor.spec_instance_types(loaded.spec.targets, region)
+        client, credentials = doctor.session_clients(region)
+        stack = args.stack or os.environ.get("BENCHFLEET_STACK") or remote.DEFAULT_STACK
+        checks = doctor.remote_checks(client, stack=stack, region=region,
+                                      api_url=args.api_url or os.environ.get("BENCHFLEET_API_URL"),
+                                      credentials=credentials, instance_types=types)
+    if args.format == "json":
+        print(json.dumps([c.as_dict() for c in checks], indent=2))
+    else:
+        from benchfleet.ui import print_checks
+
+        print_checks(checks)
+    return EXIT_FAILED if doctor.failed(checks) else EXIT_OK
+
+
 # ---- parser ---------------------------------------------------------------------------------------
 
 def parser() -> argparse.ArgumentParser:
@@ -560,6 +615,13 @@ def parser() -> argparse.ArgumentParser:
                    "<run>-vs-<base>.html)")
     _remote_args(s, "a cloud run: load its raw output from S3 first")
     s.set_defaults(func=cmd_report)
+
+    s = sub.add_parser("doctor", help="what would fail, before anything is spent; exit 1 if anything would")
+    s.add_argument("spec", nargs="?", help="with --remote: also check its instance types in its regions")
+    s.add_argument("--stack", help="the deployed stack's name (default: $BENCHFLEET_STACK, else Benchfleet)")
+    s.add_argument("--format", choices=("table", "json"), default="table")
+    _remote_args(s, "check the deployed stack and the account instead of this machine")
+    s.set_defaults(func=cmd_doctor)
 
     s = sub.add_parser("cancel", help="stop a cloud run and tear its resources down")
     s.add_argument("run")

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from benchfleet import waves
 from benchfleet.pricing import DEFAULT_REGION
 from benchfleet.spec import ONE_ROW_PER_EVENT, ComparisonSpec, LoadedSpec, ResolvedVariant, Workload, data_set_key
 from benchfleet.stats.cost import vcpus_from_size
@@ -42,12 +43,41 @@ TEARDOWN_SECONDS = {"local": 2, "existing": 0, "ec2": 60, "rds": 600, "aurora": 
 # sysbench, connecting, and the final summary (measured 0.9 s per warm-up or measure step). Cloud
 # steps' overheads (SSM delivery, polling) are covered by their own waits, not by the estimate.
 STEP_OVERHEAD_SECONDS = {"local": 1, "existing": 1}
-# Rows per second sysbench prepare loads, per prepare thread (conservative, from local runs), and the
-# prepare step's fixed cost (fingerprint, cleanup, connecting: 1.5 s measured for 4,000 rows).
-PREPARE_ROWS_PER_S_PER_THREAD = 40_000
+# How long a prepare step loads its data set, from the instance and the storage (``prepare_seconds``).
+# Rows per second one prepare thread loads while the rows fit the buffer pool: sysbench inserts in key
+# order in multi-row statements, bounded by CPU and the redo log. Measured with tests/perf/
+# local_estimate.py on a 2 x 400,000-row spec with 2 prepare threads (2-core machine shared with other
+# work, November 2026): 800,000 rows in 30.6 s, 13,000 rows/s per thread, with a 1 GB and a 128 MB
+# buffer pool alike. A cloud vCPU is dedicated, so this is a floor there. The step's fixed cost
+# (fingerprint, cleanup, connecting: 1.5 s measured for 4,000 rows) is PREPARE_MIN_SECONDS.
+PREPARE_ROWS_PER_S_PER_THREAD = 13_000
 PREPARE_MIN_SECONDS = 2
+# Bytes a loaded row takes in the buffer pool and on disk (sbtest's row and its index: ~230 bytes;
+# the random-key workload's UUID row: ~100), share of memory the buffer pool gets (workloads/mysql:
+# 75-80 %).
+ROW_BYTES = 250
+BUFFER_POOL_SHARE = 0.75
+# Past the buffer pool, a load whose keys are random reads a random leaf page for every row and writes
+# it back (two random I/Os); one in key order writes whole pages, bounded by the storage's throughput
+# (the row, its index, the redo log and the doublewrite buffer: ~4 x the row).
+RANDOM_KEY_TESTS = frozenset({"lua/insert_pk_random.lua"})
+RANDOM_IOS_PER_ROW = 2
+WRITTEN_BYTES_PER_ROW = 4 * ROW_BYTES
+# What storage sustains, by type, where the spec gives no figure: gp3's included 3,000 IOPS and
+# 125 MB/s, gp2's 3 IOPS per GB (100 to 16,000) and 250 MB/s, io1/io2's provisioned IOPS at 16 KiB, an
+# instance-store NVMe disk's (i4i.large: ~100,000 random IOPS, 1 GB/s) and Aurora's, which scales its
+# storage on its own: taken at 30,000 IOPS and 1 GB/s, a conservative figure for a large writer.
+INSTANCE_STORE_IOPS, INSTANCE_STORE_MBPS = 100_000, 1_000
+AURORA_IOPS, AURORA_MBPS = 30_000, 1_000
+# GiB of memory per vCPU by instance family class (c 2, m 4, r 8, x 16, i 8, z 8, t ~4): the buffer
+# pool's size where the catalogue gives none.
+GIB_PER_VCPU = {"c": 2, "m": 4, "r": 8, "x": 16, "i": 8, "z": 8, "t": 4, "a": 2, "d": 8}
 # Margin added to the plan's wall time for the execution timeout and resource expiry.
 EXPIRY_MARGIN = timedelta(hours=2)
+# Where a run's wall time goes, as `benchfleet plan` itemises it ("waiting": for a wave's hosts, or a
+# repetition_spacing_s), and which part each kind of step is.
+WALL_PARTS = ("provisioning", "prepare", "warm-up", "steps", "cool-downs", "teardown")
+PART_OF_STEP = {"prepare": "prepare", "warmup": "warm-up", "measure": "steps"}
 
 PriceLookup = Callable[[object], float | None]
 # Burstable (t*) sizes up to large all have 2 vCPUs.
@@ -143,6 +173,9 @@ class TargetPlan(BaseModel):
     # bandwidth; warnings say, with the figures, what the target will not get.
     storage: dict[str, Any] | None = None
     warnings: list[str] = []
+    # Each repetition's planned start, from the run's start (AWS: the schedule of benchfleet.waves;
+    # empty: as ``at_once`` and ``spacing_s`` say).
+    starts_s: list[int] = []
 
     def steps_of(self, repetition: int) -> list[PlanStep]:
         """The steps of one repetition (1-based), in the order they run."""
@@ -165,9 +198,29 @@ class TargetPlan(BaseModel):
         """Steps of the repetition that runs the most (bounds each repetition's history)."""
         return max(len(self.steps_of(r)) for r in range(1, self.repetitions + 1))
 
+    def parts(self, repetition: int) -> dict[str, int]:
+        """Where one repetition's seconds go (they add up to ``repetition_seconds``)."""
+        out = dict.fromkeys(WALL_PARTS, 0)
+        out["provisioning"], out["teardown"] = self.provision_s, self.teardown_s
+        for step in self.steps_of(repetition):
+            out[PART_OF_STEP[step.kind]] += step.duration_s + self.step_overhead_s
+            out["cool-downs"] += step.cooldown_s
+        return out
+
+    def start_after_s(self) -> list[int]:
+        """Each repetition's wait before it provisions, from when the backend begins it: at once,
+        the planned start; one (or ``at_once``) at a time, from the end of the one it follows."""
+        starts = self.starts_s or [0 if self.at_once == 1 else i * self.spacing_s for i in range(self.repetitions)]
+        if self.at_once == 0 or self.at_once >= self.repetitions:
+            return list(starts)
+        ends = [starts[i] + self.repetition_seconds(i + 1) for i in range(self.repetitions)]
+        return [starts[i] - (ends[i - self.at_once] if i >= self.at_once else 0) for i in range(self.repetitions)]
+
     @property
     def total_s(self) -> int:
-        """Wall time of all repetitions: one after another, or started ``spacing_s`` apart."""
+        """Wall time of all repetitions: as scheduled, one after another, or started ``spacing_s`` apart."""
+        if self.starts_s:
+            return max(s + self.repetition_seconds(r) for r, s in enumerate(self.starts_s, 1))
         if self.at_once <= 1:
             return self.host_s
         if self.at_once >= self.repetitions:
@@ -182,6 +235,9 @@ class TargetPlan(BaseModel):
     @property
     def peak_repetitions(self) -> int:
         """Repetitions running at the same moment at most."""
+        if self.starts_s:
+            spans = [(s, s + self.repetition_seconds(r)) for r, s in enumerate(self.starts_s, 1)]
+            return max(sum(1 for a, b in spans if a <= start < b) for start, _ in spans)
         if self.at_once <= 1:
             return 1
         if self.spacing_s <= 0:
@@ -212,6 +268,12 @@ class Plan(BaseModel):
     control_plane: list[RunCharge] = []
     # A workload of the run inserts one row per event: its samples carry rows_in_table.
     counts_rows: bool = False
+    # AWS: the repetitions that start together (benchfleet.waves.waves), and each region's peak.
+    waves: list[dict[str, Any]] = []
+    peaks: list[dict[str, Any]] = []
+    # Where the wall time goes (WALL_PARTS and "waiting"): along the repetitions that decide when
+    # the run ends (AWS), or every repetition one after another (locally).
+    wall_parts: dict[str, int] = {}
 
     @property
     def wall_s(self) -> int:
@@ -235,11 +297,13 @@ class Plan(BaseModel):
         return round(self.hosts_usd + self.control_plane_usd, 4)
 
     def region_peaks(self) -> list[dict[str, Any]]:
-        """Per region: the most EC2 hosts, their vCPUs and DB instances running at one moment (every
-        target side by side, each at its peak of concurrent repetitions)."""
+        """Per region: the most EC2 hosts, their vCPUs and DB instances running at one moment (as
+        scheduled; without a schedule, every target side by side at its peak of concurrent repetitions)."""
         peaks: dict[str, dict[str, Any]] = {}
         if self.mode == "local":
             return []
+        if self.peaks:
+            return self.peaks
         for t in self.targets:
             for host in t.hosts:
                 peak = peaks.setdefault(host.region, {"region": host.region, "ec2_hosts": 0, "ec2_vcpus": 0,
@@ -253,25 +317,6 @@ class Plan(BaseModel):
                 else:
                     peak["ec2_vcpus"] += host.vcpus * t.peak_repetitions
         return sorted(peaks.values(), key=lambda p: str(p["region"]))
-
-    def capacity_problem(self, max_vcpus: int, max_hosts: int, *, vcpus_key: str, hosts_key: str) -> str | None:
-        """Why this plan would exceed a region's cap (None when it fits); names the cap and its key."""
-        for peak in self.region_peaks():
-            hosts = peak["ec2_hosts"] + peak["db_instances"]
-            if peak["ec2_vcpus"] > max_vcpus:
-                return (f"the run needs {peak['ec2_vcpus']} EC2 vCPUs at once in {peak['region']}, above the "
-                        f"cap of {max_vcpus} ({vcpus_key}): use fewer or smaller targets"
-                        f"{self._spread_hint}, or raise the cap after raising the region's On-Demand vCPU quota")
-            if hosts > max_hosts:
-                return (f"the run needs {hosts} hosts at once in {peak['region']}, above the cap of "
-                        f"{max_hosts} ({hosts_key}): use fewer targets{self._spread_hint}, or raise the cap")
-        return None
-
-    @property
-    def _spread_hint(self) -> str:
-        """Repetitions that run at once can be spread over time instead (fewer hosts at once)."""
-        spreadable = any(t.repetitions > 1 and t.peak_repetitions > 1 for t in self.targets)
-        return ", spread the repetitions (repetition_spacing_s of at least one repetition)" if spreadable else ""
 
     @property
     def warnings(self) -> list[str]:
@@ -318,6 +363,7 @@ class Plan(BaseModel):
             "budget_usd": self.budget_usd,
             "over_budget": self.over_budget, "unpriced_targets": self.unpriced_targets,
             "warnings": self.warnings, "regions": self.region_peaks(),
+            "waves": self.waves, "wall_parts": self.wall_parts,
             "order": self.order, "variants": self.variants, "blocks": self.blocks,
             "run_order": [f"{t}#{r}" for t, r in self.local_order()] if self.mode == "local" else None,
             "targets": [
@@ -325,6 +371,7 @@ class Plan(BaseModel):
                  "steps": [s.model_dump() for s in t.steps],
                  "sequence": [[t.steps[i].name for i in seq] for seq in t.sequence] or None,
                  "repetition_s": t.repetition_s, "total_s": t.total_s, "repetitions_at_once": t.peak_repetitions,
+                 "starts_s": t.starts_s or None,
                  "repetition_spacing_s": t.spacing_s, "hosts": [h.model_dump() for h in t.hosts],
                  "price_per_hour": t.price_per_hour, "estimated_cost_usd": t.estimated_cost_usd,
                  "storage": t.storage, "warnings": t.warnings}
@@ -332,15 +379,74 @@ class Plan(BaseModel):
         }
 
 
-def prepare_seconds(workload: Workload) -> int:
+def memory_bytes(target: Any) -> int | None:
+    """Memory of the server a target's data is loaded into (None: unknown, an existing server)."""
+    if target is None or target.kind == "existing":
+        return None
+    if target.kind == "local":
+        return int(target.memory_mb) * 1024**2
+    instance = target.instance_type if target.kind == "ec2" else target.instance_class
+    vcpus = vcpus_of(instance)
+    ratio = GIB_PER_VCPU.get(instance.removeprefix("db.")[:1])
+    return None if vcpus is None or ratio is None else vcpus * ratio * 1024**3
+
+
+def storage_rates(target: Any) -> tuple[float, float] | None:
+    """(IOPS, MB/s) the target's storage sustains (None: not modelled, local and existing servers)."""
+    if target is None or target.kind in ("local", "existing"):
+        return None
+    if target.kind == "aurora":
+        return float(AURORA_IOPS), float(AURORA_MBPS)
+    from benchfleet import stripe
+
+    storage = target.storage
+    if storage.type == "instance-store":
+        return float(INSTANCE_STORE_IOPS), float(INSTANCE_STORE_MBPS)
+    iops, mib_s = stripe.volume_figures(storage)
+    if not iops or not mib_s:  # io1/io2 without provisioned IOPS: their floor
+        iops, mib_s = 1000, 1000 * 16 / 1024
+    # A load writes: every data volume of the array takes its share (half of RAID 10's volumes).
+    writers = int(getattr(storage, "data_volumes", 1) or 1)
+    return float(iops) * writers, float(mib_s) * stripe.MB_PER_MIB * writers
+
+
+def prepare_seconds(workload: Workload, target: Any = None) -> int:
+    """How long the prepare step loads ``workload``'s tables into ``target``: at the per-thread rate
+    while the rows fit the buffer pool (threads: the workload's, at most one per table and per vCPU),
+    then at what the storage sustains (random keys: two random I/Os a row; key order: its
+    throughput) where that is slower. No target: the per-thread rate alone."""
     rows = workload.tables * workload.table_size
-    return max(PREPARE_MIN_SECONDS, rows // (PREPARE_ROWS_PER_S_PER_THREAD * max(
-        1, min(workload.prepare_threads, workload.tables))))
+    vcpus = None if target is None else _server_vcpus(target)
+    threads = max(1, min(workload.prepare_threads, workload.tables, vcpus or workload.prepare_threads))
+    rate = PREPARE_ROWS_PER_S_PER_THREAD * threads
+    memory, io = memory_bytes(target), storage_rates(target)
+    fitting = rows if memory is None else min(rows, int(memory * BUFFER_POOL_SHARE / ROW_BYTES))
+    seconds = fitting / rate
+    beyond = rows - fitting
+    if beyond:
+        if io is None:
+            bound = 0.0
+        elif workload.test in RANDOM_KEY_TESTS:
+            bound = beyond * RANDOM_IOS_PER_ROW / io[0]
+        else:
+            bound = beyond * WRITTEN_BYTES_PER_ROW / (io[1] * 1_000_000)
+        seconds += max(beyond / rate, bound)
+    return max(PREPARE_MIN_SECONDS, math.ceil(seconds))
 
 
-def workload_steps(workload: Workload) -> list[PlanStep]:
+def _server_vcpus(target: Any) -> int | None:
+    if target.kind == "local":
+        return len(target.cpus) if target.cpus else None
+    if target.kind == "ec2":
+        return vcpus_of(target.instance_type)
+    if target.kind in ("rds", "aurora"):
+        return vcpus_of(target.instance_class)
+    return None
+
+
+def workload_steps(workload: Workload, target: Any = None) -> list[PlanStep]:
     steps = [PlanStep(index=0, name="prepare", kind="prepare", threads=workload.prepare_threads,
-                      duration_s=prepare_seconds(workload))]
+                      duration_s=prepare_seconds(workload, target))]
     if workload.warmup_s:
         steps.append(PlanStep(index=1, name="warmup", kind="warmup", threads=max(workload.threads),
                               duration_s=workload.warmup_s))
@@ -358,7 +464,7 @@ def database_name(data_set: int, owner: str) -> str | None:
 
 
 def variant_steps(loaded: LoadedSpec, switches: dict[tuple[str, str], str],
-                  repetitions: int) -> tuple[list[PlanStep], list[list[int]]]:
+                  repetitions: int, target: Any = None) -> tuple[list[PlanStep], list[list[int]]]:
     """Every step of one target with variants, and per repetition the order its steps run in.
 
     Each repetition: every data set's prepare, then its warm-up (under the first variant's
@@ -392,7 +498,8 @@ def variant_steps(loaded: LoadedSpec, switches: dict[tuple[str, str], str],
             first = len(data_sets) == 1
             w = v.workload
             head.append(add({"name": "prepare" if first else f"prepare.{v.id}", "kind": "prepare",
-                             "threads": w.prepare_threads, "duration_s": prepare_seconds(w), "variant": v.id,
+                             "threads": w.prepare_threads, "duration_s": prepare_seconds(w, target),
+                             "variant": v.id,
                              "database": data_sets[key]}))
         database[v.id] = data_sets[key]
     owners = {data_sets[data_set_key(v.workload)]: v for v in reversed(variants)}  # first variant of each
@@ -492,17 +599,20 @@ def storage_plan(target: Any) -> dict[str, Any] | None:
     return out
 
 
-def make_plan(loaded: LoadedSpec, price_lookup: PriceLookup | None = None, *, at_once: int = 1) -> Plan:
+def make_plan(loaded: LoadedSpec, price_lookup: PriceLookup | None = None, *, at_once: int = 1,
+              caps: waves.Caps | None = None) -> Plan:
     """Expand a resolved spec. ``price_lookup(target)`` gives $/hour (target plus its client);
-    ``at_once``: how many repetitions of a target the backend runs at the same time (0: all)."""
+    ``at_once``: how many repetitions of a target the backend runs at the same time (0: all);
+    ``caps``: what a cloud run may have running at once per region (None: no cap): its repetitions
+    are scheduled in waves within them (``benchfleet.waves``; TooLarge when one alone cannot fit)."""
     spec: ComparisonSpec = loaded.spec
     targets = []
     for target in spec.targets:
-        steps, sequence = workload_steps(loaded.workload), list[list[int]]()
+        steps, sequence = workload_steps(loaded.workload, target), list[list[int]]()
         if loaded.variants:
             from benchfleet.variants import switches
 
-            steps, sequence = variant_steps(loaded, switches(loaded, target), spec.repetitions)
+            steps, sequence = variant_steps(loaded, switches(loaded, target), spec.repetitions, target)
         price = target.price_per_hour
         if price is None and price_lookup is not None:
             price = price_lookup(target)
@@ -523,7 +633,41 @@ def make_plan(loaded: LoadedSpec, price_lookup: PriceLookup | None = None, *, at
             price_per_hour=price, server_options=target.server_options, hosts=hosts_of(target),
             at_once=concurrent, spacing_s=spec.repetition_spacing_s or 0, storage=storage, warnings=warnings))
     tests = [loaded.workload.test, *(v.workload.test for v in spec.variants if isinstance(v.workload, Workload))]
-    return Plan(name=spec.name, workload=loaded.workload.name, mode="local" if spec.is_local else "aws",
+    plan = Plan(name=spec.name, workload=loaded.workload.name, mode="local" if spec.is_local else "aws",
                 repetitions=spec.repetitions, targets=targets, budget_usd=spec.budget_usd, order=spec.order,
                 variants=spec.variant_ids, blocks=spec.blocks,
                 counts_rows=any(test in ONE_ROW_PER_EVENT for test in tests))
+    if plan.mode == "local":
+        parts = dict.fromkeys((*WALL_PARTS, "waiting"), 0)
+        for t in targets:
+            for r in range(1, t.repetitions + 1):
+                for part, seconds in t.parts(r).items():
+                    parts[part] += seconds
+        return plan.model_copy(update={"wall_parts": parts})
+    return scheduled(plan, caps)
+
+
+def scheduled(plan: Plan, caps: waves.Caps | None) -> Plan:
+    """A cloud plan with its repetitions placed in time (benchfleet.waves): each repetition's start,
+    the waves, each region's peak and where the wall time goes along the repetitions that decide it."""
+    items = []
+    for r in range(1, plan.repetitions + 1):  # every target's first repetition, then every second one
+        for t in plan.targets:
+            follows = r - t.at_once if t.at_once and r > t.at_once else None
+            items.append(waves.Item(
+                target_id=t.target_id, repetition=r, hosts=tuple(t.hosts), duration_s=t.repetition_seconds(r),
+                earliest_s=0 if t.at_once == 1 else (r - 1) * t.spacing_s,
+                after=(t.target_id, follows) if follows else None))
+    slots = waves.schedule(items, caps)
+    starts = {(s.item.target_id, s.item.repetition): s.start_s for s in slots}
+    targets = [t.model_copy(update={"starts_s": [starts[(t.target_id, r)] for r in range(1, t.repetitions + 1)]})
+               for t in plan.targets]
+    by_id = {t.target_id: t for t in targets}
+    path = waves.critical_path(slots)
+    parts = dict.fromkeys((*WALL_PARTS, "waiting"), 0)
+    for slot in path:
+        for part, seconds in by_id[slot.item.target_id].parts(slot.item.repetition).items():
+            parts[part] += seconds
+    parts["waiting"] = (path[-1].end_s - sum(s.item.duration_s for s in path)) if path else 0
+    return plan.model_copy(update={"targets": targets, "waves": waves.waves(slots), "peaks": waves.peaks(slots),
+                                   "wall_parts": parts})

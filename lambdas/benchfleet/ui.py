@@ -165,10 +165,14 @@ def print_plan(summary: dict[str, Any]) -> None:
     if summary["mode"] == "aws":
         _print_cloud_plan(summary)
     unpriced = len(summary["unpriced_targets"])
+    parts = {k: v for k, v in (summary.get("wall_parts") or {}).items() if v}
+    if parts:
+        along = "the repetitions that end last" if summary["mode"] == "aws" else "every repetition, one after another"
+        console.print(f"wall time, along {along}: " + ", ".join(f"{k} {_duration(v)}" for k, v in parts.items()))
     console.print(f"estimated wall time {_duration(summary['wall_s'])}, estimated cost "
-                  f"${summary['estimated_cost_usd']:.2f}"
+                  f"{_usd(summary['estimated_cost_usd'])}"
                   + (f" + {unpriced} target{'s' if unpriced > 1 else ''} unpriced" if unpriced else "")
-                  + (f" (hosts ${summary['hosts_usd']:.2f} + control plane ${summary['control_plane_usd']:.2f})"
+                  + (f" (hosts {_usd(summary['hosts_usd'])} + control plane {_usd(summary['control_plane_usd'])})"
                      if summary["control_plane"] else "")
                   + (f" (budget ${summary['budget_usd']:.2f})" if summary["budget_usd"] is not None else ""))
     if summary["unpriced_targets"]:
@@ -236,6 +240,15 @@ def _print_cloud_plan(summary: dict[str, Any]) -> None:
     if spacing:
         runs += f", each started {_duration(max(spacing))} after the previous one (repetition_spacing_s)"
     console.print(f"repetitions per target: {runs} (as the deployed state machine runs them)")
+    if len(summary.get("waves") or []) > 1:
+        table = Table(title="waves: repetitions that start together, within each region's caps")
+        for col in ("wave", "starts", "ends", "repetitions", "EC2 vCPUs", "hosts"):
+            table.add_column(col, justify="left" if col == "repetitions" else "right")
+        for w in summary["waves"]:
+            table.add_row(str(w["wave"]), _duration(w["start_s"]), _duration(w["end_s"]), " ".join(w["repetitions"]),
+                          ", ".join(f"{r['ec2_vcpus']} {r['region']}" for r in w["regions"]),
+                          ", ".join(str(r["ec2_hosts"] + r["db_instances"]) for r in w["regions"]))
+        console.print(table)
     regions = Table(title="peak at one moment, per region")
     for col in ("region", "EC2 hosts", "EC2 vCPUs", "DB instances"):
         regions.add_column(col, justify="left" if col == "region" else "right")
@@ -252,6 +265,11 @@ def _print_cloud_plan(summary: dict[str, Any]) -> None:
         console.print(charges)
     if summary.get("refused"):
         console.print(f"[red]{summary['refused']}")
+
+
+def _usd(amount: float) -> str:
+    """Dollars; under a dollar in cents too (a canary's cost is a few cents, never "$0.00")."""
+    return f"${amount:.2f}" if amount >= 1 else f"${amount:.4f} ({amount * 100:.2f}¢)"
 
 
 def _duration(seconds: int) -> str:
@@ -442,3 +460,16 @@ def print_remote_runs(runs: list[dict[str, Any]]) -> None:
         table.add_row(str(r.get("run_id")), str(r.get("name") or ""), str(r.get("status")),
                       str(r.get("started_at") or ""), f"${_fmt(r.get('estimated_cost_usd'), 2)}")
     console.print(table)
+
+
+def print_checks(checks: list[Any]) -> None:
+    """``benchfleet doctor``'s checks: what is fine, what warns and what would fail, with the fix."""
+    table = Table(title="benchfleet doctor")
+    for col in ("check", "", "detail", "to fix"):
+        table.add_column(col)
+    marks = {"ok": "[green]ok", "warn": "[yellow]warn", "fail": "[red]FAIL"}
+    for c in checks:
+        table.add_row(c.name, marks[c.status], c.detail, c.fix)
+    console.print(table)
+    failing = [c.name for c in checks if c.status == "fail"]
+    console.print(f"[red]{len(failing)} would fail: {', '.join(failing)}" if failing else "[green]nothing would fail")

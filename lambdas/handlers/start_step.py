@@ -64,7 +64,7 @@ def handler(event: StepState, context: LambdaContext) -> dict[str, Any]:
         bucket=settings.results_bucket,
         output_prefix=naming.host_output_prefix(home.host_arn(region, event.resources.instance_id), event.run_id,
                                                 target_id, event.repetition, step.name),
-        execution_timeout_s=step.duration_s + step.setup_s + 600,
+        execution_timeout_s=step.duration_s + step.setup_s + 600,  # runplan.execution_timeout_s
         comment=f"benchfleet {event.run_id} {target_id} rep {event.repetition} {step.name}")
     status = {"command_id": command_id, "instance_id": event.resources.instance_id, "region": region,
               "started_at": targets.now_iso()}

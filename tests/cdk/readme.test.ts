@@ -65,3 +65,4 @@ describe('cdk/README.md context keys', () => {
     expect(readme).toContain('quicksightPrincipalArn');
   });
 });
+

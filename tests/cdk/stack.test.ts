@@ -6,7 +6,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { Match } from 'aws-cdk-lib/assertions';
 import { ALL_HANDLERS } from '../../cdk/lib/naming';
-import { actionsOf, buildStack, Built, nagFindings, policyStatements, resourcesOf } from './helpers';
+import { actionsOf, buildStack, Built, nagFindings, policyStatements, REPO_ROOT, resourcesOf } from './helpers';
 
 const CONTRACT_ENV = [
   'RESULTS_BUCKET',
@@ -664,5 +664,17 @@ describe('orchestration', () => {
 
   test('no schedules by default', () => {
     built.template.resourceCountIs('AWS::Scheduler::Schedule', 0);
+  });
+});
+
+describe('what the READMEs say a deployed stack costs idle', () => {
+  test("the four CloudWatch alarms they price are the stack's alarms, and nothing else bills idle", () => {
+    expect(resourcesOf(built.template, 'AWS::CloudWatch::Alarm')).toHaveLength(4);
+    expect(resourcesOf(built.template, 'AWS::EC2::NatGateway')).toHaveLength(0);
+    for (const readme of ['README.md', path.join('cdk', 'README.md')]) {
+      const text = fs.readFileSync(path.join(REPO_ROOT, readme), 'utf8').replace(/\s+/g, ' ');
+      expect(text).toMatch(/about \$0\.45 a month/);
+      expect(text).toMatch(/four CloudWatch alarms \(\$0\.10 each\)/);
+    }
   });
 });

@@ -11,6 +11,7 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
+from tests.glue_tables import create_glue_tables
 
 from benchfleet import naming
 from benchfleet.aws.steps.collect import collect_step
@@ -19,7 +20,6 @@ from benchfleet.aws.store.results_store import TimestreamStore
 from benchfleet.aws.store.summary import summarize
 
 REPO = Path(__file__).resolve().parents[2]
-GLUE_TABLES: dict[str, list[list[str]]] = json.loads((REPO / "cdk/lib/sql/glue-tables.json").read_text())["tables"]
 FIXTURE = REPO / "tests/fixtures/agent/prepare.jsonl"
 BUCKET, DATABASE, WORKGROUP = "bf-meta", "bf_meta", "bf-meta"
 RUN = "meta-20261122t000000-abcd"
@@ -40,12 +40,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Any:
     with mock_aws():
         s3, glue = boto3.client("s3"), boto3.client("glue")
         s3.create_bucket(Bucket=BUCKET)
-        glue.create_database(DatabaseInput={"Name": DATABASE})
-        for table, columns in GLUE_TABLES.items():
-            glue.create_table(DatabaseName=DATABASE, TableInput={
-                "Name": table, "PartitionKeys": [{"Name": "run_id", "Type": "string"}],
-                "StorageDescriptor": {"Columns": [{"Name": n, "Type": t} for n, t in columns],
-                                      "Location": f"s3://{BUCKET}/tables/{table}/"}})
+        create_glue_tables(glue, DATABASE, BUCKET)
         yield s3
 
 

@@ -77,6 +77,20 @@ def test_the_document_has_the_step_start_step_polls(run_command: RunCommand) -> 
     assert commands.AGENT_PLUGIN in names
 
 
+def test_the_prepare_step_ends_within_the_bound_its_plan_gives_it(host: Any) -> None:
+    """The remote prepare timeout is derived from the planned load (issue 30 item 4): the prepare step
+    measured on this booted host, installs included, ends within the execution timeout start_step sends
+    (the load, its setup allowance and 600 s), and the load the plan gives it is not below the model's
+    floor for its rows."""
+    from hostfleet import TIMINGS
+
+    from benchfleet.plan import PREPARE_MIN_SECONDS
+
+    (prepare,) = [s for s in host.planned["targets"][0]["steps"] if s["kind"] == "prepare"]
+    assert prepare["duration_s"] >= PREPARE_MIN_SECONDS
+    assert TIMINGS["prepare_step_s"] < prepare["duration_s"] + prepare["setup_s"] + 600
+
+
 def test_prepare_installs_configures_and_fingerprints_the_effective_server(host: Any) -> None:
     inv: Invocation = host.prepare
     run = inv.step(commands.AGENT_PLUGIN)

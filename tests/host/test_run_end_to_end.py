@@ -235,3 +235,41 @@ def test_everything_is_torn_down(e2e: Any) -> None:
         "Reservations"] for i in r["Instances"]}
     assert set(states.values()) == {"terminated"} and len(states) == 4
     assert len(h.calls_of("teardown")) == 4
+
+
+@pytest.fixture(scope="module")
+def canary(e2e: Any) -> Any:
+    """The canary (workloads/comparisons/canary.yaml) at smoke scale, on a fresh booted host of its own,
+    in the same offline world once the two-target run is done."""
+    from benchfleet.scale import apply_scale
+    from benchfleet.spec import load_spec
+
+    h, _ = e2e
+    loaded = apply_scale(load_spec(Path(__file__).resolve().parents[2] / "workloads/comparisons/canary.yaml"), "smoke")
+    spec = {**loaded.spec.model_dump(mode="json", exclude_none=True),
+            "workload": loaded.workload.model_dump(mode="json")}
+    before = len(h.agent.hosts)
+    result = h.run(spec, name="canary-host", timeout_s=600)
+    return h, result, loaded, before
+
+
+def test_the_canary_runs_on_a_booted_host_and_leaves_nothing(canary: Any, bf_home: Path) -> None:
+    from benchfleet.aws.fleet.leftovers import left_behind
+    from benchfleet.cli import _results
+    from benchfleet.local.store import open_store
+    from benchfleet.rawsync import sync_run
+
+    h, result, loaded, before = canary
+    assert result["status"] == "SUCCEEDED", h.explain(result)
+    assert len(h.agent.hosts) == before + 1  # its own host
+    canary_steps = [c for c in h.agent.commands if c[0] == "graviton"]
+    assert [(step, status) for _, step, status, _ in canary_steps] == [("prepare", "Success"), ("t0001", "Success")]
+    run = {"run_id": "canary-host", "name": "canary", "spec": loaded.spec.model_dump(mode="json"),
+           "estimated_cost_usd": None}
+    with open_store(bf_home) as store:
+        sync_run(boto3.client("s3", region_name=REGION), BUCKET, run, store, bf_home)
+        (step,) = _results(store, "canary-host")["steps"]
+    assert step["target_id"] == "graviton" and step["tps"] > 0
+    assert loaded.workload.duration_s - 1 <= step["samples"] <= loaded.workload.duration_s
+    assert left_behind("canary-host", [REGION], lambda s, r: boto3.client(s, region_name=r)) == []
+    assert leftovers("canary-host") == []

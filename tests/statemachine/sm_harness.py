@@ -42,6 +42,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -318,6 +319,8 @@ class Agent:
     # target_id (or "<target_id>:<variant>") -> ok | failed | timed_out | hang | garbage | lost (ran,
     # but its status change never arrives) | undeliverable (never reached the agent's step)
     outcome: dict[str, str] = field(default_factory=dict)
+    # Also play the CloudWatch agent: per-second cpu_usage_steal of the host for each measured second.
+    steal: bool = False
 
     def ran(self, event: dict[str, Any], result: dict[str, Any]) -> dict[str, Any] | None:
         """Run Command's end of the step: the status-change event it sends (None: the host hangs)."""
@@ -340,12 +343,14 @@ class Agent:
             inv["PluginName"] = commands.AGENT_PLUGIN
         if outcome in ("ok", "garbage", "lost"):
             fixture = FIXTURES / f"{'prepare' if step == 'prepare' else 't0001'}.jsonl"
-            lines = []
+            lines, seconds = [], []
             for record in fitted([json.loads(line) for line in fixture.read_text().splitlines()], event["step"]):
                 record.update(run_id=event["run_id"], target_id=target_id, repetition=rep,
                               workload=(event["step"].get("workload") or event["workload"])["name"], step=step)
                 if variant:  # the agent's records name the variant and block its job names
                     record.update(variant=variant, block=event["step"].get("block"))
+                if record["type"] == "sample":
+                    seconds.append(float(record["time"]))
                 if record["type"] == "fingerprint":  # what the agent reads from the host's IMDS
                     record.update(self.placement(region, result["instance_id"]))
                 if outcome == "garbage" and record["type"] == "sample":
@@ -356,10 +361,23 @@ class Agent:
             prefix = command.output_s3_key_prefix
             key = f"{prefix}/{result['command_id']}/{result['instance_id']}/awsrunShellScript/0.runAgent/stdout"
             self.s3.put_object(Bucket=BUCKET, Key=key, Body=body.encode())
+            if self.steal and seconds:
+                self.publish_steal(region, result["instance_id"], seconds)
         if outcome in ("hang", "lost"):
             return None
         return ssm_invocation_event(result["command_id"], result["instance_id"], status, command.document_name,
                                     region)
+
+    @staticmethod
+    def publish_steal(region: str, instance_id: str, seconds: list[float]) -> None:
+        """What the CloudWatch agent of cdk/lib/target-fleet.ts publishes: CWAgent cpu_usage_steal, per
+        second, dimensions InstanceId and cpu=cpu-total."""
+        dims = [{"Name": "InstanceId", "Value": instance_id}, {"Name": "cpu", "Value": "cpu-total"}]
+        data = [{"MetricName": "cpu_usage_steal", "Dimensions": dims, "Value": 1.5, "Unit": "Percent",
+                 "StorageResolution": 1, "Timestamp": datetime.fromtimestamp(t, UTC)} for t in seconds]
+        cloudwatch = boto3.client("cloudwatch", region_name=region)
+        for i in range(0, len(data), 500):
+            cloudwatch.put_metric_data(Namespace="CWAgent", MetricData=data[i:i + 500])
 
     @staticmethod
     def placement(region: str, instance_id: str) -> dict[str, str]:
@@ -616,6 +634,7 @@ def cleared(h: Harness, *more_proxies: dict[str, FaultProxy]) -> Harness:
     h.waits.clear()
     h.payloads.clear()
     h.agent.outcome.clear()
+    h.agent.steal = False
     h.gaps.ami_requests.clear()
     for proxies in (h.proxies, *more_proxies):
         for proxy in proxies.values():

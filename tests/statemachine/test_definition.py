@@ -62,6 +62,15 @@ def test_the_distributed_iterator_is_the_inline_one_renamed():
     assert {k: v for k, v in inline.items() if k not in own} == {k: v for k, v in distributed.items() if k not in own}
 
 
+def test_a_full_quota_is_retried_as_often_as_the_history_budget_counts():
+    from benchfleet.aws.planning import history
+
+    definition = load()
+    provision = next(s for name, s in all_states(definition) if name == "Provision the target")
+    (retry,) = [r for r in provision["Retry"] if r["ErrorEquals"] == ["QuotaExceeded"]]
+    assert retry["MaxAttempts"] == history.PROVISION_QUOTA_RETRIES and retry["BackoffRate"] == 1.0
+
+
 def test_state_names_are_unique_across_the_whole_machine():
     names = Counter(name for name, _ in all_states(load()))
     assert [n for n, count in names.items() if count > 1] == []

@@ -66,6 +66,18 @@ def test_no_capacity_in_the_first_zone_moves_to_the_next(harness):
     assert [c.event["zone_index"] for c in ok] == [1]
 
 
+def test_a_full_quota_is_waited_out_while_a_previous_wave_goes(harness):
+    """Waves are planned within the caps with a margin; should a previous wave still hold the hosts the
+    quota allows, RunInstances answers VcpuLimitExceeded: provision is retried every 2 minutes (issue 30
+    item 2), not failed. The retries are the history's worst case (history.PROVISION_QUOTA_RETRIES)."""
+    full = [client_error("VcpuLimitExceeded", "RunInstances", "You have requested more vCPU capacity")] * 2
+    harness.proxies["ec2"].faults["run_instances"] = list(full)
+    summary = finish(harness, harness.run(spec(targets=[spec()["targets"][0]]), name="quota-full"), "SUCCEEDED")
+    assert status_of(summary) == {"ec2-m6g": "SUCCEEDED"}
+    assert [c.error for c in harness.calls_of("provision")] == ["QuotaExceeded", "QuotaExceeded", None]
+    assert harness.sleeps.count(120) == 2
+
+
 def test_provision_crash_tears_down_what_was_created(harness):
     # The RDS instance is created, then the client launch fails for good: both must go.
     harness.proxies["ec2"].faults["run_instances"] = (

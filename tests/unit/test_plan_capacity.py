@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import copy
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+from benchfleet import waves
 from benchfleet.aws.errors import PlanRejected
 from benchfleet.aws.planning import asl_walk, runplan
 from benchfleet.cli import main
-from benchfleet.plan import make_plan, vcpus_of
+from benchfleet.plan import Host, make_plan, vcpus_of
 from benchfleet.pricing import price_per_hour
 from benchfleet.spec import load_spec, parse_spec, resolve
 
@@ -89,23 +91,52 @@ def test_wall_time_peak_and_cost_follow_how_repetitions_run() -> None:
     assert local.targets[0].peak_repetitions == 1 and local.region_peaks() == []
 
 
-def test_caps_name_the_cap_and_its_key() -> None:
-    plan, _, _ = runplan.aws_plan(loaded([ec2(i) for i in range(5)]), price_per_hour)  # 5 x 8 vCPUs
-    with pytest.raises(PlanRejected, match=r"40 EC2 vCPUs at once in us-east-1, above the cap of 32 "
-                                           r"\(cdk context maxVcpusPerRegion\)"):
-        runplan.check_plan(plan)
-    runplan.check_plan(plan, max_vcpus=40)
-    with pytest.raises(PlanRejected, match=r"5 hosts at once in us-east-1, above the cap of 4 "
-                                           r"\(cdk context maxHostsPerRegion\)"):
-        runplan.check_plan(plan, max_vcpus=40, max_hosts=4)
-    # Regions are capped each on its own; RDS targets count their DB instance and client.
-    # (eu-west-1 is not in the shipped price tables, which refuse it: priced here by a stand-in.)
+def test_a_run_above_the_caps_is_planned_in_waves_within_them() -> None:
+    """Issue 30 item 2: five 8-vCPU targets (40 vCPUs) under a cap of 32 run four, then the fifth once
+    the first wave's hosts are planned gone; the check of the deployment's caps then holds."""
+    plan, _, _ = runplan.aws_plan(loaded([ec2(i) for i in range(5)]), price_per_hour, within=runplan.caps())
+    rep = plan.targets[0].repetition_s
+    assert [t.starts_s for t in plan.targets] == [[0], [0], [0], [0], [rep + waves.GAP_S]]
+    assert [(w["wave"], w["start_s"], w["repetitions"]) for w in plan.waves] == [
+        (1, 0, ["t0#1", "t1#1", "t2#1", "t3#1"]), (2, rep + waves.GAP_S, ["t4#1"])]
+    assert plan.region_peaks()[0]["ec2_vcpus"] == 32 and plan.wall_s == 2 * rep + waves.GAP_S
+    runplan.check_plan(plan)
+    # The hosts cap the same way: at most 4 at once.
+    plan, _, _ = runplan.aws_plan(loaded([ec2(i) for i in range(5)]), price_per_hour,
+                                  within=runplan.caps(max_vcpus=40, max_hosts=4))
+    assert max(w["regions"][0]["ec2_hosts"] for w in plan.waves) == 4 and len(plan.waves) == 2
+    # Without the schedule (a plan made for no cap), the deployment's check still names the caps.
+    unscheduled, _, _ = runplan.aws_plan(loaded([ec2(i) for i in range(5)]), price_per_hour)
+    with pytest.raises(PlanRejected, match=r"40 EC2 vCPUs .* above the caps of 32 \(cdk context maxVcpusPerRegion\)"):
+        runplan.check_plan(unscheduled)
+
+
+def test_regions_are_capped_each_on_its_own_and_every_host_of_a_target_counts() -> None:
+    # RDS targets count their DB instance and client. (eu-west-1 priced here by a stand-in.)
     split, _, _ = runplan.aws_plan(loaded([ec2(1), ec2(2), ec2(3), ec2(4, region="eu-west-1"),
                                            {"id": "db", "kind": "rds", "instance_class": "db.m6g.large",
-                                            "region": "eu-west-1"}], budget_usd=50), lambda _: 0.5)
+                                            "region": "eu-west-1"}], budget_usd=50), lambda _: 0.5,
+                                   within=runplan.caps())
     runplan.check_plan(split)
+    assert len(split.waves) == 1
     assert [(p["region"], p["ec2_hosts"], p["ec2_vcpus"], p["db_instances"]) for p in split.region_peaks()] == [
         ("eu-west-1", 2, 12, 1), ("us-east-1", 3, 24, 0)]
+    # A target of several hosts (a cluster's nodes, its proxy, its client) is scheduled whole.
+    node = Host(service="ec2", instance_type="m6i.xlarge", vcpus=4, region="us-east-1")
+    items = [waves.Item(f"cluster{n}", 1, (node,) * 5, 1000) for n in range(3)]
+    slots = waves.schedule(items, waves.Caps(max_vcpus=48, max_hosts=20))
+    assert [s.start_s for s in slots] == [0, 0, 1000 + waves.GAP_S]  # 20 vCPUs each: two fit in 48
+
+
+def test_only_a_single_target_larger_than_a_cap_is_refused_naming_it() -> None:
+    with pytest.raises(PlanRejected, match=r"targets\[1\]: target big alone needs 64 EC2 vCPUs at once in "
+                                           r"us-east-1 .* above the cap of 32 \(cdk context maxVcpusPerRegion\)"):
+        runplan.aws_plan(loaded([ec2(1), {"id": "big", "kind": "ec2", "instance_type": "m6i.16xlarge"}]),
+                         price_per_hour, within=runplan.caps())
+    with pytest.raises(PlanRejected, match=r"targets\[0\]: target db alone needs 2 hosts .* cap of 1 "
+                                           r"\(cdk context maxHostsPerRegion\)"):
+        runplan.aws_plan(loaded([{"id": "db", "kind": "rds", "instance_class": "db.m6g.large"}]), price_per_hour,
+                         within=runplan.caps(max_hosts=1))
 
 
 def test_a_spacing_a_one_after_another_machine_cannot_keep_is_refused() -> None:
@@ -140,28 +171,72 @@ def test_the_control_plane_is_in_the_estimate_and_the_budget() -> None:
     assert "Timestream writes" in {c.item for c in timestream.control_plane}
 
 
-def test_plan_cli_shows_regions_and_control_plane_and_refuses_above_the_cap(
+def test_plan_cli_shows_waves_regions_and_control_plane_within_the_default_caps(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    # The shipped Graviton comparison runs its 3 repetitions of 6 targets at once: 90 vCPUs, above a
-    # fresh account's 32 (the default cap). Refused by default, naming the key and the way out.
-    assert main(["plan", str(GRAVITON), "--format", "json"]) == 2
+    """Issue 30, finding 2: the shipped Graviton comparison (3 repetitions of 6 targets: 90 vCPUs were
+    it run at once) used to be refused with the default cap of 32; it plans in waves and says how long."""
+    assert main(["plan", str(GRAVITON), "--format", "json"]) == 0
     summary = json.loads(capsys.readouterr().out)
-    assert summary["regions"] == [{"region": "us-east-1", "ec2_hosts": 18, "ec2_vcpus": 90, "db_instances": 0,
+    assert summary["refused"] is None and summary["control_plane_usd"] > 0
+    assert summary["regions"] == [{"region": "us-east-1", "ec2_hosts": 7, "ec2_vcpus": 32, "db_instances": 0,
                                    "unknown_vcpus": []}]
-    assert "above the cap of 32 (cdk context maxVcpusPerRegion)" in summary["refused"]
-    assert "repetition_spacing_s" in summary["refused"]
-    # A deployment whose quota and cap were raised (-c maxVcpusPerRegion=96) takes it.
+    rep = max(t["repetition_s"] for t in summary["targets"])
+    # Every target's first repetition starts at once; the rest as the first ones' hosts go.
+    assert summary["waves"][0]["start_s"] == 0 and len(summary["waves"][0]["repetitions"]) >= 6
+    assert all(r["ec2_vcpus"] <= 32 for w in summary["waves"] for r in w["regions"])
+    assert sorted(rp for w in summary["waves"] for rp in w["repetitions"]) == sorted(
+        f"{t['target_id']}#{n}" for t in summary["targets"] for n in (1, 2, 3))
+    assert 3 * rep <= summary["wall_s"] <= 3 * (rep + waves.GAP_S)
+    assert summary["wall_s"] == sum(summary["wall_parts"].values())
+    assert summary["wall_parts"]["waiting"] >= 2 * waves.GAP_S
+    assert summary["estimated_cost_usd"] == pytest.approx(summary["hosts_usd"] + summary["control_plane_usd"],
+                                                          abs=1e-4)
+    assert main(["plan", str(GRAVITON)]) == 0
+    out = capsys.readouterr().out
+    assert "waves" in out and "control plane" in out and "EC2 vCPUs" in out and "waiting" in out
+    # A deployment whose quota and cap were raised (-c maxVcpusPerRegion=96) runs it at once.
     monkeypatch.setenv("BENCHFLEET_MAX_VCPUS_PER_REGION", "96")
     assert main(["plan", str(GRAVITON), "--format", "json"]) == 0
     summary = json.loads(capsys.readouterr().out)
-    assert summary["control_plane_usd"] > 0 and summary["refused"] is None
-    assert summary["estimated_cost_usd"] == pytest.approx(summary["hosts_usd"] + summary["control_plane_usd"],
-                                                          abs=1e-4)
-    assert summary["wall_s"] == max(t["repetition_s"] for t in summary["targets"])
-    assert main(["plan", str(GRAVITON)]) == 0
-    out = capsys.readouterr().out
-    assert "control plane" in out and "EC2 vCPUs" in out and "at once" in out
-    monkeypatch.setenv("BENCHFLEET_MAX_VCPUS_PER_REGION", "16")
+    assert summary["wall_s"] == rep and len({w["start_s"] for w in summary["waves"]}) == 1
+    # Below the largest target's own needs (an m6*.2xlarge: 8 vCPUs), refused naming it and the key.
+    monkeypatch.setenv("BENCHFLEET_MAX_VCPUS_PER_REGION", "6")
     assert main(["plan", str(GRAVITON)]) == 2
     err = capsys.readouterr().err
-    assert "above the cap of 16 (cdk context maxVcpusPerRegion)" in err and "Traceback" not in err
+    assert "alone needs 8 EC2 vCPUs" in err and "above the cap of 6 (cdk context maxVcpusPerRegion)" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "workloads" / "comparisons").glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_shipped_spec_plans_with_the_default_caps(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", str(path), "--format", "json"]) == 0, capsys.readouterr().err
+    summary = json.loads(capsys.readouterr().out)
+    assert sum(summary["wall_parts"].values()) == summary["wall_s"]
+    for peak in summary["regions"]:
+        assert peak["ec2_vcpus"] <= runplan.DEFAULT_MAX_VCPUS_PER_REGION
+        assert peak["ec2_hosts"] + peak["db_instances"] <= runplan.DEFAULT_MAX_HOSTS_PER_REGION
+
+
+def test_each_repetition_waits_for_its_wave_in_the_state_machine() -> None:
+    """The plan's schedule is what the deployed definition runs: each repetition's start_after_s is its
+    wave's start, and each target's deadline (readiness ends a late target) its last repetition's end."""
+    request = runplan.RunRequest(spec={"name": "p", "workload": WORKLOAD, "targets": [ec2(i) for i in range(5)]})
+    now = datetime(2026, 11, 23, tzinfo=UTC)
+    plan = runplan.plan_run(request, now=now)
+    rep = runplan.aws_plan(loaded([ec2(0)]), price_per_hour)[0].targets[0].repetition_s
+    assert [t["start_after_s"] for t in plan["targets"]] == [[0]] * 4 + [[rep + waves.GAP_S]]
+    assert plan["wall_s"] == 2 * rep + waves.GAP_S
+    deadline = datetime.fromisoformat(plan["targets"][4]["deadline"].replace("Z", "+00:00"))
+    assert deadline == now + timedelta(seconds=2 * rep + waves.GAP_S) + runplan.DEADLINE_MARGIN
+
+
+def test_the_wall_time_is_itemised_and_provisioning_is_in_it(capsys: pytest.CaptureFixture[str]) -> None:
+    """The storage comparison's steps add to less than its wall time: provisioning (5 min for EC2) and
+    teardown were in it, unsaid; the plan now lists every part, and they add up to the wall time."""
+    assert main(["plan", str(REPO / "workloads" / "comparisons" / "storage.yaml"), "--format", "json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    parts = summary["wall_parts"]
+    assert parts["provisioning"] == 300 and parts["teardown"] == 60
+    assert parts["prepare"] > 0 and parts["steps"] > 0 and sum(parts.values()) == summary["wall_s"]
+    assert main(["plan", str(REPO / "workloads" / "comparisons" / "storage.yaml")]) == 0
+    assert "provisioning 5m00s" in capsys.readouterr().out

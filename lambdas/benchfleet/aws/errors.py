@@ -14,6 +14,10 @@ THROTTLING_CODES = frozenset({"Throttling", "ThrottlingException", "RequestLimit
 CAPACITY_CODES = frozenset({"InsufficientInstanceCapacity", "InsufficientDBInstanceCapacity",
                             "InsufficientDBClusterCapacityFault", "InsufficientDBInstanceCapacityFault",
                             "Unsupported"})
+# The account's quota is full in the region (EC2 vCPUs or instances, RDS instances or clusters).
+QUOTA_CODES = frozenset({"VcpuLimitExceeded", "InstanceLimitExceeded", "InstanceQuotaExceeded",
+                         "InstanceQuotaExceededFault", "DBClusterQuotaExceededFault", "StorageQuotaExceeded",
+                         "StorageQuotaExceededFault"})
 
 
 class ThrottlingException(Exception):  # the ASL matches this exact name
@@ -22,6 +26,11 @@ class ThrottlingException(Exception):  # the ASL matches this exact name
 
 class InsufficientInstanceCapacity(Exception):  # the ASL matches this exact name
     """No capacity (or no support) for the instance type in this zone; try another zone."""
+
+
+class QuotaExceeded(Exception):  # the ASL matches this exact name
+    """The region's quota is full: a previous wave's hosts are still going (the plan schedules waves
+    within the deployment's caps, with a margin); the state machine retries for a while."""
 
 
 class TargetFailed(Exception):
@@ -75,4 +84,6 @@ def aws_errors() -> Iterator[None]:
             raise ThrottlingException(str(e)) from e
         if code in CAPACITY_CODES:
             raise InsufficientInstanceCapacity(str(e)) from e
+        if code in QUOTA_CODES:
+            raise QuotaExceeded(str(e)) from e
         raise

@@ -24,6 +24,10 @@ READY_ITERATION = TASK + CHOICE + WAIT                # one "Check the target" -
 # Per step: Map iteration started/succeeded, "Start the step" (waits for its callback: no polling),
 # Cool down, Collect.
 STEP_FIXED = 2 + CALLBACK_TASK + TASK + WAIT
+# A repetition whose provision met a full quota (a previous wave's hosts still going): "Provision the
+# target" retried up to PROVISION_QUOTA_RETRIES times, each retry a scheduled, started and failed Lambda.
+PROVISION_QUOTA_RETRIES = 10
+QUOTA_RETRY = 3 * PROVISION_QUOTA_RETRIES
 # A step whose status change never came: "Start the step" times out (its events are STEP_FIXED's) and
 # "Ask how the step ended" (a Task) reads the command; the worst case counts it for every step.
 STEP_RECOVERY = TASK
@@ -40,7 +44,7 @@ TARGET_FIXED = 2 + 4  # targets-Map iteration, repetitions Map
 
 def repetition_events(steps: int, ready_polls: int) -> int:
     """One repetition of one target: ``steps`` steps, ``ready_polls`` readiness checks."""
-    return REPETITION_FIXED + READY_ITERATION * ready_polls + (STEP_FIXED + STEP_RECOVERY) * steps
+    return REPETITION_FIXED + QUOTA_RETRY + READY_ITERATION * ready_polls + (STEP_FIXED + STEP_RECOVERY) * steps
 
 
 def execution_events(per_target: list[tuple[int, int]]) -> int:

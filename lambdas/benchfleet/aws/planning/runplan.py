@@ -29,7 +29,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from benchfleet import catalogue, cost_ceiling, naming, variants
+from benchfleet import catalogue, cost_ceiling, naming, variants, waves
 from benchfleet.aws.errors import PlanRejected, aws_errors
 from benchfleet.aws.planning import asl_walk, controlplane, dbparams, history, variantplan
 from benchfleet.aws.regions import TargetRegions
@@ -61,6 +61,10 @@ INLINE_MAX_TARGET_BYTES = 64 * 1024
 READY_POLL_S = {"ec2": 15, "existing": 15, "rds": 60, "aurora": 60}
 # Seconds a step may run past its planned duration: the first step installs the engine and sysbench.
 SETUP_S = {"prepare": 1800, "warmup": 300, "measure": 300}
+# A load may take this many times its planned seconds before its step times out: the plan's rate is a
+# model (benchfleet.plan.prepare_seconds), and a long load must never time out a run that would have
+# finished (the prepare's setup allowance grows with the load: its Run Command execution timeout too).
+PREPARE_TIMEOUT_FACTOR = 3
 # After Run Command's bounds, how long the step's status change may take to complete its task.
 CALLBACK_MARGIN_S = 300
 # A target's deadline: its planned time plus this; resources expire an hour later still.
@@ -239,11 +243,22 @@ def _timing(target: TargetPlan, o: Timing) -> dict[str, Any]:
     return {"ready_poll_s": ready_poll, "ready_max_polls": ready_max, "provision_s": target.provision_s}
 
 
+def setup_s(duration_s: int, kind: str) -> int:
+    """What a step may take beyond its planned seconds: installs on the prepare step, and for a load
+    (PREPARE_TIMEOUT_FACTOR - 1) times its planned seconds more."""
+    return SETUP_S[kind] + ((PREPARE_TIMEOUT_FACTOR - 1) * duration_s if kind == "prepare" else 0)
+
+
+def execution_timeout_s(duration_s: int, kind: str) -> int:
+    """The step's Run Command execution timeout (start_step sends this): the step, its setup, 600 s."""
+    return duration_s + setup_s(duration_s, kind) + 600
+
+
 def step_timeout_s(duration_s: int, kind: str) -> int:
     """How long "Start the step" waits for the step's callback: Run Command's own bounds (delivery,
-    and start_step's execution timeout: the step, its setup and 600 s) and a margin for the status
-    change to arrive. Past it the step fails (StepTimedOut) even if no event ever comes."""
-    return commands.DELIVERY_TIMEOUT_S + duration_s + SETUP_S[kind] + 600 + CALLBACK_MARGIN_S
+    and the execution timeout) and a margin for the status change to arrive. Past it the state machine
+    asks how the step ended ("Ask how the step ended")."""
+    return commands.DELIVERY_TIMEOUT_S + execution_timeout_s(duration_s, kind) + CALLBACK_MARGIN_S
 
 
 def _steps(target: TargetPlan, o: Timing, install: dict[str, Any] | None,
@@ -255,7 +270,7 @@ def _steps(target: TargetPlan, o: Timing, install: dict[str, Any] | None,
         # report_interval_s: collect checks the step's samples against it (benchfleet.validation): the
         # interval of the workload the step runs (a variant's own, when it has one).
         interval = loaded.workload_of(step.variant).report_interval_s
-        item = {**step.model_dump(), "setup_s": SETUP_S[step.kind], "report_interval_s": interval,
+        item = {**step.model_dump(), "setup_s": setup_s(step.duration_s, step.kind), "report_interval_s": interval,
                 "cooldown_s": step.cooldown_s if o.cooldown_s is None else o.cooldown_s,
                 "timeout_s": o.step_timeout_s or step_timeout_s(step.duration_s, step.kind)}
         if step.index == 0 and install:  # every repetition's first step sets its fresh host up
@@ -335,13 +350,25 @@ def repetitions_at_once(definition: dict[str, Any]) -> int:
     return min(bounded) if bounded else 0
 
 
+def caps(max_vcpus: int | None = None, max_hosts: int | None = None) -> waves.Caps:
+    """The deployment's per-region caps (defaults where unset), named by their CDK context keys."""
+    return waves.Caps(max_vcpus or DEFAULT_MAX_VCPUS_PER_REGION, max_hosts or DEFAULT_MAX_HOSTS_PER_REGION,
+                      vcpus_key=VCPUS_KEY, hosts_key=HOSTS_KEY)
+
+
 def aws_plan(loaded: LoadedSpec, price_lookup: PriceLookup | None = None, *, timing: Timing | None = None,
-             store: str = DEFAULT_RESULTS_STORE,
-             definition: dict[str, Any] | None = None) -> tuple[Plan, HistoryFit, controlplane.ControlPlane]:
+             store: str = DEFAULT_RESULTS_STORE, definition: dict[str, Any] | None = None,
+             within: waves.Caps | None = None) -> tuple[Plan, HistoryFit, controlplane.ControlPlane]:
     """The plan of a cloud run as the deployed state machine runs it: repetitions as its definition
-    runs them, the control plane's charges (from the definition walked with the plan) included."""
+    runs them, in waves ``within`` the deployment's per-region caps (PlanRejected naming the target
+    when one repetition alone exceeds them), the control plane's charges (from the definition walked
+    with the plan) included."""
     definition = definition or asl_walk.load_definition()
-    plan = make_plan(loaded, price_lookup, at_once=repetitions_at_once(definition))
+    try:
+        plan = make_plan(loaded, price_lookup, at_once=repetitions_at_once(definition), caps=within)
+    except waves.TooLarge as e:
+        index = [t.id for t in loaded.spec.targets].index(e.target_id)
+        raise PlanRejected(f"spec: targets[{index}]: {e}", field=f"targets[{index}]") from None
     fit = history_fit(plan, timing or Timing())
     try:
         prices = controlplane.load_prices()
@@ -355,16 +382,26 @@ def aws_plan(loaded: LoadedSpec, price_lookup: PriceLookup | None = None, *, tim
 
 def fit_problem(plan: Plan, *, max_vcpus: int = DEFAULT_MAX_VCPUS_PER_REGION,
                 max_hosts: int = DEFAULT_MAX_HOSTS_PER_REGION, max_run_hours: int | None = None) -> str | None:
-    """Why the deployed machine cannot run this plan (None when it can): over a region's cap, a
-    spacing it cannot keep, or longer than its executions may run (``max_run_hours``, when known)."""
-    problem = plan.capacity_problem(max_vcpus, max_hosts, vcpus_key=VCPUS_KEY, hosts_key=HOSTS_KEY)
-    if problem:
-        return f"spec: targets: {problem}"
+    """Why the deployed machine cannot run this plan (None when it can): over a region's cap (a plan
+    scheduled within the caps never is), a spacing it cannot keep, or longer than its executions may
+    run (``max_run_hours``, when known)."""
+    limit = caps(max_vcpus, max_hosts)
+    for peak in plan.region_peaks():
+        if peak["ec2_vcpus"] > limit.max_vcpus or peak["ec2_hosts"] + peak["db_instances"] > limit.max_hosts:
+            return (f"spec: targets: the run has {peak['ec2_vcpus']} EC2 vCPUs and "
+                    f"{peak['ec2_hosts'] + peak['db_instances']} hosts at once in {peak['region']}, above the caps "
+                    f"of {limit.max_vcpus} ({VCPUS_KEY}) and {limit.max_hosts} ({HOSTS_KEY}): plan it within them")
     for t in plan.targets:
         if t.at_once <= 1 and t.repetitions > 1 and t.spacing_s > t.repetition_s:
             return (f"spec: repetition_spacing_s: {t.spacing_s} s is longer than one repetition of {t.target_id} "
                     f"({t.repetition_s} s); the deployed state machine runs repetitions one after another "
                     "without waiting between them")
+    for t in plan.targets:
+        longest = max((s for s in t.steps if s.kind == "prepare"), key=lambda s: s.duration_s, default=None)
+        if longest and execution_timeout_s(longest.duration_s, "prepare") > commands.MAX_EXECUTION_TIMEOUT_S:
+            return (f"spec: workload.table_size: {t.target_id}'s load is planned at {longest.duration_s} s; with "
+                    f"its margin it could run past Run Command's {commands.MAX_EXECUTION_TIMEOUT_S} s limit, "
+                    "which would cut it off: load fewer or smaller tables, or use faster storage")
     margins_s = 2 * int(DEADLINE_MARGIN.total_seconds())
     if max_run_hours is not None and plan.wall_s + margins_s > max_run_hours * 3600:
         return (f"spec: workload.duration_s: the run would take {plan.wall_s} s plus {margins_s} s of margins, "
@@ -390,12 +427,16 @@ def check_plan(plan: Plan, targets: Sequence[Any] | None = None, *,
         raise PlanRejected(problem)
 
 
-def estimate(request: RunRequest, *, regions: TargetRegions,
-             store: str = DEFAULT_RESULTS_STORE) -> tuple[LoadedSpec, Plan, HistoryFit]:
+def estimate(request: RunRequest, *, regions: TargetRegions, store: str = DEFAULT_RESULTS_STORE,
+             within: waves.Caps | None = None) -> tuple[LoadedSpec, Plan, HistoryFit]:
     """The run's plan and estimate as the deployed machine runs it (PlanRejected for a spec it cannot
-    plan), without the limits ``check_plan`` holds it to: what the API shows for a run already started."""
+    plan), without the limits ``check_plan`` holds it to: what the API shows for a run already started.
+    Its repetitions in waves ``within`` the caps (default: the deployment's, from the environment)."""
+    if within is None:
+        settings = Settings.from_env()
+        within = caps(settings.max_vcpus_per_region, settings.max_hosts_per_region)
     loaded = _loaded(request.spec, regions)
-    plan, fit, _ = aws_plan(loaded, _price_lookup, timing=request.timing, store=store)
+    plan, fit, _ = aws_plan(loaded, _price_lookup, timing=request.timing, store=store, within=within)
     return loaded, plan, fit
 
 
@@ -407,15 +448,15 @@ def checked_plan(request: RunRequest, *, regions: TargetRegions | None = None, m
     environment (benchfleet.aws.settings), as the CDK app sets them for every function."""
     settings = Settings.from_env()
     regions = regions or settings.regions
-    loaded, plan, fit = estimate(request, regions=regions, store=store)
+    within = caps(max_vcpus or settings.max_vcpus_per_region, max_hosts or settings.max_hosts_per_region)
+    loaded, plan, fit = estimate(request, regions=regions, store=store, within=within)
     # What the hosts will be given (a target's cnf with its server_options, rendered): refused here, so
     # that the API refuses it before starting a run that Plan would refuse a moment later.
     for index, target in enumerate(loaded.spec.targets):
         _install(index, target.model_dump(mode="json"))
     check_plan(plan, list(loaded.spec.targets),
                max_run_cost_usd=settings.max_run_cost_usd if max_run_cost_usd is None else max_run_cost_usd,
-               max_vcpus=max_vcpus or settings.max_vcpus_per_region or DEFAULT_MAX_VCPUS_PER_REGION,
-               max_hosts=max_hosts or settings.max_hosts_per_region or DEFAULT_MAX_HOSTS_PER_REGION,
+               max_vcpus=within.max_vcpus, max_hosts=within.max_hosts,
                max_run_hours=max_run_hours or settings.max_run_hours)
     return loaded, plan, fit
 
@@ -460,7 +501,7 @@ def plan_run(request: RunRequest, *, execution_name: str | None = None, zone_cou
             # on an existing target's one host, where two would share it and measure each other.
             "repetitions_at_once": t.at_once if 0 < t.at_once < t.repetitions else 0,
             # Each repetition's start after the first's (the definition's "Wait for its start").
-            "start_after_s": [0 if t.at_once == 1 else i * t.spacing_s for i in range(t.repetitions)],
+            "start_after_s": t.start_after_s(),
             "steps": _steps(t, o, _install(index, target, loaded), loaded, spec_target,
                             dbparams.requested(parameters)),
             # rds / aurora: the run's parameter groups hold these (benchfleet.aws.fleet.paramgroups).

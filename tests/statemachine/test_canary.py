@@ -1,0 +1,70 @@
+"""The canary (workloads/comparisons/canary.yaml, issue 30 item 5) on the offline executor: one small
+Graviton host, one 60 s step, through every data path a deployment has: provision of an arm64 host,
+the agent's step and its callback, the CloudWatch agent's steal (played by the harness), the default
+record store (Athena: JSON Lines under tables/ and their Glue partitions), the raw output read back
+the way `run --remote` reads it, and teardown checked by listing the run's tags."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from sm_harness import BUCKET, REGION, leftovers
+from tests.glue_tables import create_glue_tables
+
+from benchfleet.aws.fleet.leftovers import left_behind
+from benchfleet.cli import _results
+from benchfleet.local.store import open_store
+from benchfleet.rawsync import sync_run
+from benchfleet.spec import load_spec
+
+REPO = Path(__file__).resolve().parents[2]
+CANARY = REPO / "workloads" / "comparisons" / "canary.yaml"
+DATABASE, WORKGROUP = "bf_results", "Benchfleet-results"
+
+
+@pytest.fixture
+def athena(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default record store, as the CDK app's athena-store.ts makes it (tables from the same file)."""
+    glue = boto3.client("glue", region_name=REGION)
+    if DATABASE not in {d["Name"] for d in glue.get_databases()["DatabaseList"]}:
+        create_glue_tables(glue, DATABASE, BUCKET)
+        boto3.client("athena", region_name=REGION).create_work_group(Name=WORKGROUP)
+    for key, value in {"RESULTS_STORE": "athena", "GLUE_DATABASE": DATABASE, "ATHENA_WORKGROUP": WORKGROUP}.items():
+        monkeypatch.setenv(key, value)
+
+
+def test_the_canary_crosses_every_data_path(harness: Any, athena: None, tmp_path: Path) -> None:
+    loaded = load_spec(CANARY)
+    spec = {**loaded.spec.model_dump(mode="json", exclude_none=True),
+            "workload": loaded.workload.model_dump(mode="json")}
+    harness.agent.steal = True
+    result = harness.run(spec, name="canary-offline")
+    assert result["status"] == "SUCCEEDED", harness.explain(result)
+    # One arm64 host (t4g: Graviton), from the arm64 Ubuntu AMI parameter.
+    (provision,) = harness.calls_of("provision")
+    assert provision.event["target"]["instance_type"] == "t4g.small"
+    assert any("/arm64/" in name for name in harness.gaps.ami_requests)
+    # The step's samples and the host's steal went to the record store: Athena's JSON Lines and partitions.
+    (measured,) = [c.result for c in harness.calls_of("collect") if c.event["step"]["name"] == "t0001"]
+    assert measured["samples"] == 60 and measured["cloud_metrics"] > 0
+    objects = boto3.client("s3", region_name=REGION).list_objects_v2(Bucket=BUCKET, Prefix="tables/")["Contents"]
+    tables = {o["Key"].split("/")[1] for o in objects if "run_id=canary-offline" in o["Key"]}
+    assert {"samples", "step_summaries", "cloud_metrics", "targets", "runs"} <= tables
+    partitions = boto3.client("glue", region_name=REGION).get_partitions(DatabaseName=DATABASE, TableName="samples")
+    assert ["canary-offline"] in [p["Values"] for p in partitions["Partitions"]]
+    # Read back as `run --remote` does: the raw output from S3 into a local store, then its results.
+    run = {"run_id": "canary-offline", "name": "canary", "spec": spec, "estimated_cost_usd": None}
+    with open_store(tmp_path) as store:
+        assert sync_run(boto3.client("s3", region_name=REGION), BUCKET, run, store, tmp_path) == 2
+        results = _results(store, "canary-offline")
+    (step,) = results["steps"]
+    assert (step["target_id"], step["step"], step["samples"]) == ("graviton", "t0001", 60) and step["tps"] > 0
+    # Teardown, checked by listing the run's tags (the host is listed, terminated: nothing is left).
+    tagged = boto3.client("resourcegroupstaggingapi", region_name=REGION).get_resources(
+        TagFilters=[{"Key": "benchfleet:run-id", "Values": ["canary-offline"]}])["ResourceTagMappingList"]
+    assert len(tagged) == 1
+    assert left_behind("canary-offline", [REGION], lambda s, r: boto3.client(s, region_name=r)) == []
+    assert leftovers("canary-offline") == []
