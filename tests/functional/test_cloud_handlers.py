@@ -642,11 +642,19 @@ def test_plan_takes_the_region_caps_from_its_environment(aws, monkeypatch):
     plan = call("plan", {"input": {"spec": wide}, "execution_name": "caps-1"})
     assert plan["control_plane_usd"] > 0
     assert plan["estimated_cost_usd"] == pytest.approx(plan["hosts_usd"] + plan["control_plane_usd"], abs=1e-4)
+    assert {t["start_after_s"][0] for t in plan["targets"]} == {0}  # all four at once
+    # Under a lower cap the Plan Lambda schedules waves within it (issue 30 item 2): three fit, the
+    # fourth starts when the first wave's hosts are planned gone; the wall time says so.
     monkeypatch.setenv("MAX_VCPUS_PER_REGION", "24")
-    with pytest.raises(errors.PlanRejected, match=r"32 EC2 vCPUs at once in us-east-1, above the cap of 24 "
-                                                  r"\(cdk context maxVcpusPerRegion\)"):
-        call("plan", {"input": {"spec": wide}, "execution_name": "caps-2"})
+    waved = call("plan", {"input": {"spec": wide}, "execution_name": "caps-2"})
+    assert sorted(t["start_after_s"][0] for t in waved["targets"])[:3] == [0, 0, 0]
+    assert max(t["start_after_s"][0] for t in waved["targets"]) > 0 and waved["wall_s"] > plan["wall_s"]
     monkeypatch.setenv("MAX_VCPUS_PER_REGION", "64")
     monkeypatch.setenv("MAX_HOSTS_PER_REGION", "3")
-    with pytest.raises(errors.PlanRejected, match=r"4 hosts at once .*\(cdk context maxHostsPerRegion\)"):
-        call("plan", {"input": {"spec": wide}, "execution_name": "caps-3"})
+    assert max(t["start_after_s"][0] for t in call("plan", {"input": {"spec": wide},
+                                                            "execution_name": "caps-3"})["targets"]) > 0
+    # Only a target larger than a cap on its own is refused, naming the key.
+    monkeypatch.setenv("MAX_VCPUS_PER_REGION", "6")
+    with pytest.raises(errors.PlanRejected, match=r"targets\[0\]: target m0 alone needs 8 EC2 vCPUs .* "
+                                                  r"above the cap of 6 \(cdk context maxVcpusPerRegion\)"):
+        call("plan", {"input": {"spec": wide}, "execution_name": "caps-4"})
