@@ -232,30 +232,45 @@ def _run_remote(args: argparse.Namespace) -> int:
         print(run_id)
         return EXIT_OK
     final = remote.wait(run_id, args.api_url, print_remote_run, poll_s=args.poll)
-    # What the run measured, read back from S3 as `results --remote` reads it, and what it left:
-    # the run's tags listed in every region it used (a canary proves both).
-    left = _after_remote_run(run_id, args.api_url, sorted({getattr(t, "region", None) or home_region()[0]
-                                                           for t in loaded.spec.targets}))
-    return EXIT_OK if final.get("status") == "SUCCEEDED" and not left else EXIT_FAILED
+    # What the run measured, read back from S3 as `results --remote` reads it, and what it left: the
+    # run's tags listed in every region it rented hosts in (a canary proves both).
+    regions = sorted({h.region for t in plan.targets for h in t.hosts}) or [home_region()[0]]
+    read_back = _read_back(run_id, args.api_url)
+    left = _left_behind(run_id, regions)
+    return EXIT_OK if final.get("status") == "SUCCEEDED" and read_back and not left else EXIT_FAILED
 
 
-def _after_remote_run(run_id: str, api_url: str | None, regions: list[str]) -> list[Any]:
-    """Read the finished run's results back into the local store and print them; list what is still
-    tagged with the run (its teardown left it) and print that."""
-    import boto3
+def _read_back(run_id: str, api_url: str | None) -> bool:
+    """Load the ended run's raw output from S3 into the local store and print its results; False
+    (said why) when they cannot be read back, so the leftovers are still listed after it."""
+    from botocore.exceptions import BotoCoreError, ClientError
 
-    from benchfleet.aws.fleet.leftovers import left_behind
     from benchfleet.local.store import open_store
     from benchfleet.ui import console, print_comparison
 
-    with open_store(home()) as store:
-        _sync_remote(run_id, api_url, store)
-        print_comparison(run_id, _results(store, run_id))
+    try:
+        with open_store(home()) as store:
+            _sync_remote(run_id, api_url, store)
+            print_comparison(run_id, _results(store, run_id))
+        return True
+    except (BotoCoreError, ClientError, RemoteError, StoreError, OSError) as e:
+        console.print(f"[red]run {run_id}'s results could not be read back: {e}")
+        return False
+
+
+def _left_behind(run_id: str, regions: list[str]) -> list[Any]:
+    """What is still tagged with the run in ``regions`` (its teardown left it), printed."""
+    import boto3
+
+    from benchfleet.aws.fleet.leftovers import left_behind
+    from benchfleet.ui import console
+
     left = left_behind(run_id, regions, lambda service, region: boto3.client(service, region_name=region))
     for item in left:
         console.print(f"[red]left behind: {item.arn} ({item.state})")
-    console.print(f"[red]run {run_id} left {len(left)} resource(s): see above, or wait for the janitor" if left else
-                  f"nothing of run {run_id} is left (its tags listed in {', '.join(regions)})")
+    console.print(f"[red]run {run_id} left {len(left)} resource(s) in {', '.join(regions)}: see above, or wait for "
+                  "the janitor" if left else f"nothing of run {run_id} is left (its tags listed in "
+                  f"{', '.join(regions)})")
     return left
 
 

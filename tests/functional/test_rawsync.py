@@ -76,3 +76,41 @@ def test_a_bad_run_id_is_refused(bucket, tmp_path: Path) -> None:
     s3, _ = bucket
     with pytest.raises(ValueError):
         rawsync.sync_run(s3, "results", {"run_id": "../../etc"}, DuckDBStore(tmp_path / "d.duckdb"), tmp_path)
+
+
+CANARY = Path(__file__).resolve().parents[2] / "workloads" / "comparisons" / "canary.yaml"
+
+
+def test_run_remote_reads_back_and_lists_what_the_run_left(bucket, bf_home: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """After the run ends, `run --remote` reads the results back and lists the run's tags: one host still
+    running is named and the exit is 1 although the run SUCCEEDED; a run whose results cannot be read
+    back still has its tags listed (and exits 1), never a traceback that skips the check."""
+    from benchfleet import remote
+
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("BENCHFLEET_BUCKET", "results")
+    run = {"run_id": RUN_ID, "name": "cloudy", "status": "SUCCEEDED"}
+    monkeypatch.setattr(remote, "submit", lambda loaded, api_url=None: RUN_ID)
+    monkeypatch.setattr(remote, "get_run", lambda run_id, api_url=None: run)
+    monkeypatch.setattr(remote, "wait", lambda run_id, api_url=None, on_update=None, **kw: run)
+    ec2 = boto3.client("ec2", region_name="us-east-1")
+    left = ec2.run_instances(ImageId="ami-12c6146b", MinCount=1, MaxCount=1, TagSpecifications=[
+        {"ResourceType": "instance", "Tags": [{"Key": "benchfleet:run-id", "Value": RUN_ID}]}])["Instances"][0]
+    api = ["--remote", "--api-url", "https://x.execute-api.us-east-1.amazonaws.com/prod"]
+    assert main(["run", str(CANARY), *api]) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert "m6i" in out and "m6g" in out  # the results, read back
+    assert f"left behind: arn:aws:ec2:us-east-1:123456789012:instance/{left['InstanceId']} (running)" in out
+    assert f"run {RUN_ID} left 1 resource(s) in us-east-1" in out
+
+    ec2.terminate_instances(InstanceIds=[left["InstanceId"]])
+    assert main(["run", str(CANARY), *api]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"nothing of run {RUN_ID} is left (its tags listed in us-east-1)" in out
+
+    monkeypatch.setenv("BENCHFLEET_BUCKET", "no-such-bucket")
+    assert main(["run", str(CANARY), *api]) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"run {RUN_ID}'s results could not be read back" in out and "NoSuchBucket" in out
+    assert f"nothing of run {RUN_ID} is left" in out

@@ -14,11 +14,8 @@ import pytest
 from sm_harness import BUCKET, REGION, leftovers
 from tests.glue_tables import create_glue_tables
 
-from benchfleet.aws.fleet.leftovers import left_behind
-from benchfleet.cli import _results
+from benchfleet.cli import _results, main
 from benchfleet.local.store import open_store
-from benchfleet.rawsync import sync_run
-from benchfleet.spec import load_spec
 
 REPO = Path(__file__).resolve().parents[2]
 CANARY = REPO / "workloads" / "comparisons" / "canary.yaml"
@@ -36,12 +33,30 @@ def athena(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv(key, value)
 
 
-def test_the_canary_crosses_every_data_path(harness: Any, athena: None, tmp_path: Path) -> None:
-    loaded = load_spec(CANARY)
-    spec = {**loaded.spec.model_dump(mode="json", exclude_none=True),
-            "workload": loaded.workload.model_dump(mode="json")}
+def test_the_canary_crosses_every_data_path(harness: Any, athena: None, bf_home: Path, monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """`benchfleet run canary.yaml --remote` as a user runs it after deploying: the API's submit and
+    status played by the offline execution, everything after it (read back, tags listed) real."""
+    from benchfleet import remote
+
     harness.agent.steal = True
-    result = harness.run(spec, name="canary-offline")
+    executed: dict[str, Any] = {}
+
+    def submit(loaded: Any, api_url: str | None = None) -> str:
+        executed["spec"] = remote.inline_spec(loaded)
+        executed["result"] = harness.run(executed["spec"], name="canary-offline")
+        return "canary-offline"
+
+    def get_run(run_id: str, api_url: str | None = None) -> dict[str, Any]:
+        return {"run_id": run_id, "name": "canary", "status": executed["result"]["status"], "spec": executed["spec"]}
+
+    monkeypatch.setattr(remote, "submit", submit)
+    monkeypatch.setattr(remote, "get_run", get_run)
+    monkeypatch.setattr(remote, "wait", lambda run_id, api_url=None, on_update=None, **kw: get_run(run_id))
+    monkeypatch.setenv("BENCHFLEET_BUCKET", BUCKET)
+    api = ["--remote", "--api-url", "https://x.execute-api.us-east-1.amazonaws.com/prod"]
+    assert main(["run", str(CANARY), *api]) == 0
+    result = executed["result"]
     assert result["status"] == "SUCCEEDED", harness.explain(result)
     # One arm64 host (t4g: Graviton), from the arm64 Ubuntu AMI parameter.
     (provision,) = harness.calls_of("provision")
@@ -55,16 +70,15 @@ def test_the_canary_crosses_every_data_path(harness: Any, athena: None, tmp_path
     assert {"samples", "step_summaries", "cloud_metrics", "targets", "runs"} <= tables
     partitions = boto3.client("glue", region_name=REGION).get_partitions(DatabaseName=DATABASE, TableName="samples")
     assert ["canary-offline"] in [p["Values"] for p in partitions["Partitions"]]
-    # Read back as `run --remote` does: the raw output from S3 into a local store, then its results.
-    run = {"run_id": "canary-offline", "name": "canary", "spec": spec, "estimated_cost_usd": None}
-    with open_store(tmp_path) as store:
-        assert sync_run(boto3.client("s3", region_name=REGION), BUCKET, run, store, tmp_path) == 2
-        results = _results(store, "canary-offline")
-    (step,) = results["steps"]
+    # run --remote read the raw output back from S3 into the local store and printed its results...
+    out = capsys.readouterr().out
+    assert "graviton" in out
+    with open_store(bf_home) as store:
+        (step,) = _results(store, "canary-offline")["steps"]
     assert (step["target_id"], step["step"], step["samples"]) == ("graviton", "t0001", 60) and step["tps"] > 0
-    # Teardown, checked by listing the run's tags (the host is listed, terminated: nothing is left).
+    # ...and listed the run's tags: the host is listed, terminated, so nothing is left.
+    assert f"nothing of run canary-offline is left (its tags listed in {REGION})" in " ".join(out.split())
     tagged = boto3.client("resourcegroupstaggingapi", region_name=REGION).get_resources(
         TagFilters=[{"Key": "benchfleet:run-id", "Values": ["canary-offline"]}])["ResourceTagMappingList"]
     assert len(tagged) == 1
-    assert left_behind("canary-offline", [REGION], lambda s, r: boto3.client(s, region_name=r)) == []
     assert leftovers("canary-offline") == []
