@@ -27,7 +27,7 @@ export const PARTITION_KEY = 'run_id';
 /** The one schema file shared with the Python writer's tests (cdk/lib/sql/glue-tables.json). */
 export const GLUE_TABLES_FILE = path.join(__dirname, 'sql', 'glue-tables.json');
 
-export type GlueTableName = 'samples' | 'step_summaries' | 'cloud_metrics' | 'targets' | 'runs';
+export type GlueTableName = 'samples' | 'status_samples' | 'step_summaries' | 'cloud_metrics' | 'targets' | 'runs';
 export type GlueColumns = ReadonlyArray<readonly [string, string]>;
 
 /** Column names and Hive types of every table, read at synth. */

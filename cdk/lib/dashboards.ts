@@ -14,7 +14,7 @@ import { Construct } from 'constructs';
 import { AthenaStore } from './athena-store';
 
 export const SQL_DIR = path.join(__dirname, 'sql');
-export type DatasetName = 'step_results' | 'target_costs' | 'speedup' | 'samples' | 'cloud_metrics';
+export type DatasetName = 'step_results' | 'target_costs' | 'speedup' | 'samples' | 'status_samples' | 'cloud_metrics';
 export type QuickSightColumnType = 'STRING' | 'INTEGER' | 'DECIMAL' | 'DATETIME';
 
 interface DatasetSpec {
@@ -301,6 +301,9 @@ function table(
   };
 }
 
+/** The counter the status chart shows first: flow-control pause (a cluster's first question). */
+export const STATUS_DEFAULT_COUNTER = 'wsrep_flow_control_paused_ns';
+
 /** Visual ids by sheet: the filters below are scoped with them. */
 export const SHEETS = {
   sweep: {
@@ -318,6 +321,7 @@ export const SHEETS = {
       'disk-writes-per-second',
       'disk-await-per-second',
       'insert-rate-vs-rows',
+      'status-per-second',
     ],
   },
   cloud: { sheetId: 'cloud', name: 'Cloud metrics', visuals: ['aurora-write-latency'] },
@@ -437,6 +441,15 @@ export function dashboardDefinition(dataSets: Record<DatasetName, quicksight.Cfn
       'tps',
       'rows_in_table',
     ),
+    lineChart(
+      'status-per-second',
+      'Server status per second (pick the counter)',
+      'SHOW GLOBAL STATUS of every server, cluster node (n1...) and proxy backend: running totals per second, ' +
+        'levels as they are, flow-control pause as % of the time',
+      numberDim('sec-elapsed-3', 'status_samples', 'elapsed_s'),
+      measure('sec-status', 'status_samples', 'reading', 'AVERAGE'),
+      categoryDim('sec-source', 'status_samples', 'source'),
+    ),
   ];
   const cloud: Visual[] = [
     lineChart(
@@ -507,7 +520,19 @@ export function dashboardDefinition(dataSets: Record<DatasetName, quicksight.Cfn
     })),
     sheets: [
       { ...sheetOf(SHEETS.sweep), visuals: sweep },
-      { ...sheetOf(SHEETS.seconds), visuals: seconds },
+      {
+        ...sheetOf(SHEETS.seconds, [
+          {
+            dropdown: {
+              filterControlId: 'seconds-status-counter',
+              sourceFilterId: 'status-counter',
+              title: 'Status counter',
+              type: 'SINGLE_SELECT',
+            },
+          },
+        ]),
+        visuals: seconds,
+      },
       { ...sheetOf(SHEETS.cloud), visuals: cloud },
       {
         ...sheetOf(SHEETS.cost, [
@@ -537,6 +562,30 @@ export function dashboardDefinition(dataSets: Record<DatasetName, quicksight.Cfn
               column: col('step_results', 'run_name'),
               configuration: {
                 filterListConfiguration: { matchOperator: 'CONTAINS', selectAllOptions: 'FILTER_ALL_VALUES' },
+              },
+            },
+          },
+        ],
+      },
+      {
+        // One counter at a time (their scales differ); flow-control pause until the reader picks another.
+        filterGroupId: 'status-counter',
+        crossDataset: 'SINGLE_DATASET',
+        status: 'ENABLED',
+        scopeConfiguration: {
+          selectedSheets: {
+            sheetVisualScopingConfigurations: [
+              { sheetId: SHEETS.seconds.sheetId, scope: 'SELECTED_VISUALS', visualIds: ['status-per-second'] },
+            ],
+          },
+        },
+        filters: [
+          {
+            categoryFilter: {
+              filterId: 'status-counter',
+              column: col('status_samples', 'counter'),
+              configuration: {
+                filterListConfiguration: { matchOperator: 'CONTAINS', categoryValues: [STATUS_DEFAULT_COUNTER] },
               },
             },
           },

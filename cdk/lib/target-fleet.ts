@@ -27,7 +27,14 @@ import { ownershipEnvironment } from './ownership';
 import { FleetResources, grantRdsManagedSecretsRead } from './permissions';
 
 /** Domain modules the agent imports, shipped next to workloads/ at the same relative paths. */
-export const AGENT_LAMBDA_MODULES = ['__init__.py', 'sysbench.py', 'mysqlcnf.py'];
+export const AGENT_LAMBDA_MODULES = [
+  '__init__.py',
+  'sysbench.py',
+  'mysqlcnf.py',
+  'galera.py',
+  'proxyconf.py',
+  'serverstatus.py',
+];
 /** Where the bundle is unpacked on a target; the agent runs from here. */
 export const AGENT_HOME = '/opt/benchfleet';
 /** The agent's flock: a second job sent to a busy host is refused, not run alongside. */

@@ -21,7 +21,7 @@ export interface RecordStore {
   grantRead(grantee: iam.IGrantable): void;
 }
 
-export const TIMESTREAM_TABLES = ['samples', 'step_summaries', 'cloud_metrics'] as const;
+export const TIMESTREAM_TABLES = ['samples', 'status_samples', 'step_summaries', 'cloud_metrics'] as const;
 export type TimestreamTableName = (typeof TIMESTREAM_TABLES)[number];
 
 export interface TimestreamStoreProps {

@@ -39,7 +39,7 @@ def agent_job(*, run_id: str, target_id: str, repetition: int, workload: Workloa
               db: dict[str, Any], config_hash: str | None = None,
               requested: dict[str, str] | None = None,
               settings: dict[str, Any] | None = None, data_dir: str | None = None,
-              state_dir: str | None = None) -> dict[str, Any]:
+              state_dir: str | None = None, status: dict[str, Any] | None = None) -> dict[str, Any]:
     """``requested``: the server options a server benchfleet started was given (cnf and the spec's
     server_options); the prepare step's fingerprint records their effective values. On a fresh
     EC2 host the install step reports them instead. ``data_dir``: the server's data directory when
@@ -51,7 +51,8 @@ def agent_job(*, run_id: str, target_id: str, repetition: int, workload: Workloa
     (``db.database``), and ``settings``: the variant's settings the step must run with
     (``{"variant", "requested": {option: value}}``, plus ``apply`` where the agent switches them
     itself); the agent reads them back from the server and records requested and effective values
-    with the step's summary."""
+    with the step's summary. ``status``: the server status the agent reads every second
+    (workloads/agent/benchfleet_status.py; benchfleet.serverstatus)."""
     job: dict[str, Any] = {
         "run_id": run_id,
         "target_id": target_id,
@@ -77,4 +78,6 @@ def agent_job(*, run_id: str, target_id: str, repetition: int, workload: Workloa
     rows = rows_of(workload, state_dir)
     if rows:
         job["rows"] = rows
+    if status:
+        job["status"] = status
     return job

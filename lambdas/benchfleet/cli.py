@@ -309,7 +309,7 @@ def _write_report(store: Any, run_id: str, path: Path | None) -> Path:
 
 
 def _results(store: Any, run_id: str) -> dict[str, Any]:
-    from benchfleet.stats import comparison_table, run_comparison
+    from benchfleet.stats import comparison_table, run_comparison, status
 
     run = store.run(run_id)
     summaries = store.summaries(run["run_id"])
@@ -326,6 +326,8 @@ def _results(store: Any, run_id: str) -> dict[str, Any]:
     }
     doc["statistics"] = run_comparison(store, run["run_id"])
     doc["comparison"] = comparison_table(doc["statistics"]["rows"])
+    steps = status.per_step(store, run["run_id"])
+    doc["status"] = {"counters": status.counter_table(steps), "cluster": status.cluster_table(steps)}
     # A smoke or --local run says so on every row (the CSV has no other place for it).
     label = (doc["statistics"].get("trial") or {}).get("label")
     doc["run"]["trial"] = label
@@ -366,14 +368,17 @@ def cmd_results(args: argparse.Namespace) -> int:
         return _history(args)
     if not args.run:
         raise CliError("results needs a RUN (or --history NAME)", EXIT_USAGE)
-    if args.per_second and args.format not in ("csv", "json"):
-        raise CliError("--per-second prints every sample: use --format csv or json", EXIT_USAGE)
+    if args.per_second and args.status:
+        raise CliError("--per-second and --status are two exports: give one", EXIT_USAGE)
+    if (args.per_second or args.status) and args.format not in ("csv", "json"):
+        flag = "--per-second prints every sample" if args.per_second else "--status prints every status reading"
+        raise CliError(f"{flag}: use --format csv or json", EXIT_USAGE)
     models = _models(args)
     with open_store(home(), write=args.remote) as store:
         try:
             run_id = _sync_remote(args.run, args.api_url, store) if args.remote else store.run(args.run)["run_id"]
-            if args.per_second:
-                _per_second(store, run_id, args.format)
+            if args.per_second or args.status:
+                _per_second(store, run_id, args.format, status=args.status)
                 return EXIT_OK
             doc = _results(store, run_id)
         except RunNotFound as e:
@@ -389,13 +394,13 @@ def cmd_results(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _per_second(store: Any, run_id: str, fmt: str) -> None:
-    """Every sample of a run (warm-up and measure), one row each: the data behind the charts.
-    Written as it is read, batch by batch, so the export of a long soak needs no more memory than
-    one batch (the JSON is still one array)."""
+def _per_second(store: Any, run_id: str, fmt: str, *, status: bool = False) -> None:
+    """Every sample (or, with ``status``, every status reading) of a run, warm-up and measure, one row
+    each: the data behind the charts. Written as it is read, batch by batch, so the export of a long soak needs no more
+    memory than one batch (the JSON is still one array)."""
     out = sys.stdout
     first = True
-    if not store.query("SELECT 1 FROM samples WHERE run_id = ? LIMIT 1", [run_id]):
+    if not status and not store.query("SELECT 1 FROM samples WHERE run_id = ? LIMIT 1", [run_id]):
         run = store.run(run_id)
         if run.get("mode") == "import":
             raise CliError(f"run {run_id} has no per-second samples (imported logs without --report-interval "
@@ -403,7 +408,7 @@ def _per_second(store: Any, run_id: str, fmt: str) -> None:
         # A run that ended before its first measured second: say how it ended, not that it was imported.
         raise CliError(f"run {run_id} has no per-second samples: it is {run.get('status')}"
                        + (f" ({run['message']})" if run.get("message") else ""), EXIT_FAILED)
-    for batch in store.sample_batches(run_id):
+    for batch in store.status_batches(run_id) if status else store.sample_batches(run_id):
         rows = [{k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in r.items()} for r in batch]
         if fmt == "csv":
             writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
@@ -608,6 +613,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--history", metavar="NAME", help="trend of consecutive runs named NAME; exit 1 on a regression")
     s.add_argument("--per-second", action="store_true", help="every per-second sample (with --format csv or json)")
     _pricing_arg(s)
+    s.add_argument("--status", action="store_true",
+                   help="every server status reading: source, counter, value, rate (with --format csv or json)")
     _remote_args(s, "a cloud run: load its raw output from S3 first")
     s.set_defaults(func=cmd_results)
 

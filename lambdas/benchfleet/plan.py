@@ -21,9 +21,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from benchfleet import waves
+from benchfleet import serverstatus, waves
 from benchfleet.pricing import DEFAULT_REGION
-from benchfleet.spec import ONE_ROW_PER_EVENT, ComparisonSpec, LoadedSpec, ResolvedVariant, Workload, data_set_key
+from benchfleet.spec import (
+    ONE_ROW_PER_EVENT,
+    ComparisonSpec,
+    LoadedSpec,
+    ResolvedVariant,
+    Workload,
+    data_set_key,
+    is_cluster,
+)
 from benchfleet.stats.cost import vcpus_from_size
 
 StepKind = Literal["prepare", "warmup", "measure"]
@@ -37,8 +45,13 @@ DEFAULT_DATABASE = "sbtest"
 # local run (medians on a 2-core machine shared with other work, November 2026): a fresh MariaDB
 # server (initialise, start, create the user) 5.3 s, its teardown 1.2 s. An existing server's safety
 # check and clean-up are a few client round trips, within the step overheads' rounding.
-PROVISION_SECONDS = {"local": 6, "existing": 0, "ec2": 300, "rds": 900, "aurora": 1200}
-TEARDOWN_SECONDS = {"local": 2, "existing": 0, "ec2": 60, "rds": 600, "aurora": 900}
+PROVISION_SECONDS = {"local": 6, "existing": 0, "ec2": 300, "rds": 900, "aurora": 1200, "cluster": 300}
+TEARDOWN_SECONDS = {"local": 2, "existing": 0, "ec2": 60, "rds": 600, "aurora": 900, "cluster": 60}
+# A local Galera cluster (benchfleet.local.galera, 3 nodes): the first node initialised and bootstrapped
+# 4.6 s, the others Synced by rsync state transfer 10 s later, stopped together in 1 s (measured here,
+# November 2026); each further node joins at the same time as the others.
+LOCAL_CLUSTER_PROVISION_S = 16
+LOCAL_CLUSTER_TEARDOWN_S = 2
 # Seconds each step takes beyond its planned duration when the agent runs here: starting the agent and
 # sysbench, connecting, and the final summary (measured 0.9 s per warm-up or measure step). Cloud
 # steps' overheads (SSM delivery, polling) are covered by their own waits, not by the estimate.
@@ -176,6 +189,9 @@ class TargetPlan(BaseModel):
     # Each repetition's planned start, from the run's start (AWS: the schedule of benchfleet.waves;
     # empty: as ``at_once`` and ``spacing_s`` say).
     starts_s: list[int] = []
+    # (source, counter) of the server status rows each reading makes (benchfleet.serverstatus.series):
+    # what the store is written per report interval of a warm-up or measure step, beside the sample.
+    status_series: list[tuple[str, str]] = []
 
     def steps_of(self, repetition: int) -> list[PlanStep]:
         """The steps of one repetition (1-based), in the order they run."""
@@ -558,6 +574,12 @@ def hosts_of(target: Any) -> list[Host]:
         return [Host(service="rds", instance_type=target.instance_class, vcpus=vcpus_of(target.instance_class),
                      region=region),
                 Host(service="ec2", instance_type=client, vcpus=vcpus_of(client), region=region)]
+    if target.kind == "cluster":
+        # Every node, the client, and the proxy when it has a host of its own: all count against quotas.
+        types = [target.instance_type] * target.nodes + [target.client.instance_type]
+        if target.proxy.instance_type:
+            types.append(target.proxy.instance_type)
+        return [Host(service="ec2", instance_type=t, vcpus=vcpus_of(t), region=region) for t in types]
     return []
 
 
@@ -599,6 +621,24 @@ def storage_plan(target: Any) -> dict[str, Any] | None:
     return out
 
 
+def status_series(spec: ComparisonSpec, target: Any) -> list[tuple[str, str]]:
+    """The server status rows of one reading of ``target`` (its nodes' and its proxy's, for a cluster)."""
+    cluster = is_cluster(target)
+    counters = serverstatus.counters_for(spec.status_counters, cluster)
+    if not cluster:
+        return serverstatus.series(counters)
+    shape = target if target.kind == "cluster" else target.cluster
+    proxy = target.proxy.software if target.kind == "cluster" else target.cluster.proxy
+    return serverstatus.series(counters, shape.nodes, proxy)
+
+
+def provision_seconds(target: Any) -> tuple[int, int]:
+    """(provision, teardown) seconds of one repetition of ``target``."""
+    if target.kind == "local" and getattr(target, "cluster", None) is not None:
+        return LOCAL_CLUSTER_PROVISION_S, LOCAL_CLUSTER_TEARDOWN_S
+    return PROVISION_SECONDS[target.kind], TEARDOWN_SECONDS[target.kind]
+
+
 def make_plan(loaded: LoadedSpec, price_lookup: PriceLookup | None = None, *, at_once: int = 1,
               caps: waves.Caps | None = None) -> Plan:
     """Expand a resolved spec. ``price_lookup(target)`` gives $/hour (target plus its client);
@@ -621,17 +661,19 @@ def make_plan(loaded: LoadedSpec, price_lookup: PriceLookup | None = None, *, at
         if price is None and (target.kind == "local" or spec.is_local):
             price = 0.0
         # One host per target for local and existing targets: repetitions on it cannot overlap.
-        concurrent = (at_once or spec.repetitions) if target.kind in ("ec2", "rds", "aurora") else 1
+        concurrent = (at_once or spec.repetitions) if target.kind in ("ec2", "rds", "aurora", "cluster") else 1
         storage = storage_plan(target)
         warnings = list(storage.pop("warnings", [])) if storage else []
+        provision_s, teardown_s = provision_seconds(target)
         targets.append(TargetPlan(
             target_id=target.id, kind=target.kind,
             region=getattr(target, "region", None) or ("local" if spec.is_local else None),
             repetitions=spec.repetitions, steps=steps, sequence=sequence,
-            provision_s=PROVISION_SECONDS[target.kind], teardown_s=TEARDOWN_SECONDS[target.kind],
+            provision_s=provision_s, teardown_s=teardown_s,
             step_overhead_s=STEP_OVERHEAD_SECONDS.get(target.kind, 0) if spec.is_local else 0,
             price_per_hour=price, server_options=target.server_options, hosts=hosts_of(target),
-            at_once=concurrent, spacing_s=spec.repetition_spacing_s or 0, storage=storage, warnings=warnings))
+            at_once=concurrent, spacing_s=spec.repetition_spacing_s or 0, storage=storage, warnings=warnings,
+            status_series=status_series(spec, target)))
     tests = [loaded.workload.test, *(v.workload.test for v in spec.variants if isinstance(v.workload, Workload))]
     plan = Plan(name=spec.name, workload=loaded.workload.name, mode="local" if spec.is_local else "aws",
                 repetitions=spec.repetitions, targets=targets, budget_usd=spec.budget_usd, order=spec.order,

@@ -433,6 +433,31 @@ def _aurora(target: Any, prices: Prices, region: str) -> Built:
     return [*lines, *client], missing + client_missing, [note]
 
 
+@builder("cluster")
+def _cluster(target: Any, prices: Prices, region: str) -> Built:
+    """A Galera cluster: every node's instance and storage (``nodes`` of each), the proxy's own host
+    (serving: the cluster answers through it), and the client (not serving). Cross-zone replication is
+    billed by use: results add it from the bytes the nodes received (benchfleet.stats.status)."""
+    nodes = int(target.nodes)
+    missing = _where(prices.ec2, region, str(target.instance_type), "instance_type")
+    if _region_missing(missing):
+        return [], missing, []
+    lines = [instance_line(prices.ec2, region, str(target.instance_type), item="nodes", quantity=nodes)]
+    storage = getattr(target, "storage", None)
+    volumes, more = _storage_rate_lines(prices.ebs, region, storage, by_region=True,
+                                        quantity=nodes * _volumes(storage))
+    proxy = getattr(getattr(target, "proxy", None), "instance_type", None)
+    if proxy:
+        more += [("proxy.instance_type", reason) for _, reason in _where(prices.ec2, region, str(proxy), "")]
+        lines.append(instance_line(prices.ec2, region, str(proxy), item="proxy"))
+    client, client_missing = _client(target, prices, region)
+    notes = ["cross-zone replication traffic is billed by use ($0.01 per GB each way): results count it from "
+             "the bytes the nodes received"]
+    if not proxy and getattr(getattr(target, "proxy", None), "software", "none") != "none":
+        notes.append("the proxy runs on the client host")
+    return [*lines, *volumes, *client], missing + more + client_missing, notes
+
+
 @builder("existing")
 def _existing(target: Any, prices: Prices, region: str) -> Built:
     """A server the user runs (or an import): priced only when it names its EC2 instance type."""

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from benchfleet import serverstatus
 from benchfleet.stats.figures import weighted_cv
 from benchfleet.sysbench import interval_lengths, step_accounting
 
@@ -88,6 +89,20 @@ class Sample(_Row):
                                         "queue and service, ms (iostat's await); None when none completed")
     rows_in_table: int | None = Field(None, description="insert workloads: rows in the table at the end of this "
                                       "second (prepared rows + events so far; benchfleet_rows.py)")
+
+
+class StatusSample(_Row):
+    """One ``SHOW GLOBAL STATUS`` counter of one source (a server, a cluster node ``n1``..., a proxy's
+    backend ``proxy/n1``) at one reading of a step (``benchfleet.serverstatus``). ``counter`` is
+    ``answered`` (1 or 0) for whether the source answered that reading at all."""
+
+    time: datetime
+    second: float
+    source: str
+    counter: str
+    value: float | None = Field(None, description="the value as the server printed it (state words as 0/1)")
+    rate: float | None = Field(None, description="per second since the previous reading, for running "
+                               "totals; None for levels (gauges) and the step's first reading")
 
 
 class StepSummary(_Row):
@@ -180,6 +195,7 @@ class AgentOutput(BaseModel):
     errors: list[AgentError] = []
     installs: list[AgentNotice] = []
     notices: list[AgentNotice] = []
+    status: list[StatusSample] = []
 
 
 def _ts(value: Any) -> Any:
@@ -195,6 +211,7 @@ def parse_agent_lines(text: str, source: str = "agent output") -> AgentOutput:
     """Rows from the agent's JSON lines; summaries get their per-second derived figures."""
     out = AgentOutput()
     raw_summaries: list[dict[str, Any]] = []
+    raw_status: list[dict[str, Any]] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -216,6 +233,11 @@ def parse_agent_lines(text: str, source: str = "agent output") -> AgentOutput:
                 out.installs.append(AgentNotice.model_validate(record))
             elif kind == "notice":
                 out.notices.append(AgentNotice.model_validate(record))
+            elif kind == "status":
+                _Row.model_validate(record)  # the row's keys, named here with the line
+                if not isinstance(record.get("values"), dict | None) or not isinstance(record.get("source"), str):
+                    raise ValueError("a status record needs a source and values (an object, or null)")
+                raw_status.append(record)
             elif kind != "prepared":
                 raise ValueError(f"unknown record type {kind!r}")
         except (ValueError, ValidationError, RecursionError) as e:
@@ -224,9 +246,35 @@ def parse_agent_lines(text: str, source: str = "agent output") -> AgentOutput:
                     else "nested too deeply" if isinstance(e, RecursionError) else str(e))
             raise RecordError(f"{source}:{number}: {what}") from None
     out.samples = with_interval_lengths(out.samples)
+    out.status = status_rows(raw_status)
     for record in raw_summaries:
         out.summaries.append(_summary(record, out.samples, source))
     return out
+
+
+def status_rows(records: list[dict[str, Any]]) -> list[StatusSample]:
+    """Status rows from the agent's status records, in the order written: per step and source, each
+    counter's value and (for running totals) its rate per second since the previous reading."""
+    previous: dict[tuple[Any, ...], tuple[float, dict[str, float]]] = {}
+    rows: list[StatusSample] = []
+    for record in records:
+        key = (record.get("target_id"), record.get("variant"), record.get("repetition"), record.get("step"),
+               record.get("block"), record["source"])
+        base = {k: record.get(k) for k in ("run_id", "target_id", "variant", "block", "repetition", "workload",
+                                           "step", "phase", "threads", "time", "second", "source")}
+        values = record.get("values")
+        answered = 0.0 if values is None else 1.0
+        rows.append(StatusSample.model_validate({**base, "counter": "answered", "value": answered}))
+        if values is None:
+            continue
+        numbers = {name: v for name, raw in values.items() if (v := serverstatus.number(raw)) is not None}
+        second = float(record.get("second") or 0.0)
+        before = previous.get(key)
+        per_second = serverstatus.rates(before[1] if before else None, numbers, second - before[0] if before else None)
+        previous[key] = (second, numbers)
+        rows += [StatusSample.model_validate({**base, "counter": name, "value": value, "rate": per_second[name]})
+                 for name, value in numbers.items()]
+    return rows
 
 
 def with_interval_lengths(samples: list[Sample]) -> list[Sample]:

@@ -7,14 +7,23 @@ a few thousand rows, a 2 s warm-up, 5 s steps, no cooldown, one repetition. Smok
 spec works, never how fast anything is.
 
 ``as_local`` turns every cloud target of a spec into a ``kind: local`` MariaDB target with the same id,
-mysql config and server options (an ``existing`` server stays itself, benchmarked from here), so
+mysql config and server options (a ``cluster`` target a local Galera cluster of as many nodes behind
+the same proxy; an ``existing`` server stays itself, benchmarked from here), so
 that ``benchfleet run SPEC --scale smoke --local`` can try an EC2, RDS or Aurora
 spec here before it costs anything.
 """
 
 from __future__ import annotations
 
-from benchfleet.spec import ComparisonSpec, ExistingTarget, LoadedSpec, LocalTarget, Workload
+from benchfleet.spec import (
+    ClusterTarget,
+    ComparisonSpec,
+    ExistingTarget,
+    LoadedSpec,
+    LocalCluster,
+    LocalTarget,
+    Workload,
+)
 
 SCALES = ("full", "smoke")
 
@@ -96,12 +105,20 @@ def as_local(loaded: LoadedSpec, memory_mb: int = LOCAL_STAND_IN_MEMORY_MB) -> L
         # The user's own server is measured from here as it is, never swapped for a stand-in.
         else t.model_copy(update={"instance_id": None}) if isinstance(t, ExistingTarget)
         else LocalTarget(id=t.id, kind="local", mysql_config=t.mysql_config, memory_mb=memory_mb,
-                         server_options=t.server_options)
+                         server_options=t.server_options, cluster=_local_cluster(t))
         for t in loaded.spec.targets
     ]
     spec = ComparisonSpec.model_validate({**loaded.spec.model_dump(), "targets": [
         t.model_dump() for t in targets], "budget_usd": None})
     return loaded.model_copy(update={"spec": spec})
+
+
+def _local_cluster(target: object) -> LocalCluster | None:
+    """A cloud cluster's stand-in: a local MariaDB Galera cluster of as many nodes, behind the same
+    proxy (ProxySQL only where it is installed: the local run refuses it otherwise, naming it)."""
+    if not isinstance(target, ClusterTarget):
+        return None
+    return LocalCluster(nodes=target.nodes, proxy=target.proxy.software)
 
 
 def trial(spec: ComparisonSpec, scale: str, local: bool) -> dict[str, object] | None:

@@ -29,6 +29,7 @@ from pydantic import (
     model_validator,
 )
 
+from benchfleet import serverstatus
 from benchfleet.sysbench import BUILTIN_TESTS, option_refusal
 
 SLUG = r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"
@@ -310,6 +311,47 @@ class Client(_Model):
     instance_type: str = Field("c6i.xlarge", pattern=_INSTANCE_TYPE.pattern, max_length=32)
 
 
+ProxySoftware = Literal["proxysql", "haproxy", "none"]
+CLUSTER_NODES = (3, 5, 7, 9)
+
+
+def _cluster_nodes(v: int) -> int:
+    # An even number of nodes can split into two halves, neither of which keeps quorum.
+    if v not in CLUSTER_NODES:
+        raise ValueError(f"a cluster has an odd number of nodes, 3 to 9 (not {v}): an even cluster can split "
+                         "into two halves that both lose quorum")
+    return v
+
+
+class Proxy(_Model):
+    """The proxy in front of a cluster: ``proxy: proxysql`` (on the client host) or
+    ``proxy: {software: proxysql, instance_type: c6i.xlarge}`` (a host of its own)."""
+
+    software: ProxySoftware = Field("none", description="proxysql, haproxy or none")
+    instance_type: str | None = Field(None, pattern=_INSTANCE_TYPE.pattern, max_length=32,
+                                      description="A host of its own; unset: on the client host")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, data: Any) -> Any:
+        return {"software": data} if isinstance(data, str) else data
+
+    @model_validator(mode="after")
+    def _no_host_without_proxy(self) -> Proxy:
+        if self.software == "none" and self.instance_type is not None:
+            raise ValueError("instance_type: a proxy host needs a proxy (software: proxysql or haproxy)")
+        return self
+
+
+class LocalCluster(_Model):
+    """A Galera cluster of local MariaDB nodes (Debian's galera-4) with a proxy, on this machine."""
+
+    nodes: int = Field(3, description="Nodes: odd, 3 to 9")
+    proxy: ProxySoftware = Field("haproxy", description="haproxy (Debian's), proxysql (when on the PATH) or none")
+
+    _nodes = field_validator("nodes")(classmethod(lambda cls, v: _cluster_nodes(v)))
+
+
 class _TargetBase(_Model):
     id: str = Field(pattern=SLUG, max_length=32, description="Unique target id, [a-z0-9-]")
     mysql_config: str = Field("default", pattern=SLUG, description="workloads/mysql/<name>.cnf")
@@ -364,9 +406,11 @@ class AuroraTarget(_TargetBase):
 class LocalTarget(_TargetBase):
     kind: Literal["local"]
     engine: str = Field("mariadb", pattern=r"^mariadb(?:-[0-9]+(?:\.[0-9]+){0,2})?$")
-    memory_mb: int = Field(1024, ge=64, le=1_048_576, description="Memory the server is sized for")
+    memory_mb: int = Field(1024, ge=64, le=1_048_576, description="Memory the server (each node) is sized for")
     cpus: list[Annotated[int, Field(ge=0, le=1023)]] | None = Field(
-        None, min_length=1, description="CPUs to pin the server to (emulates instance sizes)")
+        None, min_length=1, description="CPUs to pin the server (each node) to (emulates instance sizes)")
+    cluster: LocalCluster | None = Field(
+        None, description="A Galera cluster of MariaDB nodes instead of one server: {nodes, proxy}")
 
     @field_validator("cpus")
     @classmethod
@@ -380,6 +424,28 @@ class LocalTarget(_TargetBase):
         if missing:
             raise ValueError(f"CPU {missing[0]} does not exist here (this machine has {available})")
         return v
+
+
+class ClusterTarget(_TargetBase):
+    """A Galera cluster on EC2: ``nodes`` hosts of ``instance_type``, one per availability zone, writes
+    to the first node, a proxy, and a client host (benchfleet.galera, benchfleet.proxyconf)."""
+
+    kind: Literal["cluster"]
+    flavor: Literal["mariadb-galera", "pxc-8.0"] = Field(
+        "mariadb-galera", description="mariadb-galera (the distribution's) or pxc-8.0 (Percona's repository)")
+    nodes: int = Field(3, description="Nodes, one per availability zone: odd, 3 to 9")
+    instance_type: str = Field(pattern=_INSTANCE_TYPE.pattern, max_length=32, description="Each node's")
+    storage: Storage = Field(Storage(), description="Each node's")
+    region: str | None = Field(None, pattern=REGION.pattern)
+    proxy: Proxy = Field(Proxy(), description="proxysql, haproxy or none (default), on the client host or its own")
+    client: Client = Client()
+
+    _nodes = field_validator("nodes")(classmethod(lambda cls, v: _cluster_nodes(v)))
+
+    @property
+    def engine(self) -> str:
+        """The engine its nodes run, as the other kinds name it."""
+        return "mysql-8.0" if self.flavor == "pxc-8.0" else "mariadb"
 
 
 class ExistingTarget(_TargetBase):
@@ -437,9 +503,29 @@ class ExistingTarget(_TargetBase):
         return self.instance_id is None
 
 
-Target = Annotated[Ec2Target | RdsTarget | AuroraTarget | LocalTarget | ExistingTarget,
+Target = Annotated[Ec2Target | RdsTarget | AuroraTarget | ClusterTarget | LocalTarget | ExistingTarget,
                    Field(discriminator="kind")]
-TARGET_KINDS = ("ec2", "rds", "aurora", "local", "existing")
+TARGET_KINDS = ("ec2", "rds", "aurora", "cluster", "local", "existing")
+
+
+def _check_route(index: int, route: str, targets: list[Any]) -> None:
+    """A route applies to every target of the spec, so every target must be a cluster, and the proxy
+    route needs a proxy in front of each."""
+    for j, target in enumerate(targets):
+        if not is_cluster(target):
+            raise FieldProblem(f"variants[{index}].route", f"a connection route is for cluster targets (kind: "
+                                                           f"cluster, or local with cluster), and targets[{j}] "
+                                                           f"({target.id}, kind {target.kind}) is not one")
+        proxy = target.proxy.software if isinstance(target, ClusterTarget) else target.cluster.proxy
+        if route == "proxy" and proxy == "none":
+            where = "proxy" if isinstance(target, ClusterTarget) else "cluster.proxy"
+            raise FieldProblem(f"variants[{index}].route", f"route proxy needs a proxy, and targets[{j}].{where} "
+                                                           f"is none ({target.id})")
+
+
+def is_cluster(target: Any) -> bool:
+    """A Galera cluster: a cloud ``cluster`` target, or a local target with ``cluster``."""
+    return isinstance(target, ClusterTarget) or (isinstance(target, LocalTarget) and target.cluster is not None)
 
 
 # A string names a workload file, a mapping is an inline workload; the discriminator keeps the
@@ -452,8 +538,6 @@ WorkloadRef = Annotated[
 MAX_VARIANTS = 16
 MAX_BLOCKS = 20
 Route = Literal["direct", "proxy"]
-# Target kinds a connection route applies to (issue 25 adds kind: cluster; none exists yet).
-ROUTE_KINDS: tuple[str, ...] = ()
 
 
 class Variant(_Model):
@@ -520,6 +604,11 @@ class ComparisonSpec(_Model):
         description="Equivalence margin of verdicts, in %: a difference whose interval contains 0 and lies "
                     "inside ±margin is 'equivalent within ±margin'; one whose interval reaches beyond it is "
                     "'inconclusive (±x%)'")
+    status_counters: list[Annotated[str, Field(pattern=serverstatus.NAME.pattern)]] | None = Field(
+        None, max_length=serverstatus.MAX_COUNTERS,
+        description="SHOW GLOBAL STATUS counters read every second from every server (every cluster node); "
+                    "running totals become rates per second. Unset: " + ", ".join(serverstatus.DEFAULT_COUNTERS)
+                    + "; [] reads none. Cluster targets always add their wsrep counters")
     targets: list[Target] = Field(min_length=1, max_length=200)
     variants: list[Variant] = Field(
         default_factory=list, max_length=MAX_VARIANTS,
@@ -529,6 +618,13 @@ class ComparisonSpec(_Model):
                                    "targets run in rounds; sequential: one variant (target) after another")
     blocks: int = Field(1, ge=1, le=MAX_BLOCKS,
                         description="Split each measured step into this many alternating blocks (variants)")
+
+    @field_validator("status_counters")
+    @classmethod
+    def _counters(cls, v: list[str] | None) -> list[str] | None:
+        if v is not None and len({n.lower() for n in v}) != len(v):
+            raise ValueError("a counter is named twice (SHOW GLOBAL STATUS names are not case-sensitive)")
+        return v
 
     @model_validator(mode="after")
     def _cross_fields(self) -> ComparisonSpec:
@@ -552,9 +648,8 @@ class ComparisonSpec(_Model):
             raise FieldProblem("blocks", "blocks alternate the variants of a target: give variants, or leave "
                                          "blocks at 1")
         for i, variant in enumerate(self.variants):
-            if variant.route is not None and not any(t.kind in ROUTE_KINDS for t in self.targets):
-                raise FieldProblem(f"variants[{i}].route", "a connection route is for cluster targets (kind: "
-                                                           "cluster), and this spec has none")
+            if variant.route is not None:
+                _check_route(i, variant.route, self.targets)
             if not variant.changes_server:
                 continue
             for j, target in enumerate(self.targets):
@@ -595,11 +690,12 @@ def workloads_dir() -> Path:
 
 def _loc(loc: tuple[int | str, ...]) -> str:
     parts: list[str] = []
-    for item in loc:
+    for i, item in enumerate(loc):
         if isinstance(item, int):
             parts.append(f"[{item}]")
-        elif item in TARGET_KINDS or item in ("by-name", "inline") or item.startswith(("function-", "json-")):
-            continue  # the discriminator's own branch name adds nothing for a reader
+        elif ((item in TARGET_KINDS and i and isinstance(loc[i - 1], int)) or item in ("by-name", "inline")
+              or item.startswith(("function-", "json-"))):
+            continue  # the discriminator's own branch name (after a list index) adds nothing for a reader
         else:
             parts.append(f".{item}" if parts else str(item))
     return "".join(parts)

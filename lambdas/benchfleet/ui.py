@@ -392,6 +392,7 @@ def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
                       *([caveat_words(r.get("caveats"))] if any(x.get("caveats") for x in rows) else []),
                       style=style or None)
     console.print(table)
+    print_cluster_status(doc)
     if multiplicity_text(stats):
         console.print(multiplicity_text(stats))
     for line in order_lines(stats):
@@ -408,6 +409,31 @@ def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
     ui_cost.print_costs(console, stats, models)
     ui_cost.print_breakdown(console, stats, models)
     ui_cost.print_speedup(console, stats)
+
+
+def print_cluster_status(doc: dict[str, Any]) -> None:
+    """Per cluster target (x variant) x threads, what its nodes said every second (benchfleet.stats.status)."""
+    rows = (doc.get("status") or {}).get("cluster") or []
+    if not rows:
+        return
+    table = _compact_table("cluster status per second (means over the measured seconds and repetitions)",
+                           "fc paused: share of the time the most-paused node's replication was paused by "
+                           "flow control; fc sent, cert fail, bf abort and MB repl.: per second, all nodes; "
+                           "queues: the longest node's mean; silent: readings a node did not answer", [
+                               ("target", True), ("thr", False), ("fc paused", False), ("fc sent/s", False),
+                               ("recv q", False), ("send q", False), ("cert fail/s", False),
+                               ("bf abort/s", False), ("MB repl./s", False), ("silent", False)])
+    for r in rows:
+        name = f"{r['target_id']} · {r['variant']}" if r.get("variant") else r["target_id"]
+        table.add_row(name, str(r["threads"]), _pct(r.get("fc_paused_pct")), _num(r.get("fc_sent_per_s")),
+                      _num(r.get("recv_queue")), _num(r.get("send_queue")), _num(r.get("cert_failures_per_s")),
+                      _num(r.get("bf_aborts_per_s")), _num(r.get("replicated_mb_per_s")),
+                      _fmt(int(r["unanswered"]) if r.get("unanswered") is not None else None))
+    console.print(table)
+
+
+def _pct(value: Any) -> str:
+    return "-" if value is None else f"{float(value):.2f}%"
 
 
 def print_run_comparison(doc: dict[str, Any]) -> None:

@@ -70,8 +70,9 @@ def figures_problem(row: Mapping[str, Any]) -> str | None:
 
 
 def _strays(rows: Iterable[Any], key: tuple[str, str, int, str], variant: tuple[str, int | None]) -> Any:
-    """The first row that is not the step's: another run, target, repetition or step, or (samples and
-    summaries, which carry them) another variant or block, which is what results are paired by."""
+    """The first row that is not the step's: another run, target, repetition or step, or (samples,
+    summaries and status rows, which carry them) another variant or block, which is what results are
+    paired by."""
     return next((r for r in rows if (r.run_id, r.target_id, r.repetition, r.step) != key
                  or (hasattr(r, "variant") and (r.variant, r.block) != variant)), None)
 
@@ -85,7 +86,8 @@ def output_problem(output: AgentOutput, *, run_id: str, target_id: str, repetiti
     output was read; no row can be timed after it (beyond CLOCK_SLACK). ``check_plan`` False leaves
     the timing to the caller (``plan_problem``: the local runner says it stalled)."""
     key = (run_id, target_id, repetition, step)
-    stray = _strays([*output.samples, *output.summaries, *output.fingerprints], key, (variant or "", block))
+    stray = _strays([*output.samples, *output.summaries, *output.status, *output.fingerprints], key,
+                    (variant or "", block))
     if stray is not None:
         labels = "".join(f" {name} {value}" for name, value in (("variant", getattr(stray, "variant", "")),
                                                                ("block", getattr(stray, "block", None))) if value)

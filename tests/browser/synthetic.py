@@ -130,18 +130,15 @@ def fill_store(store: DuckDBStore, run_id: str = "demo-run-20261122t100000-abcd"
 def fill_cloud_and_status(store: DuckDBStore, run_id: str, write_latency_ms: float,
                           counters: dict[str, float]) -> None:
     """CloudWatch WriteLatency (one point a minute, as collect stores it) and server status rows per second
-    (the status_samples table of issue 25: time, run, target, repetition, step, phase, second, source,
-    counter, value, rate) for every target x repetition of a run, over its measured seconds."""
-    store.execute("""CREATE TABLE IF NOT EXISTS status_samples (
-        time TIMESTAMPTZ NOT NULL, run_id VARCHAR NOT NULL, target_id VARCHAR NOT NULL, repetition INTEGER NOT NULL,
-        workload VARCHAR, step VARCHAR NOT NULL, threads INTEGER, phase VARCHAR, second DOUBLE,
-        source VARCHAR NOT NULL, counter VARCHAR NOT NULL, value DOUBLE, rate DOUBLE)""")
+    (the status_samples table: time, run, target, repetition, step, phase, second, source, counter,
+    value, rate) for every target x repetition of a run, over its measured seconds."""
     store.execute("""INSERT INTO cloud_metrics
         SELECT time_bucket(INTERVAL 1 minute, time), run_id, target_id, 'WriteLatency', ? * (0.9 + 0.2 * random()),
                'Milliseconds'
         FROM samples WHERE run_id = ? GROUP BY ALL""", [write_latency_ms, run_id])
     for counter, rate in counters.items():
-        store.execute("""INSERT INTO status_samples
+        store.execute("""INSERT INTO status_samples (time, run_id, target_id, repetition, workload, step, threads,
+                                         phase, second, source, counter, value, rate)
             SELECT time, run_id, target_id, repetition, workload, step, threads, phase, second, 'server', ?,
                    ? * second, ? * (0.8 + 0.4 * random())
             FROM samples WHERE run_id = ? AND phase IN ('warmup', 'measure')""", [counter, rate, rate, run_id])

@@ -55,9 +55,14 @@ describe('resultsStore: athena by default, timestream one key away', () => {
     expect(nagFindings(timestream.stack)).toEqual([]);
   });
 
-  test('Timestream database with samples, step_summaries, cloud_metrics and magnetic writes', () => {
+  test('Timestream database with samples, status_samples, step_summaries, cloud_metrics and magnetic writes', () => {
     const tables = resourcesOf(timestream.template, 'AWS::Timestream::Table').map(([, t]) => t);
-    expect(tables.map((t) => t.Properties.TableName).sort()).toEqual(['cloud_metrics', 'samples', 'step_summaries']);
+    expect(tables.map((t) => t.Properties.TableName).sort()).toEqual([
+      'cloud_metrics',
+      'samples',
+      'status_samples',
+      'step_summaries',
+    ]);
     for (const table of tables) {
       expect(table.Properties.RetentionProperties).toEqual({
         MemoryStoreRetentionPeriodInHours: '72',

@@ -370,15 +370,20 @@ def test_collect_writes_batches_of_at_most_100_and_cloud_metrics_in_ms(aws):
              "resources": res, "started_at": datetime.fromtimestamp(samples[0]["time"], tz=UTC).strftime(
                  "%Y-%m-%dT%H:%M:%SZ")}
     out = call("collect", event)
-    assert (out["samples"], out["summaries"], out["cloud_metrics"]) == (240, 1, 2)
+    # 241 status readings (0..240 s) of 5 counters, each with whether the server answered.
+    assert (out["samples"], out["status"], out["summaries"], out["cloud_metrics"]) == (240, 241 * 6, 1, 2)
     ts = proxies["timestream-write"]
-    # One request per metric: a request shares one measure name (its CommonAttributes).
-    # The step's first report is its ramp (a phase of its own): a request of its own.
-    assert ts.records_per_call == [1, 100, 100, 39, 1, 1, 1]
-    assert ts.tables_per_call == ["samples"] * 4 + ["step_summaries", "cloud_metrics", "cloud_metrics"]
+    # One request per metric: a request shares one measure name (its CommonAttributes). The step's first
+    # report is its ramp (a phase of its own): a request of its own. Status rows share theirs per
+    # counter (the server's 6), 241 records each.
+    calls = list(zip(ts.tables_per_call, ts.records_per_call, strict=True))
+    assert [c for c in calls if c[0] != "status_samples"] == [
+        ("samples", 1), ("samples", 100), ("samples", 100), ("samples", 39), ("step_summaries", 1),
+        ("cloud_metrics", 1), ("cloud_metrics", 1)]
+    assert [n for t, n in calls if t == "status_samples"] == [100, 100, 41] * 6
     raw = boto3.client("s3", region_name=REGION).get_object(
         Bucket=BUCKET, Key=naming.raw_key(RUN, "rds-m6g", 1, "t0001"))["Body"].read().decode()
-    assert len(raw.splitlines()) == 241 and "apt-get" not in raw
+    assert len(raw.splitlines()) == 241 + 241 and "apt-get" not in raw
     # Again (a retried Lambda): the canonical raw key is read, the same rows written again.
     assert call("collect", event)["samples"] == 240
 
@@ -408,7 +413,7 @@ def test_collect_sends_what_timestream_stores_and_what_the_estimate_predicts(aws
              "step": {"index": 1, "name": "t0001", "kind": "measure", "threads": 1, "duration_s": 240},
              "resources": res, "started_at": datetime.fromtimestamp(first, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
     out = call("collect", event)
-    assert (out["samples"], out["summaries"], out["cloud_metrics"]) == (240, 1, 241)
+    assert (out["samples"], out["status"], out["summaries"], out["cloud_metrics"]) == (240, 241 * 6, 1, 241)
 
     for request in sent:
         for record in stored_records(request):
@@ -416,7 +421,7 @@ def test_collect_sends_what_timestream_stores_and_what_the_estimate_predicts(aws
             assert record["MeasureName"] and record["MeasureValueType"] == "MULTI" and record["MeasureValues"]
             assert record["Time"] and record["TimeUnit"] == "MILLISECONDS"
             assert timestream.metered_bytes(record) <= timestream.MAX_RECORD_BYTES
-    assert sum(len(r["Records"]) for r in sent) == 240 + 1 + 241
+    assert sum(len(r["Records"]) for r in sent) == 240 + 241 * 6 + 1 + 241
     # The plan's estimate of the same step: same requests, records and write units (the guide's
     # metering applied to what was sent).
     plan, _, _ = runplan.aws_plan(resolve(parse_spec(spec(targets=[target_spec])), "x"), price_per_hour)

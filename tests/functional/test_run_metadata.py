@@ -108,7 +108,7 @@ def test_timestream_keeps_run_and_target_metadata_in_s3_only(aws):
     s3 = aws
     ts = boto3.client("timestream-write")
     ts.create_database(DatabaseName="bf")
-    for table in ("samples", "step_summaries", "cloud_metrics"):
+    for table in ("samples", "status_samples", "step_summaries", "cloud_metrics"):
         ts.create_table(DatabaseName="bf", TableName=table)
     store = TimestreamStore(ts, "bf")
     assert store.write_targets([{"run_id": RUN}]) == [] and store.write_run({"run_id": RUN}) is None

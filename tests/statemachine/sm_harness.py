@@ -541,7 +541,7 @@ def setup_account(monkeypatch: pytest.MonkeyPatch) -> None:
     boto3.client("s3", region_name=REGION).create_bucket(Bucket=BUCKET)
     ts = boto3.client("timestream-write", region_name=REGION)
     ts.create_database(DatabaseName=DATABASE)
-    for table in ("samples", "step_summaries", "cloud_metrics"):
+    for table in ("samples", "status_samples", "step_summaries", "cloud_metrics"):
         ts.create_table(DatabaseName=DATABASE, TableName=table)
     env = {"RESULTS_BUCKET": BUCKET, "RESULTS_STORE": "timestream", "TIMESTREAM_DATABASE": DATABASE,
            "SUBNET_IDS": ",".join(s["SubnetId"] for s in subnets), "CLIENT_SECURITY_GROUP_ID": sg,

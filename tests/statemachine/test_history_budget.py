@@ -44,8 +44,8 @@ def test_events_per_step_match_the_model(harness, record_property):
     writes = harness.proxies["timestream-write"].records_per_call
     collects = {c.event["step"]["name"]: c.result for c in harness.calls_of("collect")}
     tables = harness.proxies["timestream-write"].tables_per_call
-    # Full batches: every batch of a table write but its last (the remainder).
-    full = [n for i, n in enumerate(writes) if i + 1 < len(writes) and tables[i + 1] == tables[i]]
+    # Full batches: every batch of the samples' write but its last (the remainder).
+    full = [n for i, n in enumerate(writes) if i + 1 < len(writes) and tables[i] == tables[i + 1] == "samples"]
     record_property("events_per_step", prepare_events)
     record_property("transitions_per_step", step_transitions)
     record_property("write_records_calls", writes)
@@ -54,12 +54,13 @@ def test_events_per_step_match_the_model(harness, record_property):
     print(f"WriteRecords per step: prepare 0, t0001 {len(writes)} calls, records per call {writes}")
     assert step_transitions == 3  # Start the step, Cool down, Collect the results
     assert collects["prepare"]["samples"] == 0 and collects["t0001"]["samples"] == 240
-    # t0001: 240 samples -> its ramp (the first report, a phase of its own) alone, then 100 + 100 + 39,
-    # then 1 summary: 5 calls.
-    assert writes == [1, 100, 100, 39, 1]
+    # t0001: 240 samples -> its ramp (the first report, a phase of its own) alone, then 100 + 100 + 39;
+    # 241 status readings of 6 rows (the server's 5 counters and whether it answered), a request per
+    # counter -> 6 x (100 + 100 + 41); then 1 summary.
+    assert writes == [1, 100, 100, 39, *[100, 100, 41] * 6, 1]
     full = full[1:]  # the ramp's request is not a batch cut short
     assert full and sum(full) / len(full) >= 95
-    assert tables == ["samples"] * 4 + ["step_summaries"]
+    assert tables == ["samples"] * 4 + ["status_samples"] * 18 + ["step_summaries"]
 
 
 def soak(targets: list[dict], hours: int = 24) -> dict:

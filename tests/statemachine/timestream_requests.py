@@ -12,6 +12,8 @@ from benchfleet.aws.store import timestream
 # cdk/lib/sql/timestream/ groups and filters by them).
 TABLE_DIMENSIONS = {
     "samples": {"run_id", "target_id", "repetition", "workload", "step", "phase", "threads", "variant"},
+    "status_samples": {"run_id", "target_id", "repetition", "workload", "step", "phase", "threads", "variant",
+                       "source", "counter"},
     "step_summaries": {"run_id", "target_id", "repetition", "workload", "step", "phase", "threads", "variant"},
     "cloud_metrics": {"run_id", "target_id", "repetition", "step"},
 }

@@ -77,6 +77,14 @@ def sysbench_ran(tmp_path: Path) -> bool:
     ({"rows": {"prepared": "lots", "state_dir": "/var/lib/benchfleet"}}, "rows.prepared"),
     ({"rows": {"prepared": 5, "state_dir": "../elsewhere"}}, "rows.state_dir"),
     ({"data_dir": 5}, "data_dir"),
+    # The server status keys (issue 25): counters go into SQL, sources are connected to.
+    ({"status": ["Threads_running"]}, "status must be an object"),
+    ({"status": {"counters": ["Threads_running; DROP TABLE t"]}}, "status.counters"),
+    ({"status": {"counters": ["Threads_running"], "interval_s": 0}}, "status.interval_s"),
+    ({"status": {"counters": [], "sources": [{"name": "n1", "kind": "ssh"}]}}, "status.sources[0].kind"),
+    ({"status": {"counters": [], "sources": [{"name": "../n1", "kind": "mysql"}]}}, "status.sources[0].name"),
+    ({"status": {"counters": [], "sources": [{"name": "n1", "kind": "mysql", "port": "3306"}]}},
+     "status.sources[0].port"),
 ])
 def test_a_job_it_cannot_use_ends_with_its_own_error_record(host: dict[str, str], tmp_path: Path,
                                                             change: dict[str, object], field: str) -> None:

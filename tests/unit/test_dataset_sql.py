@@ -26,7 +26,7 @@ import pytest
 
 from benchfleet import pricing, stats
 from benchfleet.local.store import DuckDBStore
-from benchfleet.records import AgentOutput, Fingerprint, Sample, StepSummary
+from benchfleet.records import AgentOutput, Fingerprint, Sample, StepSummary, status_rows
 
 SQL_DIR = Path(__file__).resolve().parents[2] / "cdk/lib/sql/athena"
 RUN = "graviton-vs-intel-20261102t101500-ab12"
@@ -80,7 +80,14 @@ def step_output(target: str, rep: int, threads: int, start: datetime) -> AgentOu
         errors_per_s=0.0, reconnects=0, reconnects_per_s=0.0, events=int(base * 10), latency_min_ms=1.2,
         latency_avg_ms=4.0, latency_max_ms=40.0, latency_pct=95, latency_pct_ms=6.0 + threads / 4 + rep,
         sysbench_version="1.0.20", samples=10, tps_cv=0.01, steal_mean_pct=0.5)
-    return AgentOutput(samples=samples, summaries=[summary])
+    # A reading of the server's status every second (the first is the baseline of the rates).
+    status = status_rows([
+        {"run_id": RUN, "target_id": target, "repetition": rep, "workload": "oltp-read-write", "threads": threads,
+         "step": f"measure-t{threads}", "phase": "measure", "time": start + timedelta(seconds=3 + i),
+         "second": float(i), "source": "n1",
+         "values": {"wsrep_flow_control_paused_ns": str(i * 2_000_000), "Threads_running": str(threads)}}
+        for i in range(11)])
+    return AgentOutput(samples=samples, summaries=[summary], status=status)
 
 
 @pytest.fixture(scope="module")

@@ -31,6 +31,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from typing import IO, Any, Deque, Dict, List, Optional, Tuple
 
@@ -49,6 +50,7 @@ import benchfleet_diskstats  # noqa: E402
 import benchfleet_install  # noqa: E402
 import benchfleet_placement  # noqa: E402
 import benchfleet_rows  # noqa: E402
+import benchfleet_status  # noqa: E402
 import benchfleet_storage  # noqa: E402
 from benchfleet.sysbench import (  # noqa: E402
     MAX_LINE_CHARS,
@@ -97,6 +99,7 @@ class Emitter:
         if job.get("variant"):  # a spec with variants: every record says which one it measured
             self.base.update({"variant": job.get("variant"), "block": step.get("block")})
         self.out = out
+        self.lock = threading.Lock()  # the status reader emits from its own thread
 
     def emit(self, kind: str, **fields: Any) -> None:
         record = {"type": kind}
@@ -107,11 +110,12 @@ class Emitter:
             keep = ("type", "stage", "message", "time", "run_id", "target_id", "repetition", "step")
             line = json.dumps(bounded({k: record.get(k) for k in keep if k in record}, 1000),
                               separators=(",", ":"))
-        sys.stdout.write(line + "\n")
-        sys.stdout.flush()
-        if self.out is not None:
-            self.out.write(line + "\n")
-            self.out.flush()
+        with self.lock:  # the status poller emits from its own thread
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
+            if self.out is not None:
+                self.out.write(line + "\n")
+                self.out.flush()
 
     def error(self, stage: str, message: str, **fields: Any) -> int:
         self.emit("error", stage=stage, message=message, time=time.time(), **fields)
@@ -180,7 +184,41 @@ def check_job(job: Any) -> str:
         if where.get(key) is not None and not isinstance(where[key], dict):
             raise JobError("{}{} must be an object".format("db." if where is db else "", key))
     _check_variant_keys(job)
+    _check_status_keys(job)
     return str(kind)
+
+
+_COUNTER = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
+_SOURCE_KINDS = ("mysql", "haproxy", "proxysql")
+
+
+def _check_status_keys(job: Dict[str, Any]) -> None:
+    """The server status the agent reads every second (benchfleet_status): counters go into SQL and
+    sources name the servers and proxies it connects to, so each is checked before anything runs."""
+    status = job.get("status")
+    if status is None:
+        return
+    if not isinstance(status, dict):
+        raise JobError("status must be an object")
+    counters = status.get("counters")
+    if not isinstance(counters, list) or not all(isinstance(c, str) and _COUNTER.match(c) for c in counters):
+        raise JobError("status.counters must be a list of SHOW GLOBAL STATUS names, not {!r}".format(counters))
+    _integer(job, "status.interval_s", 1, 60, required=False)
+    _integer(job, "status.cluster_nodes", 1, 99, required=False)
+    sources = status.get("sources")
+    if sources is None:
+        return
+    if not isinstance(sources, list):
+        raise JobError("status.sources must be a list")
+    for i, source in enumerate(sources):
+        if not isinstance(source, dict) or source.get("kind") not in _SOURCE_KINDS:
+            raise JobError("status.sources[{}].kind must be one of {}".format(i, ", ".join(_SOURCE_KINDS)))
+        name = source.get("name")
+        if not isinstance(name, str) or not _SAFE_COMPONENT.match(name):
+            raise JobError("status.sources[{}].name must be a name of [A-Za-z0-9._-], not {!r}".format(i, name))
+        port = source.get("port")
+        if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535):
+            raise JobError("status.sources[{}].port must be a port number, not {!r}".format(i, port))
 
 
 def _check_variant_keys(job: Dict[str, Any]) -> None:
@@ -445,6 +483,12 @@ def _prepare(job: Dict[str, Any], emit: Emitter, conn: benchfleet_dbclient.Conne
                               conn.host, conn.db.get("port", 3306), reached.get("hostname"), reached.get("port"),
                               reached.get("uuid"), expected.get("hostname"), expected.get("port"),
                               expected.get("uuid")))
+    cluster = job.get("status") or {}
+    if cluster.get("cluster_nodes"):
+        # A cluster is benchmarked only when every node is Synced at full size.
+        problem = benchfleet_status.check_cluster(cluster, conn)
+        if problem:
+            return emit.error("cluster", "the cluster is not Synced at full size before prepare: {}".format(problem))
     guest = not job.get("install")  # an endpoint this job did not set up, maybe holding someone's data
     if guest:
         why = benchfleet_dbclient.ensure_database(conn)
@@ -564,11 +608,6 @@ def _run_step(job: Dict[str, Any], emit: Emitter, conn: benchfleet_dbclient.Conn
     rows_at_start = rows.rows
     cpu = CpuTimes()
     before, disk_before = cpu.read(), disk.read()
-    # What sysbench printed, for its final summary and the error's tail: the head (its options) and
-    # the last lines, never all of a step's output in memory.
-    head: List[str] = []
-    tail: Deque[str] = collections.deque(maxlen=KEPT_TAIL_LINES)
-    failures: List[str] = []
     try:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
                                 cwd=conn.dir, errors="replace")
@@ -576,6 +615,43 @@ def _run_step(job: Dict[str, Any], emit: Emitter, conn: benchfleet_dbclient.Conn
         cpu.close()
         return emit.error("run", "cannot start sysbench: {}".format(e))
     assert proc.stdout is not None
+    # Server status per second beside sysbench's; a cluster that stops being whole ends the step.
+    poller = None
+    if job.get("status"):
+        poller = benchfleet_status.StatusPoller(job["status"], conn, emit.emit, started,
+                                                on_problem=lambda _reason: proc.terminate())
+        poller.start()
+    try:
+        return _read_sysbench(job, emit, proc, Meters(cpu, before, disk, disk_before, rows, rows_at_start),
+                              started, duration, poller, settings)
+    finally:
+        if poller is not None:
+            poller.stop()
+            poller.join()
+
+
+class Meters:
+    """What the agent reads each time sysbench reports, beside its rates: the CPU times and the data
+    directory's disk (each with its previous reading) and the rows in the table."""
+
+    def __init__(self, cpu: CpuTimes, before: Optional[List[int]], disk: "benchfleet_diskstats.DiskStats",
+                 disk_before: "Optional[benchfleet_diskstats.Reading]", rows: "benchfleet_rows.RowCounter",
+                 rows_at_start: Optional[float]) -> None:
+        self.cpu, self.before, self.disk, self.disk_before = cpu, before, disk, disk_before
+        self.rows, self.rows_at_start = rows, rows_at_start
+
+
+def _read_sysbench(job: Dict[str, Any], emit: Emitter, proc: "subprocess.Popen[str]", meters: Meters,
+                   started: float, duration: int,
+                   poller: Optional[benchfleet_status.StatusPoller], settings: Optional[Dict[str, Any]]) -> int:
+    assert proc.stdout is not None
+    cpu, before, disk, disk_before = meters.cpu, meters.before, meters.disk, meters.disk_before
+    rows, rows_at_start = meters.rows, meters.rows_at_start
+    # What sysbench printed, for its final summary and the error's tail: the head (its options) and
+    # the last lines, never all of a step's output in memory.
+    head: List[str] = []
+    tail: Deque[str] = collections.deque(maxlen=KEPT_TAIL_LINES)
+    failures: List[str] = []
     # sysbench writes unbuffered and starts its clock as it prints "Threads started!"; each report's
     # rates are over the real time since the previous report, but it prints that time rounded to the
     # second. The agent sees each line arrive, so it measures the seconds every report covers
@@ -617,6 +693,11 @@ def _run_step(job: Dict[str, Any], emit: Emitter, conn: benchfleet_dbclient.Conn
         cpu.close()
     code = proc.wait()
     text = "".join(head) + "".join(tail)
+    if poller is not None:
+        poller.stop()
+        poller.join()
+        if poller.problem:
+            return emit.error("cluster", poller.problem, exit_code=code, output_tail=text[-4000:])
     try:
         parsed = parse_output(text)
     except SysbenchParseError as e:

@@ -145,12 +145,22 @@ class Connection:
 
     # ---- the mysql client -----------------------------------------------------------------------
     def client_argv(self, client: str, sql: str) -> List[str]:
+        return [client, "--defaults-extra-file={}".format(self.option_file(client)), "-N", "-B", "-e", sql]
+
+    def option_file(self, client: str, name: str = "client.cnf", host: Optional[str] = None,
+                    port: Optional[int] = None, user: Optional[str] = None, password: Optional[str] = None,
+                    tls: Optional[str] = None) -> str:
+        """The mysql client's option file (in the private working directory): the job's database, or
+        another server (a cluster's other nodes with the job's TLS settings, a proxy's admin port
+        with ``tls`` off)."""
+        tls = tls or self.tls
         mariadb = "mariadb" in (first_line([client, "--version"]) or "").lower()
-        lines = ["[client]", "user={}".format(quoted(str(self.db.get("user", "sbtest")))),
-                 "password={}".format(quoted(self.password or "")), "host={}".format(self.host),
-                 "port={}".format(self.db.get("port", 3306)), "protocol=TCP"]
+        lines = ["[client]", "user={}".format(quoted(str(user or self.db.get("user", "sbtest")))),
+                 "password={}".format(quoted((self.password or "") if password is None else password)),
+                 "host={}".format(tcp_host(host) if host else self.host),
+                 "port={}".format(port or self.db.get("port", 3306)), "protocol=TCP"]
         ca = self.db.get("ssl_ca")
-        if self.tls == "required":
+        if tls == "required":
             if mariadb:
                 lines.append("ssl")
                 if ca:
@@ -160,10 +170,9 @@ class Connection:
                         lines.append("{}={}".format(key.replace("_", "-"), self.db[key]))
             else:
                 lines += ["ssl-mode=VERIFY_CA", "ssl-ca={}".format(ca)] if ca else ["ssl-mode=REQUIRED"]
-        elif self.tls == "off" and not mariadb:
+        elif tls == "off" and not mariadb:
             lines.append("ssl-mode=PREFERRED")
-        path = self._write("client.cnf", "\n".join(lines) + "\n")
-        return [client, "--defaults-extra-file={}".format(path), "-N", "-B", "-e", sql]
+        return self._write(name, "\n".join(lines) + "\n")
 
     def query(self, sql: str) -> Tuple[Optional[List[List[str]]], str]:
         """Rows of ``sql`` through the mysql client, or (None, why)."""

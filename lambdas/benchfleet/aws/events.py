@@ -44,6 +44,8 @@ class Step(_In):
     switch: dict[str, str] = {}
     workload: dict[str, Any] | None = None
     variant_settings: dict[str, Any] | None = None
+    # Warm-up and measure steps: the server status the agent reads every second (runplan.status_of).
+    status: dict[str, Any] | None = None
 
 
 class TargetItem(_In):

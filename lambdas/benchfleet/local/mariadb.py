@@ -108,7 +108,7 @@ def _pid_alive(pid: int | None) -> bool:
     return True
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """preexec_fn: the server is killed when benchfleet dies, however it dies. SIGKILL, not SIGTERM:
     a server that is stopped, or waiting on a full disk, never acts on SIGTERM (it was still alive
     a minute after its owner); its data dir is throwaway, and the next command removes it."""
@@ -136,9 +136,10 @@ def reap_leftovers(home: Path) -> list[str]:
             info = {}
         if _pid_alive(info.get("owner_pid")):
             continue
-        _terminate(info.get("server_pid"))
+        # A cluster's record lists every process it started (its nodes and its proxy).
+        terminate_all([info.get("server_pid"), *(info.get("server_pids") or [])])
         datadir = Path(info.get("dir") or record.with_suffix(""))
-        if datadir.parent == servers:
+        if datadir.parent == servers or is_private_dir(datadir):
             shutil.rmtree(datadir, ignore_errors=True)
         if str(info.get("socket", "")).startswith(tempfile.gettempdir()):
             Path(info["socket"]).unlink(missing_ok=True)
@@ -150,6 +151,29 @@ def reap_leftovers(home: Path) -> list[str]:
             shutil.rmtree(leftover, ignore_errors=True)
             removed.append(leftover.name)
     return removed
+
+
+# Where servers that run as another user than benchfleet's keep their files (a cluster's nodes run as
+# `mysql`, which may not reach the data dir): a private directory under the system's temporary dir.
+PRIVATE_PREFIX = "benchfleet-cluster-"
+
+
+def is_private_dir(path: Path) -> bool:
+    return path.parent == Path(tempfile.gettempdir()) and path.name.startswith(PRIVATE_PREFIX)
+
+
+def terminate_all(pids: Sequence[int | None], timeout: float = _STOP_TIMEOUT_S) -> None:
+    """Stop several servers at once: every one is asked first, then each is waited for (and killed
+    when it overstays), so N servers take one server's stop time, not N."""
+    alive = [pid for pid in pids if _pid_alive(pid)]
+    for pid in alive:
+        assert pid is not None
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+            os.kill(pid, signal.SIGCONT)
+    deadline = time.monotonic() + timeout
+    for pid in alive:
+        _terminate(pid, max(0.0, deadline - time.monotonic()))
 
 
 def _terminate(pid: int | None, timeout: float = _STOP_TIMEOUT_S) -> None:
@@ -261,7 +285,7 @@ class LocalServer:
         affinity = self.cpus
 
         def preexec() -> None:
-            _die_with_parent()
+            die_with_parent()
             if affinity:
                 os.sched_setaffinity(0, affinity)
 

@@ -3,6 +3,8 @@
 - an existing target needs a password source this machine can read (``password_env`` set,
   ``password_file`` readable; ``password_secret_arn`` is read by an instance role, on AWS only), a
   server that answers, and a schema that holds nothing but benchfleet's tables;
+- a local cluster needs Debian's ``galera-4`` (the Galera provider), ``rsync`` (state transfer) and
+  its proxy (``haproxy``; ``proxysql`` only when it is on the PATH), each refused naming the package;
 - every local target's server options (its cnf with ``server_options`` layered over it) are shown
   to ``mariadbd --verbose --help``, which parses them exactly as a start would. An option the server
   does not know is a SpecError naming the target's field, in the server's own words; a value it
@@ -12,16 +14,19 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchfleet import galera
 from benchfleet.local.existing import ExistingServer, ExistingServerError, password_of
+from benchfleet.local.galera import proxy_available
 from benchfleet.local.mariadb import LOG_PREFIX, find_binary
 from benchfleet.mysqlcnf import CnfError, render
-from benchfleet.spec import ExistingTarget, LoadedSpec, LocalTarget, SpecError
-from benchfleet.variants import cnf_source
+from benchfleet.spec import ExistingTarget, LoadedSpec, LocalTarget, ResolvedVariant, SpecError
+from benchfleet.variants import cnf_source, settings
 
 
 @dataclass
@@ -55,6 +60,14 @@ def preflight(loaded: LoadedSpec) -> Preflight:
                 problems.append((f"targets[{i}].database" if "refusing" in message else f"targets[{i}].host",
                                  message))
         elif isinstance(target, LocalTarget):
+            problems += cluster_problems(target, i)
+            if target.cluster is not None:
+                # Its nodes run one cnf for the whole run: variants may differ in workload and route.
+                problems += [(f"variants[{j}].{'server_options' if v.server_options else 'mysql_config'}",
+                              f"a local cluster (targets[{i}]) runs one set of server settings for every "
+                              "variant; these differ from the first variant's")
+                             for j, v in enumerate(loaded.variants)
+                             if j and _settings(target, v) != _settings(target, loaded.variants[0])]
             # The server runs each variant's settings in turn: every one must start.
             for j, variant in enumerate(loaded.variants or [None]):
                 config, source = cnf_source(target, variant)
@@ -76,6 +89,32 @@ def preflight(loaded: LoadedSpec) -> Preflight:
         raise SpecError(loaded.source, problems)
     out.notices = [f"{target_id}: MariaDB says: {w}" for w, target_id in warned.items()]
     return out
+
+
+def _settings(target: LocalTarget, variant: ResolvedVariant) -> dict[str, str] | None:
+    try:
+        return settings(target, variant)
+    except CnfError:
+        return None  # named with the variant below
+
+
+def cluster_problems(target: LocalTarget, index: int) -> list[tuple[str, str]]:
+    """What this machine lacks to run ``target``'s local cluster, each naming the field and the package."""
+    if target.cluster is None:
+        return []
+    where = f"targets[{index}].cluster"
+    problems = []
+    provider = galera.PROVIDERS["mariadb-galera"]
+    if not Path(provider).exists():
+        problems.append((where, f"a local Galera cluster needs the distribution's galera-4 package ({provider} "
+                                "is missing; make system-deps installs it)"))
+    if not shutil.which("rsync"):
+        problems.append((where, "a local Galera cluster needs rsync (its nodes join by rsync state transfer): "
+                                "install the distribution's rsync package"))
+    why = proxy_available(target.cluster.proxy)
+    if why:
+        problems.append((f"{where}.proxy", why))
+    return problems
 
 
 def server_verdict(cnf_text: str) -> tuple[list[str], list[str]]:

@@ -23,9 +23,10 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Protocol
 
-from benchfleet import pricing
+from benchfleet import pricing, serverstatus
 from benchfleet.agentjob import agent_job
 from benchfleet.local.existing import ExistingServer, ExistingServerError, engine_of, table_prefixes, variables_hash
+from benchfleet.local.galera import LocalCluster
 from benchfleet.local.mariadb import Connection, LocalServer, LocalServerError
 from benchfleet.local.store import DuckDBStore
 from benchfleet.local.switching import VariantFailed, VariantSettings
@@ -33,7 +34,7 @@ from benchfleet.local.watchdog import StepWatchdog, deadline_s, kill_group
 from benchfleet.naming import new_run_id, raw_key
 from benchfleet.plan import Plan, PlanStep
 from benchfleet.records import AgentOutput, Fingerprint, RecordError, parse_agent_lines
-from benchfleet.spec import ExistingTarget, LoadedSpec, LocalTarget, repo_root
+from benchfleet.spec import ExistingTarget, LoadedSpec, LocalTarget, is_cluster, repo_root
 from benchfleet.validation import output_problem, plan_problem
 from benchfleet.variants import cnf_source
 
@@ -152,19 +153,55 @@ def state_dir(home: Path, run_id: str) -> Path:
     return home / "state" / run_id
 
 
+Server = LocalServer | LocalCluster | ExistingServer
+
+
 def _server_for(loaded: LoadedSpec, target: LocalTarget | ExistingTarget, repetition: int, home: Path,
-                notice: _Notices) -> LocalServer | ExistingServer:
+                notice: _Notices) -> Server:
     if isinstance(target, ExistingTarget):
         notice(f"{target.id}: an existing server at {target.host}:{target.port}; CPU figures, steal "
                "included, are this machine's (the client's), not the server's")
         return ExistingServer(target, table_prefixes())
     # With variants the server starts with the first variant's settings (the plan counts on it).
     config, source = cnf_source(target, loaded.variants[0] if loaded.variants else None)
-    server = LocalServer(home, f"{target.id}-r{repetition}", source, target.memory_mb,
-                         target.cpus, cnf_name=f"{config}.cnf")
+    server: LocalServer | LocalCluster
+    if target.cluster is not None:
+        # A cluster's variants differ in workload, options and route only (preflight): one cnf for its nodes.
+        server = LocalCluster(home, f"{target.id}-r{repetition}", source, target.memory_mb,
+                              nodes=target.cluster.nodes, proxy=target.cluster.proxy, cpus=target.cpus,
+                              cnf_name=f"{config}.cnf",
+                              on_phase=lambda text: notice(f"{target.id} repetition {repetition}: {text}"))
+    else:
+        server = LocalServer(home, f"{target.id}-r{repetition}", source, target.memory_mb,
+                             target.cpus, cnf_name=f"{config}.cnf")
     if server.rendered.skipped:
         notice(f"{config}.cnf options not applied on MariaDB: " + ", ".join(server.rendered.skipped))
     return server
+
+
+def default_route(target: LocalTarget | ExistingTarget) -> str:
+    """Where sysbench connects when no variant says: through a cluster's proxy when it has one."""
+    if isinstance(target, LocalTarget) and target.cluster is not None and target.cluster.proxy != "none":
+        return "proxy"
+    return "direct"
+
+
+def route_of(loaded: LoadedSpec, target: LocalTarget | ExistingTarget, step: PlanStep) -> str:
+    """How a cluster's step reaches it: its variant's route, else the target's default."""
+    variant = loaded.variant(step.variant)
+    return variant.route if variant is not None and variant.route else default_route(target)
+
+
+def status_job(loaded: LoadedSpec, target: LocalTarget | ExistingTarget, server: Server) -> dict[str, object] | None:
+    """The agent job's ``status``: which counters to read from which sources (None: none)."""
+    cluster = is_cluster(target)
+    counters = serverstatus.counters_for(loaded.spec.status_counters, cluster)
+    if not counters:
+        return None
+    job: dict[str, object] = {"counters": counters, "interval_s": loaded.workload.report_interval_s}
+    if isinstance(server, LocalCluster):
+        job.update(sources=server.status_sources(), cluster_nodes=server.size)
+    return job
 
 
 def _target_meta(target: LocalTarget | ExistingTarget, fp: Fingerprint | None) -> dict[str, object]:
@@ -201,14 +238,20 @@ def _run_target(loaded: LoadedSpec, target: LocalTarget | ExistingTarget, repeti
     switching = VariantSettings.of(loaded, target) if isinstance(target, LocalTarget) else None
     observer.target_started(target.id, repetition, steps)
     started = time.monotonic()
-    with server as conn:
+    with server as handle:
+        cluster: LocalCluster | None = None
+        if isinstance(handle, LocalCluster):
+            cluster, conn = handle, handle.connection(default_route(target))
+        else:
+            conn = handle
         if isinstance(server, LocalServer) and server.retried:
             notice(f"{target.id} repetition {repetition}: the server failed to start once and was started "
                    f"again: {server.retried.splitlines()[0]}")
         if switching is not None:
             switching.current = switching.first
         observer.target_ready(target.id, repetition)
-        requested = dict(server.rendered.options) if isinstance(server, LocalServer) else None
+        requested = dict(server.rendered.options) if isinstance(server, LocalServer | LocalCluster) else None
+        status = status_job(loaded, target, server)
         for step in steps:
             observer.step_started(target.id, repetition, step)
             settings = None
@@ -221,11 +264,16 @@ def _run_target(loaded: LoadedSpec, target: LocalTarget | ExistingTarget, repeti
                 settings = switching.job_settings(step)
             elif step.settings is not None:  # an existing server: the variants differ in workload only
                 settings = {"variant": step.settings, "method": "none", "requested": {}}
-            output = _run_step(loaded, target, repetition, step, run_id, conn, server, home, observer, result,
-                               requested, settings)
+            # A cluster's step connects by its route: its variant's, else through the proxy when there is one.
+            here = cluster.connection(route_of(loaded, target, step)) if cluster is not None else conn
+            output = _run_step(loaded, target, repetition, step, run_id, here, server, home, observer, result,
+                               requested, settings, status)
             if step.kind == "prepare":
                 fp = _fingerprint(output, target)
-                store.add_target(run_id, target.id, repetition, _target_meta(target, fp), fp)
+                meta = _target_meta(target, fp)
+                if cluster is not None:
+                    meta["cluster"] = json.dumps(cluster.fingerprint(), sort_keys=True)
+                store.add_target(run_id, target.id, repetition, meta, fp)
             store.add_output(output)
             observer.step_finished(target.id, repetition, step, output)
             if step.cooldown_s:
@@ -236,14 +284,15 @@ def _run_target(loaded: LoadedSpec, target: LocalTarget | ExistingTarget, repeti
 
 
 def _run_step(loaded: LoadedSpec, target: LocalTarget | ExistingTarget, repetition: int, step: PlanStep,
-              run_id: str, conn: Connection, server: LocalServer | ExistingServer, home: Path, observer: Observer,
+              run_id: str, conn: Connection, server: Server, home: Path, observer: Observer,
               result: RunResult, requested: dict[str, str] | None = None,
-              settings: dict[str, Any] | None = None) -> AgentOutput:
+              settings: dict[str, Any] | None = None, status: dict[str, object] | None = None) -> AgentOutput:
     data_dir = server.data_dir if isinstance(server, LocalServer) else None
     job = agent_job(run_id=run_id, target_id=target.id, repetition=repetition,
                     workload=loaded.workload_of(step.variant), step=step, db=conn.as_job(),
                     config_hash=server.config_hash, requested=requested, settings=settings,
-                    data_dir=str(data_dir) if data_dir else None, state_dir=str(state_dir(home, run_id)))
+                    data_dir=str(data_dir) if data_dir else None, state_dir=str(state_dir(home, run_id)),
+                    status=status)
     raw = home / "raw" / raw_key(run_id, target.id, repetition, step.name).removeprefix("runs/")
     raw.parent.mkdir(parents=True, exist_ok=True)
     result.raw_files.append(raw)
@@ -257,11 +306,14 @@ def _run_step(loaded: LoadedSpec, target: LocalTarget | ExistingTarget, repetiti
         agent.stdin.write(json.dumps(job))
         agent.stdin.close()
         watched = [("the agent", agent.pid)]
-        error_log = None
+        error_log: Path | list[Path] | None = None
         if isinstance(server, LocalServer):  # an existing server is not ours to watch, only the agent
             error_log = server.error_log
             if server.process is not None:
                 watched.insert(0, ("the MariaDB server", server.process.pid))
+        elif isinstance(server, LocalCluster):
+            error_log = server.error_logs
+            watched = [*server.processes, *watched]
         dog = StepWatchdog(deadline_s(step), watched, lambda reason: kill_group(agent.pid), error_log=error_log)
         try:
             with dog:

@@ -17,7 +17,7 @@ from typing import Any
 
 import duckdb
 
-from benchfleet.records import AgentOutput, Fingerprint, Sample, StepSummary
+from benchfleet.records import AgentOutput, Fingerprint, Sample, StatusSample, StepSummary
 
 _SAMPLE_COLUMNS = [
     "time", "run_id", "target_id", "repetition", "workload", "step", "threads", "phase", "second",
@@ -33,6 +33,8 @@ _SUMMARY_COLUMNS = [
     "latency_pct", "latency_pct_ms", "sysbench_version", "samples", "tps_cv", "steal_mean_pct",
     "samples_expected", "covered_s", "missing_final", "variant", "block", "settings",
 ]
+_STATUS_COLUMNS = ["time", "run_id", "target_id", "variant", "block", "repetition", "workload", "step", "threads",
+                   "phase", "second", "source", "counter", "value", "rate"]
 _FINGERPRINT_COLUMNS = ["cpu_model", "vcpus", "cpus_usable", "memory_mb", "arch", "kernel", "os",
                         "sysbench_version", "engine_version", "config_hash"]
 
@@ -64,6 +66,12 @@ CREATE TABLE IF NOT EXISTS step_summaries (
     latency_max_ms DOUBLE, latency_pct INTEGER, latency_pct_ms DOUBLE, sysbench_version VARCHAR,
     samples INTEGER, tps_cv DOUBLE, steal_mean_pct DOUBLE,
     PRIMARY KEY (run_id, target_id, repetition, step));
+-- SHOW GLOBAL STATUS per second, per source (server, cluster node, proxy backend): benchfleet.serverstatus.
+CREATE TABLE IF NOT EXISTS status_samples (
+    time TIMESTAMPTZ NOT NULL, run_id VARCHAR NOT NULL, target_id VARCHAR NOT NULL,
+    variant VARCHAR DEFAULT '', block INTEGER, repetition INTEGER NOT NULL, workload VARCHAR,
+    step VARCHAR NOT NULL, threads INTEGER, phase VARCHAR, second DOUBLE, source VARCHAR NOT NULL,
+    counter VARCHAR NOT NULL, value DOUBLE, rate DOUBLE);
 CREATE TABLE IF NOT EXISTS cloud_metrics (
     time TIMESTAMPTZ NOT NULL, run_id VARCHAR NOT NULL, target_id VARCHAR NOT NULL, metric VARCHAR NOT NULL,
     value DOUBLE, unit VARCHAR);
@@ -71,6 +79,8 @@ CREATE TABLE IF NOT EXISTS cloud_metrics (
 -- whose CPU the steal figures are (server: the server's host; client: this machine, not the server's).
 ALTER TABLE targets ADD COLUMN IF NOT EXISTS server_variables JSON;
 ALTER TABLE targets ADD COLUMN IF NOT EXISTS steal_source VARCHAR;
+-- A cluster target: its nodes, flavor and proxy (software, version, settings, configuration hash).
+ALTER TABLE targets ADD COLUMN IF NOT EXISTS cluster JSON;
 -- Where a cloud target really ran (collect's targets rows); empty for local targets.
 ALTER TABLE targets ADD COLUMN IF NOT EXISTS availability_zone VARCHAR;
 -- Every line of the target's price by pricing model, as recorded with the run (benchfleet.pricing).
@@ -316,13 +326,14 @@ class DuckDBStore:
     def delete_run(self, run_id: str) -> None:
         """Remove a run and all its rows (before loading a fresh copy of it)."""
         with self._writing() as db:
-            for table in ("samples", "step_summaries", "cloud_metrics", "targets", "run_owners", "runs"):
+            for table in ("samples", "status_samples", "step_summaries", "cloud_metrics", "targets", "run_owners",
+                          "runs"):
                 db.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
 
     def delete_target(self, run_id: str, target_id: str) -> None:
         """Remove one target's rows from a run (an import into the run that failed half-way)."""
         with self._writing() as db:
-            for table in ("samples", "step_summaries", "cloud_metrics", "targets"):
+            for table in ("samples", "status_samples", "step_summaries", "cloud_metrics", "targets"):
                 db.execute(f"DELETE FROM {table} WHERE run_id = ? AND target_id = ?", [run_id, target_id])
 
     def set_spec(self, run_id: str, spec: dict[str, Any]) -> None:
@@ -374,6 +385,7 @@ class DuckDBStore:
         """Insert samples and step summaries (in one transaction, so a step is there whole or not)."""
         with self._writing() as db:
             _insert(db, "samples", _SAMPLE_COLUMNS, output.samples)
+            _insert(db, "status_samples", _STATUS_COLUMNS, output.status)
             _insert(db, "step_summaries", _SUMMARY_COLUMNS, output.summaries, replace=True)
 
     # ---- reads -------------------------------------------------------------------------------
@@ -405,6 +417,14 @@ class DuckDBStore:
         while batch := cursor.fetchmany(rows):
             yield [dict(zip(names, row, strict=True)) for row in batch]
 
+    def status_batches(self, run_id: str, rows: int = 50_000) -> Iterator[list[dict[str, Any]]]:
+        """A run's status rows (every source, counter and reading) in order, a batch at a time."""
+        cursor = self.db.execute("SELECT * FROM status_samples WHERE run_id = ? "
+                                 "ORDER BY target_id, variant, repetition, time, source, counter", [run_id])
+        names = [d[0] for d in cursor.description]
+        while batch := cursor.fetchmany(rows):
+            yield [dict(zip(names, row, strict=True)) for row in batch]
+
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         return self._dicts(sql, params)
 
@@ -423,7 +443,8 @@ class DuckDBStore:
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
-def _insert(db: duckdb.DuckDBPyConnection, table: str, columns: list[str], rows: Sequence[Sample | StepSummary],
+def _insert(db: duckdb.DuckDBPyConnection, table: str, columns: list[str],
+            rows: Sequence[Sample | StepSummary | StatusSample],
             replace: bool = False) -> None:
     if not rows:
         return

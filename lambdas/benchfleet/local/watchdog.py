@@ -59,19 +59,20 @@ class StepWatchdog:
     it did not). ``on_fire(reason)`` runs once, on the watchdog's thread."""
 
     def __init__(self, deadline_s: float, processes: Sequence[tuple[str, int]], on_fire: Callable[[str], None],
-                 error_log: Path | None = None, poll_s: float = 0.5,
+                 error_log: Path | Sequence[Path] | None = None, poll_s: float = 0.5,
                  stopped_after_s: float = STOPPED_AFTER_S) -> None:
         self.deadline_s = deadline_s
         self.processes = list(processes)
         self.on_fire = on_fire
-        self.error_log = error_log
+        # Every server's log (a cluster has one per node), each read from where it stood at the start.
+        logs = [] if error_log is None else [error_log] if isinstance(error_log, Path) else list(error_log)
+        self._log_offsets = {log: log.stat().st_size if log.exists() else 0 for log in logs}
         self.poll_s = poll_s
         self.stopped_after_s = stopped_after_s
         self.reason: str | None = None
         self.last_progress = time.monotonic()
         self._started = time.monotonic()
         self._stopped_since: dict[int, float] = {}
-        self._log_offset = error_log.stat().st_size if error_log and error_log.exists() else 0
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="step-watchdog", daemon=True)
 
@@ -114,18 +115,17 @@ class StepWatchdog:
         return None
 
     def _disk_full_line(self) -> str | None:
-        if self.error_log is None:
-            return None
-        try:
-            with self.error_log.open("rb") as f:
-                f.seek(self._log_offset)
-                new = f.read(1 << 20)
-        except OSError:
-            return None
-        self._log_offset += len(new)
-        for line in new.decode("utf-8", "replace").splitlines():
-            if any(marker in line for marker in DISK_FULL):
-                return line.strip()[:300]
+        for log, offset in self._log_offsets.items():
+            try:
+                with log.open("rb") as f:
+                    f.seek(offset)
+                    new = f.read(1 << 20)
+            except OSError:
+                continue
+            self._log_offsets[log] = offset + len(new)
+            for line in new.decode("utf-8", "replace").splitlines():
+                if any(marker in line for marker in DISK_FULL):
+                    return line.strip()[:300]
         return None
 
 

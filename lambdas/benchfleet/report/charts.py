@@ -504,3 +504,53 @@ def cost(comparison: dict[str, Any], palette: dict[str, str],
     return {"data": data, "layout": _layout(
         "Cost per 1000 TPS vs threads (USD per hour of the database; lower is better)", "threads",
         "USD per hour per 1000 TPS", xaxis=_threads_axis(comparison["rows"]))}
+
+
+def _status_label(counter: str, per_s: bool) -> str:
+    if counter == "wsrep_flow_control_paused_ns":
+        return "flow control paused (% of the time)"
+    return f"{counter} per second" if per_s else counter
+
+
+def status(series: dict[str, Any], status_series: dict[str, Any], palette: dict[str, str]) -> Figure:
+    """Throughput over time on top and, below on the same time axis, one server status counter at a
+    time (a menu picks it; flow-control pause first when there is one): one line per target x
+    repetition x source (a cluster's nodes, a proxy's backends)."""
+    data: list[dict[str, Any]] = []
+    order = {t: i for i, t in enumerate(palette)}
+    for s in sorted(series["series"], key=lambda s: (order.get(s["target_id"], len(order)), s["repetition"])):
+        data.append({"type": "scatter", "mode": "lines", "name": f"{s['target_id']} rep {s['repetition']} tps",
+                     **_x_of(s["t"], series["width_s"]), "y": s["tps"], "showlegend": False,
+                     "line": {"color": palette.get(s["target_id"], "#333"), "width": 1.2,
+                              "dash": _DASHES[(s["repetition"] - 1) % len(_DASHES)]},
+                     "hovertemplate": "%{fullData.name}<br>t=%{x}s: %{y:,.1f}<extra></extra>"})
+    throughput = len(data)
+    counters = sorted({(s["counter"], bool(s["per_s"])) for s in status_series["series"]},
+                      key=lambda c: (c[0] != "wsrep_flow_control_paused_ns", c[0].lower()))
+    # Sources told apart by line width (the first, the writer node, widest), repetitions by dash.
+    sources = sorted({s["source"] for s in status_series["series"]})
+    widths = {source: 2.2 - 0.5 * min(i, 3) for i, source in enumerate(sources)}
+    labels: list[tuple[str, range]] = []
+    for n, (counter, per_s) in enumerate(counters):
+        mine = [s for s in status_series["series"] if s["counter"] == counter]
+        labels.append((_status_label(counter, per_s), range(len(data), len(data) + len(mine))))
+        for s in mine:
+            data.append({"type": "scatter", "mode": "lines", "yaxis": "y2", "visible": n == 0,
+                         "name": f"{s['target_id']} rep {s['repetition']} {s['source']}",
+                         **_x_of(s["t"], status_series["width_s"]), "y": s["y"],
+                         "line": {"color": palette.get(s["target_id"], "#333"), "width": widths[s["source"]],
+                                  "dash": _DASHES[(s["repetition"] - 1) % len(_DASHES)]},
+                         "hovertemplate": "%{fullData.name}<br>t=%{x}s: %{y:,.3f}<extra></extra>"})
+    # Each button shows the throughput and its own counter's lines.
+    buttons = [{"label": label, "method": "update",
+                "args": [{"visible": [i < throughput or i in shown for i in range(len(data))]},
+                         {"yaxis2.title.text": label}]} for label, shown in labels]
+    return {"data": data, "layout": _layout(
+        "Server status per second, under throughput (pick the counter)", "seconds since warm-up start",
+        "transactions / s", height=560, yaxis={"domain": [0.55, 1]},
+        yaxis2={"domain": [0, 0.45], "anchor": "x", "rangemode": "tozero", "gridcolor": "#e5e5e5",
+                "title": {"text": _status_label(*counters[0]) if counters else ""}},
+        xaxis={"anchor": "y2"}, legend={"orientation": "h", "y": -0.15, "x": 0},
+        updatemenus=[{"buttons": buttons, "direction": "down", "x": 1, "xanchor": "right", "y": 1.12,
+                      "yanchor": "top", "showactive": True}] if len(buttons) > 1 else [],
+        margin={"r": 30, "b": 40, "t": 70})}

@@ -68,6 +68,48 @@ def timeline(store: DuckDBStore, run_id: str) -> dict[str, Any]:
     return {"width_s": width, "series": series}
 
 
+# Status series (benchfleet.serverstatus): per target x repetition x source x counter, bucketed on the
+# throughput timeline's own axis (the same t0 per target x repetition, the same width), the mean per
+# second of a running total or the mean of a level; flow-control pause as % of the time.
+STATUS_POINTS_TOTAL = 40_000
+_STATUS_SQL = """
+WITH f AS (
+    SELECT unnest(CAST(? AS VARCHAR[])) AS target_id, unnest(CAST(? AS INTEGER[])) AS repetition,
+           unnest(CAST(? AS DOUBLE[])) AS t0, CAST(? AS BIGINT) AS width),
+b AS (
+    SELECT s.target_id, s.repetition, s.source, s.counter,
+           CAST(floor((epoch(s.time) - f.t0) / f.width) AS BIGINT) AS bucket, any_value(f.width) AS width,
+           avg(CASE WHEN s.counter = 'wsrep_flow_control_paused_ns' THEN s.rate / 1e7
+                    ELSE coalesce(s.rate, s.value) END) AS y,
+           bool_or(s.rate IS NOT NULL) AS per_s
+    FROM status_samples s JOIN f USING (target_id, repetition)
+    WHERE s.run_id = ? AND s.phase IN ('warmup', 'measure') AND s.counter <> 'answered'
+      AND s.second > 0  -- each step's first reading is the baseline of its rates
+    GROUP BY s.target_id, s.repetition, s.source, s.counter, bucket)
+SELECT target_id, repetition, source, counter, bool_or(per_s) AS per_s,
+       list(bucket * width ORDER BY bucket) AS t,
+       list(CASE WHEN isfinite(y) THEN round(y, 3) END ORDER BY bucket) AS y
+FROM b GROUP BY target_id, repetition, source, counter
+ORDER BY target_id, repetition, counter, source
+"""
+
+
+def status_timeline(store: DuckDBStore, run_id: str) -> dict[str, Any]:
+    """The status series on the throughput timeline's axis: ``width_s`` and ``series``, one per target x
+    repetition x source x counter: ``{target_id, repetition, source, counter, per_s, t, y}``."""
+    spans = store.query(_SPANS_SQL, [run_id])
+    counted = store.query("SELECT count(DISTINCT (target_id, repetition, source, counter)) AS n FROM status_samples "
+                          "WHERE run_id = ? AND counter <> 'answered'", [run_id])
+    n = int(counted[0]["n"]) if counted else 0
+    if not spans or not n:
+        return {"width_s": 1, "series": []}
+    longest = max(float(s["span_s"]) for s in spans)
+    width = max(1, math.ceil(longest / max(30, min(MAX_POINTS_PER_SERIES, STATUS_POINTS_TOTAL // n))))
+    series = store.query(_STATUS_SQL, [[s["target_id"] for s in spans], [s["repetition"] for s in spans],
+                                       [s["t0"] for s in spans], width, run_id])
+    return {"width_s": width, "series": series}
+
+
 def fingerprint_values(comparison: dict[str, Any], target_id: str, key: str) -> str:
     """Distinct values of one fingerprint field over a target's repetitions ('a | b' when they
     differ: two repetitions on different CPU models is worth seeing)."""

@@ -22,7 +22,7 @@ from typing import Any
 from benchfleet import stats
 from benchfleet.local.store import DuckDBStore
 from benchfleet.report import charts
-from benchfleet.report.data import fingerprint_values, given, host_of, layout_text, timeline
+from benchfleet.report.data import fingerprint_values, given, host_of, layout_text, status_timeline, timeline
 from benchfleet.stats.caveats import words as caveat_words
 from benchfleet.stats.figures import percentile_of
 
@@ -65,6 +65,7 @@ RELATIVE_NOTE = (
 # What a chart that cannot be drawn says instead.
 _MISSING = {
     "cost": "No priced target: set price_per_hour on local targets or use instance types the price tables know.",
+    "status": "No server status was read in this run (status_counters: [], or imported logs).",
     "timeline": "This run has no per-second data: its logs were imported from sysbench summaries only "
                 "(no --report-interval lines), so there is nothing to draw over time. The figures above "
                 "come from sysbench's own summary of each step.",
@@ -188,6 +189,13 @@ def render_report(store: DuckDBStore, run_id: str) -> str:
                         "iiBench's view (seed 001): each second's inserts against the rows already in the "
                         "table, the prepared rows plus every insert so far (one sysbench event inserts one "
                         "row). Where the curve bends, the indexes have outgrown the buffer pool."))
+    status_series = status_timeline(store, run["run_id"])
+    figures.append(("status", "Server status per second",
+                    charts.status(series, status_series, palette) if status_series["series"] else None,
+                    "SHOW GLOBAL STATUS counters read every second from every server (a cluster's nodes; a "
+                    "proxy's backends as proxy/<node>), under the throughput on the same time axis: running "
+                    "totals as a rate per second, levels as they are, flow-control pause as % of the time. "
+                    "Every reading: benchfleet results " + run["run_id"] + " --status --format csv"))
     cost_fig = charts.cost(comparison, palette)
     figures.append(("cost", "Cost per 1000 TPS", cost_fig if cost_fig["data"] else None,
                     "The database's price per hour (instance, storage, provisioned IOPS and throughput; no "

@@ -202,7 +202,9 @@ def _cloud_series(store: DuckDBStore, run_id: str, label: str) -> list[dict[str,
 _STATUS_SQL = """
 WITH s AS (
     SELECT target_id, repetition, counter, epoch(time) - min(epoch(time)) OVER (PARTITION BY target_id, repetition)
-               AS t, coalesce(rate, value) AS y
+               AS t,
+           -- flow-control pause as % of the time, like the run report's status chart (report.data)
+           CASE WHEN counter = 'wsrep_flow_control_paused_ns' THEN rate / 1e7 ELSE coalesce(rate, value) END AS y
     FROM status_samples WHERE run_id = ? AND phase IN ('warmup', 'measure') AND coalesce(second, 1) > 0)
 SELECT target_id, counter, list(bucket * ? ORDER BY bucket) AS t, list(y ORDER BY bucket) AS y
 FROM (SELECT target_id, counter, CAST(floor(t / ?) AS BIGINT) AS bucket, round(avg(y), 3) AS y

@@ -27,14 +27,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from benchfleet import naming, records
+from benchfleet import naming, records, serverstatus
 from benchfleet.aws.planning import asl_walk, readywait
 from benchfleet.aws.settings import DEFAULT_RESULTS_STORE
 from benchfleet.aws.steps import cloudwatch
 from benchfleet.aws.store import timestream
 from benchfleet.plan import Plan, PlanStep, RunCharge, TargetPlan
 from benchfleet.pricing import pricing_dir
-from benchfleet.records import Sample, StepSummary
+from benchfleet.records import Sample, StatusSample, StepSummary
 
 PRICES_FILE = "control-plane.json"
 # The Lambda EventBridge invokes when a step's Run Command ends (one per step).
@@ -205,7 +205,17 @@ def step_writes(t: TargetPlan, step: PlanStep, *, run_id: str, workload: str, re
                                                              **(step_rows | {"phase": phase})))
             writes += timestream.repeated_writes(timestream.TABLE_SAMPLES, sample, phases.count(phase))
         summary = timestream.summary_record(_every_measure(StepSummary, time=_WHEN, **step_rows))
+        readings = reports
         writes += timestream.repeated_writes(timestream.TABLE_SUMMARIES, summary, 1)
+        # Requests group the rows of one source's counter, one record per reading (the baseline at
+        # 0 s included, without a rate; levels and ``answered`` never have one).
+        for source, counter in t.status_series:
+            row = _every_measure(StatusSample, time=_WHEN, source=source, counter=counter, **step_rows)
+            level = row.model_copy(update={"rate": None})
+            total = counter != "answered" and not serverstatus.is_gauge(counter)
+            writes += timestream.repeated_writes(
+                timestream.TABLE_STATUS, timestream.status_record(row if total else level), readings + 1,
+                first=timestream.status_record(level))
     # Collect runs as the step ends: the age of its padded window decides the period CloudWatch has.
     window_start = _WHEN - timedelta(seconds=step.duration_s) - cloudwatch.PAD
     for q in _metric_queries(t):

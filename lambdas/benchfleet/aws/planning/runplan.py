@@ -29,7 +29,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from benchfleet import catalogue, cost_ceiling, naming, variants, waves
+from benchfleet import catalogue, cost_ceiling, naming, serverstatus, variants, waves
 from benchfleet.aws.errors import PlanRejected, aws_errors
 from benchfleet.aws.planning import asl_walk, controlplane, dbparams, history, variantplan
 from benchfleet.aws.regions import TargetRegions
@@ -49,6 +49,7 @@ from benchfleet.spec import (
     Workload,
     cnf_text,
     inline_loaded,
+    is_cluster,
     parse_spec,
 )
 
@@ -58,7 +59,7 @@ INLINE_MAX_TARGETS = 40
 # which Step Functions limits to 256 KiB, next to the execution's input; the Distributed Map reads
 # them from S3 (ItemReader). 64 KiB leaves the rest of the state (the spec, the plan) room.
 INLINE_MAX_TARGET_BYTES = 64 * 1024
-READY_POLL_S = {"ec2": 15, "existing": 15, "rds": 60, "aurora": 60}
+READY_POLL_S = {"ec2": 15, "existing": 15, "rds": 60, "aurora": 60, "cluster": 15}
 # Seconds a step may run past its planned duration: the first step installs the engine and sysbench.
 SETUP_S = {"prepare": 1800, "warmup": 300, "measure": 300}
 # A load may take this many times its planned seconds before its step times out: the plan's rate is a
@@ -263,7 +264,9 @@ def step_timeout_s(duration_s: int, kind: str) -> int:
 
 def _steps(target: TargetPlan, o: Timing, install: dict[str, Any] | None,
            loaded: LoadedSpec, spec_target: Any = None,
-           requested: dict[str, str] | None = None) -> list[dict[str, Any]]:
+           requested: dict[str, str] | None = None,
+           status: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """``status``: the server status the agent reads every second during warm-up and measure steps."""
     out = []
     cache: dict[str, Any] = {}
     for step in target.steps:
@@ -279,8 +282,17 @@ def _steps(target: TargetPlan, o: Timing, install: dict[str, Any] | None,
             item["requested"] = requested
         if loaded.variants:
             item.update(variantplan.step_extras(loaded, spec_target, step, cache))
+        if step.kind != "prepare" and status:
+            item["status"] = status
         out.append(item)
     return out
+
+
+def status_of(spec: ComparisonSpec, target: Any, workload: Workload) -> dict[str, Any] | None:
+    """The agent's ``status`` job for ``target``'s steps (its sources are added per step, where they are
+    known: benchfleet.aws.jobs)."""
+    counters = serverstatus.counters_for(spec.status_counters, is_cluster(target))
+    return {"counters": counters, "interval_s": workload.report_interval_s} if counters else None
 
 
 def _bound(target: TargetPlan, ready_max: int) -> int:
@@ -503,7 +515,7 @@ def plan_run(request: RunRequest, *, execution_name: str | None = None, zone_cou
             # Each repetition's start after the first's (the definition's "Wait for its start").
             "start_after_s": t.start_after_s(),
             "steps": _steps(t, o, _install(index, target, loaded), loaded, spec_target,
-                            dbparams.requested(parameters)),
+                            dbparams.requested(parameters), status_of(loaded.spec, spec_target, loaded.workload)),
             # rds / aurora: the run's parameter groups hold these (benchfleet.aws.fleet.paramgroups).
             "parameters": parameters,
             # Per repetition, the steps it runs in order (indices into steps): variants interleave in

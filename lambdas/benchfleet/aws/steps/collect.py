@@ -160,6 +160,7 @@ def collect_step(s3: Any, cloudwatch: Any, store: ResultsStore, bucket: str, *, 
     # variant and block beside the step, as every result carries them (the API's CSV rows come from here).
     return {"step": name, "variant": step.get("variant") or "", "block": step.get("block"),
             "samples": store.write_samples(out.samples),
+            "status": store.write_status(out.status) if out.status else 0,
             "summaries": store.write_summaries(out.summaries),
             "cloud_metrics": store.write_cloud_metrics(metrics),
             "fingerprints": len(out.fingerprints), "targets": targets_written,

@@ -112,4 +112,6 @@ def job_for(state: StepState, volumes: list[dict[str, str]] | None = None) -> di
             job["install"]["storage"] = {**job["install"]["storage"], "volumes": volumes}
     if step.index == 0 and state.step.requested:  # rds / aurora: what the run's parameter groups set
         job["requested"] = dict(state.step.requested)
+    if state.step.status:
+        job["status"] = dict(state.step.status)  # the one server the job connects to
     return job

@@ -2,7 +2,8 @@
 
 Rows are written as JSON Lines objects in the results bucket, one Glue table per record type::
 
-    tables/<table>/run_id=<run_id>/<target_id>.rep-<n>.<step>.<digest>.jsonl   samples, step_summaries
+    tables/<table>/run_id=<run_id>/<target_id>.rep-<n>.<step>.<digest>.jsonl   samples, status_samples,
+                                                                               step_summaries
     tables/cloud_metrics/run_id=<run_id>/<target_id>.<digest>.jsonl
     tables/targets/run_id=<run_id>/<target_id>.rep-<n>.json
     tables/runs/run_id=<run_id>/run.json
@@ -33,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import boto3
 from pydantic import BaseModel
 
-from benchfleet.records import Sample, StepSummary
+from benchfleet.records import Sample, StatusSample, StepSummary
 
 if TYPE_CHECKING:
     from benchfleet.aws.settings import Settings
@@ -45,6 +46,7 @@ PARTITION_KEY = "run_id"
 # cdk/lib/sql/glue-tables.json declares the same columns with their types; a functional test checks it.
 SAMPLE_COLUMNS: tuple[str, ...] = tuple(f for f in Sample.model_fields if f != PARTITION_KEY)
 SUMMARY_COLUMNS: tuple[str, ...] = tuple(f for f in StepSummary.model_fields if f != PARTITION_KEY)
+STATUS_COLUMNS: tuple[str, ...] = tuple(f for f in StatusSample.model_fields if f != PARTITION_KEY)
 CLOUD_METRIC_COLUMNS: tuple[str, ...] = ("time", "target_id", "repetition", "step", "metric", "value",
                                          "unit", "period_s")
 TARGET_COLUMNS: tuple[str, ...] = (
@@ -52,13 +54,14 @@ TARGET_COLUMNS: tuple[str, ...] = (
     "storage",
     "cpus", "price_per_hour", "cpu_model", "vcpus", "cpus_usable", "memory_mb", "arch", "kernel", "os",
     "sysbench_version", "engine_version", "config_hash", "recorded_at", "server_variables", "steal_source",
-    "prices", "storage_layout")
+    "prices", "storage_layout", "cluster")
 RUN_COLUMNS: tuple[str, ...] = (
     "name", "spec", "status", "mode", "started_at", "ended_at", "message", "estimated_cost_usd",
     "actual_cost_usd")
 
 TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "samples": SAMPLE_COLUMNS,
+    "status_samples": STATUS_COLUMNS,
     "step_summaries": SUMMARY_COLUMNS,
     "cloud_metrics": CLOUD_METRIC_COLUMNS,
     "targets": TARGET_COLUMNS,
@@ -148,6 +151,11 @@ class AthenaStore:
         self._write_steps("samples", SAMPLE_COLUMNS, samples)
         return len(samples)
 
+    def write_status(self, rows: Sequence[StatusSample]) -> int:
+        """Server status rows (one per source, counter and reading), one object per step."""
+        self._write_steps("status_samples", STATUS_COLUMNS, rows)
+        return len(rows)
+
     def write_summaries(self, summaries: Sequence[StepSummary]) -> int:
         self._write_steps("step_summaries", SUMMARY_COLUMNS, summaries)
         return len(summaries)
@@ -180,7 +188,7 @@ class AthenaStore:
         return self._put("runs", _run_id(row), "run.json", json_lines([row], RUN_COLUMNS))
 
     def _write_steps(self, table: str, columns: Sequence[str],
-                     rows: Sequence[Sample | StepSummary]) -> list[str]:
+                     rows: Sequence[Sample | StatusSample | StepSummary]) -> list[str]:
         groups: dict[tuple[str, str, int, str], list[dict[str, Any]]] = defaultdict(list)
         for r in rows:
             groups[(r.run_id, r.target_id, r.repetition, r.step)].append(r.model_dump())

@@ -21,14 +21,16 @@ from benchfleet.aws.settings import Settings
 from benchfleet.aws.store.timestream import (
     TABLE_CLOUD,
     TABLE_SAMPLES,
+    TABLE_STATUS,
     TABLE_SUMMARIES,
     CloudMetric,
     cloud_record,
     sample_record,
+    status_record,
     summary_record,
     write_requests,
 )
-from benchfleet.records import Sample, StepSummary
+from benchfleet.records import Sample, StatusSample, StepSummary
 
 ClientFactory = Callable[[str], Any]
 
@@ -37,6 +39,7 @@ class ResultsStore(Protocol):
     """Each write returns how many rows it stored; writing the same rows twice is harmless."""
 
     def write_samples(self, samples: Sequence[Sample]) -> int: ...
+    def write_status(self, rows: Sequence[StatusSample]) -> int: ...
     def write_summaries(self, summaries: Sequence[StepSummary]) -> int: ...
     def write_cloud_metrics(self, metrics: Sequence[CloudMetric]) -> int: ...
     def write_targets(self, targets: Sequence[Mapping[str, Any]]) -> list[str]: ...
@@ -61,6 +64,9 @@ class TimestreamStore:
 
     def write_samples(self, samples: Sequence[Sample]) -> int:
         return self._write(TABLE_SAMPLES, [sample_record(s) for s in samples])
+
+    def write_status(self, rows: Sequence[StatusSample]) -> int:
+        return self._write(TABLE_STATUS, [status_record(r) for r in rows])
 
     def write_summaries(self, summaries: Sequence[StepSummary]) -> int:
         return self._write(TABLE_SUMMARIES, [summary_record(s) for s in summaries])

@@ -1,10 +1,15 @@
 """The data model as Timestream multi-measure records, written in WriteRecords requests.
 
-Tables (one database, TIMESTREAM_DATABASE): samples, step_summaries, cloud_metrics. Dimensions are
+Tables (one database, TIMESTREAM_DATABASE): samples, step_summaries, cloud_metrics, status_samples.
+Dimensions are
 what a row is grouped by (run, target, repetition, workload, step, phase, threads, and the variant in a
 spec with variants); every figure is
 a measure of one multi-measure record per row, named after the row kind. Missing figures (a CPU
 share where there is no /proc) are left out: a multi-measure record cannot hold a null.
+``status_samples`` holds one record per status row, its ``source`` (a server, a cluster node, a proxy's
+backend) and ``counter`` dimensions beside the step's: the same long shape as the Athena table, so a
+spec's own choice of counters needs no schema, and the records of one counter of one source share
+their dimensions in a request.
 
 The record builders (``sample_record``...) make whole records; ``write_requests`` sends the
 attributes a batch shares (dimensions, measure name, value type, time unit) once, as the request's
@@ -24,7 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from benchfleet.records import Sample, StepSummary
+from benchfleet.records import Sample, StatusSample, StepSummary
 
 MAX_RECORDS_PER_WRITE = 100  # WriteRecords' limit (moto accepts more: checked here)
 # Timestream for LiveAnalytics quotas (developer guide, "Quotas" > "Service limits",
@@ -34,6 +39,7 @@ MAX_RECORD_BYTES = 2048
 TABLE_SAMPLES = "samples"
 TABLE_SUMMARIES = "step_summaries"
 TABLE_CLOUD = "cloud_metrics"
+TABLE_STATUS = "status_samples"
 _DIMENSIONS = ("run_id", "target_id", "repetition", "workload", "step", "phase", "threads")
 NO_VARIANT = "-"
 
@@ -94,6 +100,12 @@ def sample_record(sample: Sample) -> dict[str, Any]:
 
 def summary_record(summary: StepSummary) -> dict[str, Any]:
     return _record(summary, "summary", _DIMENSIONS)
+
+
+def status_record(row: StatusSample) -> dict[str, Any]:
+    """One status row: dimensions name the step, the source and the counter; measures are the value,
+    the rate (when there is one) and the step's second."""
+    return _record(row, "status", (*_DIMENSIONS, "source", "counter"))
 
 
 def cloud_record(metric: CloudMetric) -> dict[str, Any]:
@@ -196,13 +208,20 @@ def write_requests(table: str, records: Iterable[Mapping[str, Any]]) -> list[dic
             for common, own in groups.values() for i in range(0, len(own), MAX_RECORDS_PER_WRITE)]
 
 
-def repeated_writes(table: str, record: Mapping[str, Any], n: int) -> Writes:
-    """What ``write_requests(table, [record] * n)`` costs, without building n records (a plan of
-    hundreds of targets and day-long steps estimates millions): full requests of 100 and the rest."""
+def repeated_writes(table: str, record: Mapping[str, Any], n: int,
+                    first: Mapping[str, Any] | None = None) -> Writes:
+    """What ``write_requests(table, [first or record] + [record] * (n - 1))`` costs, without building n
+    records (a plan of hundreds of targets and day-long steps estimates millions): full requests of
+    100 and the rest. ``first``: a first record of another size with the same common attributes (a
+    status counter's first reading has no rate)."""
     if n <= 0:
         return Writes()
     (request,) = write_requests(table, [record])
     common, own = metered_bytes(request["CommonAttributes"]), metered_bytes(request["Records"][0])
+    lead = own if first is None else metered_bytes(write_requests(table, [first])[0]["Records"][0])
     full, rest = divmod(n, MAX_RECORDS_PER_WRITE)
-    writes = Writes(1, MAX_RECORDS_PER_WRITE, _units(common + MAX_RECORDS_PER_WRITE * own)).times(full)
+    if not full:
+        return Writes(1, rest, _units(common + (rest - 1) * own + lead))
+    writes = Writes(1, MAX_RECORDS_PER_WRITE, _units(common + (MAX_RECORDS_PER_WRITE - 1) * own + lead))
+    writes += Writes(1, MAX_RECORDS_PER_WRITE, _units(common + MAX_RECORDS_PER_WRITE * own)).times(full - 1)
     return writes + (Writes(1, rest, _units(common + rest * own)) if rest else Writes())

@@ -1,0 +1,169 @@
+"""A local Galera cluster end to end (issue 25): three MariaDB nodes from Debian's galera-4 behind
+HAProxy, real sysbench through the agent, the nodes' status every second, and the faults: a node that
+never joins, one node stopped mid-step. One cluster is formed per test (about 15 s each), steps are short.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from tests.conftest import REPO
+
+from benchfleet.local import galera as local_galera
+from benchfleet.local.mariadb import PRIVATE_PREFIX
+
+pytestmark = pytest.mark.integration
+
+DURATION = 4
+
+
+def write_spec(tmp_path: Path, name: str, threads: list[int], duration: int = DURATION, **workload: Any) -> Path:
+    spec = {"name": name, "repetitions": 1,
+            "workload": {"name": name, "test": "oltp_read_write", "tables": 1, "table_size": 1000, "warmup_s": 0,
+                         "threads": threads, "duration_s": duration, "percentile": 99, **workload},
+            "targets": [{"id": "galera", "kind": "local", "memory_mb": 256, "cluster": {"nodes": 3}}]}
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def env(home: Path) -> dict[str, str]:
+    return dict(os.environ, BENCHFLEET_HOME=str(home), PYTHONPATH=str(REPO / "lambdas"), COLUMNS="200")
+
+
+def cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "benchfleet.cli", *args], env=env(home), capture_output=True,
+                          text=True, timeout=300, check=False)
+
+
+def ours(home: Path) -> list[str]:
+    """Processes a cluster of this home left: nodes (their private dirs) and proxies."""
+    out = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines()
+            if ("mariadbd" in line or "haproxy" in line) and (PRIVATE_PREFIX in line or str(home) in line)]
+
+
+def assert_nothing_left(home: Path, before: set[str]) -> None:
+    assert [p for p in (home / "servers").iterdir()] == []
+    assert set(Path(tempfile.gettempdir()).glob(PRIVATE_PREFIX + "*")) - {Path(p) for p in before} == set()
+    assert not [line for line in ours(home) if not any(b in line for b in before)]
+
+
+def private_dirs() -> set[str]:
+    return {str(p) for p in Path(tempfile.gettempdir()).glob(PRIVATE_PREFIX + "*")}
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """One `benchfleet run` of a 3-node cluster behind HAProxy, two thread counts."""
+    tmp = tmp_path_factory.mktemp("cluster")
+    home = tmp / "home"
+    before = private_dirs()
+    started = time.monotonic()
+    done = cli(home, "run", str(write_spec(tmp, "cluster-it", [1, 4])))
+    wall = time.monotonic() - started
+    run_id = json.loads(cli(home, "runs", "--format", "json").stdout)[0]["run_id"]
+    yield {"home": home, "done": done, "run_id": run_id, "before": before, "wall_s": wall}
+
+
+def test_the_run_prints_tps_p99_and_flow_control_per_thread_count(demo: dict[str, Any]) -> None:
+    done = demo["done"]
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    out = done.stdout
+    assert "nodes n2, n3 joining (state transfer)" in out and "starting haproxy" in out
+    assert "p99 ms" in out and "cluster status per second" in out and "fc paused" in out
+    results = json.loads(cli(demo["home"], "results", demo["run_id"], "--format", "json").stdout)
+    assert [(r["threads"], r["tps_mean"] > 0) for r in results["comparison"]] == [(1, True), (4, True)]
+    cluster = {r["threads"]: r for r in results["status"]["cluster"]}
+    assert set(cluster) == {1, 4}
+    for row in cluster.values():
+        assert row["fc_paused_pct"] is not None and row["fc_paused_pct"] >= 0 and row["unanswered"] == 0
+        assert row["replicated_mb_per_s"] > 0  # every write went through Galera
+    (target,) = results["targets"]
+    fingerprint = json.loads(target["cluster"])
+    assert fingerprint["cluster_nodes"] == 3 and fingerprint["proxy"] == "haproxy"
+    assert fingerprint["proxy_version"].startswith("HAProxy version 2.") and len(fingerprint["proxy_config_hash"]) == 64
+
+
+def test_every_node_and_proxy_backend_was_read_every_second(demo: dict[str, Any]) -> None:
+    rows = json.loads(cli(demo["home"], "results", demo["run_id"], "--status", "--format", "json").stdout)
+    measured = [r for r in rows if r["step"] == "t0004"]
+    sources = {r["source"] for r in measured}
+    assert sources == {"n1", "n2", "n3", "proxy/n1", "proxy/n2", "proxy/n3"}
+    for node in ("n1", "n2", "n3"):
+        seconds = sorted({r["second"] for r in measured if r["source"] == node})
+        assert seconds[0] == 0 and len(seconds) >= DURATION, seconds
+        size = [r["value"] for r in measured if r["source"] == node and r["counter"] == "wsrep_cluster_size"]
+        assert set(size) == {3.0}
+    # Writes go to one node: the proxy sent every session to n1, the backups took none.
+    sessions = {r["source"]: r["value"] for r in measured if r["counter"] == "stot"}
+    assert sessions["proxy/n1"] > 0 and sessions["proxy/n2"] == sessions["proxy/n3"] == 0
+    report = demo["home"] / "reports" / f"{demo['run_id']}.html"
+    assert "chart-status" in report.read_text()
+
+
+def test_the_run_leaves_nothing(demo: dict[str, Any]) -> None:
+    assert_nothing_left(demo["home"], demo["before"])
+    print(f"local_cluster_run_wall_s={demo['wall_s']:.1f}")
+
+
+def test_a_node_that_never_joins_fails_the_target_naming_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    from benchfleet.cli import main
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("BENCHFLEET_HOME", str(home))
+    before = private_dirs()
+    write = local_galera.LocalCluster._write_cnf
+
+    def broken_n3(self: local_galera.LocalCluster, node: Any, addresses: Any) -> None:
+        write(self, node, addresses)
+        if node.address.name == "n3":  # a state transfer method that does not exist: n3 can never join
+            with (node.dir / "my.cnf").open("a") as f:
+                f.write("[mysqld]\nwsrep_sst_method = nosuchmethod\n")
+
+    monkeypatch.setattr(local_galera.LocalCluster, "_write_cnf", broken_n3)
+    assert main(["run", str(write_spec(tmp_path, "never-joins", [2]))]) == 1
+    out = capsys.readouterr().out
+    assert "galera-r1: node n3 did not join the cluster" in " ".join(out.split()), out
+    assert "nosuchmethod" in out, out  # the node's own reason, from its log
+    assert_nothing_left(home, before)
+
+
+def test_one_node_stopped_mid_step_fails_the_step_with_the_reason(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    before = private_dirs()
+    proc = subprocess.Popen([sys.executable, "-m", "benchfleet.cli", "run",
+                             str(write_spec(tmp_path, "node-stopped", [2], duration=20))], env=env(home),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    deadline = time.monotonic() + 180
+    pid = None
+    while time.monotonic() < deadline and pid is None:
+        raw = list((home / "raw").rglob("t0002.jsonl")) if (home / "raw").exists() else []
+        if raw and raw[0].read_text().count('"type":"sample"') >= 2:
+            (record,) = (home / "servers").glob("*.json")
+            pid = json.loads(record.read_text())["server_pids"][2]  # n1, n2, n3, then the proxy
+        time.sleep(0.2)
+    assert pid, "the measure step never started"
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        output = proc.communicate(timeout=120)[0]
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
+    assert proc.returncode == 1, output
+    said = " ".join(output.split())
+    assert "t0002" in said and "n3" in said and ("not Synced at full size" in said or "stopped for" in said), said
+    assert_nothing_left(home, before)
