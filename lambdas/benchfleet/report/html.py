@@ -62,6 +62,11 @@ RELATIVE_NOTE = (
     "decide. The words beside each bar are the verdict's: 'paired' when both sides were measured together (per "
     "repetition, block or round: what they shared cancels), 'Welch' when they ran apart.")
 
+# What the status chart (charts.status) shows, in the run report and the report of two runs.
+STATUS_NOTE = ("SHOW GLOBAL STATUS counters read every second from every server (a cluster's nodes; a proxy's "
+               "backends as proxy/<node>), under the throughput on the same time axis: running totals as a rate "
+               "per second, levels as they are, flow-control pause as % of the time.")
+
 # What a chart that cannot be drawn says instead.
 _MISSING = {
     "cost": "No priced target: set price_per_hour on local targets or use instance types the price tables know.",
@@ -192,10 +197,7 @@ def render_report(store: DuckDBStore, run_id: str) -> str:
     status_series = status_timeline(store, run["run_id"])
     figures.append(("status", "Server status per second",
                     charts.status(series, status_series, palette) if status_series["series"] else None,
-                    "SHOW GLOBAL STATUS counters read every second from every server (a cluster's nodes; a "
-                    "proxy's backends as proxy/<node>), under the throughput on the same time axis: running "
-                    "totals as a rate per second, levels as they are, flow-control pause as % of the time. "
-                    "Every reading: benchfleet results " + run["run_id"] + " --status --format csv"))
+                    f"{STATUS_NOTE} Every reading: benchfleet results {run['run_id']} --status --format csv"))
     cost_fig = charts.cost(comparison, palette)
     figures.append(("cost", "Cost per 1000 TPS", cost_fig if cost_fig["data"] else None,
                     "The database's price per hour (instance, storage, provisioned IOPS and throughput; no "

@@ -11,7 +11,6 @@ its id when both runs have the same name (the same spec run twice).
 
 from __future__ import annotations
 
-import math
 import re
 from html import escape
 from pathlib import Path
@@ -20,12 +19,9 @@ from typing import Any
 from benchfleet import stats
 from benchfleet.local.store import DuckDBStore
 from benchfleet.report import charts, html
-from benchfleet.report.data import MAX_POINTS_PER_SERIES, timeline
+from benchfleet.report.data import status_timeline, timeline
 from benchfleet.stats.caveats import words as caveat_words
 from benchfleet.stats.compare import compare_runs
-
-# At most this many status counters get a chart each (the rest are in `results --status`).
-MAX_STATUS_CHARTS = 6
 
 
 class NothingInCommon(ValueError):
@@ -89,12 +85,19 @@ def render_pair_report(store: DuckDBStore, baseline_run: str, run: str) -> str:
          _series_latency(merged, palette), "The 99th percentile over each step's seconds of sysbench's per-second "
          "latency percentile (the worst seconds), per repetition."),
     ]
+    statuses: list[tuple[str, str, charts.Figure | None, str]] = []
     for i, (doc, label) in enumerate(zip(docs, labels, strict=True)):
         series = timeline(store, doc["run"]["run_id"])
+        run_palette = charts.colors([t["target_id"] for t in doc["targets"]])
         sections.append((f"timeline-{i}", f"Throughput over time, CPU steal and iowait: {label}",
-                         charts.timeline(series, charts.colors([t["target_id"] for t in doc["targets"]]))
-                         if series["series"] else None,
+                         charts.timeline(series, run_palette) if series["series"] else None,
                          "Warm-up and every measure step of each repetition (one dash style per repetition)."))
+        # The run report's status chart (report.data.status_timeline, charts.status): the counters under
+        # the run's own throughput, on its time axis, one counter at a time.
+        found = status_timeline(store, doc["run"]["run_id"])
+        if found["series"]:
+            statuses.append((f"status-{i}", f"Server status per second: {label}",
+                             charts.status(series, found, run_palette), html.STATUS_NOTE))
     cloud = [_cloud_series(store, d["run"]["run_id"], label) for d, label in zip(docs, labels, strict=True)]
     metrics = sorted({s["metric"] for found in cloud for s in found})
     for metric in metrics:
@@ -102,13 +105,7 @@ def render_pair_report(store: DuckDBStore, baseline_run: str, run: str) -> str:
             [s for found in cloud for s in found if s["metric"] == metric], palette, f"CloudWatch {metric}"),
             "The metric as CloudWatch reports it for each target (RDS WriteLatency converted to ms), by "
             "seconds since the run's first sample."))
-    status = [_status_series(store, d["run"]["run_id"], label) for d, label in zip(docs, labels, strict=True)]
-    counters = sorted({s["metric"] for found in status for s in found})
-    for counter in counters[:MAX_STATUS_CHARTS]:
-        sections.append((f"status-{_slug(counter)}", f"Server status {counter} per second, both runs", _over_time(
-            [s for found in status for s in found if s["metric"] == counter], palette, counter),
-            "SHOW GLOBAL STATUS per second (a running total as its rate, a level as it is), mean over the "
-            "repetitions and sources, by seconds since each repetition's warm-up start."))
+    sections += statuses
 
     body = [_header(runs, labels, pair), _verdict_table(pair, labels)]
     missing = {"timeline-0": html._MISSING["timeline"], "timeline-1": html._MISSING["timeline"],
@@ -120,7 +117,7 @@ def render_pair_report(store: DuckDBStore, baseline_run: str, run: str) -> str:
     if not metrics:
         body.append("<h2>CloudWatch metrics</h2><p class='muted' id='missing-cloud'>Neither run has CloudWatch "
                     "metrics (local runs and imported logs have none).</p>")
-    if not counters:
+    if not statuses:
         body.append("<h2>Server status per second</h2><p class='muted' id='missing-status'>Neither run has server "
                     "status counters.</p>")
     return html.page(f"benchfleet - {labels[1]} vs {labels[0]}", body,
@@ -195,37 +192,6 @@ def _cloud_series(store: DuckDBStore, run_id: str, label: str) -> list[dict[str,
     return [{"series": f"{label}: {r['target_id']}", "metric": r["metric"] + (f" ({r['unit']})" if r["unit"] else ""),
              "t": [round(float(t), 1) for t in r["t"]], "y": list(r["y"])}
             for r in store.query(_CLOUD_SQL, [run_id, run_id]) if r["t"] and r["t"][0] is not None]
-
-
-# Status counters per second (issue 25's status_samples), bucketed on each repetition's own time axis
-# like the throughput timeline, averaged over repetitions and sources.
-_STATUS_SQL = """
-WITH s AS (
-    SELECT target_id, repetition, counter, epoch(time) - min(epoch(time)) OVER (PARTITION BY target_id, repetition)
-               AS t,
-           -- flow-control pause as % of the time, like the run report's status chart (report.data)
-           CASE WHEN counter = 'wsrep_flow_control_paused_ns' THEN rate / 1e7 ELSE coalesce(rate, value) END AS y
-    FROM status_samples WHERE run_id = ? AND phase IN ('warmup', 'measure') AND coalesce(second, 1) > 0)
-SELECT target_id, counter, list(bucket * ? ORDER BY bucket) AS t, list(y ORDER BY bucket) AS y
-FROM (SELECT target_id, counter, CAST(floor(t / ?) AS BIGINT) AS bucket, round(avg(y), 3) AS y
-      FROM s WHERE isfinite(y) GROUP BY ALL)
-GROUP BY target_id, counter ORDER BY target_id, counter
-"""
-
-
-def _status_series(store: DuckDBStore, run_id: str, label: str) -> list[dict[str, Any]]:
-    """A run's status counters per second: ``{series, metric, t, y}`` (none when the store has no
-    status_samples table or the run no rows in it)."""
-    exists = store.query("SELECT count(*) AS n FROM information_schema.tables WHERE table_name = 'status_samples'")
-    if not exists or not exists[0]["n"]:
-        return []
-    span = store.query("SELECT max(epoch(time)) - min(epoch(time)) AS s FROM status_samples WHERE run_id = ?",
-                       [run_id])
-    if not span or span[0]["s"] is None:
-        return []
-    width = max(1, math.ceil(float(span[0]["s"]) / MAX_POINTS_PER_SERIES))
-    return [{"series": f"{label}: {r['target_id']}", "metric": r["counter"], "t": list(r["t"]), "y": list(r["y"])}
-            for r in store.query(_STATUS_SQL, [run_id, width, width])]
 
 
 def _over_time(series: list[dict[str, Any]], palette: dict[str, str], title: str) -> charts.Figure:
