@@ -401,7 +401,8 @@ def memory_bytes(target: Any) -> int | None:
         return None
     if target.kind == "local":
         return int(target.memory_mb) * 1024**2
-    instance = target.instance_type if target.kind == "ec2" else target.instance_class
+    # A cluster loads its data into every node alike: one node's memory.
+    instance = target.instance_type if target.kind in ("ec2", "cluster") else target.instance_class
     vcpus = vcpus_of(instance)
     ratio = GIB_PER_VCPU.get(instance.removeprefix("db.")[:1])
     return None if vcpus is None or ratio is None else vcpus * ratio * 1024**3
@@ -453,7 +454,7 @@ def prepare_seconds(workload: Workload, target: Any = None) -> int:
 def _server_vcpus(target: Any) -> int | None:
     if target.kind == "local":
         return len(target.cpus) if target.cpus else None
-    if target.kind == "ec2":
+    if target.kind in ("ec2", "cluster"):  # a cluster's writer: one node
         return vcpus_of(target.instance_type)
     if target.kind in ("rds", "aurora"):
         return vcpus_of(target.instance_class)
