@@ -437,7 +437,7 @@ def _aurora(target: Any, prices: Prices, region: str) -> Built:
 def _cluster(target: Any, prices: Prices, region: str) -> Built:
     """A Galera cluster: every node's instance and storage (``nodes`` of each), the proxy's own host
     (serving: the cluster answers through it), and the client (not serving). Cross-zone replication is
-    billed by use: results add it from the bytes the nodes received (benchfleet.stats.status)."""
+    billed by use, so it is not in these lines (``cross_zone_line`` prices it once the bytes are known)."""
     nodes = int(target.nodes)
     missing = _where(prices.ec2, region, str(target.instance_type), "instance_type")
     if _region_missing(missing):
@@ -451,8 +451,8 @@ def _cluster(target: Any, prices: Prices, region: str) -> Built:
         more += [("proxy.instance_type", reason) for _, reason in _where(prices.ec2, region, str(proxy), "")]
         lines.append(instance_line(prices.ec2, region, str(proxy), item="proxy"))
     client, client_missing = _client(target, prices, region)
-    notes = ["cross-zone replication traffic is billed by use ($0.01 per GB each way): results count it from "
-             "the bytes the nodes received"]
+    notes = ["cross-zone replication traffic is billed by use ($0.01 per GB each way) and is not in this "
+             "price: results --status gives the bytes the nodes replicated (MB repl./s)"]
     if not proxy and getattr(getattr(target, "proxy", None), "software", "none") != "none":
         notes.append("the proxy runs on the client host")
     return [*lines, *volumes, *client], missing + more + client_missing, notes
