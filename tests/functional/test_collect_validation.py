@@ -31,17 +31,26 @@ TARGET = "ec2-m6g"
 INSTANCE = "i-0123456789abcdef0"
 
 
-def fixture_records() -> list[dict[str, Any]]:
+def fixture_records(status: bool = False) -> list[dict[str, Any]]:
     """The fixture step (240 samples and sysbench's summary of a 240 s step) as this run's; its server
-    status readings are left out, so that the cases' indices count samples."""
+    status readings only with ``status`` (left out, the cases' indices count samples)."""
     out = []
     for line in (FIXTURES / "t0001.jsonl").read_text().splitlines():
         record = json.loads(line)
-        if record["type"] == "status":
+        if record["type"] == "status" and not status:
             continue
         record.update(run_id=RUN, target_id=TARGET, repetition=1, step="t0001", workload="w")
         out.append(record)
     return out
+
+
+def status_reading(**fields: Any):
+    """The output with one of the fixture's server status readings changed (they carry the step's
+    labels too: a reading of another variant would be stored as this step's)."""
+    def apply(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        reading = next(r for r in fixture_records(status=True) if r["type"] == "status")
+        return [reading | fields, *records]
+    return apply
 
 
 def short_run(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -75,6 +84,9 @@ HOSTILE = {  # name: (mutation, duration of the step, what the refusal says)
     "another step's rows": (edit(2, step="t0002"), 240, "rows of another step"),
     "another variant's rows": (edit(4, variant="relaxed"), 240, "t0001 variant relaxed) in this step's output"),
     "another block's rows": (edit(-1, block=2), 240, "t0001 block 2) in this step's output"),
+    "another variant's status reading": (status_reading(variant="relaxed"), 240,
+                                         "t0001 variant relaxed) in this step's output"),
+    "another step's status reading": (status_reading(step="t0002"), 240, "rows of another step"),
 }
 
 
