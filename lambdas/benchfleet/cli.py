@@ -195,7 +195,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         print_comparison(result.run_id, _results(store, result.run_id))
         console.print(f"report: {report}")
         if result.status != "succeeded":
-            console.print(f"[red]run {result.run_id} {result.status}: {result.message}")
+            from rich.markup import escape
+
+            # The message quotes what failed (a log line like "[/path/haproxy.cfg:20] ..."): text, not markup.
+            console.print(f"[red]run {result.run_id} {result.status}: {escape(result.message or '')}")
             return EXIT_FAILED
         console.print(f"run {result.run_id} succeeded")
     return EXIT_OK
@@ -254,7 +257,9 @@ def _read_back(run_id: str, api_url: str | None) -> bool:
             print_comparison(run_id, _results(store, run_id))
         return True
     except (BotoCoreError, ClientError, RemoteError, StoreError, OSError) as e:
-        console.print(f"[red]run {run_id}'s results could not be read back: {e}")
+        from rich.markup import escape
+
+        console.print(f"[red]run {run_id}'s results could not be read back: {escape(str(e))}")
         return False
 
 

@@ -1,6 +1,7 @@
 """A local Galera cluster end to end (issue 25): three MariaDB nodes from Debian's galera-4 behind
 HAProxy, real sysbench through the agent, the nodes' status every second, and the faults: a node that
-never joins, one node stopped mid-step. One cluster is formed per test (about 15 s each), steps are short.
+never joins, the proxy failing to start, an abort during state transfer, one node stopped mid-step.
+One cluster is formed per test (about 15 s each), steps are short.
 """
 
 from __future__ import annotations
@@ -166,4 +167,45 @@ def test_one_node_stopped_mid_step_fails_the_step_with_the_reason(tmp_path: Path
     assert proc.returncode == 1, output
     said = " ".join(output.split())
     assert "t0002" in said and "n3" in said and ("not Synced at full size" in said or "stopped for" in said), said
+    assert_nothing_left(home, before)
+
+
+def test_a_proxy_that_fails_to_start_fails_the_target_and_leaves_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from benchfleet.cli import main
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("BENCHFLEET_HOME", str(home))
+    before = private_dirs()
+    render = local_galera.proxyconf.render
+
+    def broken(*args: Any, **kwargs: Any) -> str:  # a configuration haproxy refuses: its install failed
+        return render(*args, **kwargs) + "\nno-such-haproxy-keyword on\n"
+
+    monkeypatch.setattr(local_galera.proxyconf, "render", broken)
+    assert main(["run", str(write_spec(tmp_path, "proxy-fails", [2]))]) == 1
+    captured = capsys.readouterr()
+    said = " ".join((captured.out + captured.err).split())
+    assert "haproxy exited at start" in said and "no-such-haproxy-keyword" in said, said[-3000:]
+    assert_nothing_left(home, before)
+
+
+def test_an_abort_during_state_transfer_leaves_nothing(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    before = private_dirs()
+    spec = write_spec(tmp_path, "abort-sst", [2])
+    proc = subprocess.Popen([sys.executable, "-m", "benchfleet.cli", "run", str(spec)], env=env(home),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    joining = False
+    while time.monotonic() < deadline and not joining and proc.poll() is None:
+        for record in (home / "servers").glob("*.json") if (home / "servers").exists() else []:
+            with contextlib.suppress(ValueError, OSError):  # written as we read it
+                joining = len(json.loads(record.read_text())["server_pids"]) == 3  # every node, no proxy yet
+        time.sleep(0.05)
+    assert joining, "the nodes never started joining"
+    os.kill(proc.pid, signal.SIGINT)  # Ctrl-C while n2 and n3 receive their state
+    output = proc.communicate(timeout=120)[0]
+    assert proc.returncode != 0, output
+    assert "interrupted" in output, output
     assert_nothing_left(home, before)
