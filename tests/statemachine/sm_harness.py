@@ -298,7 +298,7 @@ FIXTURE_STEP_S = 240  # the captured measure step (tests/fixtures/agent/t0001.js
 def fitted(records: list[dict[str, Any]], step: dict[str, Any]) -> list[dict[str, Any]]:
     """The captured step's records as a step of the plan's length and report interval would be (collect
     checks sysbench's run time and sample count against the plan): its samples cut or repeated,
-    every ``report_interval_s``-th kept, its summary's total time the step's."""
+    every ``report_interval_s``-th kept (their arrival times with them), its summary's total time the step's."""
     duration, every = step.get("duration_s"), step.get("report_interval_s") or 1
     if step.get("kind") == "prepare" or not duration or (duration == FIXTURE_STEP_S and every == 1):
         return records
@@ -306,7 +306,10 @@ def fitted(records: list[dict[str, Any]], step: dict[str, Any]) -> list[dict[str
     out = []
     for second in range(every, duration + 1, every):
         base = samples[(second - 1) % len(samples)]
-        out.append({**base, "second": float(second), "time": samples[0]["time"] + second - 1})
+        # The agent's arrival times move with the second (its jitter kept): a repeated sample keeping
+        # its first lap's arrived_s would measure a negative interval, which collect rightly refuses.
+        moved = {"arrived_s": base["arrived_s"] - base["second"] + second} if "arrived_s" in base else {}
+        out.append({**base, "second": float(second), "time": samples[0]["time"] + second - 1, **moved})
     summary = next(r for r in records if r["type"] == "summary")
     return [*out, {**summary, "total_time_s": duration + 0.0069, "time": samples[0]["time"] + duration}]
 
