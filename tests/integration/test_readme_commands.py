@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from tests.conftest import REPO
+from tests.conftest import REPO, SHARED_FIXTURES
 
 pytestmark = pytest.mark.integration
 
@@ -47,6 +47,10 @@ def test_the_readmes_commands_run_as_typed(tmp_path: Path) -> None:
     for doc in DOCS:
         for command in sh_commands(doc):
             if NEEDS_ELSEWHERE.search(command) or command == "make test":
+                continue
+            # The published study's logs are beside the checkout (CI has them); a clone elsewhere skips the
+            # commands that import them and read the run they make, as the other fixture tests skip.
+            if not SHARED_FIXTURES.is_dir() and ("../shared/" in command or "c5-vs-c6g" in command):
                 continue
             if command == "make demo":
                 command = demo_recipe() + " --scale smoke"
