@@ -203,7 +203,7 @@ def test_the_demo_shows_its_verdicts_caveats_and_what_the_targets_were_given(tmp
 
 def test_an_inconclusive_comparison_is_hatched_and_says_so(tmp_path: Path) -> None:
     """One thread count, hosts 15% apart: the +10% difference is inconclusive. Its bar is hatched, says
-    'inconclusive (±x%)' beside it, and the throughput chart draws bars with whiskers (not two bare dots).
+    'inconclusive (±x%)' beside it, and throughput, qps and cost draw bars with whiskers (not bare dots).
     Screenshot: test-artifacts/report-inconclusive.png."""
     if CHROMIUM is None:
         pytest.skip("chromium is not installed (make browser-deps installs Debian's chromium)")
@@ -220,8 +220,11 @@ def test_an_inconclusive_comparison_is_hatched_and_says_so(tmp_path: Path) -> No
     assert marks["names"] == ["m6i-tuned (8 thr)"], marks
     assert len(marks["words"]) == 1 and re.match(r"Welch: inconclusive \(±\d+\.\d%\)", marks["words"][0]), marks
     assert marks["hatched"] >= 1 and marks["whiskers"] == 1, marks
-    throughput = _chart(dom, "throughput")
-    assert 'class="trace bars"' in throughput and 'class="errorbar"' in throughput
+    # Every per-thread chart at one thread count: bars with whiskers, the axis naming the series and threads.
+    for key in ("throughput", "qps", "cost"):
+        chart = _chart(dom, key)
+        assert 'class="trace bars"' in chart and 'class="errorbar"' in chart, key
+        assert "series (all at 8 threads)" in chart, key
 
 
 def test_an_imported_one_repetition_study_is_hollow_and_says_too_few(tmp_path: Path) -> None:

@@ -126,6 +126,40 @@ def test_one_thread_count_draws_bars_with_whiskers_and_a_log_axis_where_latency_
     assert charts._value_axis([2.0, 9.0], "ms") == {"title": {"text": "ms"}}
 
 
+def _one_point_lines(fig: charts.Figure) -> list[str]:
+    """Traces drawn as a line through a single point (a bare dot that reads as a finding)."""
+    return [t.get("name", "?") for t in fig["data"] if "lines" in str(t.get("mode", ""))
+            and not t.get("fill") and len(t.get("x") or t.get("y") or []) == 1]
+
+
+def test_one_thread_count_draws_every_per_thread_chart_as_bars_or_points_named_so(stores: dict) -> None:
+    """Throughput, latency, qps and cost at one thread count: bars per series (points for percentiles,
+    never averaged), whiskers where there is an interval, an x axis naming the series and the thread
+    count; no chart of the report draws a line through one point. qps and cost were one-point lines."""
+    _, figs = _figures(*stores["demo"])
+    sweep, _ = _figures(*stores["sweep"])
+    # The sweep at one of its thread counts: priced targets, so the cost chart has bars.
+    priced = {**sweep, "rows": [r for r in sweep["rows"] if r["threads"] == 4]}
+    palette = charts.colors([t["target_id"] for t in priced["targets"]])
+    figs["cost"] = charts.cost(priced, palette)
+    for key, fig in figs.items():
+        assert not _one_point_lines(fig), (key, _one_point_lines(fig))
+        go.Figure(fig)
+    for key in ("throughput", "latency", "qps", "cost"):
+        assert figs[key]["layout"]["xaxis"]["title"]["text"] == "series (all at 4 threads)", key
+        assert "at 4 threads" in figs[key]["layout"]["title"]["text"], key
+    qps = [t for t in figs["qps"]["data"] if t["type"] == "bar"]
+    assert [b["x"] for b in qps] == [["durable"], ["relaxed"]]
+    assert all(b["error_y"]["visible"] and b["error_y"]["array"][0] > 0 for b in qps)
+    cost = figs["cost"]["data"]
+    assert {t["type"] for t in cost} == {"bar"} and figs["cost"]["layout"]["barmode"] == "group"
+    assert {t["offsetgroup"] for t in cost} == {"on_demand", "reserved_1y_all_upfront"}
+    assert all(t["error_y"]["visible"] for t in cost)
+    # Across thread counts they stay lines.
+    _, swept = _figures(*stores["sweep"])
+    assert {t["type"] for t in swept["qps"]["data"]} == {"scatter"}
+
+
 def _row(target: str, threads: int, rel: object | None, **extra: object) -> dict:
     from dataclasses import asdict
     return {"target_id": target, "threads": threads, "relative": None if rel is None else {"vs": "base", **asdict(rel)},

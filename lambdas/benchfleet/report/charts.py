@@ -154,7 +154,7 @@ def throughput(comparison: dict[str, Any], palette: dict[str, str]) -> Figure:
     if len(threads) == 1:
         title = (f"Throughput at {threads[0]} threads (bar: mean of repetitions; whiskers: {conf}% CI; "
                  "rings: repetitions)")
-        return {"data": data, "layout": _layout(title, "", "transactions / s", xaxis={"type": "category"},
+        return {"data": data, "layout": _layout(title, "", "transactions / s", xaxis=_series_axis(threads[0]),
                                                 bargap=0.45)}
     return {"data": data, "layout": _layout(
         f"Throughput vs threads (mean of repetitions; whiskers: {conf}% CI; band: min-max; rings: repetitions)",
@@ -207,7 +207,7 @@ def latency(comparison: dict[str, Any], palette: dict[str, str]) -> Figure:
                          "x": [x for x, _ in reps], "y": [y for _, y in reps], "hovertemplate": hover,
                          "marker": {"size": 6, "color": _rgba(color, 0.6), "line": {"width": 0}},
                          "visible": visible})
-    xaxis = {"type": "category"} if single else _threads_axis(rows_all)
+    xaxis = _series_axis(threads[0]) if single else _threads_axis(rows_all)
     title = (f"p{pct} latency at {threads[0]} threads" if single and threads else f"p{pct} latency vs threads")
     return {"data": data, "layout": _layout(
         f"{title} (points: repetitions; line: their median, odd counts only)", "" if single else "threads",
@@ -457,31 +457,67 @@ def insert_rate(series: dict[str, Any], palette: dict[str, str]) -> Figure:
                                             "inserts / s", xaxis={"rangemode": "tozero"})}
 
 
+def one_thread_count(rows: list[dict[str, Any]]) -> int | None:
+    """The thread count when every row has the same one (its charts are bars per series, since a line
+    through one point per series is a bare dot), else None."""
+    threads = {r["threads"] for r in rows}
+    return next(iter(threads)) if len(threads) == 1 else None
+
+
+def _series_axis(threads: int) -> dict[str, Any]:
+    """The x axis of a chart at one thread count: the series, named, and the thread count in its title."""
+    return {"type": "category", "title": {"text": f"series (all at {threads} threads)"}}
+
+
 def qps(comparison: dict[str, Any], palette: dict[str, str]) -> Figure:
-    """Mean qps across repetitions vs threads per target (sysbench's own qps of each step)."""
-    data = []
-    for i, (target_id, rows) in enumerate(_by_target(comparison["rows"]).items()):
+    """Mean qps across repetitions vs threads per series (sysbench's own qps of each step), its 95%
+    interval as whiskers; at a single thread count, one bar per series with its repetitions as rings."""
+    data: list[dict[str, Any]] = []
+    single = one_thread_count(comparison["rows"])
+    for i, (label, rows) in enumerate(_by_target(comparison["rows"]).items()):
         rows = [r for r in rows if (r.get("qps") or {}).get("mean") is not None]
         if not rows:
             continue
-        data.append({"type": "scatter", "mode": "lines+markers", "name": target_id, "legendgroup": target_id,
-                     "x": [r["threads"] for r in rows], "y": [r["qps"]["mean"] for r in rows],
-                     "text": [f"min-max {r['qps']['min']:,.0f} - {r['qps']['max']:,.0f}" for r in rows],
+        color = palette.get(label, "#333")
+        visible: bool | str = True if i < 2 * VISIBLE_SERIES else "legendonly"
+        text = [f"min-max {r['qps']['min']:,.0f} - {r['qps']['max']:,.0f}" for r in rows]
+        if single is not None:
+            data.append({"type": "bar", "name": label, "legendgroup": label, "x": [label],
+                         "y": [r["qps"]["mean"] for r in rows], "text": text, "textposition": "none",
+                         "error_y": _ci_bars(rows, "qps"),
+                         "marker": {"color": _rgba(color, 0.75), "line": {"color": color, "width": 1.5}},
+                         "hovertemplate": "%{x}: %{y:,.0f} qps<br>%{text}<extra></extra>", "visible": visible})
+            reps = [v for r in rows for v in r["qps"].get("values") or []]
+            if reps:
+                data.append({"type": "scatter", "mode": "markers", "name": f"{label} repetitions",
+                             "legendgroup": label, "showlegend": False, "x": [label] * len(reps), "y": reps,
+                             "hovertemplate": "%{fullData.name}: %{y:,.0f} qps<extra></extra>",
+                             "marker": {"size": 5, "color": _rgba(color, 0.6), "symbol": "circle-open"},
+                             "visible": visible})
+            continue
+        data.append({"type": "scatter", "mode": "lines+markers", "name": label, "legendgroup": label,
+                     "x": [r["threads"] for r in rows], "y": [r["qps"]["mean"] for r in rows], "text": text,
+                     "error_y": _ci_bars(rows, "qps"),
                      "hovertemplate": "%{fullData.name}<br>%{x} threads: %{y:,.0f} qps<br>%{text}<extra></extra>",
-                     "line": {"color": palette[target_id], "width": 2},
-                     "marker": {"size": 6, "color": palette[target_id]},
-                     "visible": True if i < 2 * VISIBLE_SERIES else "legendonly"})
-    return {"data": data, "layout": _layout("Queries per second vs threads (mean of repetitions)", "threads",
-                                            "queries / s", xaxis=_threads_axis(comparison["rows"]))}
+                     "line": {"color": color, "width": 2}, "marker": {"size": 6, "color": color},
+                     "visible": visible})
+    if single is not None:
+        return {"data": data, "layout": _layout(
+            f"Queries per second at {single} threads (bar: mean of repetitions; whiskers: 95% CI; rings: "
+            "repetitions)", "", "queries / s", xaxis=_series_axis(single), bargap=0.45)}
+    return {"data": data, "layout": _layout("Queries per second vs threads (mean of repetitions; whiskers: 95% CI)",
+                                            "threads", "queries / s", xaxis=_threads_axis(comparison["rows"]))}
 
 
 def cost(comparison: dict[str, Any], palette: dict[str, str],
          models: tuple[str, ...] = ("on_demand", "reserved_1y_all_upfront")) -> Figure:
     """Cost per 1,000 tps vs threads per target, one line per pricing model (on-demand solid, the
-    others dashed), with the interval carried from tps as error bars (lower is better)."""
+    others dashed), with the interval carried from tps as error bars (lower is better). At a single
+    thread count, bars per target side by side by model (on-demand filled, the others lighter)."""
     from benchfleet.pricing import MODEL_LABELS
 
     data = []
+    single = one_thread_count(comparison["rows"])
     for target_id, rows in _by_target(comparison["rows"]).items():
         for k, model in enumerate(models):
             points: list[tuple[dict[str, Any], dict[str, Any]]] = [
@@ -489,18 +525,31 @@ def cost(comparison: dict[str, Any], palette: dict[str, str],
             if not points:
                 continue
             has_ci = [c["ci_low"] is not None and c["ci_high"] is not None for _, c in points]
+            color = palette.get(target_id, "#333")
+            error = {"type": "data", "symmetric": False, "thickness": 1.2, "width": 4, "visible": any(has_ci),
+                     "array": [c["ci_high"] - c["per_1000_tps"] if ok else 0
+                               for (_, c), ok in zip(points, has_ci, strict=True)],
+                     "arrayminus": [c["per_1000_tps"] - c["ci_low"] if ok else 0
+                                    for (_, c), ok in zip(points, has_ci, strict=True)]}
+            name, y = f"{target_id} · {MODEL_LABELS[model]}", [c["per_1000_tps"] for _, c in points]
+            if single is not None:
+                data.append({"type": "bar", "name": name, "legendgroup": target_id, "x": [target_id], "y": y,
+                             "offsetgroup": model, "error_y": error,
+                             "marker": {"color": _rgba(color, 0.8 if k == 0 else 0.3),
+                                        "line": {"color": color, "width": 1.5}},
+                             "hovertemplate": "%{fullData.name}: $%{y:.4f}/h per 1000 TPS<extra></extra>"})
+                continue
             data.append({
-                "type": "scatter", "mode": "lines+markers", "name": f"{target_id} · {MODEL_LABELS[model]}",
-                "legendgroup": target_id, "x": [r["threads"] for r, _ in points],
-                "y": [c["per_1000_tps"] for _, c in points],
-                "line": {"color": palette.get(target_id, "#333"), "width": 2, "dash": "solid" if k == 0 else "dash"},
-                "marker": {"size": 6, "color": palette.get(target_id, "#333")},
-                "error_y": {"type": "data", "symmetric": False, "thickness": 1.2, "width": 4, "visible": any(has_ci),
-                            "array": [c["ci_high"] - c["per_1000_tps"] if ok else 0
-                                      for (_, c), ok in zip(points, has_ci, strict=True)],
-                            "arrayminus": [c["per_1000_tps"] - c["ci_low"] if ok else 0
-                                           for (_, c), ok in zip(points, has_ci, strict=True)]},
+                "type": "scatter", "mode": "lines+markers", "name": name,
+                "legendgroup": target_id, "x": [r["threads"] for r, _ in points], "y": y,
+                "line": {"color": color, "width": 2, "dash": "solid" if k == 0 else "dash"},
+                "marker": {"size": 6, "color": color}, "error_y": error,
                 "hovertemplate": "%{fullData.name}<br>%{x} threads: $%{y:.4f}/h per 1000 TPS<extra></extra>"})
+    if single is not None:
+        return {"data": data, "layout": _layout(
+            f"Cost per 1000 TPS at {single} threads (USD per hour of the database; lower is better; filled: "
+            f"{MODEL_LABELS[models[0]]}, light: {', '.join(MODEL_LABELS[m] for m in models[1:])})", "",
+            "USD per hour per 1000 TPS", xaxis=_series_axis(single), barmode="group", bargap=0.35)}
     return {"data": data, "layout": _layout(
         "Cost per 1000 TPS vs threads (USD per hour of the database; lower is better)", "threads",
         "USD per hour per 1000 TPS", xaxis=_threads_axis(comparison["rows"]))}
