@@ -1,0 +1,105 @@
+"""The cluster's agent-job contract (benchfleet.clusterjob): what each builder produces, and that the
+client's steps built with it pass the agent's own job check (workloads/agent/benchfleet_agent.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchfleet import clusterjob, proxyconf
+from benchfleet.agentjob import agent_job
+from benchfleet.plan import PlanStep
+from benchfleet.spec import Workload
+
+AGENT_DIR = Path(__file__).resolve().parents[2] / "workloads" / "agent"
+sys.path.insert(0, str(AGENT_DIR))
+_spec = importlib.util.spec_from_file_location("benchfleet_agent_for_clusterjob", AGENT_DIR / "benchfleet_agent.py")
+assert _spec and _spec.loader
+agent = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(agent)
+
+NODES = [("n1", "10.0.1.5"), ("n2", "10.0.2.6"), ("n3", "10.0.3.7")]
+ARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:bf-run1-c1-r1-AbCdEf"
+IDS: dict[str, Any] = {"run_id": "run1", "target_id": "c1", "repetition": 1}
+
+
+def node(name: str, **extra: Any) -> dict[str, Any]:
+    host = dict(NODES)[name]
+    return clusterjob.node_job(**IDS, flavor="mariadb-galera", cluster_name="bf-run1-c1-r1", node=name, host=host,
+                               nodes=NODES, mysql_config="cpu-bound", cnf="[mysqld]\nmax_connections = 500\n",
+                               password_secret_arn=ARN, **extra)
+
+
+def test_node_jobs_bootstrap_on_the_first_node_only_and_name_every_node() -> None:
+    jobs = [node(n) for n, _ in NODES]
+    assert [j["setup"]["bootstrap"] for j in jobs] == [True, False, False]
+    first = jobs[0]
+    assert first["step"] == {"name": "setup-n1", "kind": "setup", "threads": 1, "duration_s": 0}
+    assert first["setup"]["nodes"] == [{"name": n, "host": h} for n, h in NODES]
+    assert (first["setup"]["node"], first["setup"]["host"]) == ("n1", "10.0.1.5")
+    assert first["setup"]["synced_timeout_s"] == clusterjob.SYNCED_TIMEOUT_S
+    assert first["setup"]["password_secret_arn"] == ARN
+    assert "password" not in first["setup"]  # never a password in a job: SSM keeps parameters
+    storage = {"type": "gp3", "count": 2, "raid": 0, "filesystem": "xfs", "mount_options": "noatime"}
+    assert node("n2", storage=storage, memory_mb=2048)["setup"]["storage"] == storage
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    ({"flavor": "galera-3"}, "flavor 'galera-3'"),
+    ({"node": "n4"}, "node 'n4' is not one of"),
+    ({"nodes": [("n1", "10.0.1.5"), ("n1", "10.0.2.6")]}, "its own name and address"),
+])
+def test_node_job_refuses_what_cannot_form_a_cluster(change: dict[str, Any], said: str) -> None:
+    args: dict[str, Any] = {**IDS, "flavor": "mariadb-galera", "cluster_name": "c", "node": "n1",
+                            "host": "10.0.1.5", "nodes": NODES, "mysql_config": "x", "cnf": "",
+                            "password_secret_arn": ARN, **change}
+    with pytest.raises(ValueError, match=said):
+        clusterjob.node_job(**args)
+
+
+def test_proxy_job_fronts_every_node_with_the_first_as_writer() -> None:
+    job = clusterjob.proxy_job(**IDS, software="haproxy", nodes=NODES, password_secret_arn=ARN)
+    setup = job["setup"]
+    assert job["step"]["kind"] == "setup"
+    assert setup["backends"] == [{"name": n, "host": h, "port": 3306} for n, h in NODES]
+    assert (setup["writer"], setup["writes"]) == ("n1", "one")
+    assert (setup["listen_port"], setup["admin_port"]) == (proxyconf.LISTEN_PORT["haproxy"],
+                                                           proxyconf.ADMIN_PORT["haproxy"])
+    assert setup["monitor_user"] == proxyconf.MONITOR_USER
+    with pytest.raises(ValueError, match="proxy 'none'"):
+        clusterjob.proxy_job(**IDS, software="none", nodes=NODES, password_secret_arn=ARN)
+
+
+@pytest.mark.parametrize(("route", "proxy", "where"), [
+    ("direct", "haproxy", ("10.0.1.5", 3306)),
+    ("proxy", "haproxy", ("127.0.0.1", proxyconf.LISTEN_PORT["haproxy"])),
+    ("proxy", "proxysql", ("127.0.0.1", proxyconf.LISTEN_PORT["proxysql"])),
+    ("direct", "none", ("10.0.1.5", 3306)),
+])
+def test_client_steps_connect_by_route_and_pass_the_agents_check(route: str, proxy: str,
+                                                                 where: tuple[str, int]) -> None:
+    db = clusterjob.client_db(route, NODES, ARN, proxy)
+    assert (db["host"], db["port"]) == where
+    assert db["password_secret_arn"] == ARN and "password" not in db
+    status = clusterjob.client_status({"counters": ["wsrep_flow_control_paused"], "interval_s": 1}, NODES, proxy)
+    assert status["cluster_nodes"] == 3
+    assert [s["name"] for s in status["sources"] if s["kind"] == "mysql"] == ["n1", "n2", "n3"]
+    proxies = [s for s in status["sources"] if s["kind"] != "mysql"]
+    assert [s["kind"] for s in proxies] == ([] if proxy == "none" else [proxy])
+    if proxy == "proxysql":
+        assert proxies[0]["password_file"] == clusterjob.PROXY_PASSWORD_FILE and "password" not in proxies[0]
+    workload = Workload(name="w", test="oltp_read_write")
+    step = PlanStep(index=1, name="t0004", kind="measure", threads=4, duration_s=10, variant=route)
+    job = agent_job(**IDS, workload=workload, step=step, db=db, status=status)
+    assert agent.check_job(job) == "measure"
+
+
+def test_route_proxy_without_a_proxy_is_refused() -> None:
+    with pytest.raises(ValueError, match="route proxy needs a proxy"):
+        clusterjob.client_db("proxy", NODES, ARN, "none")
+    with pytest.raises(ValueError, match="route 'both'"):
+        clusterjob.client_db("both", NODES, ARN, "haproxy")
