@@ -281,3 +281,36 @@ def test_a_soak_without_gaps_draws_its_lines_from_x0_and_dx(tmp_path: Path) -> N
     assert max(xticks) >= 6000, xticks  # the axis reaches the end of the run
 
 
+
+
+def test_the_report_of_two_insert_runs_draws_both_curves_with_the_verdict(tmp_path: Path) -> None:
+    """`report RUN --against BASE` of two runs whose workload counts rows (iiBench's shape): every chart
+    renders, the insert rate against rows shows both runs' curves on one chart with the verdict of each
+    compared thread count above it, and no console error. Screenshot: test-artifacts/report-pair.png."""
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed (make browser-deps installs Debian's chromium)")
+    from benchfleet.report.pair import write_pair_report
+
+    store = DuckDBStore(tmp_path / "benchfleet.duckdb")
+    try:
+        base = fill_store(store, "ins-seq-20261126t100000-aaaa", targets=[{**TARGETS[0], "id": "ins"}], reps=3,
+                          threads=(4,), seconds=12, warmup_s=3, seed=1)
+        other = fill_store(store, "ins-uuid-20261126t120000-bbbb",
+                           targets=[{**TARGETS[0], "id": "ins", "capacity": 1500.0}], reps=3, threads=(4,),
+                           seconds=12, warmup_s=3, seed=2)
+        report = write_pair_report(store, base, other, tmp_path / "pair.html")
+    finally:
+        store.close()
+    expected = int(re.search(r"data-charts='(\d+)'", report.read_text()).group(1))
+    result = chromium(tmp_path, "--enable-logging=stderr", "--v=0", "--window-size=1280,4000",
+                      f"--screenshot={ARTIFACTS / 'report-pair.png'}", "--dump-dom", report.as_uri())
+    assert result.returncode == 0, result.stderr[-2000:]
+    dom = result.stdout
+    assert len(re.findall(r'class="[^"]*\bjs-plotly-plot\b', dom)) == expected
+    rows = _chart(dom, "rows")
+    assert len(re.findall(r"class=\"trace scatter", rows)) == 6  # two runs x three repetitions
+    words = re.sub(r"<[^>]+>", " ", rows.split('class="annotation-text"', 1)[1].split("</text>", 1)[0])
+    assert "ins · 4 thr: Welch: slower" in words, words
+    assert 'class="trace bars"' in _chart(dom, "throughput")  # one thread count: bars, not two dots
+    errors = [line for line in result.stderr.splitlines() if ":CONSOLE" in line and "rror" in line]
+    assert not errors, "\n".join(errors)

@@ -18,7 +18,7 @@ import pytest
 
 from benchfleet.cli import main
 from benchfleet.local.store import DuckDBStore
-from benchfleet.report import html
+from benchfleet.report import html, pair
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "browser"))
@@ -61,11 +61,24 @@ def test_report_against_draws_verdicts_latency_cloud_metrics_and_status(home: Pa
     verdicts = page.split("<h2>Verdicts</h2>", 1)[1].split("</table>")[0]
     assert verdicts.count("pk-uuid</td><td class='l'>pk-auto") == 2 and "slower" in verdicts
     figs = _figures(page)
-    assert {"relative", "throughput", "latency", "latency-series", "timeline-0", "timeline-1",
+    assert {"relative", "throughput", "latency", "latency-series", "timeline-0", "timeline-1", "rows",
             "cloud-WriteLatency-Milliseconds", "status-0", "status-1"} <= set(figs)
-    for fig in figs.values():
+    for key, fig in figs.items():
         go.Figure(fig)
         assert {t["type"] for t in fig["data"]} <= html.BUNDLE_TRACES
+        # No line through a single point (it reads as a bare dot): one thread count draws bars.
+        assert not [t for t in fig["data"] if "lines" in str(t.get("mode", "")) and not t.get("fill")
+                    and len(t.get("x") or t.get("y") or []) == 1], key
+    # iiBench's view of both runs on one chart: every repetition of each run's target, rows rising, and
+    # the throughput verdict of each compared thread count written above.
+    rows = figs["rows"]
+    assert sorted(t["name"] for t in rows["data"]) == sorted(
+        f"{run}: {run} rep {r}" for run in ("pk-auto", "pk-uuid") for r in (1, 2, 3))
+    assert all(t["x"][-1] > t["x"][0] for t in rows["data"])
+    words = rows["layout"]["annotations"][0]["text"]
+    assert words.startswith("pk-uuid vs pk-auto: pk-uuid vs pk-auto · 4 thr: Welch: slower")
+    assert "pk-uuid vs pk-auto · 16 thr: Welch: slower" in words
+    assert pair._has_rows({"series": [{"rows": [None, None]}]}) is False
     rel = figs["relative"]
     assert rel["data"][0]["y"] == ["pk-uuid vs pk-auto · 4 thr", "pk-uuid vs pk-auto · 16 thr"]
     assert all(a["text"].startswith("Welch: slower") for a in rel["layout"]["annotations"])

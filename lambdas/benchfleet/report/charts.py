@@ -234,7 +234,7 @@ def verdict_style(relative: dict[str, Any]) -> str:
     return "inconclusive" if verdict == "inconclusive" else "too few"
 
 
-def _verdict_words(relative: dict[str, Any]) -> str:
+def verdict_words(relative: dict[str, Any]) -> str:
     """The words beside a bar: the verdict's own words, paired marked, the difference and its interval."""
     words = str(relative.get("words") or relative.get("verdict"))
     needed = relative.get("repetitions_needed")
@@ -284,7 +284,7 @@ def relative_bars(rows: list[dict[str, Any]], palette: dict[str, str], title: st
         data.append({
             "type": "bar", "orientation": "h", "name": legend, "y": [n for n, _ in mine],
             "x": [rel["pct"] for rel in rels], "marker": marker,
-            "text": [_verdict_words(rel) for rel in rels], "textposition": "none",
+            "text": [verdict_words(rel) for rel in rels], "textposition": "none",
             "hovertemplate": "%{y}: %{x:+.1f}%<br>%{text}<extra></extra>",
             "error_x": _error([None if rel["ci_high_pct"] is None else rel["ci_high_pct"] - rel["pct"] for rel in rels],
                               [None if rel["ci_low_pct"] is None else rel["pct"] - rel["ci_low_pct"] for rel in rels],
@@ -292,7 +292,7 @@ def relative_bars(rows: list[dict[str, Any]], palette: dict[str, str], title: st
     # The words beside each bar, in a column right of the plot (never on the bar, where whiskers cross).
     # A caveat (benchfleet.stats.caveats) goes under the words, in the colour of the table's caveats.
     annotations = [{"xref": "paper", "yref": "y", "x": 0.6, "y": n, "xanchor": "left", "showarrow": False,
-                    "align": "left", "text": _verdict_words(r["relative"]) + (
+                    "align": "left", "text": verdict_words(r["relative"]) + (
                         f"<br><span style='color:#9a3412'>⚠ {escape(caveat_words(r['caveats']))}</span>"
                         if r.get("caveats") else ""),
                     "font": {"size": 11, "color": _VERDICT_COLORS.get(str(r["relative"].get("verdict")), "#8a5a00")}}

@@ -86,8 +86,10 @@ def render_pair_report(store: DuckDBStore, baseline_run: str, run: str) -> str:
          "latency percentile (the worst seconds), per repetition."),
     ]
     statuses: list[tuple[str, str, charts.Figure | None, str]] = []
+    timelines = []
     for i, (doc, label) in enumerate(zip(docs, labels, strict=True)):
         series = timeline(store, doc["run"]["run_id"])
+        timelines.append(series)
         run_palette = charts.colors([t["target_id"] for t in doc["targets"]])
         sections.append((f"timeline-{i}", f"Throughput over time, CPU steal and iowait: {label}",
                          charts.timeline(series, run_palette) if series["series"] else None,
@@ -98,6 +100,9 @@ def render_pair_report(store: DuckDBStore, baseline_run: str, run: str) -> str:
         if found["series"]:
             statuses.append((f"status-{i}", f"Server status per second: {label}",
                              charts.status(series, found, run_palette), html.STATUS_NOTE))
+    if all(_has_rows(series) for series in timelines):
+        sections.append(("rows", "Insert rate vs rows in the table, both runs",
+                         _insert_rates(timelines, labels, palette, pair["rows"], versus), INSERT_NOTE))
     cloud = [_cloud_series(store, d["run"]["run_id"], label) for d, label in zip(docs, labels, strict=True)]
     metrics = sorted({s["metric"] for found in cloud for s in found})
     for metric in metrics:
@@ -122,6 +127,38 @@ def render_pair_report(store: DuckDBStore, baseline_run: str, run: str) -> str:
                     "status counters.</p>")
     return html.page(f"benchfleet - {labels[1]} vs {labels[0]}", body,
                      sum(1 for s in sections if s[2] is not None))
+
+
+INSERT_NOTE = ("iiBench's view (seed 001), both runs on one chart: each second's inserts against the rows already in "
+               "the table (prepared rows plus every insert so far), one line per run x target x repetition. The "
+               "words are the throughput verdicts above (the mean insert rate of each step, run against run) "
+               "where the two runs have a target x threads in common.")
+
+
+def _has_rows(series: dict[str, Any]) -> bool:
+    return any(r is not None for s in series["series"] for r in s.get("rows") or [])
+
+
+def _insert_rates(timelines: list[dict[str, Any]], labels: tuple[str, str], palette: dict[str, str],
+                  rows: list[dict[str, Any]], versus: Any) -> charts.Figure:
+    """Both runs' insert rate against rows in the table (charts.insert_rate over the series of both, each
+    named "<run>: <target>"), with the verdict of every compared target x threads written above."""
+    both = [{**s, "target_id": f"{label}: {s['target_id']}"}
+            for series, label in zip(timelines, labels, strict=True) for s in series["series"]]
+    widths = {series["width_s"] for series in timelines}
+    fig = charts.insert_rate({"width_s": max(widths), "series": both}, palette)
+    if len(widths) > 1:  # the title names one bucket width: say that each run has its own
+        fig["layout"]["title"]["text"] = fig["layout"]["title"]["text"].split(" (")[0] + (
+            " (" + " and ".join(f"{label}: " + ("per second" if w == 1 else f"mean of {w} s buckets")
+                                for label, w in zip(labels, (t["width_s"] for t in timelines), strict=True)) + ")")
+    words = [f"{escape(versus(r))} · {r['threads']} thr: {escape(charts.verdict_words(r['relative']))}" for r in rows]
+    fig["layout"]["annotations"] = [
+        {"xref": "paper", "yref": "paper", "x": 0, "y": 1, "yanchor": "bottom", "xanchor": "left",
+         "showarrow": False, "align": "left", "font": {"size": 11, "color": "#333"},
+         "text": f"{escape(labels[1])} vs {escape(labels[0])}: " + "<br>".join(words)}]
+    fig["layout"]["margin"] = {**fig["layout"]["margin"], "t": 60 + 16 * len(words)}
+    fig["layout"]["height"] = 420 + 16 * len(words)
+    return fig
 
 
 def _header(runs: list[dict[str, Any]], labels: tuple[str, str], pair: dict[str, Any]) -> str:
