@@ -89,9 +89,11 @@ def _base(run_id: str, target_id: str, repetition: int, name: str) -> dict[str, 
 def node_job(*, run_id: str, target_id: str, repetition: int, flavor: str, cluster_name: str,
              node: str, host: str, nodes: Sequence[tuple[str, str]], mysql_config: str, cnf: str,
              password_secret_arn: str, storage: dict[str, Any] | None = None, memory_mb: int | None = None,
-             synced_timeout_s: int = SYNCED_TIMEOUT_S) -> dict[str, Any]:
+             synced_timeout_s: int = SYNCED_TIMEOUT_S, expected_size: int | None = None) -> dict[str, Any]:
     """The set-up job of node ``node`` (at ``host``) of the cluster of ``nodes`` ((name, host) in node
-    order; the first bootstraps)."""
+    order; the first bootstraps). ``expected_size``: the cluster size this node's job waits to see it
+    Synced in (default every node; the state machine joins the nodes one at a time, so node k waits
+    for k: P fleet, C agent)."""
     if flavor not in galera.FLAVORS:
         raise ValueError(f"flavor {flavor!r}: expected one of {', '.join(galera.FLAVORS)}")
     names = [n for n, _ in nodes]
@@ -104,7 +106,10 @@ def node_job(*, run_id: str, target_id: str, repetition: int, flavor: str, clust
         "nodes": [{"name": n, "host": h} for n, h in nodes], "bootstrap": node == names[0],
         "mysql_config": mysql_config, "cnf": cnf, "storage": storage, "memory_mb": memory_mb,
         "password_secret_arn": password_secret_arn, "synced_timeout_s": synced_timeout_s,
+        "expected_size": expected_size or len(nodes),
     }
+    if not 1 <= setup["expected_size"] <= len(nodes):
+        raise ValueError(f"expected_size {expected_size}: between 1 and the {len(nodes)} nodes")
     return {**_base(run_id, target_id, repetition, f"setup-{node}"), "setup": setup}
 
 
@@ -128,14 +133,15 @@ def proxy_job(*, run_id: str, target_id: str, repetition: int, software: str, no
 
 
 def client_db(route: str, nodes: Sequence[tuple[str, str]], password_secret_arn: str, proxy: str = "none",
-              port: int = galera.DEFAULT_PORTS["port"]) -> dict[str, Any]:
-    """Where a client step connects: the writer node (``direct``), or the proxy on the client host."""
+              port: int = galera.DEFAULT_PORTS["port"], proxy_host: str = "127.0.0.1") -> dict[str, Any]:
+    """Where a client step connects: the writer node (``direct``), or the proxy (on the client host,
+    or at ``proxy_host`` when the target gives the proxy a host of its own)."""
     if route not in ROUTES:
         raise ValueError(f"route {route!r}: expected direct or proxy")
     if route == "proxy":
         if proxy not in proxyconf.PACKAGES:
             raise ValueError("route proxy needs a proxy (the target's proxy is none)")
-        host, port = "127.0.0.1", proxyconf.LISTEN_PORT[proxy]
+        host, port = proxy_host, proxyconf.LISTEN_PORT[proxy]
     else:
         host = nodes[0][1]
     return {"host": host, "port": port, "user": DB_USER, "database": DB_NAME,
@@ -143,12 +149,12 @@ def client_db(route: str, nodes: Sequence[tuple[str, str]], password_secret_arn:
 
 
 def client_status(status: dict[str, Any], nodes: Sequence[tuple[str, str]], proxy: str = "none",
-                  port: int = galera.DEFAULT_PORTS["port"]) -> dict[str, Any]:
+                  port: int = galera.DEFAULT_PORTS["port"], proxy_host: str = "127.0.0.1") -> dict[str, Any]:
     """A client step's ``status``: the plan's counters and interval (``runplan.status_of``), read from
     every node and the proxy, and the cluster's size (its health check)."""
     sources: list[dict[str, Any]] = [{"name": n, "kind": "mysql", "host": h, "port": port} for n, h in nodes]
     if proxy in proxyconf.PACKAGES:
-        source: dict[str, Any] = {"name": "proxy", "kind": proxy, "host": "127.0.0.1",
+        source: dict[str, Any] = {"name": "proxy", "kind": proxy, "host": proxy_host,
                                   "port": proxyconf.ADMIN_PORT[proxy],
                                   "backends": {n: f"{h}:{port}" for n, h in nodes}}
         if proxy == "proxysql":  # its statistics user's password is on the client host

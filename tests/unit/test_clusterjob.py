@@ -103,3 +103,16 @@ def test_route_proxy_without_a_proxy_is_refused() -> None:
         clusterjob.client_db("proxy", NODES, ARN, "none")
     with pytest.raises(ValueError, match="route 'both'"):
         clusterjob.client_db("both", NODES, ARN, "haproxy")
+
+
+def test_joins_one_at_a_time_wait_for_their_own_size_and_a_proxy_host_of_its_own_is_reached() -> None:
+    """cluster-fleet's state machine joins the nodes one after another (node k waits to be Synced in
+    a cluster of k), and a proxy with its own host is reached at that host's address."""
+    assert [node(n)["setup"]["expected_size"] for n, _ in NODES] == [3, 3, 3]  # default: every node
+    assert [node(n, expected_size=k)["setup"]["expected_size"] for k, (n, _) in enumerate(NODES, 1)] == [1, 2, 3]
+    with pytest.raises(ValueError, match="expected_size 4"):
+        node("n1", expected_size=4)
+    db = clusterjob.client_db("proxy", NODES, ARN, "haproxy", proxy_host="10.0.1.9")
+    assert (db["host"], db["port"]) == ("10.0.1.9", proxyconf.LISTEN_PORT["haproxy"])
+    status = clusterjob.client_status({"counters": ["Threads_running"]}, NODES, "haproxy", proxy_host="10.0.1.9")
+    assert status["sources"][-1]["host"] == "10.0.1.9"
