@@ -425,6 +425,12 @@ def test_batched_step_stats_equal_one_query_on_real_agent_output(tmp_path: Path,
                                          summaries=[mine(x) for x in real.summaries]))
         s.execute("UPDATE samples SET latency_ms = NULL WHERE target_id = 'db-b' AND repetition = 2")
         s.execute("UPDATE samples SET interval_s = 3 WHERE target_id = 'db-a' AND second = 7")
+        # Two reports printed with one second (counted by the bitmap of whole seconds), and in another
+        # repetition a fractional second beside a repeated one (counted by hashing).
+        s.execute("UPDATE samples SET second = 8 WHERE target_id = 'db-a' AND repetition = 1 AND second = 9")
+        s.execute("UPDATE samples SET second = second + 0.5 WHERE target_id = 'db-b' AND repetition = 3 "
+                  "AND second IN (5, 6)")
+        s.execute("UPDATE samples SET second = 5.5 WHERE target_id = 'db-b' AND repetition = 3 AND second = 11")
         reference = s.query(REFERENCE_STEP_STATS_SQL, [run_id, run_id])
         batched = stats.step_stats_in_store(s, run_id, batch_samples=batch_samples)
     finally:
@@ -433,6 +439,9 @@ def test_batched_step_stats_equal_one_query_on_real_agent_output(tmp_path: Path,
     # the agent that captured them measured the seconds each report covers (arrived_s).
     assert len(batched) == len(reference) == 6 and all(r["seconds"] == 239 for r in reference)
     assert all(r["ramp_s"] == pytest.approx(1, abs=0.05) and r["intervals_measured"] is True for r in reference)
+    assert {(r["target_id"], r["repetition"], r["duplicate_timestamps"]) for r in reference} == {
+        ("db-a", 1, 1), ("db-b", 3, 1), *((t, rep, 0) for t in ("db-a", "db-b") for rep in (1, 2, 3)
+                                           if (t, rep) not in (("db-a", 1), ("db-b", 3)))}
     for new, old in zip(batched, reference, strict=True):
         assert list(new) == list(old)
         for key, value in old.items():
