@@ -17,7 +17,7 @@ from typing import Any
 
 from benchfleet.local.store import StoreError
 from benchfleet.plan import Plan, make_plan
-from benchfleet.pricing import price_per_hour
+from benchfleet.pricing import plan_breakdowns, price_per_hour
 from benchfleet.remote import RemoteError
 from benchfleet.spec import LoadedSpec, SpecError, json_schema, load_spec
 
@@ -150,6 +150,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     problem = _unpriced_problem(plan, loaded) or _fit_problem(plan)
     summary["refused"] = problem
     summary["home_region"] = _home_targets(args.spec, plan)
+    if plan.mode != "local":
+        summary["prices"] = plan_breakdowns(loaded.spec.targets, home_region=home_region()[0])
     if args.format == "json":
         print(json.dumps(summary, indent=2))
     else:

@@ -14,10 +14,14 @@ same under every model (seed 002: "IO provisioned volumes ... reserved instances
 savings"). Aurora's storage and I/O are billed by use and stay out of $/hour (a note says so).
 
 Kinds build their lines in :data:`LINE_BUILDERS` (``ec2``, ``rds``, ``aurora``, ``existing`` with an
-instance type, as ``import --instance-type`` records it). A new kind registers its builder there:
-a cluster (issue 25) returns one ``instance`` line per node kind with ``quantity`` nodes, the node
-storage lines the same way (:func:`volume_lines` takes the quantity), its proxy host (serving), its
-client (not serving) and, once the replicated bytes are known, :func:`cross_zone_line`.
+instance type, as ``import --instance-type`` records it, ``cluster``). A cluster (issue 25) has a
+``nodes`` line (``quantity`` nodes), the node storage lines the same way (every striped volume of
+every node), its proxy host when it has its own (serving), the cross-zone traffic (serving: AWS bills
+$0.01 per GB each way between zones) and its client (not serving). The traffic is billed by use: the
+plan's line is ``pending`` (priced after the run, never shown as $0), and the results replace it with
+the bytes the nodes measured (:func:`with_cross_zone`, per thread count; the model is
+``benchfleet.stats.cost.cross_zone_bytes_per_s``). A local cluster shows the line as what it ``would``
+cost across zones, counted in no total.
 
 A target the tables cannot price is **refused**, never shown as free: :attr:`TargetPrices.missing`
 names the field (``region`` when the tables hold nothing for the region) and the reason. A target's
@@ -201,20 +205,41 @@ def load_prices(directory: Path | None = None) -> Prices:
 
 # ---- lines ----------------------------------------------------------------------------------------
 
+# How a line's price is known (``Line.basis``): from the tables (``list``), from what the run measured
+# (``measured``: cross-zone traffic), not yet (``pending``: the plan's cross-zone line, priced after the
+# run; its $/hour is None and no total counts it), or hypothetically (``would``: a local cluster's
+# traffic as it would cost across zones; never in a total, the target is free).
+BASES: tuple[str, ...] = ("list", "measured", "pending", "would")
+
+
 @dataclass(frozen=True)
 class Line:
     """One part of a target's price: ``usd_per_hour`` by model (None: not in the tables for that
-    model), for ``quantity`` hosts or volumes together. ``serving``: counted in cost per 1,000 tps."""
+    model), for ``quantity`` hosts or volumes together. ``serving``: counted in cost per 1,000 tps.
+    ``basis``: how it is known (:data:`BASES`); ``gb_per_hour``: the traffic a cross-zone line prices."""
 
     item: str
     what: str
     usd_per_hour: Mapping[str, float | None]
     serving: bool = True
     quantity: int = 1
+    basis: str = "list"
+    gb_per_hour: float | None = None
+    usd_per_gb_each_way: float | None = None
+
+    @property
+    def counted(self) -> bool:
+        """In a total: neither pending (not yet known) nor hypothetical."""
+        return self.basis in ("list", "measured")
 
     def as_dict(self) -> dict[str, Any]:
-        return {"item": self.item, "what": self.what, "quantity": self.quantity, "serving": self.serving,
-                "usd_per_hour": {m: _round(v) for m, v in self.usd_per_hour.items()}}
+        out = {"item": self.item, "what": self.what, "quantity": self.quantity, "serving": self.serving,
+               "basis": self.basis, "usd_per_hour": {m: _round(v) for m, v in self.usd_per_hour.items()}}
+        if self.gb_per_hour is not None:
+            out["gb_per_hour"] = _round(self.gb_per_hour)
+        if self.usd_per_gb_each_way is not None:
+            out["usd_per_gb_each_way"] = self.usd_per_gb_each_way
+        return out
 
 
 def same_for_every_model(usd_per_hour: float) -> dict[str, float | None]:
@@ -245,17 +270,23 @@ class TargetPrices:
         cost per 1,000 tps counts). None when unpriced or a line has no price under ``model``."""
         if self.missing:
             return None
-        values = [line.usd_per_hour.get(model) for line in self.lines if line.serving or not serving_only]
+        values = [line.usd_per_hour.get(model) for line in self.lines
+                  if line.counted and (line.serving or not serving_only)]
         if any(v is None for v in values):
             return None
         return round(sum(v for v in values if v is not None), 8)
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON form, as the targets rows record it (``prices``) and ``results`` prints it."""
-        return {"region": self.region, "lines": [line.as_dict() for line in self.lines],
-                "serving": {m: self.total(m, serving_only=True) for m in MODELS},
-                "run": {m: self.total(m) for m in MODELS},
-                "missing": [{"field": f, "reason": r} for f, r in self.missing], "notes": list(self.notes)}
+        """JSON form, as the targets rows record it (``prices``) and ``results`` prints it. A cluster's
+        also has ``cross_zone_usd_per_gb_each_way`` (the dashboards' SQL prices the measured bytes)."""
+        out: dict[str, Any] = {
+            "region": self.region, "lines": [line.as_dict() for line in self.lines],
+            "serving": {m: self.total(m, serving_only=True) for m in MODELS}, "run": {m: self.total(m) for m in MODELS},
+            "missing": [{"field": f, "reason": r} for f, r in self.missing], "notes": list(self.notes)}
+        rate = next((x.usd_per_gb_each_way for x in self.lines if x.usd_per_gb_each_way is not None), None)
+        if rate is not None:
+            out["cross_zone_usd_per_gb_each_way"] = rate
+        return out
 
 
 def instance_line(table: PriceTable, region: str, type_: str, *, item: str = "instance", quantity: int = 1,
@@ -320,11 +351,59 @@ def volume_lines(rate: StorageRate | None, storage: Any, *, quantity: int = 1) -
     return lines
 
 
-def cross_zone_line(prices: Prices, gb_per_hour: float) -> Line:
-    """Data replicated across availability zones, per hour of the run: billed each way (out of one
-    zone and into the other) at the ec2 table's ``data_transfer.inter_az_usd_per_gb_each_way``."""
-    each_way = prices.ec2.data_transfer.get("inter_az_usd_per_gb_each_way", 0.01)
-    return Line("cross_zone", f"{gb_per_hour:,.2f} GB/h across zones", same_for_every_model(gb_per_hour * 2 * each_way))
+def cross_zone_rate(prices: Prices) -> float:
+    """USD per GB crossing between availability zones, each way (the ec2 table's
+    ``data_transfer.inter_az_usd_per_gb_each_way``; AWS: $0.01)."""
+    return float(prices.ec2.data_transfer.get("inter_az_usd_per_gb_each_way", 0.01))
+
+
+def cross_zone_line(prices: Prices, gb_per_hour: float, *, would: bool = False) -> Line:
+    """Data crossing availability zones, per hour of the run: billed each way (out of one zone and
+    into the other), so 2 x :func:`cross_zone_rate` per GB. ``gb_per_hour``: from the bytes the nodes
+    measured (``benchfleet.stats.cost.cross_zone_by_row``, its model in that module). ``would``: a
+    local cluster's, as it would cost across zones (counted in no total)."""
+    what = f"{gb_per_hour:,.3f} GB/h across zones, measured" + (": what it would cost across zones (local "
+                                                                 "nodes share one host)" if would else "")
+    rate = cross_zone_rate(prices)
+    return Line("cross_zone", what, same_for_every_model(gb_per_hour * 2 * rate),
+                basis="would" if would else "measured", gb_per_hour=gb_per_hour, usd_per_gb_each_way=rate)
+
+
+def line_words(line: Mapping[str, Any]) -> tuple[str | None, str]:
+    """How a view shows a line (a :meth:`Line.as_dict`): (text instead of its $/hour or None to show
+    it, what the "in cost per 1,000 tps" column says). Pending: "after the run", never $0; would: in
+    no total, its $/hour shown as what it would cost."""
+    basis = line.get("basis") or "list"
+    if basis == "pending":
+        return "after the run", "yes, after the run"
+    if basis == "would":
+        return None, "no: would cost, local"
+    return None, "yes" if line.get("serving") else "no"
+
+
+def pending_cross_zone_line(prices: Prices) -> Line:
+    """A cluster's cross-zone line before the run: priced after it from the measured bytes (its $/hour
+    is None, no total counts it, and every view says so rather than showing $0)."""
+    return Line("cross_zone", f"across zones: priced after the run (${cross_zone_rate(prices):g}/GB each way)",
+                dict.fromkeys(MODELS), basis="pending", usd_per_gb_each_way=cross_zone_rate(prices))
+
+
+def with_cross_zone(doc: Mapping[str, Any], gb_per_hour: float, prices: Prices | None = None, *,
+                    would: bool = False) -> dict[str, Any]:
+    """A target's ``prices`` document (:meth:`TargetPrices.as_dict`) with its cross-zone line measured:
+    the pending line replaced (or the line added) and, unless ``would``, the serving and run totals
+    raised by it under every model (a total that is None stays None)."""
+    line = cross_zone_line(prices or load_prices(), gb_per_hour, would=would)
+    out = dict(doc)
+    lines = [dict(x) for x in doc.get("lines") or [] if x.get("item") != "cross_zone"]
+    at = next((i for i, x in enumerate(lines) if x.get("item") == "client"), len(lines))
+    out["lines"] = [*lines[:at], line.as_dict(), *lines[at:]]
+    out["cross_zone_usd_per_gb_each_way"] = line.usd_per_gb_each_way
+    if not would:
+        usd = line.usd_per_hour["on_demand"] or 0.0
+        for total in ("serving", "run"):
+            out[total] = {m: None if v is None else _round(v + usd) for m, v in (doc.get(total) or {}).items()}
+    return out
 
 
 Builder = Callable[[Any, Prices, str], tuple[list[Line], list[tuple[str, str]], list[str]]]
@@ -435,10 +514,10 @@ def _aurora(target: Any, prices: Prices, region: str) -> Built:
 
 @builder("cluster")
 def _cluster(target: Any, prices: Prices, region: str) -> Built:
-    """A Galera cluster: every node's instance and storage (``nodes`` of each), the proxy's own host
-    (serving: the cluster answers through it), and the client (not serving). Cross-zone replication is
-    billed by use, so it is not in these lines (``cross_zone_line`` prices it once the bytes are known)."""
-    nodes = int(target.nodes)
+    """A Galera cluster: every node's instance and storage (``nodes`` of each, every striped volume),
+    the proxy's own host (serving: the cluster answers through it), the cross-zone traffic (serving;
+    pending until the run measured its bytes: :func:`with_cross_zone`), and the client (not serving)."""
+    nodes = int(getattr(target, "nodes", None) or 3)  # a stored target as written: the spec's default
     missing = _where(prices.ec2, region, str(target.instance_type), "instance_type")
     if _region_missing(missing):
         return [], missing, []
@@ -451,11 +530,12 @@ def _cluster(target: Any, prices: Prices, region: str) -> Built:
         more += [("proxy.instance_type", reason) for _, reason in _where(prices.ec2, region, str(proxy), "")]
         lines.append(instance_line(prices.ec2, region, str(proxy), item="proxy"))
     client, client_missing = _client(target, prices, region)
-    notes = ["cross-zone replication traffic is billed by use ($0.01 per GB each way) and is not in this "
-             "price: results --status gives the bytes the nodes replicated (MB repl./s)"]
+    notes = ["cross-zone traffic is billed by use: results price it per thread count from the bytes the nodes "
+             "measured (workloads/README.md, \"Cost of a cluster\")"]
     if not proxy and getattr(getattr(target, "proxy", None), "software", "none") != "none":
-        notes.append("the proxy runs on the client host")
-    return [*lines, *volumes, *client], missing + more + client_missing, notes
+        notes.append("the proxy runs on the client host (not in cost per 1,000 tps, like every kind's client)")
+    cross = [pending_cross_zone_line(prices)]
+    return [*lines, *volumes, *cross, *client], missing + more + client_missing, notes
 
 
 @builder("existing")
@@ -557,6 +637,13 @@ def price_breakdown(target: object, prices: Prices | None = None) -> dict[str, f
         parts[{"client.instance_type": "client", "storage.type": "storage"}.get(field_name, "instance")] = None
     parts["total"] = 0.0 if tp.free else tp.total("on_demand")
     return parts
+
+
+def plan_breakdowns(targets: Any, *, home_region: str | None = None) -> dict[str, dict[str, Any]]:
+    """Each cloud target's lines by pricing model (:meth:`TargetPrices.as_dict`) for ``plan``: what the
+    run rents; a cluster's cross-zone line is pending (priced after the run). Local targets: none."""
+    return {str(t.id): target_prices(t, home_region=home_region).as_dict() for t in targets
+            if str(_get(t, "kind")) != "local"}
 
 
 def price_per_hour(target: object, *, home_region: str | None = None) -> float | None:

@@ -7,7 +7,7 @@ interval, over SQL, and writes them raw (``{"type": "status", ...}`` lines). The
 
 A spec chooses the counters with ``status_counters`` (a list of names; ``[]`` samples none); without
 it, ``DEFAULT_COUNTERS``. Cluster targets always add ``CLUSTER_COUNTERS``: the health check and the
-cross-zone traffic estimate need them.
+cross-zone traffic line of the price (``benchfleet.stats.cost.cross_zone_bytes_per_s``) need them.
 
 Shipped next to the agent: standard library only, Python 3.8 compatible.
 """
@@ -28,11 +28,14 @@ DEFAULT_COUNTERS = ("Innodb_buffer_pool_reads", "Innodb_data_fsyncs", "Handler_w
                     "Innodb_history_list_length", "Threads_running")
 # Galera (DESIGN.md, third review): flow control (paused time in ns, as a delta; messages sent and
 # received), the receive and send queues, certification failures, brute-force aborts, the cluster's
-# size and each node's state, and the bytes replicated (cross-zone traffic).
+# size and each node's state; and what crosses availability zones, priced as the cross-zone line: the
+# write-sets each node replicates and receives, and the client protocol bytes each node sends and
+# receives (the client's or the proxy's traffic to a node in another zone).
+CROSS_ZONE_COUNTERS = ("wsrep_replicated_bytes", "wsrep_received_bytes", "Bytes_sent", "Bytes_received")
 CLUSTER_COUNTERS = ("wsrep_flow_control_paused_ns", "wsrep_flow_control_sent", "wsrep_flow_control_recv",
                     "wsrep_local_recv_queue", "wsrep_local_send_queue", "wsrep_local_cert_failures",
                     "wsrep_local_bf_aborts", "wsrep_cluster_size", "wsrep_local_state", "wsrep_cluster_status",
-                    "wsrep_ready", "wsrep_replicated_bytes", "wsrep_received_bytes")
+                    "wsrep_ready", *CROSS_ZONE_COUNTERS)
 
 # A proxy's statistics per backend: HAProxy's ``show stat`` fields (sessions, bytes, errors, status and
 # its average queue, connect, response and session times in ms) and ProxySQL's connection pool.

@@ -160,6 +160,9 @@ def print_plan(summary: dict[str, Any]) -> None:
                       "unpriced" if no_price else _fmt(t["price_per_hour"], 3),
                       "unpriced" if no_price else f"${_fmt(t['estimated_cost_usd'], 2)}")
     console.print(table)
+    from benchfleet import ui_cost
+
+    ui_cost.print_plan_breakdown(console, summary)
     _print_order(summary)
     _print_storage(summary)
     if summary["mode"] == "aws":
@@ -408,6 +411,7 @@ def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
     models = tuple(doc.get("pricing_models") or pricing.HEADLINE_MODELS)
     ui_cost.print_costs(console, stats, models)
     ui_cost.print_breakdown(console, stats, models)
+    ui_cost.print_cross_zone(console, stats)
     ui_cost.print_speedup(console, stats)
 
 

@@ -11,7 +11,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from benchfleet.pricing import HEADLINE_MODELS, MODEL_LABELS, MODELS
+from benchfleet.pricing import HEADLINE_MODELS, MODEL_LABELS, MODELS, line_words
 
 
 def _money(value: Any, digits: int = 4) -> str:
@@ -72,8 +72,11 @@ def print_costs(console: Console, stats: dict[str, Any], models: tuple[str, ...]
         label = MODEL_LABELS[m]
         columns += [(f"{label} $/h", False), (f"{label} per 1k tps", False), ("95% CI", False)]
     approx = approximate_models(targets)
+    clusters = any(r.get("cross_zone") for r in stats.get("rows") or [])
     caption = ("USD per hour of the database (instance, storage, IOPS, throughput; no client host for any "
-               "kind) / (mean tps / 1000); interval carried from tps"
+               "kind" + ("; a cluster: every node, its storage, its own proxy host and the cross-zone traffic "
+                         "measured at that thread count" if clusters else "")
+               + ") / (mean tps / 1000); interval carried from tps"
                + (f"; approximate prices: {', '.join(approx)} (workloads/pricing/README.md)" if approx else ""))
     table = _table("cost per 1,000 tps", caption, columns)
     for r in stats.get("rows") or []:
@@ -103,14 +106,49 @@ def print_breakdown(console: Console, stats: dict[str, Any], models: tuple[str, 
     for t in targets:
         prices = t["prices"]
         for i, line in enumerate(prices["lines"]):
-            table.add_row(t["target_id"] if i == 0 else "", line["item"], line["what"],
-                          "yes" if line["serving"] else "no",
-                          *[_money(line["usd_per_hour"].get(m), 5) for m in models])
+            instead, counted = line_words(line)
+            table.add_row(t["target_id"] if i == 0 else "", line["item"], line["what"], counted,
+                          *[instead or _money(line["usd_per_hour"].get(m), 5) for m in models])
         where = prices.get("region")
         table.add_row("", "total", f"in {where}" if where and where != "local" else "", "database",
                       *[_money(prices["serving"].get(m), 5) for m in models])
-        for note in prices.get("notes") or []:
-            table.add_row("", "", note, "", *["" for _ in models])
+    console.print(table)
+    # Notes under the table, each once with the targets it is about (long words would widen the table).
+    notes: dict[str, list[str]] = {}
+    for t in targets:
+        for note in t["prices"].get("notes") or []:
+            notes.setdefault(note, []).append(t["target_id"])
+    for note, ids in notes.items():
+        console.print(f"{', '.join(ids)}: {note}")
+
+
+def print_plan_breakdown(console: Console, summary: dict[str, Any]) -> None:
+    """``plan``: the lines of each cluster target's $/hour on-demand (every node, its storage, the
+    proxy's own host, the client; cross-zone traffic priced after the run)."""
+    clusters = [{"target_id": t["target_id"], "prices": (summary.get("prices") or {}).get(t["target_id"])}
+                for t in summary.get("targets") or [] if t.get("kind") == "cluster"]
+    print_breakdown(console, {"targets": [c for c in clusters if c["prices"]]}, ("on_demand",))
+
+
+def print_cross_zone(console: Console, stats: dict[str, Any]) -> None:
+    """A cluster's traffic across availability zones per target x threads: GB per hour replicated
+    between nodes and sent between the client (or proxy) and the nodes in other zones, and what it
+    costs per hour ($0.01 per GB each way); a local cluster's as what it would cost."""
+    rows = [r for r in stats.get("rows") or [] if r.get("cross_zone")]
+    if not rows:
+        return
+    table = _table("cross-zone traffic", "model: every node in its own zone, the client host (and proxy) in "
+                   "the first node's; replication = replicated bytes x (nodes - 1), client = bytes sent + "
+                   "received by the nodes outside the client's zone; GB of 2^30 bytes, billed each way "
+                   "(workloads/README.md, \"Cost of a cluster\")",
+                   [("target", True), ("thr", False), ("replication GB/h", False), ("client GB/h", False),
+                    ("total GB/h", False), ("$/h", False), ("", True)])
+    for r in rows:
+        c = r["cross_zone"]
+        table.add_row(r.get("label") or r["target_id"], str(r["threads"]), f"{c['replication_gb_per_hour']:,.3f}",
+                      f"{c['client_gb_per_hour']:,.3f}", f"{c['gb_per_hour']:,.3f}", _money(c["usd_per_hour"], 5),
+                      "would cost across zones (local: in no total)" if c["basis"] == "would"
+                      else "in cost per 1,000 tps")
     console.print(table)
 
 

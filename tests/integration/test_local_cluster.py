@@ -115,6 +115,34 @@ def test_every_node_and_proxy_backend_was_read_every_second(demo: dict[str, Any]
     assert "chart-status" in report.read_text()
 
 
+def test_the_cross_zone_line_is_what_the_nodes_measured_would_cost(demo: dict[str, Any]) -> None:
+    """The local run's stored status rows priced by hand with the model of workloads/README.md ("Cost of a
+    cluster"): replicated bytes x (nodes - 1) plus n2's and n3's client bytes both ways, per second."""
+    from benchfleet import stats
+    from benchfleet.local.store import open_store
+
+    with open_store(demo["home"], write=False) as store:  # in process: the stored rows, as results reads them
+        rows = store.query("SELECT * FROM status_samples WHERE run_id = ?", [demo["run_id"]])
+        comparison = stats.run_comparison(store, demo["run_id"])
+    for row in comparison["rows"]:
+        rates: dict[tuple[str, str], list[float]] = {}
+        for r in rows:
+            if (r["threads"] == row["threads"] and r["phase"] == "measure" and r["second"] > 0 and r["rate"] is not None
+                    and r["source"] in ("n1", "n2", "n3")):
+                rates.setdefault((r["source"], r["counter"]), []).append(float(r["rate"]))
+
+        mean = {key: sum(values) / len(values) for key, values in rates.items()}
+        replication = sum(mean[(n, "wsrep_replicated_bytes")] for n in ("n1", "n2", "n3")) * 2
+        client = sum(mean[(n, c)] for n in ("n2", "n3") for c in ("Bytes_sent", "Bytes_received"))
+        assert replication > 0 and client > 0  # every write replicated; the status readings reach every node
+        crossing = row["cross_zone"]
+        assert crossing["basis"] == "would"
+        assert crossing["gb_per_hour"] == pytest.approx((replication + client) * 3600 / 2 ** 30)
+        assert crossing["usd_per_hour"] == pytest.approx(crossing["gb_per_hour"] * 2 * 0.01)
+        assert all(c is None for c in row["cost"].values())  # a local cluster stays free
+    assert "cross-zone traffic" in demo["done"].stdout and "would cost across zones" in demo["done"].stdout
+
+
 def test_the_run_leaves_nothing(demo: dict[str, Any]) -> None:
     assert_nothing_left(demo["home"], demo["before"])
     print(f"local_cluster_run_wall_s={demo['wall_s']:.1f}")

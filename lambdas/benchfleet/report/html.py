@@ -201,9 +201,10 @@ def render_report(store: DuckDBStore, run_id: str) -> str:
     cost_fig = charts.cost(comparison, palette)
     figures.append(("cost", "Cost per 1000 TPS", cost_fig if cost_fig["data"] else None,
                     "The database's price per hour (instance, storage, provisioned IOPS and throughput; no "
-                    "client host for any kind) divided by mean throughput in thousands of transactions per "
-                    "second, at every thread count, on-demand (solid) and 1-year reserved, all upfront "
-                    "(dashed). Error bars: the 95% interval of the mean tps carried through."))
+                    "client host for any kind; a cluster: every node and its storage, its proxy's own host and "
+                    "the cross-zone traffic measured at that thread count) divided by mean throughput in "
+                    "thousands of transactions per second, at every thread count, on-demand (solid) and 1-year "
+                    "reserved, all upfront (dashed). Error bars: the 95% interval of the mean tps carried through."))
 
     parts = [_header(run, comparison), _targets_table(comparison, run.get("spec") or {}),
              _storage_table(comparison), _summary_table(comparison)]
@@ -212,6 +213,8 @@ def render_report(store: DuckDBStore, run_id: str) -> str:
         if key == "cost" and fig is not None:
             parts.append(_cost_table(comparison))
             parts.append(_breakdown_table(comparison))
+        if key == "cost":
+            parts.append(_cross_zone_table(comparison))
     parts.append(_jitter_table(comparison))
     parts.append(_speedup_tables(comparison))
     parts.append(_notes(comparison, run))
@@ -487,15 +490,17 @@ def _cost_table(comparison: dict[str, Any]) -> str:
 
 
 def _breakdown_table(comparison: dict[str, Any]) -> str:
-    from benchfleet.pricing import MODEL_LABELS
+    from benchfleet.pricing import MODEL_LABELS, line_words
 
     rows = []
     for t in comparison["targets"]:
         prices = t.get("prices") or {}
         for i, line in enumerate(prices.get("lines") or []):
+            instead, counted = line_words(line)
             rows.append([escape(t["target_id"]) if i == 0 else "", escape(line["item"]), escape(line["what"]),
-                         "yes" if line["serving"] else "no",
-                         *[_money(line["usd_per_hour"].get(m), 5) for m in _COST_MODELS]])
+                         escape(counted),
+                         *[escape(instead) if instead else _money(line["usd_per_hour"].get(m), 5)
+                           for m in _COST_MODELS]])
         for note in prices.get("notes") or []:
             rows.append(["", "", escape(note), "", *["" for _ in _COST_MODELS]])
     if not rows:
@@ -504,6 +509,24 @@ def _breakdown_table(comparison: dict[str, Any]) -> str:
             "the client host is in what the run costs only.</p>" + _table(
                 ["target", "item", "what", "in cost per 1000 TPS",
                  *[f"{MODEL_LABELS[m]} $/h" for m in _COST_MODELS]], rows, left=4))
+
+
+def _cross_zone_table(comparison: dict[str, Any]) -> str:
+    """A cluster's traffic across availability zones per thread count (``rows[].cross_zone``), GB per
+    hour and what it costs per hour; a local cluster's as what it would cost."""
+    rows = [[escape(r.get("label") or r["target_id"]), _n(r["threads"]), _n(c["replication_gb_per_hour"], 3),
+             _n(c["client_gb_per_hour"], 3), _n(c["gb_per_hour"], 3), _money(c["usd_per_hour"], 5),
+             "would cost across zones (local nodes: in no total)" if c["basis"] == "would"
+             else "in cost per 1000 TPS"]
+            for r in comparison["rows"] if (c := r.get("cross_zone"))]
+    if not rows:
+        return ""
+    return ("<h3>Cross-zone traffic</h3><p class='note'>AWS bills $0.01 per GB each way between availability "
+            "zones. Model: every node in its own zone, the client host (and the proxy) in the first node's; "
+            "replication = the bytes each node replicated x (nodes - 1); client = the bytes the nodes outside "
+            "the client's zone sent and received; GB of 2^30 bytes (workloads/README.md, \"Cost of a "
+            "cluster\").</p>" + _table(["target", "threads", "replication GB/h", "client GB/h", "total GB/h", "$/h",
+                                         ""], rows))
 
 
 def _speedup_tables(comparison: dict[str, Any]) -> str:

@@ -48,6 +48,81 @@ def row_costs(tps: Mapping[str, Any], serving: Mapping[str, float | None]) -> di
     return {model: cost_with_interval(price, tps) for model, price in serving.items()}
 
 
+# ---- cross-zone traffic of a cluster ----------------------------------------------------------------
+
+# AWS bills data transfer in GB of 2**30 bytes.
+BYTES_PER_GB = 2 ** 30
+CROSS_ZONE_SQL = """
+SELECT target_id, coalesce(variant, '') AS variant, threads, repetition, coalesce(block, 0) AS block, source,
+       counter, avg(rate) AS rate
+FROM status_samples
+WHERE run_id = ? AND phase = 'measure' AND second > 0 AND rate IS NOT NULL AND strpos(source, '/') = 0
+  AND counter IN ('wsrep_replicated_bytes', 'Bytes_sent', 'Bytes_received')
+GROUP BY target_id, variant, threads, repetition, block, source, counter
+"""
+
+
+def cross_zone_bytes_per_s(nodes: Mapping[str, Mapping[str, float]],
+                           client_zone: str = "n1") -> dict[str, float] | None:
+    """Bytes per second that cross availability zones in a cluster, by the model every cost view uses.
+
+    ``nodes``: per node (``n1``...) its per-second rates of ``wsrep_replicated_bytes``, ``Bytes_sent``
+    and ``Bytes_received`` over a step. The model: every node is in its own zone and the client host
+    (sysbench, and the proxy, on the client host or its own host) is in ``client_zone``'s, the first
+    node's, which takes the writes.
+
+    - ``replication``: each write-set a node replicates (``wsrep_replicated_bytes``) is sent by it to
+      every other node, each in another zone: sum over nodes of its replicated bytes x (nodes - 1).
+    - ``client``: the client protocol traffic of every node outside the client's zone crosses, both
+      ways: its ``Bytes_sent`` + ``Bytes_received`` (sysbench direct, the proxy's queries and health
+      checks, and the status readings themselves, which come from the client host too).
+    - Not counted: Galera's group messages (keepalives, flow control: small beside the write-sets) and
+      state transfers (before the measured steps).
+
+    ``total`` = replication + client. None when a node lacks ``wsrep_replicated_bytes`` (nothing can
+    be said)."""
+    count = len(nodes)
+    if not count or any(n.get("wsrep_replicated_bytes") is None for n in nodes.values()):
+        return None
+    replication = sum(float(n["wsrep_replicated_bytes"]) for n in nodes.values()) * (count - 1)
+    client = sum(float(n.get("Bytes_sent") or 0.0) + float(n.get("Bytes_received") or 0.0)
+                 for name, n in nodes.items() if name != client_zone)
+    return {"replication": replication, "client": client, "total": replication + client}
+
+
+def gb_per_hour(bytes_per_s: float) -> float:
+    """GB (2**30 bytes, as AWS bills) per hour at ``bytes_per_s``."""
+    return bytes_per_s * 3600 / BYTES_PER_GB
+
+
+def cross_zone_by_row(steps: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str, int], dict[str, Any]]:
+    """Per target x variant x threads: GB per hour crossing zones (:func:`cross_zone_bytes_per_s` of
+    each measured step's mean rates per node, then the mean over repetitions and blocks), split into
+    ``replication_gb_per_hour`` and ``client_gb_per_hour``, with ``gb_per_hour`` their sum and
+    ``steps`` the steps it comes from. ``steps``: rows of :data:`CROSS_ZONE_SQL`. Only clusters
+    (sources ``n1``...) have rows."""
+    per_step: dict[tuple[str, str, int, int, int], dict[str, dict[str, float]]] = defaultdict(dict)
+    for r in steps:
+        source = str(r["source"])
+        if not (source.startswith("n") and source[1:].isdigit()) or r.get("rate") is None:
+            continue
+        key = (str(r["target_id"]), str(r.get("variant") or ""), int(r["threads"]), int(r["repetition"]),
+               int(r.get("block") or 0))
+        per_step[key].setdefault(source, {})[str(r["counter"])] = float(r["rate"])
+    figures: dict[tuple[str, str, int], list[dict[str, float]]] = defaultdict(list)
+    for key, nodes in per_step.items():
+        found = cross_zone_bytes_per_s(nodes)
+        if found is not None:
+            figures[key[:3]].append(found)
+    out: dict[tuple[str, str, int], dict[str, Any]] = {}
+    for row_key, items in figures.items():
+        replication = gb_per_hour(sum(i["replication"] for i in items) / len(items))
+        client = gb_per_hour(sum(i["client"] for i in items) / len(items))
+        out[row_key] = {"gb_per_hour": replication + client, "replication_gb_per_hour": replication,
+                    "client_gb_per_hour": client, "steps": len(items)}
+    return out
+
+
 # ---- speedup by size ------------------------------------------------------------------------------
 
 def doublings(size: float, base: float) -> float:

@@ -12,7 +12,9 @@ from typing import Any, Protocol
 
 from benchfleet.stats import caveats
 from benchfleet.stats.cost import (
+    CROSS_ZONE_SQL,
     cost_per_1000_tps,
+    cross_zone_by_row,
     row_costs,
     speedup_table,
     target_group_and_size,
@@ -103,7 +105,8 @@ def run_comparison(store: QueryStore, run_id: str, confidence: float = CONFIDENC
     run = store.run(run_id)
     run_id = run["run_id"]
     result = comparison(run, store.targets(run_id), store.summaries(run_id),
-                        step_stats_in_store(store, run_id), confidence, price_of=spec_target_price)
+                        step_stats_in_store(store, run_id), confidence, price_of=spec_target_price,
+                        cross_zone=cross_zone_by_row(store.query(CROSS_ZONE_SQL, [run_id])))
     caveats.attach(result, _iowait(store, run_id))
     return result
 
@@ -167,7 +170,8 @@ def target_prices(meta: Mapping[str, Any], spec_target: Mapping[str, Any] | None
 
 
 # The price tables a target of each kind is priced from (its instance, storage and client).
-_TABLES_OF_KIND = {"ec2": ("ec2", "ebs"), "existing": ("ec2",), "rds": ("rds", "ec2"), "aurora": ("aurora", "ec2")}
+_TABLES_OF_KIND = {"ec2": ("ec2", "ebs"), "existing": ("ec2",), "rds": ("rds", "ec2"), "aurora": ("aurora", "ec2"),
+                   "cluster": ("ec2", "ebs")}
 
 
 def comparison(run: Mapping[str, Any], targets: Sequence[Mapping[str, Any]],
@@ -177,12 +181,17 @@ def comparison(run: Mapping[str, Any], targets: Sequence[Mapping[str, Any]],
                price_of: Callable[[Mapping[str, Any]], float | None] | None = None,
                prices_of: Callable[[Mapping[str, Any], Mapping[str, Any] | None], dict[str, Any] | None]
                | None = target_prices,
+               cross_zone: Mapping[tuple[str, str, int], Mapping[str, Any]] | None = None,
                ) -> dict[str, Any]:
     """The comparison from rows: the run, its ``targets`` rows (one per target x repetition, with the
     environment fingerprint and price_per_hour), its step ``summaries`` and per-step figures
     (``steps``: rows of :func:`step_stats_in_store` or :func:`step_stats_from_samples`). ``price_of(spec target)``
     prices targets whose rows carry no price_per_hour; ``prices_of(target, spec target)`` gives each
-    target's ``prices`` (lines and totals by pricing model, :func:`target_prices`).
+    target's ``prices`` (lines and totals by pricing model, :func:`target_prices`). ``cross_zone``: the
+    GB per hour a cluster's traffic crossed zones per target x variant x threads
+    (``benchfleet.stats.cost.cross_zone_by_row``): each row of a cluster target prices it into its own
+    serving $/hour (the traffic grows with throughput), and the target's breakdown shows its mean over
+    the rows; a local cluster's rows and breakdown show it as what it would cost, in no total.
 
     Keys: ``run``; ``confidence``; ``baseline`` (spec's ``baseline`` or the first target);
     ``targets`` (one per target: kind, type, the price recorded with the run, ``prices`` (every line
@@ -204,6 +213,7 @@ def comparison(run: Mapping[str, Any], targets: Sequence[Mapping[str, Any]],
     if prices_of is not None:
         for meta in target_meta.values():
             meta["prices"] = prices_of(meta, spec_targets.get(meta["target_id"]))
+    traffic = _cross_zone_prices(target_meta, cross_zone or {})
 
     # One row per target x variant ("" without variants) x threads.
     by_key: dict[tuple[str, str, int], dict[str, Any]] = {}
@@ -233,8 +243,15 @@ def comparison(run: Mapping[str, Any], targets: Sequence[Mapping[str, Any]],
     for key, entry in sorted(by_key.items(), key=lambda kv: (order[kv[0][0]], variants.index(kv[0][1]), kv[0][2])):
         target_id, variant, threads = key
         block_units[key] = _by_block(entry["summaries"], entry["steps"])
+        serving = (traffic.get(target_id) or {}).get("serving") or \
+            (target_meta[target_id].get("prices") or {}).get("serving") or {}
+        crossing = _row_cross_zone(traffic.get(target_id), (cross_zone or {}).get(key))
+        if crossing is not None and crossing["basis"] == "measured":
+            serving = {m: None if v is None else v + crossing["usd_per_hour"] for m, v in serving.items()}
         row = _row(target_id, threads, _merge_blocks(entry["summaries"]), _merge_blocks(entry["steps"]),
-                   (target_meta[target_id].get("prices") or {}).get("serving") or {}, confidence)
+                   serving, confidence)
+        if crossing is not None:
+            row["cross_zone"] = crossing
         tps_units[key] = dict(row.pop("_tps_by_repetition"))
         rows.append({"variant": variant, "label": _label(target_id, variant, len(target_meta)), **row})
     for row in rows:
@@ -527,6 +544,43 @@ def ran_in_rounds(ran: Mapping[str, Any], targets: Sequence[str]) -> bool:
         return False
     numbers = [r for _, r in started]
     return numbers == sorted(numbers)
+
+
+def _cross_zone_prices(target_meta: Mapping[str, dict[str, Any]],
+                       cross_zone: Mapping[tuple[str, str, int], Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per target with measured cross-zone traffic: its ``serving`` $/hour without the traffic (each row
+    adds its own), its ``rate`` (USD per GB crossing, both ways) and ``basis`` (``measured`` for a cloud
+    cluster, ``would`` for a local one); the target's ``prices`` get the line at the mean GB/hour of
+    its rows (:func:`benchfleet.pricing.with_cross_zone`)."""
+    from benchfleet import pricing
+
+    by_target: dict[str, list[float]] = defaultdict(list)
+    for (target_id, _, _), figures in cross_zone.items():
+        by_target[target_id].append(float(figures["gb_per_hour"]))
+    out: dict[str, dict[str, Any]] = {}
+    for target_id, values in by_target.items():
+        meta = target_meta.get(target_id)
+        doc = (meta or {}).get("prices")
+        if meta is None or doc is None or meta.get("kind") not in ("cluster", "local"):
+            continue
+        would = meta.get("kind") == "local"
+        try:
+            prices = pricing.load_prices()
+        except (OSError, ValueError):
+            continue
+        out[target_id] = {"serving": doc.get("serving") or {}, "rate": 2 * pricing.cross_zone_rate(prices),
+                          "basis": "would" if would else "measured"}
+        meta["prices"] = pricing.with_cross_zone(doc, statistics.fmean(values), prices, would=would)
+    return out
+
+
+def _row_cross_zone(traffic: Mapping[str, Any] | None, figures: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A row's cross-zone traffic: GB/hour (replication, client, total), its $/hour (both ways, the
+    same under every pricing model) and its basis (``would``: a local cluster's, in no total)."""
+    if traffic is None or figures is None:
+        return None
+    return {**figures, "usd_per_hour": float(figures["gb_per_hour"]) * float(traffic["rate"]),
+            "basis": traffic["basis"]}
 
 
 def _row(target_id: str, threads: int, summaries: Sequence[Mapping[str, Any]],

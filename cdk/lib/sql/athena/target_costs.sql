@@ -7,6 +7,13 @@
 -- price_per_hour: the database's price per hour under the model (instance, storage, provisioned IOPS
 -- and throughput; client hosts are counted for no kind), from the `prices` each targets row records
 -- (benchfleet.pricing.recorded_prices; spot and some reservations can be absent: no row then).
+-- A cluster's price_per_hour also counts its cross-zone traffic at that thread count
+-- (benchfleet.stats.cost.cross_zone_bytes_per_s): per measured step, each node's mean rate of
+-- wsrep_replicated_bytes x (nodes - 1) (every write-set goes to every other node, each in its own zone)
+-- plus Bytes_sent + Bytes_received of every node but n1 (the client host's zone), then the mean over
+-- repetitions; cross_zone_gb_per_hour in GB of 2^30 bytes, cross_zone_usd_per_hour = GB/h x 2 (billed
+-- each way) x the recorded $/GB. Null for any other kind, and for a local cluster (free: `results`
+-- shows what its traffic would cost).
 -- tps_ci_*: Student-t interval of the mean of the repetitions' step tps on the log scale
 -- (benchfleet.stats.mean_ci); cost_* = price_per_hour * 1000 / tps, the interval carried through.
 WITH t975 AS (${t975}),
@@ -35,8 +42,36 @@ with_ci AS (
            END AS half
     FROM by_threads b LEFT JOIN t975 q ON q.df = b.repetitions - 1
 ),
+node_rates AS (
+    SELECT run_id, target_id, threads, repetition, coalesce(block, 0) AS block, source, counter,
+           avg(rate) AS rate
+    FROM "${database}"."status_samples"
+    WHERE phase = 'measure' AND second > 0 AND rate IS NOT NULL AND source LIKE 'n%' AND strpos(source, '/') = 0
+      AND counter IN ('wsrep_replicated_bytes', 'Bytes_sent', 'Bytes_received')
+    GROUP BY run_id, target_id, threads, repetition, coalesce(block, 0), source, counter
+),
+cross_steps AS (
+    SELECT run_id, target_id, threads, repetition, block,
+           sum(CASE WHEN counter = 'wsrep_replicated_bytes' THEN rate ELSE 0 END)
+               * (count(DISTINCT source) - 1)
+           + sum(CASE WHEN counter <> 'wsrep_replicated_bytes' AND source <> 'n1' THEN rate ELSE 0 END)
+               AS bytes_per_s
+    FROM node_rates
+    GROUP BY run_id, target_id, threads, repetition, block
+    -- every node reported its replicated bytes, else nothing can be said of the step
+    HAVING count(DISTINCT source) = count(DISTINCT CASE WHEN counter = 'wsrep_replicated_bytes' THEN source END)
+),
+cross_zone AS (
+    SELECT run_id, target_id, threads, avg(bytes_per_s) * 3600 / 1073741824.0 AS gb_per_hour
+    FROM cross_steps
+    GROUP BY run_id, target_id, threads
+),
 priced AS (
     SELECT k.*, m.pricing_model, t.kind, t.instance_type, t.vcpus, t.memory_mb, t.arch,
+           CASE WHEN t.kind = 'cluster' THEN c.gb_per_hour END AS cross_zone_gb_per_hour,
+           CASE WHEN t.kind = 'cluster' THEN c.gb_per_hour * 2
+               * CAST(json_extract_scalar(t.prices, '$.cross_zone_usd_per_gb_each_way') AS DOUBLE)
+           END AS cross_zone_usd_per_hour,
            CAST(CASE m.pricing_model
                WHEN 'on_demand' THEN json_extract_scalar(t.prices, '$.serving.on_demand')
                WHEN 'reserved_1y_no_upfront' THEN json_extract_scalar(t.prices, '$.serving.reserved_1y_no_upfront')
@@ -46,10 +81,15 @@ priced AS (
                WHEN 'reserved_3y_partial_upfront' THEN json_extract_scalar(t.prices, '$.serving.reserved_3y_partial_upfront')
                WHEN 'reserved_3y_all_upfront' THEN json_extract_scalar(t.prices, '$.serving.reserved_3y_all_upfront')
                WHEN 'spot' THEN json_extract_scalar(t.prices, '$.serving.spot')
-           END AS DOUBLE) AS price_per_hour
+           END AS DOUBLE) AS serving_per_hour
     FROM with_ci k
     CROSS JOIN models m
     LEFT JOIN targets t ON t.run_id = k.run_id AND t.target_id = k.target_id
+    LEFT JOIN cross_zone c ON c.run_id = k.run_id AND c.target_id = k.target_id AND c.threads = k.threads
+),
+with_traffic AS (
+    SELECT p.*, p.serving_per_hour + coalesce(p.cross_zone_usd_per_hour, 0) AS price_per_hour
+    FROM priced p
 )
 SELECT p.run_id, r.name AS run_name, r.started_at, p.target_id, p.kind, p.instance_type, p.vcpus, p.memory_mb,
        p.arch, p.threads, p.repetitions, p.tps_mean,
@@ -61,8 +101,9 @@ SELECT p.run_id, r.name AS run_name, r.started_at, p.target_id, p.kind, p.instan
            AS cost_ci_low,
        CASE WHEN p.tps_mean > 0 AND p.price_per_hour > 0 THEN p.price_per_hour * 1000 / (p.tps_mean * exp(-p.half)) END
            AS cost_ci_high,
-       CASE WHEN p.price_per_hour > 0 THEN p.tps_mean * 3600 / p.price_per_hour END AS transactions_per_usd
-FROM priced p
+       CASE WHEN p.price_per_hour > 0 THEN p.tps_mean * 3600 / p.price_per_hour END AS transactions_per_usd,
+       p.cross_zone_gb_per_hour, p.cross_zone_usd_per_hour
+FROM with_traffic p
 LEFT JOIN "${database}"."runs" r ON r.run_id = p.run_id
 -- An unpriced target keeps its on-demand row (its cost null, never zero); a model the tables lack
 -- for a target (spot, a reservation) has no row.
