@@ -34,15 +34,19 @@ Two parts, both through benchfleet's own verdict code (benchfleet.stats.verdict)
 
    Why paired blocks differ more than per-second noise predicts (November 2026, 2-core machine): each
    repetition starts a fresh server, and its InnoDB flushes no pages for checkpoints until its redo log
-   has filled for the first time, 8-15 s into the writes here; from then on it flushes continuously
-   and 1-thread tps falls by a third to a half (the one server thread shares the pinned CPU with the
-   flushing; 4 threads hardly notice). Measured at 3 s of warm-up, 1-thread blocks before that onset
-   ran ~6,500 tps and after it ~3,500-4,500, so a pair straddling it differed by up to 60%, at the same
-   place in every repetition. The spec's warm-up is therefore the workload default's 30 s (the demo's
-   is 3 s), and the script prints where the onset fell in each repetition, from the server status the
-   spec reads: ``flush_onset_s_rep<r>=`` (seconds after the warm-up began: the first reading with
-   ``Innodb_buffer_pool_pages_flushed`` rising) and ``flush_onset_in_warmup=k/n``. An onset after the
-   warm-up means the comparison's first blocks were measured on a server not yet in its steady state.
+   has filled for the first time, 8-20 s into the writes here (later on a slower or busier server);
+   from then on it flushes in episodes (data-file fsyncs ~1/s before, 5-20/s during one), and while
+   it flushes 1-thread tps falls by a third to a half (the one server thread shares the pinned CPU
+   with the flushing; 4 threads hardly notice). Measured at 3 s of warm-up, 1-thread blocks before
+   that onset ran ~6,500 tps and after it ~3,500-4,500, so a pair straddling it differed by up to 60%,
+   at about the same place in every repetition. The spec's warm-up is therefore the workload default's
+   30 s (the demo's is 3 s), and the script prints where the onset fell in each repetition, from the
+   server status the spec reads: ``flush_onset_s_rep<r>=`` (seconds after the warm-up began: the first
+   reading with ``Innodb_buffer_pool_pages_flushed`` rising) and ``flush_onset_in_warmup=k/n``. An
+   onset after the warm-up means the comparison's first blocks were measured on a server not yet in
+   its steady state. What remains is the machine's own noise: while other work ran (load average
+   ~15 on 2 cores) 4-thread blocks of one repetition swung between 1,200 and 5,500 tps, and no design
+   of 4 s blocks resolves that.
 
     .venv/bin/python tests/perf/resolution.py [--sims 20000] [--seed 24] [--no-local] [--spec S] [--home D]
 """
