@@ -41,15 +41,36 @@ function sqlBody(file: string): string {
 }
 
 /**
- * The dataset's SQL for a dialect with its placeholders replaced: ${database}, ${t975} by the
- * fragment sql/common/t975.sql (Student t quantiles for the 95% intervals) and ${t_of_df} by
+ * The dataset's SQL for a dialect with its placeholders replaced: ${database}, ${verdict} by the
+ * fragment sql/common/verdict.sql (the step results' verdict CTEs, one copy for both dialects), ${t975}
+ * by sql/common/t975.sql (Student t quantiles for the 95% intervals) and ${t_of_df} by
  * sql/common/t_of_df.sql (t at the degrees of freedom of the CTE needs_t).
  */
 export function datasetSql(dialect: 'athena' | 'timestream', name: DatasetName, database: string): string {
   const body = sqlBody(path.join(SQL_DIR, dialect, `${name}.sql`));
-  const t975 = sqlBody(path.join(SQL_DIR, 'common', 't975.sql'));
+  const values = sqlBody(path.join(SQL_DIR, 'common', 't975.sql'));
+  const t975 = dialect === 'timestream' ? t975Selects(values) : values;
   const tOfDf = sqlBody(path.join(SQL_DIR, 'common', 't_of_df.sql'));
-  return body.split('${t_of_df}').join(tOfDf).split('${t975}').join(t975).split('${database}').join(database);
+  const verdict = sqlBody(path.join(SQL_DIR, 'common', 'verdict.sql'));
+  return body
+    .split('${verdict}')
+    .join(verdict)
+    .split('${t_of_df}')
+    .join(tOfDf)
+    .split('${t975}')
+    .join(t975)
+    .split('${database}')
+    .join(database);
+}
+
+/**
+ * The t975 fragment's (df, t975) pairs as one-row SELECTs joined by UNION ALL, the same table for
+ * Timestream, whose FROM takes no VALUES list (tests/unit/test_dataset_sql.py does the same to run it).
+ */
+export function t975Selects(values: string): string {
+  const pairs = [...values.matchAll(/\((\d+), ([0-9.]+)\)/g)];
+  if (pairs.length === 0) throw new Error('sql/common/t975.sql: no (df, t975) pairs found');
+  return pairs.map(([, df, t]) => `SELECT ${df} AS df, CAST(${t} AS DOUBLE) AS t975`).join(' UNION ALL ');
 }
 
 /** Where the data lives: the Athena store construct, or the Timestream database name. */

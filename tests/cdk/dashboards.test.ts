@@ -8,7 +8,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { Match } from 'aws-cdk-lib/assertions';
-import { datasetSpecs, datasetSql, SHEETS } from '../../cdk/lib/dashboards';
+import { datasetSpecs, datasetSql, SHEETS, t975Selects } from '../../cdk/lib/dashboards';
 import { glueTables } from '../../cdk/lib/athena-store';
 import { actionsOf, buildStack, Built, nagFindings, policyStatements, REPO_ROOT, resourcesOf } from './helpers';
 
@@ -96,6 +96,24 @@ describe.each([
     expect(visualIds.sort()).toEqual(Object.values(SHEETS).flatMap((s) => [...s.visuals]).sort());
     expect(definition.Sheets.map((s: { SheetId: string }) => s.SheetId)).toEqual(Object.values(SHEETS).map((s) => s.sheetId));
     expect(dashboards[0][1].Properties.Permissions[0].Principal).toBe(PRINCIPAL);
+  });
+});
+
+describe('step results on Timestream', () => {
+  test('gets the t table as one-row SELECTs (no VALUES in its FROM), every pair of sql/common/t975.sql', () => {
+    const sql = datasetSql('timestream', 'step_results', 'DB');
+    expect(sql).not.toMatch(/\bVALUES\b/);
+    expect(sql).not.toContain('${t');
+    const values = datasetSql('athena', 'step_results', 'DB').match(/\((\d+), (\d+\.\d+)\)/g) ?? [];
+    expect(values).toHaveLength(30);
+    for (const pair of values) {
+      const [df, t] = pair.slice(1, -1).split(', ');
+      expect(sql).toContain(`SELECT ${df} AS df, CAST(${t} AS DOUBLE) AS t975`);
+    }
+    expect(() => t975Selects('SELECT 1')).toThrow(/no \(df, t975\) pairs/);
+    // The interval and verdict columns are computed, not null placeholders.
+    expect(sql).toContain('AS relative_ci_low_pct');
+    expect(sql).not.toContain('CAST(NULL AS DOUBLE) AS relative_ci_low_pct');
   });
 });
 

@@ -7,8 +7,8 @@ store filled through DuckDBStore's own methods. Dialect shim, the only differenc
 - ``"${database}".`` -> ``"main".`` (the Glue database name is substituted at synth);
 - ``json_extract_scalar(`` (Trino) -> ``json_extract_string(`` (DuckDB): same JSONPath, same result.
 
-``${t975}`` and ``${t_of_df}`` are the fragments ``cdk/lib/sql/common/t975.sql`` and ``t_of_df.sql``,
-substituted as the CDK app does.
+``${verdict}``, ``${t975}`` and ``${t_of_df}`` are the fragments ``cdk/lib/sql/common/verdict.sql``,
+``t975.sql`` and ``t_of_df.sql``, substituted as the CDK app does.
 """
 
 from __future__ import annotations
@@ -48,16 +48,40 @@ T975 = "\n".join(line for line in (SQL_DIR.parent / "common" / "t975.sql").read_
                  if not line.lstrip().startswith("--"))
 T_OF_DF = "\n".join(line for line in (SQL_DIR.parent / "common" / "t_of_df.sql").read_text().splitlines()
                     if not line.lstrip().startswith("--"))
+VERDICT = "\n".join(line for line in (SQL_DIR.parent / "common" / "verdict.sql").read_text().splitlines()
+                    if not line.lstrip().startswith("--"))
 
 
 def athena_to_duckdb(sql: str) -> str:
     """The documented dialect shim (module docstring)."""
-    return (sql.replace("${t_of_df}", T_OF_DF).replace("${t975}", T975).replace('"${database}".', '"main".')
+    return (sql.replace("${verdict}", VERDICT).replace("${t_of_df}", T_OF_DF).replace("${t975}", T975)
+            .replace('"${database}".', '"main".')
             .replace("json_extract_scalar(", "json_extract_string("))
 
 
 def dataset(name: str) -> str:
     return athena_to_duckdb((SQL_DIR / f"{name}.sql").read_text())
+
+
+def t975_selects(values: str) -> str:
+    """The t975 fragment as cdk/lib/dashboards.ts gives it to Timestream (t975Selects): one-row SELECTs."""
+    pairs = re.findall(r"\((\d+), ([0-9.]+)\)", values)
+    assert len(pairs) == 30
+    return " UNION ALL ".join(f"SELECT {df} AS df, CAST({t} AS DOUBLE) AS t975" for df, t in pairs)
+
+
+def timestream_dataset(name: str, db: DuckDBStore) -> str:
+    """A Timestream dataset's SQL run on DuckDB, over views in schema ``ts`` shaped as the records of
+    benchfleet/aws/store/timestream.py: dimensions as VARCHAR, no variant as '-', one measure name per
+    table; the fragments substituted as the CDK app does for Timestream."""
+    db.execute("CREATE SCHEMA IF NOT EXISTS ts")
+    for table, measure in (("step_summaries", "summary"), ("samples", "sample")):
+        db.execute(f"CREATE OR REPLACE VIEW ts.{table} AS SELECT * REPLACE (coalesce(variant, '-') AS variant, "
+                   f"CAST(threads AS VARCHAR) AS threads, CAST(repetition AS VARCHAR) AS repetition), "
+                   f"'{measure}' AS measure_name FROM main.{table}")
+    sql = (SQL_DIR.parent / "timestream" / f"{name}.sql").read_text()
+    return (sql.replace("${verdict}", VERDICT).replace("${t_of_df}", T_OF_DF).replace("${t975}", t975_selects(T975))
+            .replace('"${database}".', '"ts".'))
 
 
 def step_output(target: str, rep: int, threads: int, start: datetime) -> AgentOutput:
@@ -279,11 +303,13 @@ def test_timestream_dialect_has_every_dataset_with_every_column():
         assert not missing, f"timestream/{name}.sql lacks {missing}"
 
 
-def test_step_results_verdicts_and_caveats_equal_the_comparisons(tmp_path):
+@pytest.mark.parametrize("dialect", ["athena", "timestream"])
+def test_step_results_verdicts_and_caveats_equal_the_comparisons(tmp_path, dialect):
     """Issue 29: the dashboards' relative bars carry the same interval, verdict and caveats as `results`:
     a variant paired by repetition with its target's baseline variant, another target by Welch (one
     inconclusive, one slower), under steal 1.5 points apart and another kernel; a target with one
-    repetition is 'too few repetitions' and has no interval."""
+    repetition is 'too few repetitions' and has no interval. Both dialects: Timestream's records hold no
+    spec (its margin is the default 5%) and no fingerprints (its caveats are steal and iowait only)."""
     from benchfleet.records import StepSummary
 
     def summary(target, variant, rep, tps, steal):
@@ -299,7 +325,7 @@ def test_step_results_verdicts_and_caveats_equal_the_comparisons(tmp_path):
                         {"id": "b", "kind": "ec2", "instance_type": "m6i.large"},
                         {"id": "c", "kind": "ec2", "instance_type": "m6i.large"},
                         {"id": "d", "kind": "ec2", "instance_type": "m6i.large"}],
-            "variants": [{"id": "durable"}, {"id": "relaxed"}], "margin_pct": 4}
+            "variants": [{"id": "durable"}, {"id": "relaxed"}], "margin_pct": 4 if dialect == "athena" else 5}
     db = DuckDBStore(tmp_path / "v.duckdb")
     try:
         db.create_run(RUN, "vars", spec, "aws", None)
@@ -314,7 +340,8 @@ def test_step_results_verdicts_and_caveats_equal_the_comparisons(tmp_path):
                               Fingerprint(run_id=RUN, target_id=target, repetition=rep, time=T0, cpu_model="x",
                                           kernel="6.1" if target == "b" else "6.8", sysbench_version="1.0.20"))
         db.add_output(AgentOutput(summaries=found))
-        sql = {(r["target_id"], r["variant"]): r for r in db.query(dataset("step_results"))}
+        query = dataset("step_results") if dialect == "athena" else timestream_dataset("step_results", db)
+        sql = {(r["target_id"], r["variant"]): r for r in db.query(query)}
         doc = stats.run_comparison(db, RUN)
     finally:
         db.close()
@@ -326,7 +353,7 @@ def test_step_results_verdicts_and_caveats_equal_the_comparisons(tmp_path):
             continue
         verdicts.add(rel["verdict"])
         assert (got["design"], got["verdict"]) == (rel["design"], rel["verdict"]), row["label"]
-        assert got["relative_pct"] == pytest.approx(rel["pct"]) and got["margin_pct"] == 4
+        assert got["relative_pct"] == pytest.approx(rel["pct"]) and got["margin_pct"] == doc["margin_pct"]
         for key in ("ci_low_pct", "ci_high_pct"):
             # Welch's t is interpolated between whole degrees of freedom (speedup.sql): within 1%.
             assert (got[f"relative_{key}"] is None) == (rel[key] is None), (row["label"], key)
@@ -334,7 +361,11 @@ def test_step_results_verdicts_and_caveats_equal_the_comparisons(tmp_path):
                 assert got[f"relative_{key}"] == pytest.approx(rel[key], rel=0.01, abs=0.05), (row["label"], key)
         # Steal: the SQL reads the step summaries' mean steal (collect writes it from the seconds), which
         # this fixture has without seconds; results reads the seconds. The fingerprint caveats agree.
+        fingerprint = ({"kernel", "engine_version", "sysbench_version", "cpu_model"} if dialect == "timestream"
+                       else set())
         assert {w.split(" ")[0] for w in (got["caveats"] or "").split("; ") if w} - {"steal"} == \
-            {c["kind"] for c in row["caveats"]} - {"steal"}, row["label"]
+            {c["kind"] for c in row["caveats"]} - {"steal"} - fingerprint, row["label"]
     assert {"faster", "slower", "inconclusive", "too few repetitions"} <= verdicts, verdicts
-    assert sql[("b", "durable")]["caveats"] == "steal 1.70% vs 0.20%; kernel 6.1 vs 6.8"
+    assert sql[("b", "durable")]["caveats"] == ("steal 1.70% vs 0.20%; kernel 6.1 vs 6.8" if dialect == "athena"
+                                                else "steal 1.70% vs 0.20%")
+    assert len(sql) == 8 and all(list(r) == EXPECTED_COLUMNS["step_results"] for r in sql.values())

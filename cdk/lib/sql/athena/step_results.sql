@@ -2,7 +2,8 @@
 -- Views: throughput and p95 latency vs threads per series (target, or target · variant); relative %
 -- vs the baseline.
 -- Dialect: Athena engine v3 (Trino). ${database} is replaced at synth by the Glue database, ${t975}
--- and the t_of_df placeholder by the fragments sql/common/t975.sql and t_of_df.sql.
+-- and the t_of_df placeholder by the fragments sql/common/t975.sql and t_of_df.sql, the verdict
+-- placeholder by sql/common/verdict.sql (the verdict CTEs, shared with the timestream dialect).
 -- tests/unit/test_dataset_sql.py runs this file on DuckDB with one documented shim:
 -- json_extract_scalar -> json_extract_string (the only function the two dialects name differently).
 -- Figures follow benchfleet.stats: tps is sysbench's own step tps, averaged across repetitions (and
@@ -46,14 +47,6 @@ units AS (
     FROM "${database}"."step_summaries"
     WHERE phase = 'measure'
 ),
-reps AS (
-    SELECT run_id, target_id, variant, threads, repetition, avg(tps) AS tps
-    FROM units GROUP BY run_id, target_id, variant, threads, repetition
-),
-spread AS (
-    SELECT run_id, target_id, variant, threads, count(*) AS n, avg(tps) AS m, var_samp(tps) AS v
-    FROM reps GROUP BY run_id, target_id, variant, threads
-),
 iowait AS (
     SELECT run_id, target_id, coalesce(variant, '') AS variant, threads, avg(cpu_iowait_pct) AS iowait_mean_pct
     FROM "${database}"."samples"
@@ -85,67 +78,7 @@ bases AS (
                 THEN r.named ELSE r.first_variant END AS baseline_variant
     FROM runs r
 ),
--- Each row with the row its verdict is against: a variant, its target at the baseline variant; a
--- target, the baseline target at the baseline variant.
-against AS (
-    SELECT s.run_id, s.target_id, s.variant, s.threads, r.baseline_variant, r.margin_pct,
-           CASE WHEN s.variant <> r.baseline_variant THEN s.target_id ELSE r.baseline_target END AS vs_target,
-           s.variant <> r.baseline_variant AS paired
-    FROM steps s JOIN bases r ON r.run_id = s.run_id
-),
-paired AS (
-    SELECT a.run_id, a.target_id, a.variant, a.threads, count(*) AS n, avg(ln(c.tps / b.tps)) AS md,
-           var_samp(ln(c.tps / b.tps)) AS vd
-    FROM against a
-    JOIN units c ON c.run_id = a.run_id AND c.target_id = a.target_id AND c.variant = a.variant
-        AND c.threads = a.threads
-    JOIN units b ON b.run_id = a.run_id AND b.target_id = a.vs_target AND b.variant = a.baseline_variant
-        AND b.threads = a.threads AND b.repetition = c.repetition AND b.block = c.block
-    WHERE a.paired AND c.tps > 0 AND b.tps > 0
-    GROUP BY a.run_id, a.target_id, a.variant, a.threads
-),
--- One log ratio, its squared standard error, degrees of freedom and the repetitions (or pairs) of the
--- smaller side, per design.
-needs_t AS (
-    SELECT a.run_id, a.target_id, a.variant, a.threads, a.margin_pct, a.vs_target, a.baseline_variant,
-           CASE WHEN a.paired THEN 'paired' ELSE 'welch' END AS design,
-           CASE WHEN a.paired THEN p.md WHEN c.m > 0 AND b.m > 0 THEN ln(c.m / b.m) END AS lr,
-           CASE WHEN a.paired THEN CASE WHEN p.n >= 2 THEN p.vd / p.n END
-                WHEN c.n >= 2 AND b.n >= 2 AND c.m > 0 AND b.m > 0
-                THEN c.v / (c.m * c.m * c.n) + b.v / (b.m * b.m * b.n) END AS se2,
-           CASE WHEN a.paired THEN CAST(p.n - 1 AS DOUBLE)
-                WHEN c.n >= 2 AND b.n >= 2 AND c.v + b.v > 0
-                THEN power(c.v / (c.m * c.m * c.n) + b.v / (b.m * b.m * b.n), 2)
-                     / (power(c.v / (c.m * c.m * c.n), 2) / (c.n - 1) + power(b.v / (b.m * b.m * b.n), 2) / (b.n - 1))
-           END AS df,
-           CASE WHEN a.paired THEN p.n ELSE least(c.n, b.n) END AS n_min,
-           a.target_id = a.vs_target AND a.variant = a.baseline_variant AS is_baseline
-    FROM against a
-    LEFT JOIN paired p ON p.run_id = a.run_id AND p.target_id = a.target_id AND p.variant = a.variant
-        AND p.threads = a.threads
-    LEFT JOIN spread c ON c.run_id = a.run_id AND c.target_id = a.target_id AND c.variant = a.variant
-        AND c.threads = a.threads
-    LEFT JOIN spread b ON b.run_id = a.run_id AND b.target_id = a.vs_target AND b.variant = a.baseline_variant
-        AND b.threads = a.threads
-),
-t AS (${t_of_df}),
-verdicts AS (
-    SELECT t.*, CASE WHEN t.se2 = 0 THEN 0.0 WHEN t.se2 > 0 AND t.t IS NOT NULL THEN t.t * sqrt(t.se2) END AS half
-    FROM t
-),
-worded AS (
-    SELECT v.*,
-           CASE WHEN v.is_baseline THEN 'baseline'
-                WHEN v.lr IS NULL THEN 'insufficient data'
-                WHEN v.half IS NULL THEN 'too few repetitions'
-                WHEN v.lr - v.half > 0 THEN 'faster'
-                WHEN v.lr + v.half < 0 THEN 'slower'
-                WHEN v.n_min < 3 THEN 'too few repetitions'
-                WHEN ln(1 - v.margin_pct / 100) <= v.lr - v.half AND v.lr + v.half <= ln(1 + v.margin_pct / 100)
-                THEN 'equivalent'
-                ELSE 'inconclusive' END AS verdict
-    FROM verdicts v
-)
+${verdict}
 SELECT s.run_id, r.run_name, r.started_at, s.target_id, s.variant,
        s.target_id || CASE WHEN s.variant <> '' THEN ' · ' || s.variant ELSE '' END AS series,
        t.kind, t.instance_type, t.engine, t.region,

@@ -1,16 +1,42 @@
 -- Dataset "step results" on Timestream for LiveAnalytics (resultsStore=timestream).
--- Dialect: Timestream query language. ${database} is replaced at synth by the Timestream database.
+-- Dialect: Timestream query language. ${database} is replaced at synth by the Timestream database,
+-- ${t975} by sql/common/t975.sql's values as a UNION ALL of one-row SELECTs (Timestream's FROM takes no
+-- VALUES list), the t_of_df and verdict placeholders by sql/common/t_of_df.sql and verdict.sql, as for
+-- Athena (one copy of the verdict's CTEs for both dialects).
 -- Records as written by lambdas/benchfleet/aws/store/timestream.py: dimensions are VARCHAR (threads and
--- repetition are cast), every figure is a measure of one multi-measure record named 'summary';
--- variant is a dimension, '-' where the spec had no variants (read back as '').
+-- repetition are cast), every figure is a measure of one multi-measure record named 'summary' (block is
+-- absent where the step was not split into blocks); variant is a dimension, '-' where the spec had no
+-- variants (read back as '').
 -- Timestream holds no run or target metadata: run_name is the run id without its time suffix,
 -- started_at the first summary's time, the baseline target the alphabetically first target, the
--- baseline variant the alphabetically first variant, and kind, instance type, engine, region and
--- price are null (cost per 1000 TPS and the spec's baseline need the athena store). This dialect is not
--- given the t table (sql/common/t975.sql) nor the targets' fingerprints: no interval, so no verdict but
--- 'no interval (timestream store)', and no caveats (issue 29: the athena store has both).
+-- baseline variant the alphabetically first variant, the margin of the verdicts 5% (the spec's default;
+-- a spec's own margin_pct needs the athena store), and kind, instance type, engine, region and price
+-- are null (cost per 1000 TPS needs the athena store).
+-- The verdict is computed as sql/athena/step_results.sql computes it (benchfleet.stats.verdict): a
+-- variant against its target's baseline variant paired by (repetition, block), anything else Welch on
+-- the log of the ratio of per-repetition means; relative_ci_low/high_pct its 95% interval; verdict
+-- faster / slower / equivalent / inconclusive / too few repetitions / insufficient data / baseline.
+-- caveats: the two sides' CPU steal (1 point or more apart) and iowait (5 points), with the figures
+-- (benchfleet/stats/caveats.py's thresholds); fingerprint caveats (kernel, versions, CPU model) need the
+-- targets table of the athena store. tests/unit/test_dataset_sql.py runs this file on DuckDB over views
+-- shaped as these records and checks it against `results` with the athena file's test.
 -- Same columns, in the same order, as sql/athena/step_results.sql (sql/datasets.json).
-WITH steps AS (
+WITH t975 AS (${t975}),
+units AS (
+    SELECT run_id, target_id, CASE WHEN variant = '-' THEN '' ELSE variant END AS variant,
+           CAST(threads AS INTEGER) AS threads, CAST(repetition AS INTEGER) AS repetition,
+           coalesce(CAST(block AS BIGINT), -1) AS block, tps
+    FROM "${database}"."step_summaries"
+    WHERE measure_name = 'summary' AND phase = 'measure'
+),
+iowait AS (
+    SELECT run_id, target_id, CASE WHEN variant = '-' THEN '' ELSE variant END AS variant,
+           CAST(threads AS INTEGER) AS threads, avg(cpu_iowait_pct) AS iowait_mean_pct
+    FROM "${database}"."samples"
+    WHERE measure_name = 'sample' AND phase = 'measure'
+    GROUP BY run_id, target_id, variant, threads
+),
+steps AS (
     SELECT run_id, target_id, CASE WHEN variant = '-' THEN '' ELSE variant END AS variant,
            CAST(threads AS INTEGER) AS threads,
            max(workload) AS workload,
@@ -29,32 +55,65 @@ WITH steps AS (
     WHERE measure_name = 'summary' AND phase = 'measure'
     GROUP BY run_id, target_id, variant, threads
 ),
-runs AS (
+bases AS (
     SELECT run_id, min(first_time) AS started_at, min(target_id) AS baseline_target,
-           min(variant) AS baseline_variant
+           min(variant) AS baseline_variant, CAST(5.0 AS DOUBLE) AS margin_pct
     FROM steps
     GROUP BY run_id
+),
+${verdict},
+-- Each row with its baseline's figures, and the caveats' parts. A share in % with two decimals from
+-- whole hundredths (CAST of a DOUBLE to VARCHAR would read 1.7E0 in this dialect, and it has no DECIMAL).
+sided AS (
+    SELECT s.*, r.started_at, r.baseline_target, r.baseline_variant, b.tps_mean AS baseline_tps_mean,
+           w.lr, w.half, w.design, w.verdict, w.is_baseline, w.margin_pct, io.iowait_mean_pct,
+           CAST(round(100 * s.steal_mean_pct) AS BIGINT) AS steal_h, CAST(round(100 * b.steal_mean_pct) AS BIGINT) AS bsteal_h,
+           CAST(round(100 * io.iowait_mean_pct) AS BIGINT) AS iowait_h,
+           CAST(round(100 * bio.iowait_mean_pct) AS BIGINT) AS biowait_h,
+           abs(s.steal_mean_pct - b.steal_mean_pct) >= 1 AS steal_differs,
+           abs(io.iowait_mean_pct - bio.iowait_mean_pct) >= 5 AS iowait_differs
+    FROM steps s
+    JOIN bases r ON r.run_id = s.run_id
+    LEFT JOIN worded w ON w.run_id = s.run_id AND w.target_id = s.target_id AND w.variant = s.variant
+        AND w.threads = s.threads
+    LEFT JOIN steps b ON b.run_id = s.run_id AND b.threads = s.threads AND b.variant = r.baseline_variant
+        AND b.target_id = CASE WHEN s.variant <> r.baseline_variant THEN s.target_id ELSE r.baseline_target END
+    LEFT JOIN iowait io ON io.run_id = s.run_id AND io.target_id = s.target_id AND io.variant = s.variant
+        AND io.threads = s.threads
+    LEFT JOIN iowait bio ON bio.run_id = s.run_id AND bio.target_id = b.target_id AND bio.variant = b.variant
+        AND bio.threads = s.threads
+),
+parts AS (
+    SELECT sided.*,
+           CASE WHEN NOT is_baseline AND steal_differs THEN 'steal '
+                || CAST(CAST(floor(steal_h / 100.0) AS BIGINT) AS VARCHAR) || '.' || lpad(CAST(steal_h % 100 AS VARCHAR), 2, '0')
+                || '% vs '
+                || CAST(CAST(floor(bsteal_h / 100.0) AS BIGINT) AS VARCHAR) || '.' || lpad(CAST(bsteal_h % 100 AS VARCHAR), 2, '0')
+                || '%' END AS steal_caveat,
+           CASE WHEN NOT is_baseline AND iowait_differs THEN 'iowait '
+                || CAST(CAST(floor(iowait_h / 100.0) AS BIGINT) AS VARCHAR) || '.' || lpad(CAST(iowait_h % 100 AS VARCHAR), 2, '0')
+                || '% vs '
+                || CAST(CAST(floor(biowait_h / 100.0) AS BIGINT) AS VARCHAR) || '.' || lpad(CAST(biowait_h % 100 AS VARCHAR), 2, '0')
+                || '%' END AS iowait_caveat
+    FROM sided
 )
-SELECT s.run_id, regexp_replace(s.run_id, '-[0-9]{8}t[0-9]{6}-[0-9a-f]{4}$', '') AS run_name,
-       r.started_at, s.target_id, s.variant,
-       s.target_id || CASE WHEN s.variant <> '' THEN ' · ' || s.variant ELSE '' END AS series,
+SELECT run_id, regexp_replace(run_id, '-[0-9]{8}t[0-9]{6}-[0-9a-f]{4}$', '') AS run_name,
+       started_at, target_id, variant,
+       target_id || CASE WHEN variant <> '' THEN ' · ' || variant ELSE '' END AS series,
        CAST(NULL AS VARCHAR) AS kind, CAST(NULL AS VARCHAR) AS instance_type,
        CAST(NULL AS VARCHAR) AS engine, CAST(NULL AS VARCHAR) AS region,
-       s.workload, s.threads, s.repetitions,
-       s.tps_mean, s.tps_min, s.tps_max,
-       s.latency_pct, s.latency_pct_ms_min, s.latency_pct_ms_max,
-       s.tps_cv_mean, s.steal_mean_pct, s.errors,
-       r.baseline_target, r.baseline_variant,
-       b.tps_mean AS baseline_tps_mean,
-       CASE WHEN b.tps_mean > 0 THEN 100 * (s.tps_mean / b.tps_mean - 1) END AS relative_pct,
+       workload, threads, repetitions,
+       tps_mean, tps_min, tps_max,
+       latency_pct, latency_pct_ms_min, latency_pct_ms_max,
+       tps_cv_mean, steal_mean_pct, errors,
+       baseline_target, baseline_variant, baseline_tps_mean,
+       CASE WHEN lr IS NOT NULL THEN 100 * (exp(lr) - 1) END AS relative_pct,
        CAST(NULL AS DOUBLE) AS price_per_hour,
        CAST(NULL AS DOUBLE) AS cost_per_1000_tps,
-       CAST(NULL AS VARCHAR) AS design, CAST(NULL AS DOUBLE) AS relative_ci_low_pct,
-       CAST(NULL AS DOUBLE) AS relative_ci_high_pct,
-       CASE WHEN s.target_id = b.target_id AND s.variant = b.variant THEN 'baseline'
-            ELSE 'no interval (timestream store)' END AS verdict,
-       CAST(5.0 AS DOUBLE) AS margin_pct, CAST(NULL AS DOUBLE) AS iowait_mean_pct, CAST(NULL AS VARCHAR) AS caveats
-FROM steps s
-JOIN runs r ON r.run_id = s.run_id
-LEFT JOIN steps b ON b.run_id = s.run_id AND b.threads = s.threads AND b.variant = r.baseline_variant
-    AND b.target_id = CASE WHEN s.variant <> r.baseline_variant THEN s.target_id ELSE r.baseline_target END
+       CASE WHEN NOT is_baseline THEN design END AS design,
+       CASE WHEN NOT is_baseline AND half IS NOT NULL THEN 100 * (exp(lr - half) - 1) END AS relative_ci_low_pct,
+       CASE WHEN NOT is_baseline AND half IS NOT NULL THEN 100 * (exp(lr + half) - 1) END AS relative_ci_high_pct,
+       verdict, margin_pct, iowait_mean_pct,
+       CASE WHEN steal_caveat IS NOT NULL AND iowait_caveat IS NOT NULL THEN steal_caveat || '; ' || iowait_caveat
+            ELSE coalesce(steal_caveat, iowait_caveat) END AS caveats
+FROM parts
