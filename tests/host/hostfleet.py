@@ -14,6 +14,7 @@ import uuid
 from pathlib import Path
 
 from machine import Machine, Netns
+from tests.per_second import assert_per_second  # noqa: F401 (the host tests' name for it)
 
 # What the host tier presents a volume as: the name Nitro's udev rules give an EBS volume's NVMe
 # device under /dev/disk/by-id (workloads/agent/benchfleet_storage.py EBS_PREFIX).
@@ -150,14 +151,6 @@ class Fleet:
             self.release(machine)
         for ns in self.namespaces:
             ns.close()
-
-
-def assert_per_second(seconds: list[float], duration_s: int) -> None:
-    """One sample per second of the step: 1, 2, ... with no gap. sysbench 1.0.20 may skip the
-    report that falls due as --time ends (seen here under load), so the last second may be missing;
-    nothing else may."""
-    assert seconds == [float(i) for i in range(1, len(seconds) + 1)], seconds
-    assert duration_s - 1 <= len(seconds) <= duration_s, (len(seconds), duration_s)
 
 
 def guest_ps(host: Machine) -> list[str]:

