@@ -10,6 +10,7 @@ import { AthenaStore } from './athena-store';
 import { BenchfleetConfig, effectiveSweepRegions } from './config';
 import { Dashboards } from './dashboards';
 import { applyWildcardSuppressions } from './nag';
+import { refuseOverflowPolicies } from './role-policy-limits';
 import { targetResourcesParameterName } from './naming';
 import { Network } from './network';
 import { Orchestration } from './orchestration';
@@ -137,6 +138,7 @@ export class BenchfleetStack extends Stack {
 
     this.suppressFrameworkFindings();
     applyWildcardSuppressions(this);
+    refuseOverflowPolicies(this);
   }
 
   /** Findings on resources CDK itself adds (singleton providers), suppressed where they are. */

@@ -179,6 +179,8 @@ function oneOf<T extends string>(node: Node, key: string, fallback: T, allowed: 
 
 /** AWS region names: us-east-1, eu-central-2, us-gov-west-1, ap-southeast-5, ... */
 const REGION_NAME = /^[a-z]{2}(-[a-z]+)+-[0-9]{1,2}$/;
+/** The most regions `sweepRegions` or `targetRegions` may list (targetRegions is further capped by buildApp). */
+export const MAX_LISTED_REGIONS = 30;
 
 /** A list of regions as JSON (cdk.json, or -c '["a","b"]') or comma separated (-c a,b). */
 function regions(node: Node, key: string): string[] | undefined {
@@ -194,8 +196,8 @@ function regions(node: Node, key: string): string[] | undefined {
   } else if (typeof v === 'string') {
     list = v.split(',').map((r) => r.trim());
   }
-  if (!Array.isArray(list) || list.length === 0 || list.length > 30) {
-    throw new ConfigError(key, 'expected a list of 1 to 30 region names, e.g. ["us-east-1", "eu-west-1"]');
+  if (!Array.isArray(list) || list.length === 0 || list.length > MAX_LISTED_REGIONS) {
+    throw new ConfigError(key, `expected a list of 1 to ${MAX_LISTED_REGIONS} region names, e.g. ["us-east-1", "eu-west-1"]`);
   }
   const seen = new Set<string>();
   for (const region of list) {

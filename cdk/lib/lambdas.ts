@@ -79,6 +79,7 @@ export function copyLambdaAsset(outputDir: string): void {
 type Grant =
   | 'describe'
   | 'targetCreate'
+  | 'rdsSecretCreate'
   | 'targetDelete'
   | 'dbReboot'
   | 'parameterGroupSwitch'
@@ -115,7 +116,7 @@ export const HANDLERS: Record<HandlerModule, HandlerSpec> = {
     description: 'Create one target (EC2 / RDS / Aurora + client), tagged with its run',
     timeout: Duration.seconds(120),
     memoryMiB: 256,
-    grants: ['describe', 'targetCreate', 'runsReadWrite'],
+    grants: ['describe', 'targetCreate', 'rdsSecretCreate', 'runsReadWrite'],
   },
   readiness: {
     description: 'Report whether a target and its SSM agent are ready; bind its DB secret to its host',
@@ -293,6 +294,8 @@ export class BenchfleetFunctions extends Construct {
         return p.grantDescribe(role);
       case 'targetCreate':
         return p.grantTargetCreate(role);
+      case 'rdsSecretCreate':
+        return p.grantRdsSecretCreate(role);
       case 'targetDelete':
         // The per-target teardown works in the target regions; the sweepers wherever targets may be.
         return p.grantTargetDelete(

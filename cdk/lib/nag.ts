@@ -2,8 +2,6 @@
  * cdk-nag suppressions for IAM wildcards, registered by the code that adds the wildcard statement,
  * on the role that holds it, with the reason the wildcard is needed (each at most once per role).
  */
-import { AspectPriority, Aspects } from 'aws-cdk-lib';
-import * as iam from 'aws-cdk-lib/aws-iam';
 import { NagPackSuppression, NagSuppressions } from 'cdk-nag';
 import { IConstruct } from 'constructs';
 
@@ -20,6 +18,14 @@ function arnPattern(service: string, rest: string, withAccount = true): { regex:
   return { regex: `/^Resource::arn:${PARTITION}:${service}:${REGION}:${account}:${escaped}$/` };
 }
 const regional = (service: string, rest: string): { regex: string } => arnPattern(service, rest);
+/**
+ * The same, or any region (`*`): the deleting roles of a stack with several target or sweep regions
+ * name no region and deny the others by aws:RequestedRegion (Permissions.onlyInRegions).
+ */
+const anyRegion = (service: string, rest: string): { regex: string } => {
+  const { regex } = arnPattern(service, rest);
+  return { regex: regex.replace(`:${service}:${REGION}:`, `:${service}:(${REGION}|\\*):`) };
+};
 
 export const WILDCARDS = {
   unscopedApis: {
@@ -54,17 +60,19 @@ export const WILDCARDS = {
       'a host writes under its own instance ARN only (${ec2:SourceInstanceARN}); collect reads the hosts/ prefix.',
   },
   instances: {
-    appliesTo: [regional('ec2', 'instance/*')],
+    appliesTo: [anyRegion('ec2', 'instance/*')],
     reason:
       'Instance ids exist only at run time; every statement on instance/* is conditioned on the ' +
       'benchfleet:run-id tag and this stack as benchfleet:stack (aws:RequestTag to launch, ' +
-      'aws:ResourceTag / ssm:resourceTag to use or terminate).',
+      'aws:ResourceTag / ssm:resourceTag to use or terminate); terminating in any region (*) is denied ' +
+      'outside the stack\'s target or sweep regions (aws:RequestedRegion).',
   },
   volumes: {
-    appliesTo: [regional('ec2', 'volume/*')],
+    appliesTo: [anyRegion('ec2', 'volume/*')],
     reason:
       'Data volume ids exist only at run time (created with their instance); deleting one requires the ' +
-      'benchfleet:run-id tag and this stack as benchfleet:stack on the volume (aws:ResourceTag).',
+      'benchfleet:run-id tag and this stack as benchfleet:stack on the volume (aws:ResourceTag), and ' +
+      'is denied outside the stack\'s target or sweep regions (aws:RequestedRegion).',
   },
   launchResources: {
     appliesTo: [
@@ -86,8 +94,8 @@ export const WILDCARDS = {
   },
   databases: {
     appliesTo: [
-      { regex: '/^Resource::arn:(<AWS::Partition>|aws[a-z-]*):rds:(<AWS::Region>|[a-z0-9-]+):(<AWS::AccountId>|[0-9]{12}):(db|cluster):bf[0-9a-f]{6}-\\*-r\\*-(db|writer|cluster)$/' },
-      { regex: '/^Resource::arn:(<AWS::Partition>|aws[a-z-]*):rds:(<AWS::Region>|[a-z0-9-]+):(<AWS::AccountId>|[0-9]{12}):(pg|cluster-pg):bf[0-9a-f]{6}-\\*-r\\*-(pg|cpg)$/' },
+      { regex: `/^Resource::arn:${PARTITION}:rds:(${REGION}|\\*):${ACCOUNT}:(db|cluster):bf[0-9a-f]{6}-\\*-r\\*-(db|writer|cluster)$/` },
+      { regex: `/^Resource::arn:${PARTITION}:rds:(${REGION}|\\*):${ACCOUNT}:(pg|cluster-pg):bf[0-9a-f]{6}-\\*-r\\*-(pg|cpg)$/` },
       regional('rds', 'pg:default.*'),
       regional('rds', 'cluster-pg:default.*'),
       regional('rds', 'og:default:*'),
@@ -95,7 +103,8 @@ export const WILDCARDS = {
     reason:
       'DB instance, cluster and parameter group names exist only at run time: they are named <stack prefix>-*-r<n>-<role>, creating ' +
       'requires the run tags and this stack as owner (aws:RequestTag), deleting requires both on the resource ' +
-      '(aws:ResourceTag); the default parameter and option groups are only referenced by the creates.',
+      '(aws:ResourceTag) and is denied outside the stack\'s target or sweep regions (aws:RequestedRegion, where the ARNs name ' +
+      'any region); the default parameter and option groups are only referenced by the creates.',
   },
   rdsSecrets: {
     appliesTo: [
@@ -153,17 +162,6 @@ export function applyWildcardSuppressions(scope: IConstruct): void {
     if (path !== scope.node.path && !path.startsWith(`${scope.node.path}/`)) continue;
     const suppressions = [...kinds].map((kind) => ({ id: 'AwsSolutions-IAM5', ...WILDCARDS[kind] }));
     NagSuppressions.addResourceSuppressions(principal, suppressions, true);
-    // A role whose statements outgrow its inline policy gets OverflowPolicy<n> managed policies, made by
-    // the role's own aspect at synthesis (after this call): they carry the same statements, so the
-    // same suppressions, attached once they exist and before cdk-nag (priority DEFAULT) reads them.
-    Aspects.of(principal).add(
-      {
-        visit(node: IConstruct): void {
-          if (node instanceof iam.CfnManagedPolicy) NagSuppressions.addResourceSuppressions(node, suppressions);
-        },
-      },
-      { priority: AspectPriority.MUTATING + 1 },
-    );
     pending.delete(principal);
   }
 }

@@ -137,7 +137,6 @@ export class Permissions {
     allowWildcard(role, 'ubuntuImages');
     allowWildcard(role, 'ubuntuAmiParameters');
     allowWildcard(role, 'databases');
-    allowWildcard(role, 'rdsSecrets');
 
     const instanceArn = this.ec2('instance');
     const volumeArn = this.ec2('volume');
@@ -263,25 +262,6 @@ export class Permissions {
         conditions: requireRunTags(this.owner),
       }),
     );
-    // ManageMasterUserPassword: RDS creates the secret (rds!<db|cluster>-<uuid>) with the caller's
-    // permissions and tags it with its database's ARN (aws:rds:primaryDBInstanceArn /
-    // aws:rds:primaryDBClusterArn). Only an AWS service may set an aws: tag, so requiring that request
-    // tag, naming a database of this stack's prefix, lets RDS create and tag the secrets of our
-    // databases and nobody anything else, without relying on aws:CalledVia (whose presence on these
-    // calls the documentation does not settle); benchfleet:secret-reader is readiness's to set, never here.
-    for (const { kind, type, tag } of RDS_SECRET_KINDS) {
-      add(
-        new iam.PolicyStatement({
-          sid: `RdsCreatesOwnDb${kind}Secret`,
-          actions: ['secretsmanager:CreateSecret', 'secretsmanager:TagResource'],
-          resources: [this.arn('secretsmanager', 'secret', `rds!${type}-*`)],
-          conditions: {
-            StringLike: { [`aws:RequestTag/${tag}`]: this.rds(type, `${this.dbPrefix}-*`, '*') },
-            'ForAllValues:StringNotEquals': { 'aws:TagKeys': [TAG_SECRET_READER] },
-          },
-        }),
-      );
-    }
     // The Service Authorization Reference's dependent actions of rds:CreateDBInstance/CreateDBCluster
     // for what provision asks (ManageMasterUserPassword, StorageEncrypted, both with the AWS managed
     // keys): kms:DescribeKey on the Secrets Manager and RDS keys, whose ids differ per account and
@@ -313,6 +293,43 @@ export class Permissions {
   }
 
   /**
+   * provision: RDS creates and tags the managed master secret of a run's database with provision's
+   * permissions. Granted once, by the home stack, for every region (the secret lives beside its
+   * database, which provision can create only in the target regions): written per region it made each
+   * regional stack's provision grants too long for one managed policy (6,144 characters).
+   */
+  public grantRdsSecretCreate(role: PolicyHolder): void {
+    allowWildcard(role, 'rdsSecrets');
+    // ManageMasterUserPassword: RDS creates the secret (rds!<db|cluster>-<uuid>) with the caller's
+    // permissions and tags it with its database's ARN (aws:rds:primaryDBInstanceArn /
+    // aws:rds:primaryDBClusterArn). Only an AWS service may set an aws: tag, so requiring that request
+    // tag, naming a database of this stack's prefix, lets RDS create and tag the secrets of our
+    // databases and nobody anything else, without relying on aws:CalledVia (whose presence on these
+    // calls the documentation does not settle); benchfleet:secret-reader is readiness's to set, never here.
+    for (const { kind, type, tag } of RDS_SECRET_KINDS) {
+      role.addToPrincipalPolicy(
+        new iam.PolicyStatement({
+          sid: `RdsCreatesOwnDb${kind}Secret`,
+          actions: ['secretsmanager:CreateSecret', 'secretsmanager:TagResource'],
+          resources: [
+            this.stack.formatArn({
+              service: 'secretsmanager',
+              region: '*',
+              resource: 'secret',
+              resourceName: `rds!${type}-*`,
+              arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+            }),
+          ],
+          conditions: {
+            StringLike: { [`aws:RequestTag/${tag}`]: this.rds(type, `${this.dbPrefix}-*`, '*') },
+            'ForAllValues:StringNotEquals': { 'aws:TagKeys': [TAG_SECRET_READER] },
+          },
+        }),
+      );
+    }
+  }
+
+  /**
    * teardown / teardown_by_tag / janitor / api: terminate and delete only resources of a run of this
    * stack (instances, their data volumes, databases), in the stack's region and in `extraRegions`
    * (the sweep regions; ARNs name their region).
@@ -323,12 +340,19 @@ export class Permissions {
     allowWildcard(role, 'volumes');
     allowWildcard(role, 'databases');
 
-    const regions = [this.stack.region, ...extraRegions.filter((r) => r !== this.stack.region)];
+    const actions = {
+      instances: ['ec2:TerminateInstances'],
+      volumes: ['ec2:DeleteVolume'],
+      databases: ['rds:DeleteDBInstance', 'rds:DeleteDBCluster'],
+      groups: ['rds:DeleteDBParameterGroup', 'rds:DeleteDBClusterParameterGroup'],
+      groupTags: ['rds:ListTagsForResource'],
+    };
+    const region = this.onlyInRegions(role, 'DeleteOnlyInListedRegions', Object.values(actions).flat(), extraRegions);
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         sid: 'TerminateOwnedInstances',
-        actions: ['ec2:TerminateInstances'],
-        resources: regions.map((region) => this.ec2('instance', region)),
+        actions: actions.instances,
+        resources: [this.ec2('instance', region)],
         conditions: requireOwnedResource(this.owner),
       }),
     );
@@ -337,28 +361,26 @@ export class Permissions {
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         sid: 'DeleteOwnedVolumes',
-        actions: ['ec2:DeleteVolume'],
-        resources: regions.map((region) => this.ec2('volume', region)),
+        actions: actions.volumes,
+        resources: [this.ec2('volume', region)],
         conditions: requireOwnedResource(this.owner),
       }),
     );
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         sid: 'DeleteOwnedDatabases',
-        actions: ['rds:DeleteDBInstance', 'rds:DeleteDBCluster'],
-        resources: regions.flatMap((region) => ownDatabaseArns(this.dbPrefix, (type, name) => this.rds(type, name, region))),
+        actions: actions.databases,
+        resources: ownDatabaseArns(this.dbPrefix, (type, name) => this.rds(type, name, region)),
         conditions: requireOwnedResource(this.owner),
       }),
     );
     // The run's parameter groups, after their databases. RDS lists them without tags: the sweepers
     // read the tags of those named as provision names them (read only).
-    const groups = regions.flatMap((region) =>
-      ownParameterGroupArns(this.dbPrefix, (type, name) => this.rds(type, name, region)),
-    );
+    const groups = ownParameterGroupArns(this.dbPrefix, (type, name) => this.rds(type, name, region));
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         sid: 'DeleteOwnedParameterGroups',
-        actions: ['rds:DeleteDBParameterGroup', 'rds:DeleteDBClusterParameterGroup'],
+        actions: actions.groups,
         resources: groups,
         conditions: requireOwnedResource(this.owner),
       }),
@@ -366,7 +388,7 @@ export class Permissions {
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         sid: 'ReadParameterGroupTags',
-        actions: ['rds:ListTagsForResource'],
+        actions: actions.groupTags,
         resources: groups,
       }),
     );
@@ -379,17 +401,41 @@ export class Permissions {
   public grantDatabaseReboot(role: iam.IRole, extraRegions: readonly string[] = []): void {
     allowWildcard(role, 'databases');
 
-    const regions = [this.stack.region, ...extraRegions.filter((r) => r !== this.stack.region)];
+    const actions = ['rds:RebootDBInstance'];
+    const region = this.onlyInRegions(role, 'RebootOnlyInTargetRegions', actions, extraRegions);
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         sid: 'RebootOwnedDatabases',
-        actions: ['rds:RebootDBInstance'],
-        resources: regions.flatMap((region) =>
-          ownDatabaseArns(this.dbPrefix, (type, name) => this.rds(type, name, region)).filter((arn) => arn.includes(':db:')),
+        actions,
+        resources: ownDatabaseArns(this.dbPrefix, (type, name) => this.rds(type, name, region)).filter((arn) =>
+          arn.includes(':db:'),
         ),
         conditions: requireOwnedResource(this.owner),
       }),
     );
+  }
+
+  /**
+   * The region to put in the ARNs of `actions` for the stack's region plus `extraRegions`. One region:
+   * that region. Several: `*`, and one Deny of those actions outside the list (aws:RequestedRegion,
+   * set on every request). One ARN per region and statement made a role's policy grow with the
+   * region count until CDK split it into OverflowPolicy managed policies, which at the allowed
+   * maximum (10 target regions, 30 sweep regions) were themselves larger than IAM accepts; this way
+   * the list is written once per role, and the Allow statements stay those of one region.
+   */
+  private onlyInRegions(role: iam.IRole, sid: string, actions: string[], extraRegions: readonly string[]): string {
+    const regions = [this.stack.region, ...extraRegions.filter((r) => r !== this.stack.region)];
+    if (regions.length === 1) return this.stack.region;
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid,
+        effect: iam.Effect.DENY,
+        actions,
+        resources: ['*'],
+        conditions: { StringNotEquals: { 'aws:RequestedRegion': regions } },
+      }),
+    );
+    return '*';
   }
 
   /**

@@ -13,6 +13,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { BenchfleetConfig } from './config';
 import { applyWildcardSuppressions } from './nag';
+import { refuseOverflowPolicies } from './role-policy-limits';
 import { agentDocumentName, lambdaRoleName } from './naming';
 import { Network } from './network';
 import { ownershipOf } from './ownership';
@@ -90,5 +91,6 @@ export class TargetRegionStack extends Stack {
     forwardStepEnds(this, 'ForwardStepEnds', props.homeRegion, agentDocumentName(config.stackName));
 
     applyWildcardSuppressions(this);
+    refuseOverflowPolicies(this);
   }
 }

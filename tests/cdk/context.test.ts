@@ -5,7 +5,24 @@ import * as path from 'path';
 import { App } from 'aws-cdk-lib';
 import { Match } from 'aws-cdk-lib/assertions';
 import { readConfig } from '../../cdk/lib/config';
+import { dbIdentifierPrefixOf } from '../../cdk/lib/ownership';
+import { Template } from 'aws-cdk-lib/assertions';
 import { buildStack, FIXTURES, nagFindings, resourcesOf } from './helpers';
+import { Decision, evaluate, roleStatements } from './iam-eval';
+
+/** This stack's identity and database prefix with the evaluator's pseudo parameters (us-east-1). */
+const OWNER = 'Benchfleet@us-east-1';
+const DB_PREFIX = dbIdentifierPrefixOf('Benchfleet');
+const lambdaRole = (name: string): RegExp => new RegExp(`^OrchestrationFunctions${name}Role[0-9A-F]{8}$`);
+
+/** May this Lambda's role terminate a run's instance of `owner` in `region`? */
+function terminate(template: Template, name: string, region: string, owner = OWNER): Decision {
+  return evaluate(roleStatements(template, lambdaRole(name)), {
+    action: 'ec2:TerminateInstances',
+    resource: `arn:aws:ec2:${region}:111111111111:instance/i-0123456789abcdef0`,
+    context: { 'aws:ResourceTag/benchfleet:run-id': 'r1', 'aws:ResourceTag/benchfleet:stack': owner },
+  });
+}
 
 // -c resultsStore=timestream -c keepResults=true: retention, and (below) Timestream one key away.
 const retained = buildStack({ keepResults: true, resultsStore: 'timestream' });
@@ -268,20 +285,13 @@ describe('sweepRegions', () => {
   });
 
   test('the sweepers may delete run-tagged resources there too; the per-target teardown only at home', () => {
-    const policy = (name: string): any[] => {
-      const [, p] = resourcesOf(template, 'AWS::IAM::Policy').find(([id]) =>
-        new RegExp(`^OrchestrationFunctions${name}RoleDefaultPolicy[0-9A-F]{8}$`).test(id),
-      )!;
-      return p.Properties.PolicyDocument.Statement;
-    };
     for (const name of ['Janitor', 'TeardownByTag', 'Api', 'Teardown']) {
-      const terminate = policy(name).find((s) => s.Sid === 'TerminateOwnedInstances');
-      const text = JSON.stringify(terminate.Resource);
-      expect(text).toContain('"AWS::Region"'); // the stack's own region always
-      if (name === 'Teardown') expect(text).not.toContain('eu-west-1');
-      else expect(text).toMatch(/:ec2:eu-west-1:.*:ec2:us-east-1:|:ec2:us-east-1:.*:ec2:eu-west-1:/);
-      expect(terminate.Condition.Null).toEqual({ 'aws:ResourceTag/benchfleet:run-id': 'false' });
-      expect(terminate.Condition.StringEquals['aws:ResourceTag/benchfleet:stack']).toBeDefined();
+      const may = (region: string, owner = OWNER): Decision => terminate(template, name, region, owner);
+      expect([name, may('us-east-1')]).toEqual([name, 'allow']); // the stack's own region always
+      expect([name, may('eu-west-1')]).toEqual([name, name === 'Teardown' ? 'implicit-deny' : 'allow']);
+      expect([name, may('ap-south-1')]).not.toEqual([name, 'allow']);
+      // Only run-tagged instances of this stack.
+      expect([name, may('us-east-1', 'Other@us-east-1')]).toEqual([name, 'implicit-deny']);
     }
   });
 
@@ -306,25 +316,23 @@ describe('targetRegions', () => {
   test('the janitor sweeps every target region, and the sweepers may delete there', () => {
     const [, janitor] = fns.find(([, f]) => f.Properties.Handler === 'handlers.janitor.handler')!;
     expect(janitor.Properties.Environment.Variables.SWEEP_REGIONS).toBe('us-west-1,eu-north-1');
-    const [, policy] = resourcesOf(template, 'AWS::IAM::Policy').find(([id]) =>
-      /^OrchestrationFunctionsJanitorRoleDefaultPolicy[0-9A-F]{8}$/.test(id),
-    )!;
-    const terminate = policy.Properties.PolicyDocument.Statement.find((s: any) => s.Sid === 'TerminateOwnedInstances');
-    const text = JSON.stringify(terminate.Resource);
-    expect(text).toContain(':ec2:us-west-1:');
-    expect(text).toContain(':ec2:eu-north-1:');
+    for (const region of ['us-west-1', 'eu-north-1']) expect(terminate(template, 'Janitor', region)).toBe('allow');
+    expect(terminate(template, 'Janitor', 'ap-south-1')).toBe('explicit-deny');
   });
 
   test("the per-target teardown may delete in every target region (it acts in the target's)", () => {
-    const [, policy] = resourcesOf(template, 'AWS::IAM::Policy').find(([id]) =>
-      /^OrchestrationFunctionsTeardownRoleDefaultPolicy[0-9A-F]{8}$/.test(id),
-    )!;
-    const statements = policy.Properties.PolicyDocument.Statement;
-    for (const sid of ['TerminateOwnedInstances', 'DeleteOwnedVolumes', 'DeleteOwnedDatabases']) {
-      const text = JSON.stringify(statements.find((s: any) => s.Sid === sid).Resource);
-      expect(text).toContain(':us-west-1:');
-      expect(text).toContain(':eu-north-1:');
-      expect(text).toContain('"AWS::Region"');
+    const statements = roleStatements(template, lambdaRole('Teardown'));
+    const context = { 'aws:ResourceTag/benchfleet:run-id': 'r1', 'aws:ResourceTag/benchfleet:stack': OWNER };
+    for (const region of ['us-east-1', 'us-west-1', 'eu-north-1', 'ap-south-1']) {
+      const expected = region === 'ap-south-1' ? 'explicit-deny' : 'allow';
+      const arn = (rest: string): string => `arn:aws:${rest.replace('<region>', region)}`;
+      for (const [action, resource] of [
+        ['ec2:TerminateInstances', arn('ec2:<region>:111111111111:instance/i-0123456789abcdef0')],
+        ['ec2:DeleteVolume', arn('ec2:<region>:111111111111:volume/vol-0123456789abcdef0')],
+        ['rds:DeleteDBInstance', arn(`rds:<region>:111111111111:db:${DB_PREFIX}-m6i-0a1b2c3d-r1-db`)],
+      ]) {
+        expect([action, region, evaluate(statements, { action, resource, context })]).toEqual([action, region, expected]);
+      }
     }
   });
 

@@ -8,7 +8,8 @@
  *
  * Written here so that the app's own checks need no AGPL code; the maintained simulator on npm
  * (@cloud-copilot/iam-simulate, AGPL-3.0) takes every decision of ownership.test.ts again as a test
- * tool (second-opinion.ts). No role has AWS managed policies, whose documents are not in the template.
+ * tool (second-opinion.ts). No role has AWS managed policies, whose documents are not in the template
+ * (stack.test.ts and regions.test.ts check that).
  */
 import { Template } from 'aws-cdk-lib/assertions';
 
@@ -74,13 +75,20 @@ export function resolve(value: unknown, pseudo: Pseudo = PSEUDO): unknown {
   throw new Error(`cannot resolve ${JSON.stringify(value)}`);
 }
 
-/** Every inline policy statement attached to the one role whose logical id matches `role`. */
+/**
+ * Every statement of the template's policies attached to the one role whose logical id matches
+ * `role`: its inline policies and the stack's own managed policies (CDK's OverflowPolicy<n> among them).
+ */
 export function roleStatements(template: Template, role: RegExp | string, pseudo: Pseudo = PSEUDO): Statement[] {
   const pattern = typeof role === 'string' ? new RegExp(`^${role}$`) : role;
   const roles = allRoles(template).filter((id) => pattern.test(id));
   if (roles.length !== 1) throw new Error(`${roles.length} roles match ${pattern}: ${roles.join(', ')}`);
   const out: Statement[] = [];
-  for (const policy of Object.values(template.findResources('AWS::IAM::Policy'))) {
+  const policies = [
+    ...Object.values(template.findResources('AWS::IAM::Policy')),
+    ...Object.values(template.findResources('AWS::IAM::ManagedPolicy')),
+  ];
+  for (const policy of policies) {
     const attached = (policy.Properties.Roles ?? []).some((r: { Ref?: string }) => r.Ref === roles[0]);
     if (!attached) continue;
     for (const st of policy.Properties.PolicyDocument.Statement) out.push(resolve(st, pseudo) as Statement);
@@ -205,8 +213,21 @@ function applies(st: Statement, req: Request): boolean {
   return true;
 }
 
+/**
+ * The request's context as IAM builds it: aws:RequestedRegion is on every request, the region of the
+ * endpoint called, which for a regional resource is the region its ARN names (given unless the
+ * request says otherwise).
+ */
+export function requestContext(req: Request): Record<string, ContextValue> {
+  const context = req.context ?? {};
+  const region = /^arn:[^:]+:[^:]+:([a-z0-9-]+):/.exec(req.resource)?.[1];
+  if (region === undefined || lookup(context, 'aws:RequestedRegion') !== undefined) return context;
+  return { 'aws:RequestedRegion': region, ...context };
+}
+
 /** IAM's decision for one request against identity policy statements. */
-export function evaluate(statements: readonly Statement[], req: Request): Decision {
+export function evaluate(statements: readonly Statement[], request: Request): Decision {
+  const req = { ...request, context: requestContext(request) };
   const matching = statements.filter((st) => applies(st, req));
   if (matching.some((st) => st.Effect === 'Deny')) return 'explicit-deny';
   return matching.some((st) => st.Effect === 'Allow') ? 'allow' : 'implicit-deny';

@@ -9,9 +9,10 @@ import * as path from 'path';
 import { App, Stack } from 'aws-cdk-lib';
 import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import { buildApp, BenchfleetApp } from '../../cdk/lib/app';
-import { readConfig } from '../../cdk/lib/config';
-import { cdkJsonContext, REPO_ROOT, resourcesOf } from './helpers';
-import { evaluate, PSEUDO, resolve } from './iam-eval';
+import { MAX_LISTED_REGIONS, readConfig } from '../../cdk/lib/config';
+import { MANAGED_POLICIES_PER_ROLE } from '../../cdk/lib/naming';
+import { cdkJsonContext, IAM_QUOTAS, REPO_ROOT, resourcesOf, rolePolicies } from './helpers';
+import { evaluate, PSEUDO, resolve, roleStatements } from './iam-eval';
 
 const HOME = 'us-east-1';
 const REGIONS = ['us-west-1', 'eu-north-1'];
@@ -282,6 +283,49 @@ describe('targetRegions: one regional stack per region besides the home region',
       ([, f]) => f.Properties.Handler === 'handlers.janitor.handler',
     )!;
     expect(janitor.Properties.Environment.Variables.SWEEP_REGIONS.split(',').sort()).toEqual([...REGIONS, HOME].sort());
+  });
+});
+
+describe('at the most regions the app allows: every role fits IAM', () => {
+  // 10 target regions besides the home region (MANAGED_POLICIES_PER_ROLE) and 30 more swept
+  // (MAX_LISTED_REGIONS), with names as long as AWS's longest, and the longest stack name (it is in
+  // every ownership condition and role name): the sweepers' and teardown's grants
+  // once listed every region's ARNs, overflowing into OverflowPolicy managed policies that were
+  // themselves past IAM's 6,144 characters (issue 30's leftover).
+  const targets = ['us-east-2', 'us-west-1', 'us-west-2', 'ca-central-1', 'eu-west-1', 'eu-west-2', 'eu-west-3',
+    'eu-central-1', 'eu-north-1', 'ap-northeast-1'].slice(0, MANAGED_POLICIES_PER_ROLE);
+  const swept = Array.from({ length: MAX_LISTED_REGIONS }, (_, i) => `ap-southeast-${i + 10}`);
+  const stackName = 'Benchfleet'.padEnd(41, 'x');
+  const built = build({ stackName, targetRegions: [HOME, ...targets], sweepRegions: swept });
+  const home = Template.fromStack(built.home);
+  const roles = rolePolicies(home, [...built.regions.values()].map((s) => Template.fromStack(s)));
+
+  test('the app is at its limits', () => {
+    expect(built.regions.size).toBe(MANAGED_POLICIES_PER_ROLE);
+    const [, janitor] = resourcesOf(home, 'AWS::Lambda::Function').find(([, f]) => f.Properties.Handler === 'handlers.janitor.handler')!;
+    expect(janitor.Properties.Environment.Variables.SWEEP_REGIONS.split(',')).toHaveLength(1 + targets.length + swept.length);
+  });
+
+  test("no role's statements overflow into a managed policy; each policy within IAM's quotas", () => {
+    for (const [id, role] of roles) {
+      // Only the regional stacks' grants (one per region) are managed policies, and only on the roles they name.
+      const overflow = role.managed.filter(({ id: policy }) => !/^(Provision|StartStep)GrantsPolicy[0-9A-F]{8}$/.test(policy));
+      expect([id, overflow]).toEqual([id, []]);
+      expect([id, role.managed.length <= IAM_QUOTAS.managedPoliciesPerRole]).toEqual([id, true]);
+      for (const policy of role.managed) expect([id, policy.id, policy.chars, policy.chars <= IAM_QUOTAS.managedPolicyChars]).toEqual([id, policy.id, policy.chars, true]);
+      expect([id, role.inlineChars, role.inlineChars <= IAM_QUOTAS.inlineCharsPerRole]).toEqual([id, role.inlineChars, true]);
+    }
+  });
+
+  test('the sweepers delete in every listed region and nowhere else', () => {
+    const context = { 'aws:ResourceTag/benchfleet:run-id': 'r1', 'aws:ResourceTag/benchfleet:stack': `${stackName}@${HOME}` };
+    for (const name of ['Janitor', 'TeardownByTag', 'Api']) {
+      const statements = roleStatements(home, new RegExp(`^OrchestrationFunctions${name}Role[0-9A-F]{8}$`));
+      const terminate = (region: string): string =>
+        evaluate(statements, { action: 'ec2:TerminateInstances', resource: `arn:aws:ec2:${region}:${PSEUDO.account}:instance/i-1`, context });
+      for (const region of [HOME, ...targets, ...swept]) expect([name, region, terminate(region)]).toEqual([name, region, 'allow']);
+      expect([name, terminate('sa-east-1')]).toEqual([name, 'explicit-deny']);
+    }
   });
 });
 

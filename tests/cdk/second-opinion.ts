@@ -9,7 +9,7 @@
  */
 import { runSimulation } from '@cloud-copilot/iam-simulate';
 import { Template } from 'aws-cdk-lib/assertions';
-import { Decision, evaluate, PSEUDO, Request } from './iam-eval';
+import { Decision, evaluate, PSEUDO, Request, requestContext } from './iam-eval';
 
 type Statements = Parameters<typeof evaluate>[0];
 
@@ -80,7 +80,7 @@ export async function disagreements(template: Template, judged: readonly Judged[
           principal: `arn:${PSEUDO.partition}:iam::${PSEUDO.account}:role/benchfleet-under-test`,
           action: request.action,
           resource: { resource: concrete(template, request.resource) as string, accountId: PSEUDO.account },
-          contextVariables: concrete(template, request.context ?? {}) as Record<string, string | string[]>,
+          contextVariables: concrete(template, requestContext(request)) as Record<string, string | string[]>,
         },
         identityPolicies: [{ name: 'role', policy }],
         serviceControlPolicies: [],

@@ -4,9 +4,12 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { Match } from 'aws-cdk-lib/assertions';
+import { App, Stack } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import { ALL_HANDLERS } from '../../cdk/lib/naming';
-import { actionsOf, buildStack, Built, nagFindings, policyStatements, REPO_ROOT, resourcesOf } from './helpers';
+import { refuseOverflowPolicies } from '../../cdk/lib/role-policy-limits';
+import { actionsOf, buildStack, Built, IAM_QUOTAS, nagFindings, policyStatements, REPO_ROOT, resourcesOf, rolePolicies } from './helpers';
 
 const CONTRACT_ENV = [
   'RESULTS_BUCKET',
@@ -223,10 +226,29 @@ describe('IAM least privilege', () => {
     }
   });
 
-  test('Lambda roles use no managed policies', () => {
-    for (const [id, role] of resourcesOf(built.template, 'AWS::IAM::Role')) {
-      if (!id.startsWith('OrchestrationFunctions')) continue;
-      expect(role.Properties.ManagedPolicyArns).toBeUndefined();
+  test('a role whose statements outgrow its inline policy fails synthesis, naming the role', () => {
+    const stack = new Stack(new App(), 'Overflowing');
+    const role = new iam.Role(stack, 'Big', { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com') });
+    for (let i = 0; i < 40; i++) {
+      role.addToPrincipalPolicy(
+        new iam.PolicyStatement({ sid: `Read${i}`, actions: ['s3:GetObject'], resources: [`arn:aws:s3:::${'b'.repeat(60)}${i}/${'k'.repeat(200)}`] }),
+      );
+    }
+    refuseOverflowPolicies(stack);
+    expect(() => Template.fromStack(stack)).toThrow(/role Overflowing\/Big: its statements outgrow its inline policy/);
+  });
+
+  test("no role holds a managed policy, and each role's statements fit its inline policy", () => {
+    // A role's statements beyond CDK's inline estimate become OverflowPolicy<n> AWS::IAM::ManagedPolicy
+    // resources of the stack, which ManagedPolicyArns does not show (regions.test.ts: at the most regions).
+    const roles = rolePolicies(built.template);
+    expect(roles.size).toBeGreaterThan(10);
+    for (const [id, role] of roles) {
+      expect([id, role.managed]).toEqual([id, []]);
+      expect([id, role.inlineChars <= IAM_QUOTAS.inlineCharsPerRole]).toEqual([id, true]);
+      // CDK's own custom-resource providers (S3 auto-delete) log through AWSLambdaBasicExecutionRole.
+      const basicExecution = [{ 'Fn::Sub': 'arn:${AWS::Partition}:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole' }];
+      expect([id, role.managedArns]).toEqual([id, id.startsWith('Custom') ? basicExecution : []]);
     }
   });
 });
