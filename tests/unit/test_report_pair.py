@@ -79,6 +79,15 @@ def test_report_against_draws_verdicts_latency_cloud_metrics_and_status(home: Pa
     assert words.startswith("pk-uuid vs pk-auto: pk-uuid vs pk-auto · 4 thr: Welch: slower")
     assert "pk-uuid vs pk-auto · 16 thr: Welch: slower" in words
     assert pair._has_rows({"series": [{"rows": [None, None]}]}) is False
+    # A run that counted no rows (here: the baseline's row counts erased) is named instead of a chart.
+    store = DuckDBStore(home / "benchfleet.duckdb")
+    try:
+        store.execute("UPDATE samples SET rows_in_table = NULL WHERE run_id = ?", [BASE])
+        page = pair.render_pair_report(store, BASE, OTHER)
+        store.execute("UPDATE samples SET rows_in_table = 1000 + second * 100 WHERE run_id = ?", [BASE])
+    finally:
+        store.close()
+    assert "rows" not in _figures(page) and "Only pk-uuid counts the rows in its table" in page
     rel = figs["relative"]
     assert rel["data"][0]["y"] == ["pk-uuid vs pk-auto · 4 thr", "pk-uuid vs pk-auto · 16 thr"]
     assert all(a["text"].startswith("Welch: slower") for a in rel["layout"]["annotations"])

@@ -100,9 +100,11 @@ def render_pair_report(store: DuckDBStore, baseline_run: str, run: str) -> str:
         if found["series"]:
             statuses.append((f"status-{i}", f"Server status per second: {label}",
                              charts.status(series, found, run_palette), html.STATUS_NOTE))
-    if all(_has_rows(series) for series in timelines):
+    counted = [label for series, label in zip(timelines, labels, strict=True) if _has_rows(series)]
+    if counted:  # one run alone: said in place of the chart, since the curves cannot be compared
         sections.append(("rows", "Insert rate vs rows in the table, both runs",
-                         _insert_rates(timelines, labels, palette, pair["rows"], versus), INSERT_NOTE))
+                         _insert_rates(timelines, labels, palette, pair["rows"], versus)
+                         if len(counted) == 2 else None, INSERT_NOTE))
     cloud = [_cloud_series(store, d["run"]["run_id"], label) for d, label in zip(docs, labels, strict=True)]
     metrics = sorted({s["metric"] for found in cloud for s in found})
     for metric in metrics:
@@ -114,6 +116,8 @@ def render_pair_report(store: DuckDBStore, baseline_run: str, run: str) -> str:
 
     body = [_header(runs, labels, pair), _verdict_table(pair, labels)]
     missing = {"timeline-0": html._MISSING["timeline"], "timeline-1": html._MISSING["timeline"],
+               "rows": f"Only {counted[0] if counted else ''} counts the rows in its table (an insert workload "
+                       "whose agent reads the table's size); the other run has no rows to draw its rate against.",
                "latency-series": "Neither run has per-second latency: their logs were imported from sysbench "
                                  "summaries only (no --report-interval lines). The latency percentiles above "
                                  "come from sysbench's own summary of each step."}
