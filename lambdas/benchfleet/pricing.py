@@ -362,8 +362,7 @@ def cross_zone_line(prices: Prices, gb_per_hour: float, *, would: bool = False) 
     into the other), so 2 x :func:`cross_zone_rate` per GB. ``gb_per_hour``: from the bytes the nodes
     measured (``benchfleet.stats.cost.cross_zone_by_row``, its model in that module). ``would``: a
     local cluster's, as it would cost across zones (counted in no total)."""
-    what = f"{gb_per_hour:,.3f} GB/h across zones, measured" + (": what it would cost across zones (local "
-                                                                 "nodes share one host)" if would else "")
+    what = f"{gb_per_hour:,.3f} GB/h across zones, measured" + (" (local: would cost)" if would else "")
     rate = cross_zone_rate(prices)
     return Line("cross_zone", what, same_for_every_model(gb_per_hour * 2 * rate),
                 basis="would" if would else "measured", gb_per_hour=gb_per_hour, usd_per_gb_each_way=rate)
@@ -377,7 +376,7 @@ def line_words(line: Mapping[str, Any]) -> tuple[str | None, str]:
     if basis == "pending":
         return "after the run", "yes, after the run"
     if basis == "would":
-        return None, "no: would cost, local"
+        return None, "no (would)"
     return None, "yes" if line.get("serving") else "no"
 
 

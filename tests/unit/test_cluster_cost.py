@@ -36,6 +36,7 @@ GP3_GB = 0.08                                          # ebs.json gp3, per GB-mo
 CLUSTER_SPEC = {"id": "pxc", "kind": "cluster", "flavor": "pxc-8.0", "instance_type": "r6i.large",
                 "region": "us-east-1", "storage": {"type": "gp3", "size_gb": 100, "volumes": 2, "raid": 0},
                 "proxy": {"software": "haproxy", "instance_type": "c6i.large"}}
+LOCAL_SPEC = {"id": "galera", "kind": "local", "cluster": {"nodes": 3}}
 # Per thread, bytes per second each node's counters grow by: n1 takes the writes (the client's zone).
 NODE_RATES = {
     "n1": {"wsrep_replicated_bytes": 1_000_000, "wsrep_received_bytes": 20_000, "Bytes_sent": 400_000,
@@ -60,14 +61,17 @@ def target(row: dict[str, Any]) -> dict[str, Any]:
 def cluster_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     store = DuckDBStore(tmp_path_factory.mktemp("cluster-cost") / "benchfleet.duckdb")
     try:
+        # A cloud cluster and a local one (same node rates) in one run: one store, one comparison.
         run_id = fill_store(store, "pxc-20261122t100000-abcd",
-                            targets=[target(CLUSTER_SPEC)], reps=3, threads=(2, 8),
+                            targets=[target(CLUSTER_SPEC), target(LOCAL_SPEC)], reps=3, threads=(2, 8),
                             seconds=4, warmup_s=2)
-        fill_node_status(store, run_id, "pxc", NODE_RATES)
+        for target_id in ("pxc", "galera"):
+            fill_node_status(store, run_id, target_id, NODE_RATES)
         doc = stats.run_comparison(store, run_id)
-        doc["_sql"] = store.query(dataset("target_costs"))
+        doc["_sql"] = [r for r in store.query(dataset("target_costs")) if r["target_id"] == "pxc"]
         doc["_tps"] = {th: [float(s["tps"]) for s in sorted(store.summaries(run_id), key=lambda s: s["repetition"])
-                            if s["phase"] == "measure" and s["threads"] == th] for th in (2, 8)}
+                            if s["phase"] == "measure" and s["threads"] == th and s["target_id"] == "pxc"]
+                       for th in (2, 8)}
         yield doc
     finally:
         store.close()
@@ -117,11 +121,11 @@ def test_cluster_cost_per_1000_tps_counts_the_traffic_of_each_thread_count_by_ha
     serving = {"on_demand": 3 * R6I_LARGE_OD + 6 * 100 * GP3_GB / 730 + C6I_LARGE_OD,
                "reserved_1y_all_upfront": 3 * R6I_LARGE_1Y_AU + 6 * 100 * GP3_GB / 730 + C6I_LARGE_1Y_AU}
     for th in (2, 8):
-        row = next(r for r in cluster_run["rows"] if r["threads"] == th)
+        row = next(r for r in cluster_run["rows"] if r["threads"] == th and r["target_id"] == "pxc")
         gb_h = BYTES_PER_THREAD * th * 3600 / GB
         traffic = gb_h * 2 * 0.01
         cz = row["cross_zone"]
-        assert cz["basis"] == "measured" and cz["steps"] == 3
+        assert cz["basis"] == "measured" and cz["steps"] == 3 and "cross_zone" in cluster_run["notes"]
         assert cz["gb_per_hour"] == pytest.approx(gb_h)
         assert cz["replication_gb_per_hour"] == pytest.approx(2_040_000 * th * 3600 / GB)
         assert cz["usd_per_hour"] == pytest.approx(traffic)
@@ -142,7 +146,7 @@ def test_cluster_cost_per_1000_tps_counts_the_traffic_of_each_thread_count_by_ha
             assert r["price_per_hour"] == pytest.approx(serving[r["pricing_model"]] + traffic)
             assert r["cost_per_1000_tps"] == pytest.approx(row["cost"][r["pricing_model"]]["per_1000_tps"])
     # The breakdown: the traffic measured at the mean of the thread counts, in the database's total.
-    (t,) = cluster_run["targets"]
+    t = next(t for t in cluster_run["targets"] if t["target_id"] == "pxc")
     lines = {line["item"]: line for line in t["prices"]["lines"]}
     mean_gb = statistics.fmean(BYTES_PER_THREAD * th * 3600 / GB for th in (2, 8))
     assert lines["cross_zone"]["basis"] == "measured" and lines["cross_zone"]["gb_per_hour"] == pytest.approx(mean_gb)
@@ -158,31 +162,22 @@ def test_the_terminal_and_the_report_show_the_cross_zone_line(cluster_run: dict)
     ui_cost.print_breakdown(console, cluster_run)
     ui_cost.print_cross_zone(console, cluster_run)
     text = out.getvalue()
-    row8 = next(r for r in cluster_run["rows"] if r["threads"] == 8)
+    row8 = next(r for r in cluster_run["rows"] if r["threads"] == 8 and r["target_id"] == "pxc")
     assert "cross_zone" in text and "cross-zone traffic" in text
     assert f"{row8['cross_zone']['gb_per_hour']:,.3f}" in text and "in cost per 1,000 tps" in text
     html = _breakdown_table(cluster_run) + _cross_zone_table(cluster_run)
     assert "GB/h across zones, measured" in html and "Cross-zone traffic" in html
 
 
-def test_a_local_cluster_shows_what_its_traffic_would_cost_and_stays_free(tmp_path: Path) -> None:
-    store = DuckDBStore(tmp_path / "benchfleet.duckdb")
-    try:
-        local = {"id": "galera", "kind": "local", "cluster": {"nodes": 3}}
-        run_id = fill_store(store, "galera-20261122t100000-abcd", targets=[target(local)], reps=1, threads=(4,),
-                            seconds=3, warmup_s=2)
-        fill_node_status(store, run_id, "galera", NODE_RATES)
-        doc = stats.run_comparison(store, run_id)
-    finally:
-        store.close()
-    (row,) = doc["rows"]
-    assert row["cross_zone"]["basis"] == "would"
-    assert row["cross_zone"]["usd_per_hour"] == pytest.approx(BYTES_PER_THREAD * 4 * 3600 / GB * 0.02)
-    assert all(c is None for c in row["cost"].values())  # a local server is free: no cost per 1,000 tps
-    (t,) = doc["targets"]
+def test_a_local_cluster_shows_what_its_traffic_would_cost_and_stays_free(cluster_run: dict) -> None:
+    for row in (r for r in cluster_run["rows"] if r["target_id"] == "galera"):
+        assert row["cross_zone"]["basis"] == "would"
+        assert row["cross_zone"]["usd_per_hour"] == pytest.approx(BYTES_PER_THREAD * row["threads"] * 3600 / GB * 0.02)
+        assert all(c is None for c in row["cost"].values())  # a local server is free: no cost per 1,000 tps
+    t = next(t for t in cluster_run["targets"] if t["target_id"] == "galera")
     (line,) = t["prices"]["lines"]
-    assert line["basis"] == "would" and "would cost across zones" in line["what"]
+    assert line["basis"] == "would" and "local: would cost" in line["what"]
     assert set(t["prices"]["serving"].values()) == {0}  # free: the would-be traffic is in no total
     out = io.StringIO()
-    ui_cost.print_cross_zone(Console(file=out, width=250), doc)
+    ui_cost.print_cross_zone(Console(file=out, width=250), cluster_run)
     assert "would cost across zones" in out.getvalue()

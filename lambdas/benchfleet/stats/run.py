@@ -352,7 +352,13 @@ NOTES = {
                          "client hosts are counted for no kind, so kinds compare like with like) / (mean tps / "
                          "1000), at every thread count and under every pricing model (cost); its interval is the "
                          "tps interval carried through (the price is a constant); the price tables' dates and "
-                         "sources are in each target's prices",
+                         "sources are in each target's prices; a cluster's price is every node, its storage, its "
+                         "proxy's own host and the cross-zone traffic of that row (cross_zone)",
+    "cross_zone": "a cluster's traffic between availability zones at that thread count, from its nodes' status "
+                  "counters: replicated bytes x (nodes - 1) + the client bytes sent and received by the nodes "
+                  "outside the client's zone (the first node's), per second, as GB (2^30 bytes) per hour; "
+                  "usd_per_hour = GB/hour x 2 (billed each way) x $0.01; basis 'would' for a local cluster (in no "
+                  "cost: what it would cost across zones)",
     "speedup": "tps / that of the smallest size of the same family and configuration at the same thread "
                "count, with the verdict's interval and design: paired by round for local servers run in rounds "
                "(geometric mean of the per-round ratios), else Welch on the log of the ratio of means; "
