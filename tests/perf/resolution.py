@@ -30,7 +30,9 @@ Two parts, both through benchfleet's own verdict code (benchfleet.stats.verdict)
    ratio; target >= 3). Skipped with ``local_run=`` saying why where the local runner cannot run it
    (``--no-local`` skips it on purpose). ``--spec`` runs another A/A spec; ``--home DIR`` reads the
    newest run of it from a benchfleet home instead of running it. The local figures depend on what
-   else this machine runs meanwhile: say so beside them.
+   else this machine runs meanwhile: say so beside them (``load_avg_1m_before=`` / ``_after=``, the
+   machine's 1-minute load average around the run, its own ~2 included, and ``cpus=``, are printed
+   beside them as a reminder; not with ``--home``, which reads a run made earlier).
 
    Why paired blocks differ more than per-second noise predicts (November 2026, 2-core machine): each
    repetition starts a fresh server, and its InnoDB flushes no pages for checkpoints until its redo log
@@ -238,8 +240,11 @@ def main() -> int:
     if args.home:
         local = local_aa(args.home, args.spec, run=False)
     else:
+        show("cpus", str(os.cpu_count()))
+        show("load_avg_1m_before", os.getloadavg()[0])
         with tempfile.TemporaryDirectory(prefix="bf-resolution-") as home:
             local = local_aa(Path(home), args.spec)
+        show("load_avg_1m_after", os.getloadavg()[0])
     if isinstance(local, str):
         show("local_run", local)
         return 0
