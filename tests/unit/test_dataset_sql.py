@@ -339,7 +339,14 @@ def test_step_results_verdicts_and_caveats_equal_the_comparisons(tmp_path, diale
                 db.add_target(RUN, target, rep, {"kind": "ec2", "instance_type": "m6i.large", "engine": "mysql-8.0"},
                               Fingerprint(run_id=RUN, target_id=target, repetition=rep, time=T0, cpu_model="x",
                                           kernel="6.1" if target == "b" else "6.8", sysbench_version="1.0.20"))
-        db.add_output(AgentOutput(summaries=found))
+        # Two measured seconds per step, target c under iowait 6 points above a's (a caveat in both dialects).
+        seconds = [Sample(run_id=RUN, target_id=x.target_id, variant=x.variant, repetition=x.repetition, workload="w",
+                          step=x.step, phase="measure", threads=4, time=x.time + timedelta(seconds=i), second=float(i),
+                          tps=x.tps, qps=x.qps, reads_per_s=0.0, writes_per_s=0.0, other_per_s=0.0, latency_ms=2.0,
+                          latency_pct=95, errors_per_s=0.0, reconnects_per_s=0.0, cpu_steal_pct=x.steal_mean_pct,
+                          cpu_user_pct=50.0, cpu_system_pct=10.0,
+                          cpu_iowait_pct=6.75 if x.target_id == "c" else 0.5) for x in found for i in (1, 2)]
+        db.add_output(AgentOutput(summaries=found, samples=seconds))
         query = dataset("step_results") if dialect == "athena" else timestream_dataset("step_results", db)
         sql = {(r["target_id"], r["variant"]): r for r in db.query(query)}
         doc = stats.run_comparison(db, RUN)
@@ -368,4 +375,5 @@ def test_step_results_verdicts_and_caveats_equal_the_comparisons(tmp_path, diale
     assert {"faster", "slower", "inconclusive", "too few repetitions"} <= verdicts, verdicts
     assert sql[("b", "durable")]["caveats"] == ("steal 1.70% vs 0.20%; kernel 6.1 vs 6.8" if dialect == "athena"
                                                 else "steal 1.70% vs 0.20%")
+    assert sql[("c", "durable")]["caveats"] == "iowait 6.75% vs 0.50%"
     assert len(sql) == 8 and all(list(r) == EXPECTED_COLUMNS["step_results"] for r in sql.values())
