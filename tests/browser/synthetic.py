@@ -144,16 +144,18 @@ def fill_cloud_and_status(store: DuckDBStore, run_id: str, write_latency_ms: flo
             FROM samples WHERE run_id = ? AND phase IN ('warmup', 'measure')""", [counter, rate, rate, run_id])
 
 
-def fill_node_status(store: DuckDBStore, run_id: str, target_id: str,
+def fill_node_status(store: DuckDBStore, run_id: str, target_ids: list[str],
                      per_thread: dict[str, dict[str, float]]) -> None:
-    """A cluster's per-node status rows (source ``n1``..., ``proxy/n1``...) at every second of ``target_id``'s
-    warm-up and measure steps: each counter's rate per second is exactly ``per_thread[source][counter]``
-    x the step's threads (a running total growing with the load), its value the total so far."""
-    for source, counters in per_thread.items():
-        for counter, rate in counters.items():
-            store.execute("""INSERT INTO status_samples (time, run_id, target_id, repetition, workload, step, threads,
-                                             phase, second, source, counter, value, rate)
-                SELECT time, run_id, target_id, repetition, workload, step, threads, phase, second, ?, ?,
-                       ? * threads * second, ? * threads
-                FROM samples WHERE run_id = ? AND target_id = ? AND phase IN ('warmup', 'measure')""",
-                          [source, counter, rate, rate, run_id, target_id])
+    """A cluster's per-node status rows (source ``n1``..., ``proxy/n1``...) at every second of each of
+    ``target_ids``' warm-up and measure steps: each counter's rate per second is exactly
+    ``per_thread[source][counter]`` x the step's threads (a running total growing with the load), its
+    value the total so far. One statement (DuckDB commits each)."""
+    rates = [(source, counter, float(rate)) for source, counters in per_thread.items()
+             for counter, rate in counters.items()]
+    store.execute(f"""INSERT INTO status_samples (time, run_id, target_id, repetition, workload, step, threads,
+                                     phase, second, source, counter, value, rate)
+        SELECT s.time, s.run_id, s.target_id, s.repetition, s.workload, s.step, s.threads, s.phase, s.second,
+               r.source, r.counter, r.rate * s.threads * s.second, r.rate * s.threads
+        FROM samples s CROSS JOIN (VALUES {", ".join("(?, ?, ?)" for _ in rates)}) AS r(source, counter, rate)
+        WHERE s.run_id = ? AND s.target_id IN ({", ".join("?" for _ in target_ids)})
+          AND s.phase IN ('warmup', 'measure')""", [v for row in rates for v in row] + [run_id, *target_ids])

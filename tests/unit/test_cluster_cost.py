@@ -65,8 +65,7 @@ def cluster_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
         run_id = fill_store(store, "pxc-20261122t100000-abcd",
                             targets=[target(CLUSTER_SPEC), target(LOCAL_SPEC)], reps=3, threads=(2, 8),
                             seconds=4, warmup_s=2)
-        for target_id in ("pxc", "galera"):
-            fill_node_status(store, run_id, target_id, NODE_RATES)
+        fill_node_status(store, run_id, ["pxc", "galera"], NODE_RATES)
         doc = stats.run_comparison(store, run_id)
         doc["_sql"] = [r for r in store.query(dataset("target_costs")) if r["target_id"] == "pxc"]
         doc["_tps"] = {th: [float(s["tps"]) for s in sorted(store.summaries(run_id), key=lambda s: s["repetition"])
