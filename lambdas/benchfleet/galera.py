@@ -14,10 +14,15 @@ A node is given, beside the target's cnf:
 A cluster is **healthy** when every node answers, is Synced (``wsrep_local_state`` 4) and sees the
 cluster at full size (``wsrep_cluster_size``) in the Primary component. Prepare waits for it, and a
 step during which it is not fails with the reason (``cluster_problem``).
+
+A node that fails to form or join the cluster is reported by its name and the reason its error log
+gives (``node_failure``: the first ``[ERROR]`` line, ``state_transfer_failure`` while it joins): one
+reading of a node's log for the local cluster and the agent on a cloud node.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -134,3 +139,37 @@ def cluster_problem(by_node: Mapping[str, Mapping[str, object] | None], expected
 def lowered(rows: Sequence[Sequence[str]]) -> dict[str, str]:
     """``SHOW GLOBAL STATUS`` rows as {name (lower case): value}."""
     return {str(r[0]).lower(): (str(r[1]) if len(r) > 1 else "") for r in rows if r}
+
+
+# ---- a node's error log ---------------------------------------------------------------------------
+
+LOG_PREFIX = re.compile(r"^\d{4}-\d{2}-\d{2}\s+\d{1,2}:\d{2}:\d{2}\s+\d+\s+")
+# A joiner's log when its state transfer cannot succeed (the node then aborts, possibly slowly).
+SST_FAILED = ("Failed to read 'ready", "SST failed", "State transfer to", "sst script failed",
+              "Requesting state transfer failed")
+LOG_TAIL_LINES = 12
+
+
+def cause_line(lines: Sequence[str]) -> str | None:
+    """The first ``[ERROR]`` line of a server log, without its timestamp (the cause; later errors
+    are mostly consequences such as "Aborting")."""
+    for line in lines:
+        if "[ERROR]" in line:
+            return LOG_PREFIX.sub("", line.strip())
+    return None
+
+
+def state_transfer_failure(text: str) -> str | None:
+    """The line of a joiner's log saying its state transfer failed (None: it has not)."""
+    for line in text.splitlines():
+        if "[ERROR]" in line and any(marker in line for marker in SST_FAILED):
+            return line.strip()
+    return None
+
+
+def node_failure(cluster: str, node: str, what: str, lines: Sequence[str]) -> tuple[str, str]:
+    """('<cluster>: node <node> <what>[: <cause from its log>]', the end of its log): how a node that
+    did not bootstrap or join is reported."""
+    cause = cause_line(lines)
+    first = f"{cluster}: node {node} {what}" + (f": {cause}" if cause else "")
+    return first, "\n".join(lines[-LOG_TAIL_LINES:]) or "(no error log)"

@@ -42,7 +42,6 @@ from benchfleet.local.mariadb import (
     PRIVATE_PREFIX,
     Connection,
     LocalServerError,
-    cause_line,
     die_with_parent,
     find_binary,
     free_port,
@@ -405,27 +404,15 @@ class LocalCluster:
             if log.exists() and log.stat().st_size:
                 lines = log.read_text(errors="replace").splitlines()
                 break
-        lines += said.splitlines()
-        cause = cause_line(lines)
-        tail = "\n".join(lines[-12:]) or "(no error log)"
-        first = f"{self.name}: node {node.address.name} {what}" + (f": {cause}" if cause else "")
+        first, tail = galera.node_failure(self.name, node.address.name, what, lines + said.splitlines())
         return ClusterError(f"{first}\nthe node's log ends:\n{tail}", cause=first)
-
-
-# A joiner's log when its state transfer cannot succeed (the node then aborts).
-_SST_FAILED = ("Failed to read 'ready", "SST failed", "State transfer to", "sst script failed",
-               "Requesting state transfer failed")
 
 
 def _state_transfer_failure(log: Path) -> str | None:
     try:
-        text = log.read_text(errors="replace")
+        return galera.state_transfer_failure(log.read_text(errors="replace"))
     except OSError:
         return None
-    for line in text.splitlines():
-        if "[ERROR]" in line and any(marker in line for marker in _SST_FAILED):
-            return line.strip()
-    return None
 
 
 def _answers(host: str, port: int) -> bool:

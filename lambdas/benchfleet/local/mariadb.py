@@ -25,6 +25,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchfleet.galera import cause_line
 from benchfleet.mysqlcnf import render, with_server_options
 
 _PR_SET_PDEATHSIG = 1
@@ -49,16 +50,6 @@ class LocalServerError(RuntimeError):
 # "[ERROR] mariadbd: unknown variable 'foo=1'", "unknown option '--foo'", an invalid value.
 _CONFIG_ERROR = re.compile(r"unknown (variable|option)|invalid value|incorrect (value|argument)|"
                            r"Unknown/unsupported storage engine", re.IGNORECASE)
-LOG_PREFIX = re.compile(r"^\d{4}-\d{2}-\d{2}\s+\d{1,2}:\d{2}:\d{2}\s+\d+\s+")
-
-
-def cause_line(lines: Sequence[str]) -> str | None:
-    """The first ``[ERROR]`` line of a server log, without its timestamp (the cause; later errors
-    are mostly consequences such as "Aborting")."""
-    for line in lines:
-        if "[ERROR]" in line:
-            return LOG_PREFIX.sub("", line.strip())
-    return None
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from pathlib import Path
 from benchfleet import galera
 from benchfleet.local.existing import ExistingServer, ExistingServerError, password_of
 from benchfleet.local.galera import proxy_available
-from benchfleet.local.mariadb import LOG_PREFIX, find_binary
+from benchfleet.local.mariadb import find_binary
 from benchfleet.mysqlcnf import CnfError, render
 from benchfleet.spec import ExistingTarget, LoadedSpec, LocalTarget, ResolvedVariant, SpecError
 from benchfleet.variants import cnf_source, settings
@@ -130,7 +130,7 @@ def server_verdict(cnf_text: str) -> tuple[list[str], list[str]]:
             return [], ["could not check the options in 60 s; the server start will"]
     errors, warnings = [], []
     for line in done.stderr.splitlines():
-        text = LOG_PREFIX.sub("", line.strip())
+        text = galera.LOG_PREFIX.sub("", line.strip())
         if "[ERROR]" in text and "Aborting" not in text:
             errors.append(text.split("] ", 1)[-1])
         elif "[Warning]" in text and "option '" in text:
