@@ -20,7 +20,7 @@ history): the benchmark user's password is the ``password`` of the JSON Secrets 
 instance role and creates the users (replicated to the others), the client reads it per step as it
 reads an RDS target's. ProxySQL's monitor user gets the same password (one secret to bind; that
 account may only read status). ProxySQL's admin and statistics passwords are generated on the client host and
-kept in root-only files there (``PROXY_PASSWORD_FILE``).
+kept in a root-only file there (``proxyconf.PROXY_PASSWORD_FILE``).
 
 Fields, with who produces (P) and who consumes (C) each. fleet = cluster-fleet's Lambdas / start_step,
 agent = workloads/agent on the host named.
@@ -44,7 +44,8 @@ agent = workloads/agent on the host named.
 
 ``setup`` of a proxy job (``role: proxy``): ``software`` (haproxy | proxysql), ``backends``
 (``{"name", "host", "port"}`` every node, in node order), ``writer`` (the node that takes the writes),
-``writes`` (one | all), ``listen_port``, ``admin_port`` (HAProxy's stats socket / ProxySQL's admin),
+``writes`` (one | all), ``listen_host`` (loopback on the client host, else the proxy host's private
+address), ``listen_port``, ``admin_port`` (HAProxy's stats socket / ProxySQL's admin),
 ``monitor_user`` (the backend account the proxy's health checks log in as), ``password_secret_arn``,
 ``timeout_s`` (P fleet; C agent on the client host: install, configure, start, wait for every backend).
 
@@ -75,8 +76,6 @@ SETUP = "setup"  # the step kind of a set-up job
 ROUTES = ("direct", "proxy")
 SYNCED_TIMEOUT_S = 900  # a joiner's full state transfer of an empty data dir takes seconds; installs minutes
 PROXY_TIMEOUT_S = 600
-# On the client host: ProxySQL's admin and stats credentials, generated there (root only).
-PROXY_PASSWORD_FILE = "/var/lib/benchfleet/proxy.json"  # noqa: S105 - a path, not a password
 DB_USER = "sbtest"
 DB_NAME = "sbtest"
 
@@ -115,9 +114,10 @@ def node_job(*, run_id: str, target_id: str, repetition: int, flavor: str, clust
 
 def proxy_job(*, run_id: str, target_id: str, repetition: int, software: str, nodes: Sequence[tuple[str, str]],
               password_secret_arn: str, writes: str = "one", port: int = galera.DEFAULT_PORTS["port"],
-              timeout_s: int = PROXY_TIMEOUT_S) -> dict[str, Any]:
+              timeout_s: int = PROXY_TIMEOUT_S, proxy_host: str = "127.0.0.1") -> dict[str, Any]:
     """The client host's proxy set-up job in front of ``nodes`` ((name, host) in node order; the
-    first is the writer)."""
+    first is the writer). ``proxy_host``: the address it listens on (``client_db``'s): loopback on the
+    client host, the proxy host's private address when it has a host of its own."""
     if software not in proxyconf.PACKAGES:
         raise ValueError(f"proxy {software!r}: expected one of {', '.join(proxyconf.PACKAGES)}")
     if writes not in ("one", "all"):
@@ -125,7 +125,7 @@ def proxy_job(*, run_id: str, target_id: str, repetition: int, software: str, no
     setup = {
         "role": "proxy", "software": software,
         "backends": [{"name": n, "host": h, "port": port} for n, h in nodes], "writer": nodes[0][0],
-        "writes": writes, "listen_port": proxyconf.LISTEN_PORT[software],
+        "writes": writes, "listen_host": proxy_host, "listen_port": proxyconf.LISTEN_PORT[software],
         "admin_port": proxyconf.ADMIN_PORT[software], "monitor_user": proxyconf.MONITOR_USER,
         "password_secret_arn": password_secret_arn, "timeout_s": timeout_s,
     }
@@ -158,6 +158,6 @@ def client_status(status: dict[str, Any], nodes: Sequence[tuple[str, str]], prox
                                   "port": proxyconf.ADMIN_PORT[proxy],
                                   "backends": {n: f"{h}:{port}" for n, h in nodes}}
         if proxy == "proxysql":  # its statistics user's password is on the client host
-            source.update(user=proxyconf.STATS_USER, password_file=PROXY_PASSWORD_FILE)
+            source.update(user=proxyconf.STATS_USER, password_file=proxyconf.PROXY_PASSWORD_FILE)
         sources.append(source)
     return {**status, "cluster_nodes": len(nodes), "sources": sources}

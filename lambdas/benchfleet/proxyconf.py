@@ -37,6 +37,8 @@ MONITOR_USER = "benchfleet_monitor"
 STATS_USER = "benchfleet_stats"
 ADMIN_USER = "benchfleet_admin"
 LISTEN_PORT = {"haproxy": 3307, "proxysql": 6033}
+# On the proxy's host: ProxySQL's admin and statistics passwords, generated there (root only, JSON).
+PROXY_PASSWORD_FILE = "/var/lib/benchfleet/proxy.json"  # noqa: S105 - a path, not a password
 ADMIN_PORT = {"haproxy": 3308, "proxysql": 6032}  # HAProxy: its stats socket; ProxySQL: its admin interface
 # Seed 002: "mysql-max_stmts_per_connection ... (default: 50) - optimal - 1000".
 PROXYSQL_SETTINGS = (("max_stmts_per_connection", "1000"), ("connection_warming", "true"),

@@ -3,24 +3,15 @@ client's steps built with it pass the agent's own job check (workloads/agent/ben
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.unit.test_agent_cluster import agent  # the agent as its own tests load it
 
 from benchfleet import clusterjob, proxyconf
 from benchfleet.agentjob import agent_job
 from benchfleet.plan import PlanStep
 from benchfleet.spec import Workload
-
-AGENT_DIR = Path(__file__).resolve().parents[2] / "workloads" / "agent"
-sys.path.insert(0, str(AGENT_DIR))
-_spec = importlib.util.spec_from_file_location("benchfleet_agent_for_clusterjob", AGENT_DIR / "benchfleet_agent.py")
-assert _spec and _spec.loader
-agent = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(agent)
 
 NODES = [("n1", "10.0.1.5"), ("n2", "10.0.2.6"), ("n3", "10.0.3.7")]
 ARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:bf-run1-c1-r1-AbCdEf"
@@ -91,7 +82,7 @@ def test_client_steps_connect_by_route_and_pass_the_agents_check(route: str, pro
     proxies = [s for s in status["sources"] if s["kind"] != "mysql"]
     assert [s["kind"] for s in proxies] == ([] if proxy == "none" else [proxy])
     if proxy == "proxysql":
-        assert proxies[0]["password_file"] == clusterjob.PROXY_PASSWORD_FILE and "password" not in proxies[0]
+        assert proxies[0]["password_file"] == proxyconf.PROXY_PASSWORD_FILE and "password" not in proxies[0]
     workload = Workload(name="w", test="oltp_read_write")
     step = PlanStep(index=1, name="t0004", kind="measure", threads=4, duration_s=10, variant=route)
     job = agent_job(**IDS, workload=workload, step=step, db=db, status=status)

@@ -45,6 +45,7 @@ for candidate in (HERE, os.path.join(os.path.dirname(BUNDLE), "lambdas")):
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
+import benchfleet_cluster  # noqa: E402
 import benchfleet_dbclient  # noqa: E402
 import benchfleet_diskstats  # noqa: E402
 import benchfleet_install  # noqa: E402
@@ -77,7 +78,7 @@ MAX_FIELD_CHARS = 8000
 MAX_RECORD_CHARS = 64 * 1024
 MAX_THREADS = 4096
 MAX_STEP_SECONDS = 48 * 3600
-_KINDS = ("prepare", "warmup", "measure")
+_KINDS = ("prepare", "warmup", "measure", "setup")  # setup: a cluster host's (benchfleet_cluster)
 # sysbench's run output kept for its summary: its header, and enough of its end for the summary and
 # a latency histogram (a few hundred lines).
 KEPT_HEAD_LINES = 100
@@ -152,9 +153,17 @@ def check_job(job: Any) -> str:
     step = job["step"]
     kind = step.get("kind")
     if kind not in _KINDS:
-        raise JobError("step.kind must be prepare, warmup or measure, not {!r}".format(kind))
-    for path, value in (("run_id", job.get("run_id")), ("target_id", job.get("target_id")),
-                        ("workload", job.get("workload")), ("step.name", step.get("name"))):
+        raise JobError("step.kind must be prepare, warmup, measure or setup, not {!r}".format(kind))
+    named = (("run_id", job.get("run_id")), ("target_id", job.get("target_id")), ("step.name", step.get("name")))
+    if kind == "setup":
+        for path, value in named:
+            if not isinstance(value, str) or not _SAFE_COMPONENT.match(value):
+                raise JobError("{} must be a name of [A-Za-z0-9._-] (a safe path component), not {!r}".format(
+                    path, value))
+        _integer(job, "repetition", 1, 1000)
+        _check_setup(job.get("setup"))
+        return str(kind)
+    for path, value in (*named, ("workload", job.get("workload"))):
         if not isinstance(value, str) or not _SAFE_COMPONENT.match(value):
             raise JobError("{} must be a name of [A-Za-z0-9._-] (a safe path component), not {!r}".format(
                 path, value))
@@ -189,6 +198,59 @@ def check_job(job: Any) -> str:
 
 
 _COUNTER = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
+_HOST = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.:-]{0,252}$")
+_ARN = re.compile(r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:[A-Za-z0-9/_+=.@-]+$")
+
+
+def _check_setup(setup: Any) -> None:
+    """A cluster host's set-up (benchfleet.clusterjob, which documents each field): every value goes
+    into a cnf, a proxy configuration or a command, so each is checked before anything runs."""
+    if not isinstance(setup, dict) or setup.get("role") not in ("node", "proxy"):
+        raise JobError("setup.role must be node or proxy")
+    wrap = {"setup": setup}
+    if not isinstance(setup.get("password_secret_arn"), str) or not _ARN.match(setup["password_secret_arn"]):
+        raise JobError("setup.password_secret_arn must be a Secrets Manager secret ARN")
+    if setup["role"] == "node":
+        if setup.get("flavor") not in benchfleet_cluster.FLAVOR_PACKAGES:
+            raise JobError("setup.flavor must be one of {}".format(", ".join(benchfleet_cluster.FLAVOR_PACKAGES)))
+        nodes = setup.get("nodes")
+        if not isinstance(nodes, list) or not 1 <= len(nodes) <= 99:
+            raise JobError("setup.nodes must be a list of 1 to 99 nodes")
+        for i, node in enumerate(nodes):
+            if not isinstance(node, dict) or not isinstance(node.get("name"), str) \
+                    or not _SAFE_COMPONENT.match(node["name"]) or not isinstance(node.get("host"), str) \
+                    or not _HOST.match(node["host"]):
+                raise JobError("setup.nodes[{}] must be {{name, host}} (a name, an address)".format(i))
+        if [n["name"] for n in nodes].count(setup.get("node")) != 1 or \
+                {"name": setup.get("node"), "host": setup.get("host")} not in nodes:
+            raise JobError("setup.node and setup.host must be one of setup.nodes")
+        if not isinstance(setup.get("cluster_name"), str) or not _SAFE_COMPONENT.match(setup["cluster_name"]):
+            raise JobError("setup.cluster_name must be a name of [A-Za-z0-9._-]")
+        if not isinstance(setup.get("cnf"), str) or not isinstance(setup.get("bootstrap"), bool):
+            raise JobError("setup.cnf (the cnf text) and setup.bootstrap (true on the first node) are required")
+        if setup.get("storage") is not None and not isinstance(setup["storage"], dict):
+            raise JobError("setup.storage must be an object")
+        _integer(wrap, "setup.memory_mb", 64, 16 * 1024 * 1024, required=False)
+        _integer(wrap, "setup.synced_timeout_s", 1, 24 * 3600)
+        _integer(wrap, "setup.expected_size", 1, len(nodes), required=False)
+        return
+    if setup.get("software") not in ("haproxy", "proxysql"):
+        raise JobError("setup.software must be haproxy or proxysql")
+    backends = setup.get("backends")
+    if not isinstance(backends, list) or not backends:
+        raise JobError("setup.backends must be a list of {name, host, port}")
+    for i, backend in enumerate(backends):
+        if not isinstance(backend, dict) or not _SAFE_COMPONENT.match(str(backend.get("name"))) \
+                or not _HOST.match(str(backend.get("host"))):
+            raise JobError("setup.backends[{}] must be {{name, host, port}}".format(i))
+        _integer({"b": backend}, "b.port", 1, 65535)
+    if setup.get("listen_host") is not None and not _HOST.match(str(setup["listen_host"])):
+        raise JobError("setup.listen_host must be an address")
+    if setup.get("writes", "one") not in ("one", "all"):
+        raise JobError("setup.writes must be one or all")
+    for key in ("listen_port", "admin_port"):
+        _integer(wrap, "setup." + key, 1, 65535)
+    _integer(wrap, "setup.timeout_s", 1, 24 * 3600)
 _SOURCE_KINDS = ("mysql", "haproxy", "proxysql")
 
 
@@ -433,6 +495,19 @@ def _os_name() -> Optional[str]:
     except OSError:
         pass
     return None
+
+
+def run_setup(job: Dict[str, Any], emit: Emitter) -> int:
+    """A cluster host's set-up job: its node, or the client host's proxy (benchfleet_cluster)."""
+    setup = job["setup"]
+    try:
+        benchfleet_cluster.run(setup, emit.emit, secret_password)
+    except benchfleet_install.InstallError as e:
+        stage = "node" if setup["role"] == "node" else ("proxy-install" if e.fields.get("package") else "proxy")
+        return emit.error(stage, str(e), **e.fields)
+    except benchfleet_storage.StorageError as e:
+        return emit.error("storage", "node {}: {}".format(setup.get("node"), e), node=setup.get("node"), **e.fields)
+    return 0
 
 
 def run_install(job: Dict[str, Any], emit: Emitter) -> Dict[str, Any]:
@@ -823,6 +898,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                   message="CloudWatch agent {}: this step's CloudWatch metrics (CPU steal) will be missing"
                   .format(args.cloudwatch_agent[:200]))
     try:
+        if kind == "setup":
+            return run_setup(job, emit)
         return run_prepare(job, emit) if kind == "prepare" else run_step(job, emit)
     except JobError as e:
         return emit.error("job", str(e)) and EXIT_BAD_JOB

@@ -381,12 +381,13 @@ def storage_packages(storage: Optional[Dict[str, Any]]) -> List[str]:
     return [*needed, FILESYSTEM_PACKAGES.get(str(storage.get("filesystem") or "xfs"), "xfsprogs")]
 
 
-def user_sql(family: str, password: str) -> str:
-    """The statements that create the database and the benchmark user (idempotent: a retried
-    prepare resets the password to the one kept on the host)."""
+def user_sql(family: str, password: str, hosts: Sequence[str] = ("localhost", "127.0.0.1")) -> str:
+    """The statements that create the database and the benchmark user logging in from ``hosts`` (the
+    server's own host by default; a cluster node: its clients' and proxy's). Idempotent: a retried
+    prepare resets the password to the one kept on the host (or its secret)."""
     identified = IDENTIFIED[family]
     sql = ["CREATE DATABASE IF NOT EXISTS {};".format(DB_NAME)]
-    for host in ("localhost", "127.0.0.1"):
+    for host in hosts:
         account = "'{}'@'{}'".format(DB_USER, host)
         sql += ["CREATE USER IF NOT EXISTS {} {} '{}';".format(account, identified, password),
                 "ALTER USER {} {} '{}';".format(account, identified, password),

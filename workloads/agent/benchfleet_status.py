@@ -25,6 +25,7 @@ Standard library only, Python 3.8+.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import select
 import shutil
@@ -342,7 +343,8 @@ class _ProxysqlSource(MysqlSource):
 
     def __init__(self, name: str, conn: benchfleet_dbclient.Connection, source: Dict[str, Any]) -> None:
         super().__init__(name, conn, [], host=source.get("host"), port=source.get("port"), user=source.get("user"),
-                         password=source.get("password") or "", tls="off", query=PROXYSQL_QUERY)
+                         password=source.get("password") or _kept_password(source.get("password_file"), "stats"),
+                         tls="off", query=PROXYSQL_QUERY)
         self.backends = dict(source.get("backends") or {})
 
     def finish(self, deadline: float) -> "tuple[Optional[Dict[str, Dict[str, str]]], Optional[str]]":  # type: ignore[override]
@@ -350,6 +352,18 @@ class _ProxysqlSource(MysqlSource):
         if rows is None:
             return None, error
         return parse_proxysql_pool(rows, self.backends), None
+
+
+def _kept_password(path: Optional[str], key: str) -> str:
+    """A password the proxy's set-up kept on this host (JSON, root only: proxyconf.PROXY_PASSWORD_FILE);
+    "" when there is none (the reading then says the login failed)."""
+    if not path:
+        return ""
+    try:
+        with open(path) as f:
+            return str(json.load(f).get(key) or "")
+    except (OSError, ValueError, AttributeError):
+        return ""
 
 
 def check_cluster(spec: Dict[str, Any], conn: benchfleet_dbclient.Connection) -> Optional[str]:

@@ -1,0 +1,309 @@
+"""The agent's set-up of a cluster's hosts (workloads/agent/benchfleet_cluster.py) against fake
+apt-get / systemctl / mysql / curl on PATH: the commands each flavor and proxy runs (Percona's and
+ProxySQL's packages cannot be installed here), the node's cnf, the users, the wait for Synced and
+every failure naming the node (or the package and stage) and the reason."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import socket
+import socketserver
+import stat
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchfleet import clusterjob, proxyconf
+
+AGENT_DIR = Path(__file__).resolve().parents[2] / "workloads" / "agent"
+sys.path.insert(0, str(AGENT_DIR))
+_spec = importlib.util.spec_from_file_location("benchfleet_agent_for_cluster", AGENT_DIR / "benchfleet_agent.py")
+assert _spec and _spec.loader
+agent = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(agent)
+# The modules the agent itself imported (one InstallError class for the agent, the set-up and the test).
+install, cluster = agent.benchfleet_install, agent.benchfleet_cluster
+
+ARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:bf-r1-c1-1-AbCdEf"
+SECRET = "s3cret-from-the-secret"
+NODES = [("n1", "10.0.1.5"), ("n2", "10.0.2.6"), ("n3", "10.0.3.7")]
+IDS: dict[str, Any] = {"run_id": "r1", "target_id": "c1", "repetition": 1}
+CNF = "[mysqld]\ninnodb_buffer_pool_size = 50%\nmax_connections = 500\n"
+
+# Every command logs its argv; mysql answers SHOW GLOBAL STATUS from the queue in $FAKE_DIR/states
+# ("<local_state> <size> <status>" per reading, the last one repeated) and logs other SQL.
+SCRIPT = """#!/bin/sh
+printf '%s' "$(basename "$0")" >> "$FAKE_DIR/calls.log"
+for a in "$@"; do printf ' %s' "$a" >> "$FAKE_DIR/calls.log"; done
+printf '\\n' >> "$FAKE_DIR/calls.log"
+case "$(basename "$0")" in
+  dpkg-query) for a in "$@"; do pkg="$a"; done
+    grep -qx "$pkg" "$FAKE_DIR/installed" 2>/dev/null && { printf 'install ok installed'; exit 0; }; exit 1 ;;
+  apt-get) case "$*" in *" install "*) [ -f "$FAKE_DIR/apt-fail" ] && { echo "E: Unable to locate package" >&2
+      exit 100; } ;; esac; exit 0 ;;
+  curl) [ -f "$FAKE_DIR/curl-fail" ] && { echo "curl: (6) Could not resolve host" >&2; exit 6; }; exit 0 ;;
+  lsb_release) echo bookworm ;;
+  systemctl) [ "$1" = is-failed ] && { cat "$FAKE_DIR/failed" 2>/dev/null || echo active; exit 0; }; exit 0 ;;
+  haproxy) echo "HAProxy version 2.6.12-1+deb12u1 2023/12/16" ;;
+  mysql) sql="$(cat)"
+    case "$sql" in
+      "SHOW GLOBAL STATUS"*) line="$(head -n 1 "$FAKE_DIR/states")"
+        [ "$(wc -l < "$FAKE_DIR/states")" -gt 1 ] && sed -i 1d "$FAKE_DIR/states"
+        set -- $line
+        printf 'wsrep_local_state\\t%s\\nwsrep_cluster_size\\t%s\\nwsrep_cluster_status\\t%s\\n' "$1" "$2" "$3" ;;
+      *) printf '%s\\n' "$sql" >> "$FAKE_DIR/sql.log" ;;
+    esac ;;
+esac
+exit 0
+"""
+COMMANDS = ("apt-get", "dpkg", "dpkg-query", "systemctl", "mysql", "galera_new_cluster", "curl", "percona-release",
+            "lsb_release", "haproxy", "proxysql")
+
+
+class Host:
+    def __init__(self, tmp: Path) -> None:
+        self.root, self.fake, bin_dir = tmp / "root", tmp / "fake", tmp / "bin"
+        for d in (bin_dir, self.root / "proc", self.root / "etc/mysql/mariadb.conf.d",
+                  self.root / "etc/mysql/mysql.conf.d", self.root / "etc/haproxy", self.fake):
+            d.mkdir(parents=True)
+        (self.root / "proc/meminfo").write_text("MemTotal:        8000000 kB\n")
+        for name in COMMANDS:
+            (bin_dir / name).write_text(SCRIPT)
+            (bin_dir / name).chmod(0o755 | stat.S_IEXEC)
+        self.env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "FAKE_DIR": str(self.fake)}
+        self.records: list[dict[str, Any]] = []
+        self.states("4 1 Primary")
+        self.clock = 0.0
+
+    def states(self, *lines: str) -> None:
+        (self.fake / "states").write_text("\n".join(lines) + "\n")
+
+    def emit(self, kind: str, **fields: Any) -> None:
+        self.records.append({"type": kind, **fields})
+
+    def installer(self) -> Any:
+        def sleep(seconds: float) -> None:
+            self.clock += seconds
+
+        return install.Installer(self.emit, root=str(self.root), env=self.env, sleep=sleep, clock=lambda: self.clock)
+
+    def calls(self) -> list[str]:
+        log = self.fake / "calls.log"
+        return log.read_text().splitlines() if log.exists() else []
+
+    def run(self, setup: dict[str, Any]) -> dict[str, Any]:
+        result: dict[str, Any] = cluster.run(setup, self.emit, lambda arn: SECRET if arn == ARN else "",
+                                             self.installer())
+        return result
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> Host:
+    return Host(tmp_path)
+
+
+def node_setup(name: str, flavor: str = "mariadb-galera", **extra: Any) -> dict[str, Any]:
+    job = clusterjob.node_job(**IDS, flavor=flavor, cluster_name="bf-r1-c1-1", node=name, host=dict(NODES)[name],
+                              nodes=NODES, mysql_config="cpu-bound", cnf=CNF, password_secret_arn=ARN,
+                              synced_timeout_s=5, **extra)
+    assert agent.check_job(job) == "setup"  # what the agent accepts is what the contract builds
+    setup: dict[str, Any] = job["setup"]
+    return setup
+
+
+def test_the_first_node_installs_bootstraps_and_creates_the_users_from_the_secret(host: Host) -> None:
+    done = host.run(node_setup("n1"))
+    calls = host.calls()
+    install_line = next(c for c in calls if c.startswith("apt-get") and " install " in c)
+    assert install_line.endswith("mariadb-server galera-4 rsync python3-boto3")
+    # The package's standalone server is stopped before the node's cnf, then the cluster bootstrapped.
+    assert calls.index("systemctl stop mariadb") < calls.index("galera_new_cluster")
+    assert calls.index("systemctl disable --now mariadb.socket") < calls.index("galera_new_cluster")
+    cnf = (host.root / "etc/mysql/mariadb.conf.d/zz-benchfleet-node.cnf").read_text()
+    assert "innodb_buffer_pool_size = 3906M" in cnf  # the target's cnf, rendered for this host
+    for line in ("wsrep_cluster_address = gcomm://10.0.1.5:4567,10.0.2.6:4567,10.0.3.7:4567",
+                 "wsrep_node_name = n1", "wsrep_node_address = 10.0.1.5:4567", "wsrep_sst_method = rsync",
+                 "bind-address = 10.0.1.5", "log_error = /var/log/mysql/error.log"):
+        assert line in cnf
+    assert cnf.index("innodb_buffer_pool_size") < cnf.index("wsrep_on") < cnf.index("bind-address")
+    sql = (host.fake / "sql.log").read_text()
+    assert f"CREATE USER IF NOT EXISTS 'sbtest'@'%' IDENTIFIED BY '{SECRET}'" in sql
+    assert f"'{proxyconf.MONITOR_USER}'@'%' IDENTIFIED BY '{SECRET}'" in sql
+    assert f"'{proxyconf.CHECK_USER}'@'%'" in sql
+    assert all(SECRET not in c for c in calls) and all(SECRET not in json.dumps(r) for r in host.records)
+    assert done["state"] == "Synced" and done["node"] == "n1" and len(done["config_hash"]) == 64
+    assert host.records[-1]["type"] == "setup"
+
+
+def test_a_joiner_starts_without_waiting_and_returns_once_synced_at_full_size(host: Host) -> None:
+    host.states("", "1 3 Primary", "3 3 Primary", "4 2 Primary", "4 3 Primary")
+    done = host.run(node_setup("n2"))
+    calls = host.calls()
+    assert "systemctl restart --no-block mariadb" in calls and "galera_new_cluster" not in calls
+    assert not (host.fake / "sql.log").exists()  # the users arrive with the state transfer
+    assert "python3-boto3" not in " ".join(calls)
+    assert (done["cluster_size"], host.clock) == (3, 4.0)  # four readings short of Synced at full size
+    host.states("1 1 Primary", "4 2 Primary")  # the second node of a cluster joined one node at a time
+    assert host.run(node_setup("n2", expected_size=2))["cluster_size"] == 2
+
+
+def test_a_joiner_whose_state_transfer_fails_names_the_node_and_the_logs_reason(host: Host) -> None:
+    host.states("1 3 Primary")
+    log = host.root / "var/log/mysql/error.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("2026-11-27  2:10:01 0 [Note] WSREP: Requesting state transfer\n"
+                   "2026-11-27  2:10:03 0 [ERROR] WSREP: Failed to read 'ready <addr>' from: wsrep_sst_rsync\n"
+                   "2026-11-27  2:10:03 0 [ERROR] Aborting\n")
+    with pytest.raises(cluster.ClusterSetupError) as failed:
+        host.run(node_setup("n3"))
+    message = str(failed.value)
+    assert message.startswith("bf-r1-c1-1: node n3 did not join the cluster: its state transfer failed: ")
+    assert "Failed to read 'ready <addr>'" in message and failed.value.fields["node"] == "n3"
+    assert "Aborting" in failed.value.fields["log_tail"]
+
+
+def test_a_joiner_stuck_short_of_synced_fails_at_its_timeout_with_its_state(host: Host) -> None:
+    host.states("3 3 Primary")
+    with pytest.raises(cluster.ClusterSetupError, match=r"node n2 was not Synced within 5 s: n2 is Joined "
+                                                        r"\(wsrep_local_state 3\)"):
+        host.run(node_setup("n2"))
+    host.states("4 2 Primary")
+    (host.fake / "failed").write_text("failed\n")
+    with pytest.raises(cluster.ClusterSetupError, match="node n2 did not join the cluster: its server exited"):
+        host.run(node_setup("n2"))
+
+
+def test_pxc_comes_from_perconas_repository_and_bootstraps_with_its_unit(host: Host) -> None:
+    host.run(node_setup("n1", flavor="pxc-8.0"))
+    calls = host.calls()
+    steps = [c.split()[0] for c in calls if c.startswith(("curl", "dpkg -i", "percona-release"))]
+    assert steps == ["curl", "dpkg", "percona-release", "percona-release"]
+    assert f"percona-release enable-only {cluster.PERCONA_REPOSITORY} release" in calls
+    updates = [i for i, c in enumerate(calls) if c.startswith("apt-get") and c.endswith("update -q")]
+    enabled = calls.index(f"percona-release enable-only {cluster.PERCONA_REPOSITORY} release")
+    assert any(i > enabled for i in updates)  # the repository's lists are read before the install
+    assert any(c.endswith("install -y -q --no-install-recommends percona-xtradb-cluster python3-boto3")
+               for c in calls)
+    assert "systemctl start mysql@bootstrap.service" in calls and "systemctl stop mysql" in calls
+    cnf = (host.root / "etc/mysql/mysql.conf.d/zz-benchfleet-node.cnf").read_text()
+    assert "wsrep_sst_method = xtrabackup-v2" in cnf and "pxc-encrypt-cluster-traffic = OFF" in cnf
+    assert "IDENTIFIED WITH mysql_native_password BY" in (host.fake / "sql.log").read_text()
+
+
+def test_a_failed_install_names_the_node_and_the_package_stage(host: Host) -> None:
+    (host.fake / "apt-fail").write_text("")
+    with pytest.raises(cluster.ClusterSetupError, match="node n2: installing mariadb-galera failed: apt-get install"):
+        host.run(node_setup("n2"))
+
+
+@pytest.fixture
+def fake_haproxy() -> Iterator[tuple[int, int, list[str]]]:
+    """A listener and a stats socket answering ``show stat`` with the backends' states (``states``)."""
+    states = ["UP", "UP", "UP"]
+
+    class Stats(socketserver.BaseRequestHandler):
+        def handle(self) -> None:
+            self.request.recv(100)
+            rows = "".join(f"galera,{n},0,0,0,0,,0,{s}\n" for (n, _), s in zip(NODES, states, strict=True))
+            self.request.sendall(("# pxname,svname,qcur,qmax,scur,smax,slim,stot,status\n" + rows).encode())
+
+    servers = [socketserver.TCPServer(("127.0.0.1", 0), socketserver.BaseRequestHandler),
+               socketserver.TCPServer(("127.0.0.1", 0), Stats)]
+    for s in servers:
+        threading.Thread(target=s.serve_forever, daemon=True).start()
+    yield servers[0].server_address[1], servers[1].server_address[1], states
+    for s in servers:
+        s.shutdown()
+        s.server_close()
+
+
+def proxy_setup(software: str, listen: int = 1, admin: int = 2, timeout_s: int = 3) -> dict[str, Any]:
+    job = clusterjob.proxy_job(**IDS, software=software, nodes=NODES, password_secret_arn=ARN, timeout_s=timeout_s)
+    job["setup"].update(listen_port=listen, admin_port=admin)
+    assert agent.check_job(job) == "setup"
+    setup: dict[str, Any] = job["setup"]
+    return setup
+
+
+def test_haproxy_is_configured_started_and_awaited_until_every_backend_is_up(
+        host: Host, fake_haproxy: tuple[int, int, list[str]]) -> None:
+    listen, admin, states = fake_haproxy
+    done = host.run(proxy_setup("haproxy", listen, admin))
+    config = (host.root / "etc/haproxy/haproxy.cfg").read_text()
+    assert f"bind 127.0.0.1:{listen}" in config
+    assert "server n2 10.0.2.6:3306 check inter 1s fall 2 rise 2 backup" in config
+    assert "systemctl restart haproxy" in host.calls()
+    assert done["proxy"] == "haproxy" and done["proxy_version"].startswith("HAProxy version 2.6")
+    assert done["proxy_config_hash"] == proxyconf.fingerprint(
+        proxyconf.ProxySetup("haproxy", "127.0.0.1", listen, admin,
+                             [proxyconf.Backend(n, h, 3306) for n, h in NODES]), None)["proxy_config_hash"]
+    states[2] = "DOWN"
+    with pytest.raises(cluster.ClusterSetupError, match=r"proxy haproxy does not see backend\(s\) n3 up within 3 s"):
+        host.run(proxy_setup("haproxy", listen, admin))
+
+
+def test_proxysql_comes_from_its_repository_with_generated_admin_passwords(host: Host) -> None:
+    with socket.socket() as taken:  # a port that answers, so the wait is over at once
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        host.run(proxy_setup("proxysql", taken.getsockname()[1]))
+    calls = host.calls()
+    assert any(c.startswith("curl") and c.endswith(cluster.PROXYSQL_KEY_URL) for c in calls)
+    listed = (host.root / cluster.PROXYSQL_LIST.lstrip("/")).read_text()
+    assert listed == f"deb [signed-by={cluster.PROXYSQL_KEY}] " + cluster.PROXYSQL_REPOSITORY.format(
+        codename="bookworm") + "\n"
+    assert any(c.endswith("--no-install-recommends proxysql") for c in calls)
+    kept = json.loads((host.root / proxyconf.PROXY_PASSWORD_FILE.lstrip("/")).read_text())
+    assert oct((host.root / proxyconf.PROXY_PASSWORD_FILE.lstrip("/")).stat().st_mode & 0o777) == "0o600"
+    config = (host.root / "etc/proxysql.cnf").read_text()
+    assert f'admin_credentials = "{proxyconf.ADMIN_USER}:{kept["admin"]}"' in config
+    assert f'monitor_password = "{SECRET}"' in config and "max_stmts_per_connection = 1000" in config
+    assert oct((host.root / "etc/proxysql.cnf").stat().st_mode & 0o777) == "0o640"
+
+
+@pytest.mark.parametrize(("software", "fault", "stage"), [("haproxy", "apt-fail", "apt-get install"),
+                                                          ("proxysql", "curl-fail", "repository")])
+def test_proxy_install_fails_naming_the_package_and_stage(host: Host, tmp_path: Path, software: str, fault: str,
+                                                          stage: str) -> None:
+    (host.fake / fault).write_text("")
+    job = clusterjob.proxy_job(**IDS, software=software, nodes=NODES, password_secret_arn=ARN)
+    emitted: list[dict[str, Any]] = []
+
+    class Emit:
+        def emit(self, kind: str, **fields: Any) -> None:
+            emitted.append({"type": kind, **fields})
+
+        def error(self, stage: str, message: str, **fields: Any) -> int:
+            self.emit("error", stage=stage, message=message, **fields)
+            return int(agent.EXIT_FAILED)
+
+    original = cluster.run
+    agent.benchfleet_cluster.run = lambda setup, emit, read: original(setup, emit, read, host.installer())
+    try:
+        assert agent.run_setup(job, Emit()) == agent.EXIT_FAILED
+    finally:
+        agent.benchfleet_cluster.run = original
+    error = emitted[-1]
+    assert (error["type"], error["stage"], error["package"]) == ("error", "proxy-install", software)
+    assert error["message"].startswith(f"proxy install failed: package {software} at stage {stage}")
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    ({"role": "client"}, "setup.role must be node or proxy"),
+    ({"password_secret_arn": "hunter2"}, "setup.password_secret_arn must be a Secrets Manager secret ARN"),
+    ({"host": "10.9.9.9"}, "setup.node and setup.host must be one of setup.nodes"),
+    ({"nodes": [{"name": "n1", "host": "10.0.1.5; rm -rf /"}]}, r"setup.nodes\[0\]"),
+    ({"synced_timeout_s": 0}, "setup.synced_timeout_s must be an integer"),
+    ({"flavor": "galera-3"}, "setup.flavor must be one of"),
+])
+def test_a_node_job_the_agent_cannot_use_is_refused_naming_the_field(change: dict[str, Any], said: str) -> None:
+    job = clusterjob.node_job(**IDS, flavor="mariadb-galera", cluster_name="c", node="n1", host="10.0.1.5",
+                              nodes=NODES, mysql_config="x", cnf=CNF, password_secret_arn=ARN)
+    job["setup"].update(change)
+    with pytest.raises(agent.JobError, match=said):
+        agent.check_job(job)
