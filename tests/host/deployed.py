@@ -48,7 +48,7 @@ class _Instances:
         return {"Reservations": [{"Instances": [{"InstanceId": InstanceIds[0], "BlockDeviceMappings": mappings}]}]}
 
 
-class _Capture:
+class Capture:
     """An SSM client that keeps what SendCommand was given."""
 
     def __init__(self) -> None:
@@ -63,7 +63,7 @@ def send_parameters(state: StepState, monkeypatch: Any, volume_ids: list[str] | 
     """SendCommand's keyword arguments for this step: the start_step handler itself, with the
     environment the stack gives it, sending through a capturing client. ``volume_ids``: the data
     volumes the instance has, as EC2 would describe them."""
-    capture = _Capture()
+    capture = Capture()
     for key, value in {"AGENT_DOCUMENT_NAME": "bf-agent", "RESULTS_BUCKET": "bf-results",
                        "POWERTOOLS_TRACE_DISABLED": "1", "POWERTOOLS_SERVICE_NAME": "benchfleet",
                        "POWERTOOLS_METRICS_NAMESPACE": "benchfleet", "POWERTOOLS_LOG_LEVEL": "WARNING",

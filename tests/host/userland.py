@@ -3,7 +3,8 @@ checkout, keyed by what goes into it, so that later runs take seconds.
 
 What an EC2 Ubuntu image brings (python3, systemd, dbus, apt with its daily timers and
 unattended-upgrades, ca-certificates, openssl) plus what the install step would fetch (the engine,
-sysbench, the mysql client, python3-boto3, and for data volumes xfsprogs, e2fsprogs and mdadm),
+sysbench, the mysql client, python3-boto3, for data volumes xfsprogs, e2fsprogs and mdadm, and for
+a cluster galera-4, rsync and haproxy),
 pre-installed so that a cached run needs no network:
 the install step still runs all of its code and finds them present. Service starts are disabled
 while packages install (policy-rc.d), as image builders do, so nothing runs in the build chroot.
@@ -27,6 +28,9 @@ ENGINE = ("mariadb-server", "mariadb-client", "sysbench", "python3-boto3")
 # What the install step adds for an ec2 target's data volumes (benchfleet_install.storage_packages):
 # the real mdadm is installed as on Ubuntu, and shadowed on the host tier by hostfleet's stand-in.
 STORAGE = ("xfsprogs", "e2fsprogs", "mdadm")
+# What a cluster node's set-up installs (benchfleet_cluster.FLAVOR_PACKAGES: the Galera provider and
+# rsync, its state transfer) and the client host's proxy (HAProxy).
+CLUSTER = ("galera-4", "rsync", "haproxy")
 # Bump when the recipe below changes what a cached tree contains.
 RECIPE = 2
 
@@ -47,7 +51,7 @@ def host_suite() -> tuple[str, str]:
 
 
 def key(suite: str) -> str:
-    recipe = f"{RECIPE}|{suite}|{' '.join(BASE)}|{' '.join(ENGINE)}|{' '.join(STORAGE)}"
+    recipe = f"{RECIPE}|{suite}|{' '.join(BASE)}|{' '.join(ENGINE)}|{' '.join(STORAGE)}|{' '.join(CLUSTER)}"
     return hashlib.sha256(recipe.encode()).hexdigest()[:16]
 
 
@@ -82,7 +86,8 @@ def ensure() -> tuple[Path, dict[str, float]]:
         policy.write_text("#!/bin/sh\nexit 101\n")
         policy.chmod(0o755)
         env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "DEBIAN_FRONTEND": "noninteractive", "LC_ALL": "C"}
-        _run(["chroot", str(work), "apt-get", "install", "-y", "-q", "--no-install-recommends", *ENGINE, *STORAGE],
+        _run(["chroot", str(work), "apt-get", "install", "-y", "-q", "--no-install-recommends", *ENGINE, *STORAGE,
+              *CLUSTER],
              log, env=env)
         policy.unlink()
         # The engine package's own server is enabled at boot, as on a fresh Ubuntu with the package.
