@@ -2,8 +2,9 @@
 unit suite).
 
 The 200-target 24 h soak of report_scaling.py (17.3M per-second samples; generated once, or ``--store``
-an existing one) is rendered by two code trees in alternation, each in a fresh subprocess: this clone's
-``lambdas`` and those of ``--before REF`` (``git archive``, so nothing in the clone changes). Alternating
+an existing one) is rendered by two code trees in alternation, each in a fresh subprocess: those of
+``--before REF`` and of ``--after REF`` (this clone's ``lambdas`` when not given), taken with ``git
+archive`` so that nothing in the clone changes and a rebase during the run changes nothing measured. Alternating
 (before, after, before, after...) puts both under the same machine load; the medians and their ratio are
 what to read on a shared machine. Each render reports its wall time, CPU time (user + system, the
 process and DuckDB's threads) and peak resident memory; the two HTML files are compared byte for byte
@@ -12,7 +13,7 @@ process and DuckDB's threads) and peak resident memory; the two HTML files are c
 Prints ``name=value`` lines: ``before_s``, ``after_s``, ``after_over_before_s`` (below 1 is faster),
 the same for ``cpu_s`` and ``peak_mb``, ``html_mb`` and ``same_html`` (1 when identical).
 
-    .venv/bin/python tests/perf/report_before_after.py --before REF [--rounds 3] [--store PATH]
+    .venv/bin/python tests/perf/report_before_after.py --before REF [--after REF] [--rounds 3] [--store PATH]
 """
 
 from __future__ import annotations
@@ -52,9 +53,20 @@ def build(tree: Path, db: Path, out: Path) -> None:
                       "peak_mb": usage.ru_maxrss / 1024}))
 
 
+def _tree(ref: str, where: Path) -> Path:
+    """The ``lambdas`` of ``ref`` under ``where`` (git archive: the clone is not touched)."""
+    where.mkdir()
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", ref, "lambdas"], check=True,
+                             capture_output=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(where, filter="data")
+    return where
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", help="git ref of the code to compare with (e.g. the commit before the change)")
+    parser.add_argument("--after", help="git ref of the changed code (default: this clone's working tree)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--store", type=Path, help="an existing soak store (report_scaling.py --keep DIR: DIR/17m/"
                         "benchfleet.duckdb); generated in a temporary directory otherwise")
@@ -68,12 +80,8 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="report-before-after-") as tmp:
         work = Path(tmp)
-        before = work / "before"
-        before.mkdir()
-        archive = subprocess.run(["git", "-C", str(REPO), "archive", args.before, "lambdas"], check=True,
-                                 capture_output=True).stdout
-        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-            tar.extractall(before, filter="data")
+        before = _tree(args.before, work / "before")
+        after = _tree(args.after, work / "after") if args.after else REPO
         db = args.store
         if db is None:
             db = work / "benchfleet.duckdb"
@@ -81,7 +89,7 @@ def main() -> int:
                             *map(str, SIZES["17m"])], check=True)
         runs: dict[str, list[dict[str, float]]] = {"before": [], "after": []}
         for _ in range(args.rounds):
-            for name, tree in (("before", before), ("after", REPO)):
+            for name, tree in (("before", before), ("after", after)):
                 done = subprocess.run([sys.executable, __file__, "--_build", str(tree), str(db),
                                        str(work / f"{name}.html")], check=True, capture_output=True, text=True)
                 runs[name].append(json.loads(done.stdout.strip().splitlines()[-1]))
