@@ -160,15 +160,17 @@ def check_workload_options(options: dict[str, OptionValue]) -> dict[str, OptionV
     """The one rule for sysbench options a user may give: a workload's ``options`` and a variant's
     ``options`` (validate, the API, Plan and the agent's jobs all come through here; the agent
     checks every job against the same rule, ``benchfleet.sysbench.option_refusal``). ValueError
-    naming the option when it is not allowed: options can never change what is measured."""
+    naming the option when it is not allowed (options can never change what is measured), or when its
+    value is not one sysbench 1.0.20 reads as given (``benchfleet.sysbench.OPTION_VALUES``: the range,
+    on/off, or the choices, named in the message)."""
     for name, value in options.items():
         if not _OPTION_NAME.match(name):
             raise ValueError(f"option name {name!r} is not a sysbench option name ([a-z][a-z0-9_-]*)")
-        refusal = option_refusal(name)
-        if refusal:
-            raise ValueError(refusal)
         if isinstance(value, str) and not _SAFE_VALUE.match(value):
             raise ValueError(f"option {name}: value {value!r} has characters sysbench options never need")
+        refusal = option_refusal(name, value=value)
+        if refusal:
+            raise ValueError(refusal)
     return options
 
 

@@ -21,8 +21,10 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 
 __all__ = [
     "BUILTIN_TESTS",
+    "OPTION_VALUES",
     "TABLE_MARKER",
     "Interval",
+    "OptionValue",
     "Summary",
     "SysbenchOutput",
     "SysbenchParseError",
@@ -82,9 +84,120 @@ def tcp_host(host: str) -> str:
     return "127.0.0.1" if host.strip().lower() == "localhost" else host
 
 
-def option_refusal(name: str, in_job: bool = False) -> Optional[str]:
-    """Why a workload may not give sysbench option ``name`` (None: it may). ``in_job``: the option
-    is in an agent job, where the workload's own keys arrive as options (WORKLOAD_KEY_OPTIONS)."""
+@dataclass(frozen=True)
+class OptionValue:
+    """What one sysbench option takes: ``kind`` is ``int`` (a whole number from ``low`` to ``high``),
+    ``number`` (any from ``low`` to ``high``), ``bool`` (on/off, or true/false), ``choice`` (one of
+    ``choices``) or ``text`` (matching ``pattern``); ``note`` says what the values mean."""
+
+    kind: str
+    low: float = 0
+    high: float = 0
+    choices: Tuple[str, ...] = ()
+    pattern: str = ""
+    note: str = ""
+
+    def accepted(self) -> str:
+        """The accepted values, in words."""
+        if self.kind == "int":
+            return "a whole number from {:,} to {:,}".format(int(self.low), int(self.high))
+        if self.kind == "number":
+            return "a number from {} to {}".format(self.low, self.high)
+        if self.kind == "bool":
+            return "true or false (on/off)"
+        if self.kind == "choice":
+            return "one of " + ", ".join(self.choices)
+        return self.note
+
+    def problem(self, value: Any) -> Optional[str]:
+        """Why ``value`` is not one this option takes (None: it is)."""
+        if self.kind == "bool":
+            ok = isinstance(value, bool) or value in ("on", "off")
+        elif self.kind in ("int", "number"):
+            number = isinstance(value, int) or (self.kind == "number" and isinstance(value, float))
+            ok = number and not isinstance(value, bool) and self.low <= value <= self.high
+        elif self.kind == "choice":
+            ok = value in self.choices
+        else:
+            ok = isinstance(value, str) and re.match(self.pattern, value) is not None
+        return None if ok else "{!r} is not {}".format(value, self.accepted())
+
+
+def _int(low: int, high: int, note: str = "") -> OptionValue:
+    return OptionValue("int", low, high, note=note)
+
+
+_BOOL = OptionValue("bool")
+_INT_MAX = 2**31 - 1
+# The per-transaction query counts of sysbench's OLTP scripts: past 10,000 one transaction is a step.
+_QUERIES = _int(0, 10_000)
+
+# The value of every option a workload may give, and of the workload keys a job passes as options, as
+# sysbench 1.0.20 reads them (src/sysbench.c, sb_options.c, sb_rand.c, lua/oltp_common.lua and
+# benchfleet's workloads/lua): C integer options go through strtol, which stops sysbench on a value
+# beyond a C int or with a fraction, but takes a negative one (--rate=-5 dies mid-step: "event queue
+# is full"); booleans are on/off/true/false/1/0; a Lua script's numbers go through strtod, which reads
+# "abc" as 0 and 1e308 as such. So the ranges are checked here, and each extreme of each range runs
+# (tests/integration/test_sysbench_option_values.py, on the real binary). An option not listed is one
+# sysbench 1.0.20 refuses ("invalid option") or one benchfleet refuses above.
+OPTION_VALUES: Dict[str, OptionValue] = {
+    # General (sysbench.c). The event queue holds 131,072 events: a rate the server cannot keep up
+    # with ends the step, sooner the higher it is.
+    "rate": _int(0, 100_000, "transactions per second, 0: unlimited"),
+    "tx-rate": _int(0, 100_000, "deprecated alias of rate"),
+    "validate": _BOOL,
+    # Random numbers (sb_rand.c): no range checks of its own.
+    "rand-type": OptionValue("choice", choices=("uniform", "gaussian", "special", "pareto")),
+    "rand-spec-iter": _int(1, 100),
+    "rand-spec-pct": _int(0, 100),
+    "rand-spec-res": _int(0, 100),
+    "rand-seed": _int(0, _INT_MAX, "0: the current time"),
+    "rand-pareto-h": OptionValue("number", 0.01, 0.99),
+    "percentile": _int(1, 99),
+    # The database driver (sb_db.c, drv_mysql.c).
+    "db-ps-mode": OptionValue("choice", choices=("auto", "disable")),
+    "mysql-ignore-errors": OptionValue("text", pattern=r"^(?:all|none|[1-9][0-9]{0,4}(?:,[1-9][0-9]{0,4}){0,31})$",
+                                       note="all, none, or a comma-separated list of MySQL error codes"),
+    "mysql-compression": _BOOL,
+    # sysbench's OLTP scripts (oltp_common.lua and the select_random_* scripts).
+    "tables": _int(1, 1000),
+    "table-size": _int(1, 10_000_000_000),
+    "point-selects": _QUERIES,
+    "simple-ranges": _QUERIES,
+    "sum-ranges": _QUERIES,
+    "order-ranges": _QUERIES,
+    "distinct-ranges": _QUERIES,
+    "index-updates": _QUERIES,
+    "non-index-updates": _QUERIES,
+    "delete-inserts": _QUERIES,
+    "range-size": _int(1, 1_000_000),
+    "range-selects": _BOOL,
+    "auto-inc": _BOOL,
+    "skip-trx": _BOOL,
+    "secondary": _BOOL,
+    "create-secondary": _BOOL,
+    "mysql-storage-engine": OptionValue("text", pattern=r"^[A-Za-z][A-Za-z0-9_]{0,63}$",
+                                        note="a storage engine name, like innodb"),
+    # Their parameters go through one LuaJIT unpack(): 8,000 points or 4,000 ranges (two values each)
+    # stop sysbench 1.0.20 here ("too many results to unpack"); half that, for other LuaJIT builds.
+    "random-points": _int(1, 4_000),
+    "number-of-ranges": _int(1, 2_000),
+    "delta": _int(1, 1_000_000),
+    # benchfleet's own scripts (workloads/lua).
+    "prepare-batch": _int(1, 10_000),
+    "secondary-indexes": _int(0, 3),
+    "partition-rows": _int(0, 10_000_000_000, "0: not partitioned"),
+    "partitions": _int(1, 1000),
+}
+
+
+_NAME_ONLY = object()
+
+
+def option_refusal(name: str, in_job: bool = False, value: Any = _NAME_ONLY) -> Optional[str]:
+    """Why a workload may not give sysbench option ``name`` with ``value`` (None: it may; without a
+    value, the name alone is judged). ``in_job``: the option is in an agent job, where the workload's
+    own keys arrive as options (WORKLOAD_KEY_OPTIONS)."""
     option = name.replace("_", "-")
     if option in AGENT_OPTIONS:
         return "{} is set by benchfleet for every step (from the workload's keys and the target)".format(name)
@@ -93,6 +206,13 @@ def option_refusal(name: str, in_job: bool = False) -> Optional[str]:
     if option in MEASUREMENT_OPTIONS or option.startswith(MEASUREMENT_PREFIXES):
         return ("{} would change what is measured or where sysbench connects; benchfleet does not take it"
                 .format(name))
+    rule = OPTION_VALUES.get(option)
+    if rule is None:
+        return ("{} is not a sysbench 1.0.20 option benchfleet knows (sysbench refuses options its test "
+                "does not define); see workloads/README.md for the options a workload may give".format(name))
+    problem = None if value is _NAME_ONLY else rule.problem(value)
+    if problem is not None:
+        return "{}: {}{}".format(name, problem, " ({})".format(rule.note) if rule.note and rule.kind != "text" else "")
     return None
 
 

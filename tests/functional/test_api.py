@@ -462,7 +462,7 @@ def test_deeply_nested_bodies_are_400(api, depth):
 
 
 def test_execution_input_is_strict_json(api):
-    spec = {**SPEC, "workload": {**WORKLOAD, "options": {"rand-seed": 7, "scale": 1.5}}}
+    spec = {**SPEC, "workload": {**WORKLOAD, "options": {"rand-seed": 7, "rand-pareto-h": 0.5}}}
     assert api("POST", "/runs", spec, {"Idempotency-Key": "strict-1"})[0] == 202
     described = api.sfn.describe_execution(executionArn=api.service.execution_arn("strict-1"))
     # a strict reader: NaN, Infinity and -Infinity are not JSON

@@ -107,7 +107,8 @@ def test_an_agent_failure_fails_the_run_and_still_cleans_up(bf_home: Path, tmp_p
     spec.write_text(yaml.safe_dump(data))
     assert main(["run", str(spec)]) == 2  # refused before anything starts: the script does not exist
     data["workload"]["test"] = "oltp_read_only"
-    data["workload"]["options"] = {"mysql-table-engine": "nosuchengine"}
+    # An engine the server does not have: sysbench's CREATE TABLE fails (NO_ENGINE_SUBSTITUTION).
+    data["workload"]["options"] = {"mysql_storage_engine": "nosuchengine"}
     spec.write_text(yaml.safe_dump(data))
     capsys.readouterr()
     assert main(["run", str(spec)]) == 1

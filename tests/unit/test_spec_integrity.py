@@ -69,7 +69,9 @@ def test_the_api_refuses_them_naming_the_field() -> None:
     assert e.value.status == 400 and e.value.field == "workload.options" and "mysql-dry-run" in e.value.message
 
 
-def test_the_agent_refuses_a_job_with_them_before_sysbench_runs(tmp_path: Path) -> None:
+def agent_refusal(tmp_path: Path, options: dict[str, object]) -> str:
+    """The agent's error message for a measure step's job with these sysbench options, after checking
+    that it ended with its own error record (exit 2), no traceback, and never ran sysbench."""
     called = tmp_path / "called"
     fake = tmp_path / "bin" / "sysbench"
     fake.parent.mkdir()
@@ -77,13 +79,18 @@ def test_the_agent_refuses_a_job_with_them_before_sysbench_runs(tmp_path: Path) 
     fake.chmod(0o755)
     job = {"run_id": "r", "target_id": "a", "repetition": 1, "workload": "w",
            "step": {"name": "t0001", "kind": "measure", "threads": 1, "duration_s": 1},
-           "sysbench": {"test": "oltp_read_only", "options": {"mysql-dry-run": "on"}}, "db": {"password": "x"}}
+           "sysbench": {"test": "oltp_read_only", "options": options}, "db": {"password": "x"}}
     done = subprocess.run([sys.executable, str(AGENT), "--job", "-"], input=json.dumps(job), capture_output=True,
                           text=True, timeout=60, env={**os.environ, "PATH": f"{fake.parent}:{os.environ['PATH']}"})
     last = json.loads(done.stdout.splitlines()[-1])
-    assert done.returncode == 2 and last["type"] == "error" and "mysql-dry-run" in last["message"]
+    assert done.returncode == 2 and last["type"] == "error"
     assert "Traceback" not in done.stderr
     assert not called.exists() or "run" not in called.read_text()
+    return str(last["message"])
+
+
+def test_the_agent_refuses_a_job_with_them_before_sysbench_runs(tmp_path: Path) -> None:
+    assert "mysql-dry-run" in agent_refusal(tmp_path, {"mysql-dry-run": "on"})
 
 
 def test_a_test_that_does_not_exist_is_refused_by_validate() -> None:

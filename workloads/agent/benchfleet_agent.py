@@ -384,9 +384,10 @@ def sysbench_argv(job: Dict[str, Any], command: str, extra: Dict[str, Any],
             raise JobError("sysbench.test: {} is not a Lua script in the agent bundle".format(bench.get("test")))
     options = dict(bench.get("options") or {})
     # The spec's rule again (benchfleet.sysbench.option_refusal): a job, however it was made, cannot
-    # fake the figures (mysql-dry-run), end the step early (events) or connect elsewhere (db-driver).
-    for name in options:
-        refusal = option_refusal(str(name), in_job=True)
+    # fake the figures (mysql-dry-run), end the step early (events) or connect elsewhere (db-driver),
+    # nor give a value sysbench would refuse mid-run or misread (rate: -5, point_selects: 1e308).
+    for name, value in options.items():
+        refusal = option_refusal(str(name), in_job=True, value=value)
         if refusal:
             raise JobError("sysbench.options.{}: {}".format(name, refusal))
     options.update(conn.sysbench_options())
