@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import tempfile
+import time
 import uuid
 from pathlib import Path
 
@@ -149,7 +150,9 @@ class Fleet:
 
     def release(self, machine: Machine) -> None:
         """Power a host off now (its instance is gone) rather than at the end of the session."""
+        started = time.monotonic()
         machine.close()
+        record("poweroff_s", time.monotonic() - started)
         self.machines.remove(machine)
         disks = self.disks.pop(machine.name, None)
         if disks is not None:
