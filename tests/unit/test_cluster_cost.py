@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "browser"))
 from synthetic import fill_node_status, fill_store
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_dataset_sql import dataset
+from test_dataset_sql import dataset, timestream_dataset
 
 GB = 2 ** 30
 R6I_LARGE_OD, R6I_LARGE_1Y_AU = 0.126, 0.07346       # ec2.json, us-east-1
@@ -68,6 +68,7 @@ def cluster_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
         fill_node_status(store, run_id, ["pxc", "galera"], NODE_RATES)
         doc = stats.run_comparison(store, run_id)
         doc["_sql"] = [r for r in store.query(dataset("target_costs")) if r["target_id"] == "pxc"]
+        doc["_timestream"] = store.query(timestream_dataset("target_costs", store))
         doc["_tps"] = {th: [float(s["tps"]) for s in sorted(store.summaries(run_id), key=lambda s: s["repetition"])
                             if s["phase"] == "measure" and s["threads"] == th and s["target_id"] == "pxc"]
                        for th in (2, 8)}
@@ -144,6 +145,9 @@ def test_cluster_cost_per_1000_tps_counts_the_traffic_of_each_thread_count_by_ha
             assert r["cross_zone_usd_per_hour"] == pytest.approx(traffic)
             assert r["price_per_hour"] == pytest.approx(serving[r["pricing_model"]] + traffic)
             assert r["cost_per_1000_tps"] == pytest.approx(row["cost"][r["pricing_model"]]["per_1000_tps"])
+        # Timestream holds no prices: its dataset gives the traffic, the same GB/hour, and no cost.
+        (ts,) = [r for r in cluster_run["_timestream"] if r["threads"] == th and r["target_id"] == "pxc"]
+        assert ts["cross_zone_gb_per_hour"] == pytest.approx(gb_h) and ts["cross_zone_usd_per_hour"] is None
     # The breakdown: the traffic measured at the mean of the thread counts, in the database's total.
     t = next(t for t in cluster_run["targets"] if t["target_id"] == "pxc")
     lines = {line["item"]: line for line in t["prices"]["lines"]}

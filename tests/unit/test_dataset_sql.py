@@ -75,7 +75,7 @@ def timestream_dataset(name: str, db: DuckDBStore) -> str:
     benchfleet/aws/store/timestream.py: dimensions as VARCHAR, no variant as '-', one measure name per
     table; the fragments substituted as the CDK app does for Timestream."""
     db.execute("CREATE SCHEMA IF NOT EXISTS ts")
-    for table, measure in (("step_summaries", "summary"), ("samples", "sample")):
+    for table, measure in (("step_summaries", "summary"), ("samples", "sample"), ("status_samples", "status")):
         db.execute(f"CREATE OR REPLACE VIEW ts.{table} AS SELECT * REPLACE (coalesce(variant, '-') AS variant, "
                    f"CAST(threads AS VARCHAR) AS threads, CAST(repetition AS VARCHAR) AS repetition), "
                    f"'{measure}' AS measure_name FROM main.{table}")

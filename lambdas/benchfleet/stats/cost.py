@@ -56,7 +56,8 @@ CROSS_ZONE_SQL = """
 SELECT target_id, coalesce(variant, '') AS variant, threads, repetition, coalesce(block, 0) AS block, source,
        counter, avg(rate) AS rate
 FROM status_samples
-WHERE run_id = ? AND phase = 'measure' AND second > 0 AND rate IS NOT NULL AND strpos(source, '/') = 0
+WHERE run_id = ? AND phase = 'measure' AND second > 0 AND rate IS NOT NULL
+  AND source LIKE 'n%' AND source NOT LIKE '%/%'
   AND counter IN ('wsrep_replicated_bytes', 'Bytes_sent', 'Bytes_received')
 GROUP BY target_id, variant, threads, repetition, block, source, counter
 """

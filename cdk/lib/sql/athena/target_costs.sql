@@ -46,7 +46,7 @@ node_rates AS (
     SELECT run_id, target_id, threads, repetition, coalesce(block, 0) AS block, source, counter,
            avg(rate) AS rate
     FROM "${database}"."status_samples"
-    WHERE phase = 'measure' AND second > 0 AND rate IS NOT NULL AND source LIKE 'n%' AND strpos(source, '/') = 0
+    WHERE phase = 'measure' AND second > 0 AND rate IS NOT NULL AND source LIKE 'n%' AND source NOT LIKE '%/%'
       AND counter IN ('wsrep_replicated_bytes', 'Bytes_sent', 'Bytes_received')
     GROUP BY run_id, target_id, threads, repetition, coalesce(block, 0), source, counter
 ),
