@@ -218,8 +218,22 @@ def _haproxy_sessions(client: Machine) -> dict[str, int]:
     return {r["svname"]: int(r["stot"] or 0) for r in rows if r.get("svname") in {"n1", "n2", "n3"}}
 
 
+def test_a_proxy_install_that_fails_names_the_package_and_stage(cluster: Cluster) -> None:
+    """ProxySQL comes from its own apt repository, which these hosts cannot reach (no network): the real
+    failure path of the install on a booted host, leaving the running HAProxy alone."""
+    client = cluster.machines["client"]
+    records = agent_records(cluster.send("client", clusterjob.proxy_job(
+        run_id=RUN, target_id=TARGET, repetition=1, software="proxysql", nodes=NODES, password_secret_arn=cluster.arn,
+        timeout_s=30)), ok=False)
+    (error,) = [r for r in records if r["type"] == "error"]
+    assert (error["stage"], error["package"], error["during"]) == ("proxy-install", "proxysql", "repository"), error
+    assert error["message"].startswith("proxy install failed: package proxysql at stage repository: apt-get")
+    assert client.run("systemctl is-active haproxy").stdout.strip() == "active"
+    assert not client.path("/etc/proxysql.cnf").exists()
+
+
 def test_a_node_stopped_mid_step_fails_the_step_naming_it(cluster: Cluster) -> None:
-    """Last: it takes the cluster apart."""
+    """It takes the cluster apart: after the tests that need it whole."""
     timer = threading.Timer(2.5, lambda: cluster.machines["n3"].run("systemctl kill -s KILL mariadb"))
     timer.start()
     try:
@@ -231,3 +245,20 @@ def test_a_node_stopped_mid_step_fails_the_step_naming_it(cluster: Cluster) -> N
     assert "the cluster was not Synced at full size" in error["message"] and "n3" in error["message"], error
     samples = [r for r in records if r["type"] == "sample"]
     assert len(samples) < 15  # stopped when the node went, not at the step's end
+
+
+def test_a_node_that_cannot_join_fails_its_job_naming_it_within_the_timeout(cluster: Cluster) -> None:
+    """n3 sent to join a cluster of another name (its peers refuse the handshake): the job fails at its
+    timeout naming the node and the state it was stuck in, not after systemd's own start timeout."""
+    job = clusterjob.node_job(run_id=RUN, target_id=TARGET, repetition=1, flavor="mariadb-galera",
+                              cluster_name="bf-another-cluster", node="n3", host=NODES[2][1], nodes=NODES,
+                              mysql_config="default", cnf="[mysqld]\n", password_secret_arn=cluster.arn,
+                              memory_mb=512, synced_timeout_s=8)
+    began = time.monotonic()
+    records = agent_records(cluster.send("n3", job), ok=False)
+    record("node_never_joins_s", time.monotonic() - began)
+    (error,) = [r for r in records if r["type"] == "error"]
+    assert error["stage"] == "node" and error["node"] == "n3", error
+    assert error["message"].startswith("bf-another-cluster: node n3 "), error
+    assert "was not Synced within 8 s" in error["message"] or "did not join" in error["message"], error
+    assert time.monotonic() - began < 60
