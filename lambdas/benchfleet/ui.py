@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rich import box
@@ -13,9 +14,10 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 from rich.table import Table
 
 from benchfleet.plan import Plan, PlanStep, TargetPlan
-from benchfleet.records import AgentOutput, StepSummary
+from benchfleet.records import AgentOutput, Sample, StepSummary, sample_phase
 from benchfleet.stats.caveats import words as caveat_words
 from benchfleet.stats.figures import percentile_of
+from benchfleet.stats.run import step_tps
 
 # Off a terminal (CI logs, pipes) rich would assume 80 columns and fold the tables.
 console = Console(width=None if sys.stdout.isatty() else 160)
@@ -79,6 +81,7 @@ class RichObserver:
                                  transient=False)
         self.task: TaskID | None = None
         self.where = ""
+        self.samples_seen = 0
 
     def __enter__(self) -> RichObserver:
         self.progress.start()
@@ -110,31 +113,47 @@ class RichObserver:
         self._show("done")
 
     def step_started(self, target_id: str, repetition: int, step: PlanStep) -> None:
+        self.samples_seen = 0
         self._show(step.name)
 
     def sample(self, target_id: str, step: PlanStep, second: float, tps: float) -> None:
         self.state.current = min(float(step.duration_s), second)
-        self._show(f"{step.name} {second:.0f}/{step.duration_s} s", f"{tps:,.0f} tps")
+        # The ramp's reports (a measure step's first) are left out of the step's results: say so.
+        ramp = sample_phase(step.kind, self.samples_seen) == "ramp"
+        self.samples_seen += 1
+        self._show(f"{step.name} {second:.0f}/{step.duration_s} s",
+                   f"{tps:,.0f} tps" + (" (ramp, left out)" if ramp else ""))
 
     def step_finished(self, target_id: str, repetition: int, step: PlanStep, output: AgentOutput) -> None:
         self.state.finish_phase(step.estimated_s + self.state.target(target_id).step_overhead_s)
         self._show(step.name)
         for s in output.summaries:
-            self.progress.console.print(step_line(target_id, repetition, step.name, s))
+            mine = [x for x in output.samples
+                    if (x.target_id, x.repetition, x.step) == (s.target_id, s.repetition, s.step)]
+            self.progress.console.print(step_line(target_id, repetition, step.name, s, mine))
 
     def message(self, text: str) -> None:
         self.progress.console.print(f"[yellow]{text}")
 
 
-def step_line(target_id: str, repetition: int, step: str, s: StepSummary) -> str:
-    """The line a finished step prints: sysbench's figures, the samples present of expected (under load
-    sysbench reports late and one line covers seconds) and, when it happened, the final report sysbench
-    silences as its run ends, called what it is: normal."""
+def step_line(target_id: str, repetition: int, step: str, s: StepSummary, samples: Sequence[Sample] = ()) -> str:
+    """The line a finished step prints: its tps as the results will store it (the ramp's reports left
+    out, :func:`benchfleet.stats.run.step_tps`; sysbench's whole-step figure beside it, labelled), sysbench's
+    other figures, the samples present of expected (under load sysbench reports late and one line covers
+    seconds) and, when it happened, the final report sysbench silences as its run ends, called what it
+    is: normal. ``samples``: the step's per-second samples (none: sysbench's figure alone)."""
     pct = f"p{s.latency_pct}" if s.latency_pct else "lat"
-    samples = f"{s.samples}/{s.samples_expected}" if s.samples_expected is not None else str(s.samples)
+    count = f"{s.samples}/{s.samples_expected}" if s.samples_expected is not None else str(s.samples)
     last = ", final report silenced (sysbench's normal end)" if s.missing_final else ""
-    return (f"  {target_id} rep {repetition} {step:>8}: {s.tps:,.1f} tps, {s.qps:,.0f} qps, "
-            f"{pct} {_fmt(s.latency_pct_ms, 2)} ms, {samples} samples{last}, steal {_fmt(s.steal_mean_pct, 2)}%")
+    ramp = [x for x in samples if x.phase == "ramp"]
+    weights = [x.interval_s if x.interval_s is not None else 1.0 for x in ramp]
+    ramp_tx = math.fsum(w * x.tps for w, x in zip(weights, ramp, strict=True))
+    stored = step_tps(s.model_dump(), {"ramp_s": math.fsum(weights) if ramp else None,
+                                       "ramp_transactions": ramp_tx if ramp else None})
+    tps = (f"{stored:,.1f} tps ({s.tps:,.1f} incl. ramp)" if ramp and stored is not None
+           else f"{s.tps:,.1f} tps")
+    return (f"  {target_id} rep {repetition} {step:>8}: {tps}, {s.qps:,.0f} qps, "
+            f"{pct} {_fmt(s.latency_pct_ms, 2)} ms, {count} samples{last}, steal {_fmt(s.steal_mean_pct, 2)}%")
 
 
 # A cloud target without a region runs in the region the stack is deployed in.

@@ -40,11 +40,14 @@ def mariadb_processes(home: Path) -> list[str]:
 def test_a_short_run_has_a_sample_for_every_second_and_leaves_nothing(
         bf_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", str(write_spec(tmp_path, cpus=[0]))]) == 0
-    capsys.readouterr()
+    printed = capsys.readouterr().out
     assert main(["results", "it-", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     (step,) = [s for s in doc["steps"] if s["phase"] == "measure"]
     assert step["tps"] > 0 and step["threads"] == 2
+    # The finished step's line printed the tps the results compare (ramp left out), sysbench's labelled.
+    ((stored,),) = [row["steps"] for row in doc["statistics"]["rows"]]
+    assert f"{stored['tps']:,.1f} tps ({step['tps']:,.1f} incl. ramp), " in printed, printed
     (target,) = doc["targets"]
     assert target["sysbench_version"].startswith("sysbench 1.0") and "MariaDB" in target["engine_version"]
     assert target["config_hash"] and target["cpus"] == "0" and target["vcpus"] >= 1

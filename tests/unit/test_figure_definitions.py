@@ -178,6 +178,31 @@ def test_the_ramp_is_left_out_of_the_steps_tps_and_its_per_second_figures(tmp_pa
     assert row["tps"]["mean"] == pytest.approx((9870 - 790) / 9.0) == step["tps"]
     assert step["seconds"] == 9 and step["tps_min"] == 1000  # the ramp's 790 is in no per-second figure
     assert "ramp" in NOTES["tps"]
+    # The line a finished step prints shows the figure the results store; sysbench's, labelled, beside it.
+    from benchfleet.ui import step_line
+
+    assert f"{step['tps']:,.1f} tps (987.0 incl. ramp)," in step_line("a", 1, "t0002", s, out.samples)
+
+
+def test_the_live_progress_labels_the_ramps_report() -> None:
+    from benchfleet import ui
+    from benchfleet.plan import make_plan
+    from benchfleet.spec import parse_spec, resolve
+
+    data = {"name": "s", "targets": [{"id": "a", "kind": "local"}],
+            "workload": {"name": "w", "test": "oltp_read_only", "threads": [1], "duration_s": 3, "warmup_s": 2}}
+    plan = make_plan(resolve(parse_spec(data), "s.yaml"))
+    (warmup, measure) = [st for st in plan.targets[0].steps if st.kind in ("warmup", "measure")]
+    observer = ui.RichObserver(plan)
+    observer.task = ui.TaskID(0)  # the progress display itself is not started: only what it is told is read
+    shown: list[str] = []
+    observer.progress.update = lambda task, **fields: shown.append(str(fields.get("info", "")))  # type: ignore[method-assign]
+    for step in (warmup, measure):
+        observer.step_started("a", 1, step)
+        for second in (1.0, 2.0):
+            observer.sample("a", step, second, 100.0)
+    labelled = [info for info in shown if "tps" in info]
+    assert labelled == ["100 tps", "100 tps", "100 tps (ramp, left out)", "100 tps"]
 
 
 def test_tps_sd_and_cv_come_from_the_same_weighting(tmp_path: Path) -> None:
