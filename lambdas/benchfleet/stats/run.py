@@ -151,10 +151,9 @@ def target_prices(meta: Mapping[str, Any], spec_target: Mapping[str, Any] | None
     target as validated (so its defaults, a gp3 100 GB volume, count), else what the rows say (an
     imported target with an instance type). A local target is priced by the price it recorded. None
     when nothing can be said (no tables, no kind)."""
-    from pydantic import TypeAdapter, ValidationError
+    from pydantic import ValidationError
 
     from benchfleet import pricing
-    from benchfleet.spec import Target
 
     kind = meta.get("kind")
     given = dict(spec_target or {})
@@ -165,7 +164,7 @@ def target_prices(meta: Mapping[str, Any], spec_target: Mapping[str, Any] | None
         subject = {"kind": "local", "price_per_hour": recorded if recorded else None}
     else:
         try:
-            subject = TypeAdapter(Target).validate_python({**given, **({"region": region} if region else {})})
+            subject = _target_adapter().validate_python({**given, **({"region": region} if region else {})})
         except ValidationError:
             subject = {"kind": kind, "instance_type": meta.get("instance_type"), "region": region,
                        "price_per_hour": given.get("price_per_hour")}
