@@ -424,7 +424,8 @@ def test_collect_sends_what_timestream_stores_and_what_the_estimate_predicts(aws
     assert sum(len(r["Records"]) for r in sent) == 240 + 241 * 6 + 1 + 241
     # The plan's estimate of the same step: same requests, records and write units (the guide's
     # metering applied to what was sent).
-    plan, _, _ = runplan.aws_plan(resolve(parse_spec(spec(targets=[target_spec])), "x"), price_per_hour)
+    plan, _, _ = runplan.aws_plan(resolve(parse_spec(spec(captured_step=True, targets=[target_spec])), "x"),
+                                  price_per_hour)
     (planned,) = plan.targets
     step = next(s for s in planned.steps if s.name == "t0001")
     predicted = controlplane.step_writes(planned, step, run_id=RUN, workload=plan.workload, repetition=1,

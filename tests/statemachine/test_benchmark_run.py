@@ -11,7 +11,7 @@ from benchfleet import naming
 
 
 def test_happy_path_runs_every_step_and_tears_everything_down(harness):
-    result = harness.run(spec(), name="happy")
+    result = harness.run(spec(captured_step=True), name="happy")
     assert result["status"] == "SUCCEEDED", harness.explain(result)
     output = json.loads(result["output"])
     run_id = output["run_id"]

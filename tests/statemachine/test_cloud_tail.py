@@ -59,7 +59,7 @@ def test_collect_reads_the_steps_last_minute_of_steal_flushed_after_it_ended(har
             pending.clear()
 
     harness.on_wait.append(flush)
-    one = spec(targets=[{"id": "ec2-tail", "kind": "ec2", "instance_type": "m6g.large"}])
+    one = spec(captured_step=True, targets=[{"id": "ec2-tail", "kind": "ec2", "instance_type": "m6g.large"}])
     # As on AWS, collect runs right after the step: CloudWatch still holds its 1 s points (the
     # replayed samples' own timestamps are days old, which would coarsen the query's period).
     with mock.patch.object(harness.agent, "ran", ran), \

@@ -22,7 +22,7 @@ def transitions(events):
 def test_events_per_step_match_the_model(harness, record_property):
     # Readiness answers "not yet" twice; each step waits for its callback (no polling).
     with slow_start(harness, not_ready=2):
-        result = harness.run(spec(targets=ONE_TARGET), name="measure-one")
+        result = harness.run(spec(captured_step=True, targets=ONE_TARGET), name="measure-one")
     assert result["status"] == "SUCCEEDED", harness.explain(result)
     events = result["history"]
 
