@@ -177,8 +177,9 @@ class AgentError(BaseModel):
 
 
 class AgentNotice(BaseModel):
-    """An ``install`` record (one setup action on a fresh host) or a ``notice`` (something the run
-    reports, e.g. cnf options the engine skipped); kept as the agent wrote them."""
+    """An ``install`` record (one setup action on a fresh host), a ``notice`` (something the run
+    reports, e.g. cnf options the engine skipped) or a ``setup`` record (a cluster host's node or
+    proxy set up: benchfleet.clusterjob); kept as the agent wrote them."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
@@ -195,6 +196,7 @@ class AgentOutput(BaseModel):
     errors: list[AgentError] = []
     installs: list[AgentNotice] = []
     notices: list[AgentNotice] = []
+    setups: list[AgentNotice] = []
     status: list[StatusSample] = []
 
 
@@ -233,6 +235,8 @@ def parse_agent_lines(text: str, source: str = "agent output") -> AgentOutput:
                 out.installs.append(AgentNotice.model_validate(record))
             elif kind == "notice":
                 out.notices.append(AgentNotice.model_validate(record))
+            elif kind == "setup":
+                out.setups.append(AgentNotice.model_validate(record))
             elif kind == "status":
                 _Row.model_validate(record)  # the row's keys, named here with the line
                 if not isinstance(record.get("values"), dict | None) or not isinstance(record.get("source"), str):

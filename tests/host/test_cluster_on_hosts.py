@@ -146,7 +146,9 @@ def cluster(fleet: Fleet, run_command: RunCommand) -> Any:
 
 def test_three_hosts_form_a_synced_cluster_from_the_documents_setup_jobs(cluster: Cluster) -> None:
     for k, (name, host) in enumerate(NODES, start=1):
-        (setup,) = [r for r in cluster.results[name] if r["type"] == "setup"]
+        # What the state machine's side reads back of a set-up job: benchfleet.records' reader.
+        (setup,) = [r.model_dump() for r in parse_agent_lines(
+            "\n".join(json.dumps(r) for r in cluster.results[name]), name).setups]
         assert (setup["node"], setup["state"], setup["cluster_size"]) == (name, "Synced", k)
         assert len(setup["config_hash"]) == 64 and setup["requested"]["max_connections"] == "1000"
         machine = cluster.machines[name]
@@ -227,6 +229,8 @@ def test_a_proxy_install_that_fails_names_the_package_and_stage(cluster: Cluster
         timeout_s=30)), ok=False)
     (error,) = [r for r in records if r["type"] == "error"]
     assert (error["stage"], error["package"], error["during"]) == ("proxy-install", "proxysql", "repository"), error
+    (read,) = parse_agent_lines("\n".join(json.dumps(r) for r in records), "client").errors
+    assert read.stage == "proxy-install" and read.step == "setup-proxy"
     assert error["message"].startswith("proxy install failed: package proxysql at stage repository: apt-get")
     assert client.run("systemctl is-active haproxy").stdout.strip() == "active"
     assert not client.path("/etc/proxysql.cnf").exists()

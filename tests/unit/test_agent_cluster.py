@@ -307,3 +307,22 @@ def test_a_node_job_the_agent_cannot_use_is_refused_naming_the_field(change: dic
     job["setup"].update(change)
     with pytest.raises(agent.JobError, match=said):
         agent.check_job(job)
+
+
+def test_the_set_up_jobs_records_are_read_back_by_benchfleets_reader(host: Host) -> None:
+    """What the state machine's side reads of a set-up job's output (benchfleet.records): the setup
+    record and an error of a step of kind setup (refused before: "unknown record type 'setup'")."""
+    from benchfleet.records import parse_agent_lines
+
+    job = clusterjob.node_job(**IDS, flavor="mariadb-galera", cluster_name="c", node="n1", host="10.0.1.5",
+                              nodes=NODES, mysql_config="x", cnf=CNF, password_secret_arn=ARN)
+    base = {"run_id": "r1", "target_id": "c1", "repetition": 1, "workload": None, "step": job["step"]["name"],
+            "phase": "setup", "threads": 1, "time": 1795747565.2}
+    host.run(node_setup("n1"))
+    lines = [json.dumps({**base, **r, "time": 1795747565.2}) for r in host.records]
+    lines.append(json.dumps({**base, "type": "error", "stage": "node", "message": "c: node n1 ...", "node": "n1"}))
+    out = parse_agent_lines("\n".join(lines), "n1")
+    (setup,) = out.setups
+    assert setup.model_dump()["node"] == "n1" and setup.model_dump()["state"] == "Synced"
+    assert out.errors[0].stage == "node" and out.errors[0].step == "setup-n1"
+    assert {i.action for i in out.installs} >= {"cnf", "database"}
