@@ -225,6 +225,7 @@ def test_an_inconclusive_comparison_is_hatched_and_says_so(tmp_path: Path) -> No
         chart = _chart(dom, key)
         assert 'class="trace bars"' in chart and 'class="errorbar"' in chart, key
         assert "series (all at 8 threads)" in chart, key
+    assert all(f"<h2>{what} at 8 threads</h2>" in dom for what in ("Throughput", "Latency", "Queries per second"))
 
 
 def test_an_imported_one_repetition_study_is_hollow_and_says_too_few(tmp_path: Path) -> None:
@@ -312,5 +313,6 @@ def test_the_report_of_two_insert_runs_draws_both_curves_with_the_verdict(tmp_pa
     words = re.sub(r"<[^>]+>", " ", rows.split('class="annotation-text"', 1)[1].split("</text>", 1)[0])
     assert "ins · 4 thr: Welch: slower" in words, words
     assert 'class="trace bars"' in _chart(dom, "throughput")  # one thread count: bars, not two dots
+    assert "<h2>Throughput at 4 threads, both runs</h2>" in dom
     errors = [line for line in result.stderr.splitlines() if ":CONSOLE" in line and "rror" in line]
     assert not errors, "\n".join(errors)

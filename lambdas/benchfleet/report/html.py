@@ -162,12 +162,14 @@ def render_report(store: DuckDBStore, run_id: str) -> str:
     labels = list(dict.fromkeys(charts.label_of(r) for r in comparison["rows"]))
     palette = charts.colors(list(dict.fromkeys([*labels, *order])))
 
+    single = charts.one_thread_count(comparison["rows"])
+    per = f"at {single} threads" if single is not None else "vs threads"  # one thread count: bars, named so
     figures: list[tuple[str, str, charts.Figure | None, str]] = [
-        ("throughput", "Throughput vs threads", charts.throughput(comparison, palette),
+        ("throughput", f"Throughput {per}", charts.throughput(comparison, palette),
          "Mean over repetitions of sysbench's tps for each step, its 95% confidence interval as whiskers "
          "(none below 2 repetitions), each repetition as a ring and, across thread counts, the band from the "
          "lowest to the highest repetition."),
-        ("latency", "Latency vs threads", charts.latency(comparison, palette),
+        ("latency", f"Latency {per}", charts.latency(comparison, palette),
          "sysbench's latency percentile over each whole step: every repetition's own figure, and the "
          "median repetition (odd counts only). Percentiles are never averaged. The axis is logarithmic when "
          "the figures span a factor of 8 or more."),
@@ -176,7 +178,7 @@ def render_report(store: DuckDBStore, run_id: str) -> str:
         base = comparison.get("baseline_variant") or comparison["baseline"]
         figures.append(("relative", f"Relative to the baseline ({base})", charts.relative(comparison, palette),
                         RELATIVE_NOTE.format(margin=comparison.get("margin_pct") or 5)))
-    figures.append(("qps", "Queries per second vs threads", charts.qps(comparison, palette),
+    figures.append(("qps", f"Queries per second {per}", charts.qps(comparison, palette),
                     "Mean over repetitions of sysbench's qps for each step: the figure the workload files "
                     "name for mixes whose transactions differ in size."))
     figures.append(("timeline", "Throughput over time, CPU steal, iowait and the disk",

@@ -70,18 +70,20 @@ def render_pair_report(store: DuckDBStore, baseline_run: str, run: str) -> str:
         return f"{row['target_id']} vs {row['vs_target_id']}" if row["target_id"] != row["vs_target_id"] \
             else row["target_id"]
 
+    single = charts.one_thread_count(merged["rows"])
+    per = f"at {single} threads" if single is not None else "vs threads"  # one thread count: bars, named so
     sections = [
         ("relative", f"{labels[1]} relative to {labels[0]}", charts.relative_bars(
             verdict_rows, {f"{labels[1]}: {r['target_id']}": palette.get(f"{labels[1]}: {r['target_id']}", "#555")
                            for r in pair["rows"]},
             f"Throughput of {labels[1]} relative to {labels[0]} (%; whiskers: 95% interval)",
             float(pair["margin_pct"]), name_of=versus), html.RELATIVE_NOTE.format(margin=pair["margin_pct"])),
-        ("throughput", "Throughput vs threads, both runs", charts.throughput(merged, palette),
+        ("throughput", f"Throughput {per}, both runs", charts.throughput(merged, palette),
          "Each run's mean tps over its repetitions, 95% interval as whiskers, repetitions as rings."),
-        ("latency", "Latency percentiles vs threads, both runs", charts.latency(merged, palette),
+        ("latency", f"Latency percentiles {per}, both runs", charts.latency(merged, palette),
          "sysbench's latency percentile over each whole step, every repetition of both runs (percentiles are "
          "never averaged, so they get no verdict: compare the points)."),
-        ("latency-series", "p99 of per-second latency vs threads, both runs",
+        ("latency-series", f"p99 of per-second latency {per}, both runs",
          _series_latency(merged, palette), "The 99th percentile over each step's seconds of sysbench's per-second "
          "latency percentile (the worst seconds), per repetition."),
     ]
