@@ -53,19 +53,20 @@ ORDER BY target_id, repetition
 
 
 def timeline(store: DuckDBStore, run_id: str) -> dict[str, Any]:
-    """The per-second series, downsampled: ``width_s`` (seconds per point; 1 = raw) and ``series``,
+    """The per-second series, downsampled: ``width_s`` (seconds per point; 1 = raw), ``spans`` (each
+    target x repetition's t0 and length: :func:`status_timeline` reuses them) and ``series``,
     one per target x repetition: ``{target_id, repetition, t, tps, tps_min, tps_max, steal, iowait,
     qps, threads, disk_iops, disk_mib_s, disk_await_ms, rows}``
     with ``t`` the bucket start in seconds since the series' first sample."""
     spans = store.query(_SPANS_SQL, [run_id])
     if not spans:
-        return {"width_s": 1, "series": []}
+        return {"width_s": 1, "series": [], "spans": []}
     per_series = max(MIN_POINTS_PER_SERIES, min(MAX_POINTS_PER_SERIES, MAX_POINTS_TOTAL // len(spans)))
     longest = max(float(s["span_s"]) for s in spans)
     width = max(1, math.ceil(longest / per_series))
     series = store.query(_TIMELINE_SQL, [[s["target_id"] for s in spans], [s["repetition"] for s in spans],
                                          [s["t0"] for s in spans], width, run_id])
-    return {"width_s": width, "series": series}
+    return {"width_s": width, "series": series, "spans": spans}
 
 
 # Status series (benchfleet.serverstatus): per target x repetition x source x counter, bucketed on the
@@ -94,10 +95,11 @@ ORDER BY target_id, repetition, counter, source
 """
 
 
-def status_timeline(store: DuckDBStore, run_id: str) -> dict[str, Any]:
+def status_timeline(store: DuckDBStore, run_id: str, spans: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The status series on the throughput timeline's axis: ``width_s`` and ``series``, one per target x
-    repetition x source x counter: ``{target_id, repetition, source, counter, per_s, t, y}``."""
-    spans = store.query(_SPANS_SQL, [run_id])
+    repetition x source x counter: ``{target_id, repetition, source, counter, per_s, t, y}``. ``spans``:
+    the throughput timeline's (:func:`timeline` gives them), so that the samples are not scanned again."""
+    spans = store.query(_SPANS_SQL, [run_id]) if spans is None else spans
     counted = store.query("SELECT count(DISTINCT (target_id, repetition, source, counter)) AS n FROM status_samples "
                           "WHERE run_id = ? AND counter <> 'answered'", [run_id])
     n = int(counted[0]["n"]) if counted else 0

@@ -196,7 +196,7 @@ def render_report(store: DuckDBStore, run_id: str) -> str:
                         "iiBench's view (seed 001): each second's inserts against the rows already in the "
                         "table, the prepared rows plus every insert so far (one sysbench event inserts one "
                         "row). Where the curve bends, the indexes have outgrown the buffer pool."))
-    status_series = status_timeline(store, run["run_id"])
+    status_series = status_timeline(store, run["run_id"], series["spans"])
     figures.append(("status", "Server status per second",
                     charts.status(series, status_series, palette) if status_series["series"] else None,
                     f"{STATUS_NOTE} Every reading: benchfleet results {run['run_id']} --status --format csv"))

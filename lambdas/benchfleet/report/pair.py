@@ -98,7 +98,7 @@ def render_pair_report(store: DuckDBStore, baseline_run: str, run: str) -> str:
                          "Warm-up and every measure step of each repetition (one dash style per repetition)."))
         # The run report's status chart (report.data.status_timeline, charts.status): the counters under
         # the run's own throughput, on its time axis, one counter at a time.
-        found = status_timeline(store, doc["run"]["run_id"])
+        found = status_timeline(store, doc["run"]["run_id"], series["spans"])
         if found["series"]:
             statuses.append((f"status-{i}", f"Server status per second: {label}",
                              charts.status(series, found, run_palette), html.STATUS_NOTE))
