@@ -42,7 +42,8 @@ function sqlBody(file: string): string {
 
 /**
  * The dataset's SQL for a dialect with its placeholders replaced: ${database}, ${verdict} by the
- * fragment sql/common/verdict.sql (the step results' verdict CTEs, one copy for both dialects), ${t975}
+ * fragment sql/common/verdict.sql (the step results' verdict CTEs, one copy for both dialects),
+ * ${cross_zone} by sql/common/cross_zone.sql (a cluster's cross-zone traffic, the target costs'), ${t975}
  * by sql/common/t975.sql (Student t quantiles for the 95% intervals) and ${t_of_df} by
  * sql/common/t_of_df.sql (t at the degrees of freedom of the CTE needs_t).
  */
@@ -52,9 +53,12 @@ export function datasetSql(dialect: 'athena' | 'timestream', name: DatasetName, 
   const t975 = dialect === 'timestream' ? t975Selects(values) : values;
   const tOfDf = sqlBody(path.join(SQL_DIR, 'common', 't_of_df.sql'));
   const verdict = sqlBody(path.join(SQL_DIR, 'common', 'verdict.sql'));
+  const crossZone = sqlBody(path.join(SQL_DIR, 'common', 'cross_zone.sql'));
   return body
     .split('${verdict}')
     .join(verdict)
+    .split('${cross_zone}')
+    .join(crossZone)
     .split('${t_of_df}')
     .join(tOfDf)
     .split('${t975}')

@@ -50,11 +50,14 @@ T_OF_DF = "\n".join(line for line in (SQL_DIR.parent / "common" / "t_of_df.sql")
                     if not line.lstrip().startswith("--"))
 VERDICT = "\n".join(line for line in (SQL_DIR.parent / "common" / "verdict.sql").read_text().splitlines()
                     if not line.lstrip().startswith("--"))
+CROSS_ZONE = "\n".join(line for line in (SQL_DIR.parent / "common" / "cross_zone.sql").read_text().splitlines()
+                       if not line.lstrip().startswith("--"))
 
 
 def athena_to_duckdb(sql: str) -> str:
     """The documented dialect shim (module docstring)."""
-    return (sql.replace("${verdict}", VERDICT).replace("${t_of_df}", T_OF_DF).replace("${t975}", T975)
+    return (sql.replace("${verdict}", VERDICT).replace("${cross_zone}", CROSS_ZONE).replace("${t_of_df}", T_OF_DF)
+            .replace("${t975}", T975)
             .replace('"${database}".', '"main".')
             .replace("json_extract_scalar(", "json_extract_string("))
 
@@ -80,7 +83,8 @@ def timestream_dataset(name: str, db: DuckDBStore) -> str:
                    f"CAST(threads AS VARCHAR) AS threads, CAST(repetition AS VARCHAR) AS repetition), "
                    f"'{measure}' AS measure_name FROM main.{table}")
     sql = (SQL_DIR.parent / "timestream" / f"{name}.sql").read_text()
-    return (sql.replace("${verdict}", VERDICT).replace("${t_of_df}", T_OF_DF).replace("${t975}", t975_selects(T975))
+    return (sql.replace("${verdict}", VERDICT).replace("${cross_zone}", CROSS_ZONE).replace("${t_of_df}", T_OF_DF)
+            .replace("${t975}", t975_selects(T975))
             .replace('"${database}".', '"ts".'))
 
 

@@ -8,11 +8,8 @@
 -- and throughput; client hosts are counted for no kind), from the `prices` each targets row records
 -- (benchfleet.pricing.recorded_prices; spot and some reservations can be absent: no row then).
 -- A cluster's price_per_hour also counts its cross-zone traffic at that thread count
--- (benchfleet.stats.cost.cross_zone_bytes_per_s): per measured step, each node's mean rate of
--- wsrep_replicated_bytes x (nodes - 1) (every write-set goes to every other node, each in its own zone)
--- plus Bytes_sent + Bytes_received of every node but n1 (the client host's zone), then the mean over
--- repetitions; cross_zone_gb_per_hour in GB of 2^30 bytes, cross_zone_usd_per_hour = GB/h x 2 (billed
--- each way) x the recorded $/GB. Null for any other kind, and for a local cluster (free: `results`
+-- (cross_zone_gb_per_hour: the fragment sql/common/cross_zone.sql, over each node's mean
+-- rates per measured step; cross_zone_usd_per_hour = GB/h x 2 (billed each way) x the recorded $/GB). Null for any other kind, and for a local cluster (free: `results`
 -- shows what its traffic would cost).
 -- tps_ci_*: Student-t interval of the mean of the repetitions' step tps on the log scale
 -- (benchfleet.stats.mean_ci); cost_* = price_per_hour * 1000 / tps, the interval carried through.
@@ -43,29 +40,13 @@ with_ci AS (
     FROM by_threads b LEFT JOIN t975 q ON q.df = b.repetitions - 1
 ),
 node_rates AS (
-    SELECT run_id, target_id, threads, repetition, coalesce(block, 0) AS block, source, counter,
-           avg(rate) AS rate
+    SELECT run_id, target_id, threads, repetition, step, source, counter, avg(rate) AS rate
     FROM "${database}"."status_samples"
     WHERE phase = 'measure' AND second > 0 AND rate IS NOT NULL AND source LIKE 'n%' AND source NOT LIKE '%/%'
       AND counter IN ('wsrep_replicated_bytes', 'Bytes_sent', 'Bytes_received')
-    GROUP BY run_id, target_id, threads, repetition, coalesce(block, 0), source, counter
+    GROUP BY run_id, target_id, threads, repetition, step, source, counter
 ),
-cross_steps AS (
-    SELECT run_id, target_id, threads, repetition, block,
-           sum(CASE WHEN counter = 'wsrep_replicated_bytes' THEN rate ELSE 0 END)
-               * (count(DISTINCT source) - 1)
-           + sum(CASE WHEN counter <> 'wsrep_replicated_bytes' AND source <> 'n1' THEN rate ELSE 0 END)
-               AS bytes_per_s
-    FROM node_rates
-    GROUP BY run_id, target_id, threads, repetition, block
-    -- every node reported its replicated bytes, else nothing can be said of the step
-    HAVING count(DISTINCT source) = count(DISTINCT CASE WHEN counter = 'wsrep_replicated_bytes' THEN source END)
-),
-cross_zone AS (
-    SELECT run_id, target_id, threads, avg(bytes_per_s) * 3600 / 1073741824.0 AS gb_per_hour
-    FROM cross_steps
-    GROUP BY run_id, target_id, threads
-),
+${cross_zone},
 priced AS (
     SELECT k.*, m.pricing_model, t.kind, t.instance_type, t.vcpus, t.memory_mb, t.arch,
            CASE WHEN t.kind = 'cluster' THEN c.gb_per_hour END AS cross_zone_gb_per_hour,

@@ -5,9 +5,8 @@
 -- the hardware columns are null here (the athena store has them), and there
 -- is one row per target x threads (pricing_model on_demand). The interval of tps needs the t table
 -- of sql/common/t975.sql, which this dialect is not given: null too.
--- cross_zone_gb_per_hour: a cluster's traffic across zones, as sql/athena/target_costs.sql computes it
--- from the nodes' status rows (per measured step: replicated bytes x (nodes - 1) + Bytes_sent and
--- Bytes_received of every node but n1; the mean over steps; GB of 2^30 bytes).
+-- cross_zone_gb_per_hour: a cluster's traffic across zones from its nodes' status records (the fragment
+-- sql/common/cross_zone.sql, as the athena file uses it).
 -- Same columns, in the same order, as sql/athena/target_costs.sql (sql/datasets.json).
 WITH by_threads AS (
     SELECT run_id, target_id, CAST(threads AS INTEGER) AS threads, avg(tps) AS tps_mean,
@@ -25,20 +24,7 @@ node_rates AS (
       AND counter IN ('wsrep_replicated_bytes', 'Bytes_sent', 'Bytes_received')
     GROUP BY run_id, target_id, threads, repetition, step, source, counter
 ),
-cross_steps AS (
-    SELECT run_id, target_id, threads,
-           sum(CASE WHEN counter = 'wsrep_replicated_bytes' THEN rate ELSE 0 END) * (count(DISTINCT source) - 1)
-           + sum(CASE WHEN counter <> 'wsrep_replicated_bytes' AND source <> 'n1' THEN rate ELSE 0 END)
-               AS bytes_per_s
-    FROM node_rates
-    GROUP BY run_id, target_id, threads, repetition, step
-    HAVING count(DISTINCT source) = count(DISTINCT CASE WHEN counter = 'wsrep_replicated_bytes' THEN source END)
-),
-cross_zone AS (
-    SELECT run_id, target_id, threads, avg(bytes_per_s) * 3600 / 1073741824.0 AS gb_per_hour
-    FROM cross_steps
-    GROUP BY run_id, target_id, threads
-)
+${cross_zone}
 SELECT b.run_id, regexp_replace(b.run_id, '-[0-9]{8}t[0-9]{6}-[0-9a-f]{4}$', '') AS run_name,
        min(b.first_time) OVER (PARTITION BY b.run_id) AS started_at,
        b.target_id, CAST(NULL AS VARCHAR) AS kind, CAST(NULL AS VARCHAR) AS instance_type,
