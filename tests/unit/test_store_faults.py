@@ -193,6 +193,44 @@ def test_schema_drift_fails_the_run_before_anything_starts(tmp_path: Path) -> No
     assert [r["run_id"] for r in runs] == [RUN]  # no new run row, none left "running"
 
 
+# What an earlier version's store lacks: tables and columns SCHEMA adds since (the write path migrates them).
+EARLIER = {"tables": ("status_samples", "cloud_metrics"),
+           "columns": (("samples", "variant"), ("samples", "block"), ("samples", "arrived_s"),
+                       ("samples", "rows_in_table"), ("step_summaries", "variant"), ("step_summaries", "block"),
+                       ("step_summaries", "settings"), ("targets", "prices"), ("targets", "cluster"),
+                       ("targets", "storage_layout"))}
+
+
+def test_a_store_an_earlier_version_wrote_is_read_without_writing_to_it(tmp_path: Path) -> None:
+    """`results` and `report` open the store for reading only, so they cannot migrate it: before, they
+    failed on the first table or column added since ("Table with name status_samples does not exist",
+    "Referenced column variant not found")."""
+    current = cli(filled(tmp_path / "current").parent, "results", RUN, "--format", "json")
+    assert current.returncode == 0, current.stderr
+    path = filled(tmp_path / "earlier")
+    import duckdb
+
+    db = duckdb.connect(str(path))
+    for table in EARLIER["tables"]:
+        db.execute(f"DROP TABLE {table}")
+    for table, column in EARLIER["columns"]:
+        db.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+    db.close()
+    before = digest(path)
+    results = cli(path.parent, "results", RUN, "--format", "json")
+    assert results.returncode == 0, results.stderr
+    earlier, now = json.loads(results.stdout), json.loads(current.stdout)
+    assert earlier["steps"] == now["steps"]  # the figures the earlier store holds, as a current one shows them
+    # and what it cannot hold is said, not made up: no status per second, interval lengths rounded
+    assert earlier["status"]["counters"] == [] and now["status"]["counters"]
+    assert [s["interval_lengths"] for s in earlier["statistics"]["rows"][0]["steps"]] == ["rounded"]
+    report = cli(path.parent, "report", RUN, "-o", str(tmp_path / "report.html"))
+    assert report.returncode == 0, report.stderr
+    assert digest(path) == before  # read, never written
+    DuckDBStore(path).close()  # a write open migrates it, as before
+    assert json.loads(cli(path.parent, "results", RUN, "--format", "json").stdout)["steps"] == now["steps"]
+
+
 def test_concurrent_writers_each_get_their_turn(tmp_path: Path) -> None:
     path = tmp_path / "benchfleet.duckdb"
     DuckDBStore(path).close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import tempfile
@@ -246,6 +247,8 @@ class DuckDBStore:
                 self._spill = Path(tempfile.gettempdir()) / f"benchfleet-duckdb-{os.getpid()}-{id(self):x}"
                 self._reader.execute(f"SET memory_limit = '{READ_MEMORY_LIMIT}'")
                 self._reader.execute("SET temp_directory = ?", [str(self._spill)])
+                if not self.write_mode:
+                    _overlay_later_schema(self._reader)
             else:
                 self._reader = duckdb.connect()
                 self._reader.execute("SET TimeZone = 'UTC'")
@@ -456,6 +459,45 @@ def _insert(db: duckdb.DuckDBPyConnection, table: str, columns: list[str],
 def _value(value: Any) -> Any:
     """A JSON column's value as its text (DuckDB would take a dict for a STRUCT)."""
     return json.dumps(value, sort_keys=True) if isinstance(value, dict) else value
+
+
+# The tables and columns the write path adds to a store an earlier version wrote (SCHEMA's
+# CREATE TABLE IF NOT EXISTS and ALTER TABLE ... ADD COLUMN IF NOT EXISTS).
+_ADDED_COLUMN = re.compile(r"ALTER TABLE (\w+) ADD COLUMN IF NOT EXISTS (\w+)")
+
+
+def _overlay_later_schema(reader: duckdb.DuckDBPyConnection) -> None:
+    """A store an earlier version wrote, read without writing to it (``write=False``: a read-only
+    home, or `results` before the next run migrates it): what later versions added is read as the
+    migration would fill it, through temporary objects of this connection that shadow the file's
+    (a table added later: empty; a column added later: its default, NULL or ''). The file is not
+    changed. Other drift is left to fail as it does when writing (``_check_columns``)."""
+    have = _columns(reader)
+    (catalog,) = reader.execute("SELECT current_database()").fetchone() or ("",)
+    expected = duckdb.connect()
+    try:
+        expected.execute(SCHEMA + OWNERS)
+        declared = {table: sql for table, sql in expected.execute(
+            "SELECT table_name, sql FROM duckdb_tables() WHERE schema_name = 'main'").fetchall()}
+        columns: dict[str, list[tuple[str, str, str | None]]] = {}
+        for table, column, data_type, default in expected.execute(
+                "SELECT table_name, column_name, data_type, column_default FROM information_schema.columns "
+                "WHERE table_schema = 'main' ORDER BY table_name, ordinal_position").fetchall():
+            columns.setdefault(table, []).append((column, data_type, default))
+    finally:
+        expected.close()
+    added = {(table, column) for table, column in _ADDED_COLUMN.findall(SCHEMA)}
+    for table, sql in declared.items():
+        if table not in have:
+            reader.execute(sql.replace("CREATE TABLE", "CREATE TEMPORARY TABLE", 1))
+            continue
+        missing = [c for c, _, _ in columns[table] if c not in have[table] and (table, c) in added]
+        if not missing:
+            continue
+        select = ", ".join(f'"{c}"' if c in have[table] else f'CAST({default or "NULL"} AS {data_type}) AS "{c}"'
+                           for c, data_type, default in columns[table]
+                           if c in have[table] or c in missing)
+        reader.execute(f'CREATE TEMPORARY VIEW "{table}" AS SELECT {select} FROM "{catalog}".main."{table}"')
 
 
 def _columns(db: duckdb.DuckDBPyConnection) -> dict[str, set[str]]:
