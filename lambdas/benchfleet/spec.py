@@ -166,11 +166,12 @@ def check_workload_options(options: dict[str, OptionValue]) -> dict[str, OptionV
     for name, value in options.items():
         if not _OPTION_NAME.match(name):
             raise ValueError(f"option name {name!r} is not a sysbench option name ([a-z][a-z0-9_-]*)")
+        # Named down to the option (workload.options.rate), as a value no JSON reader holds is.
         if isinstance(value, str) and not _SAFE_VALUE.match(value):
-            raise ValueError(f"option {name}: value {value!r} has characters sysbench options never need")
+            raise FieldProblem(name, f"value {value!r} has characters sysbench options never need")
         refusal = option_refusal(name, value=value)
         if refusal:
-            raise ValueError(refusal)
+            raise FieldProblem(name, refusal)
     return options
 
 

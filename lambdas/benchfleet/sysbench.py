@@ -212,7 +212,8 @@ def option_refusal(name: str, in_job: bool = False, value: Any = _NAME_ONLY) -> 
                 "does not define); see workloads/README.md for the options a workload may give".format(name))
     problem = None if value is _NAME_ONLY else rule.problem(value)
     if problem is not None:
-        return "{}: {}{}".format(name, problem, " ({})".format(rule.note) if rule.note and rule.kind != "text" else "")
+        # Said where the option is named (workload.options.rate, sysbench.options.rate): not again here.
+        return problem + (" ({})".format(rule.note) if rule.note and rule.kind != "text" else "")
     return None
 
 
