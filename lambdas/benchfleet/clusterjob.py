@@ -56,7 +56,9 @@ network the nodes' security group closes).
 A client step's ``status`` (``client_status``; P fleet: counters and interval from the plan's
 ``status``, sources from the nodes; C agent: ``benchfleet_status``): one ``mysql`` source per node (over
 SQL with the step's user), the proxy's statistics source, and ``cluster_nodes``: the step fails when the
-cluster is not Synced at full size (naming the node).
+cluster is not Synced at full size (naming the node). Give it to the prepare step too: the agent then
+refuses to load data into a cluster that is not Synced at full size (it reads no status per second
+during a load). The agent's ``status`` records name their source: ``n1``... and ``proxy/n1``....
 
 The agent's answer (P agent; C fleet: the command's stdout): ``{"type": "setup", "role": "node",
 "node", "state": "Synced", "cluster_size", "seconds", "config_hash", "requested"}`` or ``{"type":

@@ -326,3 +326,21 @@ def test_the_set_up_jobs_records_are_read_back_by_benchfleets_reader(host: Host)
     assert setup.model_dump()["node"] == "n1" and setup.model_dump()["state"] == "Synced"
     assert out.errors[0].stage == "node" and out.errors[0].step == "setup-n1"
     assert {i.action for i in out.installs} >= {"cnf", "database"}
+
+
+def test_a_status_source_password_file_must_be_an_absolute_path() -> None:
+    status = clusterjob.client_status({"counters": [], "interval_s": 1}, NODES, "proxysql")
+    status["sources"][-1]["password_file"] = "../proxy.json"
+    job = {**IDS, "workload": "w", "step": {"name": "t1", "kind": "measure", "threads": 1, "duration_s": 5},
+           "sysbench": {"test": "oltp_read_only"}, "status": status}
+    with pytest.raises(agent.JobError, match=r"status.sources\[3\].password_file must be an absolute path"):
+        agent.check_job(job)
+
+
+def test_the_proxysql_status_source_logs_in_with_the_password_kept_on_the_client(tmp_path: Path) -> None:
+    kept = tmp_path / "proxy.json"
+    kept.write_text(json.dumps({"admin": "a-pw", "stats": "s-pw"}))
+    status = agent.benchfleet_status
+    assert status._kept_password(str(kept), "stats") == "s-pw"
+    assert status._kept_password(str(tmp_path / "missing.json"), "stats") == ""  # the reading then says why
+    assert status._kept_password(None, "stats") == ""

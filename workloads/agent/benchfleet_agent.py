@@ -281,6 +281,9 @@ def _check_status_keys(job: Dict[str, Any]) -> None:
         port = source.get("port")
         if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535):
             raise JobError("status.sources[{}].port must be a port number, not {!r}".format(i, port))
+        kept = source.get("password_file")  # a ProxySQL statistics password kept on this host
+        if kept is not None and not (isinstance(kept, str) and os.path.isabs(kept) and ".." not in kept.split("/")):
+            raise JobError("status.sources[{}].password_file must be an absolute path, not {!r}".format(i, kept))
 
 
 def _check_variant_keys(job: Dict[str, Any]) -> None:
