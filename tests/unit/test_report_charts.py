@@ -155,6 +155,7 @@ def test_one_thread_count_draws_every_per_thread_chart_as_bars_or_points_named_s
     assert {t["type"] for t in cost} == {"bar"} and figs["cost"]["layout"]["barmode"] == "group"
     assert {t["offsetgroup"] for t in cost} == {"on_demand", "reserved_1y_all_upfront"}
     assert all(t["error_y"]["visible"] for t in cost)
+    assert (charts.threads_words(1), charts.threads_words(8)) == ("1 thread", "8 threads")  # a soak's one step
     # Across thread counts they stay lines.
     _, swept = _figures(*stores["sweep"])
     assert {t["type"] for t in swept["qps"]["data"]} == {"scatter"}

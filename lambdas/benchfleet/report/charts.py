@@ -152,7 +152,7 @@ def throughput(comparison: dict[str, Any], palette: dict[str, str]) -> Figure:
                          "marker": {"size": 5, "color": _rgba(color, 0.6), "symbol": "circle-open"},
                          "visible": visible})
     if len(threads) == 1:
-        title = (f"Throughput at {threads[0]} threads (bar: mean of repetitions; whiskers: {conf}% CI; "
+        title = (f"Throughput at {threads_words(threads[0])} (bar: mean of repetitions; whiskers: {conf}% CI; "
                  "rings: repetitions)")
         return {"data": data, "layout": _layout(title, "", "transactions / s", xaxis=_series_axis(threads[0]),
                                                 bargap=0.45)}
@@ -208,7 +208,7 @@ def latency(comparison: dict[str, Any], palette: dict[str, str]) -> Figure:
                          "marker": {"size": 6, "color": _rgba(color, 0.6), "line": {"width": 0}},
                          "visible": visible})
     xaxis = _series_axis(threads[0]) if single else _threads_axis(rows_all)
-    title = (f"p{pct} latency at {threads[0]} threads" if single and threads else f"p{pct} latency vs threads")
+    title = (f"p{pct} latency at {threads_words(threads[0])}" if single and threads else f"p{pct} latency vs threads")
     return {"data": data, "layout": _layout(
         f"{title} (points: repetitions; line: their median, odd counts only)", "" if single else "threads",
         "ms", xaxis=xaxis, yaxis=_value_axis(values, "ms"))}
@@ -464,9 +464,14 @@ def one_thread_count(rows: list[dict[str, Any]]) -> int | None:
     return next(iter(threads)) if len(threads) == 1 else None
 
 
+def threads_words(threads: int) -> str:
+    """'1 thread', '8 threads'."""
+    return f"{threads} thread{'' if threads == 1 else 's'}"
+
+
 def _series_axis(threads: int) -> dict[str, Any]:
     """The x axis of a chart at one thread count: the series, named, and the thread count in its title."""
-    return {"type": "category", "title": {"text": f"series (all at {threads} threads)"}}
+    return {"type": "category", "title": {"text": f"series (all at {threads_words(threads)})"}}
 
 
 def qps(comparison: dict[str, Any], palette: dict[str, str]) -> Figure:
@@ -503,7 +508,7 @@ def qps(comparison: dict[str, Any], palette: dict[str, str]) -> Figure:
                      "visible": visible})
     if single is not None:
         return {"data": data, "layout": _layout(
-            f"Queries per second at {single} threads (bar: mean of repetitions; whiskers: 95% CI; rings: "
+            f"Queries per second at {threads_words(single)} (bar: mean of repetitions; whiskers: 95% CI; rings: "
             "repetitions)", "", "queries / s", xaxis=_series_axis(single), bargap=0.45)}
     return {"data": data, "layout": _layout("Queries per second vs threads (mean of repetitions; whiskers: 95% CI)",
                                             "threads", "queries / s", xaxis=_threads_axis(comparison["rows"]))}
@@ -547,7 +552,7 @@ def cost(comparison: dict[str, Any], palette: dict[str, str],
                 "hovertemplate": "%{fullData.name}<br>%{x} threads: $%{y:.4f}/h per 1000 TPS<extra></extra>"})
     if single is not None:
         return {"data": data, "layout": _layout(
-            f"Cost per 1000 TPS at {single} threads (USD per hour of the database; lower is better; filled: "
+            f"Cost per 1000 TPS at {threads_words(single)} (USD per hour of the database; lower is better; filled: "
             f"{MODEL_LABELS[models[0]]}, light: {', '.join(MODEL_LABELS[m] for m in models[1:])})", "",
             "USD per hour per 1000 TPS", xaxis=_series_axis(single), barmode="group", bargap=0.35)}
     return {"data": data, "layout": _layout(

@@ -163,7 +163,8 @@ def render_report(store: DuckDBStore, run_id: str) -> str:
     palette = charts.colors(list(dict.fromkeys([*labels, *order])))
 
     single = charts.one_thread_count(comparison["rows"])
-    per = f"at {single} threads" if single is not None else "vs threads"  # one thread count: bars, named so
+    # One thread count: bars, and the sections say so.
+    per = f"at {charts.threads_words(single)}" if single is not None else "vs threads"
     figures: list[tuple[str, str, charts.Figure | None, str]] = [
         ("throughput", f"Throughput {per}", charts.throughput(comparison, palette),
          "Mean over repetitions of sysbench's tps for each step, its 95% confidence interval as whiskers "

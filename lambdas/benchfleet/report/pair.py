@@ -71,7 +71,8 @@ def render_pair_report(store: DuckDBStore, baseline_run: str, run: str) -> str:
             else row["target_id"]
 
     single = charts.one_thread_count(merged["rows"])
-    per = f"at {single} threads" if single is not None else "vs threads"  # one thread count: bars, named so
+    # One thread count: bars, and the sections say so.
+    per = f"at {charts.threads_words(single)}" if single is not None else "vs threads"
     sections = [
         ("relative", f"{labels[1]} relative to {labels[0]}", charts.relative_bars(
             verdict_rows, {f"{labels[1]}: {r['target_id']}": palette.get(f"{labels[1]}: {r['target_id']}", "#555")
