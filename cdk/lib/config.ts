@@ -94,7 +94,7 @@ export const DEFAULTS: BenchfleetConfig = {
   resultsExpirationDays: 0,
   accessLogsExpirationDays: 90,
   logRetentionDays: 30,
-  maxAzs: 2,
+  maxAzs: 3,
   subnetType: 'public',
   subnetsAssignPublicIp: false,
   maxRunHours: 48,

@@ -80,6 +80,7 @@ type Grant =
   | 'describe'
   | 'targetCreate'
   | 'rdsSecretCreate'
+  | 'clusterSecretsCreate'
   | 'targetDelete'
   | 'dbReboot'
   | 'parameterGroupSwitch'
@@ -116,7 +117,7 @@ export const HANDLERS: Record<HandlerModule, HandlerSpec> = {
     description: 'Create one target (EC2 / RDS / Aurora + client), tagged with its run',
     timeout: Duration.seconds(120),
     memoryMiB: 256,
-    grants: ['describe', 'targetCreate', 'rdsSecretCreate', 'runsReadWrite'],
+    grants: ['describe', 'targetCreate', 'rdsSecretCreate', 'clusterSecretsCreate', 'runsReadWrite'],
   },
   readiness: {
     description: 'Report whether a target and its SSM agent are ready; bind its DB secret to its host',
@@ -296,6 +297,8 @@ export class BenchfleetFunctions extends Construct {
         return p.grantTargetCreate(role);
       case 'rdsSecretCreate':
         return p.grantRdsSecretCreate(role);
+      case 'clusterSecretsCreate':
+        return p.grantClusterSecretsCreate(role);
       case 'targetDelete':
         // The per-target teardown works in the target regions; the sweepers wherever targets may be.
         return p.grantTargetDelete(

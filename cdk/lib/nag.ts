@@ -120,6 +120,14 @@ export const WILDCARDS = {
       'RDS tagged it with a DB ARN of this stack\'s prefix; reading it (the target role) only then, and only ' +
       'from the host whose instance ARN that tag names (ec2:SourceInstanceARN).',
   },
+  clusterSecrets: {
+    appliesTo: [{ regex: `/^Resource::arn:${PARTITION}:secretsmanager:\\*:${ACCOUNT}:secret:benchfleet\\/\\*$/` }],
+    reason:
+      "A cluster target's password secrets are made per run (benchfleet/<run>/<target>/rep-<n>/<host>), in " +
+      'whichever region the target runs: created only with the run tags and this stack as benchfleet:stack, ' +
+      'described, bound and deleted only when tagged with this stack, read only by the host whose instance ' +
+      'ARN its benchfleet:secret-reader tag names (ec2:SourceInstanceARN).',
+  },
   awsManagedKeys: {
     appliesTo: [regional('kms', 'key/*')],
     reason:

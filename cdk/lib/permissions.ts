@@ -335,6 +335,32 @@ export class Permissions {
    * (the sweep regions; ARNs name their region).
    * No Modify*: benchfleet creates nothing protected, so protection is a person's and stays on.
    */
+  /**
+   * provision: a cluster's password secrets (benchfleet.aws.fleet.cluster), created with the run's tags
+   * only (CreateSecret's Tags need TagResource too) and read back by name when a retried provision finds
+   * one. In every region at once (the ARN's region is `*`): the home stack's role only, so the regional
+   * stacks' managed policies stay within their size limit.
+   */
+  public grantClusterSecretsCreate(role: iam.IRole): void {
+    allowWildcard(role, 'clusterSecrets');
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'CreateOwnedClusterSecrets',
+        actions: ['secretsmanager:CreateSecret', 'secretsmanager:TagResource'],
+        resources: [clusterSecretArn(this.stack)],
+        conditions: requireRunTags(this.owner),
+      }),
+    );
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'DescribeOwnedClusterSecrets',
+        actions: ['secretsmanager:DescribeSecret'],
+        resources: [clusterSecretArn(this.stack)],
+        conditions: requireOwnedResource(this.owner),
+      }),
+    );
+  }
+
   public grantTargetDelete(role: iam.IRole, extraRegions: readonly string[] = []): void {
     allowWildcard(role, 'instances');
     allowWildcard(role, 'volumes');
@@ -365,6 +391,20 @@ export class Permissions {
         resources: [this.ec2('volume', region)],
         conditions: requireOwnedResource(this.owner),
       }),
+    );
+    // A cluster's password secrets: deleted by tag, found by ListSecrets (no resource-level permission).
+    allowWildcard(role, 'clusterSecrets');
+    allowWildcard(role, 'unscopedApis');
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'DeleteOwnedClusterSecrets',
+        actions: ['secretsmanager:DeleteSecret'],
+        resources: [clusterSecretArn(this.stack)],
+        conditions: requireOwnedResource(this.owner),
+      }),
+    );
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({ sid: 'ListSecrets', actions: ['secretsmanager:ListSecrets'], resources: ['*'] }),
     );
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({
@@ -610,6 +650,21 @@ export function grantRdsManagedSecretsRead(role: iam.IRole & Construct): void {
       }),
     );
   }
+  // A cluster's password (benchfleet.aws.fleet.cluster): this stack's, bound to the host that reads it.
+  allowWildcard(role, 'clusterSecrets');
+  role.addToPrincipalPolicy(
+    new iam.PolicyStatement({
+      sid: 'ReadOwnRunsClusterSecret',
+      actions: ['secretsmanager:GetSecretValue'],
+      resources: [clusterSecretArn(Stack.of(role))],
+      conditions: {
+        StringEquals: {
+          [`secretsmanager:ResourceTag/${TAG_SECRET_READER}`]: '${ec2:SourceInstanceARN}',
+          [`secretsmanager:ResourceTag/${TAG_STACK}`]: stackOwner(Stack.of(role)),
+        },
+      },
+    }),
+  );
 }
 
 /**
@@ -639,4 +694,35 @@ export function grantRdsSecretBinding(role: iam.IRole & Construct): void {
       }),
     );
   }
+  // A cluster's password secrets, each bound to the host that reads it: this stack's only.
+  allowWildcard(role, 'clusterSecrets');
+  role.addToPrincipalPolicy(
+    new iam.PolicyStatement({
+      sid: 'BindClusterSecretToItsHost',
+      actions: ['secretsmanager:TagResource'],
+      resources: [clusterSecretArn(stack)],
+      conditions: {
+        StringEquals: { [`secretsmanager:ResourceTag/${TAG_STACK}`]: stackOwner(stack) },
+        StringLike: {
+          [`aws:RequestTag/${TAG_SECRET_READER}`]: `arn:${stack.partition}:ec2:*:${stack.account}:instance/i-*`,
+        },
+        'ForAllValues:StringEquals': { 'aws:TagKeys': [TAG_SECRET_READER] },
+      },
+    }),
+  );
+}
+
+/**
+ * A cluster target's password secrets (benchfleet.aws.fleet.cluster.secret_name:
+ * benchfleet/<run>/<target>/rep-<n>/<host>), in any region a target may run in; every statement on
+ * them is conditioned on this stack's tags.
+ */
+export function clusterSecretArn(stack: Stack): string {
+  return stack.formatArn({
+    service: 'secretsmanager',
+    region: '*',
+    resource: 'secret',
+    resourceName: 'benchfleet/*',
+    arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+  });
 }

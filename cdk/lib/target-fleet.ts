@@ -103,6 +103,10 @@ export class TargetFleet extends Construct {
   public readonly instanceProfile: iam.IInstanceProfile;
   public readonly clientSecurityGroup: ec2.SecurityGroup;
   public readonly dbSecurityGroup: ec2.SecurityGroup;
+  /** A cluster target's nodes: Galera between them, MySQL from the clients (and a proxy host). */
+  public readonly clusterSecurityGroup: ec2.SecurityGroup;
+  /** A proxy with a host of its own: the proxy's port from the clients (beside the clients' group). */
+  public readonly proxySecurityGroup: ec2.SecurityGroup;
   public readonly launchTemplate: ec2.LaunchTemplate;
   public readonly dbSubnetGroup: rds.SubnetGroup;
   /** This region's copy of the agent bundle (an asset: `cdk deploy` uploads one to each region's asset bucket). */
@@ -112,6 +116,8 @@ export class TargetFleet extends Construct {
   /** The ids above as JSON, the contract of lambdas/benchfleet/aws/fleet/regional.py (FIELDS). */
   public readonly targetResources: ssm.StringParameter;
   public readonly subnetIds: string[];
+  /** The availability zones of subnetIds, in the same order (a cluster's nodes each need their own). */
+  public readonly subnetZones: string[];
   private readonly vpc: ec2.IVpc;
 
   constructor(scope: Construct, id: string, props: TargetFleetProps) {
@@ -133,6 +139,7 @@ export class TargetFleet extends Construct {
     }
     this.vpc = props.vpc;
     this.subnetIds = props.vpc.selectSubnets(props.subnets).subnetIds;
+    this.subnetZones = props.vpc.selectSubnets(props.subnets).subnets.map((s) => s.availabilityZone);
 
     this.clientSecurityGroup = new ec2.SecurityGroup(this, 'ClientSecurityGroup', {
       vpc: props.vpc,
@@ -149,6 +156,29 @@ export class TargetFleet extends Construct {
       ec2.Port.tcp(3306),
       'MySQL from benchfleet clients',
     );
+
+    // A cluster's nodes (benchfleet.aws.fleet.cluster launches them in this group instead of the
+    // template's): MySQL, Galera replication, IST and SST between the nodes; MySQL only from the clients'
+    // group (the client host, a proxy host of its own); nothing else in. Outbound for SSM and packages.
+    this.clusterSecurityGroup = new ec2.SecurityGroup(this, 'ClusterSecurityGroup', {
+      vpc: props.vpc,
+      description: 'benchfleet cluster nodes: Galera between nodes, MySQL from benchmark clients',
+      allowAllOutbound: true,
+    });
+    for (const [port, what] of GALERA_PORTS) {
+      this.clusterSecurityGroup.addIngressRule(this.clusterSecurityGroup, ec2.Port.tcp(port), `${what} between nodes`);
+    }
+    this.clusterSecurityGroup.addIngressRule(this.clientSecurityGroup, ec2.Port.tcp(3306), 'MySQL from benchfleet clients');
+    // A proxy with a host of its own (in this group and the clients': it reaches the nodes as a client
+    // does) is reached by the client on the proxy's port (proxyconf.LISTEN_PORT) only.
+    this.proxySecurityGroup = new ec2.SecurityGroup(this, 'ProxySecurityGroup', {
+      vpc: props.vpc,
+      description: 'benchfleet cluster proxy hosts: the proxy port from benchmark clients',
+      allowAllOutbound: false,
+    });
+    for (const [port, what] of PROXY_PORTS) {
+      this.proxySecurityGroup.addIngressRule(this.clientSecurityGroup, ec2.Port.tcp(port), `${what} from benchfleet clients`);
+    }
 
     this.dbSubnetGroup = new rds.SubnetGroup(this, 'DbSubnetGroup', {
       vpc: props.vpc,
@@ -235,7 +265,12 @@ export class TargetFleet extends Construct {
     const stack = Stack.of(this);
     return {
       vpcArn: stack.formatArn({ service: 'ec2', resource: 'vpc', resourceName: this.vpc.vpcId }),
-      securityGroupIds: [this.clientSecurityGroup.securityGroupId, this.dbSecurityGroup.securityGroupId],
+      securityGroupIds: [
+        this.clientSecurityGroup.securityGroupId,
+        this.dbSecurityGroup.securityGroupId,
+        this.clusterSecurityGroup.securityGroupId,
+        this.proxySecurityGroup.securityGroupId,
+      ],
       launchTemplateId: this.launchTemplate.launchTemplateId ?? '*',
       dbSubnetGroupName: this.dbSubnetGroup.subnetGroupName,
       targetRoleArn: this.role.roleArn,
@@ -253,6 +288,9 @@ export class TargetFleet extends Construct {
       db_subnet_group_name: this.dbSubnetGroup.subnetGroupName,
       launch_template_id: this.launchTemplate.launchTemplateId ?? '',
       agent_document_name: this.agentDocumentName,
+      cluster_security_group_id: this.clusterSecurityGroup.securityGroupId,
+      proxy_security_group_id: this.proxySecurityGroup.securityGroupId,
+      subnet_zones: this.subnetZones,
     };
   }
 
@@ -276,6 +314,9 @@ export class TargetFleet extends Construct {
       CLIENT_SECURITY_GROUP_ID: this.clientSecurityGroup.securityGroupId,
       DB_SECURITY_GROUP_ID: this.dbSecurityGroup.securityGroupId,
       SUBNET_IDS: this.subnetIds.join(','),
+      SUBNET_ZONES: this.subnetZones.join(','),
+      CLUSTER_SECURITY_GROUP_ID: this.clusterSecurityGroup.securityGroupId,
+      PROXY_SECURITY_GROUP_ID: this.proxySecurityGroup.securityGroupId,
       DB_SUBNET_GROUP_NAME: this.dbSubnetGroup.subnetGroupName,
       AGENT_DOCUMENT_NAME: this.agentDocumentName,
       AGENT_BUNDLE_S3_URI: this.agentBundle.s3ObjectUrl,
@@ -285,6 +326,19 @@ export class TargetFleet extends Construct {
     };
   }
 }
+
+/** Galera's ports between a cluster's nodes (benchfleet.galera.DEFAULT_PORTS). */
+export const GALERA_PORTS: ReadonlyArray<[number, string]> = [
+  [3306, 'MySQL'],
+  [4567, 'Galera replication'],
+  [4568, 'Galera incremental state transfer'],
+  [4444, 'Galera state snapshot transfer'],
+];
+/** The proxies' listen ports (benchfleet.proxyconf.LISTEN_PORT): HAProxy, ProxySQL. */
+export const PROXY_PORTS: ReadonlyArray<[number, string]> = [
+  [3307, 'HAProxy'],
+  [6033, 'ProxySQL'],
+];
 
 /** The CloudWatch agent's configuration parameter, the same name in every region. */
 export function cloudWatchAgentConfigName(stackName: string): string {

@@ -63,7 +63,6 @@ MAX_NEXT_TOKEN = 4096
 _NEXT_TOKEN = re.compile(r"^[A-Za-z0-9+/=_.:-]{1,4096}$")
 MAX_RESULT_KEYS = 10_000
 # The Plan state accepts these target kinds; local targets run on a laptop.
-CLOUD_KINDS = ("ec2", "rds", "aurora", "existing")
 CANCEL_ERROR = "benchfleet.Cancelled"
 
 
@@ -212,7 +211,7 @@ def validate_submission(body: Any, home_region: str | None = None) -> LoadedSpec
         problems.append(("workload", f"{spec.workload!r} is a workload name; the API needs the workload "
                                      "inline (benchfleet run --remote inlines named workloads)"))
     for i, target in enumerate(spec.targets):
-        if target.kind not in CLOUD_KINDS:
+        if target.kind not in runplan.CLOUD_KINDS:
             problems.append((f"targets[{i}].kind", f"{target.kind} targets run on your machine "
                                                    "(benchfleet run --local), not through the API"))
         elif target.kind == "aurora" and target.engine.startswith("mariadb"):

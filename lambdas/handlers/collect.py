@@ -13,6 +13,7 @@ from benchfleet import naming
 from benchfleet.aws import clients
 from benchfleet.aws.events import Resources, Step
 from benchfleet.aws.settings import Settings
+from benchfleet.aws.steps import jobs
 from benchfleet.aws.steps.collect import collect_step
 from benchfleet.aws.store.results_store import store_from_settings
 
@@ -42,9 +43,10 @@ def handler(event: CollectEvent, context: LambdaContext) -> dict[str, Any]:
     store = store_from_settings(settings, clients.client)
     # Raw output and the record store are at home; CloudWatch and RDS where the target ran.
     region = settings.regions.region_of(event.resources)
-    if not event.resources.instance_id:
+    instance_id = jobs.host_instance(event.resources, event.step, event.target["id"])
+    if not instance_id:
         raise ValueError(f"target {event.target['id']} has no host whose output to collect")
-    output_prefix = naming.host_output_prefix(settings.host_arn(region, event.resources.instance_id), event.run_id,
+    output_prefix = naming.host_output_prefix(settings.host_arn(region, instance_id), event.run_id,
                                               event.target["id"], event.repetition, event.step.name)
     result = collect_step(
         clients.client("s3"), clients.client("cloudwatch", region), store, settings.results_bucket,

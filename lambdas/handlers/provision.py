@@ -41,7 +41,8 @@ def handler(event: ProvisionEvent, context: LambdaContext) -> dict[str, Any]:
     resources = lifecycle.provision(
         clients.client("ec2", region), clients.client("rds", region), ssm, regional.settings_in(region, settings, ssm),
         run_id=event.run_id, target=event.target, repetition=event.repetition,
-        zone_index=event.zone_index, expires_at=event.expires_at, parameters=event.parameters)
+        zone_index=event.zone_index, expires_at=event.expires_at, parameters=event.parameters,
+        secretsmanager=clients.client("secretsmanager", region) if event.target.get("kind") == "cluster" else None)
     logger.info("provisioned", extra={"resources": resources})
     metrics.add_metric(name="TargetsProvisioned", unit=MetricUnit.Count, value=1)
     return resources

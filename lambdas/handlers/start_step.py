@@ -51,23 +51,27 @@ def handler(event: StepState, context: LambdaContext) -> dict[str, Any]:
     settings = regional.settings_in(region, home, ssm)
     target_id, step = event.target["id"], event.step
     logger.append_keys(run_id=event.run_id, target_id=target_id, repetition=event.repetition, step=step.name)
-    if not event.resources.instance_id:
+    # The target's host, or the one a cluster's set-up step names (a node, the client, the proxy's).
+    instance_id = jobs.instance_of(event)
+    if not instance_id:
         raise ValueError(f"target {target_id} has no instance to run the agent on")
     # The prepare step of a host with data volumes: the agent finds them by the ids they got at launch.
     wanted = jobs.needs_volume_ids(event)
-    volumes = targets.data_volumes(clients.client("ec2", region), event.resources.instance_id, wanted) \
-        if wanted else None
+    volumes = targets.data_volumes(clients.client("ec2", region), instance_id, wanted) if wanted else None
     switched = variant_parameters(event, clients.client("rds", region))
+    output_prefix = naming.host_output_prefix(home.host_arn(region, instance_id), event.run_id, target_id,
+                                              event.repetition, step.name)
     command_id = commands.send_step(
         ssm, document=settings.agent_document_name, bucket_region=home.home_region,
-        instance_id=event.resources.instance_id, job=jobs.job_for(event, volumes),
+        instance_id=instance_id, job=jobs.job_for(event, volumes),
         bucket=settings.results_bucket,
-        output_prefix=naming.host_output_prefix(home.host_arn(region, event.resources.instance_id), event.run_id,
-                                                target_id, event.repetition, step.name),
+        output_prefix=output_prefix,
         execution_timeout_s=step.duration_s + step.setup_s + 600,  # runplan.execution_timeout_s
         comment=f"benchfleet {event.run_id} {target_id} rep {event.repetition} {step.name}")
-    status = {"command_id": command_id, "instance_id": event.resources.instance_id, "region": region,
+    status = {"command_id": command_id, "instance_id": instance_id, "region": region,
               "started_at": targets.now_iso()}
+    if event.kind == "cluster":  # a failure names the step, the host (a node, the client) and the agent's reason
+        status.update(step=step.name, host=step.host or "client", output_prefix=output_prefix)
     if event.task_token:
         callbacks.record(clients.client("s3"), home.results_bucket, task_token=event.task_token, status=status,
                          step_key=naming.step_command_key(event.run_id, target_id, event.repetition, step.name))

@@ -47,7 +47,10 @@ def handler(event: TeardownEvent, context: LambdaContext) -> dict[str, Any]:
     region = resources.get("region") or settings.regions.region_of(event.target)
     result = lifecycle.teardown(clients.client("ec2", region), clients.client("rds", region), run_id=event.run_id,
                                 target_id=event.target.target_id, resources=resources, owner=settings.owner(),
-                                repetition=event.repetition, prefix=settings.db_identifier_prefix)
+                                repetition=event.repetition, prefix=settings.db_identifier_prefix,
+                                # a cluster's password secrets (no other kind has any)
+                                secretsmanager=clients.client("secretsmanager", region)
+                                if resources["kind"] == "cluster" else None)
     logger.info("torn down", extra=result)
     metrics.add_metric(name="TargetsTornDown", unit=MetricUnit.Count, value=1)
     return result

@@ -366,7 +366,7 @@ describe('validation of context values', () => {
       resultsStore: 'athena',
       keepResults: false,
       maxRunHours: 48,
-      maxAzs: 2,
+      maxAzs: 3,
       schedules: [],
     });
   });

@@ -69,6 +69,14 @@ export function resolve(value: unknown, pseudo: Pseudo = PSEUDO): unknown {
       const [id, attr] = obj['Fn::GetAtt'] as [string, string];
       return `<${id}.${attr}>`;
     }
+    if (keys.length === 1 && keys[0] === 'Fn::GetAZs') {
+      // An environment-agnostic stack's zones (a new VPC's subnets): the region's first ones, as AWS lists them.
+      return ['a', 'b', 'c', 'd', 'e', 'f'].map((z) => `${pseudo.region}${z}`);
+    }
+    if (keys.length === 1 && keys[0] === 'Fn::Select') {
+      const [index, list] = obj['Fn::Select'] as [unknown, unknown];
+      return (resolve(list, pseudo) as string[])[Number(resolve(index, pseudo))];
+    }
     if (keys.some((k) => k.startsWith('Fn::'))) throw new Error(`cannot resolve ${JSON.stringify(value)}`);
     return Object.fromEntries(Object.entries(obj).map(([k, v]) => [k, resolve(v, pseudo)]));
   }

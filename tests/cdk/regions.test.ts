@@ -122,6 +122,10 @@ describe('targetRegions: one regional stack per region besides the home region',
         db_subnet_group_name: expect.stringMatching(/^<TargetsDbSubnetGroup/),
         launch_template_id: expect.stringMatching(/^<TargetsLaunchTemplate/),
         agent_document_name: expect.stringMatching(/^<TargetsAgentDocument/),
+        cluster_security_group_id: expect.stringMatching(/^<TargetsClusterSecurityGroup.*\.GroupId>$/),
+        proxy_security_group_id: expect.stringMatching(/^<TargetsProxySecurityGroup.*\.GroupId>$/),
+        // The zones of subnet_ids (us-west-1 has two): how many nodes a cluster may spread over there.
+        subnet_zones: ['us-west-1a', 'us-west-1b'],
       });
     }
   });

@@ -176,7 +176,7 @@ describe('IAM least privilege', () => {
       }
       for (const action of actionsOf(statement)) {
         expect(action).toMatch(
-          /^(ec2:Describe|rds:Describe|ssm:Describe|ssm:GetCommandInvocation|ssm:List|cloudwatch:GetMetricData|tag:GetResources|timestream:DescribeEndpoints|xray:|logs:(Create|Get|Update|Delete|List|Put|Describe)(LogDelivery|LogDeliveries|ResourcePolic|LogGroups))/,
+          /^(ec2:Describe|rds:Describe|ssm:Describe|ssm:GetCommandInvocation|ssm:List|secretsmanager:ListSecrets|cloudwatch:GetMetricData|tag:GetResources|timestream:DescribeEndpoints|xray:|logs:(Create|Get|Update|Delete|List|Put|Describe)(LogDelivery|LogDeliveries|ResourcePolic|LogGroups))/,
         );
       }
     }
@@ -319,8 +319,9 @@ describe('permissions of the API, the sweepers and the targets', () => {
   });
 
   test('only the target role reads RDS-managed master secrets (rds!db-*, rds!cluster-*); start_step does not', () => {
-    const reads = policyStatements(built.template).filter(({ statement }) =>
-      actionsOf(statement).includes('secretsmanager:GetSecretValue'),
+    const reads = policyStatements(built.template).filter(
+      ({ statement }) =>
+        actionsOf(statement).includes('secretsmanager:GetSecretValue') && text(statement.Resource).includes('secret:rds!'),
     );
     expect(reads).toHaveLength(2);
     for (const read of reads) expect(read.policy).toMatch(/^TargetsInstanceRoleDefaultPolicy/);
@@ -465,7 +466,9 @@ describe('network and targets', () => {
     const sgs = resourcesOf(built.template, 'AWS::EC2::SecurityGroup');
     const client = sgs.find(([id]) => id.startsWith('TargetsClientSecurityGroup'))!;
     expect(client[1].Properties.SecurityGroupIngress).toBeUndefined();
-    const ingress = resourcesOf(built.template, 'AWS::EC2::SecurityGroupIngress');
+    const all = resourcesOf(built.template, 'AWS::EC2::SecurityGroupIngress');
+    expect(all.filter(([, r]) => JSON.stringify(r.Properties.GroupId).includes('TargetsClientSecurityGroup'))).toEqual([]);
+    const ingress = all.filter(([, r]) => JSON.stringify(r.Properties.GroupId).includes('TargetsDbSecurityGroup'));
     expect(ingress).toHaveLength(1);
     expect(ingress[0][1].Properties).toMatchObject({
       IpProtocol: 'tcp',
@@ -473,6 +476,25 @@ describe('network and targets', () => {
       ToPort: 3306,
       SourceSecurityGroupId: { 'Fn::GetAtt': [client[0], 'GroupId'] },
     });
+  });
+
+  test("cluster nodes reach each other on MySQL and Galera's ports, clients reach MySQL and a proxy host's port only", () => {
+    const sgs = resourcesOf(built.template, 'AWS::EC2::SecurityGroup');
+    const id = (prefix: string): string => sgs.find(([k]) => k.startsWith(prefix))![0];
+    const [client, nodes, proxy] = ['TargetsClientSecurityGroup', 'TargetsClusterSecurityGroup', 'TargetsProxySecurityGroup'].map(id);
+    const rules = resourcesOf(built.template, 'AWS::EC2::SecurityGroupIngress').map(([, r]) => r.Properties);
+    const ports = (to: string, from: string): number[] =>
+      rules
+        .filter((r) => JSON.stringify(r.GroupId).includes(to) && JSON.stringify(r.SourceSecurityGroupId).includes(from))
+        .map((r) => (r.IpProtocol === 'tcp' && r.FromPort === r.ToPort ? r.FromPort : -1))
+        .sort();
+    expect(ports(nodes, nodes)).toEqual([3306, 4444, 4567, 4568]);
+    expect(ports(nodes, client)).toEqual([3306]);
+    expect(ports(proxy, client)).toEqual([3307, 6033]);
+    expect(rules.filter((r) => JSON.stringify(r.GroupId).includes(nodes) || JSON.stringify(r.GroupId).includes(proxy)).length).toBe(7);
+    for (const sg of [nodes, proxy]) {
+      expect(sgs.find(([k]) => k === sg)![1].Properties.SecurityGroupIngress).toBeUndefined();
+    }
   });
 
   test('launch template requires IMDSv2 and encrypts EBS', () => {

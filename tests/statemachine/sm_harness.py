@@ -324,13 +324,20 @@ class Agent:
     outcome: dict[str, str] = field(default_factory=dict)
     # Also play the CloudWatch agent: per-second cpu_usage_steal of the host for each measured second.
     steal: bool = False
+    # Why a failed set-up step failed, by role (node | proxy), or another step, by its name: what the
+    # agent's error record says.
+    reasons: dict[str, str] = field(default_factory=lambda: {
+        "node": "did not reach Synced within 900 s: WSREP: gcs connect failed: Connection timed out",
+        "proxy": "apt-get install proxysql failed (exit 100): Unable to locate package proxysql"})
 
     def ran(self, event: dict[str, Any], result: dict[str, Any]) -> dict[str, Any] | None:
         """Run Command's end of the step: the status-change event it sends (None: the host hangs)."""
         target_id, rep, step = event["target"]["id"], event["repetition"], event["step"]["name"]
         variant = event["step"].get("variant")
-        # "<target>:<variant>": the outcome of that variant's steps only (a variant that cannot be applied).
-        outcome = self.outcome.get(f"{target_id}:{variant}") or self.outcome.get(target_id, "ok")
+        # "<target>:<variant>": the outcome of that variant's steps only (a variant that cannot be applied);
+        # "<target>:<step>": of that step only (a cluster's node that never joins: "c1:setup-n2").
+        outcome = (self.outcome.get(f"{target_id}:{step}") or self.outcome.get(f"{target_id}:{variant}")
+                   or self.outcome.get(target_id, "ok"))
         # Run Command of the target's region (start_step's answer says which).
         region = result.get("region") or REGION
         command = ssm_backends[DEFAULT_ACCOUNT_ID][region].get_command_by_id(result["command_id"])
@@ -344,10 +351,19 @@ class Agent:
                 continue
             # AWS names a multi-step document's invocation by step; moto by plugin type.
             inv["PluginName"] = commands.AGENT_PLUGIN
-        if outcome in ("ok", "garbage", "lost"):
+        job = json.loads(command.parameters["JobJson"][0].replace("\\u0027", "'"))
+        if event["step"].get("kind") == "setup":  # a cluster's node or proxy set-up (benchfleet.clusterjob)
+            self.set_up(job, command, result, outcome)
+        elif outcome == "failed" and step in self.reasons:  # the agent's error record says why
+            self.write_output(command, result, {"type": "error", "stage": "health", "message": self.reasons[step]})
+        elif outcome in ("ok", "garbage", "lost"):
             fixture = FIXTURES / f"{'prepare' if step == 'prepare' else 't0001'}.jsonl"
             lines, seconds = [], []
-            for record in fitted([json.loads(line) for line in fixture.read_text().splitlines()], event["step"]):
+            captured = [json.loads(line) for line in fixture.read_text().splitlines()]
+            records = fitted(captured, event["step"])
+            if (job.get("status") or {}).get("sources") and not any(r["type"] == "status" for r in records):
+                records += self.status_readings(captured, records)
+            for record in records:
                 record.update(run_id=event["run_id"], target_id=target_id, repetition=rep,
                               workload=(event["step"].get("workload") or event["workload"])["name"], step=step)
                 if variant:  # the agent's records name the variant and block its job names
@@ -356,6 +372,11 @@ class Agent:
                     seconds.append(float(record["time"]))
                 if record["type"] == "fingerprint":  # what the agent reads from the host's IMDS
                     record.update(self.placement(region, result["instance_id"]))
+                if record["type"] == "status" and (job.get("status") or {}).get("sources"):
+                    # A cluster's client reads every node (and the proxy): one record per source, named so.
+                    lines += [json.dumps({**record, "source": source["name"]}, separators=(",", ":"))
+                              for source in job["status"]["sources"]]
+                    continue
                 if outcome == "garbage" and record["type"] == "sample":
                     record["tps"] = "lots"  # what a broken agent might print: collect must refuse it
                 lines.append(json.dumps(record, separators=(",", ":")))
@@ -370,6 +391,38 @@ class Agent:
             return None
         return ssm_invocation_event(result["command_id"], result["instance_id"], status, command.document_name,
                                     region)
+
+    @staticmethod
+    def status_readings(captured: list[dict[str, Any]], records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The captured status readings at the fitted step's seconds (``fitted`` keeps samples only)."""
+        readings = [r for r in captured if r["type"] == "status"]
+        samples = [r for r in records if r["type"] == "sample"]
+        return [{**readings[i % len(readings)], "second": s["second"], "time": s["time"]}
+                for i, s in enumerate(samples)]
+
+    def set_up(self, job: dict[str, Any], command: Any, result: dict[str, Any], outcome: str) -> None:
+        """What the agent prints for a set-up job: its ``setup`` record, or (``failed``) the error
+        record naming the node and the reason, as workloads/agent does."""
+        setup = job["setup"]
+        if outcome == "failed":
+            who = f"node {setup['node']}" if setup["role"] == "node" else f"proxy {setup['software']}"
+            stage = "node" if setup["role"] == "node" else "proxy-install"
+            record = {"type": "error", "stage": stage, "node": setup.get("node"),
+                      "message": f"{who}: {self.reasons.get(setup['role'], 'failed')}"}
+        elif outcome in ("ok", "lost"):
+            record = {"type": "setup", "role": setup["role"], "state": "Synced", "seconds": 1.5,
+                      **({"node": setup["node"], "cluster_size": setup["expected_size"]} if setup["role"] == "node"
+                         else {"software": setup["software"], "proxy_version": "2.7.1"})}
+        else:
+            return
+        self.write_output(command, result, record)
+
+    def write_output(self, command: Any, result: dict[str, Any], record: dict[str, Any]) -> None:
+        """Run Command's upload of the agent's output: one record after the document's own messages."""
+        body = "Setting up...\n" + json.dumps(record, separators=(",", ":")) + "\n"
+        key = (f"{command.output_s3_key_prefix}/{result['command_id']}/{result['instance_id']}"
+               "/awsrunShellScript/0.runAgent/stdout")
+        self.s3.put_object(Bucket=BUCKET, Key=key, Body=body.encode())
 
     @staticmethod
     def publish_steal(region: str, instance_id: str, seconds: list[float]) -> None:
@@ -536,6 +589,8 @@ def setup_account(monkeypatch: pytest.MonkeyPatch) -> None:
     subnets = sorted(ec2.describe_subnets()["Subnets"], key=lambda s: s["AvailabilityZone"])[:3]
     vpc = subnets[0]["VpcId"]
     sg = ec2.create_security_group(GroupName="bf-targets", Description="targets", VpcId=vpc)["GroupId"]
+    nodes_sg = ec2.create_security_group(GroupName="bf-cluster", Description="cluster nodes", VpcId=vpc)["GroupId"]
+    proxy_sg = ec2.create_security_group(GroupName="bf-proxy", Description="cluster proxies", VpcId=vpc)["GroupId"]
     template = ec2.create_launch_template(LaunchTemplateName="bf-targets", LaunchTemplateData={
         "SecurityGroupIds": [sg], "MetadataOptions": {"HttpTokens": "required"}})["LaunchTemplate"]
     rds = boto3.client("rds", region_name=REGION)
@@ -548,6 +603,8 @@ def setup_account(monkeypatch: pytest.MonkeyPatch) -> None:
         ts.create_table(DatabaseName=DATABASE, TableName=table)
     env = {"RESULTS_BUCKET": BUCKET, "RESULTS_STORE": "timestream", "TIMESTREAM_DATABASE": DATABASE,
            "SUBNET_IDS": ",".join(s["SubnetId"] for s in subnets), "CLIENT_SECURITY_GROUP_ID": sg,
+           "SUBNET_ZONES": ",".join(s["AvailabilityZone"] for s in subnets),
+           "CLUSTER_SECURITY_GROUP_ID": nodes_sg, "PROXY_SECURITY_GROUP_ID": proxy_sg,
            "DB_SECURITY_GROUP_ID": sg, "DB_SUBNET_GROUP_NAME": "bf-db", "AGENT_DOCUMENT_NAME": DOCUMENT,
            "LAUNCH_TEMPLATE_ID": template["LaunchTemplateId"],
            # ownership (cdk/lib/ownership.ts): the stack's identity and DB identifier prefix
@@ -697,7 +754,7 @@ def run_instances(run_id: str, region: str = REGION, states: list[str] | None = 
 
 def leftovers(run_id: str, region: str = REGION) -> list[str]:
     """Anything of the run still alive in moto: running/pending instances, EBS volumes (moto deletes
-    a DeleteOnTermination volume with its instance), DB instances, clusters."""
+    a DeleteOnTermination volume with its instance), DB instances, clusters, a cluster's secrets."""
     rds = boto3.client("rds", region_name=region)
     found = [i["InstanceId"] for i in run_instances(run_id, region, ["pending", "running"])]
     volumes = boto3.client("ec2", region_name=region).get_paginator("describe_volumes").paginate(
@@ -709,6 +766,10 @@ def leftovers(run_id: str, region: str = REGION) -> list[str]:
     for cluster in rds.describe_db_clusters()["DBClusters"]:
         if any(t["Key"] == naming.TAG_RUN_ID and t["Value"] == run_id for t in cluster.get("TagList", [])):
             found.append(cluster["DBClusterIdentifier"])
+    secrets = boto3.client("secretsmanager", region_name=region).list_secrets(
+        Filters=[{"Key": "tag-value", "Values": [run_id]}])["SecretList"]
+    found += [s["Name"] for s in secrets
+              if any(t["Key"] == naming.TAG_RUN_ID and t["Value"] == run_id for t in s.get("Tags", []))]
     return found + parameter_groups(run_id, region)
 
 
@@ -723,6 +784,15 @@ def parameter_groups(run_id: str, region: str = REGION) -> list[str]:
             if any(t["Key"] == naming.TAG_RUN_ID and t["Value"] == run_id
                    for t in rds.list_tags_for_resource(ResourceName=arn)["TagList"])]
 
+
+
+def recording(harness: Harness) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(SendCommand requests, WriteRecords requests) of the next run, as sent."""
+    sent: list[dict[str, Any]] = []
+    written: list[dict[str, Any]] = []
+    harness.proxies["ssm"].faults["send_command"] = lambda kw: sent.append(kw)
+    harness.proxies["timestream-write"].faults["write_records"] = lambda kw: written.append(kw)
+    return sent, written
 
 
 @contextmanager

@@ -84,7 +84,9 @@ def setup_region(region: str, parameter: str) -> None:
     boto3.client("ssm", region_name=region).put_parameter(Name=parameter, Type="String", Value=json.dumps({
         "subnet_ids": [s["SubnetId"] for s in subnets], "client_security_group_id": sg,
         "db_security_group_id": sg, "db_subnet_group_name": "bf-db",
-        "launch_template_id": template["LaunchTemplateId"], "agent_document_name": f"bf-agent-{region}"}))
+        "launch_template_id": template["LaunchTemplateId"], "agent_document_name": f"bf-agent-{region}",
+        "cluster_security_group_id": sg, "proxy_security_group_id": sg,
+        "subnet_zones": [s["AvailabilityZone"] for s in subnets]}))
 
 
 def priced_everywhere(directory: Path) -> Path:

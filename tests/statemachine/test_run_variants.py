@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 import boto3
-from sm_harness import BUCKET, OWNER, REGION, client_error, leftovers, parameter_groups, spec
+from sm_harness import BUCKET, OWNER, REGION, client_error, leftovers, parameter_groups, recording, spec
 from timestream_requests import dimensions, stored_records
 
 from benchfleet import naming
@@ -21,15 +21,6 @@ EC2 = {"id": "ec2-m6g", "kind": "ec2", "instance_type": "m6g.large", "engine": "
 VARIANTS = [{"id": "durable"},
             {"id": "relaxed", "server_options": {"innodb_flush_log_at_trx_commit": 2, "sync_binlog": 0}},
             {"id": "fsync", "server_options": {"innodb_flush_method": "fsync"}}]
-
-
-def recording(harness) -> tuple[list[dict], list[dict]]:
-    """(SendCommand requests, WriteRecords requests) of the next run, as sent."""
-    sent: list[dict] = []
-    written: list[dict] = []
-    harness.proxies["ssm"].faults["send_command"] = lambda kw: sent.append(kw)
-    harness.proxies["timestream-write"].faults["write_records"] = lambda kw: written.append(kw)
-    return sent, written
 
 
 def jobs(sent: list[dict]) -> list[dict]:

@@ -129,6 +129,8 @@ class Template:
                     variables[m[1]] if m[1] in variables else self._sub_name(m[1])), text)
             if fn == "Fn::Select":
                 return self.resolve(arg[1])[int(arg[0])]
+            if fn == "Fn::GetAZs":  # the region's zones as AWS lists them (a new VPC's subnets pick the first ones)
+                return [f"{REGION}{zone}" for zone in "abcdef"]
             if fn == "Fn::Split":
                 return str(self.resolve(arg[1])).split(arg[0])
             if fn.startswith("Fn::"):

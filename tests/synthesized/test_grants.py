@@ -84,7 +84,7 @@ def test_the_secret_binding_readiness_writes_is_the_one_the_deployed_policies_re
     assert host == f"arn:aws:ec2:{REGION}:{ACCOUNT}:instance/i-0123456789abcdef0"  # ec2:SourceInstanceARN's form
 
     reads = [s for s in statements_of(synthesized, "TargetsInstanceRole")
-             if s["Action"] == "secretsmanager:GetSecretValue"]
+             if s["Action"] == "secretsmanager:GetSecretValue" and ":secret:rds!" in s["Resource"]]
     assert sorted(s["Resource"].split(":secret:")[1] for s in reads) == ["rds!cluster-*", "rds!db-*"]
     assert any(fnmatchcase(secret, s["Resource"]) for s in reads)
     for s in reads:
@@ -92,7 +92,7 @@ def test_the_secret_binding_readiness_writes_is_the_one_the_deployed_policies_re
             f"secretsmanager:ResourceTag/{naming.TAG_SECRET_READER}": "${ec2:SourceInstanceARN}"}
 
     binds = [s for s in statements_of(synthesized, "OrchestrationFunctionsReadinessRole")
-             if s["Action"] == "secretsmanager:TagResource"]
+             if s["Action"] == "secretsmanager:TagResource" and ":secret:rds!" in s["Resource"]]
     assert len(binds) == 2
     for s in binds:
         assert s["Condition"]["ForAllValues:StringEquals"] == {"aws:TagKeys": [naming.TAG_SECRET_READER]}
@@ -162,3 +162,72 @@ def test_data_volumes_root_and_grants_match_the_deployed_template(synthesized: T
         assert not allows(statements_of(synthesized, role), "ec2:DeleteVolume", volume), role
     assert allows(statements_of(synthesized, "OrchestrationFunctionsStartStepRole"), "ec2:DescribeInstances", "*")
     assert allows(statements_of(synthesized, "OrchestrationFunctionsProvisionRole"), "ec2:RunInstances", volume)
+
+
+def test_a_clusters_secrets_are_made_bound_read_and_deleted_only_as_the_fleet_does_it(synthesized: Template):
+    """A cluster's password secrets (benchfleet.aws.fleet.cluster): provision creates them (tagged with the
+    run and this stack), readiness binds each to its host, the host whose ARN the tag names reads it,
+    teardown and the sweepers list and delete them; no other role may do any of it."""
+    from benchfleet import naming
+    from benchfleet.aws.fleet.cluster import secret_name
+
+    name = secret_name("run-20261127t000000-abcd", "gp3", 1, "client")
+    secret = f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:{name}-AbCdEf"
+    may = {
+        "OrchestrationFunctionsProvisionRole": ("secretsmanager:CreateSecret", "secretsmanager:TagResource",
+                                                "secretsmanager:DescribeSecret"),
+        "OrchestrationFunctionsReadinessRole": ("secretsmanager:TagResource",),
+        "TargetsInstanceRole": ("secretsmanager:GetSecretValue",),
+        "OrchestrationFunctionsTeardownRole": ("secretsmanager:DeleteSecret",),
+        "OrchestrationFunctionsTeardownByTagRole": ("secretsmanager:DeleteSecret",),
+        "OrchestrationFunctionsJanitorRole": ("secretsmanager:DeleteSecret",),
+        # DELETE /runs/{id} stops a run and removes what it left (the API holds the sweepers' grant).
+        "OrchestrationFunctionsApiRole": ("secretsmanager:DeleteSecret",),
+    }
+    for role, actions in may.items():
+        statements = statements_of(synthesized, role)
+        for action in actions:
+            assert allows(statements, action, secret), (role, action)
+        if action == "secretsmanager:DeleteSecret":
+            assert allows(statements, "secretsmanager:ListSecrets", "*"), role
+    # The host role reads it only where the reader tag names the caller and the stack tag is this stack's.
+    (read,) = [s for s in statements_of(synthesized, "TargetsInstanceRole")
+               if s["Action"] == "secretsmanager:GetSecretValue" and "benchfleet/" in s["Resource"]]
+    condition = read["Condition"]["StringEquals"]
+    assert condition[f"secretsmanager:ResourceTag/{naming.TAG_SECRET_READER}"] == "${ec2:SourceInstanceARN}"
+    assert f"secretsmanager:ResourceTag/{naming.TAG_STACK}" in condition
+    for role in synthesized.of_type("AWS::IAM::Role"):
+        if role.startswith(tuple(may)):
+            continue
+        statements = statements_of(synthesized, role)
+        for action in ("secretsmanager:GetSecretValue", "secretsmanager:CreateSecret", "secretsmanager:DeleteSecret",
+                       "secretsmanager:TagResource"):
+            assert not allows(statements, action, secret), (role, action)
+
+
+def test_cluster_nodes_talk_galera_to_each_other_and_clients_reach_mysql_only(synthesized: Template):
+    """The deployed groups (cdk/lib/target-fleet.ts) as benchfleet.galera's ports need them: a node
+    reaches the others on MySQL, replication, IST and SST; a client (and a proxy host) reaches a node
+    on MySQL only; the Lambdas get the group and the subnets' zones."""
+    from benchfleet import galera
+
+    groups = synthesized.of_type("AWS::EC2::SecurityGroup")
+    (nodes,) = [k for k in groups if k.startswith("TargetsClusterSecurityGroup")]
+    (clients,) = [k for k in groups if k.startswith("TargetsClientSecurityGroup")]
+    ingress = [r["Properties"] for r in synthesized.of_type("AWS::EC2::SecurityGroupIngress").values()]
+    ingress += [{**rule, "GroupId": {"Fn::GetAtt": [k, "GroupId"]}}
+                for k, g in groups.items() for rule in g["Properties"].get("SecurityGroupIngress", [])]
+
+    def ports(to: str, source: str) -> set[int]:
+        return {r["FromPort"] for r in ingress if r["GroupId"] == {"Fn::GetAtt": [to, "GroupId"]}
+                and r.get("SourceSecurityGroupId") == {"Fn::GetAtt": [source, "GroupId"]}
+                and r["IpProtocol"] == "tcp" and r["FromPort"] == r["ToPort"]}
+
+    assert ports(nodes, nodes) == set(galera.DEFAULT_PORTS.values())
+    assert ports(nodes, clients) == {galera.DEFAULT_PORTS["port"]}
+    assert not [r for r in ingress if r["GroupId"] == {"Fn::GetAtt": [nodes, "GroupId"]} and "CidrIp" in r]
+    functions = synthesized.of_type("AWS::Lambda::Function")
+    env = next(f["Properties"]["Environment"]["Variables"] for k, f in functions.items()
+               if k.startswith("OrchestrationFunctionsProvision"))
+    assert env["CLUSTER_SECURITY_GROUP_ID"] == {"Fn::GetAtt": [nodes, "GroupId"]}
+    assert "SUBNET_ZONES" in env

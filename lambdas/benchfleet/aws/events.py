@@ -46,6 +46,11 @@ class Step(_In):
     variant_settings: dict[str, Any] | None = None
     # Warm-up and measure steps: the server status the agent reads every second (runplan.status_of).
     status: dict[str, Any] | None = None
+    # A cluster's steps (runplan.cluster_setup): the host a set-up step runs on (n1.. | client | proxy)
+    # and the static part of its job; a benchmark step's connection route (direct | proxy).
+    host: str | None = None
+    setup: dict[str, Any] | None = None
+    route: str | None = None
 
 
 class TargetItem(_In):
@@ -90,6 +95,10 @@ class Resources(_In):
     region: str | None = None
     zone_index: int = 0
     provisioned_at: str | None = None
+    # A cluster (benchfleet.aws.fleet.cluster): role (n1.. | client | proxy) -> {instance_id, zone,
+    # subnet_id, instance_type}, and role -> the ARN of the password secret that host reads.
+    hosts: dict[str, dict[str, Any]] = {}
+    secrets: dict[str, str] = {}
 
 
 class StepState(_In):

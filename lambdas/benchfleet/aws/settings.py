@@ -26,6 +26,13 @@ class Settings:
     client_security_group_id: str = ""
     db_security_group_id: str = ""
     subnet_ids: tuple[str, ...] = ()
+    # The availability zones of SUBNET_IDS (SUBNET_ZONES): how many nodes a cluster may spread over.
+    subnet_zones: tuple[str, ...] = ()
+    # The security group of a cluster's nodes (CLUSTER_SECURITY_GROUP_ID: Galera's ports between
+    # nodes, MySQL from the clients' group; cdk/lib/target-fleet.ts).
+    cluster_security_group_id: str = ""
+    # A cluster's proxy on a host of its own (PROXY_SECURITY_GROUP_ID: its port from the clients).
+    proxy_security_group_id: str = ""
     db_subnet_group_name: str = ""
     agent_document_name: str = ""
     agent_bundle_s3_uri: str = ""
@@ -67,6 +74,9 @@ class Settings:
             client_security_group_id=get("CLIENT_SECURITY_GROUP_ID"),
             db_security_group_id=get("DB_SECURITY_GROUP_ID"),
             subnet_ids=tuple(s.strip() for s in get("SUBNET_IDS").split(",") if s.strip()),
+            subnet_zones=tuple(s.strip() for s in get("SUBNET_ZONES").split(",") if s.strip()),
+            cluster_security_group_id=get("CLUSTER_SECURITY_GROUP_ID"),
+            proxy_security_group_id=get("PROXY_SECURITY_GROUP_ID"),
             db_subnet_group_name=get("DB_SUBNET_GROUP_NAME"),
             agent_document_name=get("AGENT_DOCUMENT_NAME"),
             agent_bundle_s3_uri=get("AGENT_BUNDLE_S3_URI"),

@@ -10,7 +10,7 @@ from pydantic import TypeAdapter
 
 from benchfleet import naming
 from benchfleet.aws.errors import TargetFailed
-from benchfleet.aws.fleet import paramgroups, secret_binding
+from benchfleet.aws.fleet import cluster, paramgroups, secret_binding
 from benchfleet.aws.fleet import targets as t
 from benchfleet.aws.planning import readywait
 from benchfleet.aws.settings import Settings
@@ -26,11 +26,12 @@ def _parse(ts: str) -> datetime:
 
 def provision(ec2: Any, rds: Any, ssm: Any, settings: Settings, *, run_id: str, target: dict[str, Any],
               repetition: int, zone_index: int, expires_at: str,
-              parameters: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+              parameters: list[dict[str, Any]] | None = None, secretsmanager: Any = None) -> dict[str, Any]:
     """Create the target (and its client) in the zone of ``SUBNET_IDS[zone_index]``; an rds or aurora
     target with the run's parameter groups, set to the plan's ``parameters`` (benchfleet.aws.fleet.
-    paramgroups). On any failure what was already created is deleted before the error propagates
-    (teardown by tag backs this up)."""
+    paramgroups). A cluster: every host at once, its nodes in distinct zones (benchfleet.aws.fleet.
+    cluster), with ``secretsmanager`` for its password. On any failure what was already created is
+    deleted before the error propagates (teardown by tag backs this up)."""
     # Through the spec's own model: defaults filled in, a malformed target refused here.
     target = TypeAdapter(Target).validate_python(target).model_dump(mode="json")
     target_id, kind = target["id"], target["kind"]
@@ -56,6 +57,10 @@ def provision(ec2: Any, rds: Any, ssm: Any, settings: Settings, *, run_id: str, 
     groups = paramgroups.names(kind, run_id, target_id, repetition, prefix)
     out.update(parameter_group=groups.instance, cluster_parameter_group=groups.cluster)
     try:
+        if kind == "cluster":
+            cluster.provision(ec2, ssm, secretsmanager, settings, run_id=run_id, target=target,
+                              repetition=repetition, tags=tags, out=out)
+            return out
         if kind == "rds":
             out["db_instance_id"] = t.create_rds(
                 rds, settings, target=target, zone=zone, tags=tags, groups=groups, parameters=parameters,
@@ -76,7 +81,7 @@ def provision(ec2: Any, rds: Any, ssm: Any, settings: Settings, *, run_id: str, 
     except BaseException:
         log.warning("provision of %s failed in %s: deleting what was created", target_id, zone)
         teardown(ec2, rds, run_id=run_id, target_id=target_id, resources=out, owner=owner, verify=False,
-                 repetition=repetition, prefix=prefix)
+                 repetition=repetition, prefix=prefix, secretsmanager=secretsmanager)
         raise
     return out
 
@@ -91,6 +96,11 @@ def check_ready(ec2: Any, rds: Any, ssm: Any, secretsmanager: Any, *, resources:
     if now > _parse(deadline):
         raise TargetFailed(f"target not ready by its deadline {deadline}")
     db = None
+    if resources.get("kind") == "cluster":
+        ready, db = cluster.ready(ec2, ssm, secretsmanager, resources)
+        elapsed = (now - _parse(resources["provisioned_at"])).total_seconds()
+        wait = readywait.next_wait_s(elapsed, int(timing.get("provision_s", 0)), int(timing["ready_poll_s"]))
+        return {"ready": ready, "attempt": attempt, "wait_s": 0 if ready else wait, "db": db if ready else None}
     ready = t.instance_ready(ec2, ssm, resources["instance_id"])
     if resources.get("db_instance_id"):
         db = t.db_connection(rds, resources)
@@ -106,7 +116,7 @@ def check_ready(ec2: Any, rds: Any, ssm: Any, secretsmanager: Any, *, resources:
 
 def teardown(ec2: Any, rds: Any, *, run_id: str, target_id: str, resources: dict[str, Any] | None,
              owner: str, verify: bool = True, repetition: int | None = None,
-             prefix: str | None = None) -> dict[str, Any]:
+             prefix: str | None = None, secretsmanager: Any = None) -> dict[str, Any]:
     """Idempotent: delete what was recorded, then whatever else carries the run's, the target's and
     the owning stack's tags, then check that nothing is left that is neither gone nor going. The
     run's parameter groups go after their databases (their names derived as provision derives them,
@@ -119,6 +129,8 @@ def teardown(ec2: Any, rds: Any, *, run_id: str, target_id: str, resources: dict
     instances = set(t.tagged_instances(ec2, run_id, target_id, owner))
     if resources.get("instance_id"):
         instances.add(resources["instance_id"])
+    # A cluster's hosts (every node, the client, the proxy): recorded, and tagged like the client.
+    instances.update(h["instance_id"] for h in (resources.get("hosts") or {}).values() if h.get("instance_id"))
     deleted += [f"instance {i}" for i in t.terminate_instances(ec2, sorted(instances))]
     # Data volumes go with their instance (DeleteOnTermination); any left detached is deleted here.
     deleted += [f"volume {v}" for v in t.delete_volumes(ec2, t.tagged_volumes(ec2, run_id, target_id, owner))]
@@ -135,7 +147,13 @@ def teardown(ec2: Any, rds: Any, *, run_id: str, target_id: str, resources: dict
         groups = paramgroups.names(str(resources["kind"]), run_id, target_id, repetition, prefix)
     gone, waiting = paramgroups.delete(rds, groups)
     deleted += gone
+    if secretsmanager is not None:  # a cluster's password secrets
+        arns = {*cluster.tagged_secrets(secretsmanager, run_id, target_id, owner),
+                *(resources.get("secrets") or {}).values()}
+        deleted += [f"secret {a}" for a in cluster.delete_secrets(secretsmanager, sorted(arns))]
     left = t.leftovers(ec2, rds, run_id, target_id, owner) if verify else []
+    if verify and secretsmanager is not None:
+        left += [f"secret {a}" for a in cluster.tagged_secrets(secretsmanager, run_id, target_id, owner)]
     if verify:
         left += [g for g in paramgroups.existing(rds, groups) if g not in waiting]
     if left:

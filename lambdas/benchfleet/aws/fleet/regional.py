@@ -22,7 +22,8 @@ from benchfleet.aws.settings import Settings
 
 # Keys of the parameter's JSON (cdk/lib/regional-stack.ts writes them) -> Settings fields.
 FIELDS = ("subnet_ids", "client_security_group_id", "db_security_group_id", "db_subnet_group_name",
-          "launch_template_id", "agent_document_name")
+          "launch_template_id", "agent_document_name", "cluster_security_group_id", "proxy_security_group_id",
+          "subnet_zones")
 
 
 def parse(value: str, where: str) -> dict[str, Any]:
@@ -34,6 +35,7 @@ def parse(value: str, where: str) -> dict[str, Any]:
     if missing:
         raise TargetFailed(f"{where} lacks {', '.join(missing)}")
     data["subnet_ids"] = tuple(data["subnet_ids"])
+    data["subnet_zones"] = tuple(data["subnet_zones"])  # a cluster's nodes each need a zone of their own
     return {k: data[k] for k in FIELDS}
 
 

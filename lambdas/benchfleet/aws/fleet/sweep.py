@@ -39,7 +39,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -47,22 +47,24 @@ from botocore.exceptions import ClientError
 
 from benchfleet.aws.clients import client
 from benchfleet.aws.fleet import paramgroups
+from benchfleet.aws.fleet.cluster import secret_named as cluster_secret_named
 from benchfleet.naming import TAG_EXPIRES_AT, TAG_RUN_ID, TAG_STACK, TAG_TARGET_ID, db_identifier
 
 Kind = Literal["ec2-instance", "db-instance", "db-cluster", "ec2-volume", "db-parameter-group",
-               "db-cluster-parameter-group"]
+               "db-cluster-parameter-group", "secret"]
 Outcome = Literal["removed", "already-gone"]
 
 # Removal order: members before the clusters that hold them, parameter groups after the databases
 # that use them; EC2 clients anywhere.
 _ORDER: dict[str, int] = {"ec2-instance": 0, "db-instance": 1, "db-cluster": 2, "ec2-volume": 3,
-                          "db-parameter-group": 4, "db-cluster-parameter-group": 5}
+                          "db-parameter-group": 4, "db-cluster-parameter-group": 5, "secret": 6}
 _PARAMETER_GROUP_KINDS = ("db-parameter-group", "db-cluster-parameter-group")
 _LIVE_VOLUME_STATES = ["creating", "available", "in-use", "error"]
 _LIVE_EC2_STATES = ["pending", "running", "stopping", "stopped"]
 _GONE_CODES = {
     "InvalidInstanceID.NotFound", "DBInstanceNotFound", "DBInstanceNotFoundFault",
     "DBClusterNotFoundFault", "DBClusterNotFound", "InvalidVolume.NotFound", *paramgroups.GONE_CODES,
+    "ResourceNotFoundException",
 }
 _BUSY_CODES = {"InvalidDBInstanceState", "InvalidDBInstanceStateFault", "InvalidDBClusterStateFault",
                "InvalidDBClusterState"}
@@ -118,6 +120,8 @@ class RegionClients:
     region: str
     ec2: Any
     rds: Any
+    # A cluster's password secrets (benchfleet.aws.fleet.cluster); None: not swept (older callers).
+    secretsmanager: Any = None
 
 
 ClientsFor = Callable[[str], RegionClients]
@@ -126,7 +130,8 @@ ClientsFor = Callable[[str], RegionClients]
 def region_clients(region: str) -> RegionClients:
     """EC2 and RDS clients of one region (what the sweeping Lambdas use): the process's own, so a
     test's ``clients.override`` reaches a sweep as it reaches every other handler."""
-    return RegionClients(region=region, ec2=client("ec2", region), rds=client("rds", region))
+    return RegionClients(region=region, ec2=client("ec2", region), rds=client("rds", region),
+                         secretsmanager=client("secretsmanager", region))
 
 
 def parse_expiry(value: str | None) -> datetime | None:
@@ -225,7 +230,30 @@ def find_tagged(clients: RegionClients, owner: str, run_id: str | None = None) -
                                         cluster.get("TagList"), owner, run_id, str(cluster.get("Status", "")),
                                         deletion_protection=bool(cluster.get("DeletionProtection"))))
     candidates += _parameter_groups(clients, owner, run_id)
+    candidates += _secrets(clients, owner, run_id)
     return [r for r in candidates if r is not None]
+
+
+def _secrets(clients: RegionClients, owner: str, run_id: str | None) -> list[Resource | None]:
+    """A cluster's password secrets (benchfleet.aws.fleet.cluster). A secret can be tagged after it
+    was created, so, as a database, it must prove its name: the one provision derives from its tags."""
+    if clients.secretsmanager is None:
+        return []
+    filters = [{"Key": "tag-key", "Values": [TAG_RUN_ID]}] + (
+        [{"Key": "tag-value", "Values": [run_id]}] if run_id else [])
+    found: list[Resource | None] = []
+    for page in clients.secretsmanager.get_paginator("list_secrets").paginate(Filters=filters):
+        for secret in page.get("SecretList", []):
+            if secret.get("DeletedDate"):
+                continue
+            res = _resource("secret", str(secret["ARN"]), clients.region, secret.get("Tags"), owner, run_id,
+                            "available")
+            if res is not None and not cluster_secret_named(str(secret.get("Name", "")), res.run_id, res.target_id):
+                res = replace(res, not_created_by_run=(
+                    f"secret {secret.get('Name')} carries run {res.run_id}'s tags, but is not named as that run's "
+                    "provision names its secrets: someone else's, never removed"))
+            found.append(res)
+    return found
 
 
 def _parameter_groups(clients: RegionClients, owner: str, run_id: str | None) -> list[Resource | None]:
@@ -267,8 +295,6 @@ def _still_there(clients: RegionClients, res: Resource) -> bool:
 
 def _volume_now(clients: RegionClients, res: Resource) -> Resource:
     """The volume as EC2 describes it now (gone: state "deleted")."""
-    from dataclasses import replace
-
     try:
         found = clients.ec2.describe_volumes(VolumeIds=[res.id])["Volumes"]
     except ClientError as e:
@@ -334,6 +360,8 @@ def remove(clients: RegionClients, res: Resource, going: frozenset[str] = frozen
                 raise
         elif res.kind == "ec2-volume":
             clients.ec2.delete_volume(VolumeId=res.id)
+        elif res.kind == "secret":
+            clients.secretsmanager.delete_secret(SecretId=res.id, ForceDeleteWithoutRecovery=True)
         elif res.kind in _PARAMETER_GROUP_KINDS:
             if res.kind == "db-cluster-parameter-group":
                 clients.rds.delete_db_cluster_parameter_group(DBClusterParameterGroupName=res.id)

@@ -86,8 +86,9 @@ def subnet_for(ec2: Any, settings: Settings, zone_index: int) -> tuple[str, str]
 
 def launch_instance(ec2: Any, ssm: Any, settings: Settings, *, instance_type: str, subnet_id: str,
                     tags: dict[str, str], name: str, token: str,
-                    storage: dict[str, Any] | None = None) -> str:
-    """One Ubuntu LTS host with the SSM agent (from the launch template / instance profile)."""
+                    storage: dict[str, Any] | None = None, security_group_ids: list[str] | None = None) -> str:
+    """One Ubuntu LTS host with the SSM agent (from the launch template / instance profile), in the
+    launch template's security group unless ``security_group_ids`` replace it (a cluster's hosts)."""
     args: dict[str, Any] = {
         "ImageId": ubuntu_ami(ssm, architecture(instance_type)), "InstanceType": instance_type,
         "MinCount": 1, "MaxCount": 1, "SubnetId": subnet_id, "ClientToken": token,
@@ -103,6 +104,8 @@ def launch_instance(ec2: Any, ssm: Any, settings: Settings, *, instance_type: st
             args["IamInstanceProfile"] = {"Arn": settings.target_instance_profile_arn}
         if settings.client_security_group_id:
             args["SecurityGroupIds"] = [settings.client_security_group_id]
+    if security_group_ids:  # RunInstances' groups replace the template's
+        args["SecurityGroupIds"] = list(security_group_ids)
     if storage and storage.get("type") != "instance-store":
         args["BlockDeviceMappings"] = block_devices(storage)
     with aws_errors():

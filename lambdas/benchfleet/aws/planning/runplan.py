@@ -29,17 +29,20 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from benchfleet import catalogue, cost_ceiling, naming, serverstatus, variants, waves
+from benchfleet import catalogue, cost_ceiling, galera, naming, serverstatus, variants, waves
 from benchfleet.aws.errors import PlanRejected, aws_errors
+from benchfleet.aws.fleet import cluster
 from benchfleet.aws.planning import asl_walk, controlplane, dbparams, history, variantplan
 from benchfleet.aws.regions import TargetRegions
 from benchfleet.aws.settings import DEFAULT_RESULTS_STORE, Settings
 from benchfleet.aws.steps import commands
+from benchfleet.clusterjob import SETUP
 from benchfleet.mysqlcnf import CnfError, render, with_server_options
 from benchfleet.plan import Plan, PriceLookup, TargetPlan, make_plan
 from benchfleet.spec import (
     SLUG,
     AuroraTarget,
+    ClusterTarget,
     ComparisonSpec,
     Ec2Target,
     ExistingTarget,
@@ -61,7 +64,7 @@ INLINE_MAX_TARGETS = 40
 INLINE_MAX_TARGET_BYTES = 64 * 1024
 READY_POLL_S = {"ec2": 15, "existing": 15, "rds": 60, "aurora": 60, "cluster": 15}
 # Seconds a step may run past its planned duration: the first step installs the engine and sysbench.
-SETUP_S = {"prepare": 1800, "warmup": 300, "measure": 300}
+SETUP_S = {"prepare": 1800, "warmup": 300, "measure": 300, "setup": 1800}
 # A load may take this many times its planned seconds before its step times out: the plan's rate is a
 # model (benchfleet.plan.prepare_seconds), and a long load must never time out a run that would have
 # finished (the prepare's setup allowance grows with the load: its Run Command execution timeout too).
@@ -70,7 +73,10 @@ PREPARE_TIMEOUT_FACTOR = 3
 CALLBACK_MARGIN_S = 300
 # A target's deadline: its planned time plus this; resources expire an hour later still.
 DEADLINE_MARGIN = timedelta(hours=1)
-CLOUD_KINDS = ("ec2", "rds", "aurora", "existing")
+# The target kinds the deployed state machine provisions (the API refuses the others: one definition).
+CLOUD_KINDS = ("ec2", "rds", "aurora", "existing", "cluster")
+# A cluster's set-up steps (cluster_setup, of kind clusterjob.SETUP) run in "Run each step" before the
+# benchmark's steps, one at a time, each within SETUP_S["setup"] (installs, a start, a state transfer).
 # What the agent can install on an EC2 target (Ubuntu 24.04 packages: mysql-server-8.0,
 # mariadb-server); workloads/agent/benchfleet_install.py maps these to packages.
 EC2_MYSQL_VERSIONS = ("8.0",)
@@ -116,7 +122,7 @@ class _InlineSpec(ComparisonSpec):
     """A comparison spec as an execution takes it: the workload inline, never a name; cloud targets."""
 
     workload: Workload = Field(description="The workload itself (Lambdas ship no workload library)")
-    targets: list[Annotated[Ec2Target | RdsTarget | AuroraTarget | ExistingTarget,
+    targets: list[Annotated[Ec2Target | RdsTarget | AuroraTarget | ExistingTarget | ClusterTarget,
                             Field(discriminator="kind")]] = Field(  # type: ignore[assignment]
         min_length=1, max_length=200)  # ComparisonSpec's bounds; kinds: CLOUD_KINDS
 
@@ -160,6 +166,7 @@ def _loaded(spec_data: dict[str, Any], regions: TargetRegions) -> LoadedSpec:
             problems.append(f"targets[{i}].instance_id: an existing target needs the EC2 instance "
                             "that runs the agent")
     problems += [f"{field}: {message}" for field, message in regions.problems(list(spec.targets))]
+    problems += _zone_problems(spec.targets, regions.home)
     if not problems:  # what exists on AWS, where each target runs (the API checks the same first)
         problems += [f"{field}: {message}"
                      for field, message in catalogue.spec_problems(list(spec.targets), home_region=regions.home)]
@@ -171,6 +178,19 @@ def _loaded(spec_data: dict[str, Any], regions: TargetRegions) -> LoadedSpec:
         raise PlanRejected("spec: " + "; ".join(f"{field}: {message}" for field, message in unsettable),
                            problems=unsettable)
     return regions.resolve(loaded)
+
+
+def _zone_problems(targets: Sequence[Any], home: str) -> list[str]:
+    """A cluster's nodes each need a zone of their own: refused where the deployment's subnets in the
+    home region (SUBNET_ZONES) span fewer (provision checks other regions' subnets when it launches)."""
+    zones = sorted(set(Settings.from_env().subnet_zones))
+    out = []
+    for i, target in enumerate(targets):
+        if target.kind == "cluster" and zones and (target.region or home) == home:
+            problem = cluster.zone_problem(target.nodes, home, zones)
+            if problem:
+                out.append(f"targets[{i}].{problem}")
+    return out
 
 
 def _parameter_problems(loaded: LoadedSpec) -> list[tuple[str, str]]:
@@ -224,9 +244,39 @@ def _install(index: int, target: dict[str, Any], loaded: LoadedSpec | None = Non
                 "cnf": _cnf_source(index, target["mysql_config"], target["engine"],
                                    target.get("server_options") or {}),
                 "storage": storage_job(target["storage"])}
-    if target["kind"] in ("rds", "aurora"):
+    if target["kind"] in ("rds", "aurora", "cluster"):  # the client host: sysbench and the mysql client
         return {"client": True}
     return None
+
+
+def cluster_setup(index: int, spec_target: ClusterTarget, loaded: LoadedSpec, o: Timing) -> list[dict[str, Any]]:
+    """A cluster repetition's set-up steps, which run before its benchmark steps on the hosts they
+    name (``host``: a node, or ``client``): every node in order, the first bootstrapping the cluster
+    and each next one joining it (one state transfer at a time, as Galera's documentation advises;
+    the last one's job returns once the cluster is Synced at full size), then the proxy on the client
+    host (or the proxy's own). The static part of each agent job (benchfleet.clusterjob) is here;
+    start_step adds the addresses, the volumes and the secret."""
+    for i, variant in enumerate(loaded.variants):
+        for key in ("mysql_config", "server_options"):
+            if getattr(variant, key):
+                raise PlanRejected(f"spec: variants[{i}].{key}: a cluster's nodes are configured once, at set-up; "
+                                   f"its variants differ in route, workload or options (targets[{index}] is a "
+                                   "cluster)", field=f"variants[{i}].{key}")
+    target = spec_target.model_dump(mode="json")
+    cnf = _cnf_source(index, spec_target.mysql_config, spec_target.engine, target.get("server_options") or {})
+    timeout = o.step_timeout_s or step_timeout_s(0, SETUP)
+    base = {"kind": SETUP, "threads": 1, "duration_s": 0, "cooldown_s": 0, "setup_s": setup_s(0, SETUP),
+            "timeout_s": timeout, "report_interval_s": 1}
+    steps = [{**base, "index": -(n + 1), "name": f"setup-{name}", "host": name,
+              "setup": {"role": "node", "node": name, "flavor": spec_target.flavor,
+                        "mysql_config": spec_target.mysql_config, "cnf": cnf,
+                        "storage": storage_job(target["storage"])}}
+             for n, name in enumerate(galera.node_names(spec_target.nodes))]
+    if spec_target.proxy.software != "none":
+        host = "proxy" if spec_target.proxy.instance_type else "client"
+        steps.append({**base, "index": -(len(steps) + 1), "name": "setup-proxy", "host": host,
+                      "setup": {"role": "proxy", "software": spec_target.proxy.software}})
+    return steps
 
 
 def storage_job(storage: dict[str, Any]) -> dict[str, Any]:
@@ -284,6 +334,10 @@ def _steps(target: TargetPlan, o: Timing, install: dict[str, Any] | None,
             item.update(variantplan.step_extras(loaded, spec_target, step, cache))
         if step.kind != "prepare" and status:
             item["status"] = status
+        if spec_target is not None and spec_target.kind == "cluster":  # direct to the writer, or the proxy
+            variant = loaded.variant(step.variant)
+            default = "proxy" if spec_target.proxy.software != "none" else "direct"
+            item["route"] = (variant.route if variant else None) or default
         out.append(item)
     return out
 
@@ -296,8 +350,10 @@ def status_of(spec: ComparisonSpec, target: Any, workload: Workload) -> dict[str
 
 
 def _bound(target: TargetPlan, ready_max: int) -> int:
-    """Worst case of one repetition: the readiness loop runs to its bound (steps do not poll)."""
-    return history.repetition_events(target.most_steps, ready_max)
+    """Worst case of one repetition: the readiness loop runs to its bound (steps do not poll). A
+    cluster's set-up steps (one per node and the proxy's) are at most one per host."""
+    setup = len(target.hosts) if target.kind == "cluster" else 0
+    return history.repetition_events(target.most_steps + setup, ready_max)
 
 
 def run_id_for(request: RunRequest, execution_name: str | None) -> str | None:
@@ -502,6 +558,13 @@ def plan_run(request: RunRequest, *, execution_name: str | None = None, zone_cou
         target["price_per_hour"] = t.price_per_hour
         parameters = dbparams.target_parameters(loaded, index)[0]
         deadline = now + timedelta(seconds=t.total_s) + DEADLINE_MARGIN
+        steps = _steps(t, o, _install(index, target, loaded), loaded, spec_target,
+                       dbparams.requested(parameters), status_of(loaded.spec, spec_target, loaded.workload))
+        sequence = t.sequence or [list(range(len(t.steps)))] * t.repetitions
+        if isinstance(spec_target, ClusterTarget):  # its set-up first, in every repetition
+            setup = cluster_setup(index, spec_target, loaded, o)
+            steps = setup + steps
+            sequence = [list(range(len(setup))) + [i + len(setup) for i in seq] for seq in sequence]
         targets.append({
             "run_id": run_id, "target_id": t.target_id, "kind": t.kind,
             "region": regions.region_of(target),
@@ -514,13 +577,12 @@ def plan_run(request: RunRequest, *, execution_name: str | None = None, zone_cou
             "repetitions_at_once": t.at_once if 0 < t.at_once < t.repetitions else 0,
             # Each repetition's start after the first's (the definition's "Wait for its start").
             "start_after_s": t.start_after_s(),
-            "steps": _steps(t, o, _install(index, target, loaded), loaded, spec_target,
-                            dbparams.requested(parameters), status_of(loaded.spec, spec_target, loaded.workload)),
+            "steps": steps,
             # rds / aurora: the run's parameter groups hold these (benchfleet.aws.fleet.paramgroups).
             "parameters": parameters,
             # Per repetition, the steps it runs in order (indices into steps): variants interleave in
             # an order that turns from one repetition to the next.
-            "sequence": t.sequence or [list(range(len(t.steps)))] * t.repetitions,
+            "sequence": sequence,
             "timing": _timing(t, o),
         })
     if not distributed and len(json.dumps(targets, separators=(",", ":"))) > INLINE_MAX_TARGET_BYTES:

@@ -25,6 +25,7 @@ on to Collect, one that failed or is still running fails as it would have.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable
 from typing import Any
@@ -92,12 +93,46 @@ def complete(s3: Any, sfn: Any, ssm_in: Callable[[str | None], Any], bucket: str
             else:
                 sent = FAILED_ERROR[state].__name__
                 sfn.send_task_failure(taskToken=recorded["task_token"], error=sent,
-                                      cause=f"{command_id} on {instance_id}: {detail}"[:32_768])
+                                      cause=failure_cause(s3, bucket, status, detail)[:32_768])
     except ClientError as e:
         if error_code(e) not in GONE:
             raise
         sent = f"nothing waits ({error_code(e)})"
     return {"state": state, "sent": sent}
+
+
+def failure_cause(s3: Any, bucket: str, status: dict[str, Any], detail: str) -> str:
+    """Why a step failed: its command and host, and for a cluster's step (``host`` recorded) the
+    step, the node, proxy or client host, and the agent's own reason (its error record in the output:
+    a node that did not join, a proxy that did not install, a node that left the cluster mid-step)."""
+    where = f"{status['command_id']} on {status['instance_id']}"
+    if not status.get("host"):
+        return f"{where}: {detail}"
+    reason = agent_error(s3, bucket, str(status.get("output_prefix") or ""))
+    return f"{status.get('step')} on {status['host']} ({where}): {reason or detail}"
+
+
+def agent_error(s3: Any, bucket: str, prefix: str) -> str | None:
+    """The message of the agent's last error record under a step's Run Command output, if any (Run
+    Command uploads the output before it sends the status change; a missing one says nothing)."""
+    if not prefix:
+        return None
+    try:
+        with aws_errors():
+            pages = s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix.rstrip("/") + "/")
+            keys = sorted(o["Key"] for page in pages for o in page.get("Contents", []) if o["Key"].endswith("/stdout"))
+            text = "\n".join(s3.get_object(Bucket=bucket, Key=k)["Body"].read().decode() for k in keys)
+    except ClientError:
+        return None
+    reasons = []
+    for line in text.splitlines():
+        if line.startswith('{"type"'):
+            with contextlib.suppress(ValueError):
+                record = json.loads(line)
+                if record.get("type") == "error":
+                    stage = record.get("stage")
+                    reasons.append(f"{stage}: {record.get('message')}" if stage else str(record.get("message")))
+    return reasons[-1] if reasons else None
 
 
 def ended(s3: Any, ssm_in: Callable[[str | None], Any], bucket: str, step_key: str) -> dict[str, Any]:
@@ -114,4 +149,4 @@ def ended(s3: Any, ssm_in: Callable[[str | None], Any], bucket: str, step_key: s
         return {**status, "state": state, "detail": detail, "recovered": "the status change never arrived"}
     if state == "running":
         raise StepTimedOut(f"{command_id} on {instance_id}: still {detail} past the step's bound (timeout_s)")
-    raise FAILED_ERROR[state](f"{command_id} on {instance_id}: {detail}"[:32_768])
+    raise FAILED_ERROR[state](failure_cause(s3, bucket, status, detail)[:32_768])

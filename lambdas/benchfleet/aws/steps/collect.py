@@ -23,6 +23,7 @@ from benchfleet import naming, pricing
 from benchfleet.aws.errors import CollectFailed, aws_errors, error_code
 from benchfleet.aws.steps import cloudwatch as cw
 from benchfleet.aws.store.results_store import ResultsStore
+from benchfleet.clusterjob import SETUP
 from benchfleet.records import AgentOutput, Fingerprint, RecordError, parse_agent_lines
 from benchfleet.validation import output_problem
 
@@ -62,6 +63,29 @@ def read_raw(s3: Any, bucket: str, *, run_id: str, target_id: str, repetition: i
         text = "\n".join(agent_lines(s3.get_object(Bucket=bucket, Key=k)["Body"].read().decode()) for k in keys)
         s3.put_object(Bucket=bucket, Key=key, Body=text.encode(), ContentType="application/x-ndjson")
     return text
+
+
+def setup_result(text: str, *, source: str, step: str) -> dict[str, Any]:
+    """A cluster's set-up step (benchfleet.clusterjob: the agent's ``setup`` record, or its error):
+    nothing to store but its raw output (kept above); the outcome says what was set up and how long
+    it took. No sample, no summary: not a measured step."""
+    records = []
+    for line in text.splitlines():
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            raise CollectFailed(f"{source}: not an agent record: {line[:200]!r}") from None
+    errors = [r for r in records if r.get("type") == "error"]
+    if errors:
+        raise CollectFailed(f"{step}: the agent reported an error in {errors[0].get('stage')}: "
+                            f"{errors[0].get('message')}")
+    setups = [r for r in records if r.get("type") == SETUP]
+    if not setups:
+        raise CollectFailed(f"{source}: no set-up record (the agent did not finish {step})")
+    done = {k: setups[-1].get(k) for k in ("role", "node", "state", "cluster_size", "seconds", "software",
+                                           "proxy_version") if setups[-1].get(k) is not None}
+    return {"step": step, "variant": "", "block": None, "samples": 0, "status": 0, "summaries": 0,
+            "cloud_metrics": 0, "fingerprints": 0, "targets": 0, "notices": [], "tps": None, "setup": done}
 
 
 def parse(text: str, *, source: str) -> AgentOutput:
@@ -131,6 +155,8 @@ def collect_step(s3: Any, cloudwatch: Any, store: ResultsStore, bucket: str, *, 
     text = read_raw(s3, bucket, run_id=run_id, target_id=target_id, repetition=repetition, step=name,
                     output_prefix=output_prefix)
     source = f"s3://{bucket}/{naming.raw_key(run_id, target_id, repetition, name)}"
+    if step["kind"] == SETUP:
+        return setup_result(text, source=source, step=name)
     out = parse(text, source=source)
     if out.errors:
         first = out.errors[0]

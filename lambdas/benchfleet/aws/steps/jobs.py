@@ -21,8 +21,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from benchfleet import clusterjob, galera, naming
 from benchfleet.agentjob import agent_job
-from benchfleet.aws.events import StepState
+from benchfleet.aws.events import Resources, Step, StepState
 from benchfleet.aws.planning import dbparams
 from benchfleet.plan import PlanStep
 from benchfleet.spec import ExistingTarget, Workload
@@ -37,8 +38,71 @@ STATE_DIR = "/var/lib/benchfleet/state"
 TLS_FILES = ("ssl_ca", "ssl_cert", "ssl_key")
 
 
+def instance_of(state: StepState) -> str | None:
+    return host_instance(state.resources, state.step, state.target["id"])
+
+
+def host_instance(resources: Resources, step: Step, target_id: str) -> str | None:
+    """The host a step runs on (start_step sends it there, collect reads its output): a cluster's
+    set-up step names its host (a node, the client, the proxy's); every other step runs on the
+    target's (the client of rds / aurora / cluster)."""
+    if step.host:
+        host = resources.hosts.get(step.host)
+        if not host:
+            raise ValueError(f"target {target_id} has no host {step.host} for step {step.name}")
+        return str(host["instance_id"])
+    return resources.instance_id
+
+
+def _cluster_nodes(state: StepState) -> list[tuple[str, str]]:
+    """(name, private address) of every node, as readiness found them."""
+    addresses = (state.db or {}).get("hosts") or {}
+    names = galera.node_names(int(state.target["nodes"]))
+    missing = [n for n in names if n not in addresses]
+    if missing:
+        raise ValueError(f"cluster {state.target['id']}: no address for {', '.join(missing)}")
+    return [(n, str(addresses[n])) for n in names]
+
+
+def _proxy_host(state: StepState) -> str:
+    """Where the client reaches the proxy: its own host's address, or the client host itself."""
+    own = ((state.db or {}).get("hosts") or {}).get("proxy")
+    return str(own) if own else "127.0.0.1"
+
+
+def cluster_setup_job(state: StepState, volumes: list[dict[str, str]] | None = None) -> dict[str, Any]:
+    """A cluster's set-up step as its agent job (benchfleet.clusterjob): the plan's static part
+    (runplan.cluster_setup) with the nodes' addresses, the secrets and the data volumes' ids."""
+    step, target, setup = state.step, state.target, dict(state.step.setup or {})
+    nodes = _cluster_nodes(state)
+    secrets = state.resources.secrets
+    ids = {"run_id": state.run_id, "target_id": target["id"], "repetition": state.repetition}
+    if setup.get("role") == "node":
+        storage = dict(setup.get("storage") or {}) or None
+        if volumes:
+            storage = {**(storage or {}), "volumes": volumes}
+        name = str(setup["node"])
+        names = [n for n, _ in nodes]
+        return clusterjob.node_job(
+            **ids, flavor=str(setup["flavor"]), node=name, host=dict(nodes)[name], nodes=nodes,
+            # wsrep_cluster_name: one per repetition, so no host of another cluster can ever join it
+            cluster_name=naming.client_token(state.run_id, target["id"], state.repetition, 0, "cluster"),
+            mysql_config=str(setup["mysql_config"]), cnf=str(setup["cnf"]), storage=storage,
+            password_secret_arn=secrets["n1"], expected_size=names.index(name) + 1,
+            synced_timeout_s=max(60, step.setup_s - 300))
+    if setup.get("role") == "proxy":
+        reader = "proxy" if step.host == "proxy" else "client"
+        return clusterjob.proxy_job(**ids, software=str(setup["software"]), nodes=nodes,
+                                    password_secret_arn=secrets[reader], timeout_s=max(60, step.setup_s - 300))
+    raise ValueError(f"step {step.name}: a set-up step of role {setup.get('role')!r}")
+
+
 def db_of(state: StepState) -> dict[str, Any]:
     target = state.target
+    if state.kind == "cluster":  # the writer node, or the proxy (the step's route)
+        return clusterjob.client_db(state.step.route or "direct", _cluster_nodes(state),
+                                    state.resources.secrets["client"], str(target["proxy"]["software"]),
+                                    proxy_host=_proxy_host(state))
     if state.kind == "ec2":
         return {"host": "127.0.0.1", "port": 3306, "user": "sbtest", "database": "sbtest",
                 "password_file": PASSWORD_FILE, "tls": "off"}
@@ -87,6 +151,8 @@ def needs_volume_ids(state: StepState) -> int:
     """How many EBS volume ids this step's install needs (0: none; instance-store disks are found by
     their model, not by id)."""
     storage = (state.step.install or {}).get("storage") if installs(state) else None
+    if state.step.kind == clusterjob.SETUP:  # a node's set-up builds its data directory
+        storage = (state.step.setup or {}).get("storage")
     if not storage or storage.get("type") == "instance-store":
         return 0
     return int(storage.get("count") or 1)
@@ -95,6 +161,8 @@ def needs_volume_ids(state: StepState) -> int:
 def job_for(state: StepState, volumes: list[dict[str, str]] | None = None) -> dict[str, Any]:
     """``volumes``: the ids of the data volumes the instance was launched with, in stripe order
     (``targets.data_volumes``), for the step that builds them (``needs_volume_ids``)."""
+    if state.step.kind == clusterjob.SETUP:
+        return cluster_setup_job(state, volumes)
     step = PlanStep.model_validate(state.step.model_dump())
     workload = Workload.model_validate(state.step.workload or state.workload)
     # ec2: the engine's data directory on the target (benchfleet_storage.DATA_DIR), the device whose
@@ -112,6 +180,9 @@ def job_for(state: StepState, volumes: list[dict[str, str]] | None = None) -> di
             job["install"]["storage"] = {**job["install"]["storage"], "volumes": volumes}
     if step.index == 0 and state.step.requested:  # rds / aurora: what the run's parameter groups set
         job["requested"] = dict(state.step.requested)
-    if state.step.status:
+    if state.step.status and state.kind == "cluster":  # every node, and the proxy
+        job["status"] = clusterjob.client_status(dict(state.step.status), _cluster_nodes(state),
+                                                 str(state.target["proxy"]["software"]), proxy_host=_proxy_host(state))
+    elif state.step.status:
         job["status"] = dict(state.step.status)  # the one server the job connects to
     return job
