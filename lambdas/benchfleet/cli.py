@@ -90,7 +90,7 @@ def _home_targets(path: str, plan: Plan) -> dict[str, Any] | None:
     if plan.mode == "local":
         return None
     written = load_spec(path).spec.targets
-    ids = [t.id for t in written if t.kind in ("ec2", "rds", "aurora") and not getattr(t, "region", None)]
+    ids = [t.id for t in written if t.kind in ("ec2", "rds", "aurora", "cluster") and not getattr(t, "region", None)]
     if not ids:
         return None
     region, source = home_region()

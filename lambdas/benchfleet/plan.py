@@ -119,6 +119,9 @@ class Host(BaseModel):
     instance_type: str
     vcpus: int | None
     region: str
+    # What it is, where a target has several EC2 hosts of different roles (a cluster: node, client,
+    # proxy; what `plan` shows); None elsewhere.
+    role: str | None = None
 
 
 class RunCharge(BaseModel):
@@ -577,10 +580,13 @@ def hosts_of(target: Any) -> list[Host]:
                 Host(service="ec2", instance_type=client, vcpus=vcpus_of(client), region=region)]
     if target.kind == "cluster":
         # Every node, the client, and the proxy when it has a host of its own: all count against quotas.
-        types = [target.instance_type] * target.nodes + [target.client.instance_type]
+        proxy = target.proxy.software
+        roles = [("node", target.instance_type)] * target.nodes + [
+            ("client" if proxy == "none" or target.proxy.instance_type else f"client + {proxy}",
+             target.client.instance_type)]
         if target.proxy.instance_type:
-            types.append(target.proxy.instance_type)
-        return [Host(service="ec2", instance_type=t, vcpus=vcpus_of(t), region=region) for t in types]
+            roles.append((proxy, target.proxy.instance_type))
+        return [Host(service="ec2", instance_type=t, vcpus=vcpus_of(t), region=region, role=role) for role, t in roles]
     return []
 
 

@@ -262,6 +262,12 @@ def _print_cloud_plan(summary: dict[str, Any]) -> None:
     if spacing:
         runs += f", each started {_duration(max(spacing))} after the previous one (repetition_spacing_s)"
     console.print(f"repetitions per target: {runs} (as the deployed state machine runs them)")
+    for t in summary["targets"]:
+        if t["kind"] == "cluster":  # every host it provisions: its nodes each in a zone of their own
+            nodes = [h for h in t["hosts"] if h.get("role") == "node"]
+            others = ", ".join(f"{h['role']} {h['instance_type']}" for h in t["hosts"] if h.get("role") != "node")
+            console.print(f"cluster {t['target_id']}: {len(nodes)} nodes {nodes[0]['instance_type'] if nodes else ''}, "
+                          f"each in its own availability zone of {t['region']} ({len(nodes)} zones needed); {others}")
     if len(summary.get("waves") or []) > 1:
         table = Table(title="waves: repetitions that start together, within each region's caps")
         for col in ("wave", "starts", "ends", "repetitions", "EC2 vCPUs", "hosts"):
