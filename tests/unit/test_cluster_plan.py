@@ -40,10 +40,10 @@ def test_the_api_and_plan_take_one_list_of_cloud_kinds_with_clusters() -> None:
 def test_a_cluster_sets_up_its_nodes_one_at_a_time_then_its_proxy_before_every_repetition(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SUBNET_ZONES", "us-east-1a,us-east-1b,us-east-1c,us-east-1d,us-east-1f")
-    (target,) = plan(pxc(nodes=5, proxy={"software": "haproxy", "instance_type": "c6i.large"}))["targets"]
+    (target,) = plan(pxc(nodes=5, proxy="haproxy"))["targets"]
     setup = target["steps"][:6]
     assert [(s["name"], s["host"], s["kind"]) for s in setup] == [
-        *[(f"setup-n{i}", f"n{i}", "setup") for i in range(1, 6)], ("setup-proxy", "proxy", "setup")]
+        *[(f"setup-n{i}", f"n{i}", "setup") for i in range(1, 6)], ("setup-proxy", "client", "setup")]
     assert [s["setup"]["role"] for s in setup] == ["node"] * 5 + ["proxy"]
     assert setup[0]["setup"]["flavor"] == "pxc-8.0" and "[mysqld]" in setup[0]["setup"]["cnf"]
     assert all(seq[:6] == list(range(6)) for seq in target["sequence"])
@@ -69,3 +69,12 @@ def test_a_cluster_variant_that_would_reconfigure_the_nodes_is_refused_naming_it
                         {"id": "relaxed", "route": "proxy", "server_options": {"sync_binlog": 0}}]
     with pytest.raises(PlanRejected, match=r"variants\[1\]\.server_options: a cluster's nodes are configured once"):
         plan(body)
+    with pytest.raises(PlanRejected, match=r"variants\[1\]\.server_options"):  # the API's estimate refuses it too
+        runplan.estimate(runplan.RunRequest(spec=body), regions=HOME)
+
+
+def test_a_proxy_on_a_host_of_its_own_is_refused_naming_the_field(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Until the proxy job says which address to listen on, such a proxy could not be reached."""
+    monkeypatch.setenv("SUBNET_ZONES", "us-east-1a,us-east-1b,us-east-1c")
+    with pytest.raises(PlanRejected, match=r"targets\[0\]\.proxy\.instance_type: a proxy on a host of its own"):
+        plan(pxc(proxy={"software": "haproxy", "instance_type": "c6i.large"}))

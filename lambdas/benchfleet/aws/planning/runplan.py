@@ -173,11 +173,29 @@ def _loaded(spec_data: dict[str, Any], regions: TargetRegions) -> LoadedSpec:
     if problems:
         raise PlanRejected("spec: " + "; ".join(problems))
     # Every setting reaches an rds / aurora server through its parameter groups, or the spec is refused.
-    unsettable = _parameter_problems(loaded)
+    unsettable = _parameter_problems(loaded) + cluster_problems(loaded)
     if unsettable:
         raise PlanRejected("spec: " + "; ".join(f"{field}: {message}" for field, message in unsettable),
                            problems=unsettable)
     return regions.resolve(loaded)
+
+
+def cluster_problems(loaded: LoadedSpec) -> list[tuple[str, str]]:
+    """What of a cluster spec the deployed state machine cannot run, by field: variants that would
+    reconfigure the nodes (they are configured once, at set-up), and a proxy on a host of its own
+    (provisioned, but the proxy job cannot yet say which address to listen on: benchfleet.clusterjob
+    binds the client host's loopback)."""
+    clusters = [i for i, t in enumerate(loaded.spec.targets) if isinstance(t, ClusterTarget)]
+    if not clusters:
+        return []
+    problems = [(f"variants[{i}].{key}", f"a cluster's nodes are configured once, at set-up; its variants "
+                 f"differ in route, workload or options (targets[{clusters[0]}] is a cluster)")
+                for i, variant in enumerate(loaded.variants) for key in ("mysql_config", "server_options")
+                if getattr(variant, key)]
+    problems += [(f"targets[{i}].proxy.instance_type", "a proxy on a host of its own does not run on AWS yet; "
+                  "leave it unset (the proxy then runs on the client host)")
+                 for i, t in enumerate(loaded.spec.targets) if isinstance(t, ClusterTarget) and t.proxy.instance_type]
+    return problems
 
 
 def _zone_problems(targets: Sequence[Any], home: str) -> list[str]:
@@ -256,12 +274,6 @@ def cluster_setup(index: int, spec_target: ClusterTarget, loaded: LoadedSpec, o:
     the last one's job returns once the cluster is Synced at full size), then the proxy on the client
     host (or the proxy's own). The static part of each agent job (benchfleet.clusterjob) is here;
     start_step adds the addresses, the volumes and the secret."""
-    for i, variant in enumerate(loaded.variants):
-        for key in ("mysql_config", "server_options"):
-            if getattr(variant, key):
-                raise PlanRejected(f"spec: variants[{i}].{key}: a cluster's nodes are configured once, at set-up; "
-                                   f"its variants differ in route, workload or options (targets[{index}] is a "
-                                   "cluster)", field=f"variants[{i}].{key}")
     target = spec_target.model_dump(mode="json")
     cnf = _cnf_source(index, spec_target.mysql_config, spec_target.engine, target.get("server_options") or {})
     timeout = o.step_timeout_s or step_timeout_s(0, SETUP)
