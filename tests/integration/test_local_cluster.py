@@ -222,8 +222,12 @@ def test_an_abort_during_state_transfer_leaves_nothing(tmp_path: Path) -> None:
     home = tmp_path / "home"
     before = private_dirs()
     spec = write_spec(tmp_path, "abort-sst", [2])
+    # SIGINT at its default, as in a terminal (test_local_run does the same): a shell's `&` job (no job
+    # control) inherits it ignored, and Python then never turns it into KeyboardInterrupt, so the run
+    # went on and succeeded when the suite was started in the background.
     proc = subprocess.Popen([sys.executable, "-m", "benchfleet.cli", "run", str(spec)], env=env(home),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
     joining = False
     while time.monotonic() < deadline and not joining and proc.poll() is None:
