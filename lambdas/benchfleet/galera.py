@@ -6,7 +6,8 @@ Shipped next to the agent, so standard library only and Python 3.8 compatible.
 
 A node is given, beside the target's cnf:
 - the settings Galera requires (row-based binary log format, InnoDB, interleaved auto-increment locks);
-- its provider, its cluster's name and address (``gcomm://`` every node), its own name and address;
+- its provider, its cluster's name and address (``gcomm://`` every node), its own name and address,
+  and the address clients reach it at (``wsrep_node_incoming_address``: host and client port);
 - its ports: the client port, group communication (``gmcast.listen_addr``), incremental state transfer
   (``ist.recv_addr``) and full state transfer (``wsrep_sst_receive_address``). On a host of its own a
   node uses the defaults (3306, 4567, 4568, 4444); nodes sharing one machine each need their own.
@@ -81,6 +82,9 @@ def node_options(flavor: str, cluster_name: str, node: NodeAddress, nodes: Seque
         ("wsrep_cluster_address", "gcomm://" + ",".join(n.gcomm_address for n in nodes)),
         ("wsrep_node_name", node.name),
         ("wsrep_node_address", node.gcomm_address),
+        # Where clients reach this node (wsrep_incoming_addresses, which the cluster gossips): left to
+        # AUTO, MariaDB reports the literal "AUTO" where bind-address is set, or the port as 0.
+        ("wsrep_node_incoming_address", f"{node.host}:{node.port}"),
         ("wsrep_provider_options", '"{}"'.format(";".join(provider))),
         ("wsrep_sst_method", SST_METHODS[flavor]),
         ("wsrep_sst_receive_address", f"{node.host}:{node.sst}"),

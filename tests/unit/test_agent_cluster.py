@@ -128,6 +128,7 @@ def test_the_first_node_installs_bootstraps_and_creates_the_users_from_the_secre
     assert "innodb_buffer_pool_size = 3906M" in cnf  # the target's cnf, rendered for this host
     for line in ("wsrep_cluster_address = gcomm://10.0.1.5:4567,10.0.2.6:4567,10.0.3.7:4567",
                  "wsrep_node_name = n1", "wsrep_node_address = 10.0.1.5:4567", "wsrep_sst_method = rsync",
+                 "wsrep_node_incoming_address = 10.0.1.5:3306",
                  "bind-address = 10.0.1.5", "log_error = /var/log/mysql/error.log"):
         assert line in cnf
     assert cnf.index("innodb_buffer_pool_size") < cnf.index("wsrep_on") < cnf.index("bind-address")

@@ -89,11 +89,15 @@ def test_node_options_make_a_galera_node_on_its_own_ports() -> None:
     assert options["wsrep_provider_options"] == '"gmcast.listen_addr=tcp://127.0.0.1:21;ist.recv_addr=127.0.0.1:31;gcache.size=64M"'
     assert (options["wsrep_node_name"], options["wsrep_sst_receive_address"], options["binlog_format"]) == (
         "n2", "127.0.0.1:41", "ROW")
+    # What wsrep_incoming_addresses gossips: the client port (left to AUTO, MariaDB 10.11 said "AUTO"
+    # for local nodes, which set bind-address, and port 0 elsewhere).
+    assert options["wsrep_node_incoming_address"] == "127.0.0.1:11"
     host = galera.NodeAddress("n1", "10.0.1.5")
     pxc = dict(galera.node_options("pxc-8.0", "c", host, [host]))
     # On a host of its own a node listens on every address and uses the default ports.
     assert pxc["wsrep_provider_options"] == '"gmcast.listen_addr=tcp://0.0.0.0:4567;ist.recv_addr=10.0.1.5:4568"'
     assert (pxc["wsrep_sst_method"], pxc["pxc-encrypt-cluster-traffic"]) == ("xtrabackup-v2", "OFF")
+    assert pxc["wsrep_node_incoming_address"] == "10.0.1.5:3306"
     assert "wsrep_on = ON\n" in galera.render_node(list(pxc.items()))
 
 
