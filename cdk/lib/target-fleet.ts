@@ -170,13 +170,16 @@ export class TargetFleet extends Construct {
     }
     this.clusterSecurityGroup.addIngressRule(this.clientSecurityGroup, ec2.Port.tcp(3306), 'MySQL from benchfleet clients');
     // A proxy with a host of its own (in this group and the clients': it reaches the nodes as a client
-    // does) is reached by the client on the proxy's port (proxyconf.LISTEN_PORT) only.
+    // does) is reached from the clients only: on the proxy's port (proxyconf.LISTEN_PORT), and on its
+    // statistics port (proxyconf.ADMIN_PORT), which the client reads every second while it measures (no
+    // job runs on the proxy host then): HAProxy's stats socket is read-only (level user); ProxySQL's
+    // statistics user logs in with the run's secret, and its admin password never leaves the proxy host.
     this.proxySecurityGroup = new ec2.SecurityGroup(this, 'ProxySecurityGroup', {
       vpc: props.vpc,
-      description: 'benchfleet cluster proxy hosts: the proxy port from benchmark clients',
+      description: 'benchfleet cluster proxy hosts: the proxy and its statistics ports from benchmark clients',
       allowAllOutbound: false,
     });
-    for (const [port, what] of PROXY_PORTS) {
+    for (const [port, what] of [...PROXY_PORTS, ...PROXY_STATS_PORTS]) {
       this.proxySecurityGroup.addIngressRule(this.clientSecurityGroup, ec2.Port.tcp(port), `${what} from benchfleet clients`);
     }
 
@@ -338,6 +341,11 @@ export const GALERA_PORTS: ReadonlyArray<[number, string]> = [
 export const PROXY_PORTS: ReadonlyArray<[number, string]> = [
   [3307, 'HAProxy'],
   [6033, 'ProxySQL'],
+];
+/** The proxies' statistics ports (benchfleet.proxyconf.ADMIN_PORT): HAProxy's stats socket, ProxySQL's admin. */
+export const PROXY_STATS_PORTS: ReadonlyArray<[number, string]> = [
+  [3308, 'HAProxy stats socket'],
+  [6032, 'ProxySQL statistics'],
 ];
 
 /** The CloudWatch agent's configuration parameter, the same name in every region. */

@@ -3,12 +3,14 @@ half (cluster-fleet: provisioning, the run plan, start_step) and the on-host hal
 ``workloads/agent/benchfleet_cluster.py``). Built here, once; the agent checks what it reads.
 
 A cluster repetition has ``nodes`` node hosts (one per availability zone) and one client host, which
-also runs the proxy. Before the client's first step, the state machine sends:
+also runs the proxy unless the proxy has a host of its own. Before the client's first step, the state
+machine sends:
 
 1. a **node set-up job** (``node_job``) to every node host: the first node's at once (it bootstraps
    the cluster), then the others' together (they join by state transfer); each returns when its node
    is Synced in a cluster of every node, or fails naming the node and the reason;
-2. a **proxy set-up job** (``proxy_job``) to the client host when the target has a proxy.
+2. a **proxy set-up job** (``proxy_job``) to the client host, or to the proxy's own host, when the
+   target has a proxy.
 
 Then the client's prepare / warm-up / measure jobs are ``agentjob.agent_job`` with ``db`` from
 ``client_db`` (the step's route) and ``status`` from ``client_status`` (every node, and the proxy).
@@ -19,8 +21,12 @@ history): the benchmark user's password is the ``password`` of the JSON Secrets 
 ``password_secret_arn`` (as RDS's managed secret holds it); the bootstrap node reads it with the
 instance role and creates the users (replicated to the others), the client reads it per step as it
 reads an RDS target's. ProxySQL's monitor user gets the same password (one secret to bind; that
-account may only read status). ProxySQL's admin and statistics passwords are generated on the client host and
-kept in a root-only file there (``proxyconf.PROXY_PASSWORD_FILE``).
+account may only read status). ProxySQL's admin password is generated on the proxy's host and kept in a
+root-only file there (``proxyconf.PROXY_PASSWORD_FILE``), never leaving it; so is its statistics
+password when the proxy is on the client host. A proxy on a host of its own is read by the client over
+the network (the proxy host runs no job while the client measures), so there its statistics account,
+which may only read the statistics, logs in with the secret's password, which the client already
+reads; HAProxy's stats socket is read-only (``level user``) and needs none.
 
 Fields, with who produces (P) and who consumes (C) each. fleet = cluster-fleet's Lambdas / start_step,
 agent = workloads/agent on the host named.
@@ -45,20 +51,25 @@ agent = workloads/agent on the host named.
 ``setup`` of a proxy job (``role: proxy``): ``software`` (haproxy | proxysql), ``backends``
 (``{"name", "host", "port"}`` every node, in node order), ``writer`` (the node that takes the writes),
 ``writes`` (one | all), ``listen_host`` (loopback on the client host, else the proxy host's private
-address), ``listen_port``, ``admin_port`` (HAProxy's stats socket / ProxySQL's admin),
-``monitor_user`` (the backend account the proxy's health checks log in as), ``password_secret_arn``,
-``timeout_s`` (P fleet; C agent on the client host: install, configure, start, wait for every backend).
+address as readiness found it: its listener and its admin / stats port are bound there, and the
+deployment's proxy security group opens both to the clients only), ``listen_port``, ``admin_port``
+(HAProxy's stats socket / ProxySQL's admin), ``monitor_user`` (the backend account the proxy's health
+checks log in as), ``password_secret_arn``, ``stats_password`` (``generated``: kept on the proxy's host;
+``secret``: the secret's, on a host of its own, see above), ``timeout_s`` (P fleet; C agent on the host
+the step names: install, configure, start, wait for every backend).
 
 A client step's ``db`` (``client_db``; P fleet per step; C agent): ``route: direct`` connects to the
-writer node's address and port; ``route: proxy`` to ``127.0.0.1:<listen_port>`` (the proxy is on the
-client host); user ``sbtest``, database ``sbtest``, ``password_secret_arn``, ``tls: off`` (a private
-network the nodes' security group closes).
-A client step's ``status`` (``client_status``; P fleet: counters and interval from the plan's
-``status``, sources from the nodes; C agent: ``benchfleet_status``): one ``mysql`` source per node (over
-SQL with the step's user), the proxy's statistics source, and ``cluster_nodes``: the step fails when the
-cluster is not Synced at full size (naming the node). Give it to the prepare step too: the agent then
-refuses to load data into a cluster that is not Synced at full size (it reads no status per second
-during a load). The agent's ``status`` records name their source: ``n1``... and ``proxy/n1``....
+writer node's address and port; ``route: proxy`` to ``<listen_host>:<listen_port>`` (loopback when
+the proxy is on the client host, else its host's private address); user ``sbtest``, database
+``sbtest``, ``password_secret_arn``, ``tls: off`` (a private network the nodes' security group closes).
+A client step's ``status`` (``client_status``; P fleet: counters and interval from the plan's ``status``,
+sources from the nodes; C agent: ``benchfleet_status``): one ``mysql`` source per node (over SQL with the
+step's user), the proxy's statistics source (at the proxy's ``listen_host``: ProxySQL's with
+``password_file`` on the client host, else with the step's own password, the secret's), and
+``cluster_nodes``: the step fails when the cluster is not Synced at full size (naming the node). Give it
+to the prepare step too: the agent then refuses to load data into a cluster that is not Synced at full
+size (it reads no status per second during a load). The agent's ``status`` records name their source:
+``n1``... and ``proxy/n1``....
 
 The agent's answer (P agent; C fleet: the command's stdout): ``{"type": "setup", "role": "node",
 "node", "state": "Synced", "cluster_size", "seconds", "config_hash", "requested"}`` or ``{"type":
@@ -76,6 +87,8 @@ from benchfleet import galera, proxyconf
 
 SETUP = "setup"  # the step kind of a set-up job
 ROUTES = ("direct", "proxy")
+LOOPBACK = "127.0.0.1"  # where the proxy listens on the client host
+STATS_PASSWORDS = ("generated", "secret")
 SYNCED_TIMEOUT_S = 900  # a joiner's full state transfer of an empty data dir takes seconds; installs minutes
 PROXY_TIMEOUT_S = 600
 DB_USER = "sbtest"
@@ -116,10 +129,11 @@ def node_job(*, run_id: str, target_id: str, repetition: int, flavor: str, clust
 
 def proxy_job(*, run_id: str, target_id: str, repetition: int, software: str, nodes: Sequence[tuple[str, str]],
               password_secret_arn: str, writes: str = "one", port: int = galera.DEFAULT_PORTS["port"],
-              timeout_s: int = PROXY_TIMEOUT_S, proxy_host: str = "127.0.0.1") -> dict[str, Any]:
-    """The client host's proxy set-up job in front of ``nodes`` ((name, host) in node order; the
-    first is the writer). ``proxy_host``: the address it listens on (``client_db``'s): loopback on the
-    client host, the proxy host's private address when it has a host of its own."""
+              timeout_s: int = PROXY_TIMEOUT_S, proxy_host: str = LOOPBACK) -> dict[str, Any]:
+    """The proxy's set-up job in front of ``nodes`` ((name, host) in node order; the first is the
+    writer). ``proxy_host``: the address it listens on (``client_db``'s): loopback on the client host,
+    the proxy host's private address when it has a host of its own (the client then reads its
+    statistics over the network: ``stats_password`` secret)."""
     if software not in proxyconf.PACKAGES:
         raise ValueError(f"proxy {software!r}: expected one of {', '.join(proxyconf.PACKAGES)}")
     if writes not in ("one", "all"):
@@ -130,12 +144,18 @@ def proxy_job(*, run_id: str, target_id: str, repetition: int, software: str, no
         "writes": writes, "listen_host": proxy_host, "listen_port": proxyconf.LISTEN_PORT[software],
         "admin_port": proxyconf.ADMIN_PORT[software], "monitor_user": proxyconf.MONITOR_USER,
         "password_secret_arn": password_secret_arn, "timeout_s": timeout_s,
+        "stats_password": "secret" if own_host(proxy_host) else "generated",
     }
     return {**_base(run_id, target_id, repetition, "setup-proxy"), "setup": setup}
 
 
+def own_host(proxy_host: str) -> bool:
+    """Whether a proxy at ``proxy_host`` has a host of its own (anything but the client's loopback)."""
+    return proxy_host != LOOPBACK
+
+
 def client_db(route: str, nodes: Sequence[tuple[str, str]], password_secret_arn: str, proxy: str = "none",
-              port: int = galera.DEFAULT_PORTS["port"], proxy_host: str = "127.0.0.1") -> dict[str, Any]:
+              port: int = galera.DEFAULT_PORTS["port"], proxy_host: str = LOOPBACK) -> dict[str, Any]:
     """Where a client step connects: the writer node (``direct``), or the proxy (on the client host,
     or at ``proxy_host`` when the target gives the proxy a host of its own)."""
     if route not in ROUTES:
@@ -151,7 +171,7 @@ def client_db(route: str, nodes: Sequence[tuple[str, str]], password_secret_arn:
 
 
 def client_status(status: dict[str, Any], nodes: Sequence[tuple[str, str]], proxy: str = "none",
-                  port: int = galera.DEFAULT_PORTS["port"], proxy_host: str = "127.0.0.1") -> dict[str, Any]:
+                  port: int = galera.DEFAULT_PORTS["port"], proxy_host: str = LOOPBACK) -> dict[str, Any]:
     """A client step's ``status``: the plan's counters and interval (``runplan.status_of``), read from
     every node and the proxy, and the cluster's size (its health check)."""
     sources: list[dict[str, Any]] = [{"name": n, "kind": "mysql", "host": h, "port": port} for n, h in nodes]
@@ -159,7 +179,9 @@ def client_status(status: dict[str, Any], nodes: Sequence[tuple[str, str]], prox
         source: dict[str, Any] = {"name": "proxy", "kind": proxy, "host": proxy_host,
                                   "port": proxyconf.ADMIN_PORT[proxy],
                                   "backends": {n: f"{h}:{port}" for n, h in nodes}}
-        if proxy == "proxysql":  # its statistics user's password is on the client host
-            source.update(user=proxyconf.STATS_USER, password_file=proxyconf.PROXY_PASSWORD_FILE)
+        if proxy == "proxysql":  # its statistics user's password: kept on this (the client) host, or the step's
+            source["user"] = proxyconf.STATS_USER
+            if not own_host(proxy_host):
+                source["password_file"] = proxyconf.PROXY_PASSWORD_FILE
         sources.append(source)
     return {**status, "cluster_nodes": len(nodes), "sources": sources}

@@ -478,7 +478,7 @@ describe('network and targets', () => {
     });
   });
 
-  test("cluster nodes reach each other on MySQL and Galera's ports, clients reach MySQL and a proxy host's port only", () => {
+  test("cluster nodes reach each other on MySQL and Galera's ports, clients reach MySQL and a proxy host's ports only", () => {
     const sgs = resourcesOf(built.template, 'AWS::EC2::SecurityGroup');
     const id = (prefix: string): string => sgs.find(([k]) => k.startsWith(prefix))![0];
     const [client, nodes, proxy] = ['TargetsClientSecurityGroup', 'TargetsClusterSecurityGroup', 'TargetsProxySecurityGroup'].map(id);
@@ -490,8 +490,8 @@ describe('network and targets', () => {
         .sort();
     expect(ports(nodes, nodes)).toEqual([3306, 4444, 4567, 4568]);
     expect(ports(nodes, client)).toEqual([3306]);
-    expect(ports(proxy, client)).toEqual([3307, 6033]);
-    expect(rules.filter((r) => JSON.stringify(r.GroupId).includes(nodes) || JSON.stringify(r.GroupId).includes(proxy)).length).toBe(7);
+    expect(ports(proxy, client)).toEqual([3307, 3308, 6032, 6033]); // listen and statistics ports
+    expect(rules.filter((r) => JSON.stringify(r.GroupId).includes(nodes) || JSON.stringify(r.GroupId).includes(proxy)).length).toBe(9);
     for (const sg of [nodes, proxy]) {
       expect(sgs.find(([k]) => k === sg)![1].Properties.SecurityGroupIngress).toBeUndefined();
     }

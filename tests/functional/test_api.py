@@ -109,6 +109,25 @@ def test_post_starts_an_execution_named_by_the_key(api):
     assert set(stored) == {"spec", "run_id"}  # what the Plan state's RunRequest accepts
 
 
+def test_a_cluster_with_a_proxy_host_of_its_own_is_accepted_and_its_host_priced(api, monkeypatch):
+    """proxy.instance_type was refused with a 400 ("does not run on AWS yet"): now accepted (202), and
+    the estimate counts the proxy's host (c6i.large beside the nodes and the client)."""
+    from benchfleet.scale import apply_scale
+    from benchfleet.spec import load_spec
+
+    monkeypatch.setenv("SUBNET_ZONES", "us-east-1a,us-east-1b,us-east-1c")
+    seed = Path(__file__).resolve().parents[2] / "workloads" / "comparisons" / "pxc-on-aws.yaml"
+    body = apply_scale(load_spec(seed), "smoke").inline()
+    body["targets"] = [{**body["targets"][0], "proxy": {"software": "haproxy", "instance_type": "c6i.large"}}]
+    status, accepted, _ = api("POST", "/runs", body, {"Idempotency-Key": "pxc-proxy-host-0001"})
+    assert status == 202, accepted
+    assert accepted["created"] is True and accepted["unpriced_targets"] == []
+    body["targets"][0]["proxy"] = "haproxy"  # the same cluster, its proxy on the client host
+    status, beside, _ = api("POST", "/runs", body, {"Idempotency-Key": "pxc-proxy-client-0001"})
+    assert status == 202, beside
+    assert accepted["estimated_cost_usd"] > beside["estimated_cost_usd"]
+
+
 def test_the_started_input_is_what_plan_accepts_as_that_execution(api):
     """The StartExecution input, read back from Step Functions, planned as the Plan state would:
     its RunRequest and $$.Execution.Name (no wrapping, no inlining)."""

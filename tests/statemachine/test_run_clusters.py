@@ -1,9 +1,10 @@
 """Galera clusters through the deployed state machine, executed offline (issue 25): every node, the
-client and the proxy launched at once, the nodes in distinct zones; the first node bootstraps, the
-others join one at a time, the proxy is set up on the client, then the benchmark's steps run on the
-client by their variant's route, reading status from every node. A node that never joins, a proxy
-that cannot be installed, a node that stops mid-step and an abort during state transfer each fail
-the target naming the node or stage, and nothing of the run is left in moto."""
+client and the proxy (on the client, or a host of its own) launched at once, the nodes in distinct zones;
+the first node bootstraps, the others join one at a time, the proxy is set up on its host, then the
+benchmark's steps run on the client by their variant's route, reading status from every node (and the
+proxy). A node that never joins, a proxy that cannot be installed, a node that stops mid-step and an
+abort during state transfer each fail the target naming the node or stage, and nothing of the run is left
+in moto."""
 
 from __future__ import annotations
 
@@ -28,10 +29,14 @@ SEED = Path(__file__).resolve().parents[2] / "workloads" / "comparisons" / "pxc-
 FAST = {"ready_poll_s": 0, "cooldown_s": 0}
 
 
-def pxc_spec(targets: int = 1) -> dict:
-    """workloads/comparisons/pxc-on-aws.yaml at smoke scale, its first ``targets`` clusters, inline."""
+PROXY_HOST = {"software": "haproxy", "instance_type": "c6i.large"}
+
+
+def pxc_spec(targets: int = 1, proxy: dict | None = None) -> dict:
+    """workloads/comparisons/pxc-on-aws.yaml at smoke scale, its first ``targets`` clusters, inline
+    (``proxy``: the clusters' proxy instead of ProxySQL on the client host)."""
     body = apply_scale(load_spec(SEED), "smoke").inline()
-    body["targets"] = body["targets"][:targets]
+    body["targets"] = [{**t, "proxy": proxy} if proxy else t for t in body["targets"][:targets]]
     return body
 
 
@@ -118,21 +123,72 @@ def test_a_cluster_runs_with_every_node_in_its_own_zone_and_status_from_each(har
     assert [s.get("cluster_size") for s in setups[:3]] == [1, 2, 3]
 
 
-@pytest.mark.parametrize(("fault", "said"), [
-    ({"gp3:setup-n2": "failed"}, ["setup-n2 on n2", "node n2: did not reach Synced"]),
-    ({"gp3:setup-proxy": "failed"}, ["setup-proxy on client", "proxy-install", "apt-get install proxysql"]),
+def security_groups() -> list[dict]:
+    return sorted(boto3.client("ec2", region_name=REGION).describe_security_groups()["SecurityGroups"],
+                  key=lambda g: g["GroupId"])
+
+
+def test_a_proxy_on_a_host_of_its_own_listens_on_its_private_address_and_the_client_reaches_it(harness):
+    """proxy.instance_type: the proxy's set-up job goes to the proxy host's instance and binds the
+    private address readiness found for it; the client's proxy-route steps connect there and read the
+    proxy's per-backend statistics from it; direct-route steps go to the writer node; the proxy host
+    is in the clients' group (it reaches the nodes' MySQL port) and the proxy's (its ports from the
+    clients only); teardown removes it with everything else, and no group or rule is made per run."""
+    sent, _ = recording(harness)
+    groups = security_groups()
+    result = harness.run(pxc_spec(proxy=PROXY_HOST), timing=FAST, name="pxc-proxy-host")
+    assert result["status"] == "SUCCEEDED", harness.explain(result)
+    run_id = next(c.result for c in harness.calls_of("plan"))["run_id"]
+    hosts = next(c.result for c in harness.calls_of("provision"))["hosts"]
+    assert set(hosts) == {"n1", "n2", "n3", "client", "proxy"}
+    assert (hosts["proxy"]["instance_type"], hosts["proxy"]["zone"]) == ("c6i.large", hosts["n1"]["zone"])
+    (described,) = boto3.client("ec2", region_name=REGION).describe_instances(
+        InstanceIds=[hosts["proxy"]["instance_id"]])["Reservations"][0]["Instances"]
+    assert {g["GroupId"] for g in described["SecurityGroups"]} == {
+        os.environ["CLIENT_SECURITY_GROUP_ID"], os.environ["PROXY_SECURITY_GROUP_ID"]}
+    address = described["PrivateIpAddress"]
+    jobs = [json.loads(kw["Parameters"]["JobJson"][0].replace("\\u0027", "'")) for kw in sent]
+    assert [AGENT.check_job(j) for j in jobs] == [j["step"]["kind"] for j in jobs]
+    instance_of = {j["step"]["name"]: kw["InstanceIds"][0] for j, kw in zip(jobs, sent, strict=True)}
+    (proxy_job,) = [j for j in jobs if j["step"]["name"] == "setup-proxy"]
+    assert instance_of["setup-proxy"] == hosts["proxy"]["instance_id"]
+    assert (proxy_job["setup"]["software"], proxy_job["setup"]["listen_host"]) == ("haproxy", address)
+    assert proxy_job["setup"]["stats_password"] == "secret"
+    assert proxy_job["setup"]["password_secret_arn"].split(":secret:")[1].startswith(
+        f"benchfleet/{run_id}/gp3/rep-1/proxy")  # the secret bound to the proxy host
+    writer = next(b["host"] for b in proxy_job["setup"]["backends"] if b["name"] == "n1")
+    steps = [j for j in jobs if j["step"]["kind"] != "setup"]
+    assert steps and {instance_of[j["step"]["name"]] for j in steps} == {hosts["client"]["instance_id"]}
+    routes = {(j["variant"], j["db"]["host"], j["db"]["port"]) for j in steps}
+    assert routes == {("direct", writer, 3306), ("proxy", address, 3307)}
+    measured = [j for j in steps if j["step"]["kind"] == "measure"]
+    assert measured and all(j["status"]["sources"][-1] == {
+        "name": "proxy", "kind": "haproxy", "host": address, "port": 3308,
+        "backends": {b["name"]: f"{b['host']}:3306" for b in proxy_job["setup"]["backends"]}} for j in measured)
+    assert leftovers(run_id) == []
+    assert security_groups() == groups
+
+
+@pytest.mark.parametrize(("fault", "proxy", "said"), [
+    ({"gp3:setup-n2": "failed"}, None, ["setup-n2 on n2", "node n2: did not reach Synced"]),
+    ({"gp3:setup-proxy": "failed"}, None, ["setup-proxy on client", "proxy-install", "apt-get install proxysql"]),
+    ({"gp3:setup-proxy": "failed"}, PROXY_HOST, ["setup-proxy on proxy (", "proxy-install", "proxy haproxy"]),
 ])
 def test_a_node_that_never_joins_or_a_proxy_that_cannot_install_fails_the_target_naming_it(harness, failures,
-                                                                                          fault, said):
+                                                                                          fault, proxy, said):
     sent, _ = recording(harness)
     harness.agent.outcome.update(fault)
-    result = harness.run(pxc_spec(), timing=FAST, name=f"pxc-{next(iter(fault)).split(':')[1]}")
+    result = harness.run(pxc_spec(proxy=proxy), timing=FAST,
+                         name=f"pxc-{next(iter(fault)).split(':')[1]}{'-own' if proxy else ''}")
     _, error = failed_run(harness, result)
     assert "AgentFailed" in error
     (failure,) = failures
     assert failure["error"] == "AgentFailed"
     for words in said:
         assert words in failure["cause"]
+    if proxy:  # the host named is the proxy's own instance
+        hosts = next(c.result for c in harness.calls_of("provision"))["hosts"]
+        assert f" on {hosts['proxy']['instance_id']})" in failure["cause"]
     step = next(iter(fault)).split(":")[1]
     names = [json.loads(kw["Parameters"]["JobJson"][0])["step"]["name"] for kw in sent]
     assert names[-1] == step, "nothing runs after the failed set-up"
@@ -157,11 +213,15 @@ def test_a_node_stopped_mid_step_fails_the_target_naming_it(harness, failures):
     assert "health: n3 is not Synced" in failure["cause"]
 
 
-def test_an_abort_during_state_transfer_is_torn_down_by_tag(harness):
-    from handlers import teardown_by_tag
+@pytest.mark.parametrize("sweeper", ["teardown_by_tag", "janitor"])
+def test_an_abort_during_state_transfer_is_torn_down_by_tag(harness, sweeper):
+    """A cluster with a proxy host of its own stopped while n2 joins: the rule's teardown by tag, or
+    else the hourly janitor (the run is no longer running), removes every node, the client, the proxy
+    host and the secrets."""
+    from handlers import janitor, teardown_by_tag
 
     harness.agent.outcome["gp3:setup-n2"] = "hang"  # n2 transferring state when the run is stopped
-    run_id = "pxc-abort"
+    run_id = f"pxc-abort-{sweeper.replace('_', '-')}"
     execution: dict[str, str] = {}
 
     def stop_during_n2s_join(kw: dict) -> None:
@@ -170,7 +230,7 @@ def test_an_abort_during_state_transfer_is_torn_down_by_tag(harness):
         if json.loads(kw["Parameters"]["JobJson"][0])["step"]["name"] == "setup-n2":
             harness.sf.stop_execution(executionArn=execution["arn"])
     harness.proxies["ssm"].faults["send_command"] = stop_during_n2s_join
-    payload = {"spec": pxc_spec(), "timing": FAST}
+    payload = {"spec": pxc_spec(proxy=PROXY_HOST), "timing": FAST}
     execution["arn"] = harness.sf.start_execution(stateMachineArn=harness.arn, name=run_id,
                                                   input=json.dumps(payload))["executionArn"]
     arn = execution["arn"]
@@ -185,11 +245,15 @@ def test_an_abort_during_state_transfer_is_torn_down_by_tag(harness):
     assert [c.event["step"]["name"] for c in harness.calls_of("start_step")] == ["setup-n1", "setup-n2"]
     assert not harness.calls_of("teardown"), "StopExecution skips every Catch: the rule's teardown by tag is next"
     left = leftovers(run_id)
-    assert len([x for x in left if x.startswith("i-")]) == 4 and any(x.startswith("benchfleet/") for x in left)
+    hosts = next(c.result for c in harness.calls_of("provision"))["hosts"]
+    assert sorted(x for x in left if x.startswith("i-")) == sorted(h["instance_id"] for h in hosts.values())
+    assert "proxy" in hosts and len([x for x in left if x.startswith("benchfleet/")]) == 3  # n1, client, proxy
     event = {"detail": {"executionArn": arn, "stateMachineArn": harness.arn, "name": run_id,
                         "status": "ABORTED", "input": described["input"]}}
     with pytest.MonkeyPatch.context() as env:
         env.setenv("STATE_MACHINE_ARN", harness.arn)
-        out = teardown_by_tag.handler(event, None)
+        env.setenv("SWEEP_REGIONS", REGION)
+        out = teardown_by_tag.handler(event, None) if sweeper == "teardown_by_tag" else janitor.sweep().summary()
     assert out["failed"] == [] and {r["kind"] for r in out["removed"]} >= {"ec2-instance", "secret"}
+    assert hosts["proxy"]["instance_id"] in {r["id"] for r in out["removed"]}
     assert leftovers(run_id) == []

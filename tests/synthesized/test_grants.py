@@ -208,12 +208,14 @@ def test_a_clusters_secrets_are_made_bound_read_and_deleted_only_as_the_fleet_do
 def test_cluster_nodes_talk_galera_to_each_other_and_clients_reach_mysql_only(synthesized: Template):
     """The deployed groups (cdk/lib/target-fleet.ts) as benchfleet.galera's ports need them: a node
     reaches the others on MySQL, replication, IST and SST; a client (and a proxy host) reaches a node
-    on MySQL only; the Lambdas get the group and the subnets' zones."""
-    from benchfleet import galera
+    on MySQL only; a proxy host of its own is reached from the clients only, on the proxy's listen and
+    statistics ports (benchfleet.proxyconf); the Lambdas get the groups and the subnets' zones."""
+    from benchfleet import galera, proxyconf
 
     groups = synthesized.of_type("AWS::EC2::SecurityGroup")
     (nodes,) = [k for k in groups if k.startswith("TargetsClusterSecurityGroup")]
     (clients,) = [k for k in groups if k.startswith("TargetsClientSecurityGroup")]
+    (proxies,) = [k for k in groups if k.startswith("TargetsProxySecurityGroup")]
     ingress = [r["Properties"] for r in synthesized.of_type("AWS::EC2::SecurityGroupIngress").values()]
     ingress += [{**rule, "GroupId": {"Fn::GetAtt": [k, "GroupId"]}}
                 for k, g in groups.items() for rule in g["Properties"].get("SecurityGroupIngress", [])]
@@ -226,8 +228,12 @@ def test_cluster_nodes_talk_galera_to_each_other_and_clients_reach_mysql_only(sy
     assert ports(nodes, nodes) == set(galera.DEFAULT_PORTS.values())
     assert ports(nodes, clients) == {galera.DEFAULT_PORTS["port"]}
     assert not [r for r in ingress if r["GroupId"] == {"Fn::GetAtt": [nodes, "GroupId"]} and "CidrIp" in r]
+    assert ports(proxies, clients) == {*proxyconf.LISTEN_PORT.values(), *proxyconf.ADMIN_PORT.values()}
+    assert [r.get("SourceSecurityGroupId") for r in ingress if r["GroupId"] == {"Fn::GetAtt": [proxies, "GroupId"]}] \
+        == [{"Fn::GetAtt": [clients, "GroupId"]}] * 4  # from the clients only, nothing else
     functions = synthesized.of_type("AWS::Lambda::Function")
     env = next(f["Properties"]["Environment"]["Variables"] for k, f in functions.items()
                if k.startswith("OrchestrationFunctionsProvision"))
     assert env["CLUSTER_SECURITY_GROUP_ID"] == {"Fn::GetAtt": [nodes, "GroupId"]}
+    assert env["PROXY_SECURITY_GROUP_ID"] == {"Fn::GetAtt": [proxies, "GroupId"]}
     assert "SUBNET_ZONES" in env

@@ -202,9 +202,15 @@ def test_a_failed_install_names_the_node_and_the_package_stage(host: Host) -> No
         host.run(node_setup("n2"))
 
 
+# A proxy host's private address here: any 127/8 address is this machine's, and is not the client's loopback.
+OWN_HOST = "127.0.0.2"
+
+
 @pytest.fixture
-def fake_haproxy() -> Iterator[tuple[int, int, list[str]]]:
-    """A listener and a stats socket answering ``show stat`` with the backends' states (``states``)."""
+def fake_haproxy(request: pytest.FixtureRequest) -> Iterator[tuple[int, int, list[str]]]:
+    """A listener and a stats socket answering ``show stat`` with the backends' states (``states``),
+    on loopback or (indirect parameter) another address."""
+    address = getattr(request, "param", "127.0.0.1")
     states = ["UP", "UP", "UP"]
 
     class Stats(socketserver.BaseRequestHandler):
@@ -213,8 +219,8 @@ def fake_haproxy() -> Iterator[tuple[int, int, list[str]]]:
             rows = "".join(f"galera,{n},0,0,0,0,,0,{s}\n" for (n, _), s in zip(NODES, states, strict=True))
             self.request.sendall(("# pxname,svname,qcur,qmax,scur,smax,slim,stot,status\n" + rows).encode())
 
-    servers = [socketserver.TCPServer(("127.0.0.1", 0), socketserver.BaseRequestHandler),
-               socketserver.TCPServer(("127.0.0.1", 0), Stats)]
+    servers = [socketserver.TCPServer((address, 0), socketserver.BaseRequestHandler),
+               socketserver.TCPServer((address, 0), Stats)]
     for s in servers:
         threading.Thread(target=s.serve_forever, daemon=True).start()
     yield servers[0].server_address[1], servers[1].server_address[1], states
@@ -223,8 +229,10 @@ def fake_haproxy() -> Iterator[tuple[int, int, list[str]]]:
         s.server_close()
 
 
-def proxy_setup(software: str, listen: int = 1, admin: int = 2, timeout_s: int = 3) -> dict[str, Any]:
-    job = clusterjob.proxy_job(**IDS, software=software, nodes=NODES, password_secret_arn=ARN, timeout_s=timeout_s)
+def proxy_setup(software: str, listen: int = 1, admin: int = 2, timeout_s: int = 3,
+                proxy_host: str = clusterjob.LOOPBACK) -> dict[str, Any]:
+    job = clusterjob.proxy_job(**IDS, software=software, nodes=NODES, password_secret_arn=ARN, timeout_s=timeout_s,
+                               proxy_host=proxy_host)
     job["setup"].update(listen_port=listen, admin_port=admin)
     assert agent.check_job(job) == "setup"
     setup: dict[str, Any] = job["setup"]
@@ -265,6 +273,59 @@ def test_proxysql_comes_from_its_repository_with_generated_admin_passwords(host:
     assert f'admin_credentials = "{proxyconf.ADMIN_USER}:{kept["admin"]}"' in config
     assert f'monitor_password = "{SECRET}"' in config and "max_stmts_per_connection = 1000" in config
     assert oct((host.root / "etc/proxysql.cnf").stat().st_mode & 0o777) == "0o640"
+
+
+@pytest.mark.parametrize("fake_haproxy", [OWN_HOST], indirect=True)
+def test_haproxy_on_a_host_of_its_own_listens_and_serves_its_stats_on_that_hosts_address(
+        host: Host, fake_haproxy: tuple[int, int, list[str]]) -> None:
+    """The job's listen_host (the proxy host's private address) is where HAProxy binds its listener and
+    its read-only stats socket (the client reads it), and where the set-up waits for every backend."""
+    listen, admin, _ = fake_haproxy
+    setup = proxy_setup("haproxy", listen, admin, proxy_host=OWN_HOST)
+    assert (setup["listen_host"], setup["stats_password"]) == (OWN_HOST, "secret")
+    done = host.run(setup)
+    config = (host.root / "etc/haproxy/haproxy.cfg").read_text()
+    assert f"    bind {OWN_HOST}:{listen}\n" in config
+    assert f"    stats socket ipv4@{OWN_HOST}:{admin} level user\n" in config
+    assert "127.0.0.1" not in config
+    calls = host.calls()
+    assert any(c.endswith("--no-install-recommends haproxy") for c in calls) and "systemctl restart haproxy" in calls
+    assert done["proxy_config_hash"] == proxyconf.fingerprint(
+        proxyconf.ProxySetup("haproxy", OWN_HOST, listen, admin,
+                             [proxyconf.Backend(n, h, 3306) for n, h in NODES]), None)["proxy_config_hash"]
+
+
+def test_proxysql_on_a_host_of_its_own_binds_that_address_and_its_stats_user_has_the_secrets_password(
+        host: Host) -> None:
+    """The client reads ProxySQL's statistics over the network with the secret it already reads; the
+    admin password is still made on the proxy host and never leaves it."""
+    with socket.socket() as taken:
+        taken.bind((OWN_HOST, 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        host.run(proxy_setup("proxysql", port, 6032, proxy_host=OWN_HOST))
+    config = (host.root / "etc/proxysql.cnf").read_text()
+    kept = json.loads((host.root / proxyconf.PROXY_PASSWORD_FILE.lstrip("/")).read_text())
+    assert f'    interfaces = "{OWN_HOST}:{port}"\n' in config and f'    mysql_ifaces = "{OWN_HOST}:6032"\n' in config
+    assert f'stats_credentials = "{proxyconf.STATS_USER}:{SECRET}"' in config
+    assert f'admin_credentials = "{proxyconf.ADMIN_USER}:{kept["admin"]}"' in config and kept["admin"] != SECRET
+    assert "127.0.0.1" not in config
+    assert "systemctl restart proxysql" in host.calls()
+    bad = proxy_setup("proxysql", port, proxy_host=OWN_HOST)
+    with pytest.raises(agent.JobError, match=r"setup\.stats_password must be generated or secret"):
+        agent.check_job({**IDS, "step": {"name": "setup-proxy", "kind": "setup", "threads": 1, "duration_s": 0},
+                         "setup": {**bad, "stats_password": "plain"}})
+
+
+def test_the_nodes_proxy_users_accept_a_proxy_host_of_its_own(host: Host) -> None:
+    """HAProxy's check login and ProxySQL's monitor user come from the proxy host's address when it has
+    a host of its own: the bootstrap node creates them for every host (the nodes' security group admits
+    only the clients' group, which the proxy host is in)."""
+    host.run(node_setup("n1"))
+    sql = (host.fake / "sql.log").read_text()
+    for user in (proxyconf.CHECK_USER, proxyconf.MONITOR_USER):
+        assert f"CREATE USER IF NOT EXISTS '{user}'@'%'" in sql
+    assert cluster.USER_HOSTS == ["%"]
 
 
 @pytest.mark.parametrize(("software", "fault", "stage"), [("haproxy", "apt-fail", "apt-get install"),
@@ -345,3 +406,20 @@ def test_the_proxysql_status_source_logs_in_with_the_password_kept_on_the_client
     assert status._kept_password(str(kept), "stats") == "s-pw"
     assert status._kept_password(str(tmp_path / "missing.json"), "stats") == ""  # the reading then says why
     assert status._kept_password(None, "stats") == ""
+
+
+def test_the_proxysql_status_source_of_a_proxy_host_logs_in_with_the_steps_own_password() -> None:
+    """On a host of its own, the statistics user's password is the secret's: the source names no file,
+    so the client's option file carries the job's password (read from that secret)."""
+    spec = clusterjob.client_status({"counters": [], "interval_s": 1}, NODES, "proxysql", proxy_host="10.0.1.9")
+    source = spec["sources"][-1]
+    assert (source["host"], source["port"], source["user"]) == ("10.0.1.9", 6032, proxyconf.STATS_USER)
+    assert "password_file" not in source and "password" not in source
+    conn = agent.benchfleet_dbclient.Connection({"host": "10.0.1.9", "port": 6033, "user": "sbtest"}, SECRET)
+    reader = agent.benchfleet_status._ProxysqlSource("proxy", conn, source)
+    assert reader.where["password"] is None  # None: the option file takes the connection's own password
+    try:
+        text = Path(conn.option_file("mysql", **reader.where)).read_text()
+    finally:
+        conn.close()
+    assert f'user="{proxyconf.STATS_USER}"\npassword="{SECRET}"\nhost=10.0.1.9\nport=6032\n' in text

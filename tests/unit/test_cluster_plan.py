@@ -5,6 +5,7 @@ steps of every repetition, and refuse a cluster variant that would reconfigure t
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from benchfleet import api_service
 from benchfleet.aws.errors import PlanRejected
 from benchfleet.aws.planning import runplan
 from benchfleet.aws.regions import TargetRegions
+from benchfleet.cli import main
 from benchfleet.scale import apply_scale
 from benchfleet.spec import load_spec
 
@@ -73,8 +75,28 @@ def test_a_cluster_variant_that_would_reconfigure_the_nodes_is_refused_naming_it
         runplan.estimate(runplan.RunRequest(spec=body), regions=HOME)
 
 
-def test_a_proxy_on_a_host_of_its_own_is_refused_naming_the_field(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Until the proxy job says which address to listen on, such a proxy could not be reached."""
+def test_a_proxy_on_a_host_of_its_own_is_accepted_and_set_up_on_that_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    """proxy.instance_type (refused before: "a proxy on a host of its own does not run on AWS yet"): the
+    API's checks, its estimate and Plan accept it; the proxy's set-up step names the proxy host."""
     monkeypatch.setenv("SUBNET_ZONES", "us-east-1a,us-east-1b,us-east-1c")
-    with pytest.raises(PlanRejected, match=r"targets\[0\]\.proxy\.instance_type: a proxy on a host of its own"):
-        plan(pxc(proxy={"software": "haproxy", "instance_type": "c6i.large"}))
+    body = pxc(proxy={"software": "haproxy", "instance_type": "c6i.large"})
+    assert api_service.validate_submission(body, home_region="us-east-1").spec.targets[0].proxy.instance_type
+    assert runplan.estimate(runplan.RunRequest(spec=body), regions=HOME)
+    (target,) = plan(body)["targets"]
+    (proxy,) = [s for s in target["steps"] if s["name"] == "setup-proxy"]
+    assert (proxy["host"], proxy["setup"]) == ("proxy", {"role": "proxy", "software": "haproxy"})
+
+
+def test_plan_prints_and_prices_a_proxy_host_of_its_own(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    body = pxc(proxy={"software": "haproxy", "instance_type": "c6i.large"})
+    path = tmp_path / "pxc.json"
+    path.write_text(json.dumps(body))
+    assert main(["plan", str(path), "--format", "json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    (target,) = summary["targets"]
+    assert [h["instance_type"] for h in target["hosts"]][-2:] == ["c6i.xlarge", "c6i.large"]
+    assert summary["regions"][0]["ec2_hosts"] == 5
+    assert main(["plan", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "client c6i.xlarge, haproxy c6i.large" in out
+    assert [line.split()[:2] for line in out.splitlines() if line.strip().startswith("proxy ")] == [["proxy", "c6i.large"]]

@@ -107,3 +107,12 @@ def test_joins_one_at_a_time_wait_for_their_own_size_and_a_proxy_host_of_its_own
     assert (db["host"], db["port"]) == ("10.0.1.9", proxyconf.LISTEN_PORT["haproxy"])
     status = clusterjob.client_status({"counters": ["Threads_running"]}, NODES, "haproxy", proxy_host="10.0.1.9")
     assert status["sources"][-1]["host"] == "10.0.1.9"
+    # It listens there, and its statistics are read from the client with the secret's password.
+    own = clusterjob.proxy_job(**IDS, software="proxysql", nodes=NODES, password_secret_arn=ARN, proxy_host="10.0.1.9")
+    beside = clusterjob.proxy_job(**IDS, software="proxysql", nodes=NODES, password_secret_arn=ARN)
+    assert [(j["setup"]["listen_host"], j["setup"]["stats_password"]) for j in (own, beside)] == [
+        ("10.0.1.9", "secret"), ("127.0.0.1", "generated")]
+    sources = [clusterjob.client_status({"counters": []}, NODES, "proxysql", proxy_host=h)["sources"][-1]
+               for h in ("10.0.1.9", "127.0.0.1")]
+    assert [s.get("password_file") for s in sources] == [None, proxyconf.PROXY_PASSWORD_FILE]
+    assert {s["user"] for s in sources} == {proxyconf.STATS_USER}

@@ -248,6 +248,8 @@ def _check_setup(setup: Any) -> None:
         raise JobError("setup.listen_host must be an address")
     if setup.get("writes", "one") not in ("one", "all"):
         raise JobError("setup.writes must be one or all")
+    if setup.get("stats_password", "generated") not in ("generated", "secret"):
+        raise JobError("setup.stats_password must be generated or secret")
     for key in ("listen_port", "admin_port"):
         _integer(wrap, "setup." + key, 1, 65535)
     _integer(wrap, "setup.timeout_s", 1, 24 * 3600)

@@ -266,7 +266,7 @@ def percona_commands() -> List[Tuple[List[str], str]]:
 
 
 class ProxySetup:
-    """The client host's proxy (``run``)."""
+    """The proxy's set-up (``run``) on the host its job went to: the client's, or its own."""
 
     def __init__(self, installer: "benchfleet_install.Installer", read_secret: Callable[[str], str]) -> None:
         self.i = installer
@@ -300,8 +300,10 @@ class ProxySetup:
         self.i._updated = False
         self.i._record("repository", started, repository="proxysql")
 
-    def passwords(self, password: str) -> Dict[str, str]:
-        """sbtest and monitor: the secret's; admin and stats: made here once, kept root-only."""
+    def passwords(self, password: str, stats: str = "generated") -> Dict[str, str]:
+        """sbtest and monitor: the secret's; admin: made here once, kept root-only, never leaving this
+        host; stats the same, or (``stats: secret``, a proxy on a host of its own, whose statistics
+        the client reads over the network with the secret it already reads) the secret's."""
         path = self.i.path(proxyconf.PROXY_PASSWORD_FILE)
         try:
             with open(path) as f:
@@ -313,7 +315,8 @@ class ProxySetup:
             with os.fdopen(fd, "w") as f:
                 json.dump(kept, f)
             os.replace(path + ".tmp", path)
-        return {"sbtest": password, "monitor": password, "admin": kept["admin"], "stats": kept["stats"]}
+        return {"sbtest": password, "monitor": password, "admin": kept["admin"],
+                "stats": password if stats == "secret" else kept["stats"]}
 
     def run(self, setup: Dict[str, Any]) -> Dict[str, Any]:
         started = self.i.clock()
@@ -327,7 +330,8 @@ class ProxySetup:
         if software == "haproxy":
             path, text, service = HAPROXY_CFG, proxyconf.render(proxy), "haproxy"
         else:
-            passwords = self.passwords(self.read_secret(str(setup["password_secret_arn"])))
+            passwords = self.passwords(self.read_secret(str(setup["password_secret_arn"])),
+                                       str(setup.get("stats_password") or "generated"))
             path, text, service = PROXYSQL_CNF, proxyconf.render(proxy, PROXYSQL_DATADIR, passwords), "proxysql"
         fd = os.open(self.i.path(path) + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o640)
         with os.fdopen(fd, "w") as f:

@@ -343,7 +343,10 @@ class _ProxysqlSource(MysqlSource):
 
     def __init__(self, name: str, conn: benchfleet_dbclient.Connection, source: Dict[str, Any]) -> None:
         super().__init__(name, conn, [], host=source.get("host"), port=source.get("port"), user=source.get("user"),
-                         password=source.get("password") or _kept_password(source.get("password_file"), "stats"),
+                         # no password_file: a proxy on a host of its own, whose statistics user has
+                         # the job's password (the secret's: clusterjob, stats_password secret)
+                         password=source.get("password") or (_kept_password(source["password_file"], "stats")
+                                                             if source.get("password_file") else None),
                          tls="off", query=PROXYSQL_QUERY)
         self.backends = dict(source.get("backends") or {})
 

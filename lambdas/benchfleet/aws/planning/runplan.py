@@ -182,9 +182,7 @@ def _loaded(spec_data: dict[str, Any], regions: TargetRegions) -> LoadedSpec:
 
 def cluster_problems(loaded: LoadedSpec) -> list[tuple[str, str]]:
     """What of a cluster spec the deployed state machine cannot run, by field: variants that would
-    reconfigure the nodes (they are configured once, at set-up), and a proxy on a host of its own
-    (provisioned, but the proxy job cannot yet say which address to listen on: benchfleet.clusterjob
-    binds the client host's loopback)."""
+    reconfigure the nodes (they are configured once, at set-up)."""
     clusters = [i for i, t in enumerate(loaded.spec.targets) if isinstance(t, ClusterTarget)]
     if not clusters:
         return []
@@ -192,9 +190,6 @@ def cluster_problems(loaded: LoadedSpec) -> list[tuple[str, str]]:
                  f"differ in route, workload or options (targets[{clusters[0]}] is a cluster)")
                 for i, variant in enumerate(loaded.variants) for key in ("mysql_config", "server_options")
                 if getattr(variant, key)]
-    problems += [(f"targets[{i}].proxy.instance_type", "a proxy on a host of its own does not run on AWS yet; "
-                  "leave it unset (the proxy then runs on the client host)")
-                 for i, t in enumerate(loaded.spec.targets) if isinstance(t, ClusterTarget) and t.proxy.instance_type]
     return problems
 
 

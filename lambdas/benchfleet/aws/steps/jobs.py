@@ -65,9 +65,14 @@ def _cluster_nodes(state: StepState) -> list[tuple[str, str]]:
 
 
 def _proxy_host(state: StepState) -> str:
-    """Where the client reaches the proxy: its own host's address, or the client host itself."""
-    own = ((state.db or {}).get("hosts") or {}).get("proxy")
-    return str(own) if own else "127.0.0.1"
+    """Where the proxy listens and the client reaches it: its own host's private address (as
+    readiness found it), or the client host's loopback."""
+    if (state.target.get("proxy") or {}).get("instance_type"):
+        own = ((state.db or {}).get("hosts") or {}).get("proxy")
+        if not own:
+            raise ValueError(f"cluster {state.target['id']}: no address for its proxy host")
+        return str(own)
+    return clusterjob.LOOPBACK
 
 
 def cluster_setup_job(state: StepState, volumes: list[dict[str, str]] | None = None) -> dict[str, Any]:
@@ -92,7 +97,7 @@ def cluster_setup_job(state: StepState, volumes: list[dict[str, str]] | None = N
             synced_timeout_s=max(60, step.setup_s - 300))
     if setup.get("role") == "proxy":
         reader = "proxy" if step.host == "proxy" else "client"
-        return clusterjob.proxy_job(**ids, software=str(setup["software"]), nodes=nodes,
+        return clusterjob.proxy_job(**ids, software=str(setup["software"]), nodes=nodes, proxy_host=_proxy_host(state),
                                     password_secret_arn=secrets[reader], timeout_s=max(60, step.setup_s - 300))
     raise ValueError(f"step {step.name}: a set-up step of role {setup.get('role')!r}")
 
