@@ -99,4 +99,5 @@ def test_plan_prints_and_prices_a_proxy_host_of_its_own(tmp_path: Path, capsys: 
     assert main(["plan", str(path)]) == 0
     out = capsys.readouterr().out
     assert "client c6i.xlarge, haproxy c6i.large" in out
-    assert [line.split()[:2] for line in out.splitlines() if line.strip().startswith("proxy ")] == [["proxy", "c6i.large"]]
+    priced = [line.split()[:2] for line in out.splitlines() if line.strip().startswith("proxy ")]
+    assert priced == [["proxy", "c6i.large"]]
