@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from benchfleet import serverstatus, waves
+from benchfleet import galera, serverstatus, waves
 from benchfleet.pricing import DEFAULT_REGION
 from benchfleet.spec import (
     ONE_ROW_PER_EVENT,
@@ -52,6 +52,14 @@ TEARDOWN_SECONDS = {"local": 2, "existing": 0, "ec2": 60, "rds": 600, "aurora": 
 # November 2026); each further node joins at the same time as the others.
 LOCAL_CLUSTER_PROVISION_S = 16
 LOCAL_CLUSTER_TEARDOWN_S = 2
+# A cloud cluster's set-up steps, once its hosts run (PROVISION_SECONDS): one at a time, every node (the
+# first bootstraps, each next joins by state transfer, as Galera's documentation advises), then the
+# proxy. Rough figures, like the ones above: a node installs its server from the distribution's or
+# Percona's repository (an ec2 target's install, which its 300 s include, beside its boot), starts and
+# joins (an empty data directory's state transfer: seconds); a proxy installs one package, starts and
+# waits for its backends.
+CLUSTER_NODE_SETUP_S = 240
+CLUSTER_PROXY_SETUP_S = 120
 # Seconds each step takes beyond its planned duration when the agent runs here: starting the agent and
 # sysbench, connecting, and the final summary (measured 0.9 s per warm-up or measure step). Cloud
 # steps' overheads (SSM delivery, polling) are covered by their own waits, not by the estimate.
@@ -89,7 +97,7 @@ GIB_PER_VCPU = {"c": 2, "m": 4, "r": 8, "x": 16, "i": 8, "z": 8, "t": 4, "a": 2,
 EXPIRY_MARGIN = timedelta(hours=2)
 # Where a run's wall time goes, as `benchfleet plan` itemises it ("waiting": for a wave's hosts, or a
 # repetition_spacing_s), and which part each kind of step is.
-WALL_PARTS = ("provisioning", "prepare", "warm-up", "steps", "cool-downs", "teardown")
+WALL_PARTS = ("provisioning", "set-up", "prepare", "warm-up", "steps", "cool-downs", "teardown")
 PART_OF_STEP = {"prepare": "prepare", "warmup": "warm-up", "measure": "steps"}
 
 PriceLookup = Callable[[object], float | None]
@@ -177,6 +185,10 @@ class TargetPlan(BaseModel):
     sequence: list[list[int]] = []
     provision_s: int
     teardown_s: int
+    # A cloud cluster's set-up steps (``cluster_setup_hosts``), before its benchmark's in every
+    # repetition, and their seconds (serial: CLUSTER_NODE_SETUP_S each node, CLUSTER_PROXY_SETUP_S).
+    setup_steps: int = 0
+    setup_s: int = 0
     step_overhead_s: int = 0
     price_per_hour: float | None
     server_options: dict[str, bool | int | float | str] = {}
@@ -203,9 +215,9 @@ class TargetPlan(BaseModel):
         return [self.steps[i] for i in self.sequence[repetition - 1]]
 
     def repetition_seconds(self, repetition: int) -> int:
-        """One repetition: provision, its steps with their overhead, teardown (each on a fresh host)."""
-        return (self.provision_s + sum(s.estimated_s + self.step_overhead_s for s in self.steps_of(repetition))
-                + self.teardown_s)
+        """One repetition: provision, set-up, its steps with their overhead, teardown (each on a fresh host)."""
+        return (self.provision_s + self.setup_s
+                + sum(s.estimated_s + self.step_overhead_s for s in self.steps_of(repetition)) + self.teardown_s)
 
     @property
     def repetition_s(self) -> int:
@@ -220,7 +232,7 @@ class TargetPlan(BaseModel):
     def parts(self, repetition: int) -> dict[str, int]:
         """Where one repetition's seconds go (they add up to ``repetition_seconds``)."""
         out = dict.fromkeys(WALL_PARTS, 0)
-        out["provisioning"], out["teardown"] = self.provision_s, self.teardown_s
+        out["provisioning"], out["set-up"], out["teardown"] = self.provision_s, self.setup_s, self.teardown_s
         for step in self.steps_of(repetition):
             out[PART_OF_STEP[step.kind]] += step.duration_s + self.step_overhead_s
             out["cool-downs"] += step.cooldown_s
@@ -639,6 +651,21 @@ def status_series(spec: ComparisonSpec, target: Any) -> list[tuple[str, str]]:
     return serverstatus.series(counters, shape.nodes, proxy)
 
 
+def cluster_setup_hosts(target: Any) -> list[str]:
+    """The hosts a cloud cluster's set-up steps run on, in their order: every node, then the proxy's
+    (``proxy`` when it has a host of its own, else ``client``) when there is a proxy; [] for other kinds."""
+    if target.kind != "cluster":
+        return []
+    proxy = [] if target.proxy.software == "none" else ["proxy" if target.proxy.instance_type else "client"]
+    return [*galera.node_names(target.nodes), *proxy]
+
+
+def setup_seconds(target: Any) -> int:
+    """A cloud cluster's set-up, one step after another (0 for other kinds)."""
+    hosts = cluster_setup_hosts(target)
+    return CLUSTER_NODE_SETUP_S * target.nodes + CLUSTER_PROXY_SETUP_S * (len(hosts) - target.nodes) if hosts else 0
+
+
 def provision_seconds(target: Any) -> tuple[int, int]:
     """(provision, teardown) seconds of one repetition of ``target``."""
     if target.kind == "local" and getattr(target, "cluster", None) is not None:
@@ -677,6 +704,7 @@ def make_plan(loaded: LoadedSpec, price_lookup: PriceLookup | None = None, *, at
             region=getattr(target, "region", None) or ("local" if spec.is_local else None),
             repetitions=spec.repetitions, steps=steps, sequence=sequence,
             provision_s=provision_s, teardown_s=teardown_s,
+            setup_steps=len(cluster_setup_hosts(target)), setup_s=setup_seconds(target),
             step_overhead_s=STEP_OVERHEAD_SECONDS.get(target.kind, 0) if spec.is_local else 0,
             price_per_hour=price, server_options=target.server_options, hosts=hosts_of(target),
             at_once=concurrent, spacing_s=spec.repetition_spacing_s or 0, storage=storage, warnings=warnings,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections import Counter
 from pathlib import Path
 
 import boto3
@@ -21,8 +22,10 @@ from timestream_requests import dimensions, stored_records
 from agent_modules import load
 from benchfleet import naming
 from benchfleet.aws import clients
+from benchfleet.aws.planning import asl_walk, runplan
+from benchfleet.aws.planning.controlplane import CALLBACK_HANDLER, expected_scope
 from benchfleet.scale import apply_scale
-from benchfleet.spec import load_spec
+from benchfleet.spec import load_spec, parse_spec, resolve
 
 AGENT = load("benchfleet_agent")
 SEED = Path(__file__).resolve().parents[2] / "workloads" / "comparisons" / "pxc-on-aws.yaml"
@@ -136,7 +139,8 @@ def test_a_proxy_on_a_host_of_its_own_listens_on_its_private_address_and_the_cli
     clients only); teardown removes it with everything else, and no group or rule is made per run."""
     sent, _ = recording(harness)
     groups = security_groups()
-    result = harness.run(pxc_spec(proxy=PROXY_HOST), timing=FAST, name="pxc-proxy-host")
+    body = pxc_spec(proxy=PROXY_HOST)
+    result = harness.run(body, timing=FAST, name="pxc-proxy-host")
     assert result["status"] == "SUCCEEDED", harness.explain(result)
     run_id = next(c.result for c in harness.calls_of("plan"))["run_id"]
     hosts = next(c.result for c in harness.calls_of("provision"))["hosts"]
@@ -167,6 +171,18 @@ def test_a_proxy_on_a_host_of_its_own_listens_on_its_private_address_and_the_cli
         "backends": {b["name"]: f"{b['host']}:3306" for b in proxy_job["setup"]["backends"]}} for j in measured)
     assert leftovers(run_id) == []
     assert security_groups() == groups
+    # The control-plane estimate counts what this execution did, set-up steps included (it once walked
+    # the benchmark's steps only: 5 set-up steps' transitions, start_step, collect and callbacks missed).
+    plan = runplan.aws_plan(resolve(parse_spec(body), "pxc"))[0]
+    scope = expected_scope(plan, runplan.READY_POLL_S)
+    (repetition,) = scope.targets[0].repetitions
+    repetition.ready_checks = len(harness.calls_of("readiness"))  # what this run's readiness made
+    definition = asl_walk.load_definition()
+    counts = asl_walk.walk(definition["States"], definition["StartAt"], scope)
+    assert counts.transitions == sum(1 for e in result["history"] if e["type"].endswith("StateEntered"))
+    called = Counter(c.module for c in harness.calls)
+    assert called.pop(CALLBACK_HANDLER) == len(sent) == plan.targets[0].setup_steps + len(plan.targets[0].steps)
+    assert dict(counts.invocations) == dict(called)
 
 
 @pytest.mark.parametrize(("fault", "proxy", "said"), [

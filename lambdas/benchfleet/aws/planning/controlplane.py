@@ -125,8 +125,9 @@ def expected_scope(plan: Plan, ready_poll_s: Mapping[str, int]) -> RunScope:
     targets = []
     for t in plan.targets:
         ready = readywait.expected_checks(t.provision_s, ready_poll_s[t.kind])
-        targets.append(TargetScope([RepetitionScope([StepScope() for _ in t.steps_of(r)], ready)
-                                    for r in range(1, t.repetitions + 1)]))
+        # A cluster's set-up steps run in "Run each step" before its benchmark's (runplan.cluster_setup).
+        targets.append(TargetScope([RepetitionScope([StepScope() for _ in range(t.setup_steps + len(t.steps_of(r)))],
+                                                    ready) for r in range(1, t.repetitions + 1)]))
     return RunScope(targets)
 
 
@@ -236,9 +237,9 @@ def _repetition_writes(plan: Plan, t: TargetPlan, report_interval_s: int, repeti
                timestream.Writes())
 
 
-def _steps_run(t: TargetPlan) -> int:
-    """Steps the target runs over all its repetitions."""
-    return sum(len(t.steps_of(r)) for r in range(1, t.repetitions + 1))
+def _steps_run(t: TargetPlan, setup: bool = True) -> int:
+    """Steps the target runs over all its repetitions (``setup``: a cluster's set-up steps too)."""
+    return sum((t.setup_steps if setup else 0) + len(t.steps_of(r)) for r in range(1, t.repetitions + 1))
 
 
 def _charge(prices: ControlPlanePrices, item: str, price: str, quantity: float) -> RunCharge:
@@ -265,15 +266,17 @@ def estimate(plan: Plan, definition: Mapping[str, Any], *, ready_poll_s: Mapping
     writes = timestream.Writes()
     req = prices.requests
     for t in plan.targets:
-        metrics += len(_metric_queries(t)) * _steps_run(t)
+        metrics += len(_metric_queries(t)) * _steps_run(t, setup=False)  # a set-up's collect reads no metrics
         if store == "timestream":
             if t.sequence:
                 writes += sum((_repetition_writes(plan, t, report_interval_s, r) for r in range(1, t.repetitions + 1)),
                               timestream.Writes())
             else:
                 writes += _repetition_writes(plan, t, report_interval_s, 1).times(t.repetitions)
-        per_step = req["s3_puts_per_step"] + (req["athena_s3_puts_per_step"] if store == "athena" else 0)
-        puts += per_step * _steps_run(t) + req["s3_puts_per_repetition"] * t.repetitions
+        # A set-up step's output is kept like a step's (stdout, stderr, the raw copy, its token and
+        # command); its collect writes no table.
+        athena = req["athena_s3_puts_per_step"] * _steps_run(t, setup=False) if store == "athena" else 0
+        puts += req["s3_puts_per_step"] * _steps_run(t) + athena + req["s3_puts_per_repetition"] * t.repetitions
         # The CloudWatch agent on each EC2 host: its metrics are billed per hour they receive data,
         # and each flush is one PutMetricData request (cdk/lib/target-fleet.ts's config).
         ec2_hosts = sum(1 for h in t.hosts if h.service == "ec2") or (1 if t.kind == "existing" else 0)

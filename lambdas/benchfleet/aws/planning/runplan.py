@@ -38,7 +38,7 @@ from benchfleet.aws.settings import DEFAULT_RESULTS_STORE, Settings
 from benchfleet.aws.steps import commands
 from benchfleet.clusterjob import SETUP
 from benchfleet.mysqlcnf import CnfError, render, with_server_options
-from benchfleet.plan import Plan, PriceLookup, TargetPlan, make_plan
+from benchfleet.plan import Plan, PriceLookup, TargetPlan, cluster_setup_hosts, make_plan
 from benchfleet.spec import (
     SLUG,
     AuroraTarget,
@@ -279,8 +279,7 @@ def cluster_setup(index: int, spec_target: ClusterTarget, loaded: LoadedSpec, o:
                         "mysql_config": spec_target.mysql_config, "cnf": cnf,
                         "storage": storage_job(target["storage"])}}
              for n, name in enumerate(galera.node_names(spec_target.nodes))]
-    if spec_target.proxy.software != "none":
-        host = "proxy" if spec_target.proxy.instance_type else "client"
+    for host in cluster_setup_hosts(spec_target)[len(steps):]:  # the proxy's, on its host
         steps.append({**base, "index": -(len(steps) + 1), "name": "setup-proxy", "host": host,
                       "setup": {"role": "proxy", "software": spec_target.proxy.software}})
     return steps
@@ -357,10 +356,9 @@ def status_of(spec: ComparisonSpec, target: Any, workload: Workload) -> dict[str
 
 
 def _bound(target: TargetPlan, ready_max: int) -> int:
-    """Worst case of one repetition: the readiness loop runs to its bound (steps do not poll). A
-    cluster's set-up steps (one per node and the proxy's) are at most one per host."""
-    setup = len(target.hosts) if target.kind == "cluster" else 0
-    return history.repetition_events(target.most_steps + setup, ready_max)
+    """Worst case of one repetition: the readiness loop runs to its bound (steps do not poll), a
+    cluster's set-up steps (one per node and the proxy's) before its benchmark's."""
+    return history.repetition_events(target.most_steps + target.setup_steps, ready_max)
 
 
 def run_id_for(request: RunRequest, execution_name: str | None) -> str | None:
