@@ -30,6 +30,7 @@ from pydantic import (
 )
 
 from benchfleet import serverstatus
+from benchfleet.mysqlcnf import CnfError, engine_family, normalised, render, with_server_options
 from benchfleet.sysbench import BUILTIN_TESTS, option_refusal
 
 SLUG = r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"
@@ -173,6 +174,59 @@ def check_workload_options(options: dict[str, OptionValue]) -> dict[str, OptionV
         if refusal:
             raise FieldProblem(name, refusal)
     return options
+
+
+def cluster_settings_problems(spec: ComparisonSpec, variants: list[ResolvedVariant],
+                              root: Path | None = None) -> list[tuple[str, str]]:
+    """The one rule of a cluster's nodes and its variants (validate, the API, Plan and the local runner
+    all come through ``variant_problems``): the nodes are configured once, at set-up, with the
+    target's settings, and every variant is measured on them. A variant may restate those settings
+    (its ``mysql_config`` / ``server_options`` render to the same options and values: it changes
+    nothing, so a spec that writes them out on every side still runs); one that changes a setting is
+    refused naming its field and the setting, since that difference would never be measured."""
+    problems: list[tuple[str, str]] = []
+    for j, target in enumerate(spec.targets):
+        if not is_cluster(target):
+            continue
+        family = "mariadb" if target.kind == "local" else engine_family(target.engine)
+        own = _settings_of(target, None, family, root)
+        for i, variant in enumerate(variants):
+            if not (variant.mysql_config or variant.server_options) or own is None:
+                continue
+            theirs = _settings_of(target, variant, family, root)
+            if theirs is None:
+                continue  # a cnf that does not render is named by the checks of that field
+            changed: dict[str, list[str]] = {}
+            for name in sorted(set(own) | set(theirs)):
+                if name in own and name in theirs and normalised(own[name]) == normalised(theirs[name]):
+                    continue
+                key = next((k for k in variant.server_options if k.replace("-", "_") == name), None)
+                where = f"variants[{i}].server_options.{key}" if key else f"variants[{i}].mysql_config"
+                before, after = (("the server's default" if v is None else v or "set")
+                                 for v in (own.get(name), theirs.get(name)))
+                changed.setdefault(where, []).append(f"{name} ({before} -> {after})")
+            problems += [(where, f"targets[{j}] ({target.id}) is a cluster: its nodes run the target's settings "
+                                 f"for every variant (configured once, at set-up), and this changes "
+                                 f"{_first(what, 4)}; a cluster's variants differ in route, workload or options "
+                                 "(restating the target's settings is allowed): compare settings on separate "
+                                 "targets")
+                         for where, what in changed.items()]
+    return problems
+
+
+def _first(items: list[str], count: int) -> str:
+    return ", ".join(items[:count]) + (f" and {len(items) - count} more" if len(items) > count else "")
+
+
+def _settings_of(target: Any, variant: ResolvedVariant | None, family: str,
+                 root: Path | None) -> dict[str, str] | None:
+    """option -> value a server of ``target`` runs with for ``variant`` (None: its cnf does not render)."""
+    config, options = target_settings(target, variant)
+    try:
+        return dict(render(with_server_options(cnf_text(config, root), options), family, None,
+                           f"{config}.cnf").options)
+    except (CnfError, SpecError):
+        return None
 
 
 # Options that say where a server benchfleet starts keeps its files, listens, runs as or what it loads
@@ -1009,7 +1063,7 @@ def resolve(spec: ComparisonSpec, source: str, root: Path | None = None) -> Load
             cnf_text(config, root)
         except SpecError as e:
             problems.append((field, e.problems[0][1]))
-    problems += variant_problems(spec, workload, variants)
+    problems += variant_problems(spec, workload, variants, root)
     if problems:
         raise SpecError(source, problems)
     return LoadedSpec(spec=spec, workload=workload, source=source, variants=variants)
@@ -1025,12 +1079,13 @@ def resolve_variant(variant: Variant, workload: Workload) -> ResolvedVariant:
                            server_options=variant.server_options, route=variant.route)
 
 
-def variant_problems(spec: ComparisonSpec, workload: Workload,
-                     variants: list[ResolvedVariant]) -> list[tuple[str, str]]:
+def variant_problems(spec: ComparisonSpec, workload: Workload, variants: list[ResolvedVariant],
+                     root: Path | None = None) -> list[tuple[str, str]]:
     """What makes variants impossible to measure side by side: steps that cannot pair (another sweep,
-    step length or report interval), blocks that do not divide a step, and several data sets on an
-    existing server (benchfleet works in its one schema there)."""
-    problems: list[tuple[str, str]] = []
+    step length or report interval), blocks that do not divide a step, several data sets on an
+    existing server (benchfleet works in its one schema there), and a cluster's variants that would
+    change its nodes' settings (``cluster_settings_problems``)."""
+    problems: list[tuple[str, str]] = cluster_settings_problems(spec, variants, root)
     for i, v in enumerate(variants):
         for key in ("threads", "duration_s", "report_interval_s"):
             if getattr(v.workload, key) != getattr(workload, key):

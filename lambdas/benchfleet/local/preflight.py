@@ -25,8 +25,8 @@ from benchfleet.local.existing import ExistingServer, ExistingServerError, passw
 from benchfleet.local.galera import proxy_available
 from benchfleet.local.mariadb import find_binary
 from benchfleet.mysqlcnf import CnfError, render
-from benchfleet.spec import ExistingTarget, LoadedSpec, LocalTarget, ResolvedVariant, SpecError
-from benchfleet.variants import cnf_source, settings
+from benchfleet.spec import ExistingTarget, LoadedSpec, LocalTarget, SpecError
+from benchfleet.variants import cnf_source
 
 
 @dataclass
@@ -60,14 +60,9 @@ def preflight(loaded: LoadedSpec) -> Preflight:
                 problems.append((f"targets[{i}].database" if "refusing" in message else f"targets[{i}].host",
                                  message))
         elif isinstance(target, LocalTarget):
+            # (A cluster's variants may not change its nodes' settings: the spec's rule,
+            # benchfleet.spec.cluster_settings_problems, refused that when the spec was loaded.)
             problems += cluster_problems(target, i)
-            if target.cluster is not None:
-                # Its nodes run one cnf for the whole run: variants may differ in workload and route.
-                problems += [(f"variants[{j}].{'server_options' if v.server_options else 'mysql_config'}",
-                              f"a local cluster (targets[{i}]) runs one set of server settings for every "
-                              "variant; these differ from the first variant's")
-                             for j, v in enumerate(loaded.variants)
-                             if j and _settings(target, v) != _settings(target, loaded.variants[0])]
             # The server runs each variant's settings in turn: every one must start.
             for j, variant in enumerate(loaded.variants or [None]):
                 config, source = cnf_source(target, variant)
@@ -89,13 +84,6 @@ def preflight(loaded: LoadedSpec) -> Preflight:
         raise SpecError(loaded.source, problems)
     out.notices = [f"{target_id}: MariaDB says: {w}" for w, target_id in warned.items()]
     return out
-
-
-def _settings(target: LocalTarget, variant: ResolvedVariant) -> dict[str, str] | None:
-    try:
-        return settings(target, variant)
-    except CnfError:
-        return None  # named with the variant below
 
 
 def cluster_problems(target: LocalTarget, index: int) -> list[tuple[str, str]]:

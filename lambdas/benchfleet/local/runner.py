@@ -162,11 +162,13 @@ def _server_for(loaded: LoadedSpec, target: LocalTarget | ExistingTarget, repeti
         notice(f"{target.id}: an existing server at {target.host}:{target.port}; CPU figures, steal "
                "included, are this machine's (the client's), not the server's")
         return ExistingServer(target, table_prefixes())
-    # With variants the server starts with the first variant's settings (the plan counts on it).
-    config, source = cnf_source(target, loaded.variants[0] if loaded.variants else None)
+    # With variants the server starts with the first variant's settings (the plan counts on it). A
+    # cluster's nodes run the target's own, as on AWS: its variants may restate them, never change
+    # them (benchfleet.spec.cluster_settings_problems).
+    first = loaded.variants[0] if loaded.variants and target.cluster is None else None
+    config, source = cnf_source(target, first)
     server: LocalServer | LocalCluster
     if target.cluster is not None:
-        # A cluster's variants differ in workload, options and route only (preflight): one cnf for its nodes.
         server = LocalCluster(home, f"{target.id}-r{repetition}", source, target.memory_mb,
                               nodes=target.cluster.nodes, proxy=target.cluster.proxy, cpus=target.cpus,
                               cnf_name=f"{config}.cnf",

@@ -173,24 +173,11 @@ def _loaded(spec_data: dict[str, Any], regions: TargetRegions) -> LoadedSpec:
     if problems:
         raise PlanRejected("spec: " + "; ".join(problems))
     # Every setting reaches an rds / aurora server through its parameter groups, or the spec is refused.
-    unsettable = _parameter_problems(loaded) + cluster_problems(loaded)
+    unsettable = _parameter_problems(loaded)
     if unsettable:
         raise PlanRejected("spec: " + "; ".join(f"{field}: {message}" for field, message in unsettable),
                            problems=unsettable)
     return regions.resolve(loaded)
-
-
-def cluster_problems(loaded: LoadedSpec) -> list[tuple[str, str]]:
-    """What of a cluster spec the deployed state machine cannot run, by field: variants that would
-    reconfigure the nodes (they are configured once, at set-up)."""
-    clusters = [i for i, t in enumerate(loaded.spec.targets) if isinstance(t, ClusterTarget)]
-    if not clusters:
-        return []
-    problems = [(f"variants[{i}].{key}", f"a cluster's nodes are configured once, at set-up; its variants "
-                 f"differ in route, workload or options (targets[{clusters[0]}] is a cluster)")
-                for i, variant in enumerate(loaded.variants) for key in ("mysql_config", "server_options")
-                if getattr(variant, key)]
-    return problems
 
 
 def _zone_problems(targets: Sequence[Any], home: str) -> list[str]:
