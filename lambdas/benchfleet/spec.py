@@ -25,13 +25,14 @@ from pydantic import (
     Field,
     Tag,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 
 from benchfleet import serverstatus
 from benchfleet.mysqlcnf import CnfError, engine_family, normalised, render, with_server_options
-from benchfleet.sysbench import BUILTIN_TESTS, option_refusal
+from benchfleet.sysbench import BUILTIN_TESTS, option_refusal, script_option_refusal
 
 SLUG = r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"
 _OPTION_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
@@ -157,20 +158,22 @@ class _Model(BaseModel):
         return v
 
 
-def check_workload_options(options: dict[str, OptionValue]) -> dict[str, OptionValue]:
+def check_workload_options(options: dict[str, OptionValue], test: str | None = None) -> dict[str, OptionValue]:
     """The one rule for sysbench options a user may give: a workload's ``options`` and a variant's
     ``options`` (validate, the API, Plan and the agent's jobs all come through here; the agent
     checks every job against the same rule, ``benchfleet.sysbench.option_refusal``). ValueError
-    naming the option when it is not allowed (options can never change what is measured), or when its
+    naming the option when it is not allowed (options can never change what is measured), when its
     value is not one sysbench 1.0.20 reads as given (``benchfleet.sysbench.OPTION_VALUES``: the range,
-    on/off, or the choices, named in the message)."""
+    on/off, or the choices, named in the message), or, given the ``test`` that runs them, when that
+    test's script does not read it (``benchfleet.sysbench.TEST_OPTIONS``: --range-size on oltp_insert
+    would be taken and ignored)."""
     for name, value in options.items():
         if not _OPTION_NAME.match(name):
             raise ValueError(f"option name {name!r} is not a sysbench option name ([a-z][a-z0-9_-]*)")
         # Named down to the option (workload.options.rate), as a value no JSON reader holds is.
         if isinstance(value, str) and not _SAFE_VALUE.match(value):
             raise FieldProblem(name, f"value {value!r} has characters sysbench options never need")
-        refusal = option_refusal(name, value=value)
+        refusal = option_refusal(name, value=value) or (script_option_refusal(test, name) if test else None)
         if refusal:
             raise FieldProblem(name, refusal)
     return options
@@ -303,8 +306,8 @@ class Workload(_Model):
 
     @field_validator("options")
     @classmethod
-    def _options(cls, v: dict[str, OptionValue]) -> dict[str, OptionValue]:
-        return check_workload_options(v)
+    def _options(cls, v: dict[str, OptionValue], info: ValidationInfo) -> dict[str, OptionValue]:
+        return check_workload_options(v, info.data.get("test"))  # no test: its own error is named
 
 
 # One mount option: a word, or word=value (fstab syntax); the list is comma separated.
@@ -1086,6 +1089,12 @@ def variant_problems(spec: ComparisonSpec, workload: Workload, variants: list[Re
     existing server (benchfleet works in its one schema there), and a cluster's variants that would
     change its nodes' settings (``cluster_settings_problems``)."""
     problems: list[tuple[str, str]] = cluster_settings_problems(spec, variants, root)
+    for i, (variant, resolved) in enumerate(zip(spec.variants, variants, strict=True)):
+        # The variant's options, for the test it runs (its own workload's, else the spec's).
+        try:
+            check_workload_options(variant.options, resolved.workload.test)
+        except FieldProblem as e:
+            problems.append((f"variants[{i}].options.{e.path}", str(e)))
     for i, v in enumerate(variants):
         for key in ("threads", "duration_s", "report_interval_s"):
             if getattr(v.workload, key) != getattr(workload, key):

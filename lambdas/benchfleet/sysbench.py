@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 __all__ = [
     "BUILTIN_TESTS",
     "OPTION_VALUES",
     "TABLE_MARKER",
+    "TEST_OPTIONS",
     "Interval",
     "OptionValue",
     "Summary",
@@ -33,6 +34,7 @@ __all__ = [
     "option_refusal",
     "parse_interval",
     "parse_output",
+    "script_option_refusal",
     "step_accounting",
     "tcp_host",
 ]
@@ -68,6 +70,50 @@ MEASUREMENT_OPTIONS = frozenset({
 })
 # TLS is the target's setting (db.tls); PostgreSQL options would point a pgsql driver elsewhere.
 MEASUREMENT_PREFIXES = ("pgsql-", "mysql-ssl")
+
+
+# The script options each test reads, dash-spelled: ``sysbench.opt.<name>`` in its script and in the
+# oltp_common.lua functions it runs (prepare creates the tables: auto-inc, secondary, create-secondary,
+# mysql-storage-engine), for sysbench 1.0.20's scripts and benchfleet's workloads/lua (its own and
+# benchfleet_common.lua's). Every script that requires oltp_common *defines* all of oltp_common's
+# options, so sysbench takes --range-size on oltp_insert and ignores it: the spec refuses it instead
+# (``script_option_refusal``). Derived once from the scripts; tests/unit/test_sysbench_test_options.py
+# derives it again from the installed scripts and workloads/lua and compares.
+_OLTP_TABLES = ("tables", "table-size", "auto-inc", "secondary", "create-secondary", "mysql-storage-engine")
+_OLTP_RANGES = ("range-selects", "range-size", "simple-ranges", "sum-ranges", "order-ranges", "distinct-ranges")
+_OLTP_WRITES = ("index-updates", "non-index-updates", "delete-inserts")
+_OURS = ("tables", "table-size", "prepare-batch", "mysql-storage-engine")
+TEST_OPTIONS: Dict[str, FrozenSet[str]] = {name: frozenset(options) for name, options in {
+    "bulk_insert": (),
+    "oltp_delete": _OLTP_TABLES,
+    "oltp_insert": _OLTP_TABLES,
+    "oltp_point_select": (*_OLTP_TABLES, "point-selects"),
+    "oltp_read_only": (*_OLTP_TABLES, "point-selects", "skip-trx", *_OLTP_RANGES),
+    "oltp_read_write": (*_OLTP_TABLES, "point-selects", "skip-trx", *_OLTP_RANGES, *_OLTP_WRITES),
+    "oltp_update_index": (*_OLTP_TABLES, "index-updates"),
+    "oltp_update_non_index": (*_OLTP_TABLES, "non-index-updates"),
+    "oltp_write_only": (*_OLTP_TABLES, "skip-trx", *_OLTP_WRITES),
+    "select_random_points": (*_OLTP_TABLES, "random-points"),
+    "select_random_ranges": (*_OLTP_TABLES, "number-of-ranges", "delta"),
+    "lua/iibench.lua": (*_OURS, "secondary-indexes", "partition-rows", "partitions"),
+    "lua/insert_pk_random.lua": _OURS,
+    "lua/insert_pk_seq.lua": _OURS,
+}.items()}
+# Options some script defines: the others (rate, rand-*, db-ps-mode, mysql-ignore-errors, ...) are
+# sysbench's own and apply to every test.
+SCRIPT_OPTIONS = frozenset().union(*TEST_OPTIONS.values(), ("pgsql-variant",))
+
+
+def script_option_refusal(test: str, name: str) -> Optional[str]:
+    """Why a workload running ``test`` may not give script option ``name`` (None: it may, or the test
+    is a Lua script of the user's own, whose options only sysbench knows)."""
+    option = name.replace("_", "-")
+    reads = TEST_OPTIONS.get(test)
+    if reads is None or option not in SCRIPT_OPTIONS or option in reads:
+        return None
+    given = sorted(o for o in reads if o not in WORKLOAD_KEY_OPTIONS)
+    return ("{} is not an option of {} (sysbench would take it and ignore it, or refuse it); {} reads {}"
+            .format(name, test, test, ", ".join(given) if given else "none a workload gives"))
 
 
 # The comment on every table benchfleet's prepare step created on a server it did not set up (an
