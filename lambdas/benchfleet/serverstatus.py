@@ -58,6 +58,28 @@ def series(counters: Sequence[str], nodes: int = 0, proxy: str = "none") -> list
     return out
 
 
+def source_problem(sources: Iterable[str], nodes: int = 0, proxy: str = "none") -> str | None:
+    """Why one step's status rows, from ``sources``, are not the target's (None: they are): a source
+    the target does not have (its rows would be stored as a node's), or, once any source answered,
+    a node (the proxy) with no row at all. The proxy's rows are ``proxy/<node>`` per backend, or
+    ``proxy`` for a reading it did not answer (workloads/agent/benchfleet_status)."""
+    seen = set(sources)
+    if not seen:
+        return None
+    names = list(dict.fromkeys(s for s, _ in series(["answered"], nodes, proxy)))
+    required = [s for s in names if "/" not in s] + (["proxy"] if proxy in PROXY_FIELDS else [])
+    allowed = set(names) | set(required)
+    where = ", ".join(required)
+    unknown = sorted(seen - allowed)
+    if unknown:
+        return f"status rows from {unknown[0]!r}, which is not one of this target's sources ({where})"
+    answered = seen | ({"proxy"} if any(x.startswith("proxy/") for x in seen) else set())
+    missing = [s for s in required if s not in answered]
+    if missing:
+        return f"no status rows from {', '.join(missing)} (this target's sources: {where})"
+    return None
+
+
 # Values that are levels, not running totals (compared lower-case). Everything else SHOW GLOBAL
 # STATUS prints as a number is a running total, read as a per-second rate.
 GAUGES = frozenset((

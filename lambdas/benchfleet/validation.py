@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from benchfleet import serverstatus
 from benchfleet.records import AgentOutput
 from benchfleet.spec import MAX_STEP_SECONDS
 
@@ -80,11 +81,13 @@ def _strays(rows: Iterable[Any], key: tuple[str, str, int, str], variant: tuple[
 def output_problem(output: AgentOutput, *, run_id: str, target_id: str, repetition: int, step: str,
                    kind: str, duration_s: int, report_interval_s: int,
                    read_at: datetime | None = None, check_plan: bool = True, variant: str | None = None,
-                   block: int | None = None) -> str | None:
+                   block: int | None = None, sources: tuple[int, str] | None = None) -> str | None:
     """Why ``output`` cannot be stored as step ``step``'s result (None: it can). ``variant`` and
     ``block``: the plan step's (None: a spec without variants, a step not split). ``read_at``: when the
     output was read; no row can be timed after it (beyond CLOCK_SLACK). ``check_plan`` False leaves
-    the timing to the caller (``plan_problem``: the local runner says it stalled)."""
+    the timing to the caller (``plan_problem``: the local runner says it stalled). ``sources``: the
+    target's cluster nodes (0: one server) and proxy, whose status rows the step must hold and no
+    others (``serverstatus.source_problem``)."""
     key = (run_id, target_id, repetition, step)
     stray = _strays([*output.samples, *output.summaries, *output.status, *output.fingerprints], key,
                     (variant or "", block))
@@ -93,6 +96,9 @@ def output_problem(output: AgentOutput, *, run_id: str, target_id: str, repetiti
                                                                ("block", getattr(stray, "block", None))) if value)
         return (f"rows of another step ({stray.run_id} {stray.target_id} rep {stray.repetition} {stray.step}"
                 f"{labels}) in this step's output")
+    problem = serverstatus.source_problem((r.source for r in output.status), *sources) if sources else None
+    if problem:
+        return f"step {step}: {problem}"
     if len(output.fingerprints) > 1:
         return f"{len(output.fingerprints)} fingerprints: one step's output holds one"
     seconds = [s.second for s in output.samples]

@@ -87,6 +87,9 @@ HOSTILE = {  # name: (mutation, duration of the step, what the refusal says)
     "another variant's status reading": (status_reading(variant="relaxed"), 240,
                                          "t0001 variant relaxed) in this step's output"),
     "another step's status reading": (status_reading(step="t0002"), 240, "rows of another step"),
+    "a status reading from a source the server is not": (
+        status_reading(source="n1"), 240, "step t0001: status rows from 'n1', which is not one of this target's "
+                                          "sources (server)"),
 }
 
 
@@ -94,16 +97,19 @@ def jsonl(records: list[dict[str, Any]]) -> str:
     return "\n".join(json.dumps(r, separators=(",", ":")) for r in records) + "\n"
 
 
-def collect(repetition: int, records: list[dict[str, Any]], duration_s: int, **step: Any) -> dict[str, Any]:
+def collect(repetition: int, records: list[dict[str, Any]], duration_s: int, target: dict[str, Any] | None = None,
+            **step: Any) -> dict[str, Any]:
     """The collect handler on ``records`` as Run Command leaves them in S3 (each case its own repetition);
-    ``step``: more of the plan step (its variant and block)."""
+    ``target``: the plan's target (an ec2 host's by default); ``step``: more of the plan step (its
+    variant and block)."""
+    target = target or {"id": TARGET, "kind": "ec2", "instance_type": "m6g.large"}
     for record in records:
         record["repetition"] = repetition
     host = naming.instance_arn("aws", REGION, DEFAULT_ACCOUNT_ID, INSTANCE)  # where the host's role writes
     key = f"{naming.host_output_prefix(host, RUN, TARGET, repetition, 't0001')}/cmd/{INSTANCE}/awsrunShellScript/" \
           "0.runAgent/stdout"
     boto3.client("s3", region_name=REGION).put_object(Bucket=BUCKET, Key=key, Body=jsonl(records).encode())
-    event = {"run_id": RUN, "target": {"id": TARGET, "kind": "ec2", "instance_type": "m6g.large"}, "kind": "ec2",
+    event = {"run_id": RUN, "target": target, "kind": target["kind"],
              "repetition": repetition, "step": {"index": 1, "name": "t0001", "kind": "measure", "threads": 1,
                                                 "duration_s": duration_s, "report_interval_s": 1, **step},
              "resources": {"instance_id": INSTANCE}, "started_at": "2026-11-22T02:31:54Z"}
@@ -122,6 +128,43 @@ def test_collect_refuses_what_local_mode_refuses_and_stores_nothing(aws) -> None
     mine = [r | {"variant": "relaxed", "block": 1} for r in fixture_records()]
     result = collect(len(HOSTILE) + 2, mine, 240, variant="relaxed", block=1)
     assert (result["samples"], result["variant"], result["block"]) == (240, "relaxed", 1)
+
+
+CLUSTER = {"id": TARGET, "kind": "cluster", "instance_type": "r6i.large", "nodes": 3, "proxy": {"software": "haproxy"}}
+
+
+def cluster_records(*sources: str) -> list[dict[str, Any]]:
+    """The fixture step with each server status reading as the client of a cluster reads it: one row
+    per source (nodes, the proxy's backends)."""
+    out = []
+    for record in fixture_records(status=True):
+        out += [record | {"source": s} for s in sources] if record["type"] == "status" else [record]
+    return out
+
+
+def test_collect_refuses_a_clusters_status_from_an_unknown_source_or_missing_a_node(aws) -> None:  # noqa: F811
+    """Rows are stored by source: one from a source the cluster does not have would be drawn as a node's,
+    and a node with no row would look healthy by its absence."""
+    proxies, _ = aws
+    every = ("n1", "n2", "n3", "proxy/n1", "proxy/n2", "proxy/n3")
+    cases = {
+        "a fourth node": ((*every, "n4"), "status rows from 'n4', which is not one of this target's sources "
+                                           "(n1, n2, n3, proxy)"),
+        "a stranger's proxy backend": ((*every, "proxy/n9"), "status rows from 'proxy/n9'"),
+        "a node with no row": (("n1", "n3", "proxy/n1"), "no status rows from n2 (this target's sources: "
+                                                         "n1, n2, n3, proxy)"),
+        "a proxy with no row": (("n1", "n2", "n3"), "no status rows from proxy"),
+        "one server's rows": (("server",), "status rows from 'server'"),
+    }
+    for repetition, (case, (sources, reason)) in enumerate(cases.items(), start=1):
+        with pytest.raises(errors.CollectFailed) as refused:
+            collect(repetition, cluster_records(*sources), 240, CLUSTER)
+        assert f"step t0001: {reason}" in str(refused.value) and "not stored" in str(refused.value), case
+    assert proxies["timestream-write"].records_per_call == []  # nothing stored
+    # Every node and backend, or the proxy's unanswered reading: stored, each under its source.
+    readings = len([r for r in fixture_records(status=True) if r["type"] == "status"])
+    assert collect(len(cases) + 1, cluster_records(*every), 240, CLUSTER)["status"] > 6 * readings
+    assert collect(len(cases) + 2, cluster_records("n1", "n2", "n3", "proxy"), 240, CLUSTER)["status"] > 3 * readings
 
 
 @pytest.mark.parametrize("case", HOSTILE)

@@ -72,7 +72,8 @@ def test_a_cluster_variant_that_would_reconfigure_the_nodes_is_refused_naming_it
     with pytest.raises(PlanRejected, match=r"variants\[1\]\.server_options\.sync_binlog: targets\[0\] \(gp3\) is a "
                                            r"cluster: its nodes run the target's settings for every variant"):
         plan(body)
-    with pytest.raises(PlanRejected, match=r"variants\[1\]\.server_options\.sync_binlog"):  # the API's estimate refuses it too
+    # The API's estimate refuses it too.
+    with pytest.raises(PlanRejected, match=r"variants\[1\]\.server_options\.sync_binlog"):
         runplan.estimate(runplan.RunRequest(spec=body), regions=HOME)
 
 

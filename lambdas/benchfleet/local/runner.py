@@ -346,7 +346,9 @@ def _run_step(loaded: LoadedSpec, target: LocalTarget | ExistingTarget, repetiti
     every = loaded.workload.report_interval_s
     problem = output_problem(output, run_id=run_id, target_id=target.id, repetition=repetition, step=step.name,
                              kind=step.kind, duration_s=step.duration_s, report_interval_s=every,
-                             read_at=datetime.now(UTC), check_plan=False, variant=step.variant, block=step.block)
+                             read_at=datetime.now(UTC), check_plan=False, variant=step.variant, block=step.block,
+                             sources=(target.cluster.nodes, target.cluster.proxy) if isinstance(target, LocalTarget)
+                             and target.cluster is not None else (0, "none"))
     if problem:
         raise StepFailed(f"{where}: {problem}; not stored as a result")
     # ... and its plan's duration and samples.

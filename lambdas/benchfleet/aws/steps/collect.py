@@ -65,6 +65,13 @@ def read_raw(s3: Any, bucket: str, *, run_id: str, target_id: str, repetition: i
     return text
 
 
+def status_sources(target: dict[str, Any], kind: str) -> tuple[int, str]:
+    """(cluster nodes, proxy) whose status rows a step of ``target`` holds: one server's (0, none)."""
+    if kind != "cluster":
+        return 0, "none"
+    return int(target["nodes"]), str((target.get("proxy") or {}).get("software") or "none")
+
+
 def setup_result(text: str, *, source: str, step: str) -> dict[str, Any]:
     """A cluster's set-up step (benchfleet.clusterjob: the agent's ``setup`` record, or its error):
     nothing to store but its raw output (kept above); the outcome says what was set up and how long
@@ -167,7 +174,8 @@ def collect_step(s3: Any, cloudwatch: Any, store: ResultsStore, bucket: str, *, 
     problem = output_problem(out, run_id=run_id, target_id=target_id, repetition=repetition, step=name,
                              kind=step["kind"], duration_s=int(step.get("duration_s") or 0),
                              report_interval_s=int(step.get("report_interval_s") or 1),
-                             read_at=datetime.now(UTC), variant=step.get("variant"), block=step.get("block"))
+                             read_at=datetime.now(UTC), variant=step.get("variant"), block=step.get("block"),
+                             sources=status_sources(target, kind))
     if problem:
         raise CollectFailed(f"{source}: {problem}; not stored")
     for fp in out.fingerprints:
