@@ -3,13 +3,17 @@
 Raw JSON lines are the source of truth (DESIGN: any store can be rebuilt from raw), so
 ``benchfleet report RUN --remote`` and ``results RUN --remote --format json`` download
 ``runs/<run_id>/**.jsonl`` into ``<home>/raw/<run_id>/`` and load them with the same reader as a
-local run into the local DuckDB store.
+local run into the local DuckDB store. The run's spec comes with it (the API's run, else the
+``spec.json`` Summarize wrote): its ``margin_pct`` and ``baseline`` judge the verdicts as they did locally.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
+
+from botocore.exceptions import ClientError
 
 from benchfleet.local.store import DuckDBStore, RunNotFound
 from benchfleet.naming import RUN_ID
@@ -26,6 +30,22 @@ def bucket_from_stack(cfn: Any, stack: str) -> str:
     raise LookupError(f"stack {stack} has no {BUCKET_OUTPUT} output")
 
 
+def stored_spec(s3: Any, bucket: str, run_id: str) -> dict[str, Any]:
+    """The run's spec as Summarize stored it (runs/<id>/spec.json, for every results store): what the
+    verdicts are judged by (margin_pct, baseline, variants); {} for a run that ended before it."""
+    try:
+        body = s3.get_object(Bucket=bucket, Key=f"runs/{run_id}/spec.json")["Body"].read()
+    except ClientError as e:
+        if e.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound"):
+            return {}
+        raise
+    try:
+        spec = json.loads(body)
+    except (ValueError, RecursionError):
+        return {}
+    return spec if isinstance(spec, dict) else {}
+
+
 def sync_run(s3: Any, bucket: str, run: dict[str, Any], store: DuckDBStore, home: Path) -> int:
     """Download and load one run; returns the number of raw files. Replaces an earlier copy."""
     run_id = str(run["run_id"])
@@ -39,8 +59,9 @@ def sync_run(s3: Any, bucket: str, run: dict[str, Any], store: DuckDBStore, home
         store.delete_run(run_id)
     except RunNotFound:
         pass
-    store.create_run(run_id, str(run.get("name") or run_id.rsplit("-", 2)[0]), dict(run.get("spec") or {}),
-                     "aws", run.get("estimated_cost_usd"))
+    spec = run.get("spec") or stored_spec(s3, bucket, run_id)
+    store.create_run(run_id, str(run.get("name") or run_id.rsplit("-", 2)[0]), spec, "aws",
+                     run.get("estimated_cost_usd"))
     merged = AgentOutput()
     for key in sorted(keys):
         local = home / "raw" / key.removeprefix("runs/")

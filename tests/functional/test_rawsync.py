@@ -72,6 +72,44 @@ def test_results_remote_goes_through_the_api_then_s3(bucket, bf_home: Path, monk
     assert all(r["tps_mean"] > 0 for r in doc["comparison"])
 
 
+def test_results_remote_judge_verdicts_by_the_runs_own_margin_and_baseline(
+        bucket, bf_home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The API's run carries no spec: the spec.json Summarize stored beside the raw output does. Before,
+    the verdicts of a margin_pct 2 run said "within ±5%" (the default) and took the first target as
+    the baseline; locally the same run said ±2% against its own baseline."""
+    from benchfleet import remote
+
+    s3, _ = bucket
+    for rep in (2, 3):  # three repetitions a side, each a little apart, so that the verdicts have words
+        for target in ("m6i", "m6g"):
+            text = (FIXTURES / "agent" / "t0001.jsonl").read_text()
+            records = [json.loads(line) for line in relabel(text, target, "t0001").splitlines()]
+            for record in records:
+                record["repetition"] = rep
+                if "tps" in record:
+                    record["tps"] *= 1 + rep / 1000
+            s3.put_object(Bucket="results", Key=raw_key(RUN_ID, target, rep, "t0001"),
+                          Body="\n".join(json.dumps(r) for r in records).encode())
+    spec = {"name": "cloudy", "margin_pct": 2.0, "baseline": "m6i",
+            "targets": [{"id": "m6i", "kind": "ec2", "instance_type": "m6i.large"},
+                        {"id": "m6g", "kind": "ec2", "instance_type": "m6g.large"}]}
+    s3.put_object(Bucket="results", Key=f"runs/{RUN_ID}/spec.json", Body=json.dumps(spec).encode())
+    monkeypatch.setenv("BENCHFLEET_BUCKET", "results")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setattr(remote, "get_run", lambda run_id, api_url=None: {
+        "run_id": run_id, "name": "cloudy", "status": "SUCCEEDED"})
+    api = ["--remote", "--api-url", "https://x.execute-api.us-east-1.amazonaws.com/prod"]
+    assert main(["results", RUN_ID, *api, "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    statistics = doc["statistics"]
+    assert (statistics["margin_pct"], statistics["baseline"]) == (2.0, "m6i")
+    (row,) = [r for r in statistics["rows"] if r["target_id"] == "m6g"]
+    assert row["relative"]["margin_pct"] == 2.0 and "±5%" not in row["relative"]["words"]
+    assert main(["results", RUN_ID, *api]) == 0  # the table says so too
+    out = " ".join(capsys.readouterr().out.split())
+    assert "margin ±2%" in out and "±5%" not in out
+
+
 def test_a_bad_run_id_is_refused(bucket, tmp_path: Path) -> None:
     s3, _ = bucket
     with pytest.raises(ValueError):

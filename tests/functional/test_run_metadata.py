@@ -26,7 +26,7 @@ RUN = "meta-20261122t000000-abcd"
 TARGET = {"id": "m6g-large", "kind": "ec2", "instance_type": "m6g.large", "engine": "mysql-8.0",
           "mysql_config": "cpu-bound", "region": "us-east-1", "price_per_hour": 0.077,
           "storage": {"type": "gp3", "size_gb": 200}}
-SPEC = {"name": "meta", "workload": {"name": "w"}, "targets": [TARGET]}
+SPEC = {"name": "meta", "workload": {"name": "w"}, "targets": [TARGET], "margin_pct": 2.0}
 # Where the step's Run Command output would be (these steps' raw keys are already written).
 OUTPUT = naming.host_output_prefix("arn:aws:ec2:us-east-1:123456789012:instance/i-0123456789abcdef0", RUN,
                                    TARGET["id"], 1, "prepare")
@@ -99,6 +99,8 @@ def test_athena_store_gets_the_targets_and_runs_rows(aws):
     assert run["name"] == "nightly" and run["status"] == "succeeded" and run["mode"] == "aws"
     assert json.loads(run["spec"]) == SPEC and run["estimated_cost_usd"] == 1.25 and run["ended_at"]
     assert body(s3, f"runs/{RUN}/spec.json") == SPEC
+    # The API's results (summary.json) say by which margin the run's verdicts are judged.
+    assert body(s3, naming.summary_key(RUN))["margin_pct"] == 2.0
     assert [t["target_id"] for t in body(s3, f"runs/{RUN}/targets.json")] == [TARGET["id"]]
     partitions = boto3.client("glue").get_partitions(DatabaseName=DATABASE, TableName="runs")["Partitions"]
     assert [p["Values"] for p in partitions] == [[RUN]]

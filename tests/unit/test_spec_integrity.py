@@ -54,8 +54,11 @@ def test_options_that_change_what_is_measured_are_refused_in_workloads_and_varia
 
 def test_options_a_workload_may_give_pass_and_workload_keys_are_only_for_jobs() -> None:
     fine = {"mysql_ignore_errors": "1213,1020,1205", "rate": 100, "rand_seed": 7, "db-ps-mode": "disable",
-            "skip_trx": True, "range_size": 10, "secondary_indexes": 3}
+            "skip_trx": True, "range_size": 10}
     assert parse_spec(spec(workload={**INLINE, "options": fine})).workload.options == fine  # type: ignore[union-attr]
+    # A script's own option, for the script that reads it (oltp_read_only does not: test_sysbench_test_options).
+    iibench = {**INLINE, "test": "lua/iibench.lua", "options": {"secondary_indexes": 3}}
+    assert parse_spec(spec(workload=iibench)).workload.options == {"secondary_indexes": 3}  # type: ignore[union-attr]
     for key in ("tables", "table_size", "percentile", "rand-type"):
         assert "own key" in refusal(spec(workload={**INLINE, "options": {key: 1}}))[1]
         assert sysbench.option_refusal(key, in_job=True) is None  # agentjob passes the workload's keys this way

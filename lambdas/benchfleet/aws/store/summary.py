@@ -139,6 +139,8 @@ def summarize(s3: Any, bucket: str, *, run_id: str, plan: dict[str, Any] | None,
         "run_id": run_id, "status": status, "name": (plan or {}).get("name"),
         "started_at": (plan or {}).get("started_at"), "finished_at": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "estimated_cost_usd": (plan or {}).get("estimated_cost_usd"), "error": _cause(error),
+        # The verdicts' margin, as the spec gave it: what "equivalent within ±m%" means for this run.
+        "margin_pct": (spec or {}).get("margin_pct"),
         "targets": targets,
     }
     key = naming.summary_key(run_id)
