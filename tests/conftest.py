@@ -14,8 +14,10 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +37,24 @@ os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "Benchfleet")
 for path in (REPO / "lambdas", REPO / "tests" / "synthesized"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def service_models_parsed_once() -> Iterator[None]:
+    """Every botocore session of the test process reads AWS service models through one loader.
+
+    moto replaces boto3's default session at each mock and the handlers' clients module opens a
+    session per client (benchfleet.aws.clients, as a Lambda does once per cold start), so each test
+    parsed the same service-model JSON files again (most of a moto account's set-up). A loader
+    is what one session already shares between all its clients: the models are botocore's own
+    files, loaded once, and nothing else about a session or a mock changes."""
+    import botocore.loaders
+    import botocore.session
+
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(botocore.session, "create_loader",
+                            functools.lru_cache(maxsize=None)(botocore.loaders.create_loader))
+        yield
 
 
 @pytest.fixture
