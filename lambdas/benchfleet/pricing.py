@@ -45,7 +45,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 DEFAULT_REGION = "us-east-1"
 HOURS_PER_MONTH = 730
@@ -610,32 +610,20 @@ def _validated(target: Any) -> Any:
     else as it is (an import's existing target with an instance type)."""
     if not isinstance(target, Mapping):
         return target
-    from pydantic import TypeAdapter, ValidationError
-
-    from benchfleet.spec import Target
-
     try:
-        return TypeAdapter(Target).validate_python(dict(target))
+        return _target_adapter().validate_python(dict(target))
     except ValidationError:
         return target
 
 
-def price_breakdown(target: object, prices: Prices | None = None) -> dict[str, float | None]:
-    """On-demand $/hour of each part of a target: ``instance`` (or the given price), ``client``,
-    ``storage`` (capacity, IOPS and throughput together); a part the tables lack is None, and so is
-    ``total`` then."""
-    tp = target_prices(target, prices)
-    parts: dict[str, float | None] = {"instance": 0.0, "client": 0.0, "storage": 0.0}
-    for line in tp.lines:
-        key = {"given": "instance", "iops": "storage", "throughput": "storage"}.get(line.item, line.item)
-        value = line.usd_per_hour.get("on_demand")
-        if key in parts:
-            current = parts[key]
-            parts[key] = None if value is None or current is None else current + value
-    for field_name, _ in tp.missing:
-        parts[{"client.instance_type": "client", "storage.type": "storage"}.get(field_name, "instance")] = None
-    parts["total"] = 0.0 if tp.free else tp.total("on_demand")
-    return parts
+@lru_cache(maxsize=1)
+def _target_adapter() -> Any:
+    """The spec's Target validator, built once per process: building one compiles the whole target
+    union's schema, and every collected step and imported or local run records a target's prices.
+    The spec's models are imported on first use, as before: what only prices need not load them."""
+    from benchfleet.spec import Target
+
+    return TypeAdapter(Target)
 
 
 def plan_breakdowns(targets: Any, *, home_region: str | None = None) -> dict[str, dict[str, Any]]:

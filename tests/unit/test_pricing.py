@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from datetime import date
 from pathlib import Path
+from typing import Any
 
+import pydantic
 import pytest
 
 from benchfleet import pricing
@@ -20,6 +22,12 @@ TABLES = Path(__file__).resolve().parents[2] / "workloads" / "pricing"
 def target(**kwargs: object) -> object:
     spec = parse_spec({"name": "p", "workload": "w", "targets": [{"id": "t", **kwargs}]})
     return spec.targets[0]
+
+
+def on_demand_lines(target: object) -> dict[str, float | None]:
+    """On-demand $/hour of each line of a target's price, by item, as plan and the targets rows
+    read them (pricing.target_prices)."""
+    return {line.item: line.usd_per_hour["on_demand"] for line in pricing.target_prices(target).lines}
 
 
 @pytest.mark.parametrize("name", ["ec2", "rds", "aurora", "ebs"])
@@ -82,10 +90,12 @@ def test_gp3_and_io_volumes_bill_iops_and_throughput() -> None:
 def test_rds_and_aurora_include_the_client() -> None:
     rds = target(kind="rds", instance_class="db.r6g.large",
                  storage={"type": "io1", "size_gb": 100, "iops": 3000})
-    parts = pricing.price_breakdown(rds)
+    parts = on_demand_lines(rds)
     assert parts["instance"] == pytest.approx(0.215)
     assert parts["client"] == pytest.approx(0.17)  # default client c6i.xlarge
-    assert parts["storage"] == pytest.approx((100 * 0.125 + 3000 * 0.10) / 730)
+    # RDS io1: $0.125/GB-month and $0.10 per provisioned IOPS-month, two lines of the storage.
+    assert parts == pytest.approx({"instance": 0.215, "client": 0.17, "storage": 100 * 0.125 / 730,
+                                   "iops": 3000 * 0.10 / 730})
     assert pricing.price_per_hour(rds) == pytest.approx(0.215 + 0.17 + 312.5 / 730, abs=1e-6)
     aurora = target(kind="aurora", instance_class="db.r6g.large", client={"instance_type": "c6g.large"})
     assert pricing.price_per_hour(aurora) == pytest.approx(0.26 + 0.068)
@@ -138,3 +148,22 @@ def test_actual_cost_from_measured_durations(tmp_path: Path) -> None:
         assert cost["unpriced"] == ["b"]
     finally:
         store.close()
+
+
+def test_recording_a_stored_targets_prices_builds_the_spec_validator_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every collected step, import and local run records its target's prices from the stored
+    (mapping) target: the validator that reads it with the spec's defaults is built once, not per row."""
+    stored = {"id": "db", "kind": "rds", "instance_class": "db.r6g.large"}
+    first = pricing.recorded_prices(stored)
+    built: list[object] = []
+    real = pydantic.TypeAdapter
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        built.append(args)
+        return real(*args, **kwargs)
+    for module in (pydantic, pricing):
+        monkeypatch.setattr(module, "TypeAdapter", counted)
+    assert pricing.recorded_prices(stored) == first and first is not None
+    assert built == []
+    # The defaults of the spec's model count: the RDS default storage is priced (gp3 100 GB).
+    assert {line["item"] for line in json.loads(first)["lines"]} >= {"instance", "client", "storage"}

@@ -157,10 +157,12 @@ def test_every_volume_is_priced() -> None:
                                    "throughput": (1000 - 125) * 0.04 / 730})
     (capacity,) = pricing.volume_lines(gp3, eight.storage, quantity=8)
     assert capacity.quantity == 8 and capacity.usd_per_hour["on_demand"] == pytest.approx(8 * 200 * 0.08 / 730)
-    assert pricing.price_breakdown(eight)["storage"] == pytest.approx(8 * 200 * 0.08 / 730)
+    (priced,) = (line for line in pricing.target_prices(eight).lines if line.item == "storage")
+    assert priced.quantity == 8 and priced.usd_per_hour["on_demand"] == pytest.approx(8 * 200 * 0.08 / 730)
     assert pricing.price_per_hour(eight) == pytest.approx(0.192 + 8 * 200 * 0.08 / 730, abs=1e-6)
     nvme = spec(ec2({"type": "instance-store", "volumes": 2, "raid": 0}, "i4i.8xlarge")).targets[0]
-    assert pricing.price_breakdown(nvme)["storage"] == 0.0  # the disks come with the instance
+    # The disks come with the instance: no storage line, the instance's price is the whole price.
+    assert [line.item for line in pricing.target_prices(nvme).lines] == ["instance"]
 
 
 def test_the_plan_carries_every_volume_priced_and_the_warnings() -> None:
