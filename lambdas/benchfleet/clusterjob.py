@@ -33,7 +33,8 @@ agent = workloads/agent on the host named.
 
 ``setup`` of a node job (``role: node``):
 - ``flavor`` (P fleet, from the target; C agent: packages, provider, bootstrap command)
-- ``cluster_name`` (P fleet: unique per repetition; C agent: ``wsrep_cluster_name``)
+- ``cluster_name`` (P fleet: unique per repetition, at most ``galera.MAX_CLUSTER_NAME`` characters;
+  C agent: ``wsrep_cluster_name``)
 - ``node``, ``host``: this node's name (n1...) and private address (P fleet from the instance; C agent:
   ``wsrep_node_name`` / ``_address``, the failure message)
 - ``nodes``: every node ``{"name", "host"}`` in node order (P fleet; C agent: ``wsrep_cluster_address``,
@@ -110,6 +111,9 @@ def node_job(*, run_id: str, target_id: str, repetition: int, flavor: str, clust
     for k: P fleet, C agent)."""
     if flavor not in galera.FLAVORS:
         raise ValueError(f"flavor {flavor!r}: expected one of {', '.join(galera.FLAVORS)}")
+    if not 0 < len(cluster_name) <= galera.MAX_CLUSTER_NAME:
+        raise ValueError(f"cluster_name {cluster_name!r}: 1 to {galera.MAX_CLUSTER_NAME} characters "
+                         "(Galera's handshake carries no more: a longer name lets no node join)")
     names = [n for n, _ in nodes]
     if node not in names:
         raise ValueError(f"node {node!r} is not one of the cluster's nodes {names}")

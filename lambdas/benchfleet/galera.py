@@ -36,6 +36,11 @@ PROVIDERS = {"mariadb-galera": "/usr/lib/galera/libgalera_smm.so",
 # its built-in xtrabackup transfer.
 SST_METHODS = {"mariadb-galera": "rsync", "pxc-8.0": "xtrabackup-v2"}
 DEFAULT_PORTS = {"port": 3306, "gcomm": 4567, "ist": 4568, "sst": 4444}
+# The longest wsrep_cluster_name that can form a cluster: Galera's group communication handshake
+# carries the group name in a 32-byte field (gcomm's String<32>). A longer name still lets the first
+# node bootstrap, and then every join fails ("handling gmcast protocol message failed", "failed to
+# reach primary view"): seen on the host tier with a 35-character name.
+MAX_CLUSTER_NAME = 32
 SYNCED = 4  # wsrep_local_state of a node that is part of the cluster and up to date
 STATES = {1: "Joining", 2: "Donor/Desynced", 3: "Joined", 4: "Synced"}
 

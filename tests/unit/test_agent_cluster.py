@@ -362,6 +362,7 @@ def test_proxy_install_fails_naming_the_package_and_stage(host: Host, tmp_path: 
     ({"nodes": [{"name": "n1", "host": "10.0.1.5; rm -rf /"}]}, r"setup.nodes\[0\]"),
     ({"synced_timeout_s": 0}, "setup.synced_timeout_s must be an integer"),
     ({"flavor": "galera-3"}, "setup.flavor must be one of"),
+    ({"cluster_name": "bf-7c8e747fdbc99fcf3936e2cde4fcd494"}, "setup.cluster_name must be at most 32 characters"),
 ])
 def test_a_node_job_the_agent_cannot_use_is_refused_naming_the_field(change: dict[str, Any], said: str) -> None:
     job = clusterjob.node_job(**IDS, flavor="mariadb-galera", cluster_name="c", node="n1", host="10.0.1.5",

@@ -43,6 +43,8 @@ def test_node_jobs_bootstrap_on_the_first_node_only_and_name_every_node() -> Non
     ({"flavor": "galera-3"}, "flavor 'galera-3'"),
     ({"node": "n4"}, "node 'n4' is not one of"),
     ({"nodes": [("n1", "10.0.1.5"), ("n1", "10.0.2.6")]}, "its own name and address"),
+    # Galera's handshake carries 32 characters of the name: a longer one lets no node join
+    ({"cluster_name": "bf-" + "7c8e747fdbc99fcf3936e2cde4fcd494"}, "1 to 32 characters"),
 ])
 def test_node_job_refuses_what_cannot_form_a_cluster(change: dict[str, Any], said: str) -> None:
     args: dict[str, Any] = {**IDS, "flavor": "mariadb-galera", "cluster_name": "c", "node": "n1",

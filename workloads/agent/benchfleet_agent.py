@@ -226,6 +226,9 @@ def _check_setup(setup: Any) -> None:
             raise JobError("setup.node and setup.host must be one of setup.nodes")
         if not isinstance(setup.get("cluster_name"), str) or not _SAFE_COMPONENT.match(setup["cluster_name"]):
             raise JobError("setup.cluster_name must be a name of [A-Za-z0-9._-]")
+        if len(setup["cluster_name"]) > benchfleet_cluster.galera.MAX_CLUSTER_NAME:
+            raise JobError("setup.cluster_name must be at most {} characters (Galera's handshake carries no "
+                           "more: no node could join)".format(benchfleet_cluster.galera.MAX_CLUSTER_NAME))
         if not isinstance(setup.get("cnf"), str) or not isinstance(setup.get("bootstrap"), bool):
             raise JobError("setup.cnf (the cnf text) and setup.bootstrap (true on the first node) are required")
         if setup.get("storage") is not None and not isinstance(setup["storage"], dict):
