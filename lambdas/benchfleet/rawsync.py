@@ -70,6 +70,7 @@ def sync_run(s3: Any, bucket: str, run: dict[str, Any], store: DuckDBStore, home
         output = parse_agent_lines(local.read_text(), f"s3://{bucket}/{key}")
         merged.samples += output.samples
         merged.summaries += output.summaries
+        merged.status += output.status  # every source's SHOW GLOBAL STATUS per second (a cluster's nodes)
         for fp in output.fingerprints:
             store.add_target(run_id, fp.target_id, fp.repetition, {"kind": "aws"}, fp)
     store.add_output(merged)

@@ -53,6 +53,9 @@ def test_sync_loads_every_raw_file_once(bucket, tmp_path: Path) -> None:
     samples = store.samples(RUN_ID, "measure") + store.samples(RUN_ID, "ramp")  # a step's first report: its ramp
     assert len(samples) == 2 * summaries[0]["samples"] and summaries[0]["samples"] >= 200
     assert {t["target_id"] for t in store.targets(RUN_ID)} == {"m6i", "m6g"}
+    # The server's status every second (a cluster's: every node's), as collect stores it on AWS.
+    status = [r for batch in store.status_batches(RUN_ID) for r in batch]
+    assert {r["target_id"] for r in status} == {"m6i", "m6g"} and len({r["time"] for r in status}) >= 200
     assert store.run(RUN_ID)["status"] == "succeeded"
     assert (tmp_path / "raw" / RUN_ID / "m6i" / "rep-1" / "t0001.jsonl").exists()
 
