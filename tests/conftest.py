@@ -88,3 +88,23 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
     out = tmp_path_factory.mktemp("cdk.out")
     return Template(synthesize(out, {"schedules": SCHEDULES, **CAPS}), out)
+
+
+# The other deployment the tests read: home us-east-1 with three target regions (regional stacks,
+# cdk/lib/regional-stack.ts) and the other record store, Timestream.
+HOME_REGION = "us-east-1"
+TARGET_REGIONS = ("us-west-1", "eu-north-1", "ap-southeast-2")
+
+
+@pytest.fixture(scope="session")
+def synthesized_regions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """What `cdk deploy --all` deploys with TARGET_REGIONS and Timestream (the ``synthesized`` stack
+    has one region and Athena), once per session: a ``synth.Template`` per stack by stack name, the
+    home stack ``Benchfleet`` and ``Benchfleet-<region>`` for each target region. The IAM linter,
+    the callback rule's forwarding and the offline multi-region execution all read this one synth."""
+    from synth import Template, synthesize_all
+
+    out = tmp_path_factory.mktemp("cdk.out-regions")
+    stacks = synthesize_all(out, {"targetRegions": list(TARGET_REGIONS), "region": HOME_REGION,
+                                  "resultsStore": "timestream"})
+    return {name: Template(template, out) for name, template in stacks.items()}

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,17 +32,15 @@ from sm_harness import (
     setup_account,
     spec,
 )
+from tests.conftest import HOME_REGION, TARGET_REGIONS
 
 from benchfleet import naming
 from benchfleet.aws import clients
 from benchfleet.spec import load_spec
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tests" / "synthesized"))
-from synth import Template, synthesize  # noqa: E402
-
-TARGET_REGIONS = ("us-west-1", "eu-north-1", "ap-southeast-2")
 ALL_REGIONS = (REGION, *TARGET_REGIONS)
+assert HOME_REGION == REGION, "the synthesized home stack is the harness's region"
 
 
 def steal_regions_spec() -> dict[str, Any]:
@@ -59,9 +56,10 @@ def steal_regions_spec() -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def deployed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str]]:
-    """The Lambdas' environment as the CDK app deploys it with targetRegions set."""
-    template = Template(synthesize(tmp_path_factory.mktemp("cdk.out"), {"targetRegions": list(TARGET_REGIONS)}))
+def deployed(synthesized_regions: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """The Lambdas' environment as the CDK app deploys it with targetRegions set (the session's
+    multi-region synth, tests/conftest.py)."""
+    template = synthesized_regions["Benchfleet"]
     out = {}
     for fn in template.of_type("AWS::Lambda::Function").values():
         handler = fn["Properties"]["Handler"]

@@ -11,11 +11,8 @@ from typing import Any
 
 import pytest
 from parliament import analyze_policy_string
-from synth import Template, synthesize_all
-
-# The regional stacks (issue 15) attach their region's grants to the home stack's roles as managed
-# policies: the same statements, linted the same way.
-TARGET_REGIONS = ["us-west-1", "eu-north-1"]
+from synth import Template
+from tests.conftest import TARGET_REGIONS
 
 # parliament reads a statement against each action's resource types one statement at a time, so a
 # statement scoped to one of the several resource types an action authorizes reads as a mismatch.
@@ -124,14 +121,13 @@ def test_every_suppression_is_current(synthesized: Template, with_regions: dict[
 
 
 @pytest.fixture(scope="module")
-def with_regions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Template]:
-    """What `cdk deploy --all` deploys with two target regions (home: us-east-1) and the other record
-    store, Timestream (the session's synth has the default, Athena): every stack by name."""
-    stacks = synthesize_all(tmp_path_factory.mktemp("cdk.out"), {"targetRegions": TARGET_REGIONS,
-                                                                "region": "us-east-1",
-                                                                "resultsStore": "timestream"})
-    assert sorted(stacks) == sorted(["Benchfleet", *(f"Benchfleet-{r}" for r in TARGET_REGIONS)])
-    return {name: Template(t) for name, t in stacks.items()}
+def with_regions(synthesized_regions: dict[str, Template]) -> dict[str, Template]:
+    """What `cdk deploy --all` deploys with target regions (home: us-east-1) and the other record
+    store, Timestream (the session's synth has the default, Athena): every stack by name. The
+    regional stacks (issue 15) attach their region's grants to the home stack's roles as managed
+    policies: the same statements, linted the same way."""
+    assert sorted(synthesized_regions) == sorted(["Benchfleet", *(f"Benchfleet-{r}" for r in TARGET_REGIONS)])
+    return synthesized_regions
 
 
 def test_no_unsuppressed_iam_linter_finding_with_timestream(with_regions: dict[str, Template]):

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 from moto.events.models import EventPattern
-from synth import ACCOUNT, REGION, Template, synthesize_all
+from synth import ACCOUNT, REGION, Template
 from test_grants import allows, state_machine_name, statements_of
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "statemachine"))
 from sm_harness import ssm_invocation_event
+from tests.conftest import TARGET_REGIONS
 
 
 def callback_rule(template: Template) -> dict:
@@ -69,20 +70,15 @@ def test_the_rule_ignores_every_other_run_command_of_the_account(synthesized: Te
         assert not matches(pattern, event), other
 
 
-@pytest.fixture(scope="module")
-def with_target_regions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
-    return synthesize_all(tmp_path_factory.mktemp("cdk.out"), {"targetRegions": ["us-west-1", "eu-north-1"]})
-
-
-def test_every_target_region_forwards_the_same_events_home(with_target_regions: dict[str, dict]):
+def test_every_target_region_forwards_the_same_events_home(synthesized_regions: dict[str, Template]):
     """SSM sends the event in the target's region; each regional stack's rule sends it, unchanged,
     to the home region's default bus, where the home rule takes it."""
-    stacks = {name: Template(t) for name, t in with_target_regions.items()}
+    stacks = synthesized_regions
     (home,) = [s for s in stacks.values() if any(k.startswith("OrchestrationStepCallback")
                                                   for k in s.of_type("AWS::Events::Rule"))]
     pattern = callback_rule(home)["EventPattern"]
     regional = [s for s in stacks.values() if s is not home]
-    assert len(regional) == 2
+    assert len(regional) == len(TARGET_REGIONS) > 1
     for stack in regional:
         (rule,) = [r for k, r in stack.of_type("AWS::Events::Rule").items() if k.startswith("ForwardStepEnds")]
         assert rule["Properties"]["EventPattern"] == pattern
