@@ -7,6 +7,7 @@ phase timings conftest prints at the end.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import subprocess
 import tempfile
@@ -139,13 +140,22 @@ class Fleet:
             disks.present(machine)
         return machine
 
-    def boot_together(self, names: list[str], netns: Netns, masked: dict[str, tuple[str, ...]]) -> list[Machine]:
-        """Hosts booted at once in one namespace (a cluster's: its boots overlap as EC2's do)."""
-        machines = [Machine(self.tree, f"bf-{name}-{uuid.uuid4().hex[:6]}", netns, masked.get(name, ()))
-                    for name in names]
+    def boot_together(self, names: list[str], netns: Netns | dict[str, Netns], masked: dict[str, tuple[str, ...]],
+                      disks: dict[str, Disks] | None = None) -> list[Machine]:
+        """Hosts booted at once (a cluster's: its boots overlap as EC2's do), in one namespace or each
+        in its own (``netns`` by name: a ``Lan``'s), each with its ``disks`` (by name) when it has volumes."""
+        disks = disks or {}
+        machines = [Machine(self.tree, f"bf-{name}-{uuid.uuid4().hex[:6]}",
+                            netns[name] if isinstance(netns, dict) else netns, masked.get(name, ()),
+                            tuple(disks[name].loops) if name in disks else ()) for name in names]
         self.machines.extend(machines)
-        for machine in machines:
+        for name, machine in zip(names, machines, strict=True):
+            if name in disks:
+                self.disks[machine.name] = disks[name]
+        for name, machine in zip(names, machines, strict=True):
             record("boot_s", machine.wait_booted())
+            if name in disks:
+                disks[name].present(machine)
         return machines
 
     def release(self, machine: Machine) -> None:
@@ -163,6 +173,61 @@ class Fleet:
             self.release(machine)
         for ns in self.namespaces:
             ns.close()
+
+
+class Lan:
+    """Hosts on one Ethernet segment, as instances in one VPC are: each host in a network namespace
+    of its own with ``eth0`` carrying its private address (``addresses``: name -> address, in the
+    network ``cidr``), the other end of each veth pair on a bridge in a namespace of its own (the
+    switch: nothing is added to this machine's own network). ``service``: an address of the segment
+    that is no host's, in the switch namespace, where a stand-in for a regional endpoint listens."""
+
+    def __init__(self, fleet: Fleet, cidr: str, addresses: dict[str, str]) -> None:
+        network = ipaddress.ip_network(cidr)
+        self.prefix = network.prefixlen
+        self.switch = fleet.netns()
+        # The VPC's base + 2 (its DNS resolver on AWS): never an instance's address.
+        self.service = str(network.network_address + 2)
+        assert self.service not in addresses.values()
+        self._ip(self.switch, "link add br0 type bridge")
+        self._ip(self.switch, f"addr add {self.service}/{self.prefix} dev br0")
+        self._ip(self.switch, "link set br0 up")
+        self.hosts: dict[str, Netns] = {}
+        for k, (name, address) in enumerate(addresses.items()):
+            assert ipaddress.ip_address(address) in network, (address, cidr)
+            ns = self.hosts[name] = fleet.netns()
+            self._ip(self.switch, f"link add v{k} type veth peer name eth0 netns {ns.name}")
+            self._ip(self.switch, f"link set v{k} master br0 up")
+            self._ip(ns, f"addr add {address}/{self.prefix} dev eth0")
+            self._ip(ns, "link set eth0 up")
+
+    def close(self) -> None:
+        """The namespaces (each veth pair goes with its host's)."""
+        for ns in [*self.hosts.values(), self.switch]:
+            ns.close()
+
+    @staticmethod
+    def _ip(ns: Netns, command: str) -> None:
+        out = subprocess.run(["ip", "-n", ns.name, *command.split()], capture_output=True, text=True, check=False)
+        assert out.returncode == 0, f"ip -n {ns.name} {command}: {out.stderr}"
+
+
+# Ubuntu's package names the install asks for that Debian does not have (benchfleet_install.
+# CLIENT_PACKAGES: a client host's "mysql-client", Ubuntu's metapackage of the MySQL command-line
+# client) -> the Debian package the userland has in its place. On a host that needs them, each is a
+# metapackage of that name depending on its Debian counterpart, registered with dpkg, so the install
+# finds it present as it would on Ubuntu.
+UBUNTU_NAMES = {"mysql-client": "mariadb-client"}
+
+
+def provide_ubuntu_names(machine: Machine) -> None:
+    for name, debian in UBUNTU_NAMES.items():
+        control = (f"Package: {name}\nVersion: 0+benchfleet\nArchitecture: all\nDepends: {debian}\n"
+                   f"Maintainer: benchfleet host tier\nDescription: Ubuntu's {name}, as {debian}\n")
+        out = machine.run("d=$(mktemp -d) && mkdir $d/DEBIAN && cat > $d/DEBIAN/control && "
+                          "dpkg-deb -b $d $d.deb >/dev/null && dpkg -i $d.deb >/dev/null && rm -r $d $d.deb",
+                          stdin=control)
+        assert out.returncode == 0, out.stderr
 
 
 def guest_ps(host: Machine) -> list[str]:

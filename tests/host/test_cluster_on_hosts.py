@@ -1,90 +1,191 @@
-"""A cloud cluster target's on-host half on four booted hosts (issue 25): three node hosts form a
-MariaDB Galera cluster from the synthesized agent document's set-up jobs (bootstrap, then one join at
-a time by rsync state transfer), and a fourth, the client, sets up HAProxy in front of them and runs
-prepare and measure steps direct (the writer node) and through the proxy, reading every node's status
-and the proxy's statistics every second; one node stopped mid-step fails the step naming it.
+"""A cloud cluster target end to end on four booted hosts (issue 25): one execution of
+statemachines/benchmark-run.asl.json in moto's executor (tests/statemachine/sm_harness.py) for a
+3-node MariaDB Galera cluster with HAProxy on the client host, variants route direct and proxy.
+Provisioning launches the four instances in moto; every SendCommand start_step sends (the nodes'
+set-up, the proxy's, prepare, the measure steps) runs through the synthesized document and agent
+bundle on the booted host of the instance it targets (hostagent.HostAgent), its output going to
+moto's S3 for collect, its status change to step_callback.
 
-The hosts share one network namespace, each node on its own loopback address (127.0.0.2-4: its
-server, group communication, IST and SST ports), the client's proxy on 127.0.0.1 (tests/host/README.md
-"Clusters"). The jobs are benchfleet.clusterjob's (the contract both halves build on) and
-agentjob.agent_job's, sent through start_step's own ``commands.send_step`` (JobJson as SSM gets it);
-the password is the secret's, read by the bootstrap node and the client from the Secrets Manager
-stand-in the way they read the real one.
+The four hosts share one network namespace whose loopback carries the private addresses moto gave
+the instances (tests/host/README.md "Galera clusters"): each node's server, group communication, IST
+and SST listen on its own address, as on EC2. The password is the secret provisioning created, read
+by the agent with boto3 from moto's Secrets Manager served inside the namespace (secrets_standin).
+
+After the execution, the faults that need a formed cluster run on the same hosts with jobs made by
+benchfleet.clusterjob's builders (what start_step makes of them is the execution's): a ProxySQL
+install failing, a node stopped mid-step, a node sent to join a cluster of another name.
 """
 
 from __future__ import annotations
 
 import json
-import secrets
 import subprocess
-import sys
 import threading
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
 from deployed import Capture
-from hostfleet import Fleet, assert_per_second, record
+from hostagent import HostAgent, data_volumes
+from hostfleet import Disks, Fleet, Lan, provide_ubuntu_names, record
 from machine import Machine
 from runcommand import Invocation, RunCommand
+from secrets_standin import serve_in
+from sm_harness import BUCKET, REGION, Harness, leftovers, offline_world, recording
+from timestream_requests import dimensions, stored_records
 
-from benchfleet import clusterjob, proxyconf
+from benchfleet import clusterjob, naming, proxyconf
 from benchfleet.agentjob import agent_job
+from benchfleet.aws.fleet.cluster import TAG_NODE
 from benchfleet.aws.steps import commands
 from benchfleet.plan import PlanStep
 from benchfleet.records import parse_agent_lines
 from benchfleet.spec import Workload
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
 RUN, TARGET = "host-cluster", "galera"
-NODES = [("n1", "127.0.0.2"), ("n2", "127.0.0.3"), ("n3", "127.0.0.4")]
-INSTANCES = {"n1": "i-0c1a000000000001", "n2": "i-0c1a000000000002", "n3": "i-0c1a000000000003",
-             "client": "i-0c1a0000000000c1"}
-DURATION_S = 5
-WORKLOAD = Workload(name="host-rw", test="oltp_read_write", tables=1, table_size=1000, report_interval_s=1)
-STATUS = {"counters": ["wsrep_flow_control_paused", "wsrep_replicated_bytes", "Threads_running"], "interval_s": 1}
+NODES = ("n1", "n2", "n3")
+ROLES = (*NODES, "client")
+BLOCKS = 3  # three interleaved pairs of steps: the fewest a paired verdict is computed from
+DURATION_S = 9  # per variant, in BLOCKS steps
+STEP_S = DURATION_S // BLOCKS
+THREADS = 2
+WORKLOAD = {"name": "host-rw", "test": "oltp_read_write", "tables": 1, "table_size": 1000, "prepare_threads": 1,
+            "warmup_s": 0, "threads": [THREADS], "duration_s": DURATION_S, "report_interval_s": 1}
+SPEC = {
+    "name": RUN, "repetitions": 1, "workload": WORKLOAD,
+    "targets": [{"id": TARGET, "kind": "cluster", "flavor": "mariadb-galera", "nodes": 3,
+                 "instance_type": "m6i.large", "mysql_config": "default", "region": REGION,
+                 "storage": {"type": "gp3", "size_gb": 20}, "proxy": "haproxy",
+                 "client": {"instance_type": "c6i.large"}}],
+    "variants": [{"id": "direct", "route": "direct"}, {"id": "proxy", "route": "proxy"}],
+    "blocks": BLOCKS,
+    "status_counters": ["wsrep_flow_control_paused", "wsrep_replicated_bytes", "Threads_running"],
+}
+# Node hosts run no proxy; the client host runs no engine (its userland has one installed: on EC2
+# the client's prepare installs none). A node's socket activation is the node job's to turn off.
+MASKED = {**{n: ("haproxy.service",) for n in NODES}, "client": ("mariadb.service", "mariadb.socket")}
 
 
-class Cluster:
-    def __init__(self, fleet: Fleet, runner: RunCommand, machines: dict[str, Machine], served: dict[str, Any]) -> None:
-        self.fleet = fleet
-        self.runner = runner
-        self.machines = machines
-        self.arn = served["arn"]
-        # The instance role and the regional endpoint, on a host of this tier: credentials and the stand-in.
-        self.env = {"AWS_ENDPOINT_URL_SECRETSMANAGER": f"http://127.0.0.1:{served['port']}",
-                    "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                    "AWS_DEFAULT_REGION": "us-east-1"}
-        self.sent = 0
-        self.results: dict[str, Any] = {}
+class ClusterAgent(HostAgent):
+    """HostAgent for one cluster repetition: at the first command to any of its instances, the
+    cluster's four instances (found in moto by the run's and target's tags, each's role by its
+    ``benchfleet:node`` tag) are booted together in one namespace, with their private addresses on
+    its loopback, each node with the data volume it was launched with."""
 
-    def send(self, host: str, job: dict[str, Any], timeout_s: int = 900) -> Invocation:
-        capture = Capture()
-        commands.send_step(capture, document="bf-agent", instance_id=INSTANCES[host], job=job, bucket="bf-results",
-                           output_prefix=f"runs/{RUN}", execution_timeout_s=timeout_s, comment=job["step"]["name"])
-        self.sent += 1
-        return self.runner.send(self.machines[host], instance_id=INSTANCES[host], command_id=f"cmd-{self.sent}",
-                                parameters=capture.sent["Parameters"], env=self.env)
+    def __init__(self, fleet: Fleet, runner: RunCommand) -> None:
+        super().__init__(fleet, runner)
+        self.lan: Lan | None = None
+        self.instance: dict[str, str] = {}  # role -> instance id
+        self.address: dict[str, str] = {}  # role -> private address (moto's)
+        self.machine: dict[str, Machine] = {}  # role -> booted host
+        self.volumes: dict[str, list[str]] = {}  # node -> its data volumes' ids (moto's)
+        self.served: list[dict[str, Any]] = []  # the secrets the agent read
+        self.server: Any = None
 
-    def client_job(self, name: str, kind: str, route: str, threads: int = 2,
-                   duration_s: int = DURATION_S) -> dict[str, Any]:
-        step = PlanStep(index=0 if kind == "prepare" else 1, name=name, kind=kind, threads=threads,
-                        duration_s=0 if kind == "prepare" else duration_s, variant=route)
-        return agent_job(run_id=RUN, target_id=TARGET, repetition=1, workload=WORKLOAD, step=step,
-                         db=clusterjob.client_db(route, NODES, self.arn, "haproxy"),
-                         status=clusterjob.client_status(STATUS, NODES, "haproxy"))
+    def host_of(self, event: dict[str, Any], instance_id: str) -> Machine:
+        if self.lan is None:
+            self.boot_cluster(event["run_id"], event["target"]["id"], event["repetition"])
+        assert instance_id in self.hosts, f"{instance_id} is none of the cluster's hosts {self.instance}"
+        return self.hosts[instance_id]
+
+    def boot_cluster(self, run_id: str, target_id: str, repetition: int) -> None:
+        ec2 = boto3.client("ec2", region_name=REGION)
+        filters = [{"Name": f"tag:{naming.TAG_RUN_ID}", "Values": [run_id]},
+                   {"Name": f"tag:{naming.TAG_TARGET_ID}", "Values": [target_id]},
+                   {"Name": "instance-state-name", "Values": ["running"]}]
+        for reservation in ec2.describe_instances(Filters=filters)["Reservations"]:
+            for instance in reservation["Instances"]:
+                role = {t["Key"]: t["Value"] for t in instance["Tags"]}[TAG_NODE]
+                self.instance[role] = instance["InstanceId"]
+                self.address[role] = instance["PrivateIpAddress"]
+                vpc_id = instance["VpcId"]
+        assert sorted(self.instance) == sorted(ROLES), self.instance
+        (vpc,) = ec2.describe_vpcs(VpcIds=[vpc_id])["Vpcs"]
+        self.lan = Lan(self.fleet, vpc["CidrBlock"], {role: self.address[role] for role in ROLES})
+        self.volumes = {n: data_volumes(self.instance[n]) for n in NODES}
+        disks = {n: Disks(self.volumes[n], array=False) for n in NODES}
+        started = time.monotonic()
+        booted = self.fleet.boot_together(list(ROLES), self.lan.hosts, MASKED, disks)
+        for role, machine in zip(ROLES, booted, strict=True):
+            self.machine[role] = self.hosts[self.instance[role]] = machine
+            self.where[self.instance[role]] = (target_id, repetition)
+        record("cluster_boot_s", time.monotonic() - started)
+        provide_ubuntu_names(self.machine["client"])  # its prepare installs the client's packages
+        # Secrets Manager as the hosts reach it from the VPC (an endpoint on the segment), answering
+        # from this test's moto account: the secrets provisioning created.
+        self.server = serve_in(self.lan.switch.path, boto3.client("secretsmanager", region_name=REGION), self.served,
+                               host=self.lan.service)
+        self.env.update({"AWS_ENDPOINT_URL_SECRETSMANAGER": f"http://{self.lan.service}:{self.server.server_address[1]}",
+                         "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                         "AWS_DEFAULT_REGION": REGION})
+
+    def nodes(self) -> list[tuple[str, str]]:
+        return [(n, self.address[n]) for n in NODES]
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+            self.server = None
+        for role in ROLES:  # the nodes' data is thrown away; killed, then stopped (Restart=on-abort)
+            if role in NODES and role in self.machine and self.machine[role] in self.fleet.machines:
+                self.machine[role].run("systemctl kill -s KILL mariadb; systemctl stop mariadb", timeout_s=60)
+        for machine in self.machine.values():
+            if machine in self.fleet.machines:
+                self.fleet.release(machine)
+        if self.lan is not None:
+            self.lan.close()
+
+
+@dataclass
+class Execution:
+    h: Harness
+    result: dict[str, Any]
+    agent: ClusterAgent
+    sent: list[dict[str, Any]]  # the SendCommand requests, as start_step sent them
+    written: list[dict[str, Any]]  # the WriteRecords requests, as collect sent them
+
+    @property
+    def run_id(self) -> str:
+        return str(json.loads(self.result["output"])["run_id"])
+
+    def jobs(self) -> list[dict[str, Any]]:
+        return [json.loads(kw["Parameters"]["JobJson"][0].replace("\\u0027", "'")) for kw in self.sent]
+
+    def records(self, step: str) -> list[dict[str, Any]]:
+        (sent,) = [s for s in self.agent.sent if s.step == step]
+        return records_of(sent.invocation.step(commands.AGENT_PLUGIN).stdout)
+
+
+@pytest.fixture(scope="module")
+def execution(fleet: Fleet, run_command: RunCommand) -> Iterator[Execution]:
+    with offline_world() as h:
+        agent = ClusterAgent(fleet, RunCommand(run_command.document, run_command.bundle_zip,
+                                               boto3.client("s3", region_name=REGION)))
+        h.agent = agent  # type: ignore[assignment]
+        sent, written = recording(h)
+        try:
+            started = time.monotonic()
+            result = h.run(SPEC, name=RUN, timeout_s=900)
+            record("cluster_execution_s", time.monotonic() - started)
+            for s in agent.sent:
+                record(f"cluster_{s.step}_s", s.seconds)
+            yield Execution(h, result, agent, sent, written)
+        finally:
+            agent.close()
+
+
+def jobs_db(e: Execution, step: str) -> tuple[str, int]:
+    (job,) = [j for j in e.jobs() if j["step"]["name"] == step]
+    return job["db"]["host"], job["db"]["port"]
 
 
 def records_of(text: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in text.splitlines() if line.startswith('{"type"')]
-
-
-def agent_records(inv: Invocation, ok: bool = True) -> list[dict[str, Any]]:
-    run = inv.step(commands.AGENT_PLUGIN)
-    assert (run.status == "Success") == ok, run.stdout[-4000:] + run.stderr[-2000:]
-    return records_of(run.stdout)
 
 
 def mariadb(host: Machine, sql: str) -> str:
@@ -93,140 +194,224 @@ def mariadb(host: Machine, sql: str) -> str:
     return out.stdout
 
 
-@pytest.fixture(scope="module")
-def cluster(fleet: Fleet, run_command: RunCommand) -> Any:
-    ns = fleet.netns()
-    started = time.monotonic()
-    names = [n for n, _ in NODES] + ["client"]
-    # Node hosts run no proxy; the client host runs no engine. MariaDB's socket activation (systemd
-    # itself listening on *:3306) is off from the boot: in the namespace the hosts share, the first
-    # host's would hold every address's port 3306 before its node job turns it off (on EC2 each host
-    # has its own network, and the job turning it off is enough).
-    booted = fleet.boot_together(names, ns, {**{n: ("haproxy.service", "mariadb.socket") for n, _ in NODES},
-                                             "client": ("mariadb.service", "mariadb.socket")})
-    machines = dict(zip(names, booted, strict=True))
-    record("cluster_boot_s", time.monotonic() - started)
-    password = secrets.token_urlsafe(18)
-    standin = subprocess.Popen(["ip", "netns", "exec", ns.name, sys.executable, str(HERE / "secrets_standin.py")],
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert standin.stdin is not None and standin.stdout is not None
-    standin.stdin.write(json.dumps({"name": f"bf-{RUN}-{TARGET}-1", "secret": {"username": "sbtest",
-                                                                              "password": password}}) + "\n")
-    standin.stdin.flush()
-    c = Cluster(fleet, run_command, machines, json.loads(standin.stdout.readline()))
-    c.password = password  # type: ignore[attr-defined]
-    cnf = (REPO / "workloads/mysql/default.cnf").read_text()
-    try:
-        # As the state machine forms it: the first node bootstraps, the others join one at a time.
-        for k, (name, host) in enumerate(NODES, start=1):
-            job = clusterjob.node_job(run_id=RUN, target_id=TARGET, repetition=1, flavor="mariadb-galera",
-                                      cluster_name=f"bf-{RUN}-1", node=name, host=host, nodes=NODES,
-                                      mysql_config="default", cnf=cnf, password_secret_arn=c.arn, memory_mb=512,
-                                      synced_timeout_s=120, expected_size=k)
-            began = time.monotonic()
-            c.results[name] = agent_records(c.send(name, job))
-            record(f"node_{name}_setup_s", time.monotonic() - began)
-        began = time.monotonic()
-        c.results["proxy"] = agent_records(c.send("client", clusterjob.proxy_job(
-            run_id=RUN, target_id=TARGET, repetition=1, software="haproxy", nodes=NODES, password_secret_arn=c.arn,
-            timeout_s=60)))
-        record("proxy_setup_s", time.monotonic() - began)
-        record("cluster_formed_s", time.monotonic() - started)
-        yield c
-    finally:
-        standin.stdin.close()
-        standin.wait(timeout=30)
-        # The nodes' data is thrown away. Killed, then stopped: the unit restarts a killed server
-        # (Restart=on-abort), and a node rejoining (n3, after the fault) holds the power-off a minute.
-        for name, _ in NODES:
-            machines[name].run("systemctl kill -s KILL mariadb; systemctl stop mariadb", timeout_s=60)
-        for machine in booted:
-            fleet.release(machine)
+def test_the_execution_runs_every_command_on_the_host_of_its_instance(execution: Execution) -> None:
+    e, agent = execution, execution.agent
+    failed = [(s.step, s.invocation.step(commands.AGENT_PLUGIN).stdout[-2000:]) for s in agent.sent
+              if s.status != "Success"]
+    assert e.result["status"] == "SUCCEEDED", (failed, e.h.explain(e.result))
+    # Set-up first: the bootstrap, the joins one at a time, the proxy; then the client's steps.
+    steps = [s.step for s in agent.sent]
+    assert steps[:4] == ["setup-n1", "setup-n2", "setup-n3", "setup-proxy"]
+    assert steps[4] == "prepare" and len(steps) == 5 + 2 * BLOCKS
+    assert sorted(steps[5:]) == sorted(f"t0002.b{b}.{v}" for b in range(1, BLOCKS + 1) for v in ("direct", "proxy"))
+    assert all(s.status == "Success" for s in agent.sent), [(s.step, s.status) for s in agent.sent]
+    on = {s.step: s.instance_id for s in agent.sent}
+    for n in NODES:
+        assert on[f"setup-{n}"] == agent.instance[n]
+    assert {on[s] for s in steps[3:]} == {agent.instance["client"]}
+    # Each command ran on its instance's booted host: the agent kept its output there, and only there.
+    for s in agent.sent:
+        kept = f"/var/lib/benchfleet/output/{e.run_id}/{TARGET}/rep-1/{s.step}.jsonl"
+        assert [r for r in ROLES if agent.machine[r].path(kept).exists()] == [
+            r for r in ROLES if agent.instance[r] == s.instance_id], (s.step, kept)
+    # The jobs name the private addresses provisioning gave the instances (moto's).
+    jobs = e.jobs()
+    addresses = [agent.address[n] for n in NODES]
+    for k, n in enumerate(NODES):
+        setup = jobs[k]["setup"]
+        assert (setup["node"], setup["host"], setup["bootstrap"], setup["expected_size"]) == (
+            n, agent.address[n], n == "n1", k + 1)
+        assert [x["host"] for x in setup["nodes"]] == addresses
+        assert [v["volume_id"] for v in setup["storage"]["volumes"]] == agent.volumes[n]
+    assert [b["host"] for b in jobs[3]["setup"]["backends"]] == addresses
+    routes = {j["variant"]: (j["db"]["host"], j["db"]["port"]) for j in jobs[5:]}
+    assert len({j["step"]["name"] for j in jobs[5:]}) == 2 * BLOCKS
+    assert routes == {"direct": (agent.address["n1"], 3306), "proxy": ("127.0.0.1", proxyconf.LISTEN_PORT["haproxy"])}
 
 
-def test_three_hosts_form_a_synced_cluster_from_the_documents_setup_jobs(cluster: Cluster) -> None:
-    for k, (name, host) in enumerate(NODES, start=1):
-        # What the state machine's side reads back of a set-up job: benchfleet.records' reader.
-        (setup,) = [r.model_dump() for r in parse_agent_lines(
-            "\n".join(json.dumps(r) for r in cluster.results[name]), name).setups]
-        assert (setup["node"], setup["state"], setup["cluster_size"]) == (name, "Synced", k)
-        assert len(setup["config_hash"]) == 64 and setup["requested"]["max_connections"] == "1000"
-        machine = cluster.machines[name]
+def test_the_nodes_formed_one_cluster_one_join_at_a_time(execution: Execution) -> None:
+    e, agent = execution, execution.agent
+    # What collect stored of each set-up step (the summary's rows): each node Synced at its own size.
+    summary = json.loads(boto3.client("s3", region_name=REGION).get_object(
+        Bucket=BUCKET, Key=naming.summary_key(e.run_id))["Body"].read())
+    (target,) = summary["targets"]
+    setups = [s["setup"] for s in target["repetitions"][0]["steps"] if s.get("setup")]
+    assert [(s.get("node"), s.get("cluster_size")) for s in setups] == [("n1", 1), ("n2", 2), ("n3", 3), (None, None)]
+    # Joins one at a time: each node's job ended before the next was sent.
+    windows = [s for s in agent.sent if s.step.startswith("setup-n")]
+    assert [s.step for s in windows] == ["setup-n1", "setup-n2", "setup-n3"]
+    for k, n in enumerate(NODES):
+        machine = agent.machine[n]
         status = dict(line.split("\t") for line in mariadb(machine, "SHOW GLOBAL STATUS WHERE Variable_name IN "
                       "('wsrep_cluster_size','wsrep_local_state_comment','wsrep_incoming_addresses');").splitlines())
         assert status["wsrep_cluster_size"] == "3" and status["wsrep_local_state_comment"] == "Synced"
-        assert sorted(a.rsplit(":", 1)[0] for a in status["wsrep_incoming_addresses"].split(",")) == [
-            h for _, h in NODES]
-        assert f"bind-address = {host}" in machine.path("/etc/mysql/mariadb.conf.d/zz-benchfleet-node.cnf").read_text()
-    # The joiners received the bootstrap node's users by state transfer (rsync), not by the job.
-    joiner_log = cluster.machines["n3"].path("/var/log/mysql/error.log").read_text(errors="replace")
-    assert "rsync" in joiner_log and "SST" in joiner_log
-    users = mariadb(cluster.machines["n3"], "SELECT CONCAT(User,'@',Host) FROM mysql.user ORDER BY 1;").split()
+        assert sorted(a.rsplit(":", 1)[0] for a in status["wsrep_incoming_addresses"].split(",")) == sorted(
+            agent.address[m] for m in NODES)
+        cnf = machine.path("/etc/mysql/mariadb.conf.d/zz-benchfleet-node.cnf").read_text()
+        assert f"bind-address = {agent.address[n]}" in cnf
+        # The node's data directory on the volume it was launched with (ec2's storage code, on a node).
+        mounts = machine.run("cat /proc/mounts").stdout
+        (volume,) = agent.volumes[n]
+        assert f"{e.agent.fleet.disks[machine.name].volumes[volume]} /srv/benchfleet" in mounts, mounts
+        assert k < 1 or "rsync" in machine.path("/var/log/mysql/error.log").read_text(errors="replace")
+    # The table the client loaded (prepare: direct, to the writer) and then wrote to is the same on every node.
+    assert jobs_db(e, "prepare") == (agent.address["n1"], 3306)
+    counts = {n: int(mariadb(agent.machine[n], "SELECT COUNT(*) FROM sbtest.sbtest1;")) for n in NODES}
+    assert len(set(counts.values())) == 1 and counts["n1"] >= 1000, counts
+    users = mariadb(agent.machine["n3"], "SELECT CONCAT(User,'@',Host) FROM mysql.user ORDER BY 1;").split()
     assert {"sbtest@%", f"{proxyconf.MONITOR_USER}@%", f"{proxyconf.CHECK_USER}@%"} <= set(users)
-    installs = [r for r in cluster.results["n1"] if r["type"] == "install"]
-    assert {"cnf", "database"} <= {r["action"] for r in installs}
-    assert all(cluster.password not in json.dumps(r) for rs in cluster.results.values() for r in rs)  # type: ignore[attr-defined]
-
-
-def test_the_client_hosts_haproxy_sees_every_node(cluster: Cluster) -> None:
-    (setup,) = [r for r in cluster.results["proxy"] if r["type"] == "setup"]
-    assert setup["proxy"] == "haproxy" and setup["proxy_version"].startswith("HAProxy version")
-    assert setup["proxy_settings"] == {"writes": "one", "backends": "3", "balance": "first", "maxconn": "8192"}
-    client = cluster.machines["client"]
-    assert "bind 127.0.0.1:3307" in client.path("/etc/haproxy/haproxy.cfg").read_text()
+    # The agent read the secrets provisioning created (n1's, the client's); no password in what the steps printed.
+    secrets = {k: v for c in e.h.calls_of("provision") for k, v in (c.result.get("secrets") or {}).items()}
+    assert {s["ARN"] for s in agent.served} == {secrets["n1"], secrets["client"]}, (secrets, agent.served)
+    password = json.loads(agent.served[0]["SecretString"])["password"]
+    assert all(password not in s.invocation.step(commands.AGENT_PLUGIN).stdout for s in agent.sent)
+    client = agent.machine["client"]
+    assert f"bind 127.0.0.1:{proxyconf.LISTEN_PORT['haproxy']}" in client.path("/etc/haproxy/haproxy.cfg").read_text()
     assert client.run("systemctl is-active mariadb").stdout.strip() != "active"  # the client runs no engine
 
 
-def test_prepare_and_measure_direct_and_through_the_proxy_with_every_nodes_status(cluster: Cluster) -> None:
-    out = agent_records(cluster.send("client", cluster.client_job("prepare", "prepare", "direct")))
-    assert out[-1]["type"] == "prepared"
-    # The table the client loaded through the writer is on every node.
-    for name, _ in NODES:
-        assert mariadb(cluster.machines[name], "SELECT COUNT(*) FROM sbtest.sbtest1;").strip() == "1000"
-    connections_before = _haproxy_sessions(cluster.machines["client"])
-    seen: dict[str, Any] = {}
-    for route in ("direct", "proxy"):
-        began = time.monotonic()
-        records = agent_records(cluster.send("client", cluster.client_job(f"t0002-{route}", "measure", route)))
-        record(f"cluster_measure_{route}_s", time.monotonic() - began)
-        parsed = parse_agent_lines("\n".join(json.dumps(r) for r in records), "client")
-        assert_per_second([s.second for s in parsed.samples], DURATION_S)
-        assert all(s.tps > 0 for s in parsed.samples) and parsed.summaries[0].tps > 0
-        status = [r for r in records if r["type"] == "status"]
-        by_source: dict[str, list[dict[str, Any]]] = {}
-        for r in status:
-            by_source.setdefault(r["source"], []).append(r)
-        # Every node over SQL, and the proxy's statistics per backend.
-        assert set(by_source) == {"n1", "n2", "n3", "proxy/n1", "proxy/n2", "proxy/n3"}
-        for name, _ in NODES:  # every node, every second, over SQL
-            readings = by_source[name]
-            assert len(readings) >= DURATION_S and all(r.get("values") for r in readings), readings[:2]
-            assert all(r["values"]["wsrep_cluster_size"] == "3" for r in readings)
-        seen[route] = (by_source, _haproxy_sessions(cluster.machines["client"]))
-    # Direct: no session through the proxy; proxied: every sysbench connection went to the writer n1.
-    assert seen["direct"][1] == connections_before
-    assert seen["proxy"][1]["n1"] >= connections_before["n1"] + 2
-    assert seen["proxy"][1]["n2"] == connections_before["n2"]
-    writes = [int(r["values"].get("wsrep_replicated_bytes", 0)) for r in seen["proxy"][0]["n1"]]
-    assert writes[-1] > writes[0]  # the writer replicated the step's writes to the others
+def proxy_sessions(records: list[dict[str, Any]]) -> dict[str, list[int]]:
+    """HAProxy's total sessions per backend, every second of a step (the agent's proxy/<node> rows)."""
+    out: dict[str, list[int]] = {}
+    for r in records:
+        if r["type"] == "status" and r["source"].startswith("proxy/"):
+            out.setdefault(r["source"].split("/", 1)[1], []).append(int(r["values"].get("stot") or 0))
+    return out
 
 
-def _haproxy_sessions(client: Machine) -> dict[str, int]:
-    """HAProxy's total sessions per backend, read from its stats socket on the client host."""
-    text = client.run("python3 -c \"import socket; s=socket.create_connection(('127.0.0.1', 3308)); "
-                      "s.sendall(b'show stat\\n'); import sys; sys.stdout.write(s.makefile().read())\"").stdout
-    header = text.splitlines()[0][2:].split(",")
-    rows = [dict(zip(header, line.split(","), strict=False)) for line in text.splitlines()[1:] if line]
-    return {r["svname"]: int(r["stot"] or 0) for r in rows if r.get("svname") in {"n1", "n2", "n3"}}
+def test_the_proxied_steps_went_through_haproxy_to_the_writer_and_the_direct_steps_did_not(
+        execution: Execution) -> None:
+    """HAProxy's per-backend statistics the client read every second of each step: a direct step
+    opens no session through it; a proxied step's sysbench connections all go to the writer, n1."""
+    measured = [s.step for s in execution.agent.sent[5:]]
+    last: dict[str, int] | None = None  # each backend's sessions at the end of the step before
+    for step in measured:
+        sessions = proxy_sessions(execution.records(step))
+        assert set(sessions) == set(NODES), (step, sessions)
+        before = last or {n: v[0] for n, v in sessions.items()}
+        if step.endswith(".direct"):
+            assert sessions == {n: [before[n]] * len(v) for n, v in sessions.items()}, (step, sessions)
+        else:
+            assert sessions["n1"][-1] >= before["n1"] + THREADS, (step, sessions)
+        assert sessions["n2"][-1] == sessions["n3"][-1] == 0, (step, sessions)  # never a reader
+        last = {n: v[-1] for n, v in sessions.items()}
 
 
-def test_a_proxy_install_that_fails_names_the_package_and_stage(cluster: Cluster) -> None:
+def test_collect_stored_every_nodes_status_every_second(execution: Execution) -> None:
+    """What collect wrote to the results store (Timestream's status_samples): every node's cluster
+    size (3) and replicated bytes every second of every measured step, and the proxy's backends."""
+    rows = [r for w in execution.written if w["TableName"] == "status_samples" for r in stored_records(w)]
+    by: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        d = dimensions(r)
+        by.setdefault((d["step"], d["source"], d["counter"]), []).append(r)
+    measured = [s.step for s in execution.agent.sent[5:]]
+    assert {step for step, _, _ in by} == set(measured)
+    for step in measured:
+        for n in NODES:
+            sizes = by[(step, n, "wsrep_cluster_size")]
+            assert len(sizes) >= STEP_S and all(value_of(r) == 3 for r in sizes), (step, n, sizes[:2])
+            assert len(by[(step, n, "wsrep_replicated_bytes")]) >= STEP_S
+            assert by[(step, f"proxy/{n}", "stot")]
+
+
+def value_of(record: dict[str, Any]) -> float:
+    (measure,) = [m for m in record["MeasureValues"] if m["Name"] == "value"]
+    return float(measure["Value"])
+
+
+def test_results_give_the_paired_route_verdict(execution: Execution, bf_home: Path, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from benchfleet import remote
+    from benchfleet.cli import main
+
+    e = execution
+    monkeypatch.setenv("BENCHFLEET_BUCKET", BUCKET)
+    described = {"run_id": e.run_id, "name": SPEC["name"], "status": e.result["status"]}
+    monkeypatch.setattr(remote, "get_run", lambda run, api_url=None: described)
+    api = ["--remote", "--api-url", "https://x.execute-api.us-east-1.amazonaws.com/prod"]
+    assert main(["results", e.run_id, *api, "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    rows = {r["variant"]: r for r in doc["comparison"]}
+    assert set(rows) == {"direct", "proxy"} and all(r["tps_mean"] > 0 for r in rows.values())
+    # The proxy's overhead against direct, paired block by block on the same cluster.
+    (relative,) = [r["relative"] for r in doc["statistics"]["rows"] if r["variant"] == "proxy"]
+    assert (relative["vs_variant"], relative["design"], relative["unit"], relative["pairs"]) == (
+        "direct", "paired", "block", BLOCKS)
+    assert relative["ci_low_pct"] < relative["pct"] < relative["ci_high_pct"]
+    assert relative["verdict"] in ("faster", "slower", "equivalent", "inconclusive"), relative
+    assert rows["proxy"]["verdict"] == relative["verdict"] and rows["proxy"]["design"] == "paired"
+    # Every node's status and the proxy's backends, read back from the run's raw output.
+    assert {r["source"] for r in doc["status"]["counters"]} == {*NODES, *(f"proxy/{n}" for n in NODES)}
+    sizes = [r for r in doc["status"]["counters"] if r["counter"] == "wsrep_cluster_size"]
+    assert len(sizes) == 2 * len(NODES) and all(r["value"] == 3 and r["repetitions"] == BLOCKS for r in sizes)
+    assert {r["variant"] for r in doc["status"]["cluster"]} == {"direct", "proxy"}
+    assert all(r["replicated_mb_per_s"] > 0 for r in doc["status"]["cluster"])
+
+
+def test_teardown_left_nothing_in_moto(execution: Execution) -> None:
+    e = execution
+    assert len(e.h.calls_of("teardown")) == 1 and leftovers(e.run_id) == []
+    ec2 = boto3.client("ec2", region_name=REGION)
+    states = {i["InstanceId"]: i["State"]["Name"] for r in ec2.describe_instances(
+        InstanceIds=list(e.agent.instance.values()))["Reservations"] for i in r["Instances"]}
+    assert set(states.values()) == {"terminated"} and len(states) == 4
+
+
+# -- faults that need a formed cluster: on the same hosts, jobs made by clusterjob's builders ------
+
+STATUS = {"counters": SPEC["status_counters"], "interval_s": 1}
+
+
+class Faults:
+    """Jobs sent to the execution's hosts as start_step sends them (``commands.send_step``), with a
+    secret of the cluster's password (the execution's are gone with its teardown)."""
+
+    def __init__(self, agent: ClusterAgent) -> None:
+        self.agent = agent
+        password = agent.served[0]["SecretString"]
+        self.arn = boto3.client("secretsmanager", region_name=REGION).create_secret(
+            Name=f"{RUN}-faults", SecretString=password)["ARN"]
+        self.sent = 0
+
+    def send(self, role: str, job: dict[str, Any], timeout_s: int = 300) -> Invocation:
+        capture = Capture()
+        instance_id = self.agent.instance[role]
+        commands.send_step(capture, document="bf-agent", instance_id=instance_id, job=job, bucket=BUCKET,
+                           output_prefix=f"runs/{RUN}-faults", execution_timeout_s=timeout_s,
+                           comment=job["step"]["name"])
+        self.sent += 1
+        return self.agent.runner.send(self.agent.machine[role], instance_id=instance_id,
+                                      command_id=f"fault-{self.sent}", parameters=capture.sent["Parameters"],
+                                      env=self.agent.env)
+
+    def measure(self, name: str, duration_s: int) -> dict[str, Any]:
+        workload = Workload.model_validate({k: v for k, v in WORKLOAD.items() if k != "threads"} | {"threads": [2]})
+        step = PlanStep(index=1, name=name, kind="measure", threads=THREADS, duration_s=duration_s, variant="direct")
+        nodes = self.agent.nodes()
+        return agent_job(run_id=f"{RUN}-faults", target_id=TARGET, repetition=1, workload=workload, step=step,
+                         db=clusterjob.client_db("direct", nodes, self.arn, "haproxy"),
+                         status=clusterjob.client_status(STATUS, nodes, "haproxy"))
+
+
+@pytest.fixture(scope="module")
+def faults(execution: Execution) -> Faults:
+    return Faults(execution.agent)
+
+
+def failed_records(inv: Invocation) -> list[dict[str, Any]]:
+    run = inv.step(commands.AGENT_PLUGIN)
+    assert run.status == "Failed", run.stdout[-3000:]
+    return records_of(run.stdout)
+
+
+def test_a_proxy_install_that_fails_names_the_package_and_stage(faults: Faults) -> None:
     """ProxySQL comes from its own apt repository, which these hosts cannot reach (no network): the real
     failure path of the install on a booted host, leaving the running HAProxy alone."""
-    client = cluster.machines["client"]
-    records = agent_records(cluster.send("client", clusterjob.proxy_job(
-        run_id=RUN, target_id=TARGET, repetition=1, software="proxysql", nodes=NODES, password_secret_arn=cluster.arn,
-        timeout_s=30)), ok=False)
+    client = faults.agent.machine["client"]
+    records = failed_records(faults.send("client", clusterjob.proxy_job(
+        run_id=f"{RUN}-faults", target_id=TARGET, repetition=1, software="proxysql", nodes=faults.agent.nodes(),
+        password_secret_arn=faults.arn, timeout_s=30)))
     (error,) = [r for r in records if r["type"] == "error"]
     assert (error["stage"], error["package"], error["during"]) == ("proxy-install", "proxysql", "repository"), error
     (read,) = parse_agent_lines("\n".join(json.dumps(r) for r in records), "client").errors
@@ -236,13 +421,12 @@ def test_a_proxy_install_that_fails_names_the_package_and_stage(cluster: Cluster
     assert not client.path("/etc/proxysql.cnf").exists()
 
 
-def test_a_node_stopped_mid_step_fails_the_step_naming_it(cluster: Cluster) -> None:
+def test_a_node_stopped_mid_step_fails_the_step_naming_it(faults: Faults) -> None:
     """It takes the cluster apart: after the tests that need it whole."""
-    timer = threading.Timer(2.5, lambda: cluster.machines["n3"].run("systemctl kill -s KILL mariadb"))
+    timer = threading.Timer(2.5, lambda: faults.agent.machine["n3"].run("systemctl kill -s KILL mariadb"))
     timer.start()
     try:
-        records = agent_records(cluster.send("client", cluster.client_job("t0002-fault", "measure", "direct",
-                                                                           duration_s=20)), ok=False)
+        records = failed_records(faults.send("client", faults.measure("t0002-fault", duration_s=20)))
     finally:
         timer.join()
     (error,) = [r for r in records if r["type"] == "error"]
@@ -251,18 +435,35 @@ def test_a_node_stopped_mid_step_fails_the_step_naming_it(cluster: Cluster) -> N
     assert len(samples) < 15  # stopped when the node went, not at the step's end
 
 
-def test_a_node_that_cannot_join_fails_its_job_naming_it_within_the_timeout(cluster: Cluster) -> None:
+def test_a_node_that_cannot_join_fails_its_job_naming_it_within_the_timeout(faults: Faults) -> None:
     """n3 sent to join a cluster of another name (its peers refuse the handshake): the job fails at its
     timeout naming the node and the state it was stuck in, not after systemd's own start timeout."""
-    job = clusterjob.node_job(run_id=RUN, target_id=TARGET, repetition=1, flavor="mariadb-galera",
-                              cluster_name="bf-another-cluster", node="n3", host=NODES[2][1], nodes=NODES,
-                              mysql_config="default", cnf="[mysqld]\n", password_secret_arn=cluster.arn,
-                              memory_mb=512, synced_timeout_s=8)
+    agent = faults.agent
+    job = clusterjob.node_job(run_id=f"{RUN}-faults", target_id=TARGET, repetition=1, flavor="mariadb-galera",
+                              cluster_name="bf-another-cluster", node="n3", host=agent.address["n3"],
+                              nodes=agent.nodes(), mysql_config="default", cnf="[mysqld]\n",
+                              password_secret_arn=faults.arn, memory_mb=512, synced_timeout_s=8)
     began = time.monotonic()
-    records = agent_records(cluster.send("n3", job), ok=False)
+    records = failed_records(faults.send("n3", job))
     record("node_never_joins_s", time.monotonic() - began)
     (error,) = [r for r in records if r["type"] == "error"]
     assert error["stage"] == "node" and error["node"] == "n3", error
     assert error["message"].startswith("bf-another-cluster: node n3 "), error
     assert "was not Synced within 8 s" in error["message"] or "did not join" in error["message"], error
     assert time.monotonic() - began < 60
+
+
+def test_the_booted_hosts_are_gone_with_their_instances(execution: Execution) -> None:
+    """What stands for EC2 terminating the instances teardown terminated: every host powered off,
+    its volumes detached and its network removed; nothing of the cluster left on this machine."""
+    agent = execution.agent
+    machines = list(agent.machine.values())
+    files = [f for d in (execution.agent.fleet.disks.get(m.name) for m in machines) if d for f in d.files]
+    namespaces = [ns.name for ns in [*agent.lan.hosts.values(), agent.lan.switch]] if agent.lan else []
+    assert len(machines) == 4 and len(files) == 3 and len(namespaces) == 5
+    agent.close()
+    assert all(m.proc.poll() is not None and m not in agent.fleet.machines for m in machines)
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
+    assert not [n for n in namespaces if n in listed]
+    loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True, check=True).stdout
+    assert not [f for f in files if str(f) in loops] and not any(f.exists() for f in files)

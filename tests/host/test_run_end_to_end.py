@@ -20,21 +20,17 @@ from unittest import mock
 
 import boto3
 import pytest
-from hostfleet import Disks, Fleet, assert_per_second, record
-from machine import Machine
+from hostagent import HostAgent
+from hostfleet import Fleet, assert_per_second, record
 from moto import mock_aws
-from moto.core import DEFAULT_ACCOUNT_ID
-from moto.ssm.models import ssm_backends
 from runcommand import RunCommand
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "statemachine"))
 
-from sm_harness import BUCKET, ENV, REGION, Harness, leftovers, setup_account, ssm_invocation_event
+from sm_harness import BUCKET, ENV, REGION, Harness, leftovers, setup_account
 
 from benchfleet import naming
 from benchfleet.aws import clients
-from benchfleet.aws.fleet import targets
-from benchfleet.aws.steps import commands
 
 DURATION_S = 5
 SPEC = {
@@ -49,53 +45,6 @@ SPEC = {
          "storage": {"type": "gp3", "size_gb": 20, "volumes": 8, "raid": 10}},
     ],
 }
-
-
-class HostAgent:
-    """Stands where sm_harness.Agent plays the agent: after each SendCommand the command moto
-    recorded (its parameters, output bucket and prefix, as start_step sent them) runs on the booted
-    host of its instance -- a new host for an instance not seen before -- the invocation of the
-    runAgent step gets that step's status, and the status change SSM would send is returned for the
-    harness to deliver to step_callback."""
-
-    def __init__(self, fleet: Fleet, runner: RunCommand) -> None:
-        self.fleet = fleet
-        self.runner = runner
-        self.hosts: dict[str, Machine] = {}
-        self.where: dict[str, tuple[str, int]] = {}  # instance -> (target, repetition)
-        self.commands: list[tuple[str, str, str, float]] = []
-
-    def ran(self, event: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
-        instance_id = result["instance_id"]
-        if instance_id not in self.hosts:
-            volumes = data_volumes(instance_id)
-            self.where[instance_id] = (event["target"]["id"], event["repetition"])
-            self.hosts[instance_id] = self.fleet.boot(event["target"]["id"],
-                                                      disks=Disks(volumes, array=len(volumes) > 1))
-        command = ssm_backends[DEFAULT_ACCOUNT_ID][REGION].get_command_by_id(result["command_id"])
-        started = time.monotonic()
-        inv = self.runner.send(self.hosts[instance_id], instance_id=instance_id, command_id=command.command_id,
-                               parameters=command.parameters, bucket=command.output_s3_bucket_name,
-                               prefix=command.output_s3_key_prefix)
-        agent = inv.step(commands.AGENT_PLUGIN)
-        self.commands.append((event["target"]["id"], event["step"]["name"], agent.status,
-                              time.monotonic() - started))
-        for invocation in command.invocations:
-            invocation["Status"] = invocation["StatusDetails"] = agent.status
-            invocation["ResponseCode"] = agent.code
-            invocation["PluginName"] = commands.AGENT_PLUGIN
-        # The invocation's own status is Failed when any of its steps failed (the CloudWatch agent's
-        # install here): the event says so, and step_callback reads the runAgent step's.
-        overall = "Failed" if any(s.status == "Failed" for s in inv.steps) else agent.status
-        return ssm_invocation_event(command.command_id, instance_id, overall, command.document_name)
-
-
-def data_volumes(instance_id: str) -> list[str]:
-    """The ids of the data volumes RunInstances attached to the instance (moto), in stripe order."""
-    (reservation,) = boto3.client("ec2", region_name=REGION).describe_instances(InstanceIds=[instance_id])[
-        "Reservations"]
-    mapped = {m["DeviceName"]: m["Ebs"]["VolumeId"] for m in reservation["Instances"][0]["BlockDeviceMappings"]}
-    return [mapped[name] for name in targets.DATA_DEVICES if name in mapped]
 
 
 @pytest.fixture(scope="module")
