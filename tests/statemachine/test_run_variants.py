@@ -30,7 +30,7 @@ def jobs(sent: list[dict]) -> list[dict]:
 
 def test_every_variant_runs_on_its_repetitions_host_in_the_planned_order(harness):
     requests, writes = recording(harness)
-    result = harness.run(spec(targets=[EC2], variants=VARIANTS, repetitions=2), name="variants-ec2")
+    result = harness.run(spec(targets=[EC2], variants=VARIANTS, repetitions=2, margin_pct=3), name="variants-ec2")
     assert result["status"] == "SUCCEEDED", harness.explain(result)
     plan = next(c.result for c in harness.calls_of("plan"))
     (target,) = plan["targets"]
@@ -65,6 +65,10 @@ def test_every_variant_runs_on_its_repetitions_host_in_the_planned_order(harness
                  for r in stored_records(call)]
     measured = {(d["repetition"], d["step"], d["variant"]) for d in summaries if d["phase"] == "measure"}
     assert ("1", "t0001.relaxed", "relaxed") in measured and ("2", "t0001.fsync", "fsync") in measured
+    # ... and the spec's margin, which Timestream's dataset judges verdicts by (it holds no run row).
+    margins = {m["Value"] for call in writes if call["TableName"] == "step_summaries" for r in stored_records(call)
+               for m in r["MeasureValues"] if m["Name"] == "margin_pct"}
+    assert margins == {"3.0"} and len(summaries) > 1
     assert leftovers(run_id) == []
 
 

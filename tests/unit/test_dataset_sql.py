@@ -79,9 +79,12 @@ def timestream_dataset(name: str, db: DuckDBStore) -> str:
     table; the fragments substituted as the CDK app does for Timestream."""
     db.execute("CREATE SCHEMA IF NOT EXISTS ts")
     for table, measure in (("step_summaries", "summary"), ("samples", "sample"), ("status_samples", "status")):
+        # A summary record carries the spec's margin_pct as collect writes it (null: a record from before).
+        margin = (", (SELECT CAST(json_extract(r.spec, '$.margin_pct') AS DOUBLE) FROM main.runs r "
+                  "WHERE r.run_id = t.run_id) AS margin_pct" if table == "step_summaries" else "")
         db.execute(f"CREATE OR REPLACE VIEW ts.{table} AS SELECT * REPLACE (coalesce(variant, '-') AS variant, "
                    f"CAST(threads AS VARCHAR) AS threads, CAST(repetition AS VARCHAR) AS repetition), "
-                   f"'{measure}' AS measure_name FROM main.{table}")
+                   f"'{measure}' AS measure_name{margin} FROM main.{table} t")
     sql = (SQL_DIR.parent / "timestream" / f"{name}.sql").read_text()
     return (sql.replace("${verdict}", VERDICT).replace("${cross_zone}", CROSS_ZONE).replace("${t_of_df}", T_OF_DF)
             .replace("${t975}", t975_selects(T975))
@@ -313,7 +316,8 @@ def test_step_results_verdicts_and_caveats_equal_the_comparisons(tmp_path, diale
     a variant paired by repetition with its target's baseline variant, another target by Welch (one
     inconclusive, one slower), under steal 1.5 points apart and another kernel; a target with one
     repetition is 'too few repetitions' and has no interval. Both dialects: Timestream's records hold no
-    spec (its margin is the default 5%) and no fingerprints (its caveats are steal and iowait only)."""
+    spec (its margin comes with each summary record, as collect writes it) and no fingerprints (its
+    caveats are steal and iowait only)."""
     from benchfleet.records import StepSummary
 
     def summary(target, variant, rep, tps, steal):
@@ -329,7 +333,7 @@ def test_step_results_verdicts_and_caveats_equal_the_comparisons(tmp_path, diale
                         {"id": "b", "kind": "ec2", "instance_type": "m6i.large"},
                         {"id": "c", "kind": "ec2", "instance_type": "m6i.large"},
                         {"id": "d", "kind": "ec2", "instance_type": "m6i.large"}],
-            "variants": [{"id": "durable"}, {"id": "relaxed"}], "margin_pct": 4 if dialect == "athena" else 5}
+            "variants": [{"id": "durable"}, {"id": "relaxed"}], "margin_pct": 4}
     db = DuckDBStore(tmp_path / "v.duckdb")
     try:
         db.create_run(RUN, "vars", spec, "aws", None)
@@ -364,7 +368,7 @@ def test_step_results_verdicts_and_caveats_equal_the_comparisons(tmp_path, diale
             continue
         verdicts.add(rel["verdict"])
         assert (got["design"], got["verdict"]) == (rel["design"], rel["verdict"]), row["label"]
-        assert got["relative_pct"] == pytest.approx(rel["pct"]) and got["margin_pct"] == doc["margin_pct"]
+        assert got["relative_pct"] == pytest.approx(rel["pct"]) and got["margin_pct"] == doc["margin_pct"] == 4
         for key in ("ci_low_pct", "ci_high_pct"):
             # Welch's t is interpolated between whole degrees of freedom (speedup.sql): within 1%.
             assert (got[f"relative_{key}"] is None) == (rel[key] is None), (row["label"], key)

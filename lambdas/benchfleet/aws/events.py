@@ -51,6 +51,9 @@ class Step(_In):
     host: str | None = None
     setup: dict[str, Any] | None = None
     route: str | None = None
+    # Measure steps: the spec's equivalence margin, which collect writes beside the step's summary
+    # (a store without a run row, Timestream, judges the verdicts by it).
+    margin_pct: float | None = None
 
 
 class TargetItem(_In):

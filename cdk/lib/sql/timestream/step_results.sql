@@ -9,9 +9,10 @@
 -- variants (read back as '').
 -- Timestream holds no run or target metadata: run_name is the run id without its time suffix,
 -- started_at the first summary's time, the baseline target the alphabetically first target, the
--- baseline variant the alphabetically first variant, the margin of the verdicts 5% (the spec's default;
--- a spec's own margin_pct needs the athena store), and kind, instance type, engine, region and price
--- are null (cost per 1000 TPS needs the athena store).
+-- baseline variant the alphabetically first variant, and kind, instance type, engine, region and price
+-- are null (cost per 1000 TPS needs the athena store). The margin of the verdicts is the spec's
+-- margin_pct, which collect writes as a measure of every summary record (5%, the spec's default, for
+-- records written before it did).
 -- The verdict is computed as sql/athena/step_results.sql computes it (benchfleet.stats.verdict): a
 -- variant against its target's baseline variant paired by (repetition, block), anything else Welch on
 -- the log of the ratio of per-repetition means; relative_ci_low/high_pct its 95% interval; verdict
@@ -50,14 +51,15 @@ steps AS (
            avg(tps_cv) AS tps_cv_mean,
            avg(steal_mean_pct) AS steal_mean_pct,
            sum(errors_per_s * total_time_s) AS errors,
-           min(time) AS first_time
+           min(time) AS first_time,
+           max(margin_pct) AS spec_margin_pct
     FROM "${database}"."step_summaries"
     WHERE measure_name = 'summary' AND phase = 'measure'
     GROUP BY run_id, target_id, variant, threads
 ),
 bases AS (
     SELECT run_id, min(first_time) AS started_at, min(target_id) AS baseline_target,
-           min(variant) AS baseline_variant, CAST(5.0 AS DOUBLE) AS margin_pct
+           min(variant) AS baseline_variant, coalesce(max(spec_margin_pct), CAST(5.0 AS DOUBLE)) AS margin_pct
     FROM steps
     GROUP BY run_id
 ),

@@ -35,6 +35,7 @@ from benchfleet.aws.store import timestream
 from benchfleet.plan import Plan, PlanStep, RunCharge, TargetPlan
 from benchfleet.pricing import pricing_dir
 from benchfleet.records import Sample, StatusSample, StepSummary
+from benchfleet.stats.verdict import DEFAULT_MARGIN_PCT
 
 PRICES_FILE = "control-plane.json"
 # The Lambda EventBridge invokes when a step's Run Command ends (one per step).
@@ -205,7 +206,9 @@ def step_writes(t: TargetPlan, step: PlanStep, *, run_id: str, workload: str, re
             sample = timestream.sample_record(_every_measure(Sample, absent=absent, time=_WHEN,
                                                              **(step_rows | {"phase": phase})))
             writes += timestream.repeated_writes(timestream.TABLE_SAMPLES, sample, phases.count(phase))
-        summary = timestream.summary_record(_every_measure(StepSummary, time=_WHEN, **step_rows))
+        # A measure step's with the spec's margin, as collect writes it (a DOUBLE: its size whatever the value).
+        summary = timestream.summary_record(_every_measure(StepSummary, time=_WHEN, **step_rows),
+                                            DEFAULT_MARGIN_PCT if step.kind == "measure" else None)
         readings = reports
         writes += timestream.repeated_writes(timestream.TABLE_SUMMARIES, summary, 1)
         # Requests group the rows of one source's counter, one record per reading (the baseline at

@@ -327,6 +327,8 @@ def _steps(target: TargetPlan, o: Timing, install: dict[str, Any] | None,
             item.update(variantplan.step_extras(loaded, spec_target, step, cache))
         if step.kind != "prepare" and status:
             item["status"] = status
+        if step.kind == "measure":  # collect writes it beside the step's summary (Timestream has no run row)
+            item["margin_pct"] = loaded.spec.margin_pct
         if spec_target is not None and spec_target.kind == "cluster":  # direct to the writer, or the proxy
             variant = loaded.variant(step.variant)
             default = "proxy" if spec_target.proxy.software != "none" else "direct"

@@ -156,7 +156,8 @@ class AthenaStore:
         self._write_steps("status_samples", STATUS_COLUMNS, rows)
         return len(rows)
 
-    def write_summaries(self, summaries: Sequence[StepSummary]) -> int:
+    def write_summaries(self, summaries: Sequence[StepSummary], margin_pct: float | None = None) -> int:
+        """Step summaries, one object per step (the margin is the runs row's spec's: not repeated here)."""
         self._write_steps("step_summaries", SUMMARY_COLUMNS, summaries)
         return len(summaries)
 

@@ -98,8 +98,13 @@ def sample_record(sample: Sample) -> dict[str, Any]:
     return _record(sample, "sample", _DIMENSIONS)
 
 
-def summary_record(summary: StepSummary) -> dict[str, Any]:
-    return _record(summary, "summary", _DIMENSIONS)
+def summary_record(summary: StepSummary, margin_pct: float | None = None) -> dict[str, Any]:
+    """One step summary; ``margin_pct``, the spec's equivalence margin, rides along as a measure:
+    Timestream holds no run metadata, and the dataset's verdict words are judged by it."""
+    record = _record(summary, "summary", _DIMENSIONS)
+    if margin_pct is not None:
+        record["MeasureValues"].append(_measure("margin_pct", float(margin_pct)))
+    return record
 
 
 def status_record(row: StatusSample) -> dict[str, Any]:
