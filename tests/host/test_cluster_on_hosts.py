@@ -13,7 +13,9 @@ by the agent with boto3 from moto's Secrets Manager served inside the namespace 
 
 After the execution, the faults that need a formed cluster run on the same hosts with jobs made by
 benchfleet.clusterjob's builders (what start_step makes of them is the execution's): a ProxySQL
-install failing, a node stopped mid-step, a node sent to join a cluster of another name.
+install failing, a node stopped mid-step, a node sent to join a cluster of another name. Then a
+second execution on fresh hosts where n2's join fails for real (its Galera port taken): the target
+fails naming the node, and teardown leaves nothing.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import json
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,11 +37,12 @@ from hostfleet import Disks, Fleet, Lan, provide_ubuntu_names, record
 from machine import Machine
 from runcommand import Invocation, RunCommand
 from secrets_standin import serve_in
-from sm_harness import BUCKET, REGION, Harness, leftovers, offline_world, recording
+from sm_harness import BUCKET, REGION, FaultProxy, Harness, leftovers, offline_world, recording
 from timestream_requests import dimensions, stored_records
 
 from benchfleet import clusterjob, naming, proxyconf
 from benchfleet.agentjob import agent_job
+from benchfleet.aws import clients
 from benchfleet.aws.fleet.cluster import TAG_NODE
 from benchfleet.aws.steps import commands
 from benchfleet.plan import PlanStep
@@ -84,7 +87,16 @@ class ClusterAgent(HostAgent):
         self.machine: dict[str, Machine] = {}  # role -> booted host
         self.volumes: dict[str, list[str]] = {}  # node -> its data volumes' ids (moto's)
         self.served: list[dict[str, Any]] = []  # the secrets the agent read
+        # What happens on the hosts just before a step's command runs (a fault), by step name.
+        self.before: dict[str, Callable[[ClusterAgent], None]] = {}
         self.server: Any = None
+
+    def ran(self, event: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+        self.host_of(event, result["instance_id"])
+        fault = self.before.get(event["step"]["name"])
+        if fault:
+            fault(self)
+        return super().ran(event, result)
 
     def host_of(self, event: dict[str, Any], instance_id: str) -> Machine:
         if self.lan is None:
@@ -467,3 +479,50 @@ def test_the_booted_hosts_are_gone_with_their_instances(execution: Execution) ->
     assert not [n for n in namespaces if n in listed]
     loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True, check=True).stdout
     assert not [f for f in files if str(f) in loops] and not any(f.exists() for f in files)
+
+
+# -- a join failing through the state machine, on fresh hosts --------------------------------------
+
+def occupy_the_group_port(agent: ClusterAgent) -> None:
+    """Something else on n2's host listens on Galera's group communication port (4567) when its
+    set-up runs: its server cannot start, for real."""
+    out = agent.machine["n2"].run("systemd-run --unit=bf-squatter python3 -c \"import socket, time; "
+                                  "s = socket.socket(); s.bind(('0.0.0.0', 4567)); s.listen(); time.sleep(3600)\" "
+                                  "&& sleep 0.5 && systemctl is-active bf-squatter")
+    assert out.stdout.strip() == "active", out.stdout + out.stderr
+
+
+def test_a_node_whose_join_fails_fails_the_target_naming_it_and_teardown_runs(
+        execution: Execution, fleet: Fleet) -> None:
+    """A second execution of the spec on four fresh hosts, n2's server unable to start: the target
+    fails at setup-n2 naming the node and the agent's reason, nothing is sent after it, and teardown
+    leaves nothing (moto, then the hosts)."""
+    h = execution.h
+    agent = ClusterAgent(fleet, execution.agent.runner)
+    agent.before["setup-n2"] = occupy_the_group_port
+    h.agent = agent  # type: ignore[assignment]
+    calls = len(h.calls)
+    run_id = f"{RUN}-join-fails"
+    # The SendTaskFailure step_callback sends (its cause: moto's history and Map errors leave it out).
+    failures: list[dict[str, Any]] = []
+    clients.override("stepfunctions", lambda: FaultProxy(boto3.client("stepfunctions", region_name=REGION),
+                                                         faults={"send_task_failure": failures.append}))
+    try:
+        started = time.monotonic()
+        result = h.run(SPEC, name=run_id, timeout_s=600)
+        record("cluster_join_fails_execution_s", time.monotonic() - started)
+    finally:
+        clients.override("stepfunctions", None)
+        agent.close()
+    assert result["status"] == "FAILED", h.explain(result)
+    assert [(s.step, s.status) for s in agent.sent] == [("setup-n1", "Success"), ("setup-n2", "Failed")]
+    (failure,) = failures
+    assert failure["error"] == "AgentFailed"
+    cause = failure["cause"]
+    assert cause.startswith("setup-n2 on n2") and "node n2" in cause and "Address already in use" in cause, cause
+    summary = json.loads(boto3.client("s3", region_name=REGION).get_object(
+        Bucket=BUCKET, Key=naming.summary_key(run_id))["Body"].read())
+    (target,) = summary["targets"]
+    assert "AgentFailed" in json.dumps(target["repetitions"][0]["error"])
+    assert [c.module for c in h.calls[calls:]].count("teardown") == 1 and leftovers(run_id) == []
+    assert not [m for m in agent.machine.values() if m in fleet.machines]
