@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -40,30 +41,51 @@ def write_spec(tmp_path: Path, name: str, threads: list[int], duration: int = DU
     return path
 
 
-def env(home: Path) -> dict[str, str]:
-    return dict(os.environ, BENCHFLEET_HOME=str(home), PYTHONPATH=str(REPO / "lambdas"), COLUMNS="200")
+@contextlib.contextmanager
+def run_tmp() -> Iterator[Path]:
+    """A temporary dir of the run's own (its TMPDIR), so the leftover checks read only what this run
+    created: the system's is shared with every other test and user, whose clusters come and go in
+    it. Under the system's, with a short name (a node's socket path must stay short) and traversable
+    by the nodes' user (the private dirs are made in it)."""
+    path = Path(tempfile.mkdtemp(prefix="bf-lc-"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
-def cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "benchfleet.cli", *args], env=env(home), capture_output=True,
-                          text=True, timeout=300, check=False)
+@pytest.fixture
+def tmpdir_of_run(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """run_tmp() for a test, also as this process's temporary dir (runs started in process)."""
+    with run_tmp() as path:
+        monkeypatch.setenv("TMPDIR", str(path))
+        monkeypatch.setattr(tempfile, "tempdir", str(path))
+        yield path
 
 
-def ours(home: Path) -> list[str]:
-    """Processes a cluster of this home left: nodes (their private dirs) and proxies."""
+def env(home: Path, tmp: Path) -> dict[str, str]:
+    return dict(os.environ, BENCHFLEET_HOME=str(home), PYTHONPATH=str(REPO / "lambdas"), COLUMNS="200",
+                TMPDIR=str(tmp))
+
+
+def cli(home: Path, tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "benchfleet.cli", *args], env=env(home, tmp),
+                          capture_output=True, text=True, timeout=300, check=False)
+
+
+def ours(home: Path, tmp: Path) -> list[str]:
+    """Processes a cluster of this run left: nodes (their private dirs, in the run's temporary dir)
+    and proxies."""
     out = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True).stdout
     return [line for line in out.splitlines()
-            if ("mariadbd" in line or "haproxy" in line) and (PRIVATE_PREFIX in line or str(home) in line)]
+            if ("mariadbd" in line or "haproxy" in line) and (str(tmp) in line or str(home) in line)]
 
 
-def assert_nothing_left(home: Path, before: set[str]) -> None:
+def assert_nothing_left(home: Path, tmp: Path) -> None:
     assert [p for p in (home / "servers").iterdir()] == []
-    assert set(Path(tempfile.gettempdir()).glob(PRIVATE_PREFIX + "*")) - {Path(p) for p in before} == set()
-    assert not [line for line in ours(home) if not any(b in line for b in before)]
-
-
-def private_dirs() -> set[str]:
-    return {str(p) for p in Path(tempfile.gettempdir()).glob(PRIVATE_PREFIX + "*")}
+    assert list(tmp.glob(PRIVATE_PREFIX + "*")) == []
+    assert ours(home, tmp) == []
 
 
 @pytest.fixture(scope="module")
@@ -71,12 +93,12 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """One `benchfleet run` of a 3-node cluster behind HAProxy, two thread counts."""
     tmp = tmp_path_factory.mktemp("cluster")
     home = tmp / "home"
-    before = private_dirs()
-    started = time.monotonic()
-    done = cli(home, "run", str(write_spec(tmp, "cluster-it", [1, 4])))
-    wall = time.monotonic() - started
-    run_id = json.loads(cli(home, "runs", "--format", "json").stdout)[0]["run_id"]
-    yield {"home": home, "done": done, "run_id": run_id, "before": before, "wall_s": wall}
+    with run_tmp() as run_dir:
+        started = time.monotonic()
+        done = cli(home, run_dir, "run", str(write_spec(tmp, "cluster-it", [1, 4])))
+        wall = time.monotonic() - started
+        run_id = json.loads(cli(home, run_dir, "runs", "--format", "json").stdout)[0]["run_id"]
+        yield {"home": home, "done": done, "run_id": run_id, "tmp": run_dir, "wall_s": wall}
 
 
 def test_the_run_prints_tps_p99_and_flow_control_per_thread_count(demo: dict[str, Any]) -> None:
@@ -85,7 +107,7 @@ def test_the_run_prints_tps_p99_and_flow_control_per_thread_count(demo: dict[str
     out = done.stdout
     assert "nodes n2, n3 joining (state transfer)" in out and "starting haproxy" in out
     assert "p99 ms" in out and "cluster status per second" in out and "fc paused" in out
-    results = json.loads(cli(demo["home"], "results", demo["run_id"], "--format", "json").stdout)
+    results = json.loads(cli(demo["home"], demo["tmp"], "results", demo["run_id"], "--format", "json").stdout)
     assert [(r["threads"], r["tps_mean"] > 0) for r in results["comparison"]] == [(1, True), (4, True)]
     cluster = {r["threads"]: r for r in results["status"]["cluster"]}
     assert set(cluster) == {1, 4}
@@ -99,7 +121,7 @@ def test_the_run_prints_tps_p99_and_flow_control_per_thread_count(demo: dict[str
 
 
 def test_every_node_and_proxy_backend_was_read_every_second(demo: dict[str, Any]) -> None:
-    rows = json.loads(cli(demo["home"], "results", demo["run_id"], "--status", "--format", "json").stdout)
+    rows = json.loads(cli(demo["home"], demo["tmp"], "results", demo["run_id"], "--status", "--format", "json").stdout)
     measured = [r for r in rows if r["step"] == "t0004"]
     sources = {r["source"] for r in measured}
     assert sources == {"n1", "n2", "n3", "proxy/n1", "proxy/n2", "proxy/n3"}
@@ -144,17 +166,17 @@ def test_the_cross_zone_line_is_what_the_nodes_measured_would_cost(demo: dict[st
 
 
 def test_the_run_leaves_nothing(demo: dict[str, Any]) -> None:
-    assert_nothing_left(demo["home"], demo["before"])
+    assert_nothing_left(demo["home"], demo["tmp"])
     print(f"local_cluster_run_wall_s={demo['wall_s']:.1f}")
 
 
 def test_a_node_that_never_joins_fails_the_target_naming_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                             capsys: pytest.CaptureFixture[str]) -> None:
+                                                             capsys: pytest.CaptureFixture[str],
+                                                             tmpdir_of_run: Path) -> None:
     from benchfleet.cli import main
 
     home = tmp_path / "home"
     monkeypatch.setenv("BENCHFLEET_HOME", str(home))
-    before = private_dirs()
     write = local_galera.LocalCluster._write_cnf
 
     def broken_n3(self: local_galera.LocalCluster, node: Any, addresses: Any) -> None:
@@ -168,14 +190,13 @@ def test_a_node_that_never_joins_fails_the_target_naming_it(tmp_path: Path, monk
     out = capsys.readouterr().out
     assert "galera-r1: node n3 did not join the cluster" in " ".join(out.split()), out
     assert "nosuchmethod" in out, out  # the node's own reason, from its log
-    assert_nothing_left(home, before)
+    assert_nothing_left(home, tmpdir_of_run)
 
 
-def test_one_node_stopped_mid_step_fails_the_step_with_the_reason(tmp_path: Path) -> None:
+def test_one_node_stopped_mid_step_fails_the_step_with_the_reason(tmp_path: Path, tmpdir_of_run: Path) -> None:
     home = tmp_path / "home"
-    before = private_dirs()
     proc = subprocess.Popen([sys.executable, "-m", "benchfleet.cli", "run",
-                             str(write_spec(tmp_path, "node-stopped", [2], duration=20))], env=env(home),
+                             str(write_spec(tmp_path, "node-stopped", [2], duration=20))], env=env(home, tmpdir_of_run),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     deadline = time.monotonic() + 180
     pid = None
@@ -195,16 +216,16 @@ def test_one_node_stopped_mid_step_fails_the_step_with_the_reason(tmp_path: Path
     assert proc.returncode == 1, output
     said = " ".join(output.split())
     assert "t0002" in said and "n3" in said and ("not Synced at full size" in said or "stopped for" in said), said
-    assert_nothing_left(home, before)
+    assert_nothing_left(home, tmpdir_of_run)
 
 
 def test_a_proxy_that_fails_to_start_fails_the_target_and_leaves_nothing(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        tmpdir_of_run: Path) -> None:
     from benchfleet.cli import main
 
     home = tmp_path / "home"
     monkeypatch.setenv("BENCHFLEET_HOME", str(home))
-    before = private_dirs()
     render = local_galera.proxyconf.render
 
     def broken(*args: Any, **kwargs: Any) -> str:  # a configuration haproxy refuses: its install failed
@@ -215,17 +236,16 @@ def test_a_proxy_that_fails_to_start_fails_the_target_and_leaves_nothing(
     captured = capsys.readouterr()
     said = " ".join((captured.out + captured.err).split())
     assert "haproxy exited at start" in said and "no-such-haproxy-keyword" in said, said[-3000:]
-    assert_nothing_left(home, before)
+    assert_nothing_left(home, tmpdir_of_run)
 
 
-def test_an_abort_during_state_transfer_leaves_nothing(tmp_path: Path) -> None:
+def test_an_abort_during_state_transfer_leaves_nothing(tmp_path: Path, tmpdir_of_run: Path) -> None:
     home = tmp_path / "home"
-    before = private_dirs()
     spec = write_spec(tmp_path, "abort-sst", [2])
     # SIGINT at its default, as in a terminal (test_local_run does the same): a shell's `&` job (no job
     # control) inherits it ignored, and Python then never turns it into KeyboardInterrupt, so the run
     # went on and succeeded when the suite was started in the background.
-    proc = subprocess.Popen([sys.executable, "-m", "benchfleet.cli", "run", str(spec)], env=env(home),
+    proc = subprocess.Popen([sys.executable, "-m", "benchfleet.cli", "run", str(spec)], env=env(home, tmpdir_of_run),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
@@ -240,4 +260,4 @@ def test_an_abort_during_state_transfer_leaves_nothing(tmp_path: Path) -> None:
     output = proc.communicate(timeout=120)[0]
     assert proc.returncode != 0, output
     assert "interrupted" in output, output
-    assert_nothing_left(home, before)
+    assert_nothing_left(home, tmpdir_of_run)
