@@ -119,12 +119,21 @@ def test_a_stopped_server_or_agent_fails_the_step_with_the_reason(bf_home: Path,
     assert_nothing_left(bf_home, proc)
 
 
+# The library's cnf that no workload of the library is paired with: started here, on a server this test
+# starts anyway, instead of a server of its own in test_workloads_smoke (which starts every other cnf).
+UNPAIRED_CNF = "relaxed"
+
+
 def test_benchfleet_killed_while_its_server_is_stopped_takes_the_server_with_it(bf_home: Path,
                                                                                 tmp_path: Path) -> None:
-    proc = start_run(bf_home, write_spec(tmp_path, duration=60))
+    proc = start_run(bf_home, write_spec(tmp_path, duration=60, mysql_config=UNPAIRED_CNF))
     wait_for("the measure step's first samples", lambda: samples_in(bf_home, "t0002") >= 1)
     pid = server_pid(bf_home)
     assert pid
+    # The server measured runs the library's relaxed.cnf as rendered (its settings in its my.cnf).
+    (record,) = (bf_home / "servers").glob("*.json")
+    rendered = (Path(json.loads(record.read_text())["dir"]) / "my.cnf").read_text()
+    assert "innodb_flush_log_at_trx_commit = 2" in rendered and "sync_binlog = 0" in rendered, rendered
     os.kill(pid, signal.SIGSTOP)  # a stopped server never acts on SIGTERM
     with resumed_at_end(pid):
         proc.kill()
