@@ -50,7 +50,15 @@ Two parts, both through benchfleet's own verdict code (benchfleet.stats.verdict)
    ~15 on 2 cores) 4-thread blocks of one repetition swung between 1,200 and 5,500 tps, and no design
    of 4 s blocks resolves that.
 
-    .venv/bin/python tests/perf/resolution.py [--sims 20000] [--seed 24] [--no-local] [--spec S] [--home D]
+   One run's gain is itself a noisy figure: it is the ratio of two half-widths, each estimated from a few
+   degrees of freedom (3 repetitions a side unpaired), so with a true gain of 3 a single run falls below 3
+   about half the time. ``--runs N`` runs the spec N times and prints each run's figures (``_run<i>``) and
+   the gain's ``resolution_gain_median=`` / ``_min=`` / ``_max=``. Each run also prints
+   ``aa_false_verdicts=k/m``: the paired verdicts of faster or slower among its m (every one is false in an
+   A/A test; about 1 in 20 is expected by chance), so a "good" gain beside a false verdict is read as what
+   it is.
+
+    .venv/bin/python tests/perf/resolution.py [--sims 20000] [--seed 24] [--no-local] [--spec S] [--home D] [--runs N]
 """
 
 from __future__ import annotations
@@ -175,6 +183,7 @@ def local_aa(home: Path, spec: Path, run: bool = True) -> dict[str, float | str]
                                     text=True, env=env, check=True).stdout)["statistics"]
     found: dict[str, float | str] = {}
     paired, unpaired = [], []
+    false_verdicts: list[str] = []   # an A/A verdict of faster or slower is a false one
     for row in doc["rows"]:
         rel = row.get("relative")
         if not rel or rel.get("design") != "paired":
@@ -185,6 +194,8 @@ def local_aa(home: Path, spec: Path, run: bool = True) -> dict[str, float | str]
         apart = relative_difference(row["tps"]["values"], base["tps"]["values"]).halfwidth_pct
         if apart is None:
             return f"no interval for {row['label']} at {row['threads']} threads measured apart"
+        if rel.get("verdict") in ("faster", "slower"):
+            false_verdicts.append(f"t{row['threads']} {rel['verdict']} {rel['pct']:+.1f}%")
         paired.append(rel["halfwidth_pct"])
         unpaired.append(apart)
         found[f"paired_halfwidth_pct_t{row['threads']}"] = rel["halfwidth_pct"]
@@ -200,6 +211,8 @@ def local_aa(home: Path, spec: Path, run: bool = True) -> dict[str, float | str]
         found[f"flush_onset_s_rep{rep}"] = onset if onset is not None else "none within the run"
     if onsets and warmup_s is not None:
         found["flush_onset_in_warmup"] = f"{sum(o is not None and o < warmup_s for o in onsets.values())}/{len(onsets)}"
+    found["aa_false_verdicts"] = f"{len(false_verdicts)}/{len(paired)}" + (
+        f" ({', '.join(false_verdicts)})" if false_verdicts else "")
     return {"paired_halfwidth_pct": statistics.fmean(paired), "unpaired_halfwidth_pct": statistics.fmean(unpaired),
             **found}
 
@@ -213,6 +226,8 @@ def main() -> int:
     parser.add_argument("--spec", type=Path, default=SPEC, help="the A/A spec to run (default: aa-resolution)")
     parser.add_argument("--home", type=Path, help="read the newest run of the spec from this benchfleet home "
                         "instead of running it")
+    parser.add_argument("--runs", type=int, default=1, help="run the A/A spec this many times, one after another "
+                        "(figures of each with _run<i>, and the gain's median, min and max)")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     noise = args.step_noise_pct / 100
@@ -239,19 +254,39 @@ def main() -> int:
         return 0
     if args.home:
         local = local_aa(args.home, args.spec, run=False)
-    else:
-        show("cpus", str(os.cpu_count()))
-        show("load_avg_1m_before", os.getloadavg()[0])
+        if isinstance(local, str):
+            show("local_run", local)
+            return 0
+        for name, value in local.items():
+            show(name, value)
+        show("resolution_gain", gain(local))
+        return 0
+    show("cpus", str(os.cpu_count()))
+    gains = []
+    for i in range(1, args.runs + 1):
+        suffix = f"_run{i}" if args.runs > 1 else ""
+        show(f"load_avg_1m_before{suffix}", os.getloadavg()[0])
         with tempfile.TemporaryDirectory(prefix="bf-resolution-") as home:
             local = local_aa(Path(home), args.spec)
-        show("load_avg_1m_after", os.getloadavg()[0])
-    if isinstance(local, str):
-        show("local_run", local)
-        return 0
-    for name, value in local.items():
-        show(name, value)
-    show("resolution_gain", float(local["unpaired_halfwidth_pct"]) / float(local["paired_halfwidth_pct"]))
+        show(f"load_avg_1m_after{suffix}", os.getloadavg()[0])
+        if isinstance(local, str):
+            show(f"local_run{suffix}", local)
+            continue
+        for name, value in local.items():
+            show(name + suffix, value)
+        gains.append(gain(local))
+        show(f"resolution_gain{suffix}", gains[-1])
+    if args.runs > 1 and gains:
+        show("resolution_gain_runs", f"{len(gains)}/{args.runs}")
+        show("resolution_gain_median", statistics.median(gains))
+        show("resolution_gain_min", min(gains))
+        show("resolution_gain_max", max(gains))
     return 0
+
+
+def gain(local: dict[str, float | str]) -> float:
+    """resolution_gain: the unpaired half-width over the paired one (means over the thread counts)."""
+    return float(local["unpaired_halfwidth_pct"]) / float(local["paired_halfwidth_pct"])
 
 
 if __name__ == "__main__":
