@@ -480,29 +480,39 @@ def _write_pair_report(store: Any, baseline_run: str, run: str, output: str | No
         raise CliError(f"{target}: cannot write the report: {e.strerror or e}", EXIT_FAILED) from None
 
 
+HISTORY_REMOTE_RUNS = 30  # the newest succeeded runs a remote history loads
+
+
 def _history(args: argparse.Namespace) -> int:
-    """The trend of consecutive runs of one comparison (or schedule) name, regressions flagged."""
+    """The trend of consecutive runs of one comparison (or schedule) name, regressions flagged. With
+    --remote, the last HISTORY_REMOTE_RUNS succeeded runs of that name are first loaded from what the
+    cloud stores (the agents' raw output and spec.json, as ``results RUN --remote`` loads one run):
+    summary.json holds per-step outcomes, not the comparison. Either way every run's points are its
+    ``run_comparison`` from the local store: one definition of a run's figures for both."""
     from benchfleet import history as hist
+    from benchfleet.local.store import open_store
+    from benchfleet.stats import run_comparison
 
-    if args.remote:
-        from benchfleet import remote
+    points = []
+    with open_store(home(), write=args.remote) as store:
+        if args.remote:
+            from benchfleet import remote
 
-        doc = remote.history(args.history, args.api_url)
-    else:
-        from benchfleet.local.store import open_store
-        from benchfleet.stats import run_comparison
-
-        points = []
-        with open_store(home(), write=False) as store:
-            for run in reversed(store.runs()):
-                if run["name"] == args.history and run["status"] == "succeeded":
-                    doc = run_comparison(store, run["run_id"])
-                    if doc.get("trial"):
-                        continue  # a smoke or stand-in run says nothing about the spec's trend
-                    points += hist.points_from_comparison(doc, run_id=run["run_id"], started_at=run["started_at"])
-        if not points:
-            raise CliError(f"no succeeded runs named {args.history!r}", EXIT_USAGE)
-        doc = hist.history(args.history, points)
+            runs = remote.list_runs(args.api_url, name=args.history, status="SUCCEEDED", limit=HISTORY_REMOTE_RUNS)
+            # When the run started in the cloud (the API's), not when it was loaded here: the order.
+            started = {_sync_remote(str(run["run_id"]), args.api_url, store): run.get("started_at") for run in runs}
+        else:
+            started = {run["run_id"]: run["started_at"] for run in store.runs()
+                       if run["name"] == args.history and run["status"] == "succeeded"}
+        for run_id, started_at in started.items():
+            doc = run_comparison(store, run_id)
+            if doc.get("trial"):
+                continue  # a smoke or stand-in run says nothing about the spec's trend
+            points += hist.points_from_comparison(doc, run_id=run_id, started_at=started_at)
+    if not points:
+        where = "in the cloud" if args.remote else "here"
+        raise CliError(f"no succeeded runs named {args.history!r} {where}", EXIT_USAGE)
+    doc = hist.history(args.history, points)
     if args.format == "json":
         print(json.dumps(doc, indent=2, default=str))
     else:

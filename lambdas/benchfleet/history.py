@@ -18,8 +18,9 @@ never paired), with the threshold (``threshold_pct``, 10 % by default) as the ma
 0.6 % rather than 5 %, which flagged a true 10 % drop at 3 repetitions a quarter of the time.)
 A slow slide of small steps is visible in ``vs_first_pct``.
 
-Pure functions over plain rows (standard library only): the CLI feeds rows from the local store or
-from the API (one ``stats.comparison`` document per run).
+Pure functions over plain rows (standard library only): the CLI feeds them one ``stats.run_comparison``
+document per run from the local store (with ``--remote``, after loading each cloud run's raw output
+into it, as ``results RUN --remote`` does: the API's summary.json holds no comparison rows).
 """
 
 from __future__ import annotations

@@ -233,27 +233,6 @@ def cancel(run_id: str, api_url: str | None = None, **kwargs: Any) -> dict[str, 
     return doc
 
 
-def history(name: str, api_url: str | None = None, *, threshold_pct: float | None = None,
-            max_runs: int = 30, **kwargs: Any) -> dict[str, Any]:
-    """``results --history NAME --remote``: the last ``max_runs`` succeeded runs of that comparison
-    or schedule name, their results, and the trend with regressions (benchfleet.history)."""
-    from benchfleet import history as hist
-
-    url = resolve_api_url(api_url)
-    runs = list_runs(url, name=name, status="SUCCEEDED", limit=max_runs, **kwargs)
-    points = []
-    for run in runs:
-        try:
-            doc = results(run["run_id"], url, **kwargs)
-        except RemoteError as e:
-            if e.status in (404, 409):  # no summary (yet): leave the run out
-                continue
-            raise
-        points += hist.points_from_comparison(doc, run_id=run["run_id"], started_at=run.get("started_at"))
-    threshold = hist.DEFAULT_THRESHOLD_PCT if threshold_pct is None else threshold_pct
-    return hist.history(name, points, threshold)
-
-
 def _checked(run_id: str) -> str:
     if not naming.RUN_ID.match(run_id):
         raise RemoteError(0, f"{run_id!r} is not a run id", "id")

@@ -191,16 +191,6 @@ def test_list_runs_follows_pages_and_results_and_cancel(api):
     assert remote.cancel(ids[0], url)["status"] == "ABORTED"
 
 
-def test_history_over_the_api_flags_the_regression(api):
-    url, state = api
-    for i, tps in enumerate([1000.0, 1005.0, 800.0]):
-        remote.submit(SPEC, url, idempotency_key=f"nightly-{i}")
-        state["tps"][f"nightly-{i}"] = tps
-    doc = remote.history("nightly", url)
-    assert doc["runs"] == ["nightly-0", "nightly-1", "nightly-2"]
-    assert [r["run_id"] for r in doc["latest_regressions"]] == ["nightly-2"]
-
-
 def test_api_url_from_the_stack_outputs(monkeypatch):
     monkeypatch.delenv("BENCHFLEET_API_URL", raising=False)
 
