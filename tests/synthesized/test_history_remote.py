@@ -93,3 +93,8 @@ def test_history_remote_trends_what_the_cloud_stores(deployed: Any, bf_home: Any
     assert rows["nightly-2"]["verdict"] in ("steady", "rise", "drop"), rows["nightly-2"]
     assert rows["nightly-3"]["verdict"] == "regression" and -22 < rows["nightly-3"]["delta_pct"] < -18
     assert code == 1  # the newest run regressed
+    # The table says so: each run's tps and change, the newest flagged.
+    assert main(["results", "--history", NAME, "--remote", "--api-url", API_URL]) == 1
+    table = capsys.readouterr().out
+    assert table.startswith(f"history of {NAME}: 3 run(s)") and table.count("REGRESSION") == 1
+    assert "nightly-3" in table.splitlines()[-2] and "REGRESSION" in table.splitlines()[-2]  # last: multiplicity
