@@ -406,7 +406,7 @@ def test_the_proxysql_status_source_logs_in_with_the_password_kept_on_the_client
     status = agent.benchfleet_status
     assert status._kept_password(str(kept), "stats") == "s-pw"
     assert status._kept_password(str(tmp_path / "missing.json"), "stats") == ""  # the reading then says why
-    assert status._kept_password(None, "stats") == ""
+    assert status._kept_password(None, "stats") is None
 
 
 def test_the_proxysql_status_source_of_a_proxy_host_logs_in_with_the_steps_own_password() -> None:

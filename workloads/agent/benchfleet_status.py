@@ -345,8 +345,7 @@ class _ProxysqlSource(MysqlSource):
         super().__init__(name, conn, [], host=source.get("host"), port=source.get("port"), user=source.get("user"),
                          # no password_file: a proxy on a host of its own, whose statistics user has
                          # the job's password (the secret's: clusterjob, stats_password secret)
-                         password=source.get("password") or (_kept_password(source["password_file"], "stats")
-                                                             if source.get("password_file") else None),
+                         password=source.get("password") or _kept_password(source.get("password_file"), "stats"),
                          tls="off", query=PROXYSQL_QUERY)
         self.backends = dict(source.get("backends") or {})
 
@@ -357,11 +356,12 @@ class _ProxysqlSource(MysqlSource):
         return parse_proxysql_pool(rows, self.backends), None
 
 
-def _kept_password(path: Optional[str], key: str) -> str:
+def _kept_password(path: Optional[str], key: str) -> Optional[str]:
     """A password the proxy's set-up kept on this host (JSON, root only: proxyconf.PROXY_PASSWORD_FILE);
-    "" when there is none (the reading then says the login failed)."""
+    None without a file (the source then logs in with none), "" when the file has none (the reading
+    then says the login failed)."""
     if not path:
-        return ""
+        return None
     try:
         with open(path) as f:
             return str(json.load(f).get(key) or "")
