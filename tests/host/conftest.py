@@ -24,6 +24,7 @@ sys.path.insert(0, str(HERE.parent / "statemachine"))  # sm_harness: the in-proc
 
 import userland  # noqa: E402
 from hostfleet import TIMINGS, Fleet, record  # noqa: E402
+from lanprobe import lan_unavailable  # noqa: E402
 from runcommand import RunCommand, zip_asset  # noqa: E402
 from synth import Template  # noqa: E402
 
@@ -42,12 +43,23 @@ def unavailable() -> str | None:
     return None
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "lan: builds a hostfleet.Lan (needs the kernel's bridge and veth links)")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    host = [item for item in items if HERE in Path(str(item.fspath)).parents]
     why = unavailable()
     if why:
-        for item in items:
-            if HERE in Path(str(item.fspath)).parents:
-                item.add_marker(pytest.mark.skip(reason=f"host tier: {why}"))
+        for item in host:
+            item.add_marker(pytest.mark.skip(reason=f"host tier: {why}"))
+        return
+    # Probed only when a test that builds a Lan was collected: the single-server tests need none.
+    lan = [item for item in host if item.get_closest_marker("lan")]
+    why = lan_unavailable() if lan else None
+    if why:
+        for item in lan:
+            item.add_marker(pytest.mark.skip(reason=f"host tier: {why}"))
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
