@@ -167,23 +167,42 @@ def test_collect_refuses_a_clusters_status_from_an_unknown_source_or_missing_a_n
     assert collect(len(cases) + 2, cluster_records("n1", "n2", "n3", "proxy"), 240, CLUSTER)["status"] > 3 * readings
 
 
-@pytest.mark.parametrize("case", HOSTILE)
-def test_the_local_runner_refuses_the_same_output_for_the_same_reason(case: str, tmp_path: Path,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    mutate, duration, reason = HOSTILE[case]
+def run_local_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, records: list[dict[str, Any]], duration: int,
+                   target: dict[str, Any]) -> Any:
+    """The local runner's step path (runner._run_step) with an agent that prints ``records``, whatever the job."""
     output = tmp_path / "agent.jsonl"
-    output.write_text(jsonl(mutate(fixture_records())))
-    agent = tmp_path / "agent.py"  # an agent that prints the output, whatever the job
+    output.write_text(jsonl(records))
+    agent = tmp_path / "agent.py"
     agent.write_text(f"import sys\nsys.stdin.read()\nsys.stdout.write(open({str(output)!r}).read())\n")
     monkeypatch.setattr(runner, "agent_path", lambda: agent)
     loaded = inline_loaded(parse_spec({"name": "s", "workload": {"name": "w", "test": "oltp_read_only",
                                                                  "threads": [1], "duration_s": duration},
-                                       "targets": [{"id": TARGET, "kind": "local"}]}), "s")
+                                       "targets": [target]}), "s")
     step = PlanStep(index=1, name="t0001", kind="measure", threads=1, duration_s=duration)
     observer = types.SimpleNamespace(sample=lambda *a: None)
     server = types.SimpleNamespace(config_hash=None)
     result = runner.RunResult(run_id=RUN, status="running")
+    return runner._run_step(loaded, loaded.spec.targets[0], 1, step, RUN, Connection("127.0.0.1", 1, "u", "p"),
+                            server, tmp_path, observer, result)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("case", HOSTILE)
+def test_the_local_runner_refuses_the_same_output_for_the_same_reason(case: str, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    mutate, duration, reason = HOSTILE[case]
     with pytest.raises(runner.StepFailed) as refused:
-        runner._run_step(loaded, loaded.spec.targets[0], 1, step, RUN, Connection("127.0.0.1", 1, "u", "p"),
-                         server, tmp_path, observer, result)  # type: ignore[arg-type]
+        run_local_step(tmp_path, monkeypatch, mutate(fixture_records()), duration, {"id": TARGET, "kind": "local"})
     assert reason in str(refused.value) and "not stored as a result" in str(refused.value)
+
+
+def test_the_local_runner_refuses_a_clusters_status_from_a_source_it_does_not_have(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The local cluster's sources (its nodes and proxy) go to the same check as collect's: a row from
+    a fourth node is refused, every node and the proxy are stored."""
+    target = {"id": TARGET, "kind": "local", "cluster": {"nodes": 3, "proxy": "haproxy"}}
+    with pytest.raises(runner.StepFailed) as refused:
+        run_local_step(tmp_path, monkeypatch, cluster_records("n1", "n2", "n3", "proxy", "n4"), 240, target)
+    assert ("status rows from 'n4', which is not one of this target's sources (n1, n2, n3, proxy)"
+            in str(refused.value)) and "not stored as a result" in str(refused.value)
+    stored = run_local_step(tmp_path, monkeypatch, cluster_records("n1", "n2", "n3", "proxy"), 240, target)
+    assert {r.source for r in stored.status} == {"n1", "n2", "n3", "proxy"}
