@@ -11,7 +11,7 @@ from moto import mock_aws
 
 from benchfleet import naming
 from benchfleet.aws.errors import CollectFailed
-from benchfleet.aws.steps.collect import read_raw
+from benchfleet.aws.steps.collect import keep_raw, read_raw
 
 BUCKET = "bf-results"
 FIXTURE = naming.host_output_prefix("arn:aws:ec2:us-east-1:123456789012:instance/i-0abc", "run-1", "m6g", 1, "t0001")
@@ -30,13 +30,18 @@ def s3():
         yield client
 
 
-def test_one_command_is_read_and_copied_to_the_raw_key(s3) -> None:
+def test_one_command_is_read_and_the_raw_key_is_read_back_once_kept(s3) -> None:
     key, body = stdout("cmd-1", 916.0)
     s3.put_object(Bucket=BUCKET, Key=key, Body=body)
-    text = read_raw(s3, BUCKET, run_id="run-1", target_id="m6g", repetition=1, step="t0001", output_prefix=FIXTURE)
-    assert text.startswith('{"type":') and "916.0" in text
-    raw = s3.get_object(Bucket=BUCKET, Key=naming.raw_key("run-1", "m6g", 1, "t0001"))["Body"].read().decode()
-    assert raw == text
+    text, kept = read_raw(s3, BUCKET, run_id="run-1", target_id="m6g", repetition=1, step="t0001",
+                          output_prefix=FIXTURE)
+    assert text.startswith('{"type":') and "916.0" in text and not kept
+    raw = naming.raw_key("run-1", "m6g", 1, "t0001")
+    # Reading writes nothing: the raw key is collect's to write once it accepted the output.
+    assert "Contents" not in s3.list_objects_v2(Bucket=BUCKET, Prefix=raw)
+    keep_raw(s3, BUCKET, raw, text)
+    assert read_raw(s3, BUCKET, run_id="run-1", target_id="m6g", repetition=1, step="t0001",
+                    output_prefix=FIXTURE) == (text, True)
 
 
 def test_output_of_two_commands_for_one_step_is_refused_not_merged(s3) -> None:

@@ -116,6 +116,13 @@ def collect(repetition: int, records: list[dict[str, Any]], duration_s: int, tar
     return dict(call("collect", event))
 
 
+def raw_keys() -> list[str]:
+    """The run's raw keys (``naming.raw_key``): what ``results --remote`` and the history load as results."""
+    prefix = naming.raw_key(RUN, TARGET, 1, "t0001").split(f"/{TARGET}/")[0] + "/"
+    listed = boto3.client("s3", region_name=REGION).list_objects_v2(Bucket=BUCKET, Prefix=prefix)
+    return [o["Key"] for o in listed.get("Contents", [])]
+
+
 def test_collect_refuses_what_local_mode_refuses_and_stores_nothing(aws) -> None:  # noqa: F811
     proxies, _ = aws
     for repetition, (case, (mutate, duration, reason)) in enumerate(HOSTILE.items(), start=1):
@@ -123,6 +130,7 @@ def test_collect_refuses_what_local_mode_refuses_and_stores_nothing(aws) -> None
             collect(repetition, mutate(fixture_records()), duration)
         assert reason in str(refused.value), case
     assert proxies["timestream-write"].records_per_call == []  # nothing stored
+    assert raw_keys() == []  # nor kept where results --remote and the history would load it
     assert collect(len(HOSTILE) + 1, fixture_records(), 240)["samples"] == 240  # the fixture itself is
     # A variant's step: stored with its rows labelled as the plan's step is, and its result says which.
     mine = [r | {"variant": "relaxed", "block": 1} for r in fixture_records()]
@@ -161,6 +169,7 @@ def test_collect_refuses_a_clusters_status_from_an_unknown_source_or_missing_a_n
             collect(repetition, cluster_records(*sources), 240, CLUSTER)
         assert f"step t0001: {reason}" in str(refused.value) and "not stored" in str(refused.value), case
     assert proxies["timestream-write"].records_per_call == []  # nothing stored
+    assert raw_keys() == []
     # Every node and backend, or the proxy's unanswered reading: stored, each under its source.
     readings = len([r for r in fixture_records(status=True) if r["type"] == "status"])
     assert collect(len(cases) + 1, cluster_records(*every), 240, CLUSTER)["status"] > 6 * readings

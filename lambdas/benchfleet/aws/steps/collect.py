@@ -37,13 +37,15 @@ def agent_lines(text: str) -> str:
 
 
 def read_raw(s3: Any, bucket: str, *, run_id: str, target_id: str, repetition: int, step: str,
-             output_prefix: str) -> str:
-    """The step's agent lines: its raw key when collected already, else copied there from the Run
-    Command output under ``output_prefix`` (``naming.host_output_prefix``: the host's own)."""
+             output_prefix: str) -> tuple[str, bool]:
+    """The step's agent lines, and whether they are its raw key's already (collected before), else read
+    from the Run Command output under ``output_prefix`` (``naming.host_output_prefix``: the host's own).
+    Nothing is written here: the raw key holds only output collect accepted (:func:`keep_raw`), because
+    ``results --remote`` and the history load every raw key as a result."""
     key = naming.raw_key(run_id, target_id, repetition, step)
     with aws_errors():
         try:
-            return str(s3.get_object(Bucket=bucket, Key=key)["Body"].read().decode())
+            return str(s3.get_object(Bucket=bucket, Key=key)["Body"].read().decode()), True
         except ClientError as e:
             if error_code(e) not in ("NoSuchKey", "404"):
                 raise
@@ -61,8 +63,13 @@ def read_raw(s3: Any, bucket: str, *, run_id: str, target_id: str, repetition: i
             raise CollectFailed(f"{target_id} rep {repetition} step {step}: output of {len(commands)} commands "
                                 f"({', '.join(commands)}) under s3://{bucket}/{prefix}; a step runs once")
         text = "\n".join(agent_lines(s3.get_object(Bucket=bucket, Key=k)["Body"].read().decode()) for k in keys)
+    return text, False
+
+
+def keep_raw(s3: Any, bucket: str, key: str, text: str) -> None:
+    """The accepted step's agent lines under its raw key (what the run's readers load)."""
+    with aws_errors():
         s3.put_object(Bucket=bucket, Key=key, Body=text.encode(), ContentType="application/x-ndjson")
-    return text
 
 
 def status_sources(target: dict[str, Any], kind: str) -> tuple[int, str]:
@@ -159,11 +166,15 @@ def collect_step(s3: Any, cloudwatch: Any, store: ResultsStore, bucket: str, *, 
     """``rds``: a client of the target's region, to ask RDS / Aurora where the database ran;
     ``output_prefix``: where the step's Run Command wrote (``naming.host_output_prefix``)."""
     target_id, name = target["id"], step["name"]
-    text = read_raw(s3, bucket, run_id=run_id, target_id=target_id, repetition=repetition, step=name,
-                    output_prefix=output_prefix)
-    source = f"s3://{bucket}/{naming.raw_key(run_id, target_id, repetition, name)}"
+    text, kept = read_raw(s3, bucket, run_id=run_id, target_id=target_id, repetition=repetition, step=name,
+                          output_prefix=output_prefix)
+    raw = naming.raw_key(run_id, target_id, repetition, name)
+    source = f"s3://{bucket}/{raw}"
     if step["kind"] == SETUP:
-        return setup_result(text, source=source, step=name)
+        done = setup_result(text, source=source, step=name)
+        if not kept:
+            keep_raw(s3, bucket, raw, text)
+        return done
     out = parse(text, source=source)
     if out.errors:
         first = out.errors[0]
@@ -178,6 +189,8 @@ def collect_step(s3: Any, cloudwatch: Any, store: ResultsStore, bucket: str, *, 
                              sources=status_sources(target, kind))
     if problem:
         raise CollectFailed(f"{source}: {problem}; not stored")
+    if not kept:
+        keep_raw(s3, bucket, raw, text)
     for fp in out.fingerprints:
         key = naming.raw_key(run_id, target_id, repetition, "fingerprint").replace(".jsonl", ".json")
         with aws_errors():
