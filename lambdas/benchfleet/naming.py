@@ -88,6 +88,13 @@ def client_token(run_id: str, target_id: str, repetition: int, zone: int, role: 
     return f"bf-{_digest(run_id, target_id, repetition, zone, role, size=32)}"
 
 
+def cluster_name(run_id: str, target_id: str, repetition: int) -> str:
+    """A cluster's ``wsrep_cluster_name``: one per repetition, so no host of another cluster can ever join
+    it; "bf-" and 29 hex digits, 32 characters, the most Galera's handshake carries
+    (``galera.MAX_CLUSTER_NAME``, which ``clusterjob.node_job`` checks)."""
+    return f"bf-{_digest(run_id, target_id, repetition, 0, 'cluster', size=29)}"
+
+
 def instance_arn(partition: str, region: str, account: str, instance_id: str) -> str:
     """An EC2 instance's ARN, as IAM puts it in ``ec2:SourceInstanceARN`` for its instance profile."""
     return f"arn:{partition}:ec2:{region}:{account}:instance/{instance_id}"

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from tests.unit.test_agent_cluster import agent  # the agent as its own tests load it
 
-from benchfleet import clusterjob, proxyconf
+from benchfleet import clusterjob, galera, naming, proxyconf
 from benchfleet.agentjob import agent_job
 from benchfleet.plan import PlanStep
 from benchfleet.spec import Workload
@@ -118,3 +118,10 @@ def test_joins_one_at_a_time_wait_for_their_own_size_and_a_proxy_host_of_its_own
                for h in ("10.0.1.9", "127.0.0.1")]
     assert [s.get("password_file") for s in sources] == [None, proxyconf.PROXY_PASSWORD_FILE]
     assert {s["user"] for s in sources} == {proxyconf.STATS_USER}
+
+
+def test_a_clusters_name_fits_galeras_handshake_and_differs_per_repetition() -> None:
+    names = {naming.cluster_name("run-1", "pxc", rep) for rep in (1, 2)}
+    assert len(names) == 2 and all(len(n) == galera.MAX_CLUSTER_NAME for n in names)
+    # The name start_step gave before it moved here: the same per repetition, so a run's jobs keep it.
+    assert naming.cluster_name("run-1", "pxc", 1) == naming.client_token("run-1", "pxc", 1, 0, "cluster")[:32]

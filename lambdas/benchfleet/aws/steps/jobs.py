@@ -90,10 +90,7 @@ def cluster_setup_job(state: StepState, volumes: list[dict[str, str]] | None = N
         names = [n for n, _ in nodes]
         return clusterjob.node_job(
             **ids, flavor=str(setup["flavor"]), node=name, host=dict(nodes)[name], nodes=nodes,
-            # wsrep_cluster_name: one per repetition, so no host of another cluster can ever join it
-            # ("bf-" and 29 hex digits of the digest: Galera's handshake carries 32 characters at most)
-            cluster_name=naming.client_token(state.run_id, target["id"], state.repetition, 0,
-                                             "cluster")[:galera.MAX_CLUSTER_NAME],
+            cluster_name=naming.cluster_name(state.run_id, target["id"], state.repetition),
             mysql_config=str(setup["mysql_config"]), cnf=str(setup["cnf"]), storage=storage,
             password_secret_arn=secrets["n1"], expected_size=names.index(name) + 1,
             synced_timeout_s=max(60, step.setup_s - 300))
