@@ -330,12 +330,6 @@ export class Permissions {
   }
 
   /**
-   * teardown / teardown_by_tag / janitor / api: terminate and delete only resources of a run of this
-   * stack (instances, their data volumes, databases), in the stack's region and in `extraRegions`
-   * (the sweep regions; ARNs name their region).
-   * No Modify*: benchfleet creates nothing protected, so protection is a person's and stays on.
-   */
-  /**
    * provision: a cluster's password secrets (benchfleet.aws.fleet.cluster), created with the run's tags
    * only (CreateSecret's Tags need TagResource too) and read back by name when a retried provision finds
    * one. In every region at once (the ARN's region is `*`): the home stack's role only, so the regional
@@ -361,6 +355,12 @@ export class Permissions {
     );
   }
 
+  /**
+   * teardown / teardown_by_tag / janitor / api: terminate and delete only resources of a run of this
+   * stack (instances, their data volumes, databases), in the stack's region and in `extraRegions`
+   * (the sweep regions; ARNs name their region).
+   * No Modify*: benchfleet creates nothing protected, so protection is a person's and stays on.
+   */
   public grantTargetDelete(role: iam.IRole, extraRegions: readonly string[] = []): void {
     allowWildcard(role, 'instances');
     allowWildcard(role, 'volumes');

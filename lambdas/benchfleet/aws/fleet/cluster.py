@@ -81,7 +81,7 @@ def provision(ec2: Any, ssm: Any, secretsmanager: Any, settings: Settings, *, ru
         raise TargetFailed(f"target {target['id']}: {problem}")
     password = secrets.token_urlsafe(24)
     out["secrets"] = {}
-    for role in [r for r in READERS if r != "proxy" or (target.get("proxy") or {}).get("instance_type")]:
+    for role in [r for r in READERS if r in host_roles(target)]:  # the proxy's only when it has a host
         out["secrets"][role] = create_secret(secretsmanager, settings,
                                              name=secret_name(run_id, target["id"], repetition, role),
                                              password=password, tags=tags)
