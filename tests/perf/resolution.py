@@ -50,6 +50,29 @@ Two parts, both through benchfleet's own verdict code (benchfleet.stats.verdict)
    ~15 on 2 cores) 4-thread blocks of one repetition swung between 1,200 and 5,500 tps, and no design
    of 4 s blocks resolves that.
 
+   What else keeps the paired interval wide, found on an idle machine (November 27, 2-core VM, the
+   server pinned to CPU 0, relaxed settings), and what did not help:
+   - Write-back bursts: during a step the page cache's dirty data grows ~6 MB/s (most likely the binary
+     log, the one file relaxed's ``sync_binlog = 0`` leaves to the kernel), and the kernel writes an
+     inode's dirty pages once they are 30 s old: every half minute or so the disk takes 50-180 MiB in
+     one second, and 1-thread tps falls by up to 38% in that second. That is the server's own behaviour
+     with these settings (Linux's defaults are the same on EC2), and it lands in one variant's block at
+     random.
+   - Episodes of 3-6 s in which 1-thread tps runs 25-35% low with no disk, steal or iowait signal.
+   In one continuous 40 s step the tps of 10 s blocks varies 1-2% (CV); both kinds of event make two
+   adjacent blocks differ far more than that whenever one of them is hit.
+   - Keeping sysbench off the server's CPU (taskset, and tried in the runner) changed nothing beyond the
+     run-to-run spread: 10 s block CV at 4 threads 2.1 / 0.9 / 1.1% with the client on CPU 1 against
+     2.1 / 9.3 / 1.3% left to the scheduler (three continuous 40 s steps each, alternated), mean tps
+     within 1-4%; A/A gains 1.16-5.07 (median 1.87, five runs) against 1.28-4.06 unpinned in the same
+     hour. The client stays where the scheduler puts it (pinned to one CPU it could also become the
+     bottleneck at high thread counts).
+   - Longer blocks (4 blocks of 10 s a step): one run, gain 2.31.
+   Locally the "separate targets" are fresh servers on one machine: their spread is what changes between
+   repetitions (what else the machine does), not host-to-host variation, and the gain follows it: 0.85
+   on an idle machine, 1.3-5.8 at load 2-7, 1.2-2.0 at load 12-19 (17 runs of the shipped design over
+   two days: median 1.96, 6 of 17 at 3 or more).
+
    One run's gain is itself a noisy figure: it is the ratio of two half-widths, each estimated from a few
    degrees of freedom (3 repetitions a side unpaired), so with a true gain of 3 a single run falls below 3
    about half the time. ``--runs N`` runs the spec N times and prints each run's figures (``_run<i>``) and
