@@ -69,9 +69,9 @@ Two parts, both through benchfleet's own verdict code (benchfleet.stats.verdict)
      bottleneck at high thread counts).
    - Longer blocks (4 blocks of 10 s a step): one run, gain 2.31.
    Locally the "separate targets" are fresh servers on one machine: their spread is what changes between
-   repetitions (what else the machine does), not host-to-host variation, and the gain follows it: 0.85
-   on an idle machine, 1.3-5.8 at load 2-7, 1.2-2.0 at load 12-19 (17 runs of the shipped design over
-   two days: median 1.96, 6 of 17 at 3 or more).
+   repetitions (what else the machine does), not host-to-host variation, and the gain follows it: 17
+   runs of the shipped design over two days gave 0.85-9.76, median 1.96, 6 of 17 at 3 or more; the
+   five at load 12-19 all below 2.
 
    One run's gain is itself a noisy figure: it is the ratio of two half-widths, each estimated from a few
    degrees of freedom (3 repetitions a side unpaired), so with a true gain of 3 a single run falls below 3
