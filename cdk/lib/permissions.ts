@@ -713,7 +713,7 @@ export function grantRdsSecretBinding(role: iam.IRole & Construct): void {
 }
 
 /**
- * A cluster target's password secrets (benchfleet.aws.fleet.cluster.secret_name:
+ * A cluster target's password secrets (benchfleet.naming.cluster_secret_name:
  * benchfleet/<run>/<target>/rep-<n>/<host>), in any region a target may run in; every statement on
  * them is conditioned on this stack's tags.
  */

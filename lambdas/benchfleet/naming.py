@@ -95,6 +95,27 @@ def cluster_name(run_id: str, target_id: str, repetition: int) -> str:
     return f"bf-{_digest(run_id, target_id, repetition, 0, 'cluster', size=29)}"
 
 
+def cluster_secret_name(run_id: str, target_id: str, repetition: int, role: str) -> str:
+    """The Secrets Manager secret holding a cluster repetition's password for one host that reads it
+    (role: ``benchfleet.aws.fleet.cluster.READERS``). The deployment grants on ``benchfleet/*`` only
+    (cdk/lib/permissions.ts ``clusterSecretArn``)."""
+    return f"benchfleet/{run_id}/{target_id}/rep-{repetition}/{role}"
+
+
+_CLUSTER_SECRET = re.compile(
+    r"^benchfleet/(?P<run>[a-z0-9-]+)/(?P<target>[^/]+)/rep-(?P<rep>[0-9]+)/(?P<role>[a-z0-9]+)$")
+
+
+def cluster_secret_role(name: str, run_id: str, target_id: str) -> str | None:
+    """The role ``name`` is the secret of, when it is exactly the name ``cluster_secret_name`` gives one
+    of this run's and target's repetitions (None: it is not): a secret can be tagged after it was
+    created, so the sweepers take a tagged secret for the run's only when its name proves it."""
+    m = _CLUSTER_SECRET.match(name)
+    if m and name == cluster_secret_name(run_id, target_id, int(m["rep"]), m["role"]):
+        return m["role"]
+    return None
+
+
 def instance_arn(partition: str, region: str, account: str, instance_id: str) -> str:
     """An EC2 instance's ARN, as IAM puts it in ``ec2:SourceInstanceARN`` for its instance profile."""
     return f"arn:{partition}:ec2:{region}:{account}:instance/{instance_id}"

@@ -169,9 +169,8 @@ def test_a_clusters_secrets_are_made_bound_read_and_deleted_only_as_the_fleet_do
     run and this stack), readiness binds each to its host, the host whose ARN the tag names reads it,
     teardown and the sweepers list and delete them; no other role may do any of it."""
     from benchfleet import naming
-    from benchfleet.aws.fleet.cluster import secret_name
 
-    name = secret_name("run-20261127t000000-abcd", "gp3", 1, "client")
+    name = naming.cluster_secret_name("run-20261127t000000-abcd", "gp3", 1, "client")
     secret = f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:{name}-AbCdEf"
     may = {
         "OrchestrationFunctionsProvisionRole": ("secretsmanager:CreateSecret", "secretsmanager:TagResource",

@@ -10,6 +10,7 @@ from tests.unit.test_agent_cluster import agent  # the agent as its own tests lo
 
 from benchfleet import clusterjob, galera, naming, proxyconf
 from benchfleet.agentjob import agent_job
+from benchfleet.aws.fleet import cluster
 from benchfleet.plan import PlanStep
 from benchfleet.spec import Workload
 
@@ -125,3 +126,19 @@ def test_a_clusters_name_fits_galeras_handshake_and_differs_per_repetition() -> 
     assert len(names) == 2 and all(len(n) == galera.MAX_CLUSTER_NAME for n in names)
     # The name start_step gave before it moved here: the same per repetition, so a run's jobs keep it.
     assert naming.cluster_name("run-1", "pxc", 1) == naming.client_token("run-1", "pxc", 1, 0, "cluster")[:32]
+
+
+def test_a_clusters_secrets_are_named_by_naming_and_only_those_names_are_the_runs() -> None:
+    """naming.cluster_secret_name is the one rule: provision names the secrets with it (the deployment's
+    grants cover benchfleet/*, tests/synthesized), and the sweepers take a secret tagged with a run for
+    that run's only when its name is one this gives a host that reads it (aws.fleet.cluster.secret_named)."""
+    name = naming.cluster_secret_name("run-1", "pxc", 2, "client")
+    assert name == "benchfleet/run-1/pxc/rep-2/client"  # the name provision gave before it moved here
+    assert naming.cluster_secret_role(name, "run-1", "pxc") == "client"
+    for other in ("benchfleet/run-1/pxc/rep-02/client", "benchfleet/run-2/pxc/rep-2/client",
+                  "benchfleet/run-1/pxc-b/rep-2/client", "benchfleet/run-1/pxc/rep-2/client/x",
+                  "run-1/pxc/rep-2/client"):
+        assert naming.cluster_secret_role(other, "run-1", "pxc") is None, other
+    assert [cluster.secret_named(naming.cluster_secret_name("run-1", "pxc", 1, role), "run-1", "pxc")
+            for role in ("n1", "client", "proxy", "n2")] == [True, True, True, False]  # n2 reads no secret
+    assert not cluster.secret_named(name, "run-1", None)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import secrets
 from typing import Any
 
@@ -83,7 +82,7 @@ def provision(ec2: Any, ssm: Any, secretsmanager: Any, settings: Settings, *, ru
     out["secrets"] = {}
     for role in [r for r in READERS if r in host_roles(target)]:  # the proxy's only when it has a host
         out["secrets"][role] = create_secret(secretsmanager, settings,
-                                             name=secret_name(run_id, target["id"], repetition, role),
+                                             name=naming.cluster_secret_name(run_id, target["id"], repetition, role),
                                              password=password, tags=tags)
     out["hosts"] = {}
     nodes = galera.node_names(int(target["nodes"]))
@@ -120,18 +119,10 @@ def groups_of(role: str, nodes: list[str], settings: Settings) -> list[str] | No
     return wanted
 
 
-def secret_name(run_id: str, target_id: str, repetition: int, role: str) -> str:
-    return f"benchfleet/{run_id}/{target_id}/rep-{repetition}/{role}"
-
-
-_SECRET_NAME = re.compile(r"^benchfleet/(?P<run>[a-z0-9-]+)/(?P<target>[^/]+)/rep-(?P<rep>[0-9]+)/(?P<role>[a-z0-9]+)$")
-
-
 def secret_named(name: str, run_id: str, target_id: str | None) -> bool:
-    """Whether ``name`` is one provision gives a secret of this run and target (``secret_name``)."""
-    m = _SECRET_NAME.match(name)
-    return bool(m and target_id is not None and m["role"] in READERS
-                and name == secret_name(run_id, target_id, int(m["rep"]), m["role"]))
+    """Whether ``name`` is one provision gives a secret of this run and target
+    (``naming.cluster_secret_name``, for a host that reads it)."""
+    return target_id is not None and naming.cluster_secret_role(name, run_id, target_id) in READERS
 
 
 def create_secret(secretsmanager: Any, settings: Settings, *, name: str, password: str,
