@@ -3,7 +3,8 @@ half (cluster-fleet: provisioning, the run plan, start_step) and the on-host hal
 ``workloads/agent/benchfleet_cluster.py``). Built here, once; the agent checks what it reads.
 
 A cluster repetition has ``nodes`` node hosts (one per availability zone) and one client host, which
-also runs the proxy unless the proxy has a host of its own. Before the client's first step, the state
+also runs the proxy unless the proxy has a host of its own (``proxy_has_host``: the one test of it, for
+the plan, provision and these jobs). Before the client's first step, the state
 machine sends:
 
 1. a **node set-up job** (``node_job``) to every node host: the first node's at once (it bootstraps
@@ -81,7 +82,7 @@ fingerprint's proxy fields, ``proxyconf.fingerprint``), else ``{"type": "error",
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from benchfleet import galera, proxyconf
@@ -131,13 +132,28 @@ def node_job(*, run_id: str, target_id: str, repetition: int, flavor: str, clust
     return {**_base(run_id, target_id, repetition, f"setup-{node}"), "setup": setup}
 
 
+def proxy_has_host(proxy: Any) -> bool:
+    """Whether a cluster's proxy runs on a host of its own (the spec's ``proxy.instance_type``), not on
+    the client host: provision launches that host, the plan counts, prices and sets the proxy up there,
+    and the client reaches the proxy and reads its statistics at that host's address (``own_host`` of
+    the builders below). ``proxy``: the target's, as the spec's model or its JSON (the state machine's)."""
+    own = proxy.get("instance_type") if isinstance(proxy, Mapping) else getattr(proxy, "instance_type", None)
+    return bool(own)
+
+
+def listen_host(own_host: str | None) -> str:
+    """Where the proxy listens and the client reaches it: its own host's address, else the loopback of
+    the client host it runs on."""
+    return LOOPBACK if own_host is None else own_host
+
+
 def proxy_job(*, run_id: str, target_id: str, repetition: int, software: str, nodes: Sequence[tuple[str, str]],
               password_secret_arn: str, writes: str = "one", port: int = galera.DEFAULT_PORTS["port"],
-              timeout_s: int = PROXY_TIMEOUT_S, proxy_host: str = LOOPBACK) -> dict[str, Any]:
+              timeout_s: int = PROXY_TIMEOUT_S, own_host: str | None = None) -> dict[str, Any]:
     """The proxy's set-up job in front of ``nodes`` ((name, host) in node order; the first is the
-    writer). ``proxy_host``: the address it listens on (``client_db``'s): loopback on the client host,
-    the proxy host's private address when it has a host of its own (the client then reads its
-    statistics over the network: ``stats_password`` secret)."""
+    writer). ``own_host``: the private address of the proxy's own host (``proxy_has_host``), where it
+    listens and the client reads its statistics over the network (``stats_password`` secret); None:
+    on the client host, at loopback."""
     if software not in proxyconf.PACKAGES:
         raise ValueError(f"proxy {software!r}: expected one of {', '.join(proxyconf.PACKAGES)}")
     if writes not in ("one", "all"):
@@ -145,29 +161,24 @@ def proxy_job(*, run_id: str, target_id: str, repetition: int, software: str, no
     setup = {
         "role": "proxy", "software": software,
         "backends": [{"name": n, "host": h, "port": port} for n, h in nodes], "writer": nodes[0][0],
-        "writes": writes, "listen_host": proxy_host, "listen_port": proxyconf.LISTEN_PORT[software],
+        "writes": writes, "listen_host": listen_host(own_host), "listen_port": proxyconf.LISTEN_PORT[software],
         "admin_port": proxyconf.ADMIN_PORT[software], "monitor_user": proxyconf.MONITOR_USER,
         "password_secret_arn": password_secret_arn, "timeout_s": timeout_s,
-        "stats_password": "secret" if own_host(proxy_host) else "generated",
+        "stats_password": "generated" if own_host is None else "secret",
     }
     return {**_base(run_id, target_id, repetition, "setup-proxy"), "setup": setup}
 
 
-def own_host(proxy_host: str) -> bool:
-    """Whether a proxy at ``proxy_host`` has a host of its own (anything but the client's loopback)."""
-    return proxy_host != LOOPBACK
-
-
 def client_db(route: str, nodes: Sequence[tuple[str, str]], password_secret_arn: str, proxy: str = "none",
-              port: int = galera.DEFAULT_PORTS["port"], proxy_host: str = LOOPBACK) -> dict[str, Any]:
+              port: int = galera.DEFAULT_PORTS["port"], own_host: str | None = None) -> dict[str, Any]:
     """Where a client step connects: the writer node (``direct``), or the proxy (on the client host,
-    or at ``proxy_host`` when the target gives the proxy a host of its own)."""
+    or at ``own_host``, the address of the proxy's own host when it has one)."""
     if route not in ROUTES:
         raise ValueError(f"route {route!r}: expected direct or proxy")
     if route == "proxy":
         if proxy not in proxyconf.PACKAGES:
             raise ValueError("route proxy needs a proxy (the target's proxy is none)")
-        host, port = proxy_host, proxyconf.LISTEN_PORT[proxy]
+        host, port = listen_host(own_host), proxyconf.LISTEN_PORT[proxy]
     else:
         host = nodes[0][1]
     return {"host": host, "port": port, "user": DB_USER, "database": DB_NAME,
@@ -175,17 +186,18 @@ def client_db(route: str, nodes: Sequence[tuple[str, str]], password_secret_arn:
 
 
 def client_status(status: dict[str, Any], nodes: Sequence[tuple[str, str]], proxy: str = "none",
-                  port: int = galera.DEFAULT_PORTS["port"], proxy_host: str = LOOPBACK) -> dict[str, Any]:
+                  port: int = galera.DEFAULT_PORTS["port"], own_host: str | None = None) -> dict[str, Any]:
     """A client step's ``status``: the plan's counters and interval (``runplan.status_of``), read from
-    every node and the proxy, and the cluster's size (its health check)."""
+    every node and the proxy (at ``own_host``, its own host's address, when it has one), and the
+    cluster's size (its health check)."""
     sources: list[dict[str, Any]] = [{"name": n, "kind": "mysql", "host": h, "port": port} for n, h in nodes]
     if proxy in proxyconf.PACKAGES:
-        source: dict[str, Any] = {"name": "proxy", "kind": proxy, "host": proxy_host,
+        source: dict[str, Any] = {"name": "proxy", "kind": proxy, "host": listen_host(own_host),
                                   "port": proxyconf.ADMIN_PORT[proxy],
                                   "backends": {n: f"{h}:{port}" for n, h in nodes}}
         if proxy == "proxysql":  # its statistics user's password: kept on this (the client) host, or the step's
             source["user"] = proxyconf.STATS_USER
-            if not own_host(proxy_host):
+            if own_host is None:
                 source["password_file"] = proxyconf.PROXY_PASSWORD_FILE
         sources.append(source)
     return {**status, "cluster_nodes": len(nodes), "sources": sources}

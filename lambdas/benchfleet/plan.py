@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from benchfleet import galera, serverstatus, waves
+from benchfleet import clusterjob, galera, serverstatus, waves
 from benchfleet.pricing import DEFAULT_REGION
 from benchfleet.spec import (
     ONE_ROW_PER_EVENT,
@@ -592,11 +592,10 @@ def hosts_of(target: Any) -> list[Host]:
                 Host(service="ec2", instance_type=client, vcpus=vcpus_of(client), region=region)]
     if target.kind == "cluster":
         # Every node, the client, and the proxy when it has a host of its own: all count against quotas.
-        proxy = target.proxy.software
+        proxy, own = target.proxy.software, clusterjob.proxy_has_host(target.proxy)
         roles = [("node", target.instance_type)] * target.nodes + [
-            ("client" if proxy == "none" or target.proxy.instance_type else f"client + {proxy}",
-             target.client.instance_type)]
-        if target.proxy.instance_type:
+            ("client" if proxy == "none" or own else f"client + {proxy}", target.client.instance_type)]
+        if own:
             roles.append((proxy, target.proxy.instance_type))
         return [Host(service="ec2", instance_type=t, vcpus=vcpus_of(t), region=region, role=role) for role, t in roles]
     return []
@@ -656,7 +655,8 @@ def cluster_setup_hosts(target: Any) -> list[str]:
     (``proxy`` when it has a host of its own, else ``client``) when there is a proxy; [] for other kinds."""
     if target.kind != "cluster":
         return []
-    proxy = [] if target.proxy.software == "none" else ["proxy" if target.proxy.instance_type else "client"]
+    own = clusterjob.proxy_has_host(target.proxy)
+    proxy = [] if target.proxy.software == "none" else ["proxy" if own else "client"]
     return [*galera.node_names(target.nodes), *proxy]
 
 

@@ -47,6 +47,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from benchfleet import clusterjob
+
 DEFAULT_REGION = "us-east-1"
 HOURS_PER_MONTH = 730
 
@@ -524,14 +526,16 @@ def _cluster(target: Any, prices: Prices, region: str) -> Built:
     storage = getattr(target, "storage", None)
     volumes, more = _storage_rate_lines(prices.ebs, region, storage, by_region=True,
                                         quantity=nodes * _volumes(storage))
-    proxy = getattr(getattr(target, "proxy", None), "instance_type", None)
-    if proxy:
-        more += [("proxy.instance_type", reason) for _, reason in _where(prices.ec2, region, str(proxy), "")]
-        lines.append(instance_line(prices.ec2, region, str(proxy), item="proxy"))
+    proxy: Any = getattr(target, "proxy", None)
+    own = clusterjob.proxy_has_host(proxy)
+    if own:
+        type_ = str(proxy.instance_type)
+        more += [("proxy.instance_type", reason) for _, reason in _where(prices.ec2, region, type_, "")]
+        lines.append(instance_line(prices.ec2, region, type_, item="proxy"))
     client, client_missing = _client(target, prices, region)
     notes = ["cross-zone traffic is billed by use: results price it per thread count from the bytes the nodes "
              "measured (workloads/README.md, \"Cost of a cluster\")"]
-    if not proxy and getattr(getattr(target, "proxy", None), "software", "none") != "none":
+    if not own and getattr(proxy, "software", "none") != "none":
         notes.append("the proxy runs on the client host (not in cost per 1,000 tps, like every kind's client)")
     cross = [pending_cross_zone_line(prices)]
     return [*lines, *volumes, *cross, *client], missing + more + client_missing, notes

@@ -230,9 +230,9 @@ def fake_haproxy(request: pytest.FixtureRequest) -> Iterator[tuple[int, int, lis
 
 
 def proxy_setup(software: str, listen: int = 1, admin: int = 2, timeout_s: int = 3,
-                proxy_host: str = clusterjob.LOOPBACK) -> dict[str, Any]:
+                own_host: str | None = None) -> dict[str, Any]:
     job = clusterjob.proxy_job(**IDS, software=software, nodes=NODES, password_secret_arn=ARN, timeout_s=timeout_s,
-                               proxy_host=proxy_host)
+                               own_host=own_host)
     job["setup"].update(listen_port=listen, admin_port=admin)
     assert agent.check_job(job) == "setup"
     setup: dict[str, Any] = job["setup"]
@@ -281,7 +281,7 @@ def test_haproxy_on_a_host_of_its_own_listens_and_serves_its_stats_on_that_hosts
     """The job's listen_host (the proxy host's private address) is where HAProxy binds its listener and
     its read-only stats socket (the client reads it), and where the set-up waits for every backend."""
     listen, admin, _ = fake_haproxy
-    setup = proxy_setup("haproxy", listen, admin, proxy_host=OWN_HOST)
+    setup = proxy_setup("haproxy", listen, admin, own_host=OWN_HOST)
     assert (setup["listen_host"], setup["stats_password"]) == (OWN_HOST, "secret")
     done = host.run(setup)
     config = (host.root / "etc/haproxy/haproxy.cfg").read_text()
@@ -303,7 +303,7 @@ def test_proxysql_on_a_host_of_its_own_binds_that_address_and_its_stats_user_has
         taken.bind((OWN_HOST, 0))
         taken.listen()
         port = taken.getsockname()[1]
-        host.run(proxy_setup("proxysql", port, 6032, proxy_host=OWN_HOST))
+        host.run(proxy_setup("proxysql", port, 6032, own_host=OWN_HOST))
     config = (host.root / "etc/proxysql.cnf").read_text()
     kept = json.loads((host.root / proxyconf.PROXY_PASSWORD_FILE.lstrip("/")).read_text())
     assert f'    interfaces = "{OWN_HOST}:{port}"\n' in config and f'    mysql_ifaces = "{OWN_HOST}:6032"\n' in config
@@ -311,7 +311,7 @@ def test_proxysql_on_a_host_of_its_own_binds_that_address_and_its_stats_user_has
     assert f'admin_credentials = "{proxyconf.ADMIN_USER}:{kept["admin"]}"' in config and kept["admin"] != SECRET
     assert "127.0.0.1" not in config
     assert "systemctl restart proxysql" in host.calls()
-    bad = proxy_setup("proxysql", port, proxy_host=OWN_HOST)
+    bad = proxy_setup("proxysql", port, own_host=OWN_HOST)
     with pytest.raises(agent.JobError, match=r"setup\.stats_password must be generated or secret"):
         agent.check_job({**IDS, "step": {"name": "setup-proxy", "kind": "setup", "threads": 1, "duration_s": 0},
                          "setup": {**bad, "stats_password": "plain"}})
@@ -412,7 +412,7 @@ def test_the_proxysql_status_source_logs_in_with_the_password_kept_on_the_client
 def test_the_proxysql_status_source_of_a_proxy_host_logs_in_with_the_steps_own_password() -> None:
     """On a host of its own, the statistics user's password is the secret's: the source names no file,
     so the client's option file carries the job's password (read from that secret)."""
-    spec = clusterjob.client_status({"counters": [], "interval_s": 1}, NODES, "proxysql", proxy_host="10.0.1.9")
+    spec = clusterjob.client_status({"counters": [], "interval_s": 1}, NODES, "proxysql", own_host="10.0.1.9")
     source = spec["sources"][-1]
     assert (source["host"], source["port"], source["user"]) == ("10.0.1.9", 6032, proxyconf.STATS_USER)
     assert "password_file" not in source and "password" not in source

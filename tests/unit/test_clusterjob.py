@@ -11,8 +11,8 @@ from tests.unit.test_agent_cluster import agent  # the agent as its own tests lo
 from benchfleet import clusterjob, galera, naming, proxyconf
 from benchfleet.agentjob import agent_job
 from benchfleet.aws.fleet import cluster
-from benchfleet.plan import PlanStep
-from benchfleet.spec import Workload
+from benchfleet.plan import PlanStep, cluster_setup_hosts, hosts_of
+from benchfleet.spec import Workload, parse_spec
 
 NODES = [("n1", "10.0.1.5"), ("n2", "10.0.2.6"), ("n3", "10.0.3.7")]
 ARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:bf-run1-c1-r1-AbCdEf"
@@ -106,19 +106,35 @@ def test_joins_one_at_a_time_wait_for_their_own_size_and_a_proxy_host_of_its_own
     assert [node(n, expected_size=k)["setup"]["expected_size"] for k, (n, _) in enumerate(NODES, 1)] == [1, 2, 3]
     with pytest.raises(ValueError, match="expected_size 4"):
         node("n1", expected_size=4)
-    db = clusterjob.client_db("proxy", NODES, ARN, "haproxy", proxy_host="10.0.1.9")
+    db = clusterjob.client_db("proxy", NODES, ARN, "haproxy", own_host="10.0.1.9")
     assert (db["host"], db["port"]) == ("10.0.1.9", proxyconf.LISTEN_PORT["haproxy"])
-    status = clusterjob.client_status({"counters": ["Threads_running"]}, NODES, "haproxy", proxy_host="10.0.1.9")
+    status = clusterjob.client_status({"counters": ["Threads_running"]}, NODES, "haproxy", own_host="10.0.1.9")
     assert status["sources"][-1]["host"] == "10.0.1.9"
     # It listens there, and its statistics are read from the client with the secret's password.
-    own = clusterjob.proxy_job(**IDS, software="proxysql", nodes=NODES, password_secret_arn=ARN, proxy_host="10.0.1.9")
+    own = clusterjob.proxy_job(**IDS, software="proxysql", nodes=NODES, password_secret_arn=ARN, own_host="10.0.1.9")
     beside = clusterjob.proxy_job(**IDS, software="proxysql", nodes=NODES, password_secret_arn=ARN)
     assert [(j["setup"]["listen_host"], j["setup"]["stats_password"]) for j in (own, beside)] == [
         ("10.0.1.9", "secret"), ("127.0.0.1", "generated")]
-    sources = [clusterjob.client_status({"counters": []}, NODES, "proxysql", proxy_host=h)["sources"][-1]
-               for h in ("10.0.1.9", "127.0.0.1")]
+    sources = [clusterjob.client_status({"counters": []}, NODES, "proxysql", own_host=h)["sources"][-1]
+               for h in ("10.0.1.9", None)]
     assert [s.get("password_file") for s in sources] == [None, proxyconf.PROXY_PASSWORD_FILE]
     assert {s["user"] for s in sources} == {proxyconf.STATS_USER}
+
+
+@pytest.mark.parametrize(("proxy", "own"), [("proxysql", False), ("none", False),
+                                            ({"software": "haproxy", "instance_type": "c6i.large"}, True)])
+def test_whether_the_proxy_has_a_host_of_its_own_is_one_test_the_plan_provision_and_the_jobs_share(
+        proxy: Any, own: bool) -> None:
+    """clusterjob.proxy_has_host, on the spec's model and on the JSON the state machine carries alike:
+    provision launches the host, the plan counts it and sets the proxy up there exactly when it says so."""
+    workload = {"name": "w", "test": "oltp_read_write", "threads": [1], "duration_s": 10, "tables": 1,
+                "table_size": 1000}
+    target = parse_spec({"name": "c", "workload": workload, "targets": [
+        {"id": "c1", "kind": "cluster", "instance_type": "r6i.large", "proxy": proxy}]}).targets[0]
+    dumped = target.model_dump(mode="json")
+    assert clusterjob.proxy_has_host(target.proxy) is clusterjob.proxy_has_host(dumped["proxy"]) is own
+    assert ("proxy" in cluster.host_roles(dumped), "proxy" in cluster_setup_hosts(target)) == (own, own)
+    assert len(hosts_of(target)) == target.nodes + 1 + own
 
 
 def test_a_clusters_name_fits_galeras_handshake_and_differs_per_repetition() -> None:

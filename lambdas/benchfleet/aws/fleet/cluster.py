@@ -22,7 +22,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from benchfleet import galera, naming
+from benchfleet import clusterjob, galera, naming
 from benchfleet.aws.errors import TargetFailed, aws_errors, error_code
 from benchfleet.aws.fleet import secret_binding
 from benchfleet.aws.fleet import targets as t
@@ -62,7 +62,7 @@ def zone_problem(nodes: int, region: str, available: list[str]) -> str | None:
 def host_roles(target: dict[str, Any]) -> list[str]:
     """Every host one repetition launches: the nodes, the client, the proxy's own host."""
     roles = [*galera.node_names(int(target["nodes"])), "client"]
-    if (target.get("proxy") or {}).get("instance_type"):
+    if clusterjob.proxy_has_host(target.get("proxy")):
         roles.append("proxy")
     return roles
 

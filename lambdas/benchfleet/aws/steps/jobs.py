@@ -64,15 +64,15 @@ def _cluster_nodes(state: StepState) -> list[tuple[str, str]]:
     return [(n, str(addresses[n])) for n in names]
 
 
-def _proxy_host(state: StepState) -> str:
-    """Where the proxy listens and the client reaches it: its own host's private address (as
-    readiness found it), or the client host's loopback."""
-    if (state.target.get("proxy") or {}).get("instance_type"):
-        own = ((state.db or {}).get("hosts") or {}).get("proxy")
-        if not own:
-            raise ValueError(f"cluster {state.target['id']}: no address for its proxy host")
-        return str(own)
-    return clusterjob.LOOPBACK
+def _proxy_host(state: StepState) -> str | None:
+    """The private address of the proxy's own host, as readiness found it (None: the proxy runs on the
+    client host)."""
+    if not clusterjob.proxy_has_host(state.target.get("proxy")):
+        return None
+    own = ((state.db or {}).get("hosts") or {}).get("proxy")
+    if not own:
+        raise ValueError(f"cluster {state.target['id']}: no address for its proxy host")
+    return str(own)
 
 
 def cluster_setup_job(state: StepState, volumes: list[dict[str, str]] | None = None) -> dict[str, Any]:
@@ -96,7 +96,7 @@ def cluster_setup_job(state: StepState, volumes: list[dict[str, str]] | None = N
             synced_timeout_s=max(60, step.setup_s - 300))
     if setup.get("role") == "proxy":
         reader = "proxy" if step.host == "proxy" else "client"
-        return clusterjob.proxy_job(**ids, software=str(setup["software"]), nodes=nodes, proxy_host=_proxy_host(state),
+        return clusterjob.proxy_job(**ids, software=str(setup["software"]), nodes=nodes, own_host=_proxy_host(state),
                                     password_secret_arn=secrets[reader], timeout_s=max(60, step.setup_s - 300))
     raise ValueError(f"step {step.name}: a set-up step of role {setup.get('role')!r}")
 
@@ -106,7 +106,7 @@ def db_of(state: StepState) -> dict[str, Any]:
     if state.kind == "cluster":  # the writer node, or the proxy (the step's route)
         return clusterjob.client_db(state.step.route or "direct", _cluster_nodes(state),
                                     state.resources.secrets["client"], str(target["proxy"]["software"]),
-                                    proxy_host=_proxy_host(state))
+                                    own_host=_proxy_host(state))
     if state.kind == "ec2":
         return {"host": "127.0.0.1", "port": 3306, "user": "sbtest", "database": "sbtest",
                 "password_file": PASSWORD_FILE, "tls": "off"}
@@ -186,7 +186,7 @@ def job_for(state: StepState, volumes: list[dict[str, str]] | None = None) -> di
         job["requested"] = dict(state.step.requested)
     if state.step.status and state.kind == "cluster":  # every node, and the proxy
         job["status"] = clusterjob.client_status(dict(state.step.status), _cluster_nodes(state),
-                                                 str(state.target["proxy"]["software"]), proxy_host=_proxy_host(state))
+                                                 str(state.target["proxy"]["software"]), own_host=_proxy_host(state))
     elif state.step.status:
         job["status"] = dict(state.step.status)  # the one server the job connects to
     return job
