@@ -251,24 +251,27 @@ def _install(index: int, target: dict[str, Any], loaded: LoadedSpec | None = Non
 
 def cluster_setup(index: int, spec_target: ClusterTarget, loaded: LoadedSpec, o: Timing) -> list[dict[str, Any]]:
     """A cluster repetition's set-up steps, which run before its benchmark steps on the hosts they
-    name (``host``: a node, or ``client``): every node in order, the first bootstrapping the cluster
-    and each next one joining it (one state transfer at a time, as Galera's documentation advises;
-    the last one's job returns once the cluster is Synced at full size), then the proxy on the client
-    host (or the proxy's own). The static part of each agent job (benchfleet.clusterjob) is here;
-    start_step adds the addresses, the volumes and the secret."""
+    name (``host``, as ``plan.cluster_setup_hosts`` lists them: ``n1``..., then ``proxy`` or ``client``):
+    every node in order, the first bootstrapping the cluster and each next one joining it (one state
+    transfer at a time, as Galera's documentation advises; the last one's job returns once the cluster
+    is Synced at full size), then the proxy on the client host (or the proxy's own). The static part
+    of each agent job (benchfleet.clusterjob) is here; start_step adds the addresses, the volumes and
+    the secret."""
     target = spec_target.model_dump(mode="json")
     cnf = _cnf_source(index, spec_target.mysql_config, spec_target.engine, target.get("server_options") or {})
     timeout = o.step_timeout_s or step_timeout_s(0, SETUP)
     base = {"kind": SETUP, "threads": 1, "duration_s": 0, "cooldown_s": 0, "setup_s": setup_s(0, SETUP),
             "timeout_s": timeout, "report_interval_s": 1}
-    steps = [{**base, "index": -(n + 1), "name": f"setup-{name}", "host": name,
-              "setup": {"role": "node", "node": name, "flavor": spec_target.flavor,
-                        "mysql_config": spec_target.mysql_config, "cnf": cnf,
-                        "storage": storage_job(target["storage"])}}
-             for n, name in enumerate(galera.node_names(spec_target.nodes))]
-    for host in cluster_setup_hosts(spec_target)[len(steps):]:  # the proxy's, on its host
-        steps.append({**base, "index": -(len(steps) + 1), "name": "setup-proxy", "host": host,
-                      "setup": {"role": "proxy", "software": spec_target.proxy.software}})
+    nodes = galera.node_names(spec_target.nodes)
+    steps: list[dict[str, Any]] = []
+    for host in cluster_setup_hosts(spec_target):  # n1, n2, ..., then the proxy's host: proxy, or client
+        if host in nodes:
+            name, setup = f"setup-{host}", {"role": "node", "node": host, "flavor": spec_target.flavor,
+                                            "mysql_config": spec_target.mysql_config, "cnf": cnf,
+                                            "storage": storage_job(target["storage"])}
+        else:
+            name, setup = "setup-proxy", {"role": "proxy", "software": spec_target.proxy.software}
+        steps.append({**base, "index": -(len(steps) + 1), "name": name, "host": host, "setup": setup})
     return steps
 
 
