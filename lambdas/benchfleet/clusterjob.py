@@ -85,7 +85,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from benchfleet import galera, proxyconf
+from benchfleet import galera, proxyconf, serverstatus
 
 SETUP = "setup"  # the step kind of a set-up job
 ROUTES = ("direct", "proxy")
@@ -190,9 +190,13 @@ def client_status(status: dict[str, Any], nodes: Sequence[tuple[str, str]], prox
     """A client step's ``status``: the plan's counters and interval (``runplan.status_of``), read from
     every node and the proxy (at ``own_host``, its own host's address, when it has one), and the
     cluster's size (its health check)."""
-    sources: list[dict[str, Any]] = [{"name": n, "kind": "mysql", "host": h, "port": port} for n, h in nodes]
-    if proxy in proxyconf.PACKAGES:
-        source: dict[str, Any] = {"name": "proxy", "kind": proxy, "host": listen_host(own_host),
+    address = dict(nodes)
+    sources: list[dict[str, Any]] = []
+    for name in serverstatus.target_sources(len(nodes), proxy):
+        if name != serverstatus.PROXY:
+            sources.append({"name": name, "kind": "mysql", "host": address[name], "port": port})
+            continue
+        source: dict[str, Any] = {"name": name, "kind": proxy, "host": listen_host(own_host),
                                   "port": proxyconf.ADMIN_PORT[proxy],
                                   "backends": {n: f"{h}:{port}" for n, h in nodes}}
         if proxy == "proxysql":  # its statistics user's password: kept on this (the client) host, or the step's

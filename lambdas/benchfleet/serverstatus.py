@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from benchfleet import galera
+
 NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
 MAX_COUNTERS = 64
 
@@ -46,16 +48,31 @@ PROXYSQL_FIELDS = ("status", "ConnUsed", "ConnFree", "ConnOK", "ConnERR", "Queri
 PROXY_FIELDS = {"haproxy": HAPROXY_FIELDS, "proxysql": PROXYSQL_FIELDS}
 
 
+SERVER = "server"  # the source of a target that is one server
+PROXY = "proxy"  # a cluster's proxy: its rows name each backend (``proxy/n1``...), or none it answered
+
+
+def target_sources(nodes: int = 0, proxy: str = "none") -> list[str]:
+    """A target's status sources, as its agent job names them (``clusterjob.client_status``, the local
+    cluster's) and collect checks its rows against (``source_problem``): one server (``server``), or a
+    cluster's nodes (``n1``...) and its proxy (``proxy``)."""
+    if not nodes:
+        return [SERVER]
+    return [*galera.node_names(nodes), *([PROXY] if proxy in PROXY_FIELDS else [])]
+
+
+def backend_sources(nodes: int = 0, proxy: str = "none") -> list[str]:
+    """The sources of a cluster's proxy rows, one per backend (``proxy/n1``...; none without a proxy)."""
+    return [f"{PROXY}/{n}" for n in galera.node_names(nodes)] if PROXY in target_sources(nodes, proxy) else []
+
+
 def series(counters: Sequence[str], nodes: int = 0, proxy: str = "none") -> list[tuple[str, str]]:
     """(source, counter) of every status row one reading makes, each source's ``answered`` included:
-    one server's (``server``), or a cluster's nodes (``n1``...) and, behind a proxy, each node's
-    backend statistics (``proxy/n1``...)."""
+    one server's, or a cluster's nodes' and, behind a proxy, each node's backend statistics."""
     if not nodes:
-        return [("server", c) for c in ["answered", *counters]] if counters else []
-    out = [(f"n{i}", c) for i in range(1, nodes + 1) for c in ["answered", *counters]]
-    if proxy in PROXY_FIELDS:
-        out += [(f"proxy/n{i}", c) for i in range(1, nodes + 1) for c in ["answered", *PROXY_FIELDS[proxy]]]
-    return out
+        return [(SERVER, c) for c in ["answered", *counters]] if counters else []
+    out = [(s, c) for s in target_sources(nodes, proxy) if s != PROXY for c in ["answered", *counters]]
+    return out + [(s, c) for s in backend_sources(nodes, proxy) for c in ["answered", *PROXY_FIELDS[proxy]]]
 
 
 def source_problem(sources: Iterable[str], nodes: int = 0, proxy: str = "none") -> str | None:
@@ -66,14 +83,13 @@ def source_problem(sources: Iterable[str], nodes: int = 0, proxy: str = "none") 
     seen = set(sources)
     if not seen:
         return None
-    names = list(dict.fromkeys(s for s, _ in series(["answered"], nodes, proxy)))
-    required = [s for s in names if "/" not in s] + (["proxy"] if proxy in PROXY_FIELDS else [])
-    allowed = set(names) | set(required)
+    required = target_sources(nodes, proxy)
+    backends = backend_sources(nodes, proxy)
     where = ", ".join(required)
-    unknown = sorted(seen - allowed)
+    unknown = sorted(seen - {*required, *backends})
     if unknown:
         return f"status rows from {unknown[0]!r}, which is not one of this target's sources ({where})"
-    answered = seen | ({"proxy"} if any(x.startswith("proxy/") for x in seen) else set())
+    answered = seen | ({PROXY} if seen & set(backends) else set())
     missing = [s for s in required if s not in answered]
     if missing:
         return f"no status rows from {', '.join(missing)} (this target's sources: {where})"

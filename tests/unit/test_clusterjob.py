@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from tests.unit.test_agent_cluster import agent  # the agent as its own tests load it
 
-from benchfleet import clusterjob, galera, naming, proxyconf
+from benchfleet import clusterjob, galera, naming, proxyconf, serverstatus
 from benchfleet.agentjob import agent_job
 from benchfleet.aws.fleet import cluster
 from benchfleet.plan import PlanStep, cluster_setup_hosts, hosts_of
@@ -158,3 +158,16 @@ def test_a_clusters_secrets_are_named_by_naming_and_only_those_names_are_the_run
     assert [cluster.secret_named(naming.cluster_secret_name("run-1", "pxc", 1, role), "run-1", "pxc")
             for role in ("n1", "client", "proxy", "n2")] == [True, True, True, False]  # n2 reads no secret
     assert not cluster.secret_named(name, "run-1", None)
+
+
+@pytest.mark.parametrize("proxy", ["none", "haproxy", "proxysql"])
+def test_a_clusters_status_sources_are_one_definition_the_job_and_the_row_check_share(proxy: str) -> None:
+    """serverstatus.target_sources names the job's sources (the client reads each) and is what collect
+    and the local runner check the rows against; the proxy's rows are one per backend."""
+    names = [s["name"] for s in clusterjob.client_status({"counters": []}, NODES, proxy)["sources"]]
+    assert names == serverstatus.target_sources(3, proxy) == ["n1", "n2", "n3", *(["proxy"] if proxy != "none" else [])]
+    rows = {source for source, _ in serverstatus.series(["Threads_running"], 3, proxy)}
+    assert rows == {"n1", "n2", "n3", *serverstatus.backend_sources(3, proxy)}
+    assert serverstatus.backend_sources(3, proxy) == ([] if proxy == "none" else ["proxy/n1", "proxy/n2", "proxy/n3"])
+    assert serverstatus.source_problem(rows, 3, proxy) is None
+    assert serverstatus.target_sources() == ["server"] and {s for s, _ in serverstatus.series(["x"])} == {"server"}

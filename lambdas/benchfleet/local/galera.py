@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchfleet import galera, proxyconf
+from benchfleet import galera, proxyconf, serverstatus
 from benchfleet.local.mariadb import (
     PRIVATE_PREFIX,
     Connection,
@@ -154,15 +154,18 @@ class LocalCluster:
 
     def status_sources(self) -> list[dict[str, Any]]:
         """What the agent samples every second: each node over SQL, and the proxy's statistics."""
-        sources: list[dict[str, Any]] = [{"name": n.address.name, "kind": "mysql", "host": n.address.host,
-                                          "port": n.address.port} for n in self.nodes]
-        if self.proxy_setup is not None:
-            p = self.proxy_setup
-            proxy: dict[str, Any] = {"name": "proxy", "kind": p.software, "host": p.listen_host, "port": p.admin_port,
-                                     "backends": {b.name: f"{b.host}:{b.port}" for b in p.backends}}
-            if p.software == "proxysql":
-                proxy.update(user=proxyconf.STATS_USER, password=self.passwords["stats"])
-            sources.append(proxy)
+        node = {n.address.name: n.address for n in self.nodes}
+        p = self.proxy_setup
+        sources: list[dict[str, Any]] = []
+        for name in serverstatus.target_sources(len(self.nodes), p.software if p is not None else "none"):
+            if name == serverstatus.PROXY and p is not None:
+                proxy: dict[str, Any] = {"name": name, "kind": p.software, "host": p.listen_host, "port": p.admin_port,
+                                         "backends": {b.name: f"{b.host}:{b.port}" for b in p.backends}}
+                if p.software == "proxysql":
+                    proxy.update(user=proxyconf.STATS_USER, password=self.passwords["stats"])
+                sources.append(proxy)
+            else:
+                sources.append({"name": name, "kind": "mysql", "host": node[name].host, "port": node[name].port})
         return sources
 
     def fingerprint(self) -> dict[str, Any]:
