@@ -191,14 +191,17 @@ def cluster_settings_problems(spec: ComparisonSpec, variants: list[ResolvedVaria
     for j, target in enumerate(spec.targets):
         if not is_cluster(target):
             continue
-        family = "mariadb" if target.kind == "local" else engine_family(target.engine)
-        own = _settings_of(target, None, family, root)
+        try:
+            own = server_settings(target, None, root)
+        except (CnfError, SpecError):
+            continue  # a cnf that does not render is named by the checks of that field
         for i, variant in enumerate(variants):
-            if not (variant.mysql_config or variant.server_options) or own is None:
+            if not (variant.mysql_config or variant.server_options):
                 continue
-            theirs = _settings_of(target, variant, family, root)
-            if theirs is None:
-                continue  # a cnf that does not render is named by the checks of that field
+            try:
+                theirs = server_settings(target, variant, root)
+            except (CnfError, SpecError):
+                continue
             changed: dict[str, list[str]] = {}
             for name in sorted(set(own) | set(theirs)):
                 if name in own and name in theirs and normalised(own[name]) == normalised(theirs[name]):
@@ -219,17 +222,6 @@ def cluster_settings_problems(spec: ComparisonSpec, variants: list[ResolvedVaria
 
 def _first(items: list[str], count: int) -> str:
     return ", ".join(items[:count]) + (f" and {len(items) - count} more" if len(items) > count else "")
-
-
-def _settings_of(target: Any, variant: ResolvedVariant | None, family: str,
-                 root: Path | None) -> dict[str, str] | None:
-    """option -> value a server of ``target`` runs with for ``variant`` (None: its cnf does not render)."""
-    config, options = target_settings(target, variant)
-    try:
-        return dict(render(with_server_options(cnf_text(config, root), options), family, None,
-                           f"{config}.cnf").options)
-    except (CnfError, SpecError):
-        return None
 
 
 # Options that say where a server benchfleet starts keeps its files, listens, runs as or what it loads
@@ -983,6 +975,25 @@ def target_settings(target: Any, variant: ResolvedVariant | None) -> tuple[str, 
     if variant is None:
         return base, options
     return variant.mysql_config or base, {**options, **variant.server_options}
+
+
+def family_of(target: Any) -> str:
+    """The engine family a target's server renders its cnf for (local servers are MariaDB)."""
+    return "mariadb" if target.kind == "local" else engine_family(str(getattr(target, "engine", "mysql-8.0")))
+
+
+def cnf_source(target: Any, variant: ResolvedVariant | None, root: Path | None = None) -> tuple[str, str]:
+    """(mysql_config name, cnf text with server_options layered over it) of ``target`` for ``variant``."""
+    config, options = target_settings(target, variant)
+    return config, with_server_options(cnf_text(config, root), options)
+
+
+def server_settings(target: Any, variant: ResolvedVariant | None, root: Path | None = None) -> dict[str, str]:
+    """option -> value a server of ``target`` runs with for ``variant`` (memory shares kept as NN%):
+    what variants compare and switch between (benchfleet.variants), and what a cluster's variants may
+    not change (``cluster_settings_problems``). CnfError / SpecError when its cnf does not render."""
+    config, source = cnf_source(target, variant, root)
+    return dict(render(source, family_of(target), None, f"{config}.cnf").options)
 
 
 def load_spec(path: Path | str, root: Path | None = None) -> LoadedSpec:

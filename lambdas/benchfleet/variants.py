@@ -1,8 +1,9 @@
-"""Variants of one target: the settings each runs with, and how the server goes from one to another.
+"""Variants of one target: how the server goes from one variant's settings to another's.
 
-A target's server runs one variant's settings at a time: its mysql_config (the variant's, else the
-target's) with the target's server_options and the variant's over it, rendered for the target's
-engine. Going from one variant to another is a *switch* (``benchfleet.serverparams.switch_method``):
+A target's server runs one variant's settings at a time (``spec.server_settings``, which the spec's
+cluster rule compares too): its mysql_config (the variant's, else the target's) with the target's
+server_options and the variant's over it, rendered for the target's engine. Going from one variant
+to another is a *switch* (``benchfleet.serverparams.switch_method``):
 
 - ``none``: the settings are the same (the variants differ in workload or sysbench options only);
 - ``set-global``: every setting that differs is dynamic: ``SET GLOBAL`` (local, EC2);
@@ -20,29 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from benchfleet import serverparams
-from benchfleet.mysqlcnf import engine_family, normalised, render, with_server_options
-from benchfleet.spec import LoadedSpec, ResolvedVariant, cnf_text, target_settings
+from benchfleet.mysqlcnf import normalised
+from benchfleet.spec import LoadedSpec, ResolvedVariant, family_of, server_settings
 
 SERVER_KINDS = ("local", "ec2")       # servers benchfleet runs: SET GLOBAL and restarts
 PARAMETER_GROUP_KINDS = ("rds", "aurora")
-
-
-def family_of(target: Any) -> str:
-    """The engine family a target's server renders its cnf for (local servers are MariaDB)."""
-    return "mariadb" if target.kind == "local" else engine_family(str(getattr(target, "engine", "mysql-8.0")))
-
-
-def cnf_source(target: Any, variant: ResolvedVariant | None, root: Path | None = None) -> tuple[str, str]:
-    """(mysql_config name, cnf text with server_options layered over it) of ``target`` for ``variant``."""
-    config, options = target_settings(target, variant)
-    text = cnf_text(config, root)
-    return config, with_server_options(text, options)
-
-
-def settings(target: Any, variant: ResolvedVariant | None, root: Path | None = None) -> dict[str, str]:
-    """option -> value a server of ``target`` runs with for ``variant`` (memory shares kept as NN%)."""
-    config, source = cnf_source(target, variant, root)
-    return dict(render(source, family_of(target), None, f"{config}.cnf").options)
 
 
 def switches(loaded: LoadedSpec, target: Any, root: Path | None = None) -> dict[tuple[str, str], str]:
@@ -51,7 +34,7 @@ def switches(loaded: LoadedSpec, target: Any, root: Path | None = None) -> dict[
     which differences cannot switch there)."""
     if target.kind == "existing":
         return {(a.id, b.id): "none" for a in loaded.variants for b in loaded.variants if a.id != b.id}
-    by_variant = {v.id: settings(target, v, root) for v in loaded.variants}
+    by_variant = {v.id: server_settings(target, v, root) for v in loaded.variants}
     family = family_of(target)
     out: dict[tuple[str, str], str] = {}
     for a in loaded.variants:
@@ -72,7 +55,7 @@ def switch_problems(loaded: LoadedSpec, target: Any, index: int, root: Path | No
     if target.kind not in PARAMETER_GROUP_KINDS or not loaded.variants:
         return []
     catalogue = serverparams.load_catalogue()
-    by_variant = {v.id: settings(target, v, root) for v in loaded.variants}
+    by_variant = {v.id: server_settings(target, v, root) for v in loaded.variants}
     problems: list[tuple[str, str]] = []
     for i, v in enumerate(loaded.variants):
         for other in loaded.variants:

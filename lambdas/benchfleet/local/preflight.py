@@ -25,8 +25,7 @@ from benchfleet.local.existing import ExistingServer, ExistingServerError, passw
 from benchfleet.local.galera import proxy_available
 from benchfleet.local.mariadb import find_binary
 from benchfleet.mysqlcnf import CnfError, render
-from benchfleet.spec import ExistingTarget, LoadedSpec, LocalTarget, SpecError
-from benchfleet.variants import cnf_source
+from benchfleet.spec import ExistingTarget, LoadedSpec, LocalTarget, SpecError, cnf_source
 
 
 @dataclass

@@ -34,9 +34,8 @@ from benchfleet.local.watchdog import StepWatchdog, deadline_s, kill_group
 from benchfleet.naming import new_run_id, raw_key
 from benchfleet.plan import Plan, PlanStep
 from benchfleet.records import AgentOutput, Fingerprint, RecordError, parse_agent_lines
-from benchfleet.spec import ExistingTarget, LoadedSpec, LocalTarget, is_cluster, repo_root
+from benchfleet.spec import ExistingTarget, LoadedSpec, LocalTarget, cnf_source, is_cluster, repo_root
 from benchfleet.validation import output_problem, plan_problem
-from benchfleet.variants import cnf_source
 
 # Fingerprint fields that describe the machine the agent runs on. For an existing server that is
 # this machine, not the server's: they are left empty rather than recorded as the server's.

@@ -16,8 +16,7 @@ from typing import Any
 from benchfleet.local.mariadb import LocalServer, LocalServerError
 from benchfleet.mysqlcnf import normalised, render, set_global_value
 from benchfleet.plan import PlanStep
-from benchfleet.spec import LoadedSpec, LocalTarget
-from benchfleet.variants import cnf_source
+from benchfleet.spec import LoadedSpec, LocalTarget, cnf_source
 
 
 class VariantFailed(RuntimeError):

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from benchfleet import serverparams
-from benchfleet.spec import LoadedSpec
-from benchfleet.variants import PARAMETER_GROUP_KINDS, setting_field, settings
+from benchfleet.spec import LoadedSpec, server_settings
+from benchfleet.variants import PARAMETER_GROUP_KINDS, setting_field
 
 FieldProblem = tuple[str, str]
 
@@ -24,7 +24,7 @@ def target_parameters(loaded: LoadedSpec, index: int) -> tuple[list[dict[str, An
     if target.kind not in PARAMETER_GROUP_KINDS:
         return [], []
     first = loaded.variants[0] if loaded.variants else None
-    options = settings(target, first)
+    options = server_settings(target, first)
     params, refused = serverparams.db_parameters(target.kind, list(options.items()))
     config = (first.mysql_config if first is not None else None) or target.mysql_config
     problems = []

@@ -21,8 +21,7 @@ from typing import Any
 from benchfleet import serverparams
 from benchfleet.mysqlcnf import normalised
 from benchfleet.plan import PlanStep
-from benchfleet.spec import LoadedSpec
-from benchfleet.variants import cnf_source, settings
+from benchfleet.spec import LoadedSpec, cnf_source, server_settings
 
 # How long the agent waits for the server to report a variant's parameters after start_step
 # changed the parameter group (RDS applies immediate changes in seconds; a minute or two is slow).
@@ -31,7 +30,7 @@ PARAMETERS_WAIT_S = 240
 
 def varying(loaded: LoadedSpec, target: Any) -> tuple[list[str], dict[str, dict[str, str]]]:
     """(settings whose values differ between the variants on ``target``, each variant's settings)."""
-    by_variant = {v.id: settings(target, v) for v in loaded.variants}
+    by_variant = {v.id: server_settings(target, v) for v in loaded.variants}
     names = sorted({n for opts in by_variant.values() for n in opts})
     return [n for n in names if len({normalised(o.get(n, "\0")) for o in by_variant.values()}) > 1], by_variant
 
