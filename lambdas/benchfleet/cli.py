@@ -571,6 +571,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from benchfleet import doctor, remote
 
     checks = doctor.local_checks(home())
+    if args.spec and not args.remote:
+        checks.append(_local_spec_check(args.spec))
     if args.remote:
         region = home_region()[0]
         types = None
@@ -589,6 +591,25 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
         print_checks(checks)
     return EXIT_FAILED if doctor.failed(checks) else EXIT_OK
+
+
+def _local_spec_check(path: str) -> Any:
+    """``doctor SPEC`` here: the spec as ``run`` would load it (a spec that does not load is exit 2,
+    naming the file and field, as everywhere), then what only this machine can tell about its local
+    targets (``preflight``: server options the server refuses, an existing server that does not answer),
+    a failed check. Without this the SPEC was read only with --remote and silently ignored here."""
+    from benchfleet.doctor import Check
+    from benchfleet.local.preflight import preflight
+
+    loaded, _ = _load(path)
+    if not loaded.spec.is_local:
+        return Check("spec", "warn", f"{path}: valid; it has cloud targets",
+                     f"benchfleet doctor --remote {path} checks their instance types in their regions")
+    try:
+        checked = preflight(loaded)
+    except SpecError as e:
+        return Check("spec", "fail", str(e), "fix the fields named; `benchfleet run` refuses the spec until then")
+    return Check("spec", "ok", "; ".join([f"{path}: its local targets can start here", *checked.notices]))
 
 
 # ---- parser ---------------------------------------------------------------------------------------
@@ -656,7 +677,8 @@ def parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_report)
 
     s = sub.add_parser("doctor", help="what would fail, before anything is spent; exit 1 if anything would")
-    s.add_argument("spec", nargs="?", help="with --remote: also check its instance types in its regions")
+    s.add_argument("spec", nargs="?", help="load it and check what this machine cannot run of it (server "
+                   "options, existing servers); with --remote: its instance types in its regions")
     s.add_argument("--stack", help="the deployed stack's name (default: $BENCHFLEET_STACK, else Benchfleet)")
     s.add_argument("--format", choices=("table", "json"), default="table")
     _remote_args(s, "check the deployed stack and the account instead of this machine")

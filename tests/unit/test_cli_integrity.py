@@ -4,6 +4,7 @@ read-only home works); a closed terminal (SIGHUP) stops a run as Ctrl-C does."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import stat
@@ -149,3 +150,36 @@ def test_a_relative_home_is_made_absolute(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("BENCHFLEET_HOME", "relhome")
     assert home() == tmp_path / "relhome"
+
+
+def test_doctor_checks_the_spec_it_is_given_here(bf_home: Path, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """`doctor SPEC` without --remote read no SPEC at all: a missing file or a server option MariaDB
+    refuses said "nothing would fail", exit 0. Now the spec is loaded as `run` loads it (exit 2 naming
+    the file and field) and its local targets' options shown to the server (a failed check, exit 1)."""
+    workload = "{name: w, test: oltp_read_only, tables: 1, table_size: 100, threads: [1], duration_s: 2, warmup_s: 0}"
+    cases = {"missing.yaml": None,
+             "bad-field.yaml": "{id: a, kind: local, memory_mb: lots}",
+             "refused.yaml": "{id: a, kind: local, server_options: {no_such_server_option: 1}}",
+             "good.yaml": "{id: a, kind: local}"}
+    for name, target in cases.items():
+        if target:
+            (tmp_path / name).write_text(f"name: d\nworkload: {workload}\ntargets:\n  - {target}\n")
+    codes = {}
+    for name in cases:
+        codes[name] = main(["doctor", str(tmp_path / name), "--format", "json"])
+        out = capsys.readouterr()
+        assert "Traceback" not in out.err
+        if name == "missing.yaml":
+            assert f"{tmp_path / name}: cannot read" in out.err
+        elif name == "bad-field.yaml":
+            assert "targets[0].memory_mb" in out.err
+        else:
+            spec = [c for c in json.loads(out.out) if c["name"] == "spec"]
+            assert spec and spec[0]["status"] == ("fail" if name == "refused.yaml" else "ok")
+            if name == "refused.yaml":
+                assert "targets[0].server_options" in spec[0]["detail"]
+                assert "no_such_server_option" in spec[0]["detail"]
+    assert codes["missing.yaml"] == 2 and codes["bad-field.yaml"] == 2
+    assert codes["refused.yaml"] == 1
+    assert codes["good.yaml"] in (0, 1)  # 1 only when this machine lacks what every local run needs
