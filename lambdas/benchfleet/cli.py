@@ -493,7 +493,7 @@ def _history(args: argparse.Namespace) -> int:
     from benchfleet.local.store import open_store
     from benchfleet.stats import run_comparison
 
-    points = []
+    points, trials = [], 0
     with open_store(home(), write=args.remote) as store:
         if args.remote:
             from benchfleet import remote
@@ -507,10 +507,15 @@ def _history(args: argparse.Namespace) -> int:
         for run_id, started_at in started.items():
             doc = run_comparison(store, run_id)
             if doc.get("trial"):
+                trials += 1
                 continue  # a smoke or stand-in run says nothing about the spec's trend
             points += hist.points_from_comparison(doc, run_id=run_id, started_at=started_at)
     if not points:
         where = "in the cloud" if args.remote else "here"
+        if trials:  # not "no runs": there are, and the user should learn why none counts
+            raise CliError(f"the {trials} succeeded run(s) named {args.history!r} {where} are all trials (smoke scale "
+                           "or --local stand-ins), which say nothing about the spec's trend: run it at full scale",
+                           EXIT_USAGE)
         raise CliError(f"no succeeded runs named {args.history!r} {where}", EXIT_USAGE)
     doc = hist.history(args.history, points)
     if args.format == "json":

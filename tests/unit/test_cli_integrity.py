@@ -183,3 +183,17 @@ def test_doctor_checks_the_spec_it_is_given_here(bf_home: Path, tmp_path: Path,
     assert codes["missing.yaml"] == 2 and codes["bad-field.yaml"] == 2
     assert codes["refused.yaml"] == 1
     assert codes["good.yaml"] in (0, 1)  # 1 only when this machine lacks what every local run needs
+
+
+def test_history_of_trial_runs_only_says_so(imported: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`results --history NAME` when every succeeded run of NAME is a trial (smoke scale, --local
+    stand-ins) said "no succeeded runs named NAME here" beside `runs` listing them succeeded."""
+    with store_module.open_store(imported) as store:
+        run = next(r for r in store.runs() if r["name"] == "first")
+        trial = {"scale": "smoke", "substituted": [], "label": "smoke scale"}  # as benchfleet.scale.trial
+        store.set_spec(run["run_id"], {**store.run(run["run_id"])["spec"], "trial": trial})
+    assert main(["results", "--history", "first"]) == 2
+    err = capsys.readouterr().err
+    assert "the 1 succeeded run(s) named 'first' here are all trials" in err and "Traceback" not in err
+    assert main(["results", "--history", "nothing-so-named"]) == 2
+    assert "no succeeded runs named 'nothing-so-named' here" in capsys.readouterr().err
