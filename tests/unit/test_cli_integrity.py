@@ -197,3 +197,24 @@ def test_history_of_trial_runs_only_says_so(imported: Path, capsys: pytest.Captu
     assert "the 1 succeeded run(s) named 'first' here are all trials" in err and "Traceback" not in err
     assert main(["results", "--history", "nothing-so-named"]) == 2
     assert "no succeeded runs named 'nothing-so-named' here" in capsys.readouterr().err
+
+
+def test_an_abbreviated_server_option_is_refused_before_anything_starts(
+        bf_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """MariaDB takes a unique prefix of an option's name silently (innodb_flush_log_at_trx = 0 sets
+    innodb_flush_log_at_trx_commit): the run then recorded the variant's setting as effective null with
+    no difference, and skip_grant_table slipped past the refusal of skip_grant_tables. Refused by
+    `run` before any server starts, naming the field and the full name (both passed before)."""
+    workload = "{name: w, test: oltp_write_only, tables: 1, table_size: 100, threads: [1], duration_s: 2, warmup_s: 0}"
+    cases = {"variants[1].server_options": ("  - {id: a, kind: local}\nvariants:\n  - {id: durable}\n"
+                                            "  - {id: relaxed, server_options: {innodb_flush_log_at_trx: 0}}\n",
+                                            "write innodb_flush_log_at_trx_commit"),
+             "targets[0].server_options": ("  - {id: a, kind: local, server_options: {skip-grant-table: 1}}\n",
+                                           "write skip_grant_tables")}
+    for field, (targets, words) in cases.items():
+        spec = tmp_path / "abbreviated.yaml"
+        spec.write_text(f"name: ab\nworkload: {workload}\ntargets:\n{targets}")
+        assert main(["run", str(spec)]) == 2
+        err = capsys.readouterr().err
+        assert f"{spec}: {field}: " in err and words in err and "Traceback" not in err
+    assert not (bf_home / "servers").exists() or not any((bf_home / "servers").iterdir())

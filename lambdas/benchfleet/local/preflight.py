@@ -7,13 +7,14 @@
   its proxy (``haproxy``; ``proxysql`` only when it is on the PATH), each refused naming the package;
 - every local target's server options (its cnf with ``server_options`` layered over it) are shown
   to ``mariadbd --verbose --help``, which parses them exactly as a start would. An option the server
-  does not know is a SpecError naming the target's field, in the server's own words; a value it
-  adjusts ("unsigned value 1 adjusted to 2097152") is a notice, once per run.
+  does not know is a SpecError naming the target's field, in the server's own words (an abbreviated
+  name too: ``abbreviations``); a value it adjusts ("unsigned value 1 adjusted to 2097152") is a notice, once per run.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -76,7 +77,7 @@ def preflight(loaded: LoadedSpec) -> Preflight:
                 if text not in checked:
                     checked[text] = server_verdict(text)
                 errors, warnings = checked[text]
-                problems += [(where, f"MariaDB refuses it: {e}") for e in errors]
+                problems += [(where, e) for e in errors]
                 for w in warnings:
                     warned.setdefault(w, target.id)
     if problems:
@@ -105,7 +106,8 @@ def cluster_problems(target: LocalTarget, index: int) -> list[tuple[str, str]]:
 
 
 def server_verdict(cnf_text: str) -> tuple[list[str], list[str]]:
-    """(errors, warnings) of ``mariadbd`` about a rendered cnf's options, in its own words."""
+    """(errors, warnings) of ``mariadbd`` about a rendered cnf's options, in its own words, and the
+    options it would take by an abbreviation (``abbreviations``)."""
     with tempfile.TemporaryDirectory(prefix="benchfleet-check-") as directory:
         cnf = Path(directory) / "my.cnf"
         cnf.write_text(cnf_text + f"datadir = {directory}\n" + ("user = root\n" if os.geteuid() == 0 else ""))
@@ -115,13 +117,46 @@ def server_verdict(cnf_text: str) -> tuple[list[str], list[str]]:
                                   stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
             return [], ["could not check the options in 60 s; the server start will"]
-    errors, warnings = [], []
+    errors, warnings = abbreviations(cnf_text, done.stdout), []
     for line in done.stderr.splitlines():
         text = galera.LOG_PREFIX.sub("", line.strip())
         if "[ERROR]" in text and "Aborting" not in text:
-            errors.append(text.split("] ", 1)[-1])
+            errors.append("MariaDB refuses it: " + text.split("] ", 1)[-1])
         elif "[Warning]" in text and "option '" in text:
             warnings.append(text.split("] ", 1)[-1].removeprefix("Buffered warning: "))
     if done.returncode != 0 and not errors:
-        errors.append((done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1])
+        errors.append("MariaDB refuses it: "
+                      + (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1])
     return errors, warnings
+
+
+# An option as ``mariadbd --verbose --help`` lists it ("  --name[=...]", "  -a, --name"), and the
+# prefixes an option name may carry in a cnf.
+_HELP_OPTION = re.compile(r"^\s+(?:-\w, )?--([A-Za-z0-9_-]+)", re.MULTILINE)
+_NAME_PREFIX = re.compile(r"^(?:loose|maximum|enable|disable|skip)_")
+
+
+def abbreviations(cnf_text: str, help_text: str) -> list[str]:
+    """The cnf's options that are no option's full name but the start of exactly one: MariaDB takes
+    such a unique prefix silently as that option (``innodb_flush_log_at_trx = 2`` sets
+    innodb_flush_log_at_trx_commit), while benchfleet verifies settings, switches variants and compares
+    them by the name written, so the setting went unverified (recorded as effective null, no difference)
+    and a managed option (``skip_grant_table``) slipped past the spec's refusal. Refused, naming the
+    full name. (An ambiguous prefix the server refuses itself; an unknown name too.)"""
+    known = {m.replace("-", "_") for m in _HELP_OPTION.findall(help_text)}
+    if not known:  # no listing to judge by: the start itself will tell
+        return []
+    problems = []
+    for line in cnf_text.splitlines():
+        name = line.split("=", 1)[0].strip().replace("-", "_")
+        if not name or name.startswith(("[", "#")) or name in known:
+            continue
+        bare = _NAME_PREFIX.sub("", name)
+        if bare in known:
+            continue
+        full = sorted({k for k in known if k.startswith(bare)} | {k for k in known if k.startswith(name)})
+        if len(full) == 1:
+            problems.append(f"{name} is not an option's full name: MariaDB would take it as {full[0]} (a unique "
+                            f"prefix), which benchfleet could then neither verify nor switch by that name; "
+                            f"write {full[0]}")
+    return problems
