@@ -899,6 +899,12 @@ def _parse(model: type[_M], data: Any, source: str, keys: str) -> _M:
 
 
 def parse_spec(data: Any, source: str = "spec") -> ComparisonSpec:
+    if isinstance(data, dict) and "test" in data and not {"targets", "workload"} & set(data):
+        # A workload file given where a spec goes (validate workloads/oltp-read-write.yaml) listed every
+        # workload key as "unknown", the keys README documents, and targets as missing.
+        raise SpecError(source, [("", "is a workload (test, threads, ...), not a comparison spec: a spec names it "
+                                      "as its workload and gives the targets (workloads/comparisons/*.yaml; "
+                                      "workloads/README.md, 'Comparison spec')")])
     return _parse(ComparisonSpec, data, source, "spec name, workload, targets, ...")
 
 

@@ -123,3 +123,15 @@ def test_devices_are_refused(device: str) -> None:
 def test_a_directory_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, err, _ = validate(tmp_path, capsys)
     assert code == 2 and str(tmp_path) in err, err
+
+
+def test_a_workload_file_is_named_as_one(capsys: pytest.CaptureFixture[str]) -> None:
+    """`validate workloads/oltp-read-write.yaml` (a workload, not a spec) listed its documented keys as
+    "unknown key" and targets as missing; every shipped workload now says what it is and what goes
+    there instead, in one line."""
+    root = Path(__file__).resolve().parents[2] / "workloads"
+    for path in sorted(root.glob("*.yaml")):
+        code, err, _ = validate(path, capsys)
+        assert code == 2 and err.strip() == f"error: {path}: is a workload (test, threads, ...), not a comparison " \
+            "spec: a spec names it as its workload and gives the targets (workloads/comparisons/*.yaml; " \
+            "workloads/README.md, 'Comparison spec')"
