@@ -447,7 +447,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     doc = compare_runs(docs[0], docs[1])
     if not doc["rows"]:
         raise CliError(f"runs {doc['baseline_run']} and {doc['run']} have no target x threads in common "
-                       "(same target ids, or one target each)", EXIT_USAGE)
+                       "(same target ids, or one target each; the same variants)", EXIT_USAGE)
     if args.format == "json":
         print(json.dumps(doc, indent=2, default=str))
     else:

@@ -467,6 +467,8 @@ def _pct(value: Any) -> str:
 
 def print_run_comparison(doc: dict[str, Any]) -> None:
     """``benchfleet compare``: the second run's targets against the first run's."""
+    from benchfleet.stats.compare import compared_label
+
     table = _compact_table(f"{doc['run']} vs {doc['baseline_run']}", "intervals 95% (Welch: two runs never share "
                            f"a host's minute); margin ±{doc.get('margin_pct', 5):g}%", [
         ("target", True), ("vs", True), ("thr", False), ("reps", False), ("tps", False),
@@ -475,7 +477,7 @@ def print_run_comparison(doc: dict[str, Any]) -> None:
     for r in doc["rows"]:
         rel = r["relative"]
         style = {"faster": "green", "slower": "red"}.get(str(rel.get("verdict")), "")
-        table.add_row(r["target_id"], r["vs_target_id"], str(r["threads"]), str(r["repetitions"]),
+        table.add_row(compared_label(r), r["vs_target_id"], str(r["threads"]), str(r["repetitions"]),
                       _num(r["tps"]["mean"]), _num(r["baseline_tps"]["mean"]), _signed(rel.get("pct")),
                       _signed_range(rel.get("ci_low_pct"), rel.get("ci_high_pct")), verdict_text(rel),
                       *([caveat_words(r.get("caveats"))] if any(x.get("caveats") for x in doc["rows"]) else []),

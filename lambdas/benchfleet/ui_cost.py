@@ -183,6 +183,8 @@ def _speedup_interval(cell: dict[str, Any]) -> str:
 
 def print_cost_comparison(console: Console, doc: dict[str, Any], models: tuple[str, ...] = HEADLINE_MODELS) -> None:
     """``compare``: each matched row's cost per 1,000 tps in both runs, by model, with intervals."""
+    from benchfleet.stats.compare import compared_label
+
     rows = [r for r in doc.get("rows") or [] if any((r.get("cost") or {}).get(m) for m in models)]
     if not rows:
         return
@@ -193,7 +195,7 @@ def print_cost_comparison(console: Console, doc: dict[str, Any], models: tuple[s
     table = _table("cost per 1,000 tps in both runs", "USD per hour of the database per 1,000 tps; each run "
                    "priced from today's tables", columns)
     for r in rows:
-        cells = [r["target_id"], str(r["threads"])]
+        cells = [compared_label(r), str(r["threads"])]
         for m in models:
             this, base = (r.get("cost") or {}).get(m), (r.get("baseline_cost") or {}).get(m)
             for c in (this, base):

@@ -210,3 +210,32 @@ def test_margin_pct_is_a_spec_key_validated_by_name(tmp_path) -> None:
         load_spec(path)
     path.write_text("name: m\nworkload: demo-durability\nmargin_pct: 2\ntargets: [{id: a, kind: local}]\n")
     assert load_spec(path).spec.margin_pct == 2
+
+
+def test_compare_of_two_runs_with_variants_compares_each_variant_with_itself() -> None:
+    """`compare` keyed a run's rows by target and threads: with variants the last variant's row stood
+    for the target ("a 1 thr +24.5%" was relaxed against relaxed) and durable was dropped, silently.
+    Each variant is now compared with the same variant of the other run and named; a variant only one
+    run measured is listed as unmatched, and a run without variants has nothing in common with one
+    with (it was compared with the other run's last variant)."""
+    from benchfleet.stats.compare import compare_runs
+    from benchfleet.ui import console, print_run_comparison
+
+    def doc(run_id: str, tps: dict[str, list[float]]) -> dict:
+        rows = [{"target_id": "a", "variant": variant, "threads": 1, "repetitions": len(values),
+                 "tps": {"values": values, "mean": sum(values) / len(values)}} for variant, values in tps.items()]
+        return {"run": {"run_id": run_id}, "targets": [{"target_id": "a"}], "rows": rows}
+
+    first = doc("r1", {"durable": [1000.0, 1010, 990], "relaxed": [2000.0, 2020, 1980]})
+    second = doc("r2", {"durable": [1000.0, 1012, 988], "relaxed": [3000.0, 3030, 2970], "fast": [1.0, 1, 1]})
+    pair = compare_runs(first, second)
+    assert [(r["variant"], r["baseline_tps"]["mean"], r["tps"]["mean"]) for r in pair["rows"]] == [
+        ("durable", 1000.0, 1000.0), ("relaxed", 2000.0, 3000.0)]
+    assert pair["rows"][0]["relative"]["verdict"] == "equivalent"
+    assert pair["rows"][1]["relative"]["verdict"] == "faster"
+    assert pair["unmatched"] == ["a/fast"]
+    with console.capture() as captured:
+        print_run_comparison(pair)
+    text = captured.get()
+    assert "a/durable" in text and "a/relaxed" in text
+    assert compare_runs(doc("r3", {"": [2000.0, 2020, 1980]}), second)["rows"] == []

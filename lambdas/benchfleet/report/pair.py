@@ -21,7 +21,7 @@ from benchfleet.local.store import DuckDBStore
 from benchfleet.report import charts, html
 from benchfleet.report.data import status_timeline, timeline
 from benchfleet.stats.caveats import words as caveat_words
-from benchfleet.stats.compare import compare_runs
+from benchfleet.stats.compare import compare_runs, compared_label
 
 
 class NothingInCommon(ValueError):
@@ -56,7 +56,7 @@ def render_pair_report(store: DuckDBStore, baseline_run: str, run: str) -> str:
     pair = compare_runs(docs[0], docs[1])
     if not pair["rows"]:
         raise NothingInCommon(f"runs {pair['baseline_run']} and {pair['run']} have no target x threads in common "
-                              "(same target ids, or one target each)")
+                              "(same target ids, or one target each; the same variants)")
     runs = [store.run(d["run"]["run_id"]) for d in docs]
     labels = _run_labels(*runs)
     both = [_labelled(d, label) for d, label in zip(docs, labels, strict=True)]
@@ -64,19 +64,18 @@ def render_pair_report(store: DuckDBStore, baseline_run: str, run: str) -> str:
     series_names = list(dict.fromkeys(charts.label_of(r) for r in merged["rows"]))
     palette = charts.colors(series_names)
     # Verdict rows named "<target> vs <baseline target>" in the palette of the second run's series.
-    verdict_rows = [{**r, "label": f"{labels[1]}: {r['target_id']}"} for r in pair["rows"]]
+    verdict_rows = [{**r, "label": f"{labels[1]}: {compared_label(r)}"} for r in pair["rows"]]
 
     def versus(row: dict[str, Any]) -> str:
-        return f"{row['target_id']} vs {row['vs_target_id']}" if row["target_id"] != row["vs_target_id"] \
-            else row["target_id"]
+        return f"{compared_label(row)} vs {row['vs_target_id']}" if row["target_id"] != row["vs_target_id"] \
+            else compared_label(row)
 
     single = charts.one_thread_count(merged["rows"])
     # One thread count: bars, and the sections say so.
     per = f"at {charts.threads_words(single)}" if single is not None else "vs threads"
     sections = [
         ("relative", f"{labels[1]} relative to {labels[0]}", charts.relative_bars(
-            verdict_rows, {f"{labels[1]}: {r['target_id']}": palette.get(f"{labels[1]}: {r['target_id']}", "#555")
-                           for r in pair["rows"]},
+            verdict_rows, {r["label"]: palette.get(r["label"], "#555") for r in verdict_rows},
             f"Throughput of {labels[1]} relative to {labels[0]} (%; whiskers: 95% interval)",
             float(pair["margin_pct"]), name_of=versus), html.RELATIVE_NOTE.format(margin=pair["margin_pct"])),
         ("throughput", f"Throughput {per}, both runs", charts.throughput(merged, palette),
@@ -194,7 +193,7 @@ def _verdict_table(pair: dict[str, Any], labels: tuple[str, str]) -> str:
         ci = (f"{html._pct(rel.get('pct'))} <span class='ci'>[{html._pct(rel['ci_low_pct'])}, "
               f"{html._pct(rel['ci_high_pct'])}]</span>" if rel.get("ci_low_pct") is not None
               else html._pct(rel.get("pct")) + " <span class='muted'>no interval</span>")
-        rows.append([escape(r["target_id"]), escape(r["vs_target_id"]), html._n(r["threads"]),
+        rows.append([escape(compared_label(r)), escape(r["vs_target_id"]), html._n(r["threads"]),
                      html._n(r["repetitions"]), html._n(r["baseline_tps"]["mean"]), html._n(r["tps"]["mean"]), ci,
                      f"<span class='{css}'>{escape(verdict_text(rel))}</span>",
                      f"<span class='caveat'>{escape(caveat_words(r.get('caveats')))}</span>" if r.get("caveats")
