@@ -121,9 +121,12 @@ def _caps() -> Any:
 
 
 def _fit_problem(plan: Plan) -> str | None:
-    """Why the deployed state machine would refuse a cloud plan (its caps: ``_caps``)."""
+    """Why the deployed state machine would refuse a cloud plan (its caps: ``_caps``), or the local
+    runner a local one (a spacing it would not keep: it went by silently, repetitions back to back)."""
     if plan.mode == "local":
-        return None
+        from benchfleet.plan import spacing_problem
+
+        return spacing_problem(plan, "the local runner")
     from benchfleet.aws.planning import runplan
 
     within = _caps()
@@ -173,6 +176,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if plan.over_budget:
         raise CliError(f"estimated cost ${plan.estimated_cost_usd:.2f} is over the budget "
                        f"${plan.budget_usd:.2f}", EXIT_USAGE)
+    problem = _fit_problem(plan)
+    if problem:
+        raise CliError(f"{args.spec}: {problem}", EXIT_USAGE)
     from benchfleet.local.mariadb import reap_leftovers
     from benchfleet.local.preflight import preflight
     from benchfleet.local.runner import run_local

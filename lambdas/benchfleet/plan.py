@@ -410,6 +410,18 @@ class Plan(BaseModel):
         }
 
 
+def spacing_problem(plan: Plan, runner: str) -> str | None:
+    """A ``repetition_spacing_s`` that ``runner``, which runs a target's repetitions one after another
+    without waiting, would not keep (a spacing is the least time between two starts, so one shorter
+    than a repetition is kept anyway); None when it keeps every spacing."""
+    for t in plan.targets:
+        if t.at_once <= 1 and t.repetitions > 1 and t.spacing_s > t.repetition_s:
+            return (f"spec: repetition_spacing_s: {t.spacing_s} s is longer than one repetition of {t.target_id} "
+                    f"({t.repetition_s} s); {runner} runs repetitions one after another without waiting between "
+                    "them")
+    return None
+
+
 def memory_bytes(target: Any) -> int | None:
     """Memory of the server a target's data is loaded into (None: unknown, an existing server)."""
     if target is None or target.kind == "existing":

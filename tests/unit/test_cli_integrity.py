@@ -218,3 +218,24 @@ def test_an_abbreviated_server_option_is_refused_before_anything_starts(
         err = capsys.readouterr().err
         assert f"{spec}: {field}: " in err and words in err and "Traceback" not in err
     assert not (bf_home / "servers").exists() or not any((bf_home / "servers").iterdir())
+
+
+def test_a_spacing_the_local_runner_would_not_keep_is_refused(bf_home: Path, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """repetition_spacing_s on a local spec was dropped silently: `run` measured the repetitions back to
+    back (the time-of-day spread the key asks for never happened) and `plan` said nothing. Refused by
+    both, naming the key, as the deployed machine refuses a spacing it cannot keep; a spacing no longer
+    than a repetition is kept anyway (a spacing is the least time between two starts)."""
+    workload = "{name: w, test: oltp_read_only, tables: 1, table_size: 100, threads: [1], duration_s: 2, warmup_s: 0}"
+    spec = tmp_path / "spaced.yaml"
+    for spacing, code in ((3600, 2), (1, 0)):
+        spec.write_text(f"name: sp\nworkload: {workload}\nrepetitions: 2\nrepetition_spacing_s: {spacing}\n"
+                        "targets:\n  - {id: a, kind: local}\n")
+        assert main(["plan", str(spec)]) == code
+        err = capsys.readouterr().err
+        assert ("repetition_spacing_s: 3600 s is longer than one repetition of a" in err) == (code == 2)
+        assert "the local runner runs repetitions one after another" in err or code == 0
+    spec.write_text(spec.read_text().replace("repetition_spacing_s: 1", "repetition_spacing_s: 3600"))
+    assert main(["run", str(spec)]) == 2
+    assert f"{spec}: spec: repetition_spacing_s: 3600 s" in capsys.readouterr().err
+    assert not (bf_home / "servers").exists() or not any((bf_home / "servers").iterdir())

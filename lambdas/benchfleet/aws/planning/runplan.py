@@ -38,7 +38,7 @@ from benchfleet.aws.settings import DEFAULT_RESULTS_STORE, Settings
 from benchfleet.aws.steps import commands
 from benchfleet.clusterjob import SETUP
 from benchfleet.mysqlcnf import CnfError, render, with_server_options
-from benchfleet.plan import Plan, PriceLookup, TargetPlan, cluster_setup_hosts, make_plan
+from benchfleet.plan import Plan, PriceLookup, TargetPlan, cluster_setup_hosts, make_plan, spacing_problem
 from benchfleet.spec import (
     SLUG,
     AuroraTarget,
@@ -456,11 +456,9 @@ def fit_problem(plan: Plan, *, max_vcpus: int = DEFAULT_MAX_VCPUS_PER_REGION,
             return (f"spec: targets: the run has {peak['ec2_vcpus']} EC2 vCPUs and "
                     f"{peak['ec2_hosts'] + peak['db_instances']} hosts at once in {peak['region']}, above the caps "
                     f"of {limit.max_vcpus} ({VCPUS_KEY}) and {limit.max_hosts} ({HOSTS_KEY}): plan it within them")
-    for t in plan.targets:
-        if t.at_once <= 1 and t.repetitions > 1 and t.spacing_s > t.repetition_s:
-            return (f"spec: repetition_spacing_s: {t.spacing_s} s is longer than one repetition of {t.target_id} "
-                    f"({t.repetition_s} s); the deployed state machine runs repetitions one after another "
-                    "without waiting between them")
+    spacing = spacing_problem(plan, "the deployed state machine")
+    if spacing:
+        return spacing
     for t in plan.targets:
         longest = max((s for s in t.steps if s.kind == "prepare"), key=lambda s: s.duration_s, default=None)
         if longest and execution_timeout_s(longest.duration_s, "prepare") > commands.MAX_EXECUTION_TIMEOUT_S:
