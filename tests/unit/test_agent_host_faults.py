@@ -149,3 +149,12 @@ def test_effective_server_variables_are_compared_with_the_cnf() -> None:
     assert changed == [{"option": "table_open_cache", "requested": "200000", "effective": "7985"},
                        {"option": "innodb_buffer_pool_size", "requested": "3906M", "effective": "4094689280"}]
     assert unverified == ["ssl"]
+
+
+def test_a_binary_log_base_name_is_not_a_difference() -> None:
+    """durable.cnf / relaxed.cnf say ``log_bin = binlog`` (the files' base name) and the server's log_bin
+    variable says ON: every demo run recorded "log_bin binlog -> ON" as a setting not taken. A log_bin
+    the server runs without is still one."""
+    assert dbclient.differences({"log_bin": "binlog"}, {"log_bin": "ON"}) == ([], [])
+    assert dbclient.differences({"log_bin": "binlog"}, {"log_bin": "OFF"}) == (
+        [{"option": "log_bin", "requested": "binlog", "effective": "OFF"}], [])

@@ -235,6 +235,10 @@ def differences(requested: Dict[str, str], effective: Dict[str, str]) -> Tuple[L
             unverified.append(option)
             continue
         have = effective[name]
+        if name == "log_bin" and wanted and normalise(have) == "ON":
+            # log_bin = binlog names the binary log's files; the variable says only that it is on, so
+            # "binlog -> ON" was reported (and shown) as a setting the server did not take.
+            continue
         if normalise(wanted) != normalise(have) and not (wanted == "" and normalise(have) == "ON"):
             changed.append({"option": option, "requested": wanted, "effective": have})
     return changed, unverified
