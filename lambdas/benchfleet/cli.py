@@ -1,6 +1,7 @@
 """The ``benchfleet`` command (contract in DESIGN.md; tests and docs rely on it).
 
-Exit codes: 0 success, 1 a run or command failed, 2 bad input (spec, arguments, files), 130 interrupted.
+Exit codes: 0 success, 1 a run or command failed, 2 bad input (spec, arguments, files), 130 interrupted,
+141 the reader of the output went away (``| head``), quietly, as for a tool SIGPIPE ended.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import csv
 import io
 import json
 import os
+import select
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,7 +23,7 @@ from benchfleet.pricing import plan_breakdowns, price_per_hour
 from benchfleet.remote import RemoteError
 from benchfleet.spec import LoadedSpec, SpecError, json_schema, load_spec
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_PIPE = 0, 1, 2, 130, 141
 
 
 class CliError(Exception):
@@ -738,10 +740,31 @@ def _remote_args(p: argparse.ArgumentParser, remote_help: str | None) -> None:
     p.add_argument("--api-url", help="the deployed API (default: $BENCHFLEET_API_URL, else the stack's ApiUrl)")
 
 
+def _reader_gone() -> bool:
+    """Whether stdout's reader went away (``benchfleet results ... | head -5``): not an error, so the
+    command ends quietly, as a Unix tool SIGPIPE ends (Python ignores SIGPIPE: the write raised). A
+    pipe whose reading end is closed polls as an error at its writing end; another broken pipe (a
+    socket to a server) is an error as any other. What is still buffered goes nowhere: the interpreter
+    flushes stdout at exit, which would complain on stderr."""
+    try:
+        fd = sys.stdout.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        if not any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0)):
+            return False
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fd)
+        os.close(devnull)
+        return True
+    except (OSError, ValueError, io.UnsupportedOperation):  # no file descriptor (captured), or closed
+        return False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         code: int = args.func(args)
+        sys.stdout.flush()  # a reader gone shows here, not in the interpreter's flush at exit
         return code
     except SpecError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -759,6 +782,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("interrupted: servers stopped and their data removed", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as e:  # the last line of defence: a message, never a stack trace
+        if isinstance(e, BrokenPipeError) and _reader_gone():
+            return EXIT_PIPE
         if os.environ.get("BENCHFLEET_DEBUG"):
             raise
         print(f"error: {type(e).__name__}: {e} (set BENCHFLEET_DEBUG=1 for details)", file=sys.stderr)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import math
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -19,8 +21,18 @@ from benchfleet.stats.caveats import words as caveat_words
 from benchfleet.stats.figures import percentile_of
 from benchfleet.stats.run import step_tps
 
+
+class _Console(Console):
+    """rich's Console, except when the reader of stdout goes away (``benchfleet runs | head -1``): rich
+    would exit 1 itself; the CLI ends every command the same way then (benchfleet.cli.main)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True  # nothing more to draw
+        raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+
 # Off a terminal (CI logs, pipes) rich would assume 80 columns and fold the tables.
-console = Console(width=None if sys.stdout.isatty() else 160)
+console = _Console(width=None if sys.stdout.isatty() else 160)
 
 
 def _fmt(value: Any, digits: int = 1) -> str:
