@@ -290,17 +290,24 @@ def _left_behind(run_id: str, regions: list[str]) -> list[Any]:
 
 
 def _sync_remote(run_id: str, api_url: str | None, store: Any) -> str:
-    """Load a cloud run's raw output from S3 into the local store; results and report then work as
-    for a local run."""
+    """Load a cloud run's raw output from S3 into the local store (unless a final copy is there
+    already); results and report then work as for a local run."""
     import boto3
 
     from benchfleet import rawsync, remote
 
-    run = remote.get_run(run_id, api_url)
+    return rawsync.load_run(boto3.client("s3"), _results_bucket(), run_id,
+                            lambda run: remote.get_run(run, api_url), store, home())
+
+
+def _results_bucket() -> str:
+    """The deployment's results bucket: $BENCHFLEET_BUCKET, else the stack's output."""
+    import boto3
+
+    from benchfleet import rawsync, remote
+
     stack = os.environ.get("BENCHFLEET_STACK") or remote.DEFAULT_STACK
-    bucket = os.environ.get("BENCHFLEET_BUCKET") or rawsync.bucket_from_stack(boto3.client("cloudformation"), stack)
-    rawsync.sync_run(boto3.client("s3"), bucket, run, store, home())
-    return str(run["run_id"])
+    return os.environ.get("BENCHFLEET_BUCKET") or rawsync.bucket_from_stack(boto3.client("cloudformation"), stack)
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
@@ -495,20 +502,28 @@ def _history(args: argparse.Namespace) -> int:
     """The trend of consecutive runs of one comparison (or schedule) name, regressions flagged. With
     --remote, the last HISTORY_REMOTE_RUNS succeeded runs of that name are first loaded from what the
     cloud stores (the agents' raw output and spec.json, as ``results RUN --remote`` loads one run):
-    summary.json holds per-step outcomes, not the comparison. Either way every run's points are its
+    summary.json holds per-step outcomes, not the comparison. A run still running or without raw
+    output is skipped, one line each on stderr. Either way every run's points are its
     ``run_comparison`` from the local store: one definition of a run's figures for both."""
     from benchfleet import history as hist
     from benchfleet.local.store import open_store
     from benchfleet.stats import run_comparison
 
     points, trials = [], 0
+    skipped: list[tuple[str, str]] = []
     with open_store(home(), write=args.remote) as store:
         if args.remote:
-            from benchfleet import remote
+            import boto3
 
-            runs = remote.list_runs(args.api_url, name=args.history, status="SUCCEEDED", limit=HISTORY_REMOTE_RUNS)
+            from benchfleet import rawsync, remote
+
             # When the run started in the cloud (the API's), not when it was loaded here: the order.
-            started = {_sync_remote(str(run["run_id"]), args.api_url, store): run.get("started_at") for run in runs}
+            loaded = rawsync.load_history(boto3.client("s3"), _results_bucket(),
+                                          remote.iter_runs(args.api_url, name=args.history), store, home(),
+                                          HISTORY_REMOTE_RUNS)
+            started, skipped = loaded.started, loaded.skipped
+            for run_id, reason in skipped:
+                print(f"skipped {run_id}: {reason}", file=sys.stderr)
         else:
             started = {run["run_id"]: run["started_at"] for run in store.runs()
                        if run["name"] == args.history and run["status"] == "succeeded"}
@@ -518,14 +533,17 @@ def _history(args: argparse.Namespace) -> int:
                 trials += 1
                 continue  # a smoke or stand-in run says nothing about the spec's trend
             points += hist.points_from_comparison(doc, run_id=run_id, started_at=started_at)
+    where = "in the cloud" if args.remote else "here"
+    few = hist.too_few_runs(args.history, len({p.run_id for p in points}), where)
     if not points:
-        where = "in the cloud" if args.remote else "here"
         if trials:  # not "no runs": there are, and the user should learn why none counts
             raise CliError(f"the {trials} succeeded run(s) named {args.history!r} {where} are all trials (smoke scale "
                            "or --local stand-ins), which say nothing about the spec's trend: run it at full scale",
                            EXIT_USAGE)
-        raise CliError(f"no succeeded runs named {args.history!r} {where}", EXIT_USAGE)
-    doc = hist.history(args.history, points)
+        raise CliError(str(few), EXIT_USAGE)
+    if few:
+        print(f"note: {few}", file=sys.stderr)
+    doc = hist.history(args.history, points, skipped=skipped)
     if args.format == "json":
         print(json.dumps(doc, indent=2, default=str))
     else:

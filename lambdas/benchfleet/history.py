@@ -191,10 +191,21 @@ def trend(points: Iterable[Point], threshold_pct: float = DEFAULT_THRESHOLD_PCT)
     return out
 
 
-def history(name: str, points: Iterable[Point], threshold_pct: float = DEFAULT_THRESHOLD_PCT) -> dict[str, Any]:
+def too_few_runs(name: str, runs: int, where: str) -> str | None:
+    """What a history of ``runs`` judged runs of ``name`` says first when they are too few for a trend
+    (``where``: "here", "in the cloud"); None from two runs on. Local and remote say the same."""
+    if runs == 0:
+        return f"no succeeded runs named {name!r} {where}"
+    if runs == 1:
+        return f"only one succeeded run named {name!r} {where}: nothing to judge it against yet (a trend needs two)"
+    return None
+
+
+def history(name: str, points: Iterable[Point], threshold_pct: float = DEFAULT_THRESHOLD_PCT,
+            skipped: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
     """The whole history document: ``rows`` (every TrendRow), ``runs`` (run ids in order),
-    ``regressions`` (rows flagged anywhere), ``latest_regressions`` (those of the newest run) and
-    the rule that flagged them."""
+    ``regressions`` (rows flagged anywhere), ``latest_regressions`` (those of the newest run), the
+    rule that flagged them, and ``skipped``: the runs left out, each with why (``run_id``, ``reason``)."""
     rows = trend(points, threshold_pct)
     order: dict[str, str] = {}
     for r in rows:
@@ -211,6 +222,7 @@ def history(name: str, points: Iterable[Point], threshold_pct: float = DEFAULT_T
         "multiplicity": multiplicity((r.relative for r in rows), CONFIDENCE),
         "regressions": regressions,
         "latest_regressions": [r for r in regressions if r["run_id"] == latest],
+        "skipped": [{"run_id": run_id, "reason": reason} for run_id, reason in skipped],
     }
 
 

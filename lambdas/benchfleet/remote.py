@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -19,7 +20,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -203,16 +204,22 @@ def wait(run_id: str, api_url: str | None = None, on_update: Callable[[dict[str,
 def list_runs(api_url: str | None = None, *, name: str | None = None, status: str | None = None,
               limit: int | None = None, **kwargs: Any) -> list[dict[str, Any]]:
     """GET /runs, following ``next`` pages; newest first; at most ``limit`` runs."""
+    return list(itertools.islice(iter_runs(api_url, name=name, status=status, **kwargs), limit))
+
+
+def iter_runs(api_url: str | None = None, *, name: str | None = None, status: str | None = None,
+              **kwargs: Any) -> Iterator[dict[str, Any]]:
+    """GET /runs, newest first, a page at a time: the next page is only asked for when the caller
+    reads on (``results --history --remote`` stops once it has its runs)."""
     url = resolve_api_url(api_url)
-    runs: list[dict[str, Any]] = []
     token: str | None = None
     while True:
         query = {"limit": 100, "next": token, "name": name, "status": status}
         page = call("GET", "runs", url, query=query, **kwargs)
-        runs.extend(page.get("runs") or [])
+        yield from page.get("runs") or []
         token = page.get("next")
-        if not token or (limit is not None and len(runs) >= limit):
-            return runs[:limit] if limit is not None else runs
+        if not token:
+            return
 
 
 def results(run_id: str, api_url: str | None = None, fmt: str = "json", **kwargs: Any) -> Any:

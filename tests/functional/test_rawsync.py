@@ -103,6 +103,33 @@ def test_results_remote_judge_verdicts_by_the_runs_own_margin_and_baseline(
     assert "margin ±2%" in out and "±5%" not in out
 
 
+def test_a_raw_file_gone_while_loading_leaves_the_earlier_copy_and_is_skipped(bucket, tmp_path: Path) -> None:
+    """A raw file listed, then removed before it is read (a lifecycle rule): the load fails naming it and
+    the store keeps the copy it had, whole (before: the run was deleted first, then loaded file by file);
+    a history skips the run saying so."""
+    s3, _ = bucket
+    store = DuckDBStore(tmp_path / "db.duckdb")
+    run = {"run_id": RUN_ID, "name": "cloudy", "status": "RUNNING"}
+    assert rawsync.sync_run(s3, "results", run, store, tmp_path) == 4
+    samples = len(store.samples(RUN_ID))
+    gone = raw_key(RUN_ID, "m6i", 1, "t0001")
+
+    def remove_after_listing(**_: object) -> None:
+        s3.meta.events.unregister("after-call.s3.ListObjectsV2", remove_after_listing)
+        s3.delete_object(Bucket="results", Key=gone)
+
+    s3.meta.events.register("after-call.s3.ListObjectsV2", remove_after_listing)
+    with pytest.raises(rawsync.RawOutputMissing, match=f"s3://results/{gone} is gone"):
+        rawsync.sync_run(s3, "results", {**run, "status": "SUCCEEDED"}, store, tmp_path)
+    assert len(store.samples(RUN_ID)) == samples and store.cloud_copy(RUN_ID)["cloud_status"] == "RUNNING"
+
+    s3.put_object(Bucket="results", Key=gone, Body=b"")
+    s3.meta.events.register("after-call.s3.ListObjectsV2", remove_after_listing)
+    loaded = rawsync.load_history(s3, "results", [{**run, "status": "SUCCEEDED"}], store, tmp_path, 30)
+    assert loaded.started == {} and loaded.skipped == [
+        (RUN_ID, f"its raw output s3://results/{gone} is gone (removed while it was being read)")]
+
+
 def test_a_bad_run_id_is_refused(bucket, tmp_path: Path) -> None:
     s3, _ = bucket
     with pytest.raises(ValueError):

@@ -12,6 +12,7 @@ import time
 import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -114,11 +115,17 @@ ALTER TABLE targets ADD COLUMN IF NOT EXISTS storage_layout JSON;
 """
 
 
-# Local bookkeeping, not part of the data model (the Athena store has no such table): which
-# process on which host is writing a run, so a run whose process is gone can be told from a live one.
+# Local bookkeeping, not part of the data model (the Athena store has no such tables): which
+# process on which host is writing a run, so a run whose process is gone can be told from a live one;
+# and which runs are copies of cloud runs loaded from their raw output (benchfleet.rawsync): from where,
+# as of which status of the execution, how many raw files. A copy of a run that had ended is final (its
+# raw output never changes again): it is not downloaded again. A copy of a running run is partial.
 OWNERS = """
 CREATE TABLE IF NOT EXISTS run_owners (
     run_id VARCHAR PRIMARY KEY, host VARCHAR NOT NULL, pid INTEGER NOT NULL, started VARCHAR);
+CREATE TABLE IF NOT EXISTS cloud_copies (
+    run_id VARCHAR PRIMARY KEY, source VARCHAR NOT NULL, cloud_status VARCHAR NOT NULL,
+    raw_files INTEGER NOT NULL, loaded_at TIMESTAMPTZ NOT NULL);
 """
 # How long to wait for another benchfleet process's write (milliseconds) or read to finish.
 LOCK_WAIT_S = 60.0
@@ -293,8 +300,11 @@ class DuckDBStore:
         """Runs still 'running' whose process is gone end as 'interrupted' (in the file when it can
         be written, else as read)."""
         try:
+            # A cloud run's copy is no local process's: a copy loaded while the run was running stays as
+            # the cloud said it was (and is loaded again next time), never 'interrupted'.
             running = self._dicts("SELECT r.run_id, o.host, o.pid, o.started FROM runs r "
-                                  "LEFT JOIN run_owners o USING (run_id) WHERE r.status = 'running'")
+                                  "LEFT JOIN run_owners o USING (run_id) WHERE r.status = 'running' "
+                                  "AND r.run_id NOT IN (SELECT run_id FROM cloud_copies)")
         except duckdb.CatalogException:  # read-only, from before owners were recorded (or no runs table)
             try:
                 running = self._dicts("SELECT run_id, NULL AS host, NULL AS pid, NULL AS started FROM runs "
@@ -330,9 +340,34 @@ class DuckDBStore:
     def delete_run(self, run_id: str) -> None:
         """Remove a run and all its rows (before loading a fresh copy of it)."""
         with self._writing() as db:
-            for table in ("samples", "status_samples", "step_summaries", "cloud_metrics", "targets", "run_owners",
-                          "runs"):
-                db.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+            _delete_run(db, run_id)
+
+    def replace_cloud_copy(self, copy: CloudCopy) -> None:
+        """A cloud run loaded from its raw output, in place of any earlier copy, in one transaction: the
+        store holds the whole copy or the one before, never half of one (a copy is only recorded as a
+        copy, see ``cloud_copy``, with all its rows)."""
+        running = copy.cloud_status.upper() == "RUNNING"
+        with self._writing() as db:
+            _delete_run(db, copy.run_id)
+            db.execute(
+                "INSERT INTO runs (run_id, name, spec, status, mode, started_at, ended_at, message, "
+                "estimated_cost_usd, actual_cost_usd) VALUES (?, ?, ?, ?, 'aws', ?, ?, ?, ?, ?)",
+                [copy.run_id, copy.name, json.dumps(copy.spec), copy.cloud_status.lower(),
+                 copy.started_at or datetime.now(UTC), None if running else copy.ended_at or datetime.now(UTC),
+                 f"loaded from {copy.source} while the run was running: partial until it is loaded again"
+                 if running else None, copy.estimated_cost_usd, copy.actual_cost_usd])
+            for fp in copy.output.fingerprints:
+                _insert_target(db, copy.run_id, fp.target_id, fp.repetition, {"kind": "aws"}, fp)
+            _insert_output(db, copy.output)
+            db.execute("INSERT INTO cloud_copies VALUES (?, ?, ?, ?, ?)",
+                       [copy.run_id, copy.source, copy.cloud_status.upper(), copy.raw_files, datetime.now(UTC)])
+
+    def cloud_copy(self, run_id: str) -> dict[str, Any] | None:
+        """What ``replace_cloud_copy`` recorded of the run (source, cloud_status, raw_files, loaded_at), None
+        when the store holds no whole copy of it (never loaded, or by a version that did not record it)."""
+        rows = self._dicts("SELECT c.* FROM cloud_copies c JOIN runs r USING (run_id) WHERE c.run_id = ?",
+                           [run_id])
+        return rows[0] if rows else None
 
     def delete_target(self, run_id: str, target_id: str) -> None:
         """Remove one target's rows from a run (an import into the run that failed half-way)."""
@@ -375,22 +410,13 @@ class DuckDBStore:
     # ---- rows --------------------------------------------------------------------------------
     def add_target(self, run_id: str, target_id: str, repetition: int, meta: dict[str, Any],
                    fingerprint: Fingerprint | None) -> None:
-        fp = fingerprint.model_dump() if fingerprint else {}
-        layout = fp.get("storage_layout")
-        values = {"run_id": run_id, "target_id": target_id, "repetition": repetition, **meta,
-                  **{k: fp.get(k) for k in _FINGERPRINT_COLUMNS}, "recorded_at": fp.get("time"),
-                  "storage_layout": json.dumps(layout, sort_keys=True) if layout else None}
-        columns = list(values)
         with self._writing() as db:
-            db.execute(f"INSERT OR REPLACE INTO targets ({', '.join(columns)}) "
-                       f"VALUES ({', '.join('?' * len(columns))})", [values[c] for c in columns])
+            _insert_target(db, run_id, target_id, repetition, meta, fingerprint)
 
     def add_output(self, output: AgentOutput) -> None:
         """Insert samples and step summaries (in one transaction, so a step is there whole or not)."""
         with self._writing() as db:
-            _insert(db, "samples", _SAMPLE_COLUMNS, output.samples)
-            _insert(db, "status_samples", _STATUS_COLUMNS, output.status)
-            _insert(db, "step_summaries", _SUMMARY_COLUMNS, output.summaries, key=_SUMMARY_KEY)
+            _insert_output(db, output)
 
     # ---- reads -------------------------------------------------------------------------------
     def targets(self, run_id: str) -> list[dict[str, Any]]:
@@ -445,6 +471,47 @@ class DuckDBStore:
         cursor = self.db.execute(sql, list(params))
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+@dataclass(frozen=True)
+class CloudCopy:
+    """A cloud run as its raw output rebuilds it here (``DuckDBStore.replace_cloud_copy``)."""
+
+    run_id: str
+    name: str
+    spec: dict[str, Any]
+    cloud_status: str  # the execution's status when it was loaded: RUNNING, SUCCEEDED, FAILED...
+    source: str  # where the raw output was read: s3://<bucket>/runs/<run id>/
+    raw_files: int
+    output: AgentOutput  # every raw file's rows and fingerprints together
+    started_at: datetime | None = None  # when the run started in the cloud (else: now)
+    ended_at: datetime | None = None
+    estimated_cost_usd: float | None = None
+    actual_cost_usd: float | None = None
+
+
+def _delete_run(db: duckdb.DuckDBPyConnection, run_id: str) -> None:
+    for table in ("samples", "status_samples", "step_summaries", "cloud_metrics", "targets", "run_owners",
+                  "cloud_copies", "runs"):
+        db.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+
+
+def _insert_target(db: duckdb.DuckDBPyConnection, run_id: str, target_id: str, repetition: int,
+                   meta: dict[str, Any], fingerprint: Fingerprint | None) -> None:
+    fp = fingerprint.model_dump() if fingerprint else {}
+    layout = fp.get("storage_layout")
+    values = {"run_id": run_id, "target_id": target_id, "repetition": repetition, **meta,
+              **{k: fp.get(k) for k in _FINGERPRINT_COLUMNS}, "recorded_at": fp.get("time"),
+              "storage_layout": json.dumps(layout, sort_keys=True) if layout else None}
+    columns = list(values)
+    db.execute(f"INSERT OR REPLACE INTO targets ({', '.join(columns)}) "
+               f"VALUES ({', '.join('?' * len(columns))})", [values[c] for c in columns])
+
+
+def _insert_output(db: duckdb.DuckDBPyConnection, output: AgentOutput) -> None:
+    _insert(db, "samples", _SAMPLE_COLUMNS, output.samples)
+    _insert(db, "status_samples", _STATUS_COLUMNS, output.status)
+    _insert(db, "step_summaries", _SUMMARY_COLUMNS, output.summaries, key=_SUMMARY_KEY)
 
 
 def _insert(db: duckdb.DuckDBPyConnection, table: str, columns: list[str],
