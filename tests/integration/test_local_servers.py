@@ -102,6 +102,8 @@ def opts_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, s
         mp.setenv("BENCHFLEET_HOME", str(home))
         # max_connections below 10 is raised to 10 by the server: a notice in its words.
         spec = spec_with(tmp, innodb_buffer_pool_size="64M", max_connections=5)
+        # A counter the server does not have: the agent's notice reaches the console, once per target.
+        spec.write_text(spec.read_text() + "status_counters: [Handler_write, No_such_counter]\n")
         ran = _captured(["run", str(spec)], may_stall=True)
         if STALLED in ran:  # a machine too busy to keep a 2 s step's time (the run refused it): once more
             shutil.rmtree(home, ignore_errors=True)
@@ -140,6 +142,9 @@ def test_server_options_reach_the_server_and_the_fingerprint_and_adjustments_are
     home, ran, doc, _ = opts_run
     # Said once, for both targets and their 2 repetitions each.
     assert ran.count("value 5 adjusted to 10") == 1, ran
+    for target_id in PRICES:  # the agent's notice (it was in the raw output only), once per target
+        assert ran.count(f"{target_id}: server does not report No_such_counter (SHOW GLOBAL STATUS): "
+                         "not sampled") == 1, ran
     targets = doc["targets"]
     assert len(targets) == 2 * len(PRICES)
     for t in targets:

@@ -277,6 +277,11 @@ def _run_target(loaded: LoadedSpec, target: LocalTarget | ExistingTarget, repeti
                 store.add_target(run_id, target.id, repetition, meta, fp)
             store.add_output(output)
             observer.step_finished(target.id, repetition, step, output)
+            # What the agent reported (a status counter the server does not have, a variant's setting the
+            # server runs with another value, no disk figures): kept in the raw output only, never shown.
+            for said in output.notices:
+                if said.message:
+                    notice(f"{target.id}: {said.message}")
             if step.cooldown_s:
                 time.sleep(step.cooldown_s)
     observer.target_finished(target.id, repetition)
