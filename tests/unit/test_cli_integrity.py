@@ -239,3 +239,32 @@ def test_a_spacing_the_local_runner_would_not_keep_is_refused(bf_home: Path, tmp
     assert main(["run", str(spec)]) == 2
     assert f"{spec}: spec: repetition_spacing_s: 3600 s" in capsys.readouterr().err
     assert not (bf_home / "servers").exists() or not any((bf_home / "servers").iterdir())
+
+
+def test_a_local_engine_version_other_than_the_installed_one_is_refused(
+        bf_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`engine: mariadb-10.6` on a local target ran on the installed MariaDB (10.11 here) and recorded
+    that, the spec saying 10.6: refused before anything starts, naming the field and the installed
+    version; the installed version, in any precision, is accepted."""
+    import re
+    import subprocess
+
+    from benchfleet.local.mariadb import find_binary
+
+    version = subprocess.run([find_binary("mariadbd", "mysqld"), "--version"], capture_output=True, text=True,
+                             check=True).stdout
+    installed = re.search(r"Ver\s+([0-9.]+[0-9])", version).group(1)  # type: ignore[union-attr]
+    workload = "{name: w, test: oltp_read_only, tables: 1, table_size: 100, threads: [1], duration_s: 2, warmup_s: 0}"
+    spec = tmp_path / "engine.yaml"
+    for engine, code in (("mariadb-5.5", 2), (f"mariadb-{installed.split('.')[0]}", None),
+                         (f"mariadb-{installed}", None)):
+        spec.write_text(f"name: en\nworkload: {workload}\ntargets:\n  - {{id: a, kind: local, engine: {engine}}}\n")
+        if code == 2:
+            assert main(["run", str(spec)]) == 2
+            err = capsys.readouterr().err
+            assert f"{spec}: targets[0].engine: mariadb-5.5: this machine's MariaDB is {installed}" in err
+        else:
+            assert main(["doctor", str(spec), "--format", "json"]) in (0, 1)
+            checks = {c["name"]: c for c in json.loads(capsys.readouterr().out)}
+            assert checks["spec"]["status"] == "ok"
+    assert not (bf_home / "servers").exists() or not any((bf_home / "servers").iterdir())

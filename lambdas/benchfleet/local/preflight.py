@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -24,7 +25,7 @@ from pathlib import Path
 from benchfleet import galera
 from benchfleet.local.existing import ExistingServer, ExistingServerError, password_of
 from benchfleet.local.galera import proxy_available
-from benchfleet.local.mariadb import find_binary
+from benchfleet.local.mariadb import LocalServerError, find_binary
 from benchfleet.mysqlcnf import CnfError, render
 from benchfleet.spec import ExistingTarget, LoadedSpec, LocalTarget, SpecError, cnf_source
 
@@ -63,6 +64,7 @@ def preflight(loaded: LoadedSpec) -> Preflight:
             # (A cluster's variants may not change its nodes' settings: the spec's rule,
             # benchfleet.spec.cluster_settings_problems, refused that when the spec was loaded.)
             problems += cluster_problems(target, i)
+            problems += engine_problems(target, i)
             # The server runs each variant's settings in turn: every one must start.
             for j, variant in enumerate(loaded.variants or [None]):
                 config, source = cnf_source(target, variant)
@@ -84,6 +86,33 @@ def preflight(loaded: LoadedSpec) -> Preflight:
         raise SpecError(loaded.source, problems)
     out.notices = [f"{target_id}: MariaDB says: {w}" for w, target_id in warned.items()]
     return out
+
+
+def engine_problems(target: LocalTarget, index: int) -> list[tuple[str, str]]:
+    """A local target runs the MariaDB installed here: an ``engine`` naming another version is refused
+    (it ran on the installed one, recorded in the fingerprint, while the spec said otherwise)."""
+    wanted = target.engine.partition("-")[2]
+    if not wanted:
+        return []
+    installed = installed_version()
+    if installed is None or installed == wanted or installed.startswith(wanted + "."):
+        return []  # unknown here: the start says what is missing
+    short = ".".join(installed.split(".")[:2])
+    return [(f"targets[{index}].engine", f"{target.engine}: this machine's MariaDB is {installed}, and a local target "
+                                         f"runs the server installed here: write mariadb or mariadb-{short}")]
+
+
+@functools.lru_cache(maxsize=1)
+def installed_version() -> str | None:
+    """The installed server's version (``mariadbd --version``: "... Ver 10.11.19-MariaDB-..."), None
+    when it cannot be told."""
+    try:
+        done = subprocess.run([find_binary("mariadbd", "mysqld"), "--version"], capture_output=True, text=True,
+                              timeout=60, check=False, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired, LocalServerError):
+        return None
+    found = re.search(r"\bVer\s+([0-9]+(?:\.[0-9]+)*)", done.stdout)
+    return found.group(1) if found else None
 
 
 def cluster_problems(target: LocalTarget, index: int) -> list[tuple[str, str]]:
