@@ -1119,6 +1119,12 @@ def variant_problems(spec: ComparisonSpec, workload: Workload, variants: list[Re
                                  f"spec workload's ({getattr(workload, key)}): variants are measured step by step "
                                  "side by side, so their sweeps must match"))
                 break
+        if v.workload.percentile != workload.percentile:
+            # One latency column, labelled with one percentile, holds every variant's: a variant's p99
+            # was shown as p95 beside the others' p95.
+            problems.append((f"variants[{i}].workload", f"its percentile ({v.workload.percentile}) differs from the "
+                             f"spec workload's ({workload.percentile}): every variant's latency is reported and "
+                             "compared at one percentile"))
     if spec.blocks > 1:
         block_s, rest = divmod(workload.duration_s, spec.blocks)
         if rest:

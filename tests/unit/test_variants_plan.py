@@ -47,6 +47,9 @@ def problems(data: dict[str, Any]) -> list[tuple[str, str]]:
      "threads"),
     (spec(variants=[{"id": "a"}, {"id": "b", "workload": dict(W, duration_s=9)}]), "variants[1].workload",
      "duration_s"),
+    # One latency column, one percentile: a variant's p99 was shown as p95 beside the others'.
+    (spec(variants=[{"id": "a"}, {"id": "b", "workload": dict(W, percentile=99)}]), "variants[1].workload",
+     "its percentile (99) differs from the spec workload's (95)"),
     (spec(variants=[{"id": "a"}, {"id": "b", "workload": "no-such-workload"}]), "variants[1].workload",
      "no workload named"),
     (spec(variants=[{"id": "a"}, {"id": "b", "mysql_config": "nope"}]), "variants[1].mysql_config", "no file"),
