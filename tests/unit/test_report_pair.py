@@ -127,3 +127,21 @@ def test_compare_report_writes_the_same_page_and_a_pair_with_nothing_in_common_i
     out = tmp_path / "none.html"
     assert main(["report", third, "--against", BASE, "-o", str(out)]) == 2
     assert "no target x threads in common" in capsys.readouterr().err and not out.exists()
+
+
+def test_runs_reporting_different_percentiles_share_no_latency_axis(tmp_path: Path) -> None:
+    """The pair report drew both runs' step latency on one axis labelled with the first run's
+    percentile: a run of a workload with percentile 99 was read as p95. Said instead of drawn."""
+    store = DuckDBStore(tmp_path / "benchfleet.duckdb")
+    try:
+        fill_store(store, BASE, targets=[{**TARGETS[0], "id": "pk-auto"}], reps=3, threads=(4,), seconds=6,
+                   warmup_s=3, seed=1)
+        fill_store(store, OTHER, targets=[{**TARGETS[0], "id": "pk-uuid"}], reps=3, threads=(4,), seconds=6,
+                   warmup_s=3, seed=2)
+        for table in ("samples", "step_summaries"):  # the second run's workload reports p99
+            store.execute(f"UPDATE {table} SET latency_pct = 99 WHERE run_id = ?", [OTHER])
+        page = pair.render_pair_report(store, BASE, OTHER)
+    finally:
+        store.close()
+    assert not {"latency", "latency-series"} & set(_figures(page))
+    assert page.count("The runs report different latency percentiles (p95, p99") == 2

@@ -73,6 +73,10 @@ def render_pair_report(store: DuckDBStore, baseline_run: str, run: str) -> str:
     single = charts.one_thread_count(merged["rows"])
     # One thread count: bars, and the sections say so.
     per = f"at {charts.threads_words(single)}" if single is not None else "vs threads"
+    # One latency axis holds one percentile: runs that report different ones (workloads with another
+    # `percentile`) had both drawn under the first run's "p95".
+    percentiles = sorted({charts.percentile_of(d["rows"]) for d in docs}, key=float)
+    mixed = len(percentiles) > 1
     sections = [
         ("relative", f"{labels[1]} relative to {labels[0]}", charts.relative_bars(
             verdict_rows, {r["label"]: palette.get(r["label"], "#555") for r in verdict_rows},
@@ -80,12 +84,12 @@ def render_pair_report(store: DuckDBStore, baseline_run: str, run: str) -> str:
             float(pair["margin_pct"]), name_of=versus), html.RELATIVE_NOTE.format(margin=pair["margin_pct"])),
         ("throughput", f"Throughput {per}, both runs", charts.throughput(merged, palette),
          "Each run's mean tps over its repetitions, 95% interval as whiskers, repetitions as rings."),
-        ("latency", f"Latency percentiles {per}, both runs", charts.latency(merged, palette),
+        ("latency", f"Latency percentiles {per}, both runs", None if mixed else charts.latency(merged, palette),
          "sysbench's latency percentile over each whole step, every repetition of both runs (percentiles are "
          "never averaged, so they get no verdict: compare the points)."),
         ("latency-series", f"p99 of per-second latency {per}, both runs",
-         _series_latency(merged, palette), "The 99th percentile over each step's seconds of sysbench's per-second "
-         "latency percentile (the worst seconds), per repetition."),
+         None if mixed else _series_latency(merged, palette), "The 99th percentile over each step's seconds of "
+         "sysbench's per-second latency percentile (the worst seconds), per repetition."),
     ]
     statuses: list[tuple[str, str, charts.Figure | None, str]] = []
     timelines = []
@@ -118,11 +122,16 @@ def render_pair_report(store: DuckDBStore, baseline_run: str, run: str) -> str:
 
     body = [_header(runs, labels, pair), _verdict_table(pair, labels)]
     missing = {"timeline-0": html._MISSING["timeline"], "timeline-1": html._MISSING["timeline"],
+               "latency": f"The runs report different latency percentiles ({', '.join('p' + p for p in percentiles)}: "
+                          "their workloads' percentile), which one axis cannot compare; each run's own report "
+                          "has its own.",
                "rows": f"Only {counted[0] if counted else ''} counts the rows in its table (an insert workload "
                        "whose agent reads the table's size); the other run has no rows to draw its rate against.",
                "latency-series": "Neither run has per-second latency: their logs were imported from sysbench "
                                  "summaries only (no --report-interval lines). The latency percentiles above "
                                  "come from sysbench's own summary of each step."}
+    if mixed:
+        missing["latency-series"] = missing["latency"]
     for key, title, fig, note in sections:
         body.append(html.figure_section(key, title, fig, note, missing.get(key, "")))
     if not metrics:
