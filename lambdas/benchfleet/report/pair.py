@@ -22,6 +22,7 @@ from benchfleet.report import charts, html
 from benchfleet.report.data import status_timeline, timeline
 from benchfleet.stats.caveats import words as caveat_words
 from benchfleet.stats.compare import compare_runs, compared_label
+from benchfleet.stats.figures import percentile_of
 
 
 class NothingInCommon(ValueError):
@@ -75,7 +76,7 @@ def render_pair_report(store: DuckDBStore, baseline_run: str, run: str) -> str:
     per = f"at {charts.threads_words(single)}" if single is not None else "vs threads"
     # One latency axis holds one percentile: runs that report different ones (workloads with another
     # `percentile`) had both drawn under the first run's "p95".
-    percentiles = sorted({charts.percentile_of(d["rows"]) for d in docs}, key=float)
+    percentiles = sorted({percentile_of(d["rows"]) for d in docs}, key=float)
     mixed = len(percentiles) > 1
     sections = [
         ("relative", f"{labels[1]} relative to {labels[0]}", charts.relative_bars(
