@@ -268,3 +268,17 @@ def test_a_local_engine_version_other_than_the_installed_one_is_refused(
             checks = {c["name"]: c for c in json.loads(capsys.readouterr().out)}
             assert checks["spec"]["status"] == "ok"
     assert not (bf_home / "servers").exists() or not any((bf_home / "servers").iterdir())
+
+
+def test_an_empty_run_id_names_no_run(bf_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """"" is a prefix of every run id: with one run in the store `report ""` wrote its report and
+    `compare "" OTHER` compared it, as if it had been named."""
+    log = tmp_path / "only.log"
+    log.write_text(run_log(LOADED_SECONDS, [900.0] * len(LOADED_SECONDS)))
+    assert main(["import", str(log), "--target", "db", "--run", "only"]) == 0
+    capsys.readouterr()
+    for argv in (["report", ""], ["report", " "], ["results", "--format", "json", " "], ["import", str(log),
+                 "--target", "db2", "--into", ""]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert "no run" in err and "Traceback" not in err, (argv, err)

@@ -396,6 +396,8 @@ class DuckDBStore:
 
     def run(self, run_id: str) -> dict[str, Any]:
         rows = self._dicts("SELECT * FROM runs WHERE run_id = ?", [run_id])
+        if not rows and not run_id.strip():  # the empty prefix of every id: `report ""` took the only run
+            raise RunNotFound(f"no run {run_id!r}: give a run id (or a unique prefix of one)")
         if not rows:
             # Unique prefixes are accepted: run ids are long.
             rows = self._dicts("SELECT * FROM runs WHERE starts_with(run_id, ?) ORDER BY started_at DESC",
