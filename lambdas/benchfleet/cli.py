@@ -332,16 +332,29 @@ def _write_report(store: Any, run_id: str, path: Path | None) -> Path:
 
 def _results(store: Any, run_id: str) -> dict[str, Any]:
     from benchfleet.stats import comparison_table, run_comparison, status
+    from benchfleet.stats.run import step_tps
+    from benchfleet.stats.step_sql import step_stats_in_store
 
     run = store.run(run_id)
     summaries = store.summaries(run["run_id"])
+    # A measured step's tps is the figure every table and verdict uses (its ramp left out); sysbench's
+    # whole-step figure is summary_tps. This export called sysbench's figure "tps": the CSV said 1879.77
+    # where the table said 1,815 for the same step.
+    measured = {(s["target_id"], int(s["repetition"]), s["step"]): s for s in step_stats_in_store(store, run["run_id"])}
+
+    def tps_of(summary: dict[str, Any]) -> Any:
+        found = measured.get((summary["target_id"], int(summary["repetition"]), summary["step"]))
+        figure = step_tps(summary, found) if found is not None else None
+        return round(figure, 2) if figure is not None else summary.get("tps")
+
     doc: dict[str, Any] = {
         "run": {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in run.items() if k != "spec"},
-        "steps": [{k: s.get(k) for k in ("target_id", "variant", "repetition", "block", "step", "threads", "phase",
-                                         "tps", "qps",
-                                     "latency_pct", "latency_pct_ms", "samples", "samples_expected",
-                                     "covered_s", "missing_final", "tps_cv", "steal_mean_pct",
-                                     "errors_per_s", "reconnects_per_s", "total_time_s")}
+        "steps": [{**{k: s.get(k) for k in ("target_id", "variant", "repetition", "block", "step", "threads",
+                                            "phase")},
+                   "tps": tps_of(s), "summary_tps": s.get("tps"),
+                   **{k: s.get(k) for k in ("qps", "latency_pct", "latency_pct_ms", "samples", "samples_expected",
+                                            "covered_s", "missing_final", "tps_cv", "steal_mean_pct",
+                                            "errors_per_s", "reconnects_per_s", "total_time_s")}}
                   for s in summaries],
         "targets": [{k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in t.items()}
                     for t in store.targets(run["run_id"])],

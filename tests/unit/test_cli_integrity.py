@@ -282,3 +282,30 @@ def test_an_empty_run_id_names_no_run(bf_home: Path, tmp_path: Path, capsys: pyt
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
         assert "no run" in err and "Traceback" not in err, (argv, err)
+
+
+def test_the_step_export_calls_the_tps_every_table_uses_tps(bf_home: Path, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """`results --format csv|json` listed each step's tps as sysbench's whole-step figure (ramp
+    included) under "tps", beside a table and verdicts that use the step's tps with its ramp left out:
+    two different numbers for one step under one name. Now "tps" is the table's and sysbench's figure
+    is "summary_tps"."""
+    log = tmp_path / "ramped.log"  # a fast first report (the ramp), then a steady rate
+    log.write_text(run_log(LOADED_SECONDS, [1500.0] + [900.0] * (len(LOADED_SECONDS) - 1)))
+    assert main(["import", str(log), "--target", "db", "--run", "first"]) == 0
+    capsys.readouterr()
+    assert main(["results", "first", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    used = {(s["repetition"], r["threads"]): s for r in doc["statistics"]["rows"] for s in r["steps"]}
+    measured = [s for s in doc["steps"] if s["phase"] == "measure"]
+    assert measured
+    for step in measured:
+        figure = used[(step["repetition"], step["threads"])]
+        assert figure["tps"] != figure["summary_tps"]  # a ramp to leave out: the two figures differ
+        assert step["tps"] == pytest.approx(figure["tps"], abs=0.005)
+        assert step["summary_tps"] == figure["summary_tps"]
+    assert main(["results", "first", "--format", "csv"]) == 0
+    header, first = capsys.readouterr().out.splitlines()[:2]
+    row = dict(zip(header.split(","), first.split(","), strict=True))
+    step = next(s for s in doc["steps"] if s["step"] == row["step"] and s["repetition"] == int(row["repetition"]))
+    assert float(row["tps"]) == step["tps"] and float(row["summary_tps"]) == step["summary_tps"]
