@@ -138,6 +138,8 @@ def _fit_problem(plan: Plan) -> str | None:
 # ---- commands -------------------------------------------------------------------------------------
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    if args.schema and args.spec:  # the spec went unread and exit 0 read as "valid"
+        raise CliError(f"validate takes SPEC or --schema, not both ({args.spec} was given with --schema)", EXIT_USAGE)
     if args.schema:
         print(json.dumps(json_schema(), indent=2))
         return EXIT_OK

@@ -309,3 +309,13 @@ def test_the_step_export_calls_the_tps_every_table_uses_tps(bf_home: Path, tmp_p
     row = dict(zip(header.split(","), first.split(","), strict=True))
     step = next(s for s in doc["steps"] if s["step"] == row["step"] and s["repetition"] == int(row["repetition"]))
     assert float(row["tps"]) == step["tps"] and float(row["summary_tps"]) == step["summary_tps"]
+
+
+def test_validate_with_a_spec_and_schema_does_not_pass_the_spec_unread(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`validate broken.yaml --schema` printed the schema and exited 0, the spec never read."""
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("name: Not A Slug\n")
+    assert main(["validate", str(broken), "--schema"]) == 2
+    assert "validate takes SPEC or --schema, not both" in capsys.readouterr().err
+    assert main(["validate", "--schema"]) == 0 and '"properties"' in capsys.readouterr().out
