@@ -123,6 +123,8 @@ def _check(path: Path, threads_given: int | None) -> _Log:
         threads = threads_given
     elif threads_given is not None and threads_given != threads:
         raise ImportRefused(f"{path}: the log says {threads} threads, --threads says {threads_given}")
+    if threads < 1:  # an edited log: it reached the store's model and ended as an internal ValidationError
+        raise ImportRefused(f"{path}: not imported: the log says {threads} threads (sysbench runs at least 1)")
     return _Log(path, digest.hexdigest(), out, threads)
 
 

@@ -52,6 +52,17 @@ def test_a_figure_no_run_prints_is_refused_naming_the_line(bf_home: Path, tmp_pa
     assert f"bad.log:{number}: {fragment}" in err
 
 
+def test_a_log_of_zero_threads_is_refused_naming_the_file(bf_home: Path, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """An edited log saying "Number of threads: 0" ended as 'error: ValidationError: 1 validation error for
+    StepSummary ...' (the store's model), exit 1."""
+    text = "\n".join("Number of threads: 0" if line.startswith("Number of threads") else line
+                     for line in LOG.splitlines()) + "\n"
+    assert "Number of threads: 0\n" in text
+    err = refused(tmp_path, capsys, text)
+    assert "bad.log: not imported: the log says 0 threads" in err and "ValidationError" not in err
+
+
 def test_two_runs_interleaved_in_one_log_are_refused_naming_the_line(bf_home: Path, tmp_path: Path,
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     lines = LOG.splitlines()
