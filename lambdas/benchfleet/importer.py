@@ -35,6 +35,10 @@ from benchfleet.sysbench import (
 )
 from benchfleet.validation import figure_problem, figures_problem
 
+# The most threads an imported log may say it ran (a spec's sweep goes to 4,096; this leaves room for
+# any real run while keeping the figure inside the store's INTEGER column).
+MAX_THREADS = 1_000_000
+
 
 class ImportRefused(ValueError):
     """Logs (or options) that cannot be imported; the message names the file and line, or the option.
@@ -123,8 +127,13 @@ def _check(path: Path, threads_given: int | None) -> _Log:
         threads = threads_given
     elif threads_given is not None and threads_given != threads:
         raise ImportRefused(f"{path}: the log says {threads} threads, --threads says {threads_given}")
-    if threads < 1:  # an edited log: it reached the store's model and ended as an internal ValidationError
+    # An edited log: 0 reached the store's model (an internal ValidationError), 10^23 the store itself
+    # ("cannot use this results store: Conversion Error", blaming the store).
+    if threads < 1:
         raise ImportRefused(f"{path}: not imported: the log says {threads} threads (sysbench runs at least 1)")
+    if threads > MAX_THREADS:
+        raise ImportRefused(f"{path}: not imported: the log says {threads} threads, more than {MAX_THREADS:,} "
+                            "(no sysbench run starts that many)")
     return _Log(path, digest.hexdigest(), out, threads)
 
 

@@ -52,7 +52,7 @@ def test_a_figure_no_run_prints_is_refused_naming_the_line(bf_home: Path, tmp_pa
     assert f"bad.log:{number}: {fragment}" in err
 
 
-def test_a_log_of_zero_threads_is_refused_naming_the_file(bf_home: Path, tmp_path: Path,
+def test_a_log_of_zero_or_absurd_threads_is_refused_naming_the_file(bf_home: Path, tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     """An edited log saying "Number of threads: 0" ended as 'error: ValidationError: 1 validation error for
     StepSummary ...' (the store's model), exit 1."""
@@ -61,6 +61,9 @@ def test_a_log_of_zero_threads_is_refused_naming_the_file(bf_home: Path, tmp_pat
     assert "Number of threads: 0\n" in text
     err = refused(tmp_path, capsys, text)
     assert "bad.log: not imported: the log says 0 threads" in err and "ValidationError" not in err
+    # ... and one saying 10^23 threads blamed the results store ("cannot use this results store").
+    err = refused(tmp_path, capsys, LOG.replace("Number of threads: 4", "Number of threads: " + "9" * 23, 1))
+    assert "bad.log: not imported: the log says 99999999999999999999999 threads, more than 1,000,000" in err
 
 
 def test_two_runs_interleaved_in_one_log_are_refused_naming_the_line(bf_home: Path, tmp_path: Path,
