@@ -521,7 +521,12 @@ def test_a_node_whose_join_fails_fails_the_target_naming_it_and_teardown_runs(
     (failure,) = failures
     assert failure["error"] == "AgentFailed"
     cause = failure["cause"]
-    assert cause.startswith("setup-n2 on n2") and "node n2" in cause and "Address already in use" in cause, cause
+    assert cause.startswith("setup-n2 on n2") and "node n2" in cause, cause
+    # The server's own first error about its group port: usually the bind's "Address already in use";
+    # under load Galera's listener thread can die of it before the server reads that thread's
+    # scheduling parameters, and the first error is then "failed to open gcomm backend connection: 3:
+    # Failed to read thread schedparams" (seen once in a full suite run on a loaded machine).
+    assert "Address already in use" in cause or "failed to open gcomm backend connection" in cause, cause
     summary = json.loads(boto3.client("s3", region_name=REGION).get_object(
         Bucket=BUCKET, Key=naming.summary_key(run_id))["Body"].read())
     (target,) = summary["targets"]
