@@ -699,6 +699,12 @@ class ComparisonSpec(_Model):
         if self.blocks > 1 and not self.variants:
             raise FieldProblem("blocks", "blocks alternate the variants of a target: give variants, or leave "
                                          "blocks at 1")
+        if self.blocks > 1 and self.order == "sequential":
+            # Sequential blocks would be one variant's every block, then the next's: pairs of blocks
+            # minutes apart, compared as if measured side by side.
+            raise FieldProblem("blocks", "blocks alternate the variants, and order: sequential measures one "
+                                         "variant's whole sweep before the next: leave blocks at 1, or order "
+                                         "interleaved")
         for i, variant in enumerate(self.variants):
             if variant.route is not None:
                 _check_route(i, variant.route, self.targets)

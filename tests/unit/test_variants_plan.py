@@ -38,6 +38,8 @@ def problems(data: dict[str, Any]) -> list[tuple[str, str]]:
     (spec(variants=[{"id": "a", "route": "proxy"}, {"id": "b"}]), "variants[0].route", "cluster targets"),
     (spec(variants=[{"id": "a"}, {"id": "b", "route": "sideways"}]), "variants[1].route", "direct"),
     (spec(variants=[], blocks=2), "blocks", "give variants"),
+    # Blocks that would not alternate (every block of one variant, then the other's) are refused.
+    (spec(blocks=2, order="sequential"), "blocks", "order: sequential measures one variant's whole sweep"),
     (spec(blocks=3), "blocks", "do not divide"),
     (spec(blocks=8), "blocks", "fewer than two report intervals"),
     (spec(blocks=0), "blocks", "greater than or equal to 1"),
