@@ -230,6 +230,14 @@ def test_caveats_reach_results_compare_and_the_terminal(stores: dict, capsys: py
              "rows": [r for r in doc["rows"] if r["target_id"] == "durable"]}
     pair = compare_runs(first, other)
     assert [c["kind"] for c in pair["rows"][0]["caveats"]] == ["steal"]
+    # Runs of different workloads (a renamed copy of the same one is no difference): every verdict says so.
+    renamed = {**doc["workload"], "name": "renamed", "description": "the same, renamed"}
+    assert [c["kind"] for c in compare_runs(first, {**other, "workload": renamed})["rows"][0]["caveats"]] == ["steal"]
+    longer = {**doc["workload"], "duration_s": doc["workload"]["duration_s"] * 10}
+    rows = compare_runs(first, {**other, "workload": longer})["rows"]
+    assert rows and all(r["caveats"][-1]["kind"] == "workload" for r in rows)
+    step = doc["workload"]["duration_s"]
+    assert rows[0]["caveats"][-1]["words"] == f"workload duration_s {step * 10} vs {step}"
     from benchfleet.ui import console, print_comparison
 
     with console.capture() as captured:

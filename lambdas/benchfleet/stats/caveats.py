@@ -16,6 +16,8 @@ Thresholds (beyond them a caveat is raised):
   only by its figures);
 - ``gaps``: the share of seconds sysbench reported late (known only inside longer intervals) differs by
   at least GAP_PP points;
+- ``workload`` (two runs compared): the spec workloads differ in anything but their name and
+  description (``workload_caveat``);
 - fingerprint (``kernel``, ``engine_version``, ``sysbench_version``, ``cpu_model``): the sets of values
   recorded over the two sides' repetitions differ. ``cpu_model`` only when the sides were given the
   same instance type (different types are expected to differ in CPU: that is the question), and
@@ -94,6 +96,29 @@ def row_caveats(row: Mapping[str, Any], base: Mapping[str, Any], target: Mapping
             out.append({"kind": key, "candidate": " | ".join(a), "baseline": " | ".join(b), "threshold": None,
                         "words": f"{what} {' | '.join(a)} vs {' | '.join(b)}"})
     return out
+
+
+# A workload's keys that only name or describe it: two runs of one workload under other names measure
+# the same thing.
+_WORKLOAD_LABELS = ("name", "description")
+
+
+def workload_caveat(workload: Any, base_workload: Any) -> dict[str, Any] | None:
+    """Two runs compared (``compare``, ``report --against``) whose spec workloads differ in what they
+    measure (test, table size, step length, options...): the caveat naming each differing key with both
+    values, or None when they measure alike (or a side does not say). A verdict across such runs is
+    about the workloads as much as the runs."""
+    if not isinstance(workload, Mapping) or not isinstance(base_workload, Mapping):
+        return None
+    keys = [k for k in dict.fromkeys([*base_workload, *workload]) if k not in _WORKLOAD_LABELS
+            and workload.get(k) != base_workload.get(k)]
+    if not keys:
+        return None
+    shown = ", ".join(f"{k} {workload.get(k)!s} vs {base_workload.get(k)!s}" for k in keys[:4])
+    more = f" and {len(keys) - 4} more" if len(keys) > 4 else ""
+    return {"kind": "workload", "candidate": {k: workload.get(k) for k in keys},
+            "baseline": {k: base_workload.get(k) for k in keys}, "threshold": None,
+            "words": f"workload {shown}{more}"}
 
 
 def _pct(value: float) -> str:

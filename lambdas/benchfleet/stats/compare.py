@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
-from benchfleet.stats.caveats import row_caveats
+from benchfleet.stats.caveats import row_caveats, workload_caveat
 from benchfleet.stats.verdict import CONFIDENCE, DEFAULT_MARGIN_PCT, multiplicity, relative_difference
 
 
@@ -52,6 +52,7 @@ def compare_runs(a: Mapping[str, Any], b: Mapping[str, Any], confidence: float =
     pairs = _pairs(a, b)
     targets_a = {t["target_id"]: t for t in a.get("targets") or []}
     targets_b = {t["target_id"]: t for t in b.get("targets") or []}
+    across = workload_caveat(b.get("workload"), a.get("workload"))  # the same for every row
     out = []
     for target_a, target_b in pairs:
         for (tid, variant, threads), row_b in rows_b.items():
@@ -64,7 +65,8 @@ def compare_runs(a: Mapping[str, Any], b: Mapping[str, Any], confidence: float =
                         "repetitions": row_b["repetitions"], "tps": row_b["tps"], "baseline_tps": row_a["tps"],
                         "relative": {"vs": f"{a['run']['run_id']}:{target_a}", **asdict(rel)},
                         "cost": row_b.get("cost"), "baseline_cost": row_a.get("cost"),
-                        "caveats": row_caveats(row_b, row_a, targets_b.get(target_b), targets_a.get(target_a))})
+                        "caveats": row_caveats(row_b, row_a, targets_b.get(target_b), targets_a.get(target_a))
+                        + ([across] if across else [])})
     out.sort(key=lambda r: ([p[1] for p in pairs].index(r["target_id"]), r["threads"],
                             variant_order.index(r["variant"])))
     matched_a, matched_b = {p[0] for p in pairs}, {p[1] for p in pairs}
