@@ -220,3 +220,28 @@ def test_a_second_signal_during_clean_up_is_quiet(tmp_path: Path) -> None:
     assert proc.returncode in (130, -signal.SIGTERM), err
     assert "Traceback" not in err
     assert json.loads(out.splitlines()[-1])["message"] == "interrupted"
+
+
+class _Variables:
+    """A connection whose SHOW GLOBAL VARIABLES lists these rows."""
+
+    def __init__(self, rows: list[list[str]]) -> None:
+        self.rows = rows
+
+    def query(self, sql: str) -> tuple[list[list[str]], None]:
+        return self.rows, None
+
+
+def test_a_variant_setting_no_server_variable_shows_is_recorded_and_said_unverified() -> None:
+    """skip_log_bin (or a plugin's load option) has no variable of its own to read back: the step's
+    settings recorded its effective value as a plain null, never saying it went unverified."""
+    job = {"settings": {"variant": "nobinlog", "method": "restart",
+                        "requested": {"innodb_flush_log_at_trx_commit": "2", "skip_log_bin": ""}}}
+    settings = agent.step_settings(job, _Variables([["innodb_flush_log_at_trx_commit", "2"],
+                                                    ["version", "10.11.19-MariaDB"]]))
+    assert settings["differences"] == [] and settings["unverified"] == ["skip_log_bin"]
+    assert agent.settings_notice(settings) == ("variant nobinlog: no server variable shows skip_log_bin: applied "
+                                               "as asked, its effect not verified")
+    verified = agent.step_settings({"settings": {**job["settings"], "requested": {"sync_binlog": "0"}}},
+                                   _Variables([["sync_binlog", "0"]]))
+    assert verified["unverified"] == [] and agent.settings_notice(verified) is None

@@ -650,7 +650,18 @@ def step_settings(job: Dict[str, Any], conn: benchfleet_dbclient.Connection) -> 
     return {"variant": wanted.get("variant"), "method": wanted.get("method"), "requested": requested,
             "effective": {k.replace("-", "_"): effective.get(k.replace("-", "_")) for k in requested},
             "differences": found.get("config_differences") or [],
+            # Options no server variable shows (skip_log_bin, a plugin's load option): applied, but
+            # nothing reads back what they did; without this their effective value read as a plain null.
+            "unverified": found.get("config_unverified") or [],
             "error": found.get("server_variables_error")}
+
+
+def settings_notice(settings: Optional[Dict[str, Any]]) -> Optional[str]:
+    """What a variant step's user is told about settings whose effect cannot be read back."""
+    if not settings or not settings.get("unverified"):
+        return None
+    return ("variant {}: no server variable shows {}: applied as asked, its effect not verified".format(
+        settings["variant"], ", ".join(settings["unverified"])))
 
 
 def _run_step(job: Dict[str, Any], emit: Emitter, conn: benchfleet_dbclient.Connection) -> int:
@@ -680,6 +691,9 @@ def _run_step(job: Dict[str, Any], emit: Emitter, conn: benchfleet_dbclient.Conn
                   message="variant {}: the server runs with other values than requested: {}".format(
                       settings["variant"], ", ".join("{option} {requested} -> {effective}".format(**d)
                                                      for d in settings["differences"])))
+    unverified = settings_notice(settings)
+    if unverified:
+        emit.emit("notice", stage="settings", time=time.time(), message=unverified)
     argv = sysbench_argv(job, "run", {"threads": int(step["threads"]), "time": duration,
                                       "report-interval": int(job.get("report_interval_s") or 1)}, conn)
     started = time.time()
