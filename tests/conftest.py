@@ -39,6 +39,21 @@ for path in (REPO / "lambdas", REPO / "tests" / "synthesized"):
         sys.path.insert(0, str(path))
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """A suite stopped with SIGTERM (CI cancelling, `kill`, a killed `make`'s children) tears down what
+    it set up, as Ctrl-C does: pytest runs the fixtures' finalizers after a KeyboardInterrupt, while
+    SIGTERM's default ends the process at once. One such stop left four booted hosts of the host tier
+    running (a 3-node Galera cluster and its client), their loop devices and network namespaces."""
+    import signal
+    import threading
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, interrupt)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def service_models_parsed_once() -> Iterator[None]:
     """Every botocore session of the test process reads AWS service models through one loader.
