@@ -3,10 +3,15 @@
 SHELL := /bin/bash
 PY := .venv/bin/python
 VENV_STAMP := .venv/.installed-stamp
+# uv installs exactly uv.lock (every package, with hashes); uv itself is pinned by hash in .ci/uv.txt and
+# lives beside the environment it manages, so an exact sync never removes it.
+UV := .venv/.uv/bin/uv
+export UV_PYTHON_DOWNLOADS := never
+export UV_PROJECT_ENVIRONMENT := $(CURDIR)/.venv
 NODE_STAMP := node_modules/.installed-stamp
 export BENCHFLEET_REPO := $(CURDIR)
 
-.PHONY: demo test check lint system-deps browser-deps python-deps node-deps synth test-python test-cdk perf clean
+.PHONY: demo test check lint lock lock-check test-latest system-deps browser-deps python-deps node-deps synth test-python test-cdk perf clean
 
 demo: system-deps python-deps
 	.venv/bin/benchfleet run workloads/comparisons/demo-durability.yaml
@@ -14,7 +19,7 @@ demo: system-deps python-deps
 test: system-deps browser-deps python-deps node-deps
 	$(MAKE) --no-print-directory test-python test-cdk
 
-check: lint test
+check: lock-check lint test
 
 system-deps:
 	@.ci/system-deps
@@ -23,11 +28,40 @@ browser-deps:
 	@BENCHFLEET_NEED_BROWSER=1 .ci/system-deps
 
 python-deps: $(VENV_STAMP)
-$(VENV_STAMP): pyproject.toml
+$(VENV_STAMP): pyproject.toml uv.lock .ci/uv.txt
 	@test -x $(PY) || python3 -m venv .venv
-	.venv/bin/pip install -q --upgrade pip
-	.venv/bin/pip install -q -e '.[dev]'
+	@test -x $(UV) && $(UV) --version | grep -qF "$$(sed -n 's/^uv==\([^ ]*\).*/\1/p' .ci/uv.txt)" || \
+	  python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore --require-hashes --no-deps --upgrade \
+	    --target .venv/.uv -r .ci/uv.txt
+	$(UV) sync --locked --extra dev --python $(PY) -q
 	@touch $@
+
+$(UV):
+	@test -x $(PY) || python3 -m venv .venv
+	python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore --require-hashes --no-deps --target .venv/.uv -r .ci/uv.txt
+
+# Refresh uv.lock on purpose (newest releases allowed by pyproject.toml and its [tool.uv] holds); the diff
+# is a reviewed change with the whole suite green. Then `make test`.
+lock: $(UV)
+	$(UV) lock --upgrade --python python3
+	@echo "uv.lock refreshed: review 'git diff uv.lock', run make check, commit. uv itself: edit .ci/uv.txt."
+
+# Fails naming each package pyproject.toml asks for that uv.lock does not satisfy (and when uv finds the
+# lock stale for any other reason).
+lock-check: $(UV)
+	python3 .ci/check_lock.py
+	$(UV) lock --check --python python3 -q
+
+# Early warning, never in CI: the newest releases of everything in a separate environment, the tests that
+# use moto and the AWS SDK. A failure here is drift to look at before `make lock`, not a broken build.
+test-latest: $(UV) system-deps node-deps
+	@rm -rf .venv-latest
+	$(UV) venv -q --python python3 .venv-latest
+	VIRTUAL_ENV=.venv-latest $(UV) pip install -q --no-config -e '.[dev]'
+	@.venv-latest/bin/python -c 'import boto3, botocore, moto, pydantic; print("newest releases: boto3", boto3.__version__, "botocore", botocore.__version__, "moto", moto.__version__, "pydantic", pydantic.__version__)'
+	@.venv-latest/bin/python -m pytest -q -p no:cacheprovider tests/functional tests/statemachine \
+	  && echo "test-latest: the newest releases pass the moto-based tests; 'make lock' may move to them" \
+	  || { echo "WARNING (test-latest): the newest releases fail the moto-based tests above; uv.lock keeps the versions that pass. Not a CI failure." >&2; }
 
 node-deps: $(NODE_STAMP)
 $(NODE_STAMP): package.json $(wildcard package-lock.json)
