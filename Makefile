@@ -9,15 +9,19 @@ UV := .venv/.uv/bin/uv
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(CURDIR)/.venv
 NODE_STAMP := node_modules/.installed-stamp
+# The second test environment: the deployed Lambdas' imports (the runtime's boto3 floor; Powertools and
+# pydantic as the layer has them, which are uv.lock's), from .ci/lambda-runtime.txt.
+LAMBDA_ENV := .venv-lambda
+LAMBDA_STAMP := $(LAMBDA_ENV)/.installed-stamp
 export BENCHFLEET_REPO := $(CURDIR)
 
-.PHONY: demo test check lint lock lock-check test-latest system-deps browser-deps python-deps node-deps synth test-python test-cdk perf clean
+.PHONY: demo test check lint lock lock-check lambda-runtime-lock system-versions test-latest test-lambda-runtime system-deps browser-deps python-deps node-deps synth test-python test-cdk perf clean
 
 demo: system-deps python-deps
 	.venv/bin/benchfleet run workloads/comparisons/demo-durability.yaml
 
 test: system-deps browser-deps python-deps node-deps
-	$(MAKE) --no-print-directory test-python test-cdk
+	$(MAKE) --no-print-directory test-python test-lambda-runtime test-cdk
 
 check: lock-check lint test
 
@@ -44,7 +48,18 @@ $(UV):
 # is a reviewed change with the whole suite green. Then `make test`.
 lock: $(UV)
 	$(UV) lock --upgrade --python python3
+	@$(MAKE) --no-print-directory lambda-runtime-lock
 	@echo "uv.lock refreshed: review 'git diff uv.lock', run make check, commit. uv itself: edit .ci/uv.txt."
+
+# .ci/lambda-runtime.txt: pyproject's dev set at uv.lock's versions, but boto3/botocore at
+# .ci/lambda-runtime.in's floor (and what that floor needs: s3transfer, urllib3), with hashes.
+lambda-runtime-lock: $(UV)
+	@tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT && \
+	$(UV) export --frozen --extra dev --no-hashes --no-emit-project --no-header -q -o $$tmp/locked.txt && \
+	grep -vE '^(boto3|botocore|s3transfer|urllib3)==' $$tmp/locked.txt > $$tmp/constraints.txt && \
+	$(UV) pip compile pyproject.toml --extra dev --python-version 3.11 --generate-hashes -q \
+	  -c $$tmp/constraints.txt --override .ci/lambda-runtime.in --custom-compile-command 'make lock' \
+	  -o .ci/lambda-runtime.txt
 
 # Fails naming each package pyproject.toml asks for that uv.lock does not satisfy (and when uv finds the
 # lock stale for any other reason).
@@ -71,6 +86,24 @@ $(NODE_STAMP): package.json $(wildcard package-lock.json)
 test-python: python-deps node-deps
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
+# Record the Debian packages this machine has as the ones the suite is green with (.ci/system-versions.txt,
+# read by `benchfleet doctor`): run after a green `make test` on new versions, and commit the diff.
+system-versions:
+	@{ sed -n '/^#/p' .ci/system-versions.txt; dpkg-query -W -f '$${Package} $${Version}\n' \
+	  $$(sed -n '/^[^#]/s/ .*//p' .ci/system-versions.txt); } > .ci/system-versions.txt.new
+	@mv .ci/system-versions.txt.new .ci/system-versions.txt && git diff --stat -- .ci/system-versions.txt
+
+# The handlers through the deployed API and state-machine tasks, in the Lambdas' own import set.
+test-lambda-runtime: $(LAMBDA_STAMP) node-deps
+	PYTHONPATH=lambdas $(LAMBDA_ENV)/bin/python -m pytest -q -p no:cacheprovider \
+	  tests/functional/test_api.py tests/functional/test_cloud_handlers.py
+
+$(LAMBDA_STAMP): .ci/lambda-runtime.txt $(VENV_STAMP)
+	@rm -rf $(LAMBDA_ENV)
+	$(UV) venv -q --python python3 $(LAMBDA_ENV)
+	VIRTUAL_ENV=$(LAMBDA_ENV) $(UV) pip sync -q --require-hashes .ci/lambda-runtime.txt
+	@touch $@
+
 test-cdk: node-deps python-deps
 	npm test --silent
 
@@ -86,4 +119,4 @@ perf: python-deps system-deps
 	$(PY) tests/perf/harness_overhead.py
 
 clean:
-	rm -rf .venv node_modules cdk.out .benchfleet
+	rm -rf .venv .venv-lambda .venv-latest node_modules cdk.out .benchfleet

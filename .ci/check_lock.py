@@ -69,13 +69,56 @@ def problems(project_dir: Path) -> list[str]:
     return found
 
 
+# Packages the runtime floor (.ci/lambda-runtime.in) may move away from uv.lock's versions.
+FLOOR_FOLLOWERS = {"s3transfer", "urllib3"}
+
+
+def pins(path: Path) -> dict[str, str]:
+    """name -> version of a compiled requirements file's `name==version` lines."""
+    found = {}
+    for line in path.read_text().splitlines():
+        if "==" in line and not line.startswith((" ", "#")):
+            name, _, rest = line.partition("==")
+            found[canonicalize_name(name)] = rest.split()[0].rstrip("\\").strip()
+    return found
+
+
+def runtime_problems(project_dir: Path) -> list[str]:
+    """.ci/lambda-runtime.txt must hold the floor .ci/lambda-runtime.in names and uv.lock's version of
+    everything else, or the second test environment tests a set nothing deploys."""
+    compiled, floor_in = project_dir / ".ci" / "lambda-runtime.txt", project_dir / ".ci" / "lambda-runtime.in"
+    if not floor_in.exists():
+        return []
+    if not compiled.exists():
+        return [f"{compiled}: missing; run `make lambda-runtime-lock`"]
+    floor, have = pins(floor_in), pins(compiled)
+    packages = locked(tomllib.loads((project_dir / "uv.lock").read_text()))
+    found = []
+    for name, version in have.items():
+        want = floor.get(name)
+        if want is None and name not in FLOOR_FOLLOWERS and name in packages:
+            lock_versions = [e["version"] for e in packages[name]]
+            if version not in lock_versions:
+                found.append(f"{name}: .ci/lambda-runtime.txt has {version}, uv.lock has {', '.join(lock_versions)}")
+        elif want is not None and version != want:
+            found.append(f"{name}: .ci/lambda-runtime.txt has {version}, .ci/lambda-runtime.in asks for {want}")
+    found += [f"{name}: .ci/lambda-runtime.in asks for {v}, .ci/lambda-runtime.txt lacks it"
+              for name, v in floor.items() if name not in have]
+    return found
+
+
 def main(argv: list[str]) -> int:
     project_dir = Path(argv[1]) if len(argv) > 1 else Path(__file__).resolve().parent.parent
     found = problems(project_dir)
-    for line in found:
+    runtime = runtime_problems(project_dir)
+    for line in found + runtime:
         print(f"lock-check: {line}", file=sys.stderr)
     if found:
         print("lock-check: uv.lock is not current with pyproject.toml; run `make lock` and review the diff",
+              file=sys.stderr)
+        return 1
+    if runtime:
+        print("lock-check: .ci/lambda-runtime.txt is not current; run `make lambda-runtime-lock` and review the diff",
               file=sys.stderr)
         return 1
     return 0

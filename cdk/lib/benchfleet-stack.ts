@@ -81,7 +81,7 @@ export class BenchfleetStack extends Stack {
       },
       agentDocumentName: this.fleet.agentDocumentName,
       maxRunHours: config.maxRunHours,
-      powertoolsLayerVersion: config.powertoolsLayerVersion,
+      powertoolsVersion: config.powertoolsVersion,
       logRetention,
       removalPolicy,
       definitionPath: props.definitionPath,

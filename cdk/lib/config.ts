@@ -2,7 +2,10 @@
  * The one place that reads CDK context. Every key, its type, its default and its meaning is here
  * (and in cdk/README.md); constructs receive typed props and never call tryGetContext themselves.
  */
+import * as fs from 'fs';
+import * as path from 'path';
 import { Node } from 'constructs';
+import { REPO_ROOT } from './naming';
 
 export type ResultsStoreKind = 'timestream' | 'athena';
 export type TargetSubnetType = 'public' | 'private';
@@ -58,8 +61,13 @@ export interface BenchfleetConfig {
    */
   readonly maxVcpusPerRegion: number;
   readonly maxHostsPerRegion: number;
-  /** Version of the public Powertools V3 python3.13 arm64 layer (pinned with the architecture). */
-  readonly powertoolsLayerVersion: number;
+  /**
+   * Powertools for AWS Lambda (Python) release the Lambdas run with, as `3.x.y`: its public layer for
+   * python3.13/arm64, found through Powertools' public SSM parameter for that release. Default: the
+   * version uv.lock holds, so the deployed Lambdas run the Powertools (and the pydantic it bundles) the
+   * offline tests ran against (README, "Locked dependencies").
+   */
+  readonly powertoolsVersion: string;
   readonly apiThrottleRateLimit: number;
   readonly apiThrottleBurstLimit: number;
   /**
@@ -101,7 +109,6 @@ export const DEFAULTS: BenchfleetConfig = {
   maxRunCostUsd: 100,
   maxVcpusPerRegion: 32,
   maxHostsPerRegion: 20,
-  powertoolsLayerVersion: 27,
   apiThrottleRateLimit: 10,
   apiThrottleBurstLimit: 20,
   apiAccessLogs: false,
@@ -138,6 +145,33 @@ function optStr(node: Node, key: string): string | undefined {
   if (v === undefined || v === null || v === '') return undefined;
   if (typeof v !== 'string') throw new ConfigError(key, `expected a string, got ${JSON.stringify(v)}`);
   return v;
+}
+
+/**
+ * The Powertools release of the Lambdas' layer: context `powertoolsVersion`, else uv.lock's. The old
+ * numeric `powertoolsLayerVersion` is refused by name: a layer number does not say which Powertools
+ * (and pydantic) it holds — layer 27, the previous default, is 3.23.0, older than the API handler needs.
+ */
+function powertoolsVersion(node: Node): string {
+  if (raw(node, 'powertoolsLayerVersion') !== undefined) {
+    throw new ConfigError(
+      'powertoolsLayerVersion',
+      'replaced by powertoolsVersion (a Powertools release such as 3.37.0; default: the one uv.lock holds)',
+    );
+  }
+  const v = str(node, 'powertoolsVersion', lockedVersion('aws-lambda-powertools'));
+  if (!/^3\.[0-9]+\.[0-9]+$/.test(v)) {
+    throw new ConfigError('powertoolsVersion', `expected a Powertools V3 release such as 3.37.0, got ${JSON.stringify(v)}`);
+  }
+  return v;
+}
+
+/** A package's version in uv.lock (the Python lock: one source of truth for what the Lambdas import). */
+export function lockedVersion(pkg: string): string {
+  const lock = fs.readFileSync(path.join(REPO_ROOT, 'uv.lock'), 'utf8');
+  const m = new RegExp(`\\[\\[package\\]\\]\\nname = "${pkg}"\\nversion = "([^"]+)"`).exec(lock);
+  if (!m) throw new Error(`uv.lock has no ${pkg}: run make lock`);
+  return m[1];
 }
 
 function bool(node: Node, key: string, fallback: boolean): boolean {
@@ -342,7 +376,7 @@ export function readConfig(node: Node): BenchfleetConfig {
     maxRunCostUsd: num(node, 'maxRunCostUsd', DEFAULTS.maxRunCostUsd, 0.01, 1_000_000),
     maxVcpusPerRegion: int(node, 'maxVcpusPerRegion', DEFAULTS.maxVcpusPerRegion, 1, 100_000),
     maxHostsPerRegion: int(node, 'maxHostsPerRegion', DEFAULTS.maxHostsPerRegion, 1, 10_000),
-    powertoolsLayerVersion: int(node, 'powertoolsLayerVersion', DEFAULTS.powertoolsLayerVersion, 1, 10000),
+    powertoolsVersion: powertoolsVersion(node),
     apiThrottleRateLimit: int(node, 'apiThrottleRateLimit', DEFAULTS.apiThrottleRateLimit, 1, 10000),
     apiThrottleBurstLimit: int(node, 'apiThrottleBurstLimit', DEFAULTS.apiThrottleBurstLimit, 1, 5000),
     apiAccessLogs: bool(node, 'apiAccessLogs', DEFAULTS.apiAccessLogs),

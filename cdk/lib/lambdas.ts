@@ -28,10 +28,19 @@ import { FleetResources, grantRdsSecretBinding, Permissions } from './permission
 import { ResultsStore } from './results-store';
 import { mapRunStateMachineArnPattern } from './state-machine';
 
-/** Public Powertools layer: account 017000801446, python3.13, arm64 (must match ARCHITECTURE). */
-export const POWERTOOLS_LAYER_NAME = 'AWSLambdaPowertoolsPythonV3-python313-arm64';
 export const RUNTIME = lambda.Runtime.PYTHON_3_13;
 export const ARCHITECTURE = lambda.Architecture.ARM_64;
+
+/**
+ * The public Powertools layer of one release for RUNTIME and ARCHITECTURE, as CloudFormation resolves it
+ * at deploy time from Powertools' public SSM parameter (/aws/service/powertools/python/<arch>/<runtime>/
+ * <version>, documented on the Powertools install page). A release, not a layer number: the layer's
+ * number does not say which Powertools and pydantic it holds, the release is the one uv.lock tests.
+ * The layer ships Powertools, pydantic and aws-xray-sdk; boto3/botocore come from the runtime.
+ */
+export function powertoolsLayerArn(version: string): string {
+  return `{{resolve:ssm:/aws/service/powertools/python/${ARCHITECTURE.name}/${RUNTIME.name}/${version}}}`;
+}
 
 /** Where Lambda unpacks the code asset (LAMBDA_TASK_ROOT). */
 export const TASK_ROOT = '/var/task';
@@ -186,7 +195,8 @@ export const HANDLERS: Record<HandlerModule, HandlerSpec> = {
 };
 
 export interface BenchfleetFunctionsProps {
-  readonly powertoolsLayerVersion: number;
+  /** Powertools release of the layer (config.powertoolsVersion). */
+  readonly powertoolsVersion: string;
   readonly logRetention: logs.RetentionDays;
   readonly removalPolicy: RemovalPolicy;
   /** Environment every function receives (statemachines/README.md contract). */
@@ -212,7 +222,7 @@ export class BenchfleetFunctions extends Construct {
     const layer = lambda.LayerVersion.fromLayerVersionArn(
       this,
       'PowertoolsLayer',
-      `arn:aws:lambda:${Aws.REGION}:017000801446:layer:${POWERTOOLS_LAYER_NAME}:${props.powertoolsLayerVersion}`,
+      powertoolsLayerArn(props.powertoolsVersion),
     );
     // Built by plain file copies (no Docker): lambdas/ plus workloads/{pricing,mysql,catalogue}.
     const code = lambda.Code.fromAsset(path.join(REPO_ROOT, 'lambdas'), fileCopyAsset(copyLambdaAsset));

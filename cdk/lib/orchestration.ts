@@ -31,7 +31,7 @@ export interface OrchestrationProps {
   readonly environment: Record<string, string>;
   readonly agentDocumentName: string;
   readonly maxRunHours: number;
-  readonly powertoolsLayerVersion: number;
+  readonly powertoolsVersion: string;
   readonly logRetention: logs.RetentionDays;
   readonly removalPolicy: RemovalPolicy;
   /** Override the ASL file (tests). */
@@ -69,7 +69,7 @@ export class Orchestration extends Construct {
     });
 
     this.functions = new BenchfleetFunctions(this, 'Functions', {
-      powertoolsLayerVersion: props.powertoolsLayerVersion,
+      powertoolsVersion: props.powertoolsVersion,
       logRetention: props.logRetention,
       removalPolicy: props.removalPolicy,
       // MAX_RUN_HOURS: Plan (and the API) refuse runs the state machine's timeout would cut short.

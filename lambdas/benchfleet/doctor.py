@@ -1,7 +1,8 @@
 """``benchfleet doctor``: what would fail, found before anything is spent.
 
-Here (no ``--remote``): what a local run needs (sysbench, a MariaDB server, a writable data dir) and what
-deploying needs (Node.js 20.19 or later). With ``--remote``: the deployed stack and the account it is in,
+Here (no ``--remote``): what a local run needs (sysbench, a MariaDB server, a writable data dir), what
+deploying needs (Node.js 20.19 or later), and whether the Debian packages measured with (MariaDB,
+sysbench, Galera, HAProxy) are the versions the test suite was last green with (.ci/system-versions.txt). With ``--remote``: the deployed stack and the account it is in,
 as the user's own credentials see them:
 
 - the stack (complete), its outputs, the state machine, the results bucket, the record store (Glue and
@@ -28,6 +29,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
+
+from benchfleet.spec import repo_root
 
 Status = Literal["ok", "warn", "fail"]
 ClientFactory = Callable[[str, str | None], Any]
@@ -91,7 +94,41 @@ def local_checks(home: Path, which: Callable[[str], str | None] = shutil.which) 
         Check("node (to deploy)", "warn", version or "not on PATH",
               f"only to deploy (npx cdk deploy): install Node.js {'.'.join(map(str, NODE_MINIMUM))} or later"))
     checks.append(Check("python", "ok", sys.version.split()[0]))
+    checks.append(system_packages_check(repo_root() / ".ci" / "system-versions.txt"))
     return checks
+
+
+def dpkg_versions(packages: Iterable[str]) -> dict[str, str]:
+    """Installed Debian package versions (absent packages are left out)."""
+    try:
+        out = subprocess.run(["dpkg-query", "-W", "-f", "${Package} ${Version} ${db:Status-Status}\\n", *packages],
+                             capture_output=True, text=True, timeout=30, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    rows = (line.split() for line in out.splitlines())
+    return {r[0]: r[1] for r in rows if len(r) == 3 and r[2] == "installed"}
+
+
+def system_packages_check(recorded: Path,
+                          installed: Callable[[Iterable[str]], dict[str, str]] = dpkg_versions) -> Check:
+    """A warning (never a failure) when an installed package differs from the version the suite was last
+    green with: its figures may differ from earlier runs' for that reason alone, and the fingerprint
+    records the server and sysbench version of every run so such runs can be told apart."""
+    name = "debian packages"
+    try:
+        lines = recorded.read_text().splitlines()
+    except OSError:
+        return Check(name, "warn", f"{recorded} not found: the versions the suite was green with are unknown")
+    want = dict(line.split(None, 1) for line in lines if line.strip() and not line.startswith("#"))
+    have = installed(want)
+    differ = [f"{p} {have[p]} (suite green with {v})" for p, v in want.items() if p in have and have[p] != v.strip()]
+    if differ:
+        return Check(name, "warn", "; ".join(differ),
+                     "figures may differ from runs made with the earlier versions; after a green `make test` "
+                     "here, `make system-versions` records these")
+    missing = [p for p in want if p not in have]
+    detail = "as the suite was last green with" + (f" ({', '.join(missing)} not installed)" if missing else "")
+    return Check(name, "ok", detail)
 
 
 # ---- the deployment ---------------------------------------------------------------------------------

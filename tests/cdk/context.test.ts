@@ -114,7 +114,7 @@ describe('numeric keys', () => {
     maxRunHours: '6',
     logRetentionDays: 7,
     timestreamMemoryRetentionHours: 24,
-    powertoolsLayerVersion: 31,
+    powertoolsVersion: '3.36.0',
     apiThrottleRateLimit: 5,
   });
 
@@ -131,7 +131,7 @@ describe('numeric keys', () => {
     const [, fn] = resourcesOf(template, 'AWS::Lambda::Function').find(
       ([, f]) => f.Properties.Runtime === 'python3.13',
     )!;
-    expect(JSON.stringify(fn.Properties.Layers)).toMatch(/python313-arm64:31"/);
+    expect(fn.Properties.Layers).toEqual(['{{resolve:ssm:/aws/service/powertools/python/arm64/python3.13/3.36.0}}']);
     template.hasResourceProperties('AWS::ApiGateway::Stage', {
       MethodSettings: [Match.objectLike({ ThrottlingRateLimit: 5 })],
     });
@@ -396,6 +396,9 @@ describe('validation of context values', () => {
     [{ sweepRegions: 42 }, /sweepRegions/],
     [{ targetRegions: ['us-west-1', 'Mars-1'] }, /targetRegions.*Mars-1/],
     [{ targetRegions: [] }, /targetRegions/],
+    [{ powertoolsLayerVersion: 27 }, /powertoolsLayerVersion.*replaced by powertoolsVersion/],
+    [{ powertoolsVersion: '2.43.1' }, /powertoolsVersion.*3\.37\.0/],
+    [{ powertoolsVersion: 'latest' }, /powertoolsVersion/],
     [{ schedules: [{ name: 'bad name', expression: 'rate(1 day)', spec: 'x.yaml' }] }, /schedules\[0\]\.name/],
     [{ schedules: [{ name: 'nightly', expression: 'every day', spec: 'x.yaml' }] }, /schedules\[0\]\.expression/],
     [
