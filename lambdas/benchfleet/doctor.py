@@ -2,8 +2,8 @@
 
 Here (no ``--remote``): what a local run needs (sysbench, a MariaDB server, a writable data dir), what
 deploying needs (Node.js 20.19 or later), and whether the Debian packages measured with (MariaDB,
-sysbench, Galera, HAProxy) are the versions the test suite was last green with (.ci/system-versions.txt). With ``--remote``: the deployed stack and the account it is in,
-as the user's own credentials see them:
+sysbench, Galera, HAProxy) are the versions the test suite was last green with (.ci/system-versions.txt).
+With ``--remote``: the deployed stack and the account it is in, as the user's own credentials see them:
 
 - the stack (complete), its outputs, the state machine, the results bucket, the record store (Glue and
   the Athena workgroup, or the Timestream database, which accounts new since 2025-06-20 cannot have),
