@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,11 @@ needs_shared_fixtures = pytest.mark.skipif(not SHARED_FIXTURES.is_dir(),
 
 # What the CDK app sets on every Lambda (cdk/lib/lambdas.ts); handlers read it, never hard-code it.
 os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "Benchfleet")
+# One lock file per test process (and the processes it starts, which inherit it) instead of the
+# machine's (benchfleet.local.machine): the local runs of one suite still exclude each other, and two
+# suites on one machine, or a suite beside a user's run, do not wait for one another.
+os.environ.setdefault("BENCHFLEET_MACHINE_LOCK", os.path.join(tempfile.gettempdir(),
+                                                              f"benchfleet-tests-{os.getpid()}.lock"))
 
 for path in (REPO / "lambdas", REPO / "tests" / "synthesized"):
     if str(path) not in sys.path:

@@ -183,14 +183,27 @@ def cmd_run(args: argparse.Namespace) -> int:
     problem = _fit_problem(plan)
     if problem:
         raise CliError(f"{args.spec}: {problem}", EXIT_USAGE)
-    from benchfleet.local.mariadb import reap_leftovers
+    from benchfleet.local.machine import EXIT_BUSY, MachineBusy, machine_lock
     from benchfleet.local.preflight import preflight
+    from benchfleet.ui import console
+
+    checked = preflight(loaded)
+    data = home()
+    try:
+        # Held from before the leftovers are reaped: another run's servers are not leftovers.
+        with machine_lock(loaded.spec.name, wait=not args.no_wait,
+                          say=lambda text: console.print(f"[yellow]{text}")):
+            return _run_here(args, loaded, plan, checked, data)
+    except MachineBusy as e:
+        raise CliError(f"{e}; run again when it is done (without --no-wait, run waits for it)", EXIT_BUSY) from None
+
+
+def _run_here(args: argparse.Namespace, loaded: LoadedSpec, plan: Plan, checked: Any, data: Path) -> int:
+    from benchfleet.local.mariadb import reap_leftovers
     from benchfleet.local.runner import run_local
     from benchfleet.local.store import open_store
     from benchfleet.ui import RichObserver, console, print_comparison
 
-    checked = preflight(loaded)
-    data = home()
     removed = reap_leftovers(data)
     if removed:
         console.print(f"[yellow]removed {len(removed)} server(s) left by an earlier crash: {', '.join(removed)}")
@@ -681,7 +694,8 @@ def parser() -> argparse.ArgumentParser:
             s.add_argument("--format", choices=("table", "json"), default="table")
         else:
             _remote_args(s, "run through the deployed API")
-            s.add_argument("--no-wait", action="store_true", help="with --remote: print the run id and return")
+            s.add_argument("--no-wait", action="store_true", help="with --remote: print the run id and return; "
+                           "here: refuse (exit 75) instead of waiting while another local run holds this machine")
             s.add_argument("--poll", type=float, default=15.0, help="with --remote: seconds between status checks")
         s.set_defaults(func=func)
 
