@@ -478,6 +478,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from benchfleet.local.store import RunNotFound, open_store
 
     models = _models(args)
+    from benchfleet.history import noise_from_store
     from benchfleet.stats import run_comparison
     from benchfleet.stats.compare import compare_runs
 
@@ -486,8 +487,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
             docs = [run_comparison(store, run) for run in (args.baseline_run, args.run)]
         except RunNotFound as e:
             raise CliError(str(e), EXIT_USAGE) from None
-    _two_runs(docs[0]["run"]["run_id"], docs[1]["run"]["run_id"])
-    doc = compare_runs(docs[0], docs[1])
+        _two_runs(docs[0]["run"]["run_id"], docs[1]["run"]["run_id"])
+        doc = compare_runs(docs[0], docs[1], noise=noise_from_store(store, docs[1]))
     if not doc["rows"]:
         raise CliError(f"runs {doc['baseline_run']} and {doc['run']} have no target x threads in common "
                        "(same target ids, or one target each; the same variants)", EXIT_USAGE)
@@ -708,7 +709,8 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("results", help="step summaries and comparison of a run")
     s.add_argument("run", nargs="?", help="run id (a unique prefix is enough locally)")
     s.add_argument("--format", choices=("table", "json", "csv"), default="table")
-    s.add_argument("--history", metavar="NAME", help="trend of consecutive runs named NAME; exit 1 on a regression")
+    s.add_argument("--history", metavar="NAME", help="trend and change points of runs named NAME; exit 1 when "
+                   "the newest run is after a drop beyond 10%%")
     s.add_argument("--per-second", action="store_true", help="every per-second sample (with --format csv or json)")
     _pricing_arg(s)
     s.add_argument("--status", action="store_true",
