@@ -212,3 +212,19 @@ def test_a_stored_calibration_stands_in_while_the_runs_are_too_few(bf_home: Path
     assert rel["run_to_run"] == {"measured": True, "runs": 3, "sd_pct": pytest.approx(3.045, abs=1e-3),
                                  "source": "calibration", "words": "run-to-run noise ±3.0% (calibration, 3 runs)"}
     assert rel["df"] < 5 and "not yet measured" not in rel["words"]
+
+
+def test_a_run_that_overlapped_another_benchmark_says_so_in_its_results(bf_home: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """Two local runs at once were both stored and shown as clean."""
+    (run,) = _runs(bf_home, [2400.0])
+    with open_store(bf_home) as store:
+        store.set_machine(run, {"cpus": 2, "load_mean": 3.4, "load_max": 4.1, "samples": 30, "overlapped": [
+            {"pid": 4242, "command": "sysbench oltp_read_write run", "first_seen": "x", "last_seen": "y"}]})
+    capsys.readouterr()
+    assert main(["results", run]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert ("caveat: this run overlapped another benchmark on this machine: pid 4242 sysbench oltp_read_write run; "
+            "load average 3.40 (max 4.1) on 2 CPUs") in out
+    _, doc = _json(capsys, "results", run)
+    assert doc["statistics"]["run"]["machine"]["overlapped"][0]["pid"] == 4242

@@ -168,6 +168,22 @@ def machine_caveats(machine: Mapping[str, Any] | None, base_machine: Mapping[str
     return out
 
 
+def machine_note(machine: Mapping[str, Any] | None) -> str | None:
+    """What a run's own results say of its machine: that it overlapped another benchmark, or that the
+    machine was busier than its CPUs (mean load average above their count), with the figures."""
+    if not machine:
+        return None
+    said = []
+    others = machine.get("overlapped") or []
+    if others:
+        said.append("overlapped another benchmark on this machine: " + ", ".join(
+            f"pid {o.get('pid')} {o.get('command')}" for o in others[:3]))
+    load, cpus = machine.get("load_mean"), machine.get("cpus")
+    if load is not None and cpus and load > cpus:
+        said.append(f"load average {load:.2f} (max {machine.get('load_max')}) on {cpus} CPUs")
+    return "this run " + "; ".join(said) if said else None
+
+
 def between_runs(doc: Mapping[str, Any], base_doc: Mapping[str, Any], target_id: str,
                  base_target_id: str) -> list[dict[str, Any]]:
     """The caveats every verdict between two runs carries besides its row's (``row_caveats``): what
