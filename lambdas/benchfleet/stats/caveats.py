@@ -158,14 +158,26 @@ def machine_caveats(machine: Mapping[str, Any] | None, base_machine: Mapping[str
         if others:
             out.append({"kind": "overlap", side: others, "threshold": None,
                         "words": f"the {'run' if side == 'candidate' else 'baseline run'} overlapped another "
-                                 "benchmark: " + ", ".join(f"pid {o.get('pid')} {o.get('command')}"
-                                                           for o in others[:3])})
+                                 f"benchmark: {overlap_words(others)}"})
     a, b = (machine or {}).get("load_mean"), (base_machine or {}).get("load_mean")
     cpus = (machine or {}).get("cpus") or (base_machine or {}).get("cpus") or 1
     if a is not None and b is not None and abs(a - b) >= LOAD_PER_CPU * cpus:
         out.append({"kind": "load", "candidate": a, "baseline": b, "threshold": LOAD_PER_CPU * cpus,
                     "words": f"load average {a:.2f} vs {b:.2f} ({cpus} CPUs)"})
     return out
+
+
+def overlap_words(others: Sequence[Mapping[str, Any]]) -> str:
+    """Foreign benchmark processes in a few words: one is named by pid and command; more (sysbench
+    starts anew for every step) are counted by command and test, e.g. "5 processes: sysbench
+    oltp_read_write x4, sysbench oltp_read_only x1" (each pid and command line stays in the JSON)."""
+    if len(others) == 1:
+        return f"pid {others[0].get('pid')} {others[0].get('command')}"
+    counts: dict[str, int] = {}
+    for o in others:
+        head = " ".join(str(o.get("command") or "").split()[:2]) or "?"
+        counts[head] = counts.get(head, 0) + 1
+    return f"{len(others)} processes: " + ", ".join(f"{k} x{n}" for k, n in counts.items())
 
 
 def machine_note(machine: Mapping[str, Any] | None) -> str | None:
@@ -176,8 +188,7 @@ def machine_note(machine: Mapping[str, Any] | None) -> str | None:
     said = []
     others = machine.get("overlapped") or []
     if others:
-        said.append("overlapped another benchmark on this machine: " + ", ".join(
-            f"pid {o.get('pid')} {o.get('command')}" for o in others[:3]))
+        said.append(f"overlapped another benchmark on this machine: {overlap_words(others)}")
     load, cpus = machine.get("load_mean"), machine.get("cpus")
     if load is not None and cpus and load > cpus:
         said.append(f"load average {load:.2f} (max {machine.get('load_max')}) on {cpus} CPUs")
