@@ -157,7 +157,9 @@ def context_of(doc: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, Any]
         (t for t in doc.get("targets") or [] if t.get("target_id") == row.get("target_id")), {})
     workload = doc.get("workload")
     return {
-        "workload": {k: v for k, v in workload.items() if k not in ("name", "description")}
+        # Not its name or description (a renamed copy measures alike), nor its thread sweep: each thread
+        # count is its own series, and adding one to the sweep changes none of the others.
+        "workload": {k: v for k, v in workload.items() if k not in ("name", "description", "threads")}
         if isinstance(workload, Mapping) else None,
         "percentile": _num(row.get("latency_pct")),
         "engine_version": sorted({str(f["engine_version"]) for f in target.get("fingerprints") or []

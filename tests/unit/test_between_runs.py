@@ -238,3 +238,13 @@ def test_many_overlapping_processes_are_counted_not_listed():
     others = [{"pid": i, "command": f"sysbench {test} --config-file=/tmp/x/sysbench.conf --mysql-port=3307"}
               for i, test in enumerate(["oltp_read_only"] * 2 + ["oltp_write_only"] * 3)]
     assert overlap_words(others) == "5 processes: sysbench oltp_read_only x2, sysbench oltp_write_only x3"
+
+
+def test_a_longer_thread_sweep_is_no_break_of_the_thread_counts_both_measured(
+        bf_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, second = _runs(bf_home, [2400.0, 2400.0])
+    with open_store(bf_home) as store:
+        spec = store.run(second)["spec"]
+        store.set_spec(second, {**spec, "workload": {**spec["workload"], "threads": [4, 8]}})
+    _, doc = _json(capsys, "results", "--history", "nightly")
+    assert doc["breaks"] == [] and doc["rows"][1]["verdict"] != "break"
