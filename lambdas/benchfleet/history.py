@@ -267,7 +267,7 @@ def trend(points: Iterable[Point], threshold_pct: float = DEFAULT_THRESHOLD_PCT)
         items.sort(key=lambda p: (p.started_at or "", p.run_id))
         segments = _segments(items)
         segment_of = {id(p): (i, broke) for i, (seg, broke) in enumerate(segments) for p in seg}
-        noise = [estimate([_values(p) for p in seg]) for seg, _ in segments]
+        noise = [_noise(seg) for seg, _ in segments]
         prev: Point | None = None
         first: Point | None = None
         for p in items:
@@ -314,8 +314,16 @@ def noise_for(points: Iterable[Point], run_id: str) -> dict[SeriesKey, RunNoise]
         items.sort(key=lambda p: (p.started_at or "", p.run_id))
         for seg, _ in _segments(items):
             if any(p.run_id == run_id for p in seg):
-                out[key] = estimate([_values(p) for p in seg])
+                out[key] = _noise(seg)
     return out
+
+
+def _noise(segment: Sequence[Point]) -> RunNoise:
+    """The run-to-run noise of one segment of a series, the differences across its change points left out."""
+    from benchfleet.changepoints import find
+
+    figures = [p for p in segment if _values(p)]
+    return estimate([_values(p) for p in figures], cuts=find([statistics.fmean(_values(p)) for p in figures]))
 
 
 def noise_from_store(store: Any, doc: Mapping[str, Any]) -> dict[SeriesKey, RunNoise]:

@@ -88,6 +88,16 @@ def test_noise_estimate_is_the_successive_differences_less_the_repetitions():
     noise = estimate([[100.0] * 3, [110.0] * 3] * 3)
     d = 0.09531017980432493  # log(1.1)
     assert noise.measured and noise.sd_log == pytest.approx(d / 2 ** 0.5) and noise.df == 5
+    # A level shift found as a change point is the change, not noise: its difference is left out.
+    shifted = [[100.0, 100.5, 99.5]] * 4 + [[80.0, 80.4, 79.6]] * 4
+    assert estimate(shifted).sd_log > 0.05  # log(0.8)^2 / 14, less the repetitions: 0.0596
+    assert estimate(shifted, cuts=[4]).sd_log == 0 and estimate(shifted, cuts=[4]).df == 6
+
+
+def test_a_history_leaves_its_change_points_out_of_the_run_to_run_noise():
+    dropped = [1000 * w for w in WANDER] + [850 * w for w in WANDER]
+    rows = history("n", _levels(dropped))["rows"]
+    assert rows[-1]["relative"]["run_to_run"]["sd_pct"] < 1.5  # the runs wander by ~1 %; the drop is 15 %
 
 
 # ---- history: the same caveat, breaks, change points -------------------------------------------------

@@ -11,8 +11,9 @@ on the log of the ratio of the two runs' means with variance
 where se_within^2 is Welch's (the repetitions of both runs, :func:`benchfleet.stats.verdict.relative_difference`)
 and sigma_run^2 the between-run component of that series (spec name x target x variant x threads x
 tps), estimated from the store's earlier runs of the same spec by the mean squared successive
-difference of their log means (half of it is the run-to-run variance, and a level shift costs one
-difference, not the whole estimate) less what their own repetitions explain. Degrees of freedom by
+difference of their log means (half of it is the run-to-run variance; a difference across a change
+point is the change and is left out, and a level shift no detector found costs one difference, not
+the whole estimate) less what their own repetitions explain. Degrees of freedom by
 Welch-Satterthwaite over the two parts (the noise's df: runs - 1). A stored calibration (an A/A series
 of runs of the same spec on this machine) gives sigma_run where it exists.
 
@@ -23,7 +24,6 @@ never a plain faster/slower. Standard library only (Lambdas import benchfleet.st
 
 from __future__ import annotations
 
-import itertools
 import math
 import statistics
 from collections.abc import Sequence
@@ -65,9 +65,11 @@ class RunNoise:
 UNKNOWN = RunNoise(0)
 
 
-def estimate(runs: Sequence[Sequence[float]], source: str = "history") -> RunNoise:
+def estimate(runs: Sequence[Sequence[float]], source: str = "history", cuts: Sequence[int] = ()) -> RunNoise:
     """sigma_run of one series from its runs' per-repetition figures, in time order (module
-    docstring). Runs without a positive figure are left out."""
+    docstring). Runs without a positive figure are left out. ``cuts``: indices (into the runs with a
+    figure) where a change point starts a new level: the difference across one is the change, not
+    noise, and is left out. Measured from MIN_RUNS - 1 differences on."""
     logs: list[float] = []
     within: list[float] = []
     for values in runs:
@@ -78,10 +80,11 @@ def estimate(runs: Sequence[Sequence[float]], source: str = "history") -> RunNoi
         logs.append(math.log(mean))
         within.append(statistics.variance(xs) / (mean * mean) / len(xs) if len(xs) > 1 else 0.0)
     k = len(logs)
-    if k < MIN_RUNS:
+    diffs = [(logs[i] - logs[i - 1]) ** 2 for i in range(1, k) if i not in cuts]
+    if len(diffs) < MIN_RUNS - 1:
         return RunNoise(k, source=source)
-    mssd = math.fsum((b - a) ** 2 for a, b in itertools.pairwise(logs)) / (2 * (k - 1))
-    return RunNoise(k, math.sqrt(max(0.0, mssd - statistics.fmean(within))), float(k - 1), source)
+    mssd = math.fsum(diffs) / (2 * len(diffs))
+    return RunNoise(k, math.sqrt(max(0.0, mssd - statistics.fmean(within))), float(len(diffs)), source)
 
 
 def between_runs(candidate: Sequence[float], baseline: Sequence[float], noise: RunNoise,
