@@ -326,20 +326,29 @@ def _noise(segment: Sequence[Point]) -> RunNoise:
     return estimate([_values(p) for p in figures], cuts=find([statistics.fmean(_values(p)) for p in figures]))
 
 
+# The runs a between-run verdict reads its noise from: enough for a stable estimate (29 differences),
+# few enough that `compare` in a store of a year of nightly runs stays quick; the same as a remote history.
+NOISE_RUNS = 30
+
+
 def noise_from_store(store: Any, doc: Mapping[str, Any]) -> dict[SeriesKey, RunNoise]:
     """The run-to-run noise of each series of the run ``doc`` (a run comparison document) from the
-    store's succeeded runs of the same spec name that started before it or with it (trials left out:
-    a smoke run measures another size)."""
+    store's succeeded runs of the same spec name that started before it or with it, the newest
+    NOISE_RUNS of them (trials left out: a smoke run measures another size)."""
     from benchfleet.stats import run_comparison
 
     run = doc.get("run") or {}
     started = _started(run.get("started_at")) or ""
     points: list[Point] = []
-    for other in store.runs():
+    used = 0
+    for other in store.runs():  # newest first
         if other["name"] != run.get("name") or other["status"] != "succeeded" or other.get("trial"):
             continue
         if other["run_id"] != run.get("run_id") and (_started(other["started_at"]) or "") > started:
             continue
+        used += 1
+        if used > NOISE_RUNS:
+            break
         other_doc = doc if other["run_id"] == run.get("run_id") else run_comparison(store, other["run_id"])
         points += points_from_comparison(other_doc, run_id=other["run_id"], started_at=other["started_at"])
     found = noise_for(points, str(run.get("run_id")))

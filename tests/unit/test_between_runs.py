@@ -258,3 +258,16 @@ def test_a_longer_thread_sweep_is_no_break_of_the_thread_counts_both_measured(
         store.set_spec(second, {**spec, "workload": {**spec["workload"], "threads": [4, 8]}})
     _, doc = _json(capsys, "results", "--history", "nightly")
     assert doc["breaks"] == [] and doc["rows"][1]["verdict"] != "break"
+
+
+def test_compare_reads_the_noise_of_the_newest_runs_up_to_the_later_one(
+        bf_home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs after the compared one are not read, and at most NOISE_RUNS before it."""
+    from benchfleet import history as hist
+
+    runs = _runs(bf_home, [2400.0, 2300.0, 2450.0, 2350.0, 2260.0, 2400.0])
+    _, doc = _json(capsys, "compare", runs[3], runs[4])
+    assert doc["rows"][0]["relative"]["run_to_run"]["runs"] == 5  # not the sixth, made after
+    monkeypatch.setattr(hist, "NOISE_RUNS", 4)
+    _, doc = _json(capsys, "compare", runs[3], runs[4])
+    assert doc["rows"][0]["relative"]["run_to_run"]["runs"] == 4
