@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,13 @@ needs_shared_fixtures = pytest.mark.skipif(not SHARED_FIXTURES.is_dir(),
 
 # What the CDK app sets on every Lambda (cdk/lib/lambdas.ts); handlers read it, never hard-code it.
 os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "Benchfleet")
+# One lock file per test process (and the processes it starts, which inherit it) instead of the
+# machine's (benchfleet.local.machine): the local runs of one suite still exclude each other, and two
+# suites on one machine, or a suite beside a user's run, do not wait for one another.
+_OWN_LOCK = None if "BENCHFLEET_MACHINE_LOCK" in os.environ else os.path.join(
+    tempfile.gettempdir(), f"benchfleet-tests-{os.getpid()}.lock")
+if _OWN_LOCK:
+    os.environ["BENCHFLEET_MACHINE_LOCK"] = _OWN_LOCK
 
 for path in (REPO / "lambdas", REPO / "tests" / "synthesized"):
     if str(path) not in sys.path:
@@ -52,6 +60,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, interrupt)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The session's own lock file goes with it (every local run of the session has ended)."""
+    if _OWN_LOCK:
+        Path(_OWN_LOCK).unlink(missing_ok=True)
 
 
 @pytest.fixture(scope="session", autouse=True)

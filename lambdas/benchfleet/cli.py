@@ -183,14 +183,27 @@ def cmd_run(args: argparse.Namespace) -> int:
     problem = _fit_problem(plan)
     if problem:
         raise CliError(f"{args.spec}: {problem}", EXIT_USAGE)
-    from benchfleet.local.mariadb import reap_leftovers
+    from benchfleet.local.machine import EXIT_BUSY, MachineBusy, machine_lock
     from benchfleet.local.preflight import preflight
+    from benchfleet.ui import console
+
+    checked = preflight(loaded)
+    data = home()
+    try:
+        # Held from before the leftovers are reaped: another run's servers are not leftovers.
+        with machine_lock(loaded.spec.name, wait=not args.no_wait,
+                          say=lambda text: console.print(f"[yellow]{text}")):
+            return _run_here(args, loaded, plan, checked, data)
+    except MachineBusy as e:
+        raise CliError(f"{e}; run again when it is done (without --no-wait, run waits for it)", EXIT_BUSY) from None
+
+
+def _run_here(args: argparse.Namespace, loaded: LoadedSpec, plan: Plan, checked: Any, data: Path) -> int:
+    from benchfleet.local.mariadb import reap_leftovers
     from benchfleet.local.runner import run_local
     from benchfleet.local.store import open_store
     from benchfleet.ui import RichObserver, console, print_comparison
 
-    checked = preflight(loaded)
-    data = home()
     removed = reap_leftovers(data)
     if removed:
         console.print(f"[yellow]removed {len(removed)} server(s) left by an earlier crash: {', '.join(removed)}")
@@ -465,6 +478,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from benchfleet.local.store import RunNotFound, open_store
 
     models = _models(args)
+    from benchfleet.history import noise_from_store
     from benchfleet.stats import run_comparison
     from benchfleet.stats.compare import compare_runs
 
@@ -473,8 +487,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
             docs = [run_comparison(store, run) for run in (args.baseline_run, args.run)]
         except RunNotFound as e:
             raise CliError(str(e), EXIT_USAGE) from None
-    _two_runs(docs[0]["run"]["run_id"], docs[1]["run"]["run_id"])
-    doc = compare_runs(docs[0], docs[1])
+        _two_runs(docs[0]["run"]["run_id"], docs[1]["run"]["run_id"])
+        doc = compare_runs(docs[0], docs[1], noise=noise_from_store(store, docs[1]))
     if not doc["rows"]:
         raise CliError(f"runs {doc['baseline_run']} and {doc['run']} have no target x threads in common "
                        "(same target ids, or one target each; the same variants)", EXIT_USAGE)
@@ -681,7 +695,8 @@ def parser() -> argparse.ArgumentParser:
             s.add_argument("--format", choices=("table", "json"), default="table")
         else:
             _remote_args(s, "run through the deployed API")
-            s.add_argument("--no-wait", action="store_true", help="with --remote: print the run id and return")
+            s.add_argument("--no-wait", action="store_true", help="with --remote: print the run id and return; "
+                           "here: refuse (exit 75) instead of waiting while another local run holds this machine")
             s.add_argument("--poll", type=float, default=15.0, help="with --remote: seconds between status checks")
         s.set_defaults(func=func)
 
@@ -694,7 +709,8 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("results", help="step summaries and comparison of a run")
     s.add_argument("run", nargs="?", help="run id (a unique prefix is enough locally)")
     s.add_argument("--format", choices=("table", "json", "csv"), default="table")
-    s.add_argument("--history", metavar="NAME", help="trend of consecutive runs named NAME; exit 1 on a regression")
+    s.add_argument("--history", metavar="NAME", help="trend and change points of runs named NAME; exit 1 when "
+                   "the newest run is after a drop beyond 10%%")
     s.add_argument("--per-second", action="store_true", help="every per-second sample (with --format csv or json)")
     _pricing_arg(s)
     s.add_argument("--status", action="store_true",

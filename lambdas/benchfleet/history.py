@@ -18,6 +18,23 @@ never paired), with the threshold (``threshold_pct``, 10 % by default) as the ma
 0.6 % rather than 5 %, which flagged a true 10 % drop at 3 repetitions a quarter of the time.)
 A slow slide of small steps is visible in ``vs_first_pct``.
 
+Each verdict between two runs adds the series' **run-to-run noise** (:mod:`benchfleet.stats.runnoise`),
+estimated from the series' runs between breaks; while they are fewer than ``runnoise.MIN_RUNS`` the
+words say "run-to-run noise not yet measured: N runs" (the same demo run twice was flagged REGRESSION
+by its repetitions' spread alone). Each carries the caveats ``compare`` gives (steal, iowait, gaps,
+fingerprint, machine load and overlap).
+
+A **break**: a run whose series measures something else than the run before it (workload: test, table
+size, options...; latency percentile; engine version; server settings as the servers ran them) starts
+a new segment, said so with both values (``verdict: break``), never judged against the run before (a
+point_select -> read_only history was "REGRESSION -95.1%"; a p95 -> p99 import "latency +59.8%").
+
+**Change points** (``change_points``, :mod:`benchfleet.changepoints`: E-Divisive) are found in each
+segment's run means; each is reported with the first run after it, its size and its interval (Welch
+over the runs' means on either side, up to the neighbouring change points: the run-to-run spread is
+in it). The history fails (``latest_regressions``, exit 1) only when the newest run lies after a
+change that is a drop beyond the threshold (its interval below 0).
+
 Pure functions over plain rows (standard library only): the CLI feeds them one ``stats.run_comparison``
 document per run from the local store (with ``--remote``, after loading each cloud run's raw output
 into it, as ``results RUN --remote`` does: the API's summary.json holds no comparison rows).
@@ -27,14 +44,16 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
-from benchfleet.stats import CONFIDENCE, Relative, mean_ci, multiplicity, relative_difference
+from benchfleet.stats import CONFIDENCE, mean_ci, multiplicity, relative_difference
+from benchfleet.stats import caveats as cav
+from benchfleet.stats.runnoise import RunNoise, between_runs, estimate
 
 DEFAULT_THRESHOLD_PCT = 10.0
-Verdict = Literal["first", "regression", "improvement", "drop", "rise", "steady", "inconclusive",
+Verdict = Literal["first", "break", "regression", "improvement", "drop", "rise", "steady", "inconclusive",
                   "too few repetitions", "no data"]
 
 
@@ -53,6 +72,12 @@ class Point:
     latency_ms: float | None = None
     values: tuple[float, ...] = ()  # per-repetition tps: what the verdict's interval is computed from
     variant: str = ""  # "" for a run without variants
+    latency_pct: float | None = None  # the percentile latency_ms is (95, 99...)
+    # What the series measured in this run (workload, percentile, engine version, settings as run): a
+    # change from the run before is a break. Empty: unknown, never a break.
+    context: Mapping[str, Any] = field(default_factory=dict)
+    doc: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)  # the run's document
+    row: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)  # its comparison row
 
 
 @dataclass(frozen=True)
@@ -73,6 +98,9 @@ class TrendRow:
     # The verdict against the previous run (benchfleet.stats.verdict.Relative as a dict), None for the first.
     relative: dict[str, Any] | None = None
     variant: str = ""
+    caveats: list[dict[str, Any]] = field(default_factory=list)
+    # For a break: what changed from the run before, each with both values.
+    break_words: str | None = None
 
 
 def _num(value: Any) -> float | None:
@@ -120,7 +148,25 @@ def point_from_row(run_id: str, started_at: Any, row: Mapping[str, Any],
     return Point(run_id=run_id, started_at=_started(started_at), target_id=str(row["target_id"]),
                  threads=int(row["threads"]), tps_mean=mean, tps_ci_low=low, tps_ci_high=high,
                  repetitions=int(n) if isinstance(n, int) else None, latency_ms=lat, values=tuple(xs),
-                 variant=str(row.get("variant") or ""))
+                 variant=str(row.get("variant") or ""), latency_pct=_num(row.get("latency_pct")))
+
+
+def context_of(doc: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
+    """What one series measured in one run (see the module docstring: a change is a break)."""
+    target: Mapping[str, Any] = next(
+        (t for t in doc.get("targets") or [] if t.get("target_id") == row.get("target_id")), {})
+    workload = doc.get("workload")
+    return {
+        # Not its name or description (a renamed copy measures alike), nor its thread sweep: each thread
+        # count is its own series, and adding one to the sweep changes none of the others.
+        "workload": {k: v for k, v in workload.items() if k not in ("name", "description", "threads")}
+        if isinstance(workload, Mapping) else None,
+        "percentile": _num(row.get("latency_pct")),
+        "engine_version": sorted({str(f["engine_version"]) for f in target.get("fingerprints") or []
+                                  if f.get("engine_version")}),
+        "settings": dict((doc.get("server_settings") or {}).get(str(row.get("target_id"))) or {}),
+        "config": sorted({str(f["config_hash"]) for f in target.get("fingerprints") or [] if f.get("config_hash")}),
+    }
 
 
 def points_from_comparison(doc: Mapping[str, Any], run_id: str | None = None,
@@ -131,8 +177,34 @@ def points_from_comparison(doc: Mapping[str, Any], run_id: str | None = None,
     rid = run_id or str(run.get("run_id") or doc.get("run_id") or "")
     started = started_at or run.get("started_at") or doc.get("started_at")
     rows = doc.get("rows") or doc.get("comparison") or []
-    return [point_from_row(rid, started, r) for r in rows
+    return [replace(point_from_row(rid, started, r), context=context_of(doc, r), doc=doc, row=r) for r in rows
             if isinstance(r, Mapping) and "target_id" in r and "threads" in r]
+
+
+def break_words(now: Mapping[str, Any], before: Mapping[str, Any]) -> str | None:
+    """What a series' context changed from the run before, each with both values; None: no break
+    (an unknown side never breaks)."""
+    if not now or not before:
+        return None
+    said: list[str] = []
+    work = cav.workload_caveat(now.get("workload"), before.get("workload"))
+    if work:
+        said.append(str(work["words"]))
+    if now.get("percentile") != before.get("percentile"):
+        said.append(f"latency percentile p{_g(now.get('percentile'))} vs p{_g(before.get('percentile'))}")
+    a, b = now.get("engine_version") or [], before.get("engine_version") or []
+    if a and b and a != b:
+        said.append(f"engine version {' | '.join(a)} vs {' | '.join(b)}")
+    settings = cav.settings_caveat(now.get("settings"), before.get("settings"))
+    if settings:
+        said.append(str(settings["words"]))
+    elif now.get("config") and before.get("config") and now.get("config") != before.get("config"):
+        said.append("server configuration (its hash) changed")
+    return "; ".join(said) or None
+
+
+def _g(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _pct(new: float | None, old: float | None) -> float | None:
@@ -146,48 +218,198 @@ def _values(p: Point) -> list[float]:
     return list(p.values) if p.values else ([p.tps_mean] if p.tps_mean is not None else [])
 
 
-def _verdict(rel: Relative) -> Verdict:
-    if rel.verdict == "insufficient data":
+def _verdict(rel: Mapping[str, Any]) -> Verdict:
+    if rel["verdict"] == "insufficient data":
         return "no data"
-    if rel.verdict in ("faster", "slower"):
-        up = rel.verdict == "faster"
-        return ("rise" if up else "drop") if rel.within_margin else ("improvement" if up else "regression")
-    if rel.verdict == "equivalent":
+    if rel["verdict"] in ("faster", "slower"):
+        up = rel["verdict"] == "faster"
+        return ("rise" if up else "drop") if rel["within_margin"] else ("improvement" if up else "regression")
+    if rel["verdict"] == "equivalent":
         return "steady"
-    return "inconclusive" if rel.verdict == "inconclusive" else "too few repetitions"
+    return "inconclusive" if rel["verdict"] == "inconclusive" else "too few repetitions"
+
+
+SeriesKey = tuple[str, str, int]
+
+
+def _segments(items: list[Point]) -> list[tuple[list[Point], str | None]]:
+    """A series' runs (those with a figure) cut at its breaks: (runs, what broke before them)."""
+    out: list[tuple[list[Point], str | None]] = []
+    for p in items:
+        if p.tps_mean is None:
+            continue
+        broke = break_words(p.context, out[-1][0][-1].context) if out else None
+        if not out or broke:
+            out.append(([p], broke))
+        else:
+            out[-1][0].append(p)
+    return out
+
+
+def _caveats(p: Point, prev: Point) -> list[dict[str, Any]]:
+    """The caveats compare gives this series' verdict against the run before (its row's and the runs')."""
+    if p.doc is None or prev.doc is None or p.row is None or prev.row is None:
+        return []
+    targets = {t["target_id"]: t for t in p.doc.get("targets") or []}
+    base = {t["target_id"]: t for t in prev.doc.get("targets") or []}
+    return (cav.row_caveats(p.row, prev.row, targets.get(p.target_id), base.get(prev.target_id))
+            + [c for c in cav.between_runs(p.doc, prev.doc, p.target_id, prev.target_id) if c["kind"] != "workload"])
 
 
 def trend(points: Iterable[Point], threshold_pct: float = DEFAULT_THRESHOLD_PCT) -> list[TrendRow]:
-    """Per target x variant x threads, runs in order of start (then run id), each against the previous."""
-    series: dict[tuple[str, str, int], list[Point]] = {}
+    """Per target x variant x threads, runs in order of start (then run id), each against the previous
+    in its segment (a break starts a new one), with the segment's run-to-run noise."""
+    series: dict[SeriesKey, list[Point]] = {}
     for p in points:
         series.setdefault((p.target_id, p.variant, p.threads), []).append(p)
     out: list[TrendRow] = []
     for _, items in sorted(series.items()):
         items.sort(key=lambda p: (p.started_at or "", p.run_id))
-        first = next((p for p in items if p.tps_mean is not None), None)
+        segments = _segments(items)
+        segment_of = {id(p): (i, broke) for i, (seg, broke) in enumerate(segments) for p in seg}
+        noise = [_noise(seg) for seg, _ in segments]
         prev: Point | None = None
+        first: Point | None = None
         for p in items:
             delta: float | None
             verdict: Verdict
             relative: dict[str, Any] | None = None
-            if prev is None:
-                delta, verdict = None, "first"
+            found = segment_of.get(id(p))
+            broke = found[1] if found and found[0] > 0 and segments[found[0]][0][0] is p else None
+            if broke:
+                first = p
+            if prev is None or broke:
+                delta, verdict = None, ("break" if broke else "first")
             else:
                 delta = _pct(p.tps_mean, prev.tps_mean)
-                rel = relative_difference(_values(p), _values(prev), CONFIDENCE, margin_pct=threshold_pct)
-                verdict = _verdict(rel) if p.tps_mean is not None else "no data"
-                relative = asdict(rel)
+                seg = found[0] if found else segment_of[id(prev)][0]
+                relative = between_runs(_values(p), _values(prev), noise[seg], CONFIDENCE, margin_pct=threshold_pct)
+                verdict = _verdict(relative) if p.tps_mean is not None else "no data"
+            if first is None and p.tps_mean is not None:
+                first = p
+            same_pct = prev is not None and not broke and p.latency_pct == prev.latency_pct
             out.append(TrendRow(
                 run_id=p.run_id, started_at=p.started_at, target_id=p.target_id, threads=p.threads,
                 tps_mean=p.tps_mean, tps_ci_low=p.tps_ci_low, tps_ci_high=p.tps_ci_high,
-                previous_run_id=prev.run_id if prev else None, delta_pct=delta,
+                previous_run_id=prev.run_id if prev and not broke else None, delta_pct=delta,
                 vs_first_pct=_pct(p.tps_mean, first.tps_mean) if first and p is not first else None,
                 verdict=verdict, latency_ms=p.latency_ms,
-                latency_delta_pct=_pct(p.latency_ms, prev.latency_ms) if prev else None, relative=relative,
-                variant=p.variant))
+                latency_delta_pct=_pct(p.latency_ms, prev.latency_ms) if prev and same_pct else None,
+                relative=relative, variant=p.variant,
+                caveats=_caveats(p, prev) if prev is not None and relative is not None else [],
+                break_words=broke))
             if p.tps_mean is not None:
                 prev = p
+    return out
+
+
+def noise_for(points: Iterable[Point], run_id: str) -> dict[SeriesKey, RunNoise]:
+    """The run-to-run noise of each series of run ``run_id``, from the runs of its segment (those
+    measuring what it measured, up to the next break) among ``points``."""
+    series: dict[SeriesKey, list[Point]] = {}
+    for p in points:
+        series.setdefault((p.target_id, p.variant, p.threads), []).append(p)
+    out: dict[SeriesKey, RunNoise] = {}
+    for key, items in series.items():
+        items.sort(key=lambda p: (p.started_at or "", p.run_id))
+        for seg, _ in _segments(items):
+            if any(p.run_id == run_id for p in seg):
+                out[key] = _noise(seg)
+    return out
+
+
+def _noise(segment: Sequence[Point]) -> RunNoise:
+    """The run-to-run noise of one segment of a series, the differences across its change points left out."""
+    from benchfleet.changepoints import find
+
+    figures = [p for p in segment if _values(p)]
+    return estimate([_values(p) for p in figures], cuts=find([statistics.fmean(_values(p)) for p in figures]))
+
+
+# The runs a between-run verdict reads its noise from: enough for a stable estimate (29 differences),
+# few enough that `compare` in a store of a year of nightly runs stays quick; the same as a remote history.
+NOISE_RUNS = 30
+
+
+def noise_from_store(store: Any, doc: Mapping[str, Any]) -> dict[SeriesKey, RunNoise]:
+    """The run-to-run noise of each series of the run ``doc`` (a run comparison document) from the
+    store's succeeded runs of the same spec name that started before it or with it, the newest
+    NOISE_RUNS of them (trials left out: a smoke run measures another size)."""
+    from benchfleet.stats import run_comparison
+
+    run = doc.get("run") or {}
+    started = _started(run.get("started_at")) or ""
+    points: list[Point] = []
+    used = 0
+    for other in store.runs():  # newest first
+        if other["name"] != run.get("name") or other["status"] != "succeeded" or other.get("trial"):
+            continue
+        if other["run_id"] != run.get("run_id") and (_started(other["started_at"]) or "") > started:
+            continue
+        used += 1
+        if used > NOISE_RUNS:
+            break
+        other_doc = doc if other["run_id"] == run.get("run_id") else run_comparison(store, other["run_id"])
+        points += points_from_comparison(other_doc, run_id=other["run_id"], started_at=other["started_at"])
+    found = noise_for(points, str(run.get("run_id")))
+    calibrated = calibration_noise(store, str(run.get("name") or ""))
+    for key, noise in list(found.items()):
+        if not noise.measured and key[2] in calibrated:
+            found[key] = calibrated[key[2]]
+    return found
+
+
+CALIBRATION_SQL = """
+SELECT threads, sd_run, runs FROM calibrations
+WHERE spec_name = ? AND sd_run IS NOT NULL ORDER BY created_at
+"""
+
+
+def calibration_noise(store: Any, name: str) -> dict[int, RunNoise]:
+    """The between-run component a stored calibration (``benchfleet calibrate``: the store's
+    ``calibrations`` table, sd_run of log tps between its A/A runs) measured for the spec ``name``, per
+    thread count (the newest); {} when there is none or this store has no such table. It stands for
+    every series of that thread count while the spec's own runs are too few to say."""
+    if not store.query("SELECT 1 FROM information_schema.tables WHERE table_name = 'calibrations'"):
+        return {}
+    return {int(r["threads"]): RunNoise(int(r["runs"]), float(r["sd_run"]), float(max(1, int(r["runs"]) - 1)),
+                                        "calibration")
+            for r in store.query(CALIBRATION_SQL, [name])}
+
+
+def _label(target_id: str, variant: str, threads: int) -> str:
+    return f"{target_id} · {variant} @ {threads} thr" if variant else f"{target_id} @ {threads} thr"
+
+
+def change_points(points: Iterable[Point], threshold_pct: float = DEFAULT_THRESHOLD_PCT) -> list[dict[str, Any]]:
+    """The change points of every series, segment by segment (module docstring): ``run_id`` (the first
+    run after it), ``series``, ``target_id``/``variant``/``threads``, ``pct`` and its interval
+    (``relative``: Welch over the runs' means before and after), ``runs_before``/``runs_after``,
+    ``drop_beyond_threshold``."""
+    from benchfleet.changepoints import find
+
+    series: dict[SeriesKey, list[Point]] = {}
+    for p in points:
+        series.setdefault((p.target_id, p.variant, p.threads), []).append(p)
+    out: list[dict[str, Any]] = []
+    for (target_id, variant, threads), items in sorted(series.items()):
+        items.sort(key=lambda p: (p.started_at or "", p.run_id))
+        for seg, _ in _segments(items):
+            means = [p.tps_mean for p in seg if p.tps_mean is not None]
+            cuts = find(means)
+            bounds = [0, *cuts, len(seg)]
+            for i, cut in enumerate(cuts, start=1):
+                before, after = means[bounds[i - 1]:cut], means[cut:bounds[i + 1]]
+                rel = asdict(relative_difference(after, before, CONFIDENCE, margin_pct=threshold_pct))
+                out.append({
+                    "run_id": seg[cut].run_id, "started_at": seg[cut].started_at,
+                    "series": _label(target_id, variant, threads), "target_id": target_id, "variant": variant,
+                    "threads": threads, "pct": rel["pct"], "ci_low_pct": rel["ci_low_pct"],
+                    "ci_high_pct": rel["ci_high_pct"], "relative": rel,
+                    "runs_before": len(before), "runs_after": len(after),
+                    "last_run_after": seg[bounds[i + 1] - 1].run_id,
+                    "drop_beyond_threshold": rel["pct"] is not None and rel["pct"] < -threshold_pct
+                    and rel["ci_high_pct"] is not None and rel["ci_high_pct"] < 0})
     return out
 
 
@@ -204,8 +426,11 @@ def too_few_runs(name: str, runs: int, where: str) -> str | None:
 def history(name: str, points: Iterable[Point], threshold_pct: float = DEFAULT_THRESHOLD_PCT,
             skipped: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
     """The whole history document: ``rows`` (every TrendRow), ``runs`` (run ids in order),
-    ``regressions`` (rows flagged anywhere), ``latest_regressions`` (those of the newest run), the
-    rule that flagged them, and ``skipped``: the runs left out, each with why (``run_id``, ``reason``)."""
+    ``regressions`` (rows whose verdict against the run before is ``regression``), ``breaks`` (rows
+    that start a new segment, with what changed), ``change_points``, ``latest_regressions`` (the
+    change points that are drops beyond the threshold and that the newest run lies after: what fails
+    the history), the rules, and ``skipped``: the runs left out, each with why (``run_id``, ``reason``)."""
+    points = list(points)
     rows = trend(points, threshold_pct)
     order: dict[str, str] = {}
     for r in rows:
@@ -213,15 +438,24 @@ def history(name: str, points: Iterable[Point], threshold_pct: float = DEFAULT_T
     runs = sorted(order, key=lambda rid: (order[rid], rid))
     latest = runs[-1] if runs else None
     regressions = [asdict(r) for r in rows if r.verdict == "regression"]
+    changes = change_points(points, threshold_pct) if len(runs) > 2 else []
+    # The newest run lies after a change when it is in the segment that change opens.
+    failing = [c for c in changes if c["drop_beyond_threshold"] and c["last_run_after"] == latest]
     return {
         "name": name, "runs": runs, "threshold_pct": threshold_pct, "confidence": CONFIDENCE,
-        "rule": f"regression: the {CONFIDENCE:.0%} Welch interval of the change from the previous run (the "
-                f"interval compare uses) is below 0 and reaches beyond -{threshold_pct:g}%; drop: below 0 "
+        "rule": f"regression: the {CONFIDENCE:.0%} interval of the change from the previous run (compare's, with "
+                f"the run-to-run noise) is below 0 and reaches beyond -{threshold_pct:g}%; drop: below 0 "
                 f"and inside ±{threshold_pct:g}%; steady: contains 0 inside ±{threshold_pct:g}%",
+        "change_point_rule": "E-Divisive (MongoDB's signal-processing-algorithms, p < 0.05) over each series' run "
+                             "means between breaks; exit 1 only when the newest run lies after a change point that "
+                             f"is a drop beyond -{threshold_pct:g}% with its interval below 0",
         "rows": [asdict(r) for r in rows],
         "multiplicity": multiplicity((r.relative for r in rows), CONFIDENCE),
         "regressions": regressions,
-        "latest_regressions": [r for r in regressions if r["run_id"] == latest],
+        "breaks": [{"run_id": r.run_id, "series": _label(r.target_id, r.variant, r.threads), "words": r.break_words}
+                   for r in rows if r.verdict == "break"],
+        "change_points": changes,
+        "latest_regressions": failing,
         "skipped": [{"run_id": run_id, "reason": reason} for run_id, reason in skipped],
     }
 
@@ -237,10 +471,28 @@ def render_text(doc: Mapping[str, Any]) -> str:
               if rel.get("ci_low_pct") is not None and rel.get("ci_high_pct") is not None else "-")
         tps = f"{r['tps_mean']:.1f}" if r["tps_mean"] is not None else "-"
         delta = f"{r['delta_pct']:+.1f}%" if r["delta_pct"] is not None else "-"
-        flag = "  <-- REGRESSION" if r["verdict"] == "regression" else ""
+        noise = rel.get("run_to_run") or {}
+        flag = ""
+        if r["verdict"] == "regression":
+            # Never a bare REGRESSION while the run-to-run noise is unknown: the repetitions' spread alone
+            # called the same demo run twice a regression.
+            flag = "  <-- REGRESSION" + ("" if noise.get("measured") else f" ({noise.get('words')})")
+        elif r["verdict"] == "break":
+            flag = f"  (series broken: {r.get('break_words')})"
+        elif rel and not noise.get("measured", True):
+            flag = f"  ({noise.get('words')})"
         name = f"{r['target_id']} · {r['variant']}" if r.get("variant") else r["target_id"]
         lines.append(f"{name:<20} {r['threads']:>5} {r['run_id'][:40]:<40} {tps:>12} {delta:>8} {ci:>17}  "
                      f"{r['verdict']}{flag}")
+        if r.get("caveats"):
+            lines.append(f"{'':<20} {'':>5} {cav.words(r['caveats'])}")
+    for c in doc.get("change_points") or []:
+        lines.append(f"change point in {c['series']}: from run {c['run_id']} {c['pct']:+.1f}% "
+                     + (f"[{c['ci_low_pct']:+.1f}, {c['ci_high_pct']:+.1f}]%" if c.get("ci_low_pct") is not None
+                        else "(interval: too few runs)")
+                     + f" ({c['runs_before']} runs before, {c['runs_after']} after)"
+                     + ("  <-- REGRESSION (the newest run is after it)" if c in doc.get("latest_regressions", [])
+                        else ""))
     found = doc.get("multiplicity") or {}
     if found.get("comparisons"):
         lines.append(str(found["words"]))

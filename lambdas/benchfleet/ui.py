@@ -14,6 +14,7 @@ from rich import box
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from benchfleet.plan import Plan, PlanStep, TargetPlan
 from benchfleet.records import AgentOutput, Sample, StepSummary, sample_phase
@@ -443,6 +444,11 @@ def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
     clients = sorted({t["target_id"] for t in doc.get("targets") or [] if t.get("steal_source") == "client"})
     if clients:
         console.print(f"steal % of {', '.join(clients)}: this machine's (the client's), not the server's")
+    from benchfleet.stats.caveats import machine_note
+
+    busy = machine_note((stats.get("run") or {}).get("machine"))
+    if busy:
+        console.print(Text(f"caveat: {busy}", style="yellow"))
     from benchfleet import pricing, ui_cost
 
     models = tuple(doc.get("pricing_models") or pricing.HEADLINE_MODELS)

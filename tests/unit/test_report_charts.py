@@ -193,6 +193,16 @@ def test_relative_bars_draw_each_verdict_as_what_it_is() -> None:
     go.Figure(fig)
 
 
+def test_an_inconclusive_bar_without_a_palette_entry_is_drawn_in_the_fallback_grey() -> None:
+    """`report RUN --against BASE` of two demo runs (variants, inconclusive between runs) stopped with
+    "ValueError: invalid literal for int() with base 16": the pair report's fallback colour "#555"
+    reached the hatched bar's fill, which read it as six hex digits."""
+    rows = [_row("unsure", 1, relative_difference([120, 90, 140], [100, 95, 105]))]
+    fig = charts.relative_bars(rows, {"unsure": "#555"}, "t", 5.0)
+    (bar,) = fig["data"]
+    assert bar["marker"]["color"] == ["rgba(85,85,85,0.12)"]
+
+
 def test_caveats_are_computed_with_their_figures_and_thresholds() -> None:
     base_t = {"target_id": "a", "instance_type": "m6i.large", "engine": "mysql-8.0",
               "fingerprints": [{"kernel": "6.8", "cpu_model": "Xeon", "engine_version": "8.0.40",

@@ -27,6 +27,7 @@ from benchfleet import pricing, serverstatus
 from benchfleet.agentjob import agent_job
 from benchfleet.local.existing import ExistingServer, ExistingServerError, engine_of, table_prefixes, variables_hash
 from benchfleet.local.galera import LocalCluster
+from benchfleet.local.machine import MachineWatch, machine_lock
 from benchfleet.local.mariadb import Connection, LocalServer, LocalServerError
 from benchfleet.local.store import DuckDBStore
 from benchfleet.local.switching import VariantFailed, VariantSettings
@@ -115,6 +116,22 @@ class _Notices:
 def run_local(loaded: LoadedSpec, plan: Plan, store: DuckDBStore, home: Path, observer: Observer,
               run_id: str | None = None) -> RunResult:
     run_id = run_id or new_run_id(loaded.spec.name)
+    # One benchmark at a time on this machine (re-entered when the CLI already holds it); the wait
+    # comes before the run is recorded, so a waiting run is not listed as running.
+    with machine_lock(run_id, say=observer.message), MachineWatch() as watch:
+        try:
+            return _run_locked(loaded, plan, store, home, observer, run_id)
+        finally:
+            machine = watch.summary()
+            store.set_machine(run_id, machine)
+            if machine["overlapped"]:
+                observer.message("this run overlapped another benchmark on this machine: " + ", ".join(
+                    f"pid {o['pid']} {o['command']}" for o in machine["overlapped"])
+                    + "; its verdicts against other runs say so")
+
+
+def _run_locked(loaded: LoadedSpec, plan: Plan, store: DuckDBStore, home: Path, observer: Observer,
+                run_id: str) -> RunResult:
     store.create_run(run_id, loaded.spec.name, loaded.inline(), plan.mode, plan.estimated_cost_usd)
     result = RunResult(run_id=run_id, status="running")
     notice = _Notices(observer)

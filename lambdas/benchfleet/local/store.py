@@ -112,6 +112,9 @@ ALTER TABLE samples ADD COLUMN IF NOT EXISTS disk_write_mib_per_s DOUBLE;
 ALTER TABLE samples ADD COLUMN IF NOT EXISTS disk_await_ms DOUBLE;
 ALTER TABLE samples ADD COLUMN IF NOT EXISTS rows_in_table BIGINT;
 ALTER TABLE targets ADD COLUMN IF NOT EXISTS storage_layout JSON;
+-- What the machine did while a local run went (benchfleet.local.machine.MachineWatch): load average, and
+-- any other benchmark it overlapped; between-run verdicts caveat a run by it.
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS machine JSON;
 """
 
 
@@ -337,6 +340,10 @@ class DuckDBStore:
             db.execute("UPDATE runs SET status = ?, message = ?, ended_at = ?, actual_cost_usd = ? "
                        "WHERE run_id = ?", [status, message, datetime.now(UTC), actual_cost_usd, run_id])
 
+    def set_machine(self, run_id: str, machine: dict[str, Any]) -> None:
+        with self._writing() as db:
+            db.execute("UPDATE runs SET machine = ? WHERE run_id = ?", [json.dumps(machine), run_id])
+
     def delete_run(self, run_id: str) -> None:
         """Remove a run and all its rows (before loading a fresh copy of it)."""
         with self._writing() as db:
@@ -407,6 +414,7 @@ class DuckDBStore:
                                   f"{run_id!r} matches {len(rows)} runs; give more of the id")
         row = self._as_interrupted(rows)[0]
         row["spec"] = json.loads(row["spec"])
+        row["machine"] = json.loads(row["machine"]) if row.get("machine") else None
         return row
 
     # ---- rows --------------------------------------------------------------------------------

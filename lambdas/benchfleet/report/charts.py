@@ -36,6 +36,8 @@ def colors(target_ids: list[str]) -> dict[str, str]:
 
 
 def _rgba(color: str, alpha: float) -> str:
+    if len(color) == 4:  # "#555", the fallback of a series without a palette entry: "#555555"
+        color = "#" + "".join(c * 2 for c in color[1:])
     r, g, b = (int(color[i:i + 2], 16) for i in (1, 3, 5))
     return f"rgba({r},{g},{b},{alpha})"
 

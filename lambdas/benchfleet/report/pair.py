@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from benchfleet import stats
+from benchfleet.history import noise_from_store
 from benchfleet.local.store import DuckDBStore
 from benchfleet.report import charts, html
 from benchfleet.report.data import status_timeline, timeline
@@ -54,7 +55,7 @@ def _labelled(doc: dict[str, Any], run_label: str) -> dict[str, Any]:
 def render_pair_report(store: DuckDBStore, baseline_run: str, run: str) -> str:
     """The HTML of the report of ``run`` against ``baseline_run``."""
     docs = [stats.run_comparison(store, r) for r in (baseline_run, run)]
-    pair = compare_runs(docs[0], docs[1])
+    pair = compare_runs(docs[0], docs[1], noise=noise_from_store(store, docs[1]))
     if not pair["rows"]:
         raise NothingInCommon(f"runs {pair['baseline_run']} and {pair['run']} have no target x threads in common "
                               "(same target ids, or one target each; the same variants)")

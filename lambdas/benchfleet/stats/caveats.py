@@ -18,6 +18,11 @@ Thresholds (beyond them a caveat is raised):
   at least GAP_PP points;
 - ``workload`` (two runs compared): the spec workloads differ in anything but their name and
   description (``workload_caveat``);
+- ``settings`` (two runs compared): a target's server variables as its servers reported running them
+  (``server_settings`` of the run documents) differ, each with both values, or its configuration's hash
+  does (``settings_caveat``);
+- ``machine`` (two runs compared, local runs): a run overlapped another benchmark on its machine, or the
+  runs' mean 1-minute load averages are LOAD_PER_CPU per CPU or more apart (``machine_caveats``);
 - fingerprint (``kernel``, ``engine_version``, ``sysbench_version``, ``cpu_model``): the sets of values
   recorded over the two sides' repetitions differ. ``cpu_model`` only when the sides were given the
   same instance type (different types are expected to differ in CPU: that is the question), and
@@ -26,12 +31,14 @@ Thresholds (beyond them a caveat is raised):
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 STEAL_PP = 1.0
 IOWAIT_PP = 5.0
 GAP_PP = 2.0
+LOAD_PER_CPU = 0.5
 FINGERPRINT_FIELDS = (("kernel", "kernel"), ("engine_version", "engine version"),
                       ("sysbench_version", "sysbench"), ("cpu_model", "CPU model"))
 
@@ -119,6 +126,109 @@ def workload_caveat(workload: Any, base_workload: Any) -> dict[str, Any] | None:
     return {"kind": "workload", "candidate": {k: workload.get(k) for k in keys},
             "baseline": {k: base_workload.get(k) for k in keys}, "threshold": None,
             "words": f"workload {shown}{more}"}
+
+
+def settings_caveat(settings: Mapping[str, Any] | None, base_settings: Mapping[str, Any] | None,
+                    target: Mapping[str, Any] | None = None,
+                    base_target: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    """Two runs' servers of one target ran with other settings: the variables recorded on either side
+    whose values differ (a variable one side did not record reads "not recorded": it ran with the
+    server's default), and a different configuration hash. None when they agree (or nothing is known)."""
+    mine, theirs = dict(settings or {}), dict(base_settings or {})
+    keys = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
+    hashes = _values(target, "config_hash"), _values(base_target, "config_hash")
+    if not keys and not (hashes[0] and hashes[1] and set(hashes[0]) != set(hashes[1])):
+        return None
+    shown = [f"{k} {mine.get(k, 'not recorded')} vs {theirs.get(k, 'not recorded')}" for k in keys[:5]]
+    if len(keys) > 5:
+        shown.append(f"{len(keys) - 5} more")
+    if not keys:
+        shown.append("configuration " + " vs ".join(" | ".join(h[:12] for h in side) for side in hashes))
+    return {"kind": "settings", "candidate": {k: mine.get(k) for k in keys},
+            "baseline": {k: theirs.get(k) for k in keys}, "threshold": None,
+            "words": "server settings as run: " + ", ".join(shown)}
+
+
+def machine_caveats(machine: Mapping[str, Any] | None, base_machine: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """What the machine did during two local runs (``runs.machine``, benchfleet.local.machine): a run
+    that overlapped another benchmark, and load averages LOAD_PER_CPU per CPU or more apart."""
+    out: list[dict[str, Any]] = []
+    for side, m in (("candidate", machine), ("baseline", base_machine)):
+        others = (m or {}).get("overlapped") or []
+        if others:
+            out.append({"kind": "overlap", side: others, "threshold": None,
+                        "words": f"the {'run' if side == 'candidate' else 'baseline run'} overlapped another "
+                                 f"benchmark: {overlap_words(others)}"})
+    a, b = (machine or {}).get("load_mean"), (base_machine or {}).get("load_mean")
+    cpus = (machine or {}).get("cpus") or (base_machine or {}).get("cpus") or 1
+    if a is not None and b is not None and abs(a - b) >= LOAD_PER_CPU * cpus:
+        out.append({"kind": "load", "candidate": a, "baseline": b, "threshold": LOAD_PER_CPU * cpus,
+                    "words": f"load average {a:.2f} vs {b:.2f} ({cpus} CPUs)"})
+    return out
+
+
+def overlap_words(others: Sequence[Mapping[str, Any]]) -> str:
+    """Foreign benchmark processes in a few words: one is named by pid and command; more (sysbench
+    starts anew for every step) are counted by command and test, e.g. "5 processes: sysbench
+    oltp_read_write x4, sysbench oltp_read_only x1" (each pid and command line stays in the JSON)."""
+    if len(others) == 1:
+        return f"pid {others[0].get('pid')} {others[0].get('command')}"
+    counts: dict[str, int] = {}
+    for o in others:
+        head = " ".join(str(o.get("command") or "").split()[:2]) or "?"
+        counts[head] = counts.get(head, 0) + 1
+    return f"{len(others)} processes: " + ", ".join(f"{k} x{n}" for k, n in counts.items())
+
+
+def machine_note(machine: Mapping[str, Any] | None) -> str | None:
+    """What a run's own results say of its machine: that it overlapped another benchmark, or that the
+    machine was busier than its CPUs (mean load average above their count), with the figures."""
+    if not machine:
+        return None
+    said = []
+    others = machine.get("overlapped") or []
+    if others:
+        said.append(f"overlapped another benchmark on this machine: {overlap_words(others)}")
+    load, cpus = machine.get("load_mean"), machine.get("cpus")
+    if load is not None and cpus and load > cpus:
+        said.append(f"load average {load:.2f} (max {machine.get('load_max')}) on {cpus} CPUs")
+    return "this run " + "; ".join(said) if said else None
+
+
+def between_runs(doc: Mapping[str, Any], base_doc: Mapping[str, Any], target_id: str,
+                 base_target_id: str) -> list[dict[str, Any]]:
+    """The caveats every verdict between two runs carries besides its row's (``row_caveats``): what
+    the workload, the servers' settings as they ran and the machine did differently. ``doc`` and
+    ``base_doc`` are run comparison documents."""
+    targets = {t["target_id"]: t for t in doc.get("targets") or []}
+    base_targets = {t["target_id"]: t for t in base_doc.get("targets") or []}
+    out = [c for c in (
+        workload_caveat(doc.get("workload"), base_doc.get("workload")),
+        settings_caveat((doc.get("server_settings") or {}).get(target_id),
+                        (base_doc.get("server_settings") or {}).get(base_target_id),
+                        targets.get(target_id), base_targets.get(base_target_id)),
+    ) if c]
+    return out + machine_caveats((doc.get("run") or {}).get("machine"), (base_doc.get("run") or {}).get("machine"))
+
+
+SETTINGS_SQL = """
+SELECT target_id, repetition, server_variables FROM targets
+WHERE run_id = ? AND server_variables IS NOT NULL ORDER BY target_id, repetition
+"""
+
+
+def settings_by_target(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, str]]:
+    """The result of SETTINGS_SQL: per target, each variable as its servers reported running it (the
+    values of its repetitions joined with " | " where they differ)."""
+    seen: dict[str, dict[str, list[str]]] = {}
+    for r in rows:
+        raw = r.get("server_variables")
+        found = json.loads(raw) if isinstance(raw, str) else raw
+        for k, v in (found or {}).items():
+            values = seen.setdefault(str(r["target_id"]), {}).setdefault(str(k), [])
+            if str(v) not in values:
+                values.append(str(v))
+    return {t: {k: " | ".join(v) for k, v in found.items()} for t, found in seen.items()}
 
 
 def _pct(value: float) -> str:

@@ -1,15 +1,19 @@
 """Two runs side by side (``benchfleet compare RUN RUN``): the second against the first, per target x
-threads, with the same verdict as a target against its baseline within a run; always ``welch``: two runs
-never share a host's minute, and the second run's margin (``margin_pct``) applies."""
+threads; always ``welch``: two runs never share a host's minute, and the second run's margin
+(``margin_pct``) applies. The interval adds the series' run-to-run noise (:mod:`benchfleet.stats.runnoise`),
+and says so while it is not yet measured; every row carries the between-run caveats (workload, the
+servers' settings as run, the machine) beside its own."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict
 from typing import Any
 
-from benchfleet.stats.caveats import row_caveats, workload_caveat
-from benchfleet.stats.verdict import CONFIDENCE, DEFAULT_MARGIN_PCT, multiplicity, relative_difference
+from benchfleet.stats import caveats
+from benchfleet.stats.runnoise import RunNoise, between_runs
+from benchfleet.stats.verdict import CONFIDENCE, DEFAULT_MARGIN_PCT, multiplicity
+
+Series = tuple[str, str, int]  # target x variant x threads of one spec (tps)
 
 
 def _pairs(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -34,7 +38,8 @@ def compared_label(row: Mapping[str, Any]) -> str:
     return f"{row['target_id']}/{variant}" if variant else str(row["target_id"])
 
 
-def compare_runs(a: Mapping[str, Any], b: Mapping[str, Any], confidence: float = CONFIDENCE) -> dict[str, Any]:
+def compare_runs(a: Mapping[str, Any], b: Mapping[str, Any], confidence: float = CONFIDENCE,
+                 noise: Mapping[Series, RunNoise] | None = None) -> dict[str, Any]:
     """``a`` and ``b`` are run comparison documents (:func:`benchfleet.stats.run_comparison`). Keys:
     ``baseline_run``/``run`` (ids), ``rows`` (one per matched target x variant x threads: ``target_id``,
     ``vs_target_id``, ``variant`` (the same variant id in both runs; "" without variants), ``threads``,
@@ -42,7 +47,8 @@ def compare_runs(a: Mapping[str, Any], b: Mapping[str, Any], confidence: float =
     1,000 tps by pricing model with intervals, b's and a's), ``caveats``
     (:mod:`benchfleet.stats.caveats`: what differed between the two besides the run)),
     ``unmatched`` (targets of either run that have no partner, and ``target/variant`` for a variant only
-    one run measured)."""
+    one run measured). ``noise``: the run-to-run noise of each of b's series (target x variant x
+    threads); a series without is "not yet measured"."""
     margin = float(b.get("margin_pct") or DEFAULT_MARGIN_PCT)
     # A run with variants has one row per target x variant x threads: keyed by target and threads alone,
     # the last variant's row stood for the target and the others were dropped, silently.
@@ -52,21 +58,21 @@ def compare_runs(a: Mapping[str, Any], b: Mapping[str, Any], confidence: float =
     pairs = _pairs(a, b)
     targets_a = {t["target_id"]: t for t in a.get("targets") or []}
     targets_b = {t["target_id"]: t for t in b.get("targets") or []}
-    across = workload_caveat(b.get("workload"), a.get("workload"))  # the same for every row
     out = []
     for target_a, target_b in pairs:
         for (tid, variant, threads), row_b in rows_b.items():
             row_a = rows_a.get((target_a, variant, threads))
             if tid != target_b or row_a is None:
                 continue
-            rel = relative_difference(row_b["tps"]["values"], row_a["tps"]["values"], confidence,
-                                      margin_pct=margin)
+            rel = between_runs(row_b["tps"]["values"], row_a["tps"]["values"],
+                               (noise or {}).get((target_b, variant, threads), RunNoise(0)), confidence,
+                               margin_pct=margin)
             out.append({"target_id": target_b, "vs_target_id": target_a, "variant": variant, "threads": threads,
                         "repetitions": row_b["repetitions"], "tps": row_b["tps"], "baseline_tps": row_a["tps"],
-                        "relative": {"vs": f"{a['run']['run_id']}:{target_a}", **asdict(rel)},
+                        "relative": {"vs": f"{a['run']['run_id']}:{target_a}", **rel},
                         "cost": row_b.get("cost"), "baseline_cost": row_a.get("cost"),
-                        "caveats": row_caveats(row_b, row_a, targets_b.get(target_b), targets_a.get(target_a))
-                        + ([across] if across else [])})
+                        "caveats": caveats.row_caveats(row_b, row_a, targets_b.get(target_b), targets_a.get(target_a))
+                        + caveats.between_runs(b, a, target_b, target_a)})
     out.sort(key=lambda r: ([p[1] for p in pairs].index(r["target_id"]), r["threads"],
                             variant_order.index(r["variant"])))
     matched_a, matched_b = {p[0] for p in pairs}, {p[1] for p in pairs}

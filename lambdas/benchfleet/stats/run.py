@@ -109,6 +109,8 @@ def run_comparison(store: QueryStore, run_id: str, confidence: float = CONFIDENC
                         step_stats_in_store(store, run_id), confidence, price_of=spec_target_price,
                         cross_zone=cross_zone_by_row(store.query(CROSS_ZONE_SQL, [run_id])))
     caveats.attach(result, _iowait(store, run_id))
+    # What between-run verdicts compare besides the figures: the servers' settings as they ran them.
+    result["server_settings"] = caveats.settings_by_target(store.query(caveats.SETTINGS_SQL, [run_id]))
     return result
 
 
@@ -300,7 +302,7 @@ def comparison(run: Mapping[str, Any], targets: Sequence[Mapping[str, Any]],
 
     result: dict[str, Any] = _clean({
         "run": {k: run.get(k) for k in ("run_id", "name", "status", "mode", "started_at", "ended_at",
-                                        "estimated_cost_usd", "actual_cost_usd", "message")},
+                                        "estimated_cost_usd", "actual_cost_usd", "message", "machine")},
         "trial": _trial(spec),
         "workload": spec.get("workload") if isinstance(spec, dict) else None,
         "repetitions": spec.get("repetitions") if isinstance(spec, dict) else None,
