@@ -231,6 +231,9 @@ def _install(index: int, target: dict[str, Any], loaded: LoadedSpec | None = Non
     the one the spec describes, and the fingerprint compares what it runs with against all of it.
     With variants, the first variant's (``variant`` names it: the agent switches from there)."""
     if target["kind"] == "ec2":
+        # Whatever the cnf, the data directory goes on the target's storage (with variants too: the
+        # volumes are launched and billed either way).
+        host = {"engine": target["engine"], "storage": storage_job(target["storage"])}
         if loaded is not None and loaded.variants:
             spec_target = loaded.spec.targets[index]
             _cnf_source(index, target["mysql_config"], target["engine"], target.get("server_options") or {})
@@ -239,11 +242,10 @@ def _install(index: int, target: dict[str, Any], loaded: LoadedSpec | None = Non
                 render(source, target["engine"], 8 * 1024**3, name=f"{config}.cnf")
             except CnfError as e:
                 raise PlanRejected(f"spec: variants[0]: {e}") from None
-            return {"engine": target["engine"], "mysql_config": config, "cnf": source, "variant": first}
-        return {"engine": target["engine"], "mysql_config": target["mysql_config"],
+            return {**host, "mysql_config": config, "cnf": source, "variant": first}
+        return {**host, "mysql_config": target["mysql_config"],
                 "cnf": _cnf_source(index, target["mysql_config"], target["engine"],
-                                   target.get("server_options") or {}),
-                "storage": storage_job(target["storage"])}
+                                   target.get("server_options") or {})}
     if target["kind"] in ("rds", "aurora", "cluster"):  # the client host: sysbench and the mysql client
         return {"client": True}
     return None
