@@ -434,6 +434,17 @@ def test_collect_sends_what_timestream_stores_and_what_the_estimate_predicts(aws
     assert predicted.units < sum(len(r["Records"]) for r in sent) / 3  # not one write per record
 
 
+def test_plan_prices_rds_gp3_with_what_its_size_includes(aws):
+    """Issue 41 item 2, through the Plan Lambda: the price the targets row records for RDS gp3 of 400
+    GiB at its included 12,000 IOPS / 500 MiB/s was 0.735/h (instance, client, the baseline billed as
+    9,000 IOPS and 375 MB/s provisioned); it is the instance, the client and the capacity."""
+    rds = {**target("rds"), "instance_class": "db.r6g.large", "client": {"instance_type": "c6i.xlarge"},
+           "storage": {"type": "gp3", "size_gb": 400, "iops": 12000, "throughput_mbps": 500}}
+    plan = call("plan", {"input": {"spec": spec(targets=[rds])}, "execution_name": "gp3-400"})
+    (item,) = plan["targets"]
+    assert item["target"]["price_per_hour"] == pytest.approx(0.215 + 0.17 + 400 * 0.115 / 730, abs=1e-4)
+
+
 def test_collect_without_agent_output_fails_clearly(aws):
     event = {"run_id": RUN, "target": target("ec2"), "kind": "ec2", "repetition": 1,
              "step": {"index": 1, "name": "t0001", "kind": "measure", "threads": 1, "duration_s": 240},
