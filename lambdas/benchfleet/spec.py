@@ -30,7 +30,7 @@ from pydantic import (
     model_validator,
 )
 
-from benchfleet import serverstatus
+from benchfleet import galera, serverstatus
 from benchfleet.mysqlcnf import CnfError, engine_family, normalised, render, with_server_options
 from benchfleet.sysbench import BUILTIN_TESTS, option_refusal, script_option_refusal
 
@@ -195,6 +195,12 @@ def cluster_settings_problems(spec: ComparisonSpec, variants: list[ResolvedVaria
             own = server_settings(target, None, root)
         except (CnfError, SpecError):
             continue  # a cnf that does not render is named by the checks of that field
+        for name, value in own.items():  # what the cluster sets itself wins over the target's
+            problem = galera.managed_problem(name, value)
+            if problem:
+                key = next((k for k in target.server_options if k.replace("-", "_") == name), None)
+                problems.append((f"targets[{j}].server_options.{key}" if key else f"targets[{j}].mysql_config",
+                                 problem))
         for i, variant in enumerate(variants):
             if not (variant.mysql_config or variant.server_options):
                 continue

@@ -537,6 +537,12 @@ def test_content_type_is_case_insensitive(api, ctype):
                            "server_options": {"innodb_flush_method": "O_DIRECT", "skip_name_resolve": "ON"},
                            "client": {"instance_type": "c6i.large"}}]},
      "targets[0].mysql_config", "log_bin (in workloads/mysql/relaxed.cnf): RDS does not let a parameter group"),
+    # issue 41 item 3: what a cluster sets on its nodes itself wins over the target's setting (it ran with
+    # wsrep_on ON and binlog_format ROW), so the target may not ask for another value
+    ({**SPEC, "targets": [{"id": "pxc", "kind": "cluster", "flavor": "pxc-8.0", "nodes": 3,
+                           "instance_type": "r6i.large", "proxy": "proxysql",
+                           "server_options": {"wsrep_on": "OFF", "binlog_format": "STATEMENT"}}]},
+     "targets[0].server_options.wsrep_on", "a cluster's nodes run wsrep_on = ON, not OFF"),
 ])
 def test_cross_field_and_plan_refusals_name_the_spec_field(api, spec, field, words):
     status, body, _ = api("POST", "/runs", spec)
