@@ -39,7 +39,14 @@ LIMITS: dict[str, float] = {
     **dict.fromkeys(("transactions", "queries", "reads", "writes", "other", "ignored_errors", "reconnects",
                      "events"), MAX_COUNT),
     "second": 3.0 * MAX_STEP_SECONDS, "total_time_s": 3.0 * MAX_STEP_SECONDS, "interval_s": 3.0 * MAX_STEP_SECONDS,
+    # Threads fairness: events per thread and seconds per thread (averages and their spread).
+    "fairness_events_avg": MAX_COUNT, "fairness_events_stddev": MAX_COUNT,
+    "fairness_time_avg_s": 3.0 * MAX_STEP_SECONDS, "fairness_time_stddev_s": 3.0 * MAX_STEP_SECONDS,
 }
+# sysbench's --percentile takes 1-100 (0 turns percentiles off: no summary line, 0 in interval lines).
+PERCENTILES = range(1, 101)
+# The final summary prints latencies with two decimals and fairness averages with four.
+LATENCY_ROUNDING_MS = 0.01
 # A row may be timed this much after its output was read (the clocks of two hosts; Timestream takes
 # times up to 15 minutes ahead), and never before benchfleet existed.
 CLOCK_SLACK = timedelta(minutes=15)
@@ -67,6 +74,25 @@ def figures_problem(row: Mapping[str, Any]) -> str | None:
         problem = figure_problem(name, value)
         if problem:
             return problem
+    return None
+
+
+def summary_problem(summary: Mapping[str, Any]) -> str | None:
+    """Why a final summary contradicts itself (None: it does not). Each
+    figure may be possible alone and the set still impossible: an edited log imported a '150th
+    percentile' (shown as 'p150 ms'), a minimum latency above the maximum, 1 event against 2,912
+    transactions. sysbench 1.0.20 prints one counter as both (its SQL statistics' transactions are its
+    events), so where the log has SQL statistics the two are equal."""
+    pct = summary.get("latency_pct")
+    if pct is not None and pct not in PERCENTILES:
+        return f"a {pct}th percentile: sysbench reports percentiles from 1 to 100"
+    low, avg, high = (summary.get(k) for k in ("latency_min_ms", "latency_avg_ms", "latency_max_ms"))
+    if low is not None and avg is not None and high is not None and not (
+            low - LATENCY_ROUNDING_MS <= avg <= high + LATENCY_ROUNDING_MS and low <= high):
+        return f"latency min {low:g} ms, avg {avg:g} ms, max {high:g} ms: not min <= avg <= max"
+    events, transactions = summary.get("events"), summary.get("transactions")
+    if transactions and events is not None and events != transactions:
+        return f"{events:,} events against {transactions:,} transactions: sysbench counts one event per transaction"
     return None
 
 
@@ -111,7 +137,7 @@ def output_problem(output: AgentOutput, *, run_id: str, target_id: str, repetiti
         if problem:
             return f"sample at {sample.second:g} s: {problem}"
     for summary in output.summaries:
-        problem = figures_problem(summary.model_dump())
+        problem = figures_problem(summary.model_dump()) or summary_problem(summary.model_dump())
         if problem:
             return f"summary: {problem}"
     latest = (read_at + CLOCK_SLACK) if read_at is not None else None
