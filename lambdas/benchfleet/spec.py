@@ -1078,6 +1078,22 @@ def test_problems(workloads: list[tuple[str, Workload]], root: Path) -> list[tup
     return problems
 
 
+def config_problems(spec: ComparisonSpec, root: Path | None = None) -> list[tuple[str, str]]:
+    """(field, problem) for every target's and variant's mysql_config that names no cnf in
+    workloads/mysql: a spec file (``resolve``) and an inline one (the API, Plan: ``inline_loaded``) alike.
+    A variant naming none reached the Plan Lambda's cnf reader and the API answered 500."""
+    configs = [(f"targets[{i}].mysql_config", t.mysql_config) for i, t in enumerate(spec.targets)]
+    configs += [(f"variants[{i}].mysql_config", v.mysql_config) for i, v in enumerate(spec.variants)
+                if v.mysql_config]
+    problems = []
+    for field, config in configs:
+        try:
+            cnf_text(config, root)
+        except SpecError as e:
+            problems.append((field, e.problems[0][1]))
+    return problems
+
+
 def resolve(spec: ComparisonSpec, source: str, root: Path | None = None) -> LoadedSpec:
     root = root or workloads_dir()
     workload = _workload(spec.workload, "workload", source, root)
@@ -1087,14 +1103,7 @@ def resolve(spec: ComparisonSpec, source: str, root: Path | None = None) -> Load
     problems = test_problems([("workload", workload), *((f"variants[{i}].workload", v.workload)
                                                         for i, v in enumerate(variants) if spec.variants[i].workload)],
                              root)
-    configs = [(f"targets[{i}].mysql_config", t.mysql_config) for i, t in enumerate(spec.targets)]
-    configs += [(f"variants[{i}].mysql_config", v.mysql_config) for i, v in enumerate(spec.variants)
-                if v.mysql_config]
-    for field, config in configs:
-        try:
-            cnf_text(config, root)
-        except SpecError as e:
-            problems.append((field, e.problems[0][1]))
+    problems += config_problems(spec, root)
     problems += variant_problems(spec, workload, variants, root)
     if problems:
         raise SpecError(source, problems)
@@ -1170,6 +1179,7 @@ def inline_loaded(spec: ComparisonSpec, source: str) -> LoadedSpec:
     problems = test_problems([("workload", spec.workload), *((f"variants[{i}].workload", v.workload)
                                                              for i, v in enumerate(spec.variants)
                                                              if isinstance(v.workload, Workload))], workloads_dir())
+    problems += config_problems(spec)
     problems += variant_problems(spec, spec.workload, variants)
     if problems:
         raise SpecError(source, problems)

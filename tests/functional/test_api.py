@@ -543,6 +543,9 @@ def test_content_type_is_case_insensitive(api, ctype):
                            "instance_type": "r6i.large", "proxy": "proxysql",
                            "server_options": {"wsrep_on": "OFF", "binlog_format": "STATEMENT"}}]},
      "targets[0].server_options.wsrep_on", "a cluster's nodes run wsrep_on = ON, not OFF"),
+    # issue 41 item 6: a variant naming a cnf that does not exist was 500 "internal error"
+    ({**SPEC, "variants": [{"id": "a"}, {"id": "b", "mysql_config": "nonexistent"}]},
+     "variants[1].mysql_config", "nonexistent"),
 ])
 def test_cross_field_and_plan_refusals_name_the_spec_field(api, spec, field, words):
     status, body, _ = api("POST", "/runs", spec)

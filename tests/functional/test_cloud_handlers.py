@@ -91,6 +91,9 @@ def test_plan_carries_what_every_state_needs(aws):
     # What exists where, as the API checks it (benchfleet.catalogue): scheduled runs are held to it too.
     ({"targets": [target("ec2") | {"instance_type": "m7i.32xlarge"}]},
      r"targets\[0\]\.instance_type: m7i\.32xlarge is not offered in us-east-1"),
+    # issue 41 item 6: a variant's cnf that does not exist (an uncaught error before)
+    ({"variants": [{"id": "a"}, {"id": "b", "mysql_config": "nonexistent"}]},
+     r"^spec: variants\[1\]\.mysql_config: no file nonexistent\.cnf"),
 ])
 def test_plan_refuses(aws, spec_change, message):
     with pytest.raises(errors.PlanRejected, match=message):
