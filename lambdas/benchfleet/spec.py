@@ -688,6 +688,7 @@ class ComparisonSpec(_Model):
     def _cross_fields(self) -> ComparisonSpec:
         seen = _unique_ids("targets", "target", [t.id for t in self.targets])
         variants = _unique_ids("variants", "variant", [v.id for v in self.variants])
+        self._one_target_per_agent_host()
         self._check_variants()
         if self.baseline is not None:
             if self.baseline in seen and self.baseline in variants:
@@ -697,6 +698,20 @@ class ComparisonSpec(_Model):
                 ids = ", ".join(seen) + (f"; variant ids: {', '.join(variants)}" if variants else "")
                 raise FieldProblem("baseline", f"{self.baseline!r} is not one of the target ids ({ids})")
         return self
+
+    def _one_target_per_agent_host(self) -> None:
+        """Two existing targets on one EC2 instance would run their steps at once on one host (the
+        agent's lock refuses the second): each is measured with the other's load beside it."""
+        hosts: dict[str, int] = {}
+        for i, target in enumerate(self.targets):
+            instance = getattr(target, "instance_id", None) if target.kind == "existing" else None
+            if instance is None:
+                continue
+            if instance in hosts:
+                raise FieldProblem(f"targets[{i}].instance_id", f"{instance} also runs targets[{hosts[instance]}]'s "
+                                                                "agent: one existing target per instance (targets "
+                                                                "run at once; the agent measures one at a time)")
+            hosts[instance] = i
 
     def _check_variants(self) -> None:
         if len(self.variants) == 1:

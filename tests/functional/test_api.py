@@ -546,6 +546,15 @@ def test_content_type_is_case_insensitive(api, ctype):
     # issue 41 item 6: a variant naming a cnf that does not exist was 500 "internal error"
     ({**SPEC, "variants": [{"id": "a"}, {"id": "b", "mysql_config": "nonexistent"}]},
      "variants[1].mysql_config", "nonexistent"),
+    # issue 41 item 5: two existing targets on one agent host ran at once there (the agent's lock refused
+    # one); an EC2 patch version ran Ubuntu's 8.0 and was recorded as the version given
+    ({**SPEC, "targets": [{"id": f"db{i}", "kind": "existing", "host": f"db{i}.internal",
+                           "instance_id": "i-0123456789abcdef0",
+                           "password_secret_arn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:db"}
+                          for i in (1, 2)]},
+     "targets[1].instance_id", "i-0123456789abcdef0 also runs targets[0]'s agent"),
+    ({**SPEC, "targets": [{**SPEC["targets"][0], "engine": "mysql-8.0.999"}]},
+     "targets[0].engine", "EC2 targets install Ubuntu's mysql 8.0 package, whose patch level Ubuntu decides"),
 ])
 def test_cross_field_and_plan_refusals_name_the_spec_field(api, spec, field, words):
     status, body, _ = api("POST", "/runs", spec)
