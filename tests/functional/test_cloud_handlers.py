@@ -94,10 +94,21 @@ def test_plan_carries_what_every_state_needs(aws):
     # issue 41 item 6: a variant's cnf that does not exist (an uncaught error before)
     ({"variants": [{"id": "a"}, {"id": "b", "mysql_config": "nonexistent"}]},
      r"^spec: variants\[1\]\.mysql_config: no file nonexistent\.cnf"),
+    # issue 41 item 5: an RDS version inside its line that RDS does not offer failed at provision
+    ({"targets": [target("rds") | {"engine": "mysql-8.0.999"}]},
+     r"^spec: targets\[0\]\.engine: no mysql engine version matches mysql-8\.0\.999 in us-east-1 "
+     r"\(DescribeDBEngineVersions\); give the line \(mysql-8\.0\)"),
+    ({"targets": [target("aurora") | {"engine": "mysql-8.0.999"}]},
+     r"^spec: targets\[0\]\.engine: no aurora-mysql engine version matches mysql-8\.0\.999"),
 ])
 def test_plan_refuses(aws, spec_change, message):
     with pytest.raises(errors.PlanRejected, match=message):
         call("plan", {"input": {"spec": spec(**spec_change)}})
+
+
+def test_plan_takes_an_rds_version_rds_offers(aws):
+    plan = call("plan", {"input": {"spec": spec(targets=[target("rds") | {"engine": "mysql-8.0.36"}])}})
+    assert plan["targets"][0]["target"]["engine"] == "mysql-8.0.36"
 
 
 def test_provision_ec2_tags_everything_and_picks_the_architecture(aws):
