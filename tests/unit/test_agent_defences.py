@@ -77,6 +77,12 @@ def sysbench_ran(tmp_path: Path) -> bool:
     ({"rows": {"prepared": "lots", "state_dir": "/var/lib/benchfleet"}}, "rows.prepared"),
     ({"rows": {"prepared": 5, "state_dir": "../elsewhere"}}, "rows.state_dir"),
     ({"data_dir": 5}, "data_dir"),
+    # issue 41 item 7: the agent writes the row count there, so not any folder; a step's records are
+    # labelled with its variant and the server runs settings.variant's settings: one variant
+    ({"rows": {"prepared": 5, "state_dir": "/etc"}}, "rows.state_dir must be /var/lib/benchfleet/state"),
+    ({"rows": {"prepared": 5, "state_dir": "/tmp/state/other-run"}}, "rows.state_dir"),
+    ({"variant": "a", "settings": {"variant": "b"}}, "settings.variant 'b' is not the step's variant 'a'"),
+    ({"settings": {"variant": "b"}}, "settings.variant 'b' is not the step's variant None"),
     # The server status keys (issue 25): counters go into SQL, sources are connected to.
     ({"status": ["Threads_running"]}, "status must be an object"),
     ({"status": {"counters": ["Threads_running; DROP TABLE t"]}}, "status.counters"),
@@ -110,6 +116,44 @@ def test_the_sysbench_binary_is_the_hosts_never_the_jobs(host: dict[str, str], t
     code, records, _ = agent({**base_job(), "sysbench_binary": str(other)}, host)
     assert code == 0 and records[-1]["type"] == "summary"
     assert sysbench_ran(tmp_path) and not (tmp_path / "other-ran").exists()
+
+
+def test_a_test_is_a_built_in_or_a_script_of_the_bundle(host: dict[str, str], tmp_path: Path) -> None:
+    """Issue 41 item 7: an absolute sysbench.test ran whatever Lua file it named and gave a summary."""
+    script = tmp_path / "anything.lua"
+    script.write_text("function event() end\n")
+    for test in (str(script), "anything.lua", "./lua/oltp.lua"):
+        job = base_job()
+        job["sysbench"]["test"] = test
+        code, records, _ = agent(job, host)
+        assert code == 2 and "sysbench.test must be a built-in test" in records[-1]["message"], records
+    assert not sysbench_ran(tmp_path)
+
+
+def test_the_hosts_state_folder_is_the_one_the_cloud_jobs_name() -> None:
+    from benchfleet.aws.steps import jobs
+
+    sys.path.insert(0, str(AGENT.parent))
+    import benchfleet_agent
+
+    assert benchfleet_agent.HOST_STATE_DIR == jobs.STATE_DIR
+
+
+@pytest.mark.parametrize("where", ["out", "keep", "lock", "full"])
+def test_output_it_cannot_write_is_an_error_record(host: dict[str, str], tmp_path: Path, where: str) -> None:
+    """Issue 41 item 7: an unwritable --out, --keep-dir or --lock, or --out /dev/full, ended in a traceback
+    (exit 1). Now an error record on stdout naming the path, and no traceback."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    args = {"out": ["--out", str(blocker / "out.jsonl")], "keep": ["--keep-dir", str(blocker / "keep")],
+            "lock": ["--lock", str(blocker / "agent.lock")], "full": ["--out", "/dev/full"]}[where]
+    done = subprocess.run([sys.executable, str(AGENT), "--job", "-", *args], input=json.dumps(base_job()),
+                          capture_output=True, text=True, timeout=60, env=host)
+    assert "Traceback" not in done.stderr, done.stderr
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    assert records[-1]["type"] == "error" and done.returncode in (2, 3), (done.returncode, records)
+    assert (str(blocker) if where != "full" else "/dev/full") in records[-1]["message"]
+    assert records[-1]["stage"] == {"lock": "lock", "full": "output"}.get(where, "output")
 
 
 @pytest.mark.parametrize("test", ["lua/../agent/benchfleet_agent.py", "lua/../../tests/conftest.lua",
