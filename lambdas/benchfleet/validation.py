@@ -122,7 +122,11 @@ def output_problem(output: AgentOutput, *, run_id: str, target_id: str, repetiti
                                                                ("block", getattr(stray, "block", None))) if value)
         return (f"rows of another step ({stray.run_id} {stray.target_id} rep {stray.repetition} {stray.step}"
                 f"{labels}) in this step's output")
-    problem = serverstatus.source_problem((r.source for r in output.status), *sources) if sources else None
+    # A cluster's step past prepare reads every source's status every second (its health among them):
+    # none at all is a step whose cluster may not have stayed whole, not one with nothing to say.
+    reads_status = bool(sources and sources[0]) and kind != "prepare"
+    problem = serverstatus.source_problem((r.source for r in output.status), *sources,
+                                          rows_required=reads_status) if sources else None
     if problem:
         return f"step {step}: {problem}"
     if len(output.fingerprints) > 1:

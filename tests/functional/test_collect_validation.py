@@ -163,6 +163,9 @@ def test_collect_refuses_a_clusters_status_from_an_unknown_source_or_missing_a_n
                                                          "n1, n2, n3, proxy)"),
         "a proxy with no row": (("n1", "n2", "n3"), "no status rows from proxy"),
         "one server's rows": (("server",), "status rows from 'server'"),
+        # issue 41 item 7: a cluster step without a single status row was stored (nothing says the
+        # cluster stayed whole through it)
+        "no row at all": ((), "no status rows from n1, n2, n3, proxy (this target's sources: n1, n2, n3, proxy)"),
     }
     for repetition, (case, (sources, reason)) in enumerate(cases.items(), start=1):
         with pytest.raises(errors.CollectFailed) as refused:
