@@ -9,6 +9,7 @@ from __future__ import annotations
 import codecs
 import contextlib
 import difflib
+import functools
 import json
 import math
 import os
@@ -780,6 +781,18 @@ def _loc(loc: tuple[int | str, ...]) -> str:
     return "".join(parts)
 
 
+@functools.lru_cache(maxsize=1)
+def _known_keys() -> tuple[str, ...]:
+    """Every key a spec or a workload file may hold, at any depth (their JSON Schemas' properties): what
+    an unknown key is matched against for "did you mean" (a misspelt sysbench test got one; a misspelt
+    key did not)."""
+    keys: set[str] = set()
+    for schema in (ComparisonSpec.model_json_schema(), Workload.model_json_schema()):
+        for part in (schema, *schema.get("$defs", {}).values()):
+            keys.update(part.get("properties", {}))
+    return tuple(sorted(keys))
+
+
 def problems_of(error: ValidationError) -> list[tuple[str, str]]:
     out = []
     for e in error.errors():
@@ -789,7 +802,9 @@ def problems_of(error: ValidationError) -> list[tuple[str, str]]:
         elif e["type"] == "union_tag_not_found":
             msg = "kind is required (one of " + ", ".join(TARGET_KINDS) + ")"
         elif e["type"] == "extra_forbidden":
-            msg = "unknown key (see workloads/README.md for the keys)"
+            close = difflib.get_close_matches(str(e["loc"][-1]), _known_keys(), n=1, cutoff=0.75)
+            msg = "unknown key" + (f" (did you mean {close[0]}?)" if close else "") + \
+                " (see workloads/README.md for the keys)"
         where = _loc(tuple(e["loc"]))
         cause = (e.get("ctx") or {}).get("error")
         if isinstance(cause, FieldProblem):
