@@ -5,6 +5,7 @@ writes bounded lines. sysbench is a script on PATH that records whether it ran."
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -213,3 +214,26 @@ def test_a_closed_session_stops_the_agent_and_its_sysbench(host: dict[str, str],
     assert json.loads(out.splitlines()[-1])["message"] == "interrupted"
     with pytest.raises(ProcessLookupError):
         os.kill(int((tmp_path / "pid").read_text()), 0)
+
+
+def test_an_output_file_lost_in_the_status_readers_thread_fails_the_step(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The status reader emits from its own thread: the output file failing there must not end that
+    thread with a traceback and leave the step to succeed with an incomplete copy."""
+    import threading
+
+    sys.path.insert(0, str(AGENT.parent))
+    import benchfleet_agent
+
+    files = [open("/dev/full", "w") for _ in range(2)]  # noqa: SIM115 - closed below (closing fails too)
+    emit = benchfleet_agent.Emitter(base_job(), files[0])
+    reader = threading.Thread(target=emit.emit, args=("status",), kwargs={"values": {}})
+    reader.start()
+    reader.join()
+    assert emit.lost is not None and "/dev/full" in emit.lost and emit.out is None
+    with pytest.raises(benchfleet_agent.OutputLost):  # the step's own thread stops at once
+        benchfleet_agent.Emitter(base_job(), files[1]).emit("sample")
+    for f in files:
+        with contextlib.suppress(OSError):
+            f.close()
+    capsys.readouterr()

@@ -108,6 +108,7 @@ class Emitter:
         if job.get("variant"):  # a spec with variants: every record says which one it measured
             self.base.update({"variant": job.get("variant"), "block": step.get("block")})
         self.out = out
+        self.lost: Optional[str] = None  # why the output file stopped being written, once it did
         self.lock = threading.Lock()  # the status reader emits from its own thread
 
     def emit(self, kind: str, **fields: Any) -> None:
@@ -128,8 +129,11 @@ class Emitter:
                     self.out.flush()
                 except OSError as e:  # a full disk, /dev/full: the step's kept copy is incomplete
                     lost, self.out = self.out, None  # later records (the error) go to stdout only
-                    raise OutputLost("cannot write {}: {}".format(getattr(lost, "name", "the output file"),
-                                                                   e.strerror or e)) from None
+                    self.lost = "cannot write {}: {}".format(getattr(lost, "name", "the output file"),
+                                                             e.strerror or e)
+                    if threading.current_thread() is threading.main_thread():
+                        raise OutputLost(self.lost) from None
+                    # (the status reader's thread: main says it when the step ends, see main)
 
     def error(self, stage: str, message: str, **fields: Any) -> int:
         try:
@@ -961,8 +965,12 @@ def main(argv: Optional[List[str]] = None) -> int:
                   .format(args.cloudwatch_agent[:200]))
     try:
         if kind == "setup":
-            return run_setup(job, emit)
-        return run_prepare(job, emit) if kind == "prepare" else run_step(job, emit)
+            code = run_setup(job, emit)
+        else:
+            code = run_prepare(job, emit) if kind == "prepare" else run_step(job, emit)
+        if emit.lost and code == 0:  # the status reader's thread could not write the output file
+            return emit.error("output", emit.lost)
+        return code
     except JobError as e:
         return emit.error("job", str(e)) and EXIT_BAD_JOB
     except OutputLost as e:  # the kept copy is incomplete: the step is not one to collect
