@@ -562,3 +562,24 @@ def test_cross_field_and_plan_refusals_name_the_spec_field(api, spec, field, wor
     assert body["field"] == field, body
     assert words in body["message"], body
     assert api.starts == 0
+
+
+def test_an_rds_version_rds_does_not_offer_is_400_naming_the_engine(api):
+    """Issue 41 item 5: engine mysql-8.0.999 on RDS was accepted (202) and failed at provision. The API
+    plans as Plan does, looking the version up (DescribeDBEngineVersions; moto has none: a listing here)."""
+    from benchfleet.aws import clients
+
+    listing = {"DBEngineVersions": [{"Engine": "mysql", "EngineVersion": v, "DBParameterGroupFamily": "mysql8.0"}
+                                    for v in ("8.0.36", "8.0.40")]}
+    rds = type("Rds", (), {"describe_db_engine_versions": lambda self, **kw: listing})()
+    clients.override("rds", lambda: rds)
+    try:
+        target = {"id": "db", "kind": "rds", "instance_class": "db.m6g.large", "client": {"instance_type": "c6i.large"}}
+        status, body, _ = api("POST", "/runs", {**SPEC, "targets": [{**target, "engine": "mysql-8.0.999"}]})
+        assert status == 400 and body["field"] == "targets[0].engine", body
+        assert "no mysql engine version matches mysql-8.0.999 in us-east-1" in body["message"], body
+        status, body, _ = api("POST", "/runs", {**SPEC, "targets": [{**target, "engine": "mysql-8.0.40"}]})
+        assert status == 202, body
+    finally:
+        clients.override("rds", None)
+    assert api.starts == 1
