@@ -145,7 +145,7 @@ def _check(path: Path, threads_given: int | None) -> _Log:
         said = "'Number of threads'" if out.threads is not None else "--threads"
         raise ImportRefused(f"{path}:{most[0].line}: not imported: an interval ran {most[0].threads} threads "
                             f"in a run of {threads} ({said})")
-    problem = summary_problem(vars(out.summary))
+    problem = summary_problem(vars(out.summary), threads)
     if problem:
         raise ImportRefused(f"{path}: not imported: {problem}")
     return _Log(path, digest.hexdigest(), out, threads)

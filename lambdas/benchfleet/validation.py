@@ -77,12 +77,13 @@ def figures_problem(row: Mapping[str, Any]) -> str | None:
     return None
 
 
-def summary_problem(summary: Mapping[str, Any]) -> str | None:
-    """Why a final summary contradicts itself (None: it does not). Each
+def summary_problem(summary: Mapping[str, Any], threads: int | None = None) -> str | None:
+    """Why a final summary contradicts itself or the ``threads`` it ran (None: it does not). Each
     figure may be possible alone and the set still impossible: an edited log imported a '150th
     percentile' (shown as 'p150 ms'), a minimum latency above the maximum, 1 event against 2,912
     transactions. sysbench 1.0.20 prints one counter as both (its SQL statistics' transactions are its
-    events), so where the log has SQL statistics the two are equal."""
+    events), so where the log has SQL statistics the two are equal; its threads fairness is the events
+    per thread (events / threads, printed with four decimals)."""
     pct = summary.get("latency_pct")
     if pct is not None and pct not in PERCENTILES:
         return f"a {pct}th percentile: sysbench reports percentiles from 1 to 100"
@@ -93,6 +94,11 @@ def summary_problem(summary: Mapping[str, Any]) -> str | None:
     events, transactions = summary.get("events"), summary.get("transactions")
     if transactions and events is not None and events != transactions:
         return f"{events:,} events against {transactions:,} transactions: sysbench counts one event per transaction"
+    per_thread = summary.get("fairness_events_avg")
+    if per_thread is not None and threads and events is not None \
+            and abs(per_thread * threads - events) > 0.01 + threads * 5e-5:
+        return (f"threads fairness says {per_thread:g} events per thread, x {threads} threads = "
+                f"{per_thread * threads:,.0f}, not the run's {events:,} events")
     return None
 
 
@@ -141,7 +147,7 @@ def output_problem(output: AgentOutput, *, run_id: str, target_id: str, repetiti
         if problem:
             return f"sample at {sample.second:g} s: {problem}"
     for summary in output.summaries:
-        problem = figures_problem(summary.model_dump()) or summary_problem(summary.model_dump())
+        problem = figures_problem(summary.model_dump()) or summary_problem(summary.model_dump(), summary.threads)
         if problem:
             return f"summary: {problem}"
     latest = (read_at + CLOCK_SLACK) if read_at is not None else None

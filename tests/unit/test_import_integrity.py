@@ -63,8 +63,11 @@ def test_a_figure_no_run_prints_is_refused_naming_the_line(bf_home: Path, tmp_pa
      "bad.log: not imported: latency min 9.47 ms, avg 2.06 ms, max 7.65 ms: not min <= avg <= max"),
     ("total number of events:              10800", "total number of events:              1",
      "bad.log: not imported: 1 events against 10,800 transactions"),
-    ("events (avg/stddev):           1456.0000/5.00", "events (avg/stddev):           -1456.0000/5.00",
-     "fairness_events_avg is -1456.0, below zero"),
+    ("events (avg/stddev):           2700.0000/5.00", "events (avg/stddev):           -2700.0000/5.00",
+     "fairness_events_avg is -2700.0, below zero"),
+    ("events (avg/stddev):           2700.0000/5.00", "events (avg/stddev):           1456.0000/5.00",
+     "bad.log: not imported: threads fairness says 1456 events per thread, x 4 threads = 5,824, not the run's "
+     "10,800 events"),
 ])
 def test_a_log_that_contradicts_itself_is_refused(bf_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                  find: str, replace: str, fragment: str) -> None:
