@@ -40,6 +40,6 @@ def run_log(seconds: Sequence[int], tps: Sequence[float], *, threads: int | None
         "         max:                                    7.65",
         "         95th percentile:                        2.76",
         "         sum:                                 6001.83",
-        "", "Threads fairness:", "    events (avg/stddev):           1456.0000/5.00",
+        "", "Threads fairness:", f"    events (avg/stddev):           {n / (threads or 1):.4f}/5.00",
         "    execution time (avg/stddev):   12.0009/0.00", ""]
     return "\n".join(lines)

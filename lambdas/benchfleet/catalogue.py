@@ -168,6 +168,12 @@ def _engine_problem(engines: dict[str, list[str]], engine: str, kind: str) -> st
     if version and not any(version == v or version.startswith(v + ".") or v.startswith(version + ".")
                            for v in lines):
         return f"{family} {version} is not offered for {kind} targets (major versions: {', '.join(lines)})"
+    if kind == "ec2" and version and version not in lines and not any(v.startswith(version + ".") for v in lines):
+        # The host installs Ubuntu's package of the line, whatever its patch level: mysql-8.0.99 ran
+        # Ubuntu's 8.0 and was recorded as 8.0.99 (the fingerprint has the version that ran).
+        return (f"{family} {version}: EC2 targets install Ubuntu's {family} {', '.join(lines)} package, whose "
+                f"patch level Ubuntu decides; give {family}-{next(v for v in lines if version.startswith(v + '.'))} "
+                "(the results record the version that ran)")
     return None
 
 

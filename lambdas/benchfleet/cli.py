@@ -146,6 +146,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if not args.spec:
         raise CliError("validate needs a SPEC file (or --schema)", EXIT_USAGE)
     loaded, _ = _load(args.spec)
+    # A local target's server options as doctor and run check them (the server here parses them).
+    from benchfleet.local.preflight import server_option_problems
+
+    problems, _ = server_option_problems(loaded)
+    if problems:
+        raise SpecError(loaded.source, problems)
     print(f"{args.spec}: valid: {len(loaded.spec.targets)} target(s) x workload {loaded.workload.name} "
           f"({len(loaded.workload.threads)} step(s)) x {loaded.spec.repetitions} repetition(s)")
     return EXIT_OK

@@ -101,6 +101,30 @@ def node_options(flavor: str, cluster_name: str, node: NodeAddress, nodes: Seque
     return options
 
 
+# What node_options gives every node whatever the flavor: Galera's requirements (and PXC's own switch).
+# Every other option it sets names this node or this cluster.
+SAME_ON_EVERY_NODE = ("binlog_format", "default_storage_engine", "innodb_autoinc_lock_mode", "wsrep_on",
+                      "pxc_encrypt_cluster_traffic")
+
+
+def managed_problem(option: str, value: object) -> str | None:
+    """Why a cluster target's own setting ``option = value`` cannot be given (None: it can). The node's
+    options come after the target's cnf and win: a target asking for wsrep_on OFF or binlog_format
+    STATEMENT ran with ON and ROW. Restating the value every node is given is allowed."""
+    name = option.replace("-", "_")
+    node = NodeAddress("n1", "127.0.0.1")
+    given = {k.replace("-", "_"): v for flavor in FLAVORS for k, v in node_options(flavor, "c", node, [node])}
+    if name not in given:
+        return None
+    if name in SAME_ON_EVERY_NODE:
+        asked = str(value).strip().strip("'\"")
+        if asked.lower() == given[name].lower():
+            return None
+        return (f"a cluster's nodes run {name} = {given[name]}, not {asked or 'set'} (Galera needs it; "
+                "benchfleet sets it on every node, over the target's settings)")
+    return f"benchfleet sets {name} on every node of a cluster (the node's address, name or provider): leave it out"
+
+
 def _listen_host(node: NodeAddress) -> str:
     # On a host of its own a node listens on every address (its private IP is how the others reach it).
     return node.host if node.host.startswith("127.") else "0.0.0.0"  # noqa: S104 - nodes sit in their own SG

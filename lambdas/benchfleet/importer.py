@@ -33,7 +33,7 @@ from benchfleet.sysbench import (
     parse_output,
     step_accounting,
 )
-from benchfleet.validation import figure_problem, figures_problem
+from benchfleet.validation import PERCENTILES, figure_problem, figures_problem, summary_problem
 
 # The most threads an imported log may say it ran (a spec's sweep goes to 4,096; this leaves room for
 # any real run while keeping the figure inside the store's INTEGER column).
@@ -89,18 +89,24 @@ def _groups(paths: list[Path]) -> list[list[Path]]:
     return groups
 
 
-def _check_interval(path: Path, interval: Interval) -> None:
-    """Every figure of an interval line as local runs and cloud collect hold theirs (benchfleet.validation)."""
+def _check_interval(path: Path, interval: Interval, most: list[Interval]) -> None:
+    """Every figure of an interval line as local runs and cloud collect hold theirs (benchfleet.validation);
+    ``most`` keeps the interval with the most threads, checked against the log's thread count."""
     problem = figures_problem(vars(interval))
+    if problem is None and interval.latency_pct and interval.latency_pct not in PERCENTILES:
+        problem = f"lat (ms,{interval.latency_pct}%): sysbench reports percentiles from 1 to 100"
     if problem:
         raise ImportRefused(f"{path}:{interval.line}: {problem}")
+    if not most or interval.threads > most[0].threads:
+        most[:] = [interval]
 
 
 def _check(path: Path, threads_given: int | None) -> _Log:
     """Read one log to check it; nothing kept but its summary (intervals are only counted)."""
     digest = hashlib.sha256()
+    most: list[Interval] = []
     try:
-        out = parse_output(_read_lines(path, digest), on_interval=lambda i: _check_interval(path, i))
+        out = parse_output(_read_lines(path, digest), on_interval=lambda i: _check_interval(path, i, most))
     except SysbenchParseError as e:
         where = f"{path}:{e.line}" if e.line is not None else str(path)
         raise ImportRefused(f"{where}: {e.reason}") from None
@@ -134,6 +140,14 @@ def _check(path: Path, threads_given: int | None) -> _Log:
     if threads > MAX_THREADS:
         raise ImportRefused(f"{path}: not imported: the log says {threads} threads, more than {MAX_THREADS:,} "
                             "(no sysbench run starts that many)")
+    # A log that contradicts itself: each figure possible, the set not (benchfleet.validation).
+    if most and most[0].threads > threads:
+        said = "'Number of threads'" if out.threads is not None else "--threads"
+        raise ImportRefused(f"{path}:{most[0].line}: not imported: an interval ran {most[0].threads} threads "
+                            f"in a run of {threads} ({said})")
+    problem = summary_problem(vars(out.summary), threads)
+    if problem:
+        raise ImportRefused(f"{path}: not imported: {problem}")
     return _Log(path, digest.hexdigest(), out, threads)
 
 

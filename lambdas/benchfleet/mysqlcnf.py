@@ -124,11 +124,27 @@ def bytes_of(text: str) -> Optional[str]:
     return str(int(size.group(1)) * 1024 ** ("kmgt".index(size.group(2).lower()) + 1)) if size else None
 
 
+_DECIMAL = re.compile(r"^-?[0-9]+\.[0-9]+$")
+
+
+def plain_number(text: str) -> Optional[str]:
+    """A decimal as the shortest exact spelling (``50.000000`` -> ``50``, ``0.90`` -> ``0.9``), None
+    when ``text`` has no decimal point: MariaDB shows innodb_max_dirty_pages_pct = 50 as 50.000000,
+    and comparing the spellings reported a setting the server had taken as one it had not."""
+    if not _DECIMAL.match(text):
+        return None
+    whole, _, fraction = text.partition(".")
+    fraction = fraction.rstrip("0")
+    if not fraction:
+        return "0" if whole == "-0" else whole
+    return whole + "." + fraction
+
+
 def normalised(value: object) -> str:
     """One spelling of a setting's value, for comparing two variants' settings: sizes in bytes,
-    booleans as ON/OFF."""
+    booleans as ON/OFF, decimals without trailing zeros."""
     low = str(value).strip().strip("'\"").lower()
-    return bytes_of(low) or ("ON" if low in _TRUE else "OFF" if low in _FALSE else low)
+    return bytes_of(low) or ("ON" if low in _TRUE else "OFF" if low in _FALSE else plain_number(low) or low)
 
 
 def set_global_value(value: object) -> Optional[str]:

@@ -32,7 +32,10 @@ from benchfleet.pricing import TERM_HOURS, effective_hourly
 
 # Quantities the price list does not carry: what gp3 includes, io2's tier bounds (AWS's EBS pricing).
 GP3_INCLUDED = {"included_iops": 3000, "included_throughput_mbps": 125}
-RDS_GP3_INCLUDED = {"included_iops": 3000, "included_throughput_mbps": 125}
+# RDS gp3 includes more from 400 GiB (workloads/catalogue/aws.json: provisioned_from_gb, and the IOPS
+# and throughput a provisioned volume starts from).
+RDS_GP3_INCLUDED = {"included_iops": 3000, "included_throughput_mbps": 125,
+                    "larger": [{"from_gb": 400, "included_iops": 12000, "included_throughput_mbps": 500}]}
 IO2_TIER_BOUNDS: tuple[int | None, ...] = (32000, 64000, None)
 IO2_TIER_OF_USAGE = {"": 0, "tier2": 1, "tier3": 2}
 

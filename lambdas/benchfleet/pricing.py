@@ -81,6 +81,16 @@ def effective_hourly(upfront_usd: float, hourly_usd: float, term: str) -> float:
 
 # ---- the tables -----------------------------------------------------------------------------------
 
+class Allowance(BaseModel):
+    """What a volume of ``from_gb`` GiB or more includes instead of the type's smaller allowance."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    from_gb: int = Field(ge=1)
+    included_iops: int = Field(ge=0)
+    included_throughput_mbps: int = Field(ge=0)
+
+
 class StorageRate(BaseModel):
     """Monthly rates of one volume type in one region."""
 
@@ -91,8 +101,19 @@ class StorageRate(BaseModel):
     throughput_mbps_month: float | None = Field(None, ge=0)
     included_iops: int = 0
     included_throughput_mbps: int = 0
+    # RDS gp3 includes 12,000 IOPS and 500 MiB/s from 400 GiB (3,000 / 125 below): billing the larger
+    # volume's baseline as provisioned doubled an RDS target's $/h (issue 41 item 2).
+    larger: list[Allowance] = Field([], description="larger allowances by volume size (RDS gp3)")
     iops_tiers: list[tuple[int | None, float]] | None = Field(
         None, description="(upper bound of the tier or None, $/IOPS-month), in order (io2)")
+
+    def included(self, size_gb: int) -> tuple[int, int]:
+        """(IOPS, MiB/s) a volume of ``size_gb`` includes: the largest allowance it reaches."""
+        reached = [a for a in self.larger if size_gb >= a.from_gb]
+        if not reached:
+            return self.included_iops, self.included_throughput_mbps
+        top = max(reached, key=lambda a: a.from_gb)
+        return top.included_iops, top.included_throughput_mbps
 
 
 class Section(BaseModel):
@@ -304,9 +325,10 @@ def storage_parts(rate: StorageRate, size_gb: int, iops: int | None = None,
     """$/hour of one volume by part: ``storage`` (size x $/GB-month), ``iops`` (provisioned IOPS beyond
     what the type includes; io2's tiers), ``throughput`` (MB/s beyond what gp3 includes); monthly rates
     over 730 hours, as AWS bills."""
+    included_iops, included_throughput = rate.included(size_gb)
     iops_month = 0.0
     if iops and rate.iops_month is not None:
-        billable = max(0, iops - rate.included_iops)
+        billable = max(0, iops - included_iops)
         if rate.iops_tiers:
             lower = 0
             for upper, price in rate.iops_tiers:
@@ -318,7 +340,7 @@ def storage_parts(rate: StorageRate, size_gb: int, iops: int | None = None,
             iops_month = billable * rate.iops_month
     throughput_month = 0.0
     if throughput_mbps and rate.throughput_mbps_month is not None:
-        throughput_month = max(0, throughput_mbps - rate.included_throughput_mbps) * rate.throughput_mbps_month
+        throughput_month = max(0, throughput_mbps - included_throughput) * rate.throughput_mbps_month
     return {"storage": size_gb * rate.gb_month / HOURS_PER_MONTH, "iops": iops_month / HOURS_PER_MONTH,
             "throughput": throughput_month / HOURS_PER_MONTH}
 
@@ -326,7 +348,8 @@ def storage_parts(rate: StorageRate, size_gb: int, iops: int | None = None,
 def storage_per_hour(rate: StorageRate, size_gb: int, iops: int | None = None,
                      throughput_mbps: int | None = None) -> float:
     """$/hour of a volume: (size x $/GB-month + IOPS and throughput beyond what the type includes x
-    their monthly rates) / 730. io1/io2 bill every provisioned IOPS; gp3 only those above 3000."""
+    their monthly rates) / 730. io1/io2 bill every provisioned IOPS; gp3 only those above what its size
+    includes (3,000; on RDS 12,000 from 400 GiB)."""
     return sum(storage_parts(rate, size_gb, iops, throughput_mbps).values())
 
 
@@ -339,15 +362,16 @@ def volume_lines(rate: StorageRate | None, storage: Any, *, quantity: int = 1) -
     assert rate is not None
     iops, throughput = getattr(storage, "iops", None), getattr(storage, "throughput_mbps", None)
     parts = storage_parts(rate, int(storage.size_gb), iops, throughput)
+    included_iops, included_throughput = rate.included(int(storage.size_gb))
     each = "" if quantity == 1 else f"{quantity} x "
     lines = [Line("storage", f"{each}{storage.type} {storage.size_gb} GB",
                   same_for_every_model(parts["storage"] * quantity), quantity=quantity)]
     if parts["iops"]:
-        billed = max(0, int(iops or 0) - rate.included_iops)
+        billed = max(0, int(iops or 0) - included_iops)
         lines.append(Line("iops", f"{each}{billed} provisioned IOPS", same_for_every_model(parts["iops"] * quantity),
                           quantity=quantity))
     if parts["throughput"]:
-        billed = max(0, int(throughput or 0) - rate.included_throughput_mbps)
+        billed = max(0, int(throughput or 0) - included_throughput)
         lines.append(Line("throughput", f"{each}{billed} MB/s provisioned throughput",
                           same_for_every_model(parts["throughput"] * quantity), quantity=quantity))
     return lines

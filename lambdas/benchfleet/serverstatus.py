@@ -75,13 +75,15 @@ def series(counters: Sequence[str], nodes: int = 0, proxy: str = "none") -> list
     return out + [(s, c) for s in backend_sources(nodes, proxy) for c in ["answered", *PROXY_FIELDS[proxy]]]
 
 
-def source_problem(sources: Iterable[str], nodes: int = 0, proxy: str = "none") -> str | None:
+def source_problem(sources: Iterable[str], nodes: int = 0, proxy: str = "none",
+                   rows_required: bool = False) -> str | None:
     """Why one step's status rows, from ``sources``, are not the target's (None: they are): a source
-    the target does not have (its rows would be stored as a node's), or, once any source answered,
-    a node (the proxy) with no row at all. The proxy's rows are ``proxy/<node>`` per backend, or
-    ``proxy`` for a reading it did not answer (workloads/agent/benchfleet_status)."""
+    the target does not have (its rows would be stored as a node's), or, once any source answered (or
+    always, ``rows_required``), a node (the proxy) with no row at all. The proxy's rows are
+    ``proxy/<node>`` per backend, or ``proxy`` for a reading it did not answer
+    (workloads/agent/benchfleet_status)."""
     seen = set(sources)
-    if not seen:
+    if not seen and not rows_required:
         return None
     required = target_sources(nodes, proxy)
     backends = backend_sources(nodes, proxy)

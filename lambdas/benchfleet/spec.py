@@ -9,6 +9,7 @@ from __future__ import annotations
 import codecs
 import contextlib
 import difflib
+import functools
 import json
 import math
 import os
@@ -30,7 +31,7 @@ from pydantic import (
     model_validator,
 )
 
-from benchfleet import serverstatus
+from benchfleet import galera, serverstatus
 from benchfleet.mysqlcnf import CnfError, engine_family, normalised, render, with_server_options
 from benchfleet.sysbench import BUILTIN_TESTS, option_refusal, script_option_refusal
 
@@ -195,6 +196,12 @@ def cluster_settings_problems(spec: ComparisonSpec, variants: list[ResolvedVaria
             own = server_settings(target, None, root)
         except (CnfError, SpecError):
             continue  # a cnf that does not render is named by the checks of that field
+        for name, value in own.items():  # what the cluster sets itself wins over the target's
+            problem = galera.managed_problem(name, value)
+            if problem:
+                key = next((k for k in target.server_options if k.replace("-", "_") == name), None)
+                problems.append((f"targets[{j}].server_options.{key}" if key else f"targets[{j}].mysql_config",
+                                 problem))
         for i, variant in enumerate(variants):
             if not (variant.mysql_config or variant.server_options):
                 continue
@@ -682,6 +689,7 @@ class ComparisonSpec(_Model):
     def _cross_fields(self) -> ComparisonSpec:
         seen = _unique_ids("targets", "target", [t.id for t in self.targets])
         variants = _unique_ids("variants", "variant", [v.id for v in self.variants])
+        self._one_target_per_agent_host()
         self._check_variants()
         if self.baseline is not None:
             if self.baseline in seen and self.baseline in variants:
@@ -691,6 +699,20 @@ class ComparisonSpec(_Model):
                 ids = ", ".join(seen) + (f"; variant ids: {', '.join(variants)}" if variants else "")
                 raise FieldProblem("baseline", f"{self.baseline!r} is not one of the target ids ({ids})")
         return self
+
+    def _one_target_per_agent_host(self) -> None:
+        """Two existing targets on one EC2 instance would run their steps at once on one host (the
+        agent's lock refuses the second): each is measured with the other's load beside it."""
+        hosts: dict[str, int] = {}
+        for i, target in enumerate(self.targets):
+            instance = getattr(target, "instance_id", None) if target.kind == "existing" else None
+            if instance is None:
+                continue
+            if instance in hosts:
+                raise FieldProblem(f"targets[{i}].instance_id", f"{instance} also runs targets[{hosts[instance]}]'s "
+                                                                "agent: one existing target per instance (targets "
+                                                                "run at once; the agent measures one at a time)")
+            hosts[instance] = i
 
     def _check_variants(self) -> None:
         if len(self.variants) == 1:
@@ -759,6 +781,18 @@ def _loc(loc: tuple[int | str, ...]) -> str:
     return "".join(parts)
 
 
+@functools.lru_cache(maxsize=1)
+def _known_keys() -> tuple[str, ...]:
+    """Every key a spec or a workload file may hold, at any depth (their JSON Schemas' properties): what
+    an unknown key is matched against for "did you mean" (a misspelt sysbench test got one; a misspelt
+    key did not)."""
+    keys: set[str] = set()
+    for schema in (ComparisonSpec.model_json_schema(), Workload.model_json_schema()):
+        for part in (schema, *schema.get("$defs", {}).values()):
+            keys.update(part.get("properties", {}))
+    return tuple(sorted(keys))
+
+
 def problems_of(error: ValidationError) -> list[tuple[str, str]]:
     out = []
     for e in error.errors():
@@ -768,7 +802,9 @@ def problems_of(error: ValidationError) -> list[tuple[str, str]]:
         elif e["type"] == "union_tag_not_found":
             msg = "kind is required (one of " + ", ".join(TARGET_KINDS) + ")"
         elif e["type"] == "extra_forbidden":
-            msg = "unknown key (see workloads/README.md for the keys)"
+            close = difflib.get_close_matches(str(e["loc"][-1]), _known_keys(), n=1, cutoff=0.75)
+            msg = "unknown key" + (f" (did you mean {close[0]}?)" if close else "") + \
+                " (see workloads/README.md for the keys)"
         where = _loc(tuple(e["loc"]))
         cause = (e.get("ctx") or {}).get("error")
         if isinstance(cause, FieldProblem):
@@ -1072,6 +1108,22 @@ def test_problems(workloads: list[tuple[str, Workload]], root: Path) -> list[tup
     return problems
 
 
+def config_problems(spec: ComparisonSpec, root: Path | None = None) -> list[tuple[str, str]]:
+    """(field, problem) for every target's and variant's mysql_config that names no cnf in
+    workloads/mysql: a spec file (``resolve``) and an inline one (the API, Plan: ``inline_loaded``) alike.
+    A variant naming none reached the Plan Lambda's cnf reader and the API answered 500."""
+    configs = [(f"targets[{i}].mysql_config", t.mysql_config) for i, t in enumerate(spec.targets)]
+    configs += [(f"variants[{i}].mysql_config", v.mysql_config) for i, v in enumerate(spec.variants)
+                if v.mysql_config]
+    problems = []
+    for field, config in configs:
+        try:
+            cnf_text(config, root)
+        except SpecError as e:
+            problems.append((field, e.problems[0][1]))
+    return problems
+
+
 def resolve(spec: ComparisonSpec, source: str, root: Path | None = None) -> LoadedSpec:
     root = root or workloads_dir()
     workload = _workload(spec.workload, "workload", source, root)
@@ -1081,14 +1133,7 @@ def resolve(spec: ComparisonSpec, source: str, root: Path | None = None) -> Load
     problems = test_problems([("workload", workload), *((f"variants[{i}].workload", v.workload)
                                                         for i, v in enumerate(variants) if spec.variants[i].workload)],
                              root)
-    configs = [(f"targets[{i}].mysql_config", t.mysql_config) for i, t in enumerate(spec.targets)]
-    configs += [(f"variants[{i}].mysql_config", v.mysql_config) for i, v in enumerate(spec.variants)
-                if v.mysql_config]
-    for field, config in configs:
-        try:
-            cnf_text(config, root)
-        except SpecError as e:
-            problems.append((field, e.problems[0][1]))
+    problems += config_problems(spec, root)
     problems += variant_problems(spec, workload, variants, root)
     if problems:
         raise SpecError(source, problems)
@@ -1164,6 +1209,7 @@ def inline_loaded(spec: ComparisonSpec, source: str) -> LoadedSpec:
     problems = test_problems([("workload", spec.workload), *((f"variants[{i}].workload", v.workload)
                                                              for i, v in enumerate(spec.variants)
                                                              if isinstance(v.workload, Workload))], workloads_dir())
+    problems += config_problems(spec)
     problems += variant_problems(spec, spec.workload, variants)
     if problems:
         raise SpecError(source, problems)

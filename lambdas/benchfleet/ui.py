@@ -337,6 +337,8 @@ def verdict_text(relative: dict[str, Any] | None) -> str:
     the repetitions that would decide an inconclusive one."""
     if not relative:
         return "baseline"
+    if relative.get("refused"):  # benchfleet.stats.settings_refusal: the words, never the verdict
+        return str(relative["refused"]["words"])
     words = str(relative.get("words") or relative.get("verdict"))
     needed = relative.get("repetitions_needed")
     if relative.get("verdict") == "inconclusive" and needed:
@@ -425,10 +427,11 @@ def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
         tps, rel, lat = r["tps"], r.get("relative"), r["latency_step_pct_ms"]
         latency = (_fmt(lat["median"], 2) if lat.get("median") is not None
                    else f"{_fmt(lat.get('min'), 2)}–{_fmt(lat.get('max'), 2)}" if lat.get("min") is not None else "-")
-        style = {"faster": "green", "slower": "red"}.get(str((rel or {}).get("verdict")), "")
+        shown = {} if (rel or {}).get("refused") else (rel or {})  # a refused verdict shows no difference
+        style = {"faster": "green", "slower": "red"}.get(str(shown.get("verdict")), "")
         table.add_row(r.get("label") or r["target_id"], str(r["threads"]), str(r["repetitions"]), _num(tps["mean"]),
-                      _range(tps.get("ci_low"), tps.get("ci_high")), _signed((rel or {}).get("pct")),
-                      _signed_range((rel or {}).get("ci_low_pct"), (rel or {}).get("ci_high_pct")),
+                      _range(tps.get("ci_low"), tps.get("ci_high")), _signed(shown.get("pct")),
+                      _signed_range(shown.get("ci_low_pct"), shown.get("ci_high_pct")),
                       verdict_text(rel), latency, _fmt(r.get("steal_mean_pct"), 1), _gaps(r),
                       *([caveat_words(r.get("caveats"))] if any(x.get("caveats") for x in rows) else []),
                       style=style or None)

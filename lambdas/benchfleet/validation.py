@@ -39,7 +39,14 @@ LIMITS: dict[str, float] = {
     **dict.fromkeys(("transactions", "queries", "reads", "writes", "other", "ignored_errors", "reconnects",
                      "events"), MAX_COUNT),
     "second": 3.0 * MAX_STEP_SECONDS, "total_time_s": 3.0 * MAX_STEP_SECONDS, "interval_s": 3.0 * MAX_STEP_SECONDS,
+    # Threads fairness: events per thread and seconds per thread (averages and their spread).
+    "fairness_events_avg": MAX_COUNT, "fairness_events_stddev": MAX_COUNT,
+    "fairness_time_avg_s": 3.0 * MAX_STEP_SECONDS, "fairness_time_stddev_s": 3.0 * MAX_STEP_SECONDS,
 }
+# sysbench's --percentile takes 1-100 (0 turns percentiles off: no summary line, 0 in interval lines).
+PERCENTILES = range(1, 101)
+# The final summary prints latencies with two decimals and fairness averages with four.
+LATENCY_ROUNDING_MS = 0.01
 # A row may be timed this much after its output was read (the clocks of two hosts; Timestream takes
 # times up to 15 minutes ahead), and never before benchfleet existed.
 CLOCK_SLACK = timedelta(minutes=15)
@@ -70,6 +77,31 @@ def figures_problem(row: Mapping[str, Any]) -> str | None:
     return None
 
 
+def summary_problem(summary: Mapping[str, Any], threads: int | None = None) -> str | None:
+    """Why a final summary contradicts itself or the ``threads`` it ran (None: it does not). Each
+    figure may be possible alone and the set still impossible: an edited log imported a '150th
+    percentile' (shown as 'p150 ms'), a minimum latency above the maximum, 1 event against 2,912
+    transactions. sysbench 1.0.20 prints one counter as both (its SQL statistics' transactions are its
+    events), so where the log has SQL statistics the two are equal; its threads fairness is the events
+    per thread (events / threads, printed with four decimals)."""
+    pct = summary.get("latency_pct")
+    if pct is not None and pct not in PERCENTILES:
+        return f"a {pct}th percentile: sysbench reports percentiles from 1 to 100"
+    low, avg, high = (summary.get(k) for k in ("latency_min_ms", "latency_avg_ms", "latency_max_ms"))
+    if low is not None and avg is not None and high is not None and not (
+            low - LATENCY_ROUNDING_MS <= avg <= high + LATENCY_ROUNDING_MS and low <= high):
+        return f"latency min {low:g} ms, avg {avg:g} ms, max {high:g} ms: not min <= avg <= max"
+    events, transactions = summary.get("events"), summary.get("transactions")
+    if transactions and events is not None and events != transactions:
+        return f"{events:,} events against {transactions:,} transactions: sysbench counts one event per transaction"
+    per_thread = summary.get("fairness_events_avg")
+    if per_thread is not None and threads and events is not None \
+            and abs(per_thread * threads - events) > 0.01 + threads * 5e-5:
+        return (f"threads fairness says {per_thread:g} events per thread, x {threads} threads = "
+                f"{per_thread * threads:,.0f}, not the run's {events:,} events")
+    return None
+
+
 def _strays(rows: Iterable[Any], key: tuple[str, str, int, str], variant: tuple[str, int | None]) -> Any:
     """The first row that is not the step's: another run, target, repetition or step, or (samples,
     summaries and status rows, which carry them) another variant or block, which is what results are
@@ -96,7 +128,11 @@ def output_problem(output: AgentOutput, *, run_id: str, target_id: str, repetiti
                                                                ("block", getattr(stray, "block", None))) if value)
         return (f"rows of another step ({stray.run_id} {stray.target_id} rep {stray.repetition} {stray.step}"
                 f"{labels}) in this step's output")
-    problem = serverstatus.source_problem((r.source for r in output.status), *sources) if sources else None
+    # A cluster's step past prepare reads every source's status every second (its health among them):
+    # none at all is a step whose cluster may not have stayed whole, not one with nothing to say.
+    reads_status = bool(sources and sources[0]) and kind != "prepare"
+    problem = serverstatus.source_problem((r.source for r in output.status), *sources,
+                                          rows_required=reads_status) if sources else None
     if problem:
         return f"step {step}: {problem}"
     if len(output.fingerprints) > 1:
@@ -111,7 +147,7 @@ def output_problem(output: AgentOutput, *, run_id: str, target_id: str, repetiti
         if problem:
             return f"sample at {sample.second:g} s: {problem}"
     for summary in output.summaries:
-        problem = figures_problem(summary.model_dump())
+        problem = figures_problem(summary.model_dump()) or summary_problem(summary.model_dump(), summary.threads)
         if problem:
             return f"summary: {problem}"
     latest = (read_at + CLOCK_SLACK) if read_at is not None else None

@@ -537,6 +537,24 @@ def test_content_type_is_case_insensitive(api, ctype):
                            "server_options": {"innodb_flush_method": "O_DIRECT", "skip_name_resolve": "ON"},
                            "client": {"instance_type": "c6i.large"}}]},
      "targets[0].mysql_config", "log_bin (in workloads/mysql/relaxed.cnf): RDS does not let a parameter group"),
+    # issue 41 item 3: what a cluster sets on its nodes itself wins over the target's setting (it ran with
+    # wsrep_on ON and binlog_format ROW), so the target may not ask for another value
+    ({**SPEC, "targets": [{"id": "pxc", "kind": "cluster", "flavor": "pxc-8.0", "nodes": 3,
+                           "instance_type": "r6i.large", "proxy": "proxysql",
+                           "server_options": {"wsrep_on": "OFF", "binlog_format": "STATEMENT"}}]},
+     "targets[0].server_options.wsrep_on", "a cluster's nodes run wsrep_on = ON, not OFF"),
+    # issue 41 item 6: a variant naming a cnf that does not exist was 500 "internal error"
+    ({**SPEC, "variants": [{"id": "a"}, {"id": "b", "mysql_config": "nonexistent"}]},
+     "variants[1].mysql_config", "nonexistent"),
+    # issue 41 item 5: two existing targets on one agent host ran at once there (the agent's lock refused
+    # one); an EC2 patch version ran Ubuntu's 8.0 and was recorded as the version given
+    ({**SPEC, "targets": [{"id": f"db{i}", "kind": "existing", "host": f"db{i}.internal",
+                           "instance_id": "i-0123456789abcdef0",
+                           "password_secret_arn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:db"}
+                          for i in (1, 2)]},
+     "targets[1].instance_id", "i-0123456789abcdef0 also runs targets[0]'s agent"),
+    ({**SPEC, "targets": [{**SPEC["targets"][0], "engine": "mysql-8.0.999"}]},
+     "targets[0].engine", "EC2 targets install Ubuntu's mysql 8.0 package, whose patch level Ubuntu decides"),
 ])
 def test_cross_field_and_plan_refusals_name_the_spec_field(api, spec, field, words):
     status, body, _ = api("POST", "/runs", spec)
@@ -544,3 +562,24 @@ def test_cross_field_and_plan_refusals_name_the_spec_field(api, spec, field, wor
     assert body["field"] == field, body
     assert words in body["message"], body
     assert api.starts == 0
+
+
+def test_an_rds_version_rds_does_not_offer_is_400_naming_the_engine(api):
+    """Issue 41 item 5: engine mysql-8.0.999 on RDS was accepted (202) and failed at provision. The API
+    plans as Plan does, looking the version up (DescribeDBEngineVersions; moto has none: a listing here)."""
+    from benchfleet.aws import clients
+
+    listing = {"DBEngineVersions": [{"Engine": "mysql", "EngineVersion": v, "DBParameterGroupFamily": "mysql8.0"}
+                                    for v in ("8.0.36", "8.0.40")]}
+    rds = type("Rds", (), {"describe_db_engine_versions": lambda self, **kw: listing})()
+    clients.override("rds", lambda: rds)
+    try:
+        target = {"id": "db", "kind": "rds", "instance_class": "db.m6g.large", "client": {"instance_type": "c6i.large"}}
+        status, body, _ = api("POST", "/runs", {**SPEC, "targets": [{**target, "engine": "mysql-8.0.999"}]})
+        assert status == 400 and body["field"] == "targets[0].engine", body
+        assert "no mysql engine version matches mysql-8.0.999 in us-east-1" in body["message"], body
+        status, body, _ = api("POST", "/runs", {**SPEC, "targets": [{**target, "engine": "mysql-8.0.40"}]})
+        assert status == 202, body
+    finally:
+        clients.override("rds", None)
+    assert api.starts == 1

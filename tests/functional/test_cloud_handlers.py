@@ -91,10 +91,24 @@ def test_plan_carries_what_every_state_needs(aws):
     # What exists where, as the API checks it (benchfleet.catalogue): scheduled runs are held to it too.
     ({"targets": [target("ec2") | {"instance_type": "m7i.32xlarge"}]},
      r"targets\[0\]\.instance_type: m7i\.32xlarge is not offered in us-east-1"),
+    # issue 41 item 6: a variant's cnf that does not exist (an uncaught error before)
+    ({"variants": [{"id": "a"}, {"id": "b", "mysql_config": "nonexistent"}]},
+     r"^spec: variants\[1\]\.mysql_config: no file nonexistent\.cnf"),
+    # issue 41 item 5: an RDS version inside its line that RDS does not offer failed at provision
+    ({"targets": [target("rds") | {"engine": "mysql-8.0.999"}]},
+     r"^spec: targets\[0\]\.engine: no mysql engine version matches mysql-8\.0\.999 in us-east-1 "
+     r"\(DescribeDBEngineVersions\); give the line \(mysql-8\.0\)"),
+    ({"targets": [target("aurora") | {"engine": "mysql-8.0.999"}]},
+     r"^spec: targets\[0\]\.engine: no aurora-mysql engine version matches mysql-8\.0\.999"),
 ])
 def test_plan_refuses(aws, spec_change, message):
     with pytest.raises(errors.PlanRejected, match=message):
         call("plan", {"input": {"spec": spec(**spec_change)}})
+
+
+def test_plan_takes_an_rds_version_rds_offers(aws):
+    plan = call("plan", {"input": {"spec": spec(targets=[target("rds") | {"engine": "mysql-8.0.36"}])}})
+    assert plan["targets"][0]["target"]["engine"] == "mysql-8.0.36"
 
 
 def test_provision_ec2_tags_everything_and_picks_the_architecture(aws):
@@ -432,6 +446,17 @@ def test_collect_sends_what_timestream_stores_and_what_the_estimate_predicts(aws
                                          report_interval_s=1)
     assert timestream.writes_of(sent) == predicted
     assert predicted.units < sum(len(r["Records"]) for r in sent) / 3  # not one write per record
+
+
+def test_plan_prices_rds_gp3_with_what_its_size_includes(aws):
+    """Issue 41 item 2, through the Plan Lambda: the price the targets row records for RDS gp3 of 400
+    GiB at its included 12,000 IOPS / 500 MiB/s was 0.735/h (instance, client, the baseline billed as
+    9,000 IOPS and 375 MB/s provisioned); it is the instance, the client and the capacity."""
+    rds = {**target("rds"), "instance_class": "db.r6g.large", "client": {"instance_type": "c6i.xlarge"},
+           "storage": {"type": "gp3", "size_gb": 400, "iops": 12000, "throughput_mbps": 500}}
+    plan = call("plan", {"input": {"spec": spec(targets=[rds])}, "execution_name": "gp3-400"})
+    (item,) = plan["targets"]
+    assert item["target"]["price_per_hour"] == pytest.approx(0.215 + 0.17 + 400 * 0.115 / 730, abs=1e-4)
 
 
 def test_collect_without_agent_output_fails_clearly(aws):

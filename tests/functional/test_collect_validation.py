@@ -163,6 +163,9 @@ def test_collect_refuses_a_clusters_status_from_an_unknown_source_or_missing_a_n
                                                          "n1, n2, n3, proxy)"),
         "a proxy with no row": (("n1", "n2", "n3"), "no status rows from proxy"),
         "one server's rows": (("server",), "status rows from 'server'"),
+        # issue 41 item 7: a cluster step without a single status row was stored (nothing says the
+        # cluster stayed whole through it)
+        "no row at all": ((), "no status rows from n1, n2, n3, proxy (this target's sources: n1, n2, n3, proxy)"),
     }
     for repetition, (case, (sources, reason)) in enumerate(cases.items(), start=1):
         with pytest.raises(errors.CollectFailed) as refused:
@@ -215,3 +218,33 @@ def test_the_local_runner_refuses_a_clusters_status_from_a_source_it_does_not_ha
             in str(refused.value)) and "not stored as a result" in str(refused.value)
     stored = run_local_step(tmp_path, monkeypatch, cluster_records("n1", "n2", "n3", "proxy"), 240, target)
     assert {r.source for r in stored.status} == {"n1", "n2", "n3", "proxy"}
+
+
+def test_collect_refuses_a_prepare_whose_data_directory_is_not_on_the_planned_storage(aws) -> None:  # noqa: F811
+    """Issue 41 item 1, the second line of defence: a prepare whose plan installs storage is stored only
+    when the fingerprint shows the data directory on the layout the install built, of as many devices.
+    The variants branch of the plan once left storage out: the volumes were billed, the row said gp3 x2
+    RAID 0, the server ran on the root volume, and collect stored it."""
+    from sm_harness import built_layout
+
+    def prepare(layout: dict[str, Any] | None) -> list[dict[str, Any]]:
+        records = []
+        for line in (FIXTURES / "prepare.jsonl").read_text().splitlines():
+            record = json.loads(line) | {"run_id": RUN, "target_id": TARGET, "step": "t0001", "workload": "w"}
+            if record["type"] == "fingerprint":
+                record["storage_layout"] = layout if layout is not None else record["storage_layout"]
+            records.append(record)
+        return records
+
+    storage = {"type": "gp3", "count": 2, "raid": 0, "filesystem": "xfs", "mount_options": "noatime",
+               "volumes": [{"volume_id": f"vol-0{c}", "device": f"/dev/sd{d}"} for c, d in (("a", "f"), ("b", "g"))]}
+    step = {"kind": "prepare", "install": {"engine": "mariadb", "storage": storage}}
+    with pytest.raises(errors.CollectFailed) as refused:  # the root volume's layout, as the fixture host had
+        collect(1, prepare(None), 0, **step)
+    assert ("the data directory is on /dev/vda, not on the 2 gp3 device(s) the plan gives it"
+            in str(refused.value)) and "not stored" in str(refused.value)
+    one = {**built_layout(storage), "built": {**built_layout(storage)["built"], "devices": storage["volumes"][:1]}}
+    with pytest.raises(errors.CollectFailed, match="the install built 1 gp3"):
+        collect(2, prepare(one), 0, **step)
+    assert raw_keys() == []
+    collect(3, prepare(built_layout(storage)), 0, **step)  # on both volumes: stored

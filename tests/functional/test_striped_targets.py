@@ -221,3 +221,21 @@ def test_the_api_answers_with_the_plans_storage_warnings(aws: Any, monkeypatch: 
         "only in bursts (up to 40,000 IOPS, 30 minutes at least once a day)",
         "raid10: 8 gp3 volumes x 250 MiB/s = 2,000 MiB/s (2,097.15 MB/s) exceed m6i.xlarge's EBS maximum of "
         "1,250 MB/s: the instance cannot use more, striping past it gains nothing"]
+
+
+@pytest.mark.parametrize("storage", [
+    {"type": "gp3", "size_gb": 200, "volumes": 2, "raid": 0},
+    {"type": "io2", "size_gb": 100, "iops": 10000, "volumes": 1},
+    {"type": "instance-store", "volumes": 2, "raid": 0}])
+def test_a_target_with_variants_builds_its_data_directory_on_its_storage(aws: Any, storage: dict[str, Any]) -> None:
+    """Issue 41 item 1: the variants branch of the plan's install left ``storage`` out, so the volumes
+    were launched and billed while the data directory stayed on the root volume."""
+    target = {**TARGET, "id": "stripe", "instance_type": "i4i.8xlarge" if storage["type"] == "instance-store"
+              else "m6i.large", "storage": storage}
+    plan = call("plan", {"input": {"spec": spec(targets=[target], budget_usd=50, variants=[
+        {"id": "durable", "mysql_config": "durable"}, {"id": "relaxed", "mysql_config": "relaxed"}]), "run_id": RUN}})
+    (item,) = plan["targets"]
+    install = next(s for s in item["steps"] if s["index"] == 0)["install"]
+    assert install["variant"] == "durable"
+    assert install["storage"] == {"type": storage["type"], "count": storage["volumes"], "raid": storage.get("raid"),
+                                  "filesystem": "xfs", "mount_options": "noatime"}

@@ -84,3 +84,39 @@ def test_a_variant_whose_restart_fails_stops_the_run_naming_it_and_leaves_nothin
     assert main(["runs", "--format", "json"]) == 0
     (run,) = json.loads(capsys.readouterr().out)
     assert run["status"] == "failed" and "bigpages" in run["message"]
+
+
+def test_variants_the_server_ran_alike_get_no_verdict(
+        bf_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 41 item 3: MariaDB raises innodb_io_capacity = 50 to its minimum, 100, so variants io100 and
+    io50 measured two identical servers; results, the JSON and the report gave the paired verdict
+    ("paired: inconclusive +9.6%") with no word. Now the verdict is refused, saying why, everywhere."""
+    spec = write_spec(tmp_path, [{"id": "io100", "server_options": {"innodb_io_capacity": 100}},
+                                 {"id": "io50", "server_options": {"innodb_io_capacity": 50}},
+                                 {"id": "io400", "server_options": {"innodb_io_capacity": 400}}],
+                      repetitions=2)
+    assert main(["run", str(spec)]) == 0, capsys.readouterr()
+    run_output = " ".join(capsys.readouterr().out.split())
+    assert "innodb_io_capacity 50 -> 100" in run_output  # the agent's notice (it was the only word)
+    assert main(["results", "vars-", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    rows = {r["variant"]: r for r in doc["statistics"]["rows"]}
+    refused = rows["io50"]["relative"]["refused"]
+    assert refused["settings"] == [{"option": "innodb_io_capacity",
+                                    "requested": {"io50": ["50"], "io100": ["100"]},
+                                    "effective": {"io50": ["100"], "io100": ["100"]}}]
+    words = ("no verdict: the variants did not differ as the spec says (innodb_io_capacity asked 50 (io50) and "
+             "100 (io100), the server ran 100 for both)")
+    assert refused["words"] == words
+    assert "refused" not in rows["io400"]["relative"]  # a value the server took: its verdict stands
+    flat = {r["variant"]: r for r in doc["comparison"]}
+    assert flat["io50"]["refused"] == words and flat["io400"]["refused"] is None
+    assert doc["statistics"]["multiplicity"]["comparisons"] == 1  # io400's only
+    capsys.readouterr()
+    assert main(["results", "vars-"]) == 0
+    table = " ".join(capsys.readouterr().out.split())
+    assert "no verdict: the variants did not differ as the spec says" in table
+    report = tmp_path / "r.html"
+    assert main(["report", "vars-", "-o", str(report)]) == 0
+    html = report.read_text()
+    assert "no verdict: the variants did not differ as the spec says (innodb_io_capacity asked 50" in html

@@ -221,6 +221,18 @@ class MotoGaps:
                                      for v in versions]}
 
 
+def built_layout(storage: dict[str, Any]) -> dict[str, Any]:
+    """The storage_layout an ec2 host's fingerprint reports once its install built ``storage`` (the
+    job's install.storage): the data directory bind-mounted from the array, every device in it."""
+    devices = storage.get("volumes") or [{"serial": f"AWS{i:017d}", "device": f"/dev/nvme{i + 1}n1"}
+                                         for i in range(int(storage.get("count") or 1))]
+    return {"data_dir": "/var/lib/mysql", "mount_point": "/var/lib/mysql", "filesystem": storage["filesystem"],
+            "source": "/dev/md0" if len(devices) > 1 else devices[0]["device"],
+            "built": {"type": storage["type"], "devices": devices, "level": storage.get("raid"),
+                      "filesystem": storage["filesystem"], "mount_point": "/mnt/benchfleet-data",
+                      "data_dir": "/var/lib/mysql"}}
+
+
 class StrictRds:
     """Parameter groups as AWS treats them where moto is lenient: a group a database uses cannot be
     deleted (InvalidDBParameterGroupState), a cluster cannot name a cluster parameter group that does
@@ -372,6 +384,9 @@ class Agent:
                     seconds.append(float(record["time"]))
                 if record["type"] == "fingerprint":  # what the agent reads from the host's IMDS
                     record.update(self.placement(region, result["instance_id"]))
+                    storage = (job.get("install") or {}).get("storage")
+                    if storage:  # and the layout its install built (workloads/agent/benchfleet_storage.py)
+                        record["storage_layout"] = built_layout(storage)
                 if record["type"] == "status" and (job.get("status") or {}).get("sources"):
                     # A cluster's client reads every node (and the proxy): one record per source, named so.
                     lines += [json.dumps({**record, "source": source["name"]}, separators=(",", ":"))

@@ -52,6 +52,9 @@ def test_every_variant_runs_on_its_repetitions_host_in_the_planned_order(harness
     # The host starts with the first variant's settings; each variant's step tells the agent how to switch.
     install = sent[0]["install"]
     assert install["variant"] == "durable" and "innodb_flush_log_at_trx_commit" in install["cnf"]
+    # ... on its data volume (issue 41 item 1: with variants the install had no storage, the server
+    # ran on the root volume while the target's volume was launched and billed).
+    assert install["storage"]["type"] == "gp3" and len(install["storage"]["volumes"]) == 1
     relaxed = next(j for j in sent if j["step"]["name"] == "t0001.relaxed")
     assert relaxed["variant"] == "relaxed" and relaxed["settings"]["apply"]["switch"] == {
         "durable": "set-global", "fsync": "restart"}

@@ -5,6 +5,7 @@ writes bounded lines. sysbench is a script on PATH that records whether it ran."
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -77,6 +78,12 @@ def sysbench_ran(tmp_path: Path) -> bool:
     ({"rows": {"prepared": "lots", "state_dir": "/var/lib/benchfleet"}}, "rows.prepared"),
     ({"rows": {"prepared": 5, "state_dir": "../elsewhere"}}, "rows.state_dir"),
     ({"data_dir": 5}, "data_dir"),
+    # issue 41 item 7: the agent writes the row count there, so not any folder; a step's records are
+    # labelled with its variant and the server runs settings.variant's settings: one variant
+    ({"rows": {"prepared": 5, "state_dir": "/etc"}}, "rows.state_dir must be /var/lib/benchfleet/state"),
+    ({"rows": {"prepared": 5, "state_dir": "/tmp/state/other-run"}}, "rows.state_dir"),
+    ({"variant": "a", "settings": {"variant": "b"}}, "settings.variant 'b' is not the step's variant 'a'"),
+    ({"settings": {"variant": "b"}}, "settings.variant 'b' is not the step's variant None"),
     # The server status keys (issue 25): counters go into SQL, sources are connected to.
     ({"status": ["Threads_running"]}, "status must be an object"),
     ({"status": {"counters": ["Threads_running; DROP TABLE t"]}}, "status.counters"),
@@ -110,6 +117,44 @@ def test_the_sysbench_binary_is_the_hosts_never_the_jobs(host: dict[str, str], t
     code, records, _ = agent({**base_job(), "sysbench_binary": str(other)}, host)
     assert code == 0 and records[-1]["type"] == "summary"
     assert sysbench_ran(tmp_path) and not (tmp_path / "other-ran").exists()
+
+
+def test_a_test_is_a_built_in_or_a_script_of_the_bundle(host: dict[str, str], tmp_path: Path) -> None:
+    """Issue 41 item 7: an absolute sysbench.test ran whatever Lua file it named and gave a summary."""
+    script = tmp_path / "anything.lua"
+    script.write_text("function event() end\n")
+    for test in (str(script), "anything.lua", "./lua/oltp.lua"):
+        job = base_job()
+        job["sysbench"]["test"] = test
+        code, records, _ = agent(job, host)
+        assert code == 2 and "sysbench.test must be a built-in test" in records[-1]["message"], records
+    assert not sysbench_ran(tmp_path)
+
+
+def test_the_hosts_state_folder_is_the_one_the_cloud_jobs_name() -> None:
+    from benchfleet.aws.steps import jobs
+
+    sys.path.insert(0, str(AGENT.parent))
+    import benchfleet_agent
+
+    assert benchfleet_agent.HOST_STATE_DIR == jobs.STATE_DIR
+
+
+@pytest.mark.parametrize("where", ["out", "keep", "lock", "full"])
+def test_output_it_cannot_write_is_an_error_record(host: dict[str, str], tmp_path: Path, where: str) -> None:
+    """Issue 41 item 7: an unwritable --out, --keep-dir or --lock, or --out /dev/full, ended in a traceback
+    (exit 1). Now an error record on stdout naming the path, and no traceback."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    args = {"out": ["--out", str(blocker / "out.jsonl")], "keep": ["--keep-dir", str(blocker / "keep")],
+            "lock": ["--lock", str(blocker / "agent.lock")], "full": ["--out", "/dev/full"]}[where]
+    done = subprocess.run([sys.executable, str(AGENT), "--job", "-", *args], input=json.dumps(base_job()),
+                          capture_output=True, text=True, timeout=60, env=host)
+    assert "Traceback" not in done.stderr, done.stderr
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    assert records[-1]["type"] == "error" and done.returncode in (2, 3), (done.returncode, records)
+    assert (str(blocker) if where != "full" else "/dev/full") in records[-1]["message"]
+    assert records[-1]["stage"] == {"lock": "lock", "full": "output"}.get(where, "output")
 
 
 @pytest.mark.parametrize("test", ["lua/../agent/benchfleet_agent.py", "lua/../../tests/conftest.lua",
@@ -169,3 +214,26 @@ def test_a_closed_session_stops_the_agent_and_its_sysbench(host: dict[str, str],
     assert json.loads(out.splitlines()[-1])["message"] == "interrupted"
     with pytest.raises(ProcessLookupError):
         os.kill(int((tmp_path / "pid").read_text()), 0)
+
+
+def test_an_output_file_lost_in_the_status_readers_thread_fails_the_step(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The status reader emits from its own thread: the output file failing there must not end that
+    thread with a traceback and leave the step to succeed with an incomplete copy."""
+    import threading
+
+    sys.path.insert(0, str(AGENT.parent))
+    import benchfleet_agent
+
+    files = [open("/dev/full", "w") for _ in range(2)]  # noqa: SIM115 - closed below (closing fails too)
+    emit = benchfleet_agent.Emitter(base_job(), files[0])
+    reader = threading.Thread(target=emit.emit, args=("status",), kwargs={"values": {}})
+    reader.start()
+    reader.join()
+    assert emit.lost is not None and "/dev/full" in emit.lost and emit.out is None
+    with pytest.raises(benchfleet_agent.OutputLost):  # the step's own thread stops at once
+        benchfleet_agent.Emitter(base_job(), files[1]).emit("sample")
+    for f in files:
+        with contextlib.suppress(OSError):
+            f.close()
+    capsys.readouterr()

@@ -151,6 +151,17 @@ def test_effective_server_variables_are_compared_with_the_cnf() -> None:
     assert unverified == ["ssl"]
 
 
+def test_a_value_the_server_shows_with_decimals_is_compared_as_a_number() -> None:
+    """Issue 41 item 3: MariaDB shows innodb_max_dirty_pages_pct (a double) as 50.000000, and the run
+    said 'the server runs with other values than the cnf asked for: innodb_max_dirty_pages_pct 50 ->
+    50.000000'. A value the server did change is still one."""
+    assert dbclient.differences({"innodb_max_dirty_pages_pct": "50", "innodb_max_dirty_pages_pct_lwm": "0.5"},
+                                {"innodb_max_dirty_pages_pct": "50.000000",
+                                 "innodb_max_dirty_pages_pct_lwm": "0.500000"}) == ([], [])
+    assert dbclient.differences({"innodb_max_dirty_pages_pct": "50"}, {"innodb_max_dirty_pages_pct": "75.000000"}) == (
+        [{"option": "innodb_max_dirty_pages_pct", "requested": "50", "effective": "75.000000"}], [])
+
+
 def test_a_binary_log_base_name_is_not_a_difference() -> None:
     """durable.cnf / relaxed.cnf say ``log_bin = binlog`` (the files' base name) and the server's log_bin
     variable says ON: every demo run recorded "log_bin binlog -> ON" as a setting not taken. A log_bin

@@ -110,3 +110,40 @@ def test_a_variant_restating_the_clusters_own_settings_runs_locally_and_on_aws(t
     (target,) = plan(body)["targets"]
     node_cnf = target["steps"][0]["setup"]["cnf"]
     assert "innodb_flush_log_at_trx_commit = 1" in node_cnf and "sync_binlog = 1" in node_cnf
+
+
+@pytest.mark.parametrize(("options", "field", "words"), [
+    ({"wsrep_on": "OFF", "binlog_format": "STATEMENT"}, "targets[0].server_options.wsrep_on",
+     "a cluster's nodes run wsrep_on = ON, not OFF"),
+    ({"binlog-format": "MIXED"}, "targets[0].server_options.binlog_format",
+     "a cluster's nodes run binlog_format = ROW, not MIXED"),
+    ({"wsrep_node_name": "db1"}, "targets[0].server_options.wsrep_node_name",
+     "benchfleet sets wsrep_node_name on every node"),
+])
+def test_a_setting_the_cluster_manages_is_refused_up_front_everywhere(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], options: dict[str, Any], field: str, words: str) -> None:
+    """Issue 41 item 3: a cluster target with server_options {wsrep_on: 'OFF', binlog_format: STATEMENT}
+    validated, passed doctor and the API, and ran with wsrep_on ON and ROW (the node's options win)."""
+    for source in (LOCAL, CLOUD):
+        doc = yaml.safe_load(source.read_text())
+        doc["targets"] = [{**doc["targets"][0], "server_options": options}]
+        path = tmp_path / source.name
+        path.write_text(yaml.safe_dump(doc))
+        for command in (["validate", str(path)], ["doctor", str(path)], ["plan", str(path)], ["run", str(path)]):
+            assert main(command) == 2, command
+            err = capsys.readouterr().err
+            assert f"{field}: {words}" in err, (command, err)
+    body = cloud_body(CLOUD)
+    body["targets"] = [{**body["targets"][0], "server_options": options}]
+    with pytest.raises(PlanRejected) as rejected:
+        plan(body)
+    assert f"{field}: {words}" in str(rejected.value)
+
+
+def test_restating_what_the_cluster_sets_is_allowed(tmp_path: Path) -> None:
+    doc = yaml.safe_load(LOCAL.read_text())
+    doc["targets"] = [{**doc["targets"][0], "server_options": {"binlog_format": "row", "wsrep_on": "ON",
+                                                               "wsrep_slave_threads": 4}}]
+    path = tmp_path / "restated.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    assert load_spec(path).spec.targets[0].server_options["wsrep_slave_threads"] == 4

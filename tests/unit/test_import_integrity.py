@@ -52,6 +52,30 @@ def test_a_figure_no_run_prints_is_refused_naming_the_line(bf_home: Path, tmp_pa
     assert f"bad.log:{number}: {fragment}" in err
 
 
+@pytest.mark.parametrize(("find", "replace", "fragment"), [
+    # issue 41 item 4: each exit 0 before, a percentile no sysbench prints stored and shown as "p150 ms"
+    ("95th percentile:                        2.76", "150th percentile:                        2.76",
+     "bad.log: not imported: a 150th percentile: sysbench reports percentiles from 1 to 100"),
+    ("lat (ms,95%)", "lat (ms,150%)", "bad.log:{line}: lat (ms,150%): sysbench reports percentiles from 1 to 100"),
+    ("[ 2s ] thds: 4", "[ 2s ] thds: 64",
+     "bad.log:{line}: not imported: an interval ran 64 threads in a run of 4 ('Number of threads')"),
+    ("min:                                    1.47", "min:                                    9.47",
+     "bad.log: not imported: latency min 9.47 ms, avg 2.06 ms, max 7.65 ms: not min <= avg <= max"),
+    ("total number of events:              10800", "total number of events:              1",
+     "bad.log: not imported: 1 events against 10,800 transactions"),
+    ("events (avg/stddev):           2700.0000/5.00", "events (avg/stddev):           -2700.0000/5.00",
+     "fairness_events_avg is -2700.0, below zero"),
+    ("events (avg/stddev):           2700.0000/5.00", "events (avg/stddev):           1456.0000/5.00",
+     "bad.log: not imported: threads fairness says 1456 events per thread, x 4 threads = 5,824, not the run's "
+     "10,800 events"),
+])
+def test_a_log_that_contradicts_itself_is_refused(bf_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                 find: str, replace: str, fragment: str) -> None:
+    text, number = lines_with(LOG, find, replace)
+    err = refused(tmp_path, capsys, text)
+    assert fragment.format(line=number) in err, err
+
+
 def test_a_log_of_zero_or_absurd_threads_is_refused_naming_the_file(bf_home: Path, tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     """An edited log saying "Number of threads: 0" ended as 'error: ValidationError: 1 validation error for

@@ -159,7 +159,8 @@ def test_the_refreshed_tables_price_a_region_the_shipped_ones_refuse(refreshed: 
     assert prices.aurora.instance(REGION, "db.r6g.large") == 0.29  # not the I/O-Optimized 0.377
     assert prices.rds.storage[REGION]["gp3"] == {"gb_month": 0.127, "iops_month": 0.022,
                                                  "throughput_mbps_month": 0.088, "included_iops": 3000,
-                                                 "included_throughput_mbps": 125}
+                                                 "included_throughput_mbps": 125, "larger": [
+        {"from_gb": 400, "included_iops": 12000, "included_throughput_mbps": 500}]}
     assert prices.aurora.storage[REGION] == {"gb_month": 0.11, "io_per_million": 0.22}
 
 

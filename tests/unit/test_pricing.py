@@ -101,6 +101,38 @@ def test_rds_and_aurora_include_the_client() -> None:
     assert pricing.price_per_hour(aurora) == pytest.approx(0.26 + 0.068)
 
 
+def test_rds_gp3_bills_only_what_its_size_does_not_include() -> None:
+    """Issue 41 item 2: from 400 GiB RDS gp3 includes 12,000 IOPS and 500 MiB/s; those were billed as
+    9,000 provisioned IOPS ($0.2466/h) and 375 MB/s ($0.0411/h): database $/h 0.565 instead of 0.278."""
+    def rds(storage: dict[str, object]) -> dict[str, float | None]:
+        return on_demand_lines(target(kind="rds", instance_class="db.r6g.large", storage=storage))
+
+    at_baseline = rds({"type": "gp3", "size_gb": 400, "iops": 12000, "throughput_mbps": 500})
+    assert at_baseline == pytest.approx({"instance": 0.215, "client": 0.17, "storage": 400 * 0.115 / 730})
+    assert sum(v for k, v in at_baseline.items() if k != "client") == pytest.approx(0.278, abs=5e-4)
+    above = rds({"type": "gp3", "size_gb": 1000, "iops": 15000, "throughput_mbps": 600})
+    assert above["iops"] == pytest.approx(3000 * 0.02 / 730)
+    assert above["throughput"] == pytest.approx(100 * 0.08 / 730)
+    lines = pricing.target_prices(target(kind="rds", instance_class="db.r6g.large", storage={
+        "type": "gp3", "size_gb": 1000, "iops": 15000, "throughput_mbps": 600})).lines
+    assert [line.what for line in lines if line.item in ("iops", "throughput")] == [
+        "3000 provisioned IOPS", "100 MB/s provisioned throughput"]
+    # Below 400 GiB the smaller allowance (RDS takes no provisioned IOPS there: the catalogue refuses it).
+    assert "iops" not in rds({"type": "gp3", "size_gb": 399})
+
+
+def test_the_rds_gp3_allowances_are_the_catalogues() -> None:
+    """The price table's larger allowance and the catalogue's rule (from which size RDS gp3 takes
+    provisioned IOPS, and what a provisioned volume starts from) are one fact written twice: kept equal."""
+    from benchfleet import catalogue
+
+    rule = catalogue.load_catalogue().storage["rds"]["gp3"]
+    rate = pricing.load_prices().rds.storage_rate("us-east-1", "gp3")
+    assert rate is not None and rule.iops is not None and rule.throughput_mbps is not None
+    assert rate.included(rule.provisioned_from_gb or 0) == (rule.iops[0], rule.throughput_mbps[0])
+    assert rate.included((rule.provisioned_from_gb or 0) - 1) == (3000, 125)
+
+
 def test_overrides_local_existing_and_unknown() -> None:
     assert pricing.price_per_hour(target(kind="ec2", instance_type="m6i.large", price_per_hour=1.5)) == 1.5
     assert pricing.price_per_hour(target(kind="local")) == 0.0

@@ -72,6 +72,11 @@ def test_demo_spec_loads_with_defaults_and_its_workload() -> None:
     (spec(workload=dict(INLINE, options={"mysql-host": "evil"})), "workload.options.mysql-host", "set by benchfleet"),
     (spec(workload=dict(INLINE, options={"x": "a;b"})), "workload.options.x", "characters"),
     (spec(colour="red"), "colour", "unknown key"),
+    # issue 41 item 8: a misspelt key is named with the key it most likely is
+    (spec(repetitons=3), "repetitons", "unknown key (did you mean repetitions?)"),
+    (spec(targets=[{"id": "a", "kind": "ec2", "instance_type": "m6i.large", "storgae": {"type": "gp3"}}]),
+     "targets[0].storgae", "did you mean storage?"),
+    (spec(workload=dict(INLINE, warmup=5)), "workload.warmup", "did you mean warmup_s?"),
     (spec(repetitions=0), "repetitions", "greater than or equal to 1"),
     (spec(repetitions=True), "repetitions", "valid integer"),
     (spec(workload=dict(INLINE, threads=["4"])), "workload.threads[0]", "valid integer"),

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import errno
 import fcntl
 import hashlib
@@ -54,6 +55,7 @@ import benchfleet_rows  # noqa: E402
 import benchfleet_status  # noqa: E402
 import benchfleet_storage  # noqa: E402
 from benchfleet.sysbench import (  # noqa: E402
+    BUILTIN_TESTS,
     MAX_LINE_CHARS,
     Interval,
     SysbenchParseError,
@@ -78,6 +80,8 @@ MAX_FIELD_CHARS = 8000
 MAX_RECORD_CHARS = 64 * 1024
 MAX_THREADS = 4096
 MAX_STEP_SECONDS = 48 * 3600
+# Where the agent keeps what outlives a step on a cloud host (benchfleet.aws.steps.jobs.STATE_DIR).
+HOST_STATE_DIR = "/var/lib/benchfleet/state"
 _KINDS = ("prepare", "warmup", "measure", "setup")  # setup: a cluster host's (benchfleet_cluster)
 # sysbench's run output kept for its summary: its header, and enough of its end for the summary and
 # a latency histogram (a few hundred lines).
@@ -90,6 +94,10 @@ class JobError(ValueError):
     """The job document is not usable."""
 
 
+class OutputLost(RuntimeError):
+    """--out / --keep-dir cannot be written: the step's own copy of its records would be incomplete."""
+
+
 class Emitter:
     """Writes records as JSON lines, flushed at once so a reader sees every second as it happens."""
 
@@ -100,6 +108,7 @@ class Emitter:
         if job.get("variant"):  # a spec with variants: every record says which one it measured
             self.base.update({"variant": job.get("variant"), "block": step.get("block")})
         self.out = out
+        self.lost: Optional[str] = None  # why the output file stopped being written, once it did
         self.lock = threading.Lock()  # the status reader emits from its own thread
 
     def emit(self, kind: str, **fields: Any) -> None:
@@ -115,11 +124,22 @@ class Emitter:
             sys.stdout.write(line + "\n")
             sys.stdout.flush()
             if self.out is not None:
-                self.out.write(line + "\n")
-                self.out.flush()
+                try:
+                    self.out.write(line + "\n")
+                    self.out.flush()
+                except OSError as e:  # a full disk, /dev/full: the step's kept copy is incomplete
+                    lost, self.out = self.out, None  # later records (the error) go to stdout only
+                    self.lost = "cannot write {}: {}".format(getattr(lost, "name", "the output file"),
+                                                             e.strerror or e)
+                    if threading.current_thread() is threading.main_thread():
+                        raise OutputLost(self.lost) from None
+                    # (the status reader's thread: main says it when the step ends, see main)
 
     def error(self, stage: str, message: str, **fields: Any) -> int:
-        self.emit("error", stage=stage, message=message, time=time.time(), **fields)
+        try:
+            self.emit("error", stage=stage, message=message, time=time.time(), **fields)
+        except OutputLost as e:  # the record reached stdout; say why the output file lacks it
+            self.emit("error", stage="output", message=str(e), time=time.time())
         return EXIT_FAILED
 
 
@@ -174,6 +194,10 @@ def check_job(job: Any) -> str:
     bench = job.get("sysbench")
     if not isinstance(bench, dict) or not isinstance(bench.get("test"), str) or not bench["test"]:
         raise JobError("sysbench.test is missing")
+    if bench["test"] not in BUILTIN_TESTS and not bench["test"].startswith("lua/"):
+        # sysbench runs any Lua file it is given by path: an absolute one ran and yielded a summary.
+        raise JobError("sysbench.test must be a built-in test ({}) or lua/<script>.lua of the agent bundle, "
+                       "not {!r}".format(", ".join(BUILTIN_TESTS), bench["test"][:200]))
     options = bench.get("options") or {}
     if not isinstance(options, dict):
         raise JobError("sysbench.options must be an object")
@@ -299,6 +323,11 @@ def _check_variant_keys(job: Dict[str, Any]) -> None:
             "variant"))):
         if value is not None and not (isinstance(value, str) and _SAFE_COMPONENT.match(value)):
             raise JobError("{} must be a name of [A-Za-z0-9._-], not {!r}".format(path, value))
+    applied = (job.get("settings") or {}).get("variant") if isinstance(job.get("settings"), dict) else None
+    if applied is not None and applied != job.get("variant"):
+        # Every record is labelled with ``variant``; the server runs ``settings.variant``'s settings.
+        raise JobError("settings.variant {!r} is not the step's variant {!r}: its records would be labelled "
+                       "with one variant and measure another's settings".format(applied, job.get("variant")))
     _integer(job, "step.block", 1, 1000, required=False)
     _integer(job, "settings.wait_s", 0, 3600, required=False)
     settings = job.get("settings") or {}
@@ -311,6 +340,12 @@ def _check_variant_keys(job: Dict[str, Any]) -> None:
         if value is not None and not (isinstance(value, str) and os.path.isabs(value)
                                       and ".." not in value.split("/") and "\n" not in value):
             raise JobError("{} must be an absolute path, not {!r}".format(path, value))
+    state = (job.get("rows") or {}).get("state_dir")
+    if state is not None and state.rstrip("/") != HOST_STATE_DIR and \
+            state.rstrip("/").split("/")[-2:] != ["state", str(job.get("run_id"))]:
+        # The agent writes files there: the host's state folder, or a local run's own (state/<run id>).
+        raise JobError("rows.state_dir must be {} or a run's state/<run id> folder, not {!r}".format(
+            HOST_STATE_DIR, state))
 
 
 class CpuTimes:
@@ -905,16 +940,24 @@ def main(argv: Optional[List[str]] = None) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, _interrupt)
     if args.lock:
-        holder = take_lock(args.lock, job)
+        try:
+            holder = take_lock(args.lock, job)
+        except OSError as e:
+            return Emitter(job, None).error("lock", "cannot use the lock file {}: {}".format(
+                args.lock, e.strerror or e)) and EXIT_BAD_JOB
         if holder is not None:
             # Written to stdout only: the output file belongs to the copy that holds the lock.
             Emitter(job, None).error("lock", "another agent is running on this host: {}".format(holder))
             return EXIT_BUSY
+    path = None
     try:
         path = args.out or (kept_output(args.keep_dir, job) if args.keep_dir else None)
+        out = open(path, "a" if args.out else "w") if path else None
     except JobError as e:
         return Emitter(job, None).error("job", str(e)) and EXIT_BAD_JOB
-    out = open(path, "a" if args.out else "w") if path else None
+    except OSError as e:  # an unwritable --out or --keep-dir: said as a record, never a traceback
+        return Emitter(job, None).error("output", "cannot write {}: {}".format(
+            path or args.keep_dir, e.strerror or e)) and EXIT_BAD_JOB
     emit = Emitter(job, out)
     if args.cloudwatch_agent is not None and args.cloudwatch_agent != "running":
         emit.emit("notice", stage="cloudwatch-agent", time=time.time(),
@@ -922,10 +965,16 @@ def main(argv: Optional[List[str]] = None) -> int:
                   .format(args.cloudwatch_agent[:200]))
     try:
         if kind == "setup":
-            return run_setup(job, emit)
-        return run_prepare(job, emit) if kind == "prepare" else run_step(job, emit)
+            code = run_setup(job, emit)
+        else:
+            code = run_prepare(job, emit) if kind == "prepare" else run_step(job, emit)
+        if emit.lost and code == 0:  # the status reader's thread could not write the output file
+            return emit.error("output", emit.lost)
+        return code
     except JobError as e:
         return emit.error("job", str(e)) and EXIT_BAD_JOB
+    except OutputLost as e:  # the kept copy is incomplete: the step is not one to collect
+        return emit.error("output", str(e))
     except KeyboardInterrupt:
         emit.error("run", "interrupted")
         return 130
@@ -935,7 +984,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         # The work is over: a late signal must not raise during interpreter shutdown.
         _stopping.append(0)
         if out is not None:
-            out.close()
+            # Already said (OutputLost) when it fails: what the buffer held could not be written either.
+            with contextlib.suppress(OSError):
+                out.close()
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ import subprocess
 import tempfile
 from typing import Any, Dict, List, Optional, Tuple
 
+from benchfleet.mysqlcnf import plain_number
 from benchfleet.sysbench import TABLE_MARKER, tcp_host
 
 TLS_MODES = ("off", "preferred", "required")
@@ -218,7 +219,7 @@ def normalise(value: str) -> str:
         return "ON"
     if low in _FALSE:
         return "OFF"
-    return low
+    return plain_number(low) or low  # 50 and 50.000000 (how MariaDB shows a double) are one value
 
 
 def differences(requested: Dict[str, str], effective: Dict[str, str]) -> Tuple[List[Dict[str, str]], List[str]]:

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import difflib
 import functools
 import os
 import re
@@ -37,10 +38,8 @@ class Preflight:
 
 def preflight(loaded: LoadedSpec) -> Preflight:
     """Raise SpecError (exit 2) naming each target field this machine cannot run; return notices."""
-    problems: list[tuple[str, str]] = []
+    problems, warned = server_option_problems(loaded)
     out = Preflight()
-    checked: dict[str, tuple[list[str], list[str]]] = {}
-    warned: dict[str, str] = {}  # the server's warning -> the first target it concerns
     for i, target in enumerate(loaded.spec.targets):
         if isinstance(target, ExistingTarget):
             if target.password_secret_arn:
@@ -65,27 +64,43 @@ def preflight(loaded: LoadedSpec) -> Preflight:
             # benchfleet.spec.cluster_settings_problems, refused that when the spec was loaded.)
             problems += cluster_problems(target, i)
             problems += engine_problems(target, i)
-            # The server runs each variant's settings in turn: every one must start.
-            for j, variant in enumerate(loaded.variants or [None]):
-                config, source = cnf_source(target, variant)
-                where = f"targets[{i}].server_options" if target.server_options else f"targets[{i}].mysql_config"
-                if variant is not None and (variant.server_options or variant.mysql_config):
-                    where = f"variants[{j}].server_options" if variant.server_options else f"variants[{j}].mysql_config"
-                try:
-                    text = render(source, "mariadb", target.memory_mb * 1024 * 1024, f"{config}.cnf").text
-                except CnfError as e:
-                    problems.append((where, str(e)))
-                    continue
-                if text not in checked:
-                    checked[text] = server_verdict(text)
-                errors, warnings = checked[text]
-                problems += [(where, e) for e in errors]
-                for w in warnings:
-                    warned.setdefault(w, target.id)
     if problems:
         raise SpecError(loaded.source, problems)
     out.notices = [f"{target_id}: MariaDB says: {w}" for w, target_id in warned.items()]
     return out
+
+
+def server_option_problems(loaded: LoadedSpec) -> tuple[list[tuple[str, str]], dict[str, str]]:
+    """(problems, the server's warnings -> the first target each concerns) of every local target's
+    server options, each variant's in turn (the server runs them all), as ``mariadbd --verbose --help``
+    parses them: ``run`` and ``doctor`` (through ``preflight``) and ``validate`` alike, so a misspelt
+    option is never "valid". No server here: nothing to check by (the start would say)."""
+    problems: list[tuple[str, str]] = []
+    checked: dict[str, tuple[list[str], list[str]]] = {}
+    warned: dict[str, str] = {}
+    for i, target in enumerate(loaded.spec.targets):
+        if not isinstance(target, LocalTarget):
+            continue
+        for j, variant in enumerate(loaded.variants or [None]):
+            config, source = cnf_source(target, variant)
+            where = f"targets[{i}].server_options" if target.server_options else f"targets[{i}].mysql_config"
+            if variant is not None and (variant.server_options or variant.mysql_config):
+                where = f"variants[{j}].server_options" if variant.server_options else f"variants[{j}].mysql_config"
+            try:
+                text = render(source, "mariadb", target.memory_mb * 1024 * 1024, f"{config}.cnf").text
+            except CnfError as e:
+                problems.append((where, str(e)))
+                continue
+            if text not in checked:
+                try:
+                    checked[text] = server_verdict(text)
+                except LocalServerError:
+                    return problems, warned
+            errors, warnings = checked[text]
+            problems += [(where, e) for e in errors]
+            for w in warnings:
+                warned.setdefault(w, target.id)
+    return problems, warned
 
 
 def engine_problems(target: LocalTarget, index: int) -> list[tuple[str, str]]:
@@ -150,13 +165,35 @@ def server_verdict(cnf_text: str) -> tuple[list[str], list[str]]:
     for line in done.stderr.splitlines():
         text = galera.LOG_PREFIX.sub("", line.strip())
         if "[ERROR]" in text and "Aborting" not in text:
-            errors.append("MariaDB refuses it: " + text.split("] ", 1)[-1])
+            errors.append("MariaDB refuses it: " + text.split("] ", 1)[-1] + _did_you_mean(text))
         elif "[Warning]" in text and "option '" in text:
             warnings.append(text.split("] ", 1)[-1].removeprefix("Buffered warning: "))
     if done.returncode != 0 and not errors:
         errors.append("MariaDB refuses it: "
                       + (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1])
     return errors, warnings
+
+
+_UNKNOWN = re.compile(r"unknown (?:variable|option) '-*([A-Za-z0-9_-]+)")
+
+
+def _did_you_mean(error: str) -> str:
+    """" (did you mean <option>?)" for the server's "unknown variable 'name=value'", from its own list."""
+    found = _UNKNOWN.search(error)
+    close = difflib.get_close_matches(found.group(1).replace("-", "_"), known_options(), n=1,
+                                      cutoff=0.75) if found else []
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+@functools.lru_cache(maxsize=1)
+def known_options() -> tuple[str, ...]:
+    """Every option this machine's server takes (``mariadbd --no-defaults --verbose --help``)."""
+    try:
+        done = subprocess.run([find_binary("mariadbd", "mysqld"), "--no-defaults", "--verbose", "--help"],
+                              capture_output=True, text=True, timeout=60, check=False, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired, LocalServerError):
+        return ()
+    return tuple(sorted({m.replace("-", "_") for m in _HELP_OPTION.findall(done.stdout)}))
 
 
 # An option as ``mariadbd --verbose --help`` lists it ("  --name[=...]", "  -a, --name"), and the

@@ -238,6 +238,8 @@ def verdict_style(relative: dict[str, Any]) -> str:
 
 def verdict_words(relative: dict[str, Any]) -> str:
     """The words beside a bar: the verdict's own words, paired marked, the difference and its interval."""
+    if relative.get("refused"):
+        return str(relative["refused"]["words"])
     words = str(relative.get("words") or relative.get("verdict"))
     needed = relative.get("repetitions_needed")
     if relative.get("verdict") == "inconclusive" and needed:
@@ -263,7 +265,9 @@ def relative_bars(rows: list[dict[str, Any]], palette: dict[str, str], title: st
     whiskers, the margin as a grey band, and the verdict's words beside it. Solid, hatched or hollow by
     :func:`verdict_style`; one trace per style so the legend says what the marks mean."""
     name_of = name_of or label_of
-    found = [r for r in rows if r.get("relative") and r["relative"].get("pct") is not None]
+    # A refused verdict (benchfleet.stats.settings_refusal) draws no bar: the table says why.
+    found = [r for r in rows if r.get("relative") and r["relative"].get("pct") is not None
+             and not r["relative"].get("refused")]
     shown = found[:MAX_RELATIVE_BARS]
     several = len({r["threads"] for r in found}) > 1
     names = [f"{name_of(r)} · {r['threads']} thr" if several else f"{name_of(r)} ({r['threads']} thr)"

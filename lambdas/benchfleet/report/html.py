@@ -403,6 +403,8 @@ def _summary_table(comparison: dict[str, Any]) -> str:
         rel_ci = (f"{_pct(rel.get('pct'))} <span class='ci'>[{_pct(rel.get('ci_low_pct'))}, "
                   f"{_pct(rel.get('ci_high_pct'))}]</span>" if rel.get("ci_low_pct") is not None
                   else _pct(rel.get("pct")) + (" <span class='muted'>no interval</span>" if rel else ""))
+        if rel.get("refused"):  # benchfleet.stats.settings_refusal: no difference shown, the reason instead
+            css, rel_ci = "slower", "<span class='muted'>refused</span>"
         lat = r["latency_step_pct_ms"]
         gaps = [f"rep {s['repetition']}: " + ", ".join(
                     ([f"{s['reported_late']} s reported late"] if s.get("gap") else [])

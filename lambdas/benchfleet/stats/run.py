@@ -11,7 +11,7 @@ from dataclasses import asdict
 from datetime import date, datetime
 from typing import Any, Protocol
 
-from benchfleet.stats import caveats
+from benchfleet.stats import caveats, settings_refusal
 from benchfleet.stats.cost import (
     CROSS_ZONE_SQL,
     cost_per_1000_tps,
@@ -39,7 +39,8 @@ def comparison_table(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     - ``tps_cv_mean``: mean across repetitions of each step's CV of per-second tps (jitter);
     - ``steal_mean_pct``: mean across repetitions of each step's mean per-second CPU steal;
     - ``samples``: per-second samples of all repetitions together;
-    - ``design``/``verdict``/``words``: the row's verdict against its baseline (None for a baseline).
+    - ``design``/``verdict``/``words``: the row's verdict against its baseline (None for a baseline);
+      ``refused``: why it must not be read (:mod:`benchfleet.stats.settings_refusal`), else None.
     """
     out = []
     for r in rows:
@@ -57,6 +58,7 @@ def comparison_table(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
             "steal_mean_pct": r.get("steal_mean_pct"),
             "samples": sum(int(s.get("samples") or 0) for s in r.get("steps") or []),
             "design": rel.get("design"), "verdict": rel.get("verdict"), "words": rel.get("words"),
+            "refused": (rel.get("refused") or {}).get("words"),
         })
     return out
 
@@ -288,6 +290,11 @@ def comparison(run: Mapping[str, Any], targets: Sequence[Mapping[str, Any]],
             continue
         rel = compare_units(candidate, base, unit, confidence, margin_pct=margin)
         row["relative"] = {"vs": base_key[0], "vs_variant": base_key[1], **asdict(rel)}
+        if row["variant"] != base_variant:  # two variants whose servers ran alike: no verdict to give
+            refused = settings_refusal.refusal(by_key[key]["summaries"], by_key[base_key]["summaries"],
+                                               (row["variant"], base_variant))
+            if refused:
+                row["relative"]["refused"] = refused
 
     # Peaks and speedup compare targets: at the baseline variant (each target's own settings).
     tps_by_target: dict[str, dict[int, float]] = defaultdict(dict)
@@ -314,7 +321,8 @@ def comparison(run: Mapping[str, Any], targets: Sequence[Mapping[str, Any]],
         "order": spec.get("order") if isinstance(spec, dict) else None,
         "targets": list(target_meta.values()),
         "rows": rows,
-        "multiplicity": multiplicity((r["relative"] for r in rows), confidence),
+        "multiplicity": multiplicity((r["relative"] for r in rows if not (r["relative"] or {}).get("refused")),
+                                     confidence),
         "order_run": ran,
         "speedup": speedup_table(
             list(target_meta.values()),
@@ -357,7 +365,8 @@ NOTES = {
                 "interval excludes 0 ('within ±m%' when it also lies inside the margin), 'equivalent within "
                 "±m%' when it contains 0 inside the margin, 'inconclusive (±x%)' when it reaches beyond it, "
                 "'too few repetitions' below 3 on a side, with the repetitions that would decide; 0 tps is "
-                "-100%",
+                "-100%. refused: two variants whose servers ran a setting the spec varies with the same "
+                "value (the server did not take one side's) get no verdict, only the reason",
     "multiplicity": "how many verdicts with an interval the document holds, and how many of them would be "
                     "faster/slower by chance alone if nothing differed (comparisons x (1 - confidence))",
     "cost_per_1000_tps": "the database's price per hour (instance, storage, provisioned IOPS and throughput: "

@@ -30,8 +30,10 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from benchfleet import catalogue, cost_ceiling, galera, naming, serverstatus, variants, waves
-from benchfleet.aws.errors import PlanRejected, aws_errors
+from benchfleet.aws import clients
+from benchfleet.aws.errors import PlanRejected, TargetFailed, aws_errors
 from benchfleet.aws.fleet import cluster
+from benchfleet.aws.fleet import targets as fleet_targets
 from benchfleet.aws.planning import asl_walk, controlplane, dbparams, history, variantplan
 from benchfleet.aws.regions import TargetRegions
 from benchfleet.aws.settings import DEFAULT_RESULTS_STORE, Settings
@@ -170,6 +172,8 @@ def _loaded(spec_data: dict[str, Any], regions: TargetRegions) -> LoadedSpec:
     if not problems:  # what exists on AWS, where each target runs (the API checks the same first)
         problems += [f"{field}: {message}"
                      for field, message in catalogue.spec_problems(list(spec.targets), home_region=regions.home)]
+    if not problems:
+        problems += _engine_version_problems(spec.targets, regions)
     if problems:
         raise PlanRejected("spec: " + "; ".join(problems))
     # Every setting reaches an rds / aurora server through its parameter groups, or the spec is refused.
@@ -178,6 +182,25 @@ def _loaded(spec_data: dict[str, Any], regions: TargetRegions) -> LoadedSpec:
         raise PlanRejected("spec: " + "; ".join(f"{field}: {message}" for field, message in unsettable),
                            problems=unsettable)
     return regions.resolve(loaded)
+
+
+def _engine_version_problems(targets: Sequence[Any], regions: TargetRegions) -> list[str]:
+    """An rds / aurora engine naming a version inside its line (mysql-8.0.999): looked up as provision
+    looks it up (DescribeDBEngineVersions in the target's region), so a version RDS does not offer is
+    refused now, not when provision fails minutes later. The catalogue knows the lines only; a spec
+    naming just the line (mysql-8.0) makes no request."""
+    out = []
+    for i, target in enumerate(targets):
+        version = target.engine.partition("-")[2] if target.kind in ("rds", "aurora") else ""
+        if version.count(".") < 2:
+            continue
+        engine = "aurora-mysql" if target.kind == "aurora" else target.engine.partition("-")[0]
+        try:
+            fleet_targets.engine_version(clients.client("rds", regions.region_of(target)), engine, target.engine)
+        except TargetFailed as e:
+            out.append(f"targets[{i}].engine: {e} in {regions.region_of(target)} (DescribeDBEngineVersions); "
+                       f"give the line ({target.engine.rsplit('.', 1)[0]}) for its newest version")
+    return out
 
 
 def _zone_problems(targets: Sequence[Any], home: str) -> list[str]:
@@ -231,6 +254,9 @@ def _install(index: int, target: dict[str, Any], loaded: LoadedSpec | None = Non
     the one the spec describes, and the fingerprint compares what it runs with against all of it.
     With variants, the first variant's (``variant`` names it: the agent switches from there)."""
     if target["kind"] == "ec2":
+        # Whatever the cnf, the data directory goes on the target's storage (with variants too: the
+        # volumes are launched and billed either way).
+        host = {"engine": target["engine"], "storage": storage_job(target["storage"])}
         if loaded is not None and loaded.variants:
             spec_target = loaded.spec.targets[index]
             _cnf_source(index, target["mysql_config"], target["engine"], target.get("server_options") or {})
@@ -239,11 +265,10 @@ def _install(index: int, target: dict[str, Any], loaded: LoadedSpec | None = Non
                 render(source, target["engine"], 8 * 1024**3, name=f"{config}.cnf")
             except CnfError as e:
                 raise PlanRejected(f"spec: variants[0]: {e}") from None
-            return {"engine": target["engine"], "mysql_config": config, "cnf": source, "variant": first}
-        return {"engine": target["engine"], "mysql_config": target["mysql_config"],
+            return {**host, "mysql_config": config, "cnf": source, "variant": first}
+        return {**host, "mysql_config": target["mysql_config"],
                 "cnf": _cnf_source(index, target["mysql_config"], target["engine"],
-                                   target.get("server_options") or {}),
-                "storage": storage_job(target["storage"])}
+                                   target.get("server_options") or {})}
     if target["kind"] in ("rds", "aurora", "cluster"):  # the client host: sysbench and the mysql client
         return {"client": True}
     return None

@@ -72,6 +72,26 @@ def keep_raw(s3: Any, bucket: str, key: str, text: str) -> None:
         s3.put_object(Bucket=bucket, Key=key, Body=text.encode(), ContentType="application/x-ndjson")
 
 
+def storage_problem(step: dict[str, Any], fingerprints: list[Any]) -> str | None:
+    """Why a prepare that installs the target's storage did not put the data directory on it (None:
+    it did): the fingerprint's layout must be the one the install built, of as many devices as the plan
+    asked. A plan whose install left storage out launched and billed the volumes, and the target row
+    said gp3 x2 RAID 0 while the server ran on the root volume (issue 41 item 1)."""
+    storage = (step.get("install") or {}).get("storage")
+    if step.get("kind") != "prepare" or not storage or not fingerprints:
+        return None
+    layout = fingerprints[0].model_dump().get("storage_layout") or {}
+    built = layout.get("built") or {}
+    devices = built.get("devices") or []
+    wanted = int(storage.get("count") or 1)
+    if len(devices) != wanted or built.get("type") != storage.get("type"):
+        where = layout.get("source") or layout.get("mount_point") or "an unknown device"
+        made = f"{len(devices)} {built.get('type')}" if devices else "nothing"
+        return (f"the data directory is on {where}, not on the {wanted} {storage.get('type')} device(s) the plan "
+                f"gives it (the install built {made})")
+    return None
+
+
 def status_sources(target: dict[str, Any], kind: str) -> tuple[int, str]:
     """(cluster nodes, proxy) whose status rows a step of ``target`` holds: one server's (0, none)."""
     if kind != "cluster":
@@ -187,6 +207,7 @@ def collect_step(s3: Any, cloudwatch: Any, store: ResultsStore, bucket: str, *, 
                              report_interval_s=int(step.get("report_interval_s") or 1),
                              read_at=datetime.now(UTC), variant=step.get("variant"), block=step.get("block"),
                              sources=status_sources(target, kind))
+    problem = problem or storage_problem(step, out.fingerprints)
     if problem:
         raise CollectFailed(f"{source}: {problem}; not stored")
     if not kept:
