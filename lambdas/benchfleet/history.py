@@ -7,8 +7,11 @@ the one before it with the verdict ``compare`` gives (benchfleet.stats.verdict: 
 the ratio of the two runs' mean tps from their repetitions; two runs never share a host's minute, so
 never paired), with the threshold (``threshold_pct``, 10 % by default) as the margin:
 
-- ``regression`` / ``improvement``: the interval excludes 0 (slower / faster) and reaches beyond the
-  threshold: a real change that may be as large as the threshold;
+- ``regression`` / ``improvement``: the interval excludes 0 (slower / faster) and lies wholly beyond
+  the threshold: a real change larger than it;
+- ``possible regression`` / ``possible improvement``: the interval excludes 0 and reaches past the
+  threshold, its harmless end inside it: real, and perhaps larger than the threshold, perhaps not
+  (a significant -1 % whose interval reaches -12 % was called a regression);
 - ``drop`` / ``rise``: the interval excludes 0 and lies inside ±threshold: real, and smaller;
 - ``steady``: the interval contains 0 and lies inside ±threshold (equivalent within it);
 - ``inconclusive``: the interval contains 0 and reaches beyond ±threshold;
@@ -32,10 +35,14 @@ from datetime import datetime
 from typing import Any, Literal
 
 from benchfleet.stats import CONFIDENCE, Relative, mean_ci, multiplicity, relative_difference
+from benchfleet.stats.verdict import change_of
 
 DEFAULT_THRESHOLD_PCT = 10.0
-Verdict = Literal["first", "regression", "improvement", "drop", "rise", "steady", "inconclusive",
-                  "too few repetitions", "no data"]
+Verdict = Literal["first", "regression", "possible regression", "improvement", "possible improvement", "drop",
+                  "rise", "steady", "inconclusive", "too few repetitions", "no data"]
+# What the history flags (and exits 1 on when the newest run has it): a real drop that may exceed the
+# threshold, whether it surely does or not; the words tell the two apart.
+FLAGGED = ("regression", "possible regression")
 
 
 @dataclass(frozen=True)
@@ -147,14 +154,7 @@ def _values(p: Point) -> list[float]:
 
 
 def _verdict(rel: Relative) -> Verdict:
-    if rel.verdict == "insufficient data":
-        return "no data"
-    if rel.verdict in ("faster", "slower"):
-        up = rel.verdict == "faster"
-        return ("rise" if up else "drop") if rel.within_margin else ("improvement" if up else "regression")
-    if rel.verdict == "equivalent":
-        return "steady"
-    return "inconclusive" if rel.verdict == "inconclusive" else "too few repetitions"
+    return change_of(rel)[0]
 
 
 def trend(points: Iterable[Point], threshold_pct: float = DEFAULT_THRESHOLD_PCT) -> list[TrendRow]:
@@ -212,12 +212,13 @@ def history(name: str, points: Iterable[Point], threshold_pct: float = DEFAULT_T
         order.setdefault(r.run_id, r.started_at or "")
     runs = sorted(order, key=lambda rid: (order[rid], rid))
     latest = runs[-1] if runs else None
-    regressions = [asdict(r) for r in rows if r.verdict == "regression"]
+    regressions = [asdict(r) for r in rows if r.verdict in FLAGGED]
     return {
         "name": name, "runs": runs, "threshold_pct": threshold_pct, "confidence": CONFIDENCE,
         "rule": f"regression: the {CONFIDENCE:.0%} Welch interval of the change from the previous run (the "
-                f"interval compare uses) is below 0 and reaches beyond -{threshold_pct:g}%; drop: below 0 "
-                f"and inside ±{threshold_pct:g}%; steady: contains 0 inside ±{threshold_pct:g}%",
+                f"interval compare uses) lies below -{threshold_pct:g}%; possible regression: below 0 and "
+                f"reaching past -{threshold_pct:g}%; drop: below 0 and inside ±{threshold_pct:g}%; steady: "
+                f"contains 0 inside ±{threshold_pct:g}%",
         "rows": [asdict(r) for r in rows],
         "multiplicity": multiplicity((r.relative for r in rows), CONFIDENCE),
         "regressions": regressions,
@@ -237,7 +238,8 @@ def render_text(doc: Mapping[str, Any]) -> str:
               if rel.get("ci_low_pct") is not None and rel.get("ci_high_pct") is not None else "-")
         tps = f"{r['tps_mean']:.1f}" if r["tps_mean"] is not None else "-"
         delta = f"{r['delta_pct']:+.1f}%" if r["delta_pct"] is not None else "-"
-        flag = "  <-- REGRESSION" if r["verdict"] == "regression" else ""
+        flag = {"regression": "  <-- REGRESSION", "possible regression": "  <-- possible regression"}.get(
+            r["verdict"], "")
         name = f"{r['target_id']} · {r['variant']}" if r.get("variant") else r["target_id"]
         lines.append(f"{name:<20} {r['threads']:>5} {r['run_id'][:40]:<40} {tps:>12} {delta:>8} {ci:>17}  "
                      f"{r['verdict']}{flag}")

@@ -20,6 +20,7 @@ from benchfleet.records import AgentOutput, Sample, StepSummary, sample_phase
 from benchfleet.stats.caveats import words as caveat_words
 from benchfleet.stats.figures import percentile_of
 from benchfleet.stats.run import step_tps
+from benchfleet.stats.verdict import design_words
 
 
 class _Console(Console):
@@ -340,7 +341,7 @@ def verdict_text(relative: dict[str, Any] | None) -> str:
     needed = relative.get("repetitions_needed")
     if relative.get("verdict") == "inconclusive" and needed:
         words += f" ~{needed} reps"
-    return f"paired: {words}" if relative.get("design") == "paired" else words
+    return f"{design_words(relative)}: {words}" if relative.get("design") == "paired" else words
 
 
 def order_lines(doc: dict[str, Any]) -> list[str]:
