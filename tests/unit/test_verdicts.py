@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import random
 import statistics
+from dataclasses import asdict
 from datetime import UTC, datetime
 
 import pytest
@@ -16,6 +17,7 @@ from benchfleet.stats import comparison
 from benchfleet.stats.run import ran_in_rounds
 from benchfleet.stats.verdict import (
     compare_units,
+    design_words,
     interval_text,
     multiplicity,
     paired_difference,
@@ -270,6 +272,10 @@ def test_blocks_are_averaged_within_their_repetition_and_the_interval_is_over_re
     assert (rel.design, rel.unit, rel.repetitions, rel.pairs, rel.df, rel.blocks) == (
         "paired", "repetition", (3, 3), 3, 2.0, 6)
     assert rel.pct == pytest.approx(100 * math.expm1(statistics.fmean(per_rep)))
+    # Tables and the report name the design with its repetitions and blocks.
+    assert design_words(rel) == "paired (3 reps, 6 blocks)" and design_words(asdict(rel)) == design_words(rel)
+    assert design_words(paired_difference([2.0, 3.0], [1.0, 1.0])) == "paired"
+    assert design_words(relative_difference([2.0, 3.0], [1.0, 1.0])) == "Welch"
     # The block pairs' interval (what was reported) is narrower than the repetitions allow.
     blocks = paired_difference(list(cand.values()), [base[k] for k in cand])
     assert blocks.halfwidth_pct < rel.halfwidth_pct
