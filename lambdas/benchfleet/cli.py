@@ -182,8 +182,11 @@ def _resolution(loaded: LoadedSpec, plan: Plan) -> dict[str, Any]:
         from benchfleet.local import calibration as cal
         from benchfleet.local.store import open_store
 
-        with open_store(home(), write=False) as store:
-            calibration = cal.worst(store.calibration(spec.name, cal.fingerprint(cal.machine())))
+        try:
+            with open_store(home(), write=False) as store:
+                calibration = cal.worst(store.calibration(spec.name, cal.fingerprint(cal.machine())))
+        except StoreError:  # a store plan cannot read is said by the commands that need it; plan needs none
+            calibration = None
     per_repetition = plan.estimated_cost_usd / spec.repetitions if plan.mode == "aws" else None
     return spec_resolution(spec.repetitions, spec.margin_pct, [t.kind for t in spec.targets], bool(spec.variants),
                            len(spec.targets) > 1, calibration, per_repetition, spec.budget_usd)

@@ -151,3 +151,12 @@ def test_calibrate_refuses_cloud_specs_and_bad_counts(capsys: pytest.CaptureFixt
     with pytest.raises(SystemExit) as exited:
         cli.main(["calibrate", str(COMPARISONS / "demo-durability.yaml"), "--runs", "1"])
     assert exited.value.code == 2 and "outside 2..20" in capsys.readouterr().err
+
+
+def test_plan_does_not_depend_on_a_readable_store(capsys: pytest.CaptureFixture[str],
+                                                  monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # plan reads the store for a calibration only; a store it cannot read made plan exit 1 naming it.
+    (tmp_path / "benchfleet.duckdb").write_text("not a store")
+    monkeypatch.setenv("BENCHFLEET_HOME", str(tmp_path))
+    found = _plan_json(COMPARISONS / "demo-durability.yaml", capsys)["resolution"]
+    assert isinstance(found, dict) and found["checks"][0]["status"] == "spread unknown"
