@@ -165,6 +165,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     summary["home_region"] = _home_targets(args.spec, plan)
     if plan.mode != "local":
         summary["prices"] = plan_breakdowns(loaded.spec.targets, home_region=home_region()[0])
+    summary["resolution"] = _resolution(loaded, plan)
     if args.format == "json":
         print(json.dumps(summary, indent=2))
     else:
@@ -173,6 +174,80 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print_plan(summary)
     if problem:
         raise CliError(f"{args.spec}: {problem}", EXIT_USAGE)
+    return EXIT_OK
+
+
+def _resolution(loaded: LoadedSpec, plan: Plan) -> dict[str, Any]:
+    """How many repetitions resolve the spec's margin (benchfleet.stats.resolution): from the spec's
+    calibration on this machine (local), or the published study's spread (cloud kinds)."""
+    from benchfleet.stats.resolution import spec_resolution
+
+    spec = loaded.spec
+    calibration = None
+    if plan.mode == "local" and (home() / "benchfleet.duckdb").exists():
+        from benchfleet.local import calibration as cal
+        from benchfleet.local.store import open_store
+
+        try:
+            with open_store(home(), write=False) as store:
+                calibration = cal.worst(store.calibration(spec.name, cal.fingerprint(cal.machine())))
+        except StoreError:  # a store plan cannot read is said by the commands that need it; plan needs none
+            calibration = None
+    per_repetition = plan.estimated_cost_usd / spec.repetitions if plan.mode == "aws" else None
+    return spec_resolution(spec.repetitions, spec.margin_pct, [t.kind for t in spec.targets], bool(spec.variants),
+                           len(spec.targets) > 1, calibration, per_repetition, spec.budget_usd)
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    """The spec's baseline as an A/A experiment, ``--runs`` times (benchfleet.local.calibration); the
+    variance components are stored for the spec and this machine, and ``plan`` uses them."""
+    from benchfleet.local import calibration as cal
+    from benchfleet.local.mariadb import reap_leftovers
+    from benchfleet.local.preflight import preflight
+    from benchfleet.local.runner import run_local
+    from benchfleet.local.store import open_store
+    from benchfleet.stats.resolution import components
+    from benchfleet.ui import RichObserver, console, print_calibration
+
+    loaded = load_spec(args.spec)
+    if not loaded.spec.is_local:
+        kinds = sorted({t.kind for t in loaded.spec.targets})
+        raise CliError(f"{args.spec}: calibrate measures this machine, and the spec's targets are {', '.join(kinds)}: "
+                       "`plan` uses the published study's spread for cloud kinds", EXIT_USAGE)
+    repetitions = args.repetitions or max(cal.MIN_CALIBRATION_REPETITIONS, loaded.spec.repetitions)
+    aa = cal.aa_spec(loaded, repetitions)
+    plan = make_plan(aa, price_per_hour)
+    problem = _fit_problem(plan)
+    if problem:
+        raise CliError(f"{args.spec}: {problem}", EXIT_USAGE)
+    console.print(f"calibration of {loaded.spec.name}: {args.runs} A/A runs of {aa.spec.targets[0].id} "
+                  f"({repetitions} repetitions x {aa.spec.blocks} blocks of two identical variants), "
+                  f"about {args.runs * plan.wall_s // 60} min")
+    checked = preflight(aa)
+    data = home()
+    reap_leftovers(data)
+    run_ids: list[str] = []
+    with open_store(data) as store:
+        for k in range(args.runs):
+            observer = RichObserver(plan)
+            with observer:
+                for text in checked.notices:
+                    observer.message(text)
+                result = run_local(aa, plan, store, data, observer)
+            if result.status != "succeeded":
+                raise CliError(f"calibration run {k + 1} of {args.runs} ({result.run_id}) {result.status}: "
+                               f"{result.message or ''}; nothing stored", EXIT_FAILED)
+            run_ids.append(result.run_id)
+        found = [u for run_id in run_ids for u in cal.units(store, run_id)]
+        rows = [{"threads": threads, **components(units)} for threads, units in cal.by_threads(found).items()]
+        here = cal.machine()
+        store.replace_calibration(loaded.spec.name, cal.fingerprint(here), here, run_ids, rows)
+    doc = {"spec": loaded.spec.name, "fingerprint": cal.fingerprint(here), "machine": here, "runs": run_ids,
+           "components": rows}
+    if args.format == "json":
+        print(json.dumps(doc, indent=2, default=str))
+    else:
+        print_calibration(doc)
     return EXIT_OK
 
 
@@ -680,6 +755,17 @@ def _local_spec_check(path: str) -> Any:
 
 # ---- parser ---------------------------------------------------------------------------------------
 
+def _runs_arg(text: str) -> int:
+    """2..20 (argparse exits 2 naming the option otherwise)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 2 <= value <= 20:
+        raise argparse.ArgumentTypeError(f"{value} is outside 2..20")
+    return value
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="benchfleet", description="Benchmark MySQL-compatible databases "
                                 "with sysbench, on this machine or on AWS.")
@@ -705,6 +791,18 @@ def parser() -> argparse.ArgumentParser:
                            "here: refuse (exit 75) instead of waiting while another local run holds this machine")
             s.add_argument("--poll", type=float, default=15.0, help="with --remote: seconds between status checks")
         s.set_defaults(func=func)
+
+    s = sub.add_parser("calibrate", help="run the spec's baseline as an A/A experiment here and store its noise, "
+                       "for plan")
+    s.add_argument("spec")
+    from benchfleet.local.calibration import DEFAULT_RUNS
+
+    s.add_argument("--runs", type=_runs_arg, default=DEFAULT_RUNS, help=f"A/A runs, 2 to 20 (default {DEFAULT_RUNS}: "
+                   "about ten minutes for the demo's spec)")
+    s.add_argument("--repetitions", type=_runs_arg, default=None,
+                   help="repetitions per run (default: the spec's, at least 3)")
+    s.add_argument("--format", choices=("table", "json"), default="table")
+    s.set_defaults(func=cmd_calibrate)
 
     s = sub.add_parser("runs", help="list runs")
     s.add_argument("--format", choices=("table", "json"), default="table")

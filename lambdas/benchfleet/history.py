@@ -7,8 +7,11 @@ the one before it with the verdict ``compare`` gives (benchfleet.stats.verdict: 
 the ratio of the two runs' mean tps from their repetitions; two runs never share a host's minute, so
 never paired), with the threshold (``threshold_pct``, 10 % by default) as the margin:
 
-- ``regression`` / ``improvement``: the interval excludes 0 (slower / faster) and reaches beyond the
-  threshold: a real change that may be as large as the threshold;
+- ``regression`` / ``improvement``: the interval excludes 0 (slower / faster) and lies wholly beyond
+  the threshold: a real change larger than it;
+- ``possible regression`` / ``possible improvement``: the interval excludes 0 and reaches past the
+  threshold, its harmless end inside it: real, and perhaps larger than the threshold, perhaps not
+  (a significant -1 % whose interval reaches -12 % was called a regression);
 - ``drop`` / ``rise``: the interval excludes 0 and lies inside ±threshold: real, and smaller;
 - ``steady``: the interval contains 0 and lies inside ±threshold (equivalent within it);
 - ``inconclusive``: the interval contains 0 and reaches beyond ±threshold;
@@ -44,17 +47,21 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime
 from typing import Any, Literal
 
-from benchfleet.stats import CONFIDENCE, mean_ci, multiplicity, relative_difference
+from benchfleet.stats import CONFIDENCE, Relative, mean_ci, multiplicity, relative_difference
 from benchfleet.stats import caveats as cav
 from benchfleet.stats.runnoise import RunNoise, between_runs, estimate
+from benchfleet.stats.verdict import change_of
 
 DEFAULT_THRESHOLD_PCT = 10.0
-Verdict = Literal["first", "break", "regression", "improvement", "drop", "rise", "steady", "inconclusive",
-                  "too few repetitions", "no data"]
+Verdict = Literal["first", "break", "regression", "possible regression", "improvement", "possible improvement",
+                  "drop", "rise", "steady", "inconclusive", "too few repetitions", "no data"]
+# What a history row flags: a real drop that may exceed the threshold, whether it surely does or not (the
+# words tell the two apart). The exit code is the change points' (history()), never one row's.
+FLAGGED = ("regression", "possible regression")
 
 
 @dataclass(frozen=True)
@@ -219,14 +226,8 @@ def _values(p: Point) -> list[float]:
 
 
 def _verdict(rel: Mapping[str, Any]) -> Verdict:
-    if rel["verdict"] == "insufficient data":
-        return "no data"
-    if rel["verdict"] in ("faster", "slower"):
-        up = rel["verdict"] == "faster"
-        return ("rise" if up else "drop") if rel["within_margin"] else ("improvement" if up else "regression")
-    if rel["verdict"] == "equivalent":
-        return "steady"
-    return "inconclusive" if rel["verdict"] == "inconclusive" else "too few repetitions"
+    """The change words of a between-run verdict (stats.verdict.change_of, one place for them)."""
+    return change_of(Relative(**{f.name: rel[f.name] for f in fields(Relative) if f.name in rel}))[0]
 
 
 SeriesKey = tuple[str, str, int]
@@ -437,15 +438,16 @@ def history(name: str, points: Iterable[Point], threshold_pct: float = DEFAULT_T
         order.setdefault(r.run_id, r.started_at or "")
     runs = sorted(order, key=lambda rid: (order[rid], rid))
     latest = runs[-1] if runs else None
-    regressions = [asdict(r) for r in rows if r.verdict == "regression"]
+    regressions = [asdict(r) for r in rows if r.verdict in FLAGGED]
     changes = change_points(points, threshold_pct) if len(runs) > 2 else []
     # The newest run lies after a change when it is in the segment that change opens.
     failing = [c for c in changes if c["drop_beyond_threshold"] and c["last_run_after"] == latest]
     return {
         "name": name, "runs": runs, "threshold_pct": threshold_pct, "confidence": CONFIDENCE,
         "rule": f"regression: the {CONFIDENCE:.0%} interval of the change from the previous run (compare's, with "
-                f"the run-to-run noise) is below 0 and reaches beyond -{threshold_pct:g}%; drop: below 0 "
-                f"and inside ±{threshold_pct:g}%; steady: contains 0 inside ±{threshold_pct:g}%",
+                f"the run-to-run noise) lies below -{threshold_pct:g}%; possible regression: below 0 and reaching "
+                f"past -{threshold_pct:g}%; drop: below 0 and inside ±{threshold_pct:g}%; steady: contains 0 "
+                f"inside ±{threshold_pct:g}%",
         "change_point_rule": "E-Divisive (MongoDB's signal-processing-algorithms, p < 0.05) over each series' run "
                              "means between breaks; exit 1 only when the newest run lies after a change point that "
                              f"is a drop beyond -{threshold_pct:g}% with its interval below 0",
@@ -473,10 +475,11 @@ def render_text(doc: Mapping[str, Any]) -> str:
         delta = f"{r['delta_pct']:+.1f}%" if r["delta_pct"] is not None else "-"
         noise = rel.get("run_to_run") or {}
         flag = ""
-        if r["verdict"] == "regression":
+        if r["verdict"] in FLAGGED:
             # Never a bare REGRESSION while the run-to-run noise is unknown: the repetitions' spread alone
             # called the same demo run twice a regression.
-            flag = "  <-- REGRESSION" + ("" if noise.get("measured") else f" ({noise.get('words')})")
+            mark = "REGRESSION" if r["verdict"] == "regression" else "possible regression"
+            flag = f"  <-- {mark}" + ("" if noise.get("measured") else f" ({noise.get('words')})")
         elif r["verdict"] == "break":
             flag = f"  (series broken: {r.get('break_words')})"
         elif rel and not noise.get("measured", True):

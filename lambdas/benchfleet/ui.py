@@ -12,6 +12,7 @@ from typing import Any
 
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
@@ -21,6 +22,7 @@ from benchfleet.records import AgentOutput, Sample, StepSummary, sample_phase
 from benchfleet.stats.caveats import words as caveat_words
 from benchfleet.stats.figures import percentile_of
 from benchfleet.stats.run import step_tps
+from benchfleet.stats.verdict import design_words
 
 
 class _Console(Console):
@@ -221,6 +223,37 @@ def print_plan(summary: dict[str, Any]) -> None:
                       f"{home['region']} here ({home['source']}), and is priced there")
     if summary["over_budget"]:
         console.print("[red]over budget: `benchfleet run` will refuse to start")
+    _print_resolution(summary.get("resolution") or {})
+
+
+def _print_resolution(found: dict[str, Any]) -> None:
+    """What the spec's repetitions resolve (benchfleet.stats.resolution): a line per kind of verdict."""
+    for check in found.get("checks") or []:
+        if check["status"] == "resolves":
+            console.print(f"resolution: {check['verdicts']} verdicts with {check['repetitions']} repetitions resolve "
+                          f"about ±{check['resolves_pct']:g}% (margin ±{found['margin_pct']:g}%; "
+                          f"{check['spread_pct']:g}% spread, {check['source']})")
+    for warning in found.get("warnings") or []:
+        colour = "red" if warning.startswith("cannot reach a verdict") else "yellow"
+        console.print(f"[{colour}]{escape(warning)}")
+
+
+def print_calibration(doc: dict[str, Any]) -> None:
+    """The variance components a calibration measured, per thread count, as % (sd of log tps)."""
+    table = _compact_table(f"calibration: {doc['spec']} on this machine ({doc['fingerprint']})",
+                           "sd of log tps in %: between blocks of a repetition, between repetitions of a run (beyond "
+                           "the blocks), between runs (beyond the repetitions), a repetition's figure within a run, "
+                           "and a paired A/A repetition's log ratio (what a paired verdict sees); '-': this design "
+                           "cannot tell", [("thr", False), ("runs", False), ("reps", False), ("blocks", False),
+                                           ("sd block%", False), ("sd rep%", False), ("sd run%", False),
+                                           ("sd rep figure%", False), ("sd paired%", False)])
+    for r in doc["components"]:
+        table.add_row(str(r["threads"]), str(r["runs"]), str(r["repetitions"]), str(r["blocks"]),
+                      *(_fmt(None if r[k] is None else 100 * r[k], 2)
+                        for k in ("sd_block", "sd_repetition", "sd_run", "sd_repetition_total", "sd_paired")))
+    console.print(table)
+    console.print(f"runs: {', '.join(doc['runs'])}; `benchfleet plan` now says how many repetitions resolve the "
+                  "spec's margin here")
 
 
 def _print_order(summary: dict[str, Any]) -> None:
@@ -343,7 +376,7 @@ def verdict_text(relative: dict[str, Any] | None) -> str:
     needed = relative.get("repetitions_needed")
     if relative.get("verdict") == "inconclusive" and needed:
         words += f" ~{needed} reps"
-    return f"paired: {words}" if relative.get("design") == "paired" else words
+    return f"{design_words(relative)}: {words}" if relative.get("design") == "paired" else words
 
 
 def order_lines(doc: dict[str, Any]) -> list[str]:

@@ -1,93 +1,60 @@
 #!/usr/bin/env python3
-"""How fine a difference can a verdict resolve? (Benchmark, not a test: prints its figures.)
+"""How fine a difference can a verdict resolve, and how often does it cry wolf? (Benchmark, not a test:
+prints ``name=value`` figures.) Everything is judged by benchfleet's own code (benchfleet.stats.verdict,
+benchfleet.history), on noise measured here rather than assumed.
 
-Two parts, both through benchfleet's own verdict code (benchfleet.stats.verdict):
+1. **A local A/A run of at least 8 repetitions** (``--repetitions``, default 8): the spec
+   workloads/comparisons/aa-resolution.yaml (two identical variants on one pinned server, interleaved in 2
+   blocks per step, 30 s warm-up so the first checkpoint flushing lands before the blocks) with its
+   repetitions raised, through ``benchfleet run``. From its blocks, the variance components of log tps
+   (benchfleet.stats.resolution.components: between blocks of a repetition, between repetitions, and the
+   paired A/A repetition's log ratio), each with a 95% bootstrap interval (repetitions resampled with
+   replacement, ``--boot`` times): ``sd_block_pct_t<threads>=``, ``sd_repetition_pct_t<threads>=``,
+   ``sd_paired_pct_t<threads>=``.
 
-1. **Simulation on the published study's spread** (DESIGN.md, "Facts checked in the third review";
-   the study's logs are in ../shared/fixtures): 3 repetitions on separate EC2 hosts vary with a CV
-   between repetitions of 1.8% at the median and 3.8% at the 90th percentile. Each simulated
-   comparison draws its host spread from a lognormal through those two quantiles; every host has its
-   speed (that spread), and on one host a 300 s step's mean is known to ±per-second CV / sqrt(300),
-   per-second tps varying ~5% and uncorrelated second to second. Variants measured on one host share
-   its speed (paired verdict, per repetition); targets on separate hosts do not (Welch). Prints:
+2. **Simulation on resampled real residuals**, through ``compare_units(..., "block")`` (what ``results``
+   runs): each simulated comparison has 3 repetitions; each repetition takes the block log ratios of a real
+   repetition drawn at random (centered on the run's mean: an A/A has no true effect; kept together, so the
+   blocks of one repetition stay as alike or unlike as they were; a shrunk smoothed bootstrap of their
+   levels, so a small pool gives no ties: ``smoothed_draw``), plus a between-repetition effect drawn
+   from N(0, tau). ``aa_false_positive_rate_tau2=``: the share called faster or slower at tau = 2% (target
+   0.03-0.07); ``aa_false_positive_rate_tau0=`` beside it. This tests the verdict against the machine's
+   real noise, not against the normal noise its t interval assumes; the residuals are resampled from a
+   handful of repetitions (their number is printed), so a heavy tail in them is in the rate.
 
-   - ``aa_false_positive_rate=``: two identical variants on one host, paired, 3 repetitions: the
-     share of comparisons called faster or slower (target 0.03-0.07 at alpha = 0.05), and
-     ``aa_false_positive_rate_welch=`` for two identical targets on separate hosts;
-   - ``power_5pct_n3_paired=``: a true +5% between two variants on one host, 3 repetitions: the share
-     called faster (target >= 0.8), at the step noise given by ``--step-noise-pct`` (default 1.0,
-     the top of the ±0.3-1% a 300 s step's mean is known to; ``power_5pct_n3_paired_at_0.3pct=`` at
-     the bottom), and ``power_5pct_n3_welch=`` for the same difference between separate hosts;
-   - ``history_flags_10pct_drop_n3_old=`` / ``_new=``: how often ``results --history`` flags a true
-     10% drop at 3 repetitions, by the rule it had (two 95% intervals not overlapping and the drop
-     beyond 10%) and the one it has (the Welch interval of the change below 0, reaching past -10%).
+3. **Histories at the study's spread** (DESIGN.md: 3 repetitions on separate EC2 hosts, CV between
+   repetitions 1.8% median, 3.8% p90; each simulated history draws its CV from a lognormal through those
+   two): 20 runs of 3 repetitions, each run on hosts of its own, judged by ``benchfleet.history.history``
+   (threshold 10%). ``history_false_alarm_rate=``: the share of A/A histories in which any run was
+   flagged (target <= 0.05); ``history_detection_rate_10pct=``: with a true 10% drop from run 11 on, the
+   share of histories flagging run 11 or 12 (target >= 0.9). The study measured host-to-host spread only:
+   a history whose runs also differ by time of day is noisier than this.
 
-2. **One local run of an A/A spec** (two identical variants on one server, 3 repetitions:
-   workloads/comparisons/aa-resolution.yaml) through ``benchfleet run``, and the same measurements
-   treated as two separate targets: ``paired_halfwidth_pct=``, ``unpaired_halfwidth_pct=``
-   (the verdict intervals' half-widths, mean over the thread counts; ``..._t<threads>=`` each, with
-   ``paired_units_t<threads>=``, the pairs: repetitions x blocks) and ``resolution_gain=`` (their
-   ratio; target >= 3). Skipped with ``local_run=`` saying why where the local runner cannot run it
-   (``--no-local`` skips it on purpose). ``--spec`` runs another A/A spec; ``--home DIR`` reads the
-   newest run of it from a benchfleet home instead of running it. The local figures depend on what
-   else this machine runs meanwhile: say so beside them (``load_avg_1m_before=`` / ``_after=``, the
-   machine's 1-minute load average around the run, its own ~2 included, and ``cpus=``, are printed
-   beside them as a reminder; not with ``--home``, which reads a run made earlier).
+4. **A known host effect, injected here**: the same A/A spec with ``--repetitions`` repetitions, while a
+   CPU hog pinned to the server's CPU burns a different share of it in each repetition (0, 60, 30, 90%,
+   repeating; switched as the run starts each repetition's server). Both variants of a repetition share
+   its hog, as variants on one host share that host's speed; two targets on separate hosts would not.
+   ``injected_host_paired_halfwidth_pct=``: the paired verdict's half-width (mean over thread counts);
+   ``injected_host_welch_halfwidth_pct=``: the same measurements as two separate targets (Welch on each
+   side's per-repetition tps). ``injected_host_effect_pct_t<threads>=``: the spread the hog made (CV of
+   the baseline's per-repetition tps), so the gain is read against it.
 
-   Why paired blocks differ more than per-second noise predicts (November 2026, 2-core machine): each
-   repetition starts a fresh server, and its InnoDB flushes no pages for checkpoints until its redo log
-   has filled for the first time, 8-20 s into the writes here (later on a slower or busier server);
-   from then on it flushes in episodes (data-file fsyncs ~1/s before, 5-20/s during one), and while
-   it flushes 1-thread tps falls by a third to a half (the one server thread shares the pinned CPU
-   with the flushing; 4 threads hardly notice). Measured at 3 s of warm-up, 1-thread blocks before
-   that onset ran ~6,500 tps and after it ~3,500-4,500, so a pair straddling it differed by up to 60%,
-   at about the same place in every repetition. The spec's warm-up is therefore the workload default's
-   30 s (the demo's is 3 s), and the script prints where the onset fell in each repetition, from the
-   server status the spec reads: ``flush_onset_s_rep<r>=`` (seconds after the warm-up began: the first
-   reading with ``Innodb_buffer_pool_pages_flushed`` rising) and ``flush_onset_in_warmup=k/n``. An
-   onset after the warm-up means the comparison's first blocks were measured on a server not yet in
-   its steady state. What remains is the machine's own noise: while other work ran (load average
-   ~15 on 2 cores) 4-thread blocks of one repetition swung between 1,200 and 5,500 tps, and no design
-   of 4 s blocks resolves that.
+Findings of the script before issue 37 (write-back bursts, 3-6 s episodes of slow seconds, the first
+checkpoint flushing of each fresh server splitting 1-thread block pairs: why aa-resolution warms up 30 s)
+are in its docstring at commit c5d848a; ``flush_onset_in_warmup=k/n`` still says in how many repetitions
+that flushing began within the warm-up.
 
-   What else keeps the paired interval wide, found on an idle machine (November 27, 2-core VM, the
-   server pinned to CPU 0, relaxed settings), and what did not help:
-   - Write-back bursts: during a step the page cache's dirty data grows ~6 MB/s (most likely the binary
-     log, the one file relaxed's ``sync_binlog = 0`` leaves to the kernel), and the kernel writes an
-     inode's dirty pages once they are 30 s old: every half minute or so the disk takes 50-180 MiB in
-     one second, and 1-thread tps falls by up to 38% in that second. That is the server's own behaviour
-     with these settings (Linux's defaults are the same on EC2), and it lands in one variant's block at
-     random.
-   - Episodes of 3-6 s in which 1-thread tps runs 25-35% low with no disk, steal or iowait signal.
-   In one continuous 40 s step the tps of 10 s blocks varies 1-2% (CV); both kinds of event make two
-   adjacent blocks differ far more than that whenever one of them is hit.
-   - Keeping sysbench off the server's CPU (taskset, and tried in the runner) changed nothing beyond the
-     run-to-run spread: 10 s block CV at 4 threads 2.1 / 0.9 / 1.1% with the client on CPU 1 against
-     2.1 / 9.3 / 1.3% left to the scheduler (three continuous 40 s steps each, alternated), mean tps
-     within 1-4%; A/A gains 1.16-5.07 (median 1.87, five runs) against 1.28-4.06 unpinned in the same
-     hour. The client stays where the scheduler puts it (pinned to one CPU it could also become the
-     bottleneck at high thread counts).
-   - Longer blocks (4 blocks of 10 s a step): one run, gain 2.31.
-   Locally the "separate targets" are fresh servers on one machine: their spread is what changes between
-   repetitions (what else the machine does), not host-to-host variation, and the gain follows it: 17
-   runs of the shipped design over two days gave 0.85-9.76, median 1.96, 6 of 17 at 3 or more; the
-   five at load 12-19 all below 2.
+Local figures depend on what else this 2-core machine runs: ``load_avg_1m_before=``/``_after=`` are
+printed around each run. ``--home DIR`` reads the newest runs of both specs from a benchfleet home instead
+of running them (``--keep DIR`` keeps the runs this invocation makes there). ``BENCHFLEET_LAMBDAS`` points
+the script at another copy of benchfleet's code (the code before a change, for before/after figures).
 
-   One run's gain is itself a noisy figure: it is the ratio of two half-widths, each estimated from a few
-   degrees of freedom (3 repetitions a side unpaired), so with a true gain of 3 a single run falls below 3
-   about half the time. ``--runs N`` runs the spec N times and prints each run's figures (``_run<i>``) and
-   the gain's ``resolution_gain_median=`` / ``_min=`` / ``_max=``. Each run also prints
-   ``aa_false_verdicts=k/m``: the paired verdicts of faster or slower among its m (every one is false in an
-   A/A test; about 1 in 20 is expected by chance), so a "good" gain beside a false verdict is read as what
-   it is.
-
-    .venv/bin/python tests/perf/resolution.py [--sims 20000] [--seed 24] [--no-local] [--spec S] [--home D] [--runs N]
+    .venv/bin/python tests/perf/resolution.py [--repetitions 8] [--sims 4000] [--histories 1000] [--home D]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import random
@@ -95,73 +62,27 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "lambdas"))
+sys.path.insert(0, os.environ.get("BENCHFLEET_LAMBDAS") or str(REPO / "lambdas"))
 
-from benchfleet.stats import mean_ci  # noqa: E402
-from benchfleet.stats.verdict import paired_difference, relative_difference  # noqa: E402
+from benchfleet.history import Point, history  # noqa: E402
+from benchfleet.stats.verdict import compare_units, relative_difference  # noqa: E402
 
 # The published study (Percona, 2021, 3 repetitions on separate EC2 hosts): CV between repetitions.
 STUDY_CV_MEDIAN, STUDY_CV_P90 = 0.018, 0.038
-# Within one host: per-second tps varies about 5%, uncorrelated; the study's steps are 300 s long.
-PER_SECOND_CV, STEP_S = 0.05, 300
 Z90 = statistics.NormalDist().inv_cdf(0.90)
 SPEC = REPO / "workloads" / "comparisons" / "aa-resolution.yaml"
-
-
-def host_cv(rng: random.Random) -> float:
-    """A comparison's host-to-host CV: lognormal with the study's median and 90th percentile."""
-    return math.exp(rng.gauss(math.log(STUDY_CV_MEDIAN), math.log(STUDY_CV_P90 / STUDY_CV_MEDIAN) / Z90))
-
-
-def simulate(rng: random.Random, sims: int, effect: float, step_noise: float, n: int = 3) -> dict[str, float]:
-    """Shares of comparisons called faster / slower, paired (variants on one host) and Welch (targets on
-    separate hosts), for a true ratio ``1 + effect`` and a step-mean noise ``step_noise`` (relative)."""
-    paired = {"faster": 0, "slower": 0}
-    welch = {"faster": 0, "slower": 0}
-    for _ in range(sims):
-        cv = host_cv(rng)
-        hosts = [rng.lognormvariate(0, cv) for _ in range(n)]
-        base = [h * rng.lognormvariate(0, step_noise) for h in hosts]
-        cand = [h * (1 + effect) * rng.lognormvariate(0, step_noise) for h in hosts]
-        verdict = paired_difference(cand, base).verdict
-        if verdict in paired:
-            paired[verdict] += 1
-        # Separate hosts: the candidate's repetitions on hosts of their own.
-        apart = [rng.lognormvariate(0, cv) * (1 + effect) * rng.lognormvariate(0, step_noise) for _ in range(n)]
-        verdict = relative_difference(apart, base).verdict
-        if verdict in welch:
-            welch[verdict] += 1
-    return {"paired_faster": paired["faster"] / sims, "paired_claims": sum(paired.values()) / sims,
-            "welch_faster": welch["faster"] / sims, "welch_claims": sum(welch.values()) / sims}
-
-
-def history_flags(rng: random.Random, sims: int, drop: float = 0.10, n: int = 3, threshold: float = 10.0
-                  ) -> tuple[float, float]:
-    """How often a true ``drop`` between two runs (separate hosts each) is flagged as a regression by the
-    old rule and by the new one (benchfleet.history)."""
-    from benchfleet.history import Point, trend
-
-    old = new = 0
-    for _ in range(sims):
-        cv = host_cv(rng)
-        a = [rng.lognormvariate(0, cv) for _ in range(n)]
-        b = [rng.lognormvariate(0, cv) * (1 - drop) for _ in range(n)]
-        ca, cb = mean_ci(a), mean_ci(b)
-        assert ca is not None and cb is not None
-        delta = 100 * (statistics.fmean(b) / statistics.fmean(a) - 1)
-        old += delta < -threshold and cb[1] < ca[0]
-        rows = trend([Point("r1", "1", "t", 1, statistics.fmean(a), values=tuple(a)),
-                      Point("r2", "2", "t", 1, statistics.fmean(b), values=tuple(b))], threshold)
-        new += rows[1].verdict == "regression"
-    return old / sims, new / sims
-
-
-# The counter whose first rise marks the server's first checkpoint flushing (see the docstring).
+# The share of the server's CPU the hog burns in repetition r (cycled): the injected host effect.
+HOG_DUTY = (0.0, 0.6, 0.3, 0.9)
+HISTORY_RUNS, DROP_AT = 20, 11
+# The counter whose first rise marks the server's first checkpoint flushing (aa-resolution.yaml).
 FLUSHED = "Innodb_buffer_pool_pages_flushed"
 
 
@@ -184,132 +105,288 @@ def _seconds(iso: str) -> float:
     return datetime.fromisoformat(iso).timestamp()
 
 
-def local_aa(home: Path, spec: Path, run: bool = True) -> dict[str, float | str] | str:
-    """Run the A/A spec here (or, with ``run`` False, read the newest run of it already in ``home``); the
-    paired and unpaired half-widths from its results, mean over its thread counts and per thread count,
-    or why not."""
-    env = {**os.environ, "BENCHFLEET_HOME": str(home)}
-    bench = [str(REPO / ".venv" / "bin" / "benchfleet")]
-    if run:
-        done = subprocess.run([*bench, "run", str(spec)], capture_output=True, text=True, env=env, check=False)
-        if done.returncode != 0:
-            last = (done.stderr.strip() or done.stdout.strip()).splitlines()[-1:] or ["no output"]
-            return f"not run ({last[0][:200]})"
-    runs = json.loads(subprocess.run([*bench, "runs", "--format", "json"], capture_output=True, text=True,
-                                     env=env, check=True).stdout)
-    name = yaml.safe_load(spec.read_text())["name"]
-    mine = [r for r in runs if r["name"] == name and r["status"] == "succeeded"]
-    if not mine:
-        return f"no succeeded run of {name} in {home}"
-    newest = max(mine, key=lambda r: str(r["started_at"]))
-    doc = json.loads(subprocess.run([*bench, "results", newest["run_id"], "--format", "json"], capture_output=True,
-                                    text=True, env=env, check=True).stdout)["statistics"]
-    found: dict[str, float | str] = {}
-    paired, unpaired = [], []
-    false_verdicts: list[str] = []   # an A/A verdict of faster or slower is a false one
-    for row in doc["rows"]:
-        rel = row.get("relative")
-        if not rel or rel.get("design") != "paired":
-            continue
-        base = next(r for r in doc["rows"] if r["threads"] == row["threads"] and r.get("relative") is None
-                    and r["target_id"] == row["target_id"])
-        # The same measurements as two separate targets: Welch on each side's per-repetition figures.
-        apart = relative_difference(row["tps"]["values"], base["tps"]["values"]).halfwidth_pct
-        if apart is None:
-            return f"no interval for {row['label']} at {row['threads']} threads measured apart"
-        if rel.get("verdict") in ("faster", "slower"):
-            false_verdicts.append(f"t{row['threads']} {rel['verdict']} {rel['pct']:+.1f}%")
-        paired.append(rel["halfwidth_pct"])
-        unpaired.append(apart)
-        found[f"paired_halfwidth_pct_t{row['threads']}"] = rel["halfwidth_pct"]
-        found[f"unpaired_halfwidth_pct_t{row['threads']}"] = apart
-        found[f"paired_units_t{row['threads']}"] = float(rel["pairs"])
-    if not paired:
-        return "no paired verdict in the run's results"
-    status = json.loads(subprocess.run([*bench, "results", newest["run_id"], "--status", "--format", "json"],
-                                       capture_output=True, text=True, env=env, check=True).stdout)
-    onsets = flush_onsets(status)
-    warmup_s = float(doc["workload"]["warmup_s"]) if isinstance(doc.get("workload"), dict) else None
-    for rep, onset in onsets.items():
-        found[f"flush_onset_s_rep{rep}"] = onset if onset is not None else "none within the run"
-    if onsets and warmup_s is not None:
-        found["flush_onset_in_warmup"] = f"{sum(o is not None and o < warmup_s for o in onsets.values())}/{len(onsets)}"
-    found["aa_false_verdicts"] = f"{len(false_verdicts)}/{len(paired)}" + (
-        f" ({', '.join(false_verdicts)})" if false_verdicts else "")
-    return {"paired_halfwidth_pct": statistics.fmean(paired), "unpaired_halfwidth_pct": statistics.fmean(unpaired),
-            **found}
+# ---- the local runs --------------------------------------------------------------------------------
 
+def spec_with(repetitions: int, suffix: str, spec: Path) -> Path:
+    """The A/A spec with ``repetitions`` and a name of its own (``<name>-<suffix>``), in a temporary file."""
+    doc = yaml.safe_load(spec.read_text())
+    doc["repetitions"] = repetitions
+    doc["name"] = f"{doc['name']}-{suffix}"
+    out = Path(tempfile.mkdtemp(prefix="bf-resolution-spec-")) / f"{doc['name']}.yaml"
+    out.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return out
+
+
+HOG = """
+import os, sys, time
+os.sched_setaffinity(0, {int(sys.argv[2])})
+path = sys.argv[1]
+while True:
+    try:
+        duty = float(open(path).read() or 0)
+    except (OSError, ValueError):
+        duty = 0.0
+    start = time.monotonic()
+    while time.monotonic() - start < 0.1 * duty:
+        pass
+    time.sleep(max(0.0, 0.1 * (1 - duty)))
+"""
+
+
+def run_spec(home: Path, spec: Path, inject_on: int | None) -> str | None:
+    """``benchfleet run spec`` with ``home``; with ``inject_on`` (a CPU), a hog on that CPU whose duty
+    changes as each repetition's server starts (HOG_DUTY). Why not, or None."""
+    env = {**os.environ, "BENCHFLEET_HOME": str(home), "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
+    duty = Path(tempfile.mkdtemp(prefix="bf-hog-")) / "duty"
+    duty.write_text("0")
+    hog = subprocess.Popen([sys.executable, "-c", HOG, str(duty), str(inject_on)]) if inject_on is not None else None
+    try:
+        proc = subprocess.Popen([str(REPO / ".venv" / "bin" / "benchfleet"), "run", str(spec)], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        assert proc.stdout is not None
+        tail: list[str] = []
+        for line in proc.stdout:
+            tail = [*tail, line.rstrip()][-5:]
+            if " repetition " in line and "starting MariaDB" in line:
+                rep = int(line.split(" repetition ")[1].split(":")[0])
+                duty.write_text(str(HOG_DUTY[(rep - 1) % len(HOG_DUTY)]))
+        if proc.wait() != 0:
+            return f"not run ({(tail or ['no output'])[-1][:200]})"
+        return None
+    finally:
+        if hog is not None:
+            hog.kill()
+            hog.wait()
+
+
+def newest_run(store: Any, name: str) -> str | None:
+    mine = [r for r in store.runs() if r["name"] == name and r["status"] == "succeeded"]
+    return max(mine, key=lambda r: str(r["started_at"]))["run_id"] if mine else None
+
+
+def block_units(store: Any, run_id: str) -> list[dict[str, Any]]:
+    """Every measured block: threads, repetition, block, variant, tps (as every verdict computes a step's
+    tps, its ramp left out). Only what the store and stats had before issue 37, so BENCHFLEET_LAMBDAS can
+    point at older code."""
+    from benchfleet.stats.run import step_tps
+    from benchfleet.stats.step_sql import step_stats_in_store
+
+    steps = {(s["target_id"], int(s["repetition"]), s["step"]): s for s in step_stats_in_store(store, run_id)}
+    return [{"run": run_id, "threads": int(s["threads"]), "repetition": int(s["repetition"]), "block": s.get("block"),
+             "variant": s.get("variant") or "",
+             "tps": step_tps(s, steps.get((s["target_id"], int(s["repetition"]), s["step"]), {}))}
+            for s in store.summaries(run_id) if s.get("phase") == "measure"]
+
+
+def by(units: Sequence[Mapping[str, Any]], key: str) -> dict[Any, list[Mapping[str, Any]]]:
+    out: dict[Any, list[Mapping[str, Any]]] = defaultdict(list)
+    for u in units:
+        out[u[key]].append(u)
+    return dict(sorted(out.items()))
+
+
+# ---- 1. components with bootstrap intervals --------------------------------------------------------
+
+def bootstrap(units: Sequence[Mapping[str, Any]], figure: Callable[[list[Mapping[str, Any]]], float | None],
+              rng: random.Random, times: int) -> tuple[float | None, float | None, float | None]:
+    """``figure`` of the units, and its 95% percentile bootstrap interval over repetitions resampled with
+    replacement (each drawn repetition renamed, so a repetition drawn twice counts twice)."""
+    reps = by(units, "repetition")
+    keys = list(reps)
+    found = []
+    for _ in range(times):
+        sample = [{**u, "repetition": i} for i, k in enumerate(rng.choice(keys) for _ in keys) for u in reps[k]]
+        value = figure(sample)
+        if value is not None:
+            found.append(value)
+    found.sort()
+    if not found:
+        return figure(list(units)), None, None
+    return figure(list(units)), found[int(0.025 * len(found))], found[min(len(found) - 1, int(0.975 * len(found)))]
+
+
+# ---- 2. A/A on resampled real residuals ---------------------------------------------------------------
+
+def repetition_residuals(units: Sequence[Mapping[str, Any]]) -> list[dict[int, float]]:
+    """Per real repetition, its blocks' A/A log ratios (block -> ln(second variant / first)), centered on
+    the mean over all repetitions: an A/A has no true effect."""
+    variants = sorted({str(u["variant"]) for u in units})
+    if len(variants) != 2:
+        return []
+    out = []
+    for rep in by(units, "repetition").values():
+        tps = {(str(u["variant"]), int(u["block"] or 0)): float(u["tps"]) for u in rep if u["tps"]}
+        ratios = {b: math.log(tps[(variants[1], b)] / tps[(variants[0], b)])
+                  for (v, b) in tps if v == variants[0] and (variants[1], b) in tps}
+        if ratios:
+            out.append(ratios)
+    center = statistics.fmean(statistics.fmean(r.values()) for r in out) if out else 0.0
+    return [{b: x - center for b, x in r.items()} for r in out]
+
+
+def smoothed_draw(pool: Sequence[dict[int, float]], rng: random.Random) -> dict[int, float]:
+    """One real repetition's block log ratios, drawn with replacement, its level (the blocks' mean) moved
+    by Gaussian noise of Silverman's bandwidth and shrunk back to the pool's spread (a shrunk smoothed
+    bootstrap): from a pool of a few repetitions a plain draw repeats one repetition within a comparison
+    (identical log ratios, an interval too narrow: 0.08-0.09 A/A claims here) and a draw without
+    replacement makes the draws negatively correlated (0.02); neither is the verdict's doing. The
+    blocks keep their deviations from their repetition's level, so the blocks of one repetition stay as
+    alike or unlike as they were."""
+    levels = [statistics.fmean(p.values()) for p in pool]
+    sd = statistics.stdev(levels) if len(levels) > 1 else 0.0
+    h = 1.06 * sd * len(levels) ** -0.2
+    shrink = 1 / math.sqrt(1 + (h / sd) ** 2) if sd > 0 else 1.0
+    i = rng.randrange(len(pool))
+    level = (levels[i] + rng.gauss(0, h)) * shrink
+    return {b: x - levels[i] + level for b, x in pool[i].items()}
+
+
+def aa_rate(pools: Sequence[list[dict[int, float]]], tau: float, sims: int, rng: random.Random, reps: int = 3) -> float:
+    """The share of simulated A/A comparisons (``reps`` repetitions, real repetitions' block residuals,
+    a between-repetition effect of spread ``tau``) the product calls faster or slower."""
+    claims = 0
+    for i in range(sims):
+        pool = pools[i % len(pools)]
+        cand: dict[tuple[int, int], float] = {}
+        base: dict[tuple[int, int], float] = {}
+        for r in range(1, reps + 1):
+            effect = rng.gauss(0, tau)
+            for b, x in smoothed_draw(pool, rng).items():
+                base[(r, b)] = 1000.0
+                cand[(r, b)] = 1000.0 * math.exp(effect + x)
+        claims += compare_units(cand, base, "block").verdict in ("faster", "slower")
+    return claims / sims
+
+
+# ---- 3. histories at the study's spread --------------------------------------------------------------
+
+def host_cv(rng: random.Random) -> float:
+    """A history's host-to-host CV: lognormal with the study's median and 90th percentile."""
+    return math.exp(rng.gauss(math.log(STUDY_CV_MEDIAN), math.log(STUDY_CV_P90 / STUDY_CV_MEDIAN) / Z90))
+
+
+def one_history(rng: random.Random, drop: float, reps: int = 3) -> set[int]:
+    """The runs (1-based) a simulated 20-run history flags; from run DROP_AT on, tps is 1 - drop."""
+    cv = host_cv(rng)
+    points = []
+    for k in range(1, HISTORY_RUNS + 1):
+        level = 1000.0 * (1 - drop if k >= DROP_AT else 1.0)
+        values = tuple(level * math.exp(rng.gauss(0, cv)) for _ in range(reps))
+        points.append(Point(f"r{k:02d}", f"2026-11-{k:02d}T02:00:00Z", "t", 8, statistics.fmean(values),
+                            values=values))
+    doc = history("aa", points)
+    return {int(str(r["run_id"])[1:]) for r in doc["regressions"]}
+
+
+def history_rates(histories: int, rng: random.Random) -> tuple[float, float]:
+    alarms = sum(bool(one_history(rng, 0.0)) for _ in range(histories))
+    found = sum(bool(one_history(rng, 0.10) & {DROP_AT, DROP_AT + 1}) for _ in range(histories))
+    return alarms / histories, found / histories
+
+
+# ---- main --------------------------------------------------------------------------------------------
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sims", type=int, default=20_000)
-    parser.add_argument("--seed", type=int, default=24)
-    parser.add_argument("--step-noise-pct", type=float, default=1.0)
-    parser.add_argument("--no-local", action="store_true")
-    parser.add_argument("--spec", type=Path, default=SPEC, help="the A/A spec to run (default: aa-resolution)")
-    parser.add_argument("--home", type=Path, help="read the newest run of the spec from this benchfleet home "
-                        "instead of running it")
-    parser.add_argument("--runs", type=int, default=1, help="run the A/A spec this many times, one after another "
-                        "(figures of each with _run<i>, and the gain's median, min and max)")
+    parser.add_argument("--repetitions", type=int, default=8, help="repetitions of each local run (at least 8)")
+    parser.add_argument("--sims", type=int, default=4000)
+    parser.add_argument("--histories", type=int, default=1000)
+    parser.add_argument("--boot", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=37)
+    parser.add_argument("--spec", type=Path, default=SPEC)
+    parser.add_argument("--home", type=Path, help="read the newest runs from this home instead of running them")
+    parser.add_argument("--keep", type=Path, help="run here (a benchfleet home) and keep the runs")
     args = parser.parse_args()
+    if args.repetitions < 8:
+        parser.error("--repetitions: at least 8 (the between-repetition spread needs them)")
     rng = random.Random(args.seed)
-    noise = args.step_noise_pct / 100
-    sampling = PER_SECOND_CV / math.sqrt(STEP_S)
 
-    def show(name: str, value: float | str) -> None:
+    def show(name: str, value: object) -> None:
         print(f"{name}={value:.4f}" if isinstance(value, float) else f"{name}={value}", flush=True)
 
-    def run(effect: float, step: float) -> dict[str, float]:
-        return simulate(rng, args.sims, effect, step)
+    aa_spec, host_spec = (spec_with(args.repetitions, s, args.spec) for s in ("aa", "host"))
+    home = args.home or args.keep or Path(tempfile.mkdtemp(prefix="bf-resolution-"))
+    if args.home is None:
+        show("cpus", os.cpu_count())
+        for spec, inject in ((aa_spec, None), (host_spec, 0)):
+            show(f"load_avg_1m_before_{spec.stem}", os.getloadavg()[0])
+            why = run_spec(home, spec, inject)
+            show(f"load_avg_1m_after_{spec.stem}", os.getloadavg()[0])
+            if why:
+                show(f"local_run_{spec.stem}", why)
+    from benchfleet.local.store import open_store
+    from benchfleet.stats import run_comparison
 
-    aa = run(0.0, noise)
-    show("aa_false_positive_rate", aa["paired_claims"])
-    show("aa_false_positive_rate_welch", aa["welch_claims"])
-    five = run(0.05, noise)
-    show("power_5pct_n3_paired", five["paired_faster"])
-    show("power_5pct_n3_paired_at_0.3pct", run(0.05, sampling)["paired_faster"])
-    show("power_5pct_n3_welch", five["welch_faster"])
-    old, new = history_flags(rng, max(2000, args.sims // 4))
-    show("history_flags_10pct_drop_n3_old", old)
-    show("history_flags_10pct_drop_n3_new", new)
-    if args.no_local:
-        show("local_run", "skipped (--no-local)")
+    with open_store(home, write=False) as store:
+        aa_run, host_run = newest_run(store, aa_spec.stem), newest_run(store, host_spec.stem)
+        aa_units = block_units(store, aa_run) if aa_run else []
+        status = [r for batch in store.status_batches(aa_run) for r in batch] if aa_run else []
+        host_doc = run_comparison(store, host_run) if host_run else None
+    show("aa_run", aa_run or f"none in {home}")
+    onsets = flush_onsets([{**r, "time": str(r["time"].isoformat() if hasattr(r["time"], "isoformat") else r["time"])}
+                           for r in status])
+    if onsets:  # where the first checkpoint flushing fell (aa-resolution.yaml: in the warm-up, or blocks split)
+        warmup = float(yaml.safe_load(args.spec.read_text())["workload"]["warmup_s"])
+        show("flush_onset_in_warmup", f"{sum(o is not None and o < warmup for o in onsets.values())}/{len(onsets)}")
+
+    # 1. Components (the product's estimator when this code has it).
+    try:
+        from benchfleet.stats.resolution import components
+    except ImportError:
+        components = None  # type: ignore[assignment]
+    if components is not None:
+        for threads, units in by(aa_units, "threads").items():
+            for key in ("sd_block", "sd_repetition", "sd_paired"):
+                def figure(sample: list[Mapping[str, Any]], key: str = key) -> float | None:
+                    value = components(sample)[key]
+                    return None if value is None else 100 * float(value)
+
+                value, low, high = bootstrap(units, figure, rng, args.boot)
+                show(f"{key}_pct_t{threads}", "n/a" if value is None else
+                     f"{value:.2f} [{low:.2f}, {high:.2f}]" if low is not None and high is not None else f"{value:.2f}")
+
+    # 2. A/A through the product's verdict on the real residuals.
+    pools = [p for p in (repetition_residuals(u) for u in by(aa_units, "threads").values()) if len(p) >= 2]
+    if pools:
+        show("residual_repetitions", "+".join(str(len(p)) for p in pools))
+        show("aa_false_positive_rate_tau0", aa_rate(pools, 0.0, args.sims, rng))
+        show("aa_false_positive_rate_tau2", aa_rate(pools, 0.02, args.sims, rng))
+    else:
+        show("aa_false_positive_rate_tau2", "n/a (no A/A run with two variants)")
+
+    # 3. Histories.
+    alarms, found = history_rates(args.histories, rng)
+    show("history_false_alarm_rate", alarms)
+    show("history_detection_rate_10pct", found)
+
+    # 4. The injected host effect: the product's paired verdict against Welch on the same figures.
+    if host_doc is None:
+        show("injected_host_paired_halfwidth_pct", f"n/a (no run of {host_spec.stem})")
         return 0
-    if args.home:
-        local = local_aa(args.home, args.spec, run=False)
-        if isinstance(local, str):
-            show("local_run", local)
-            return 0
-        for name, value in local.items():
-            show(name, value)
-        show("resolution_gain", gain(local))
-        return 0
-    show("cpus", str(os.cpu_count()))
-    gains = []
-    for i in range(1, args.runs + 1):
-        suffix = f"_run{i}" if args.runs > 1 else ""
-        show(f"load_avg_1m_before{suffix}", os.getloadavg()[0])
-        with tempfile.TemporaryDirectory(prefix="bf-resolution-") as home:
-            local = local_aa(Path(home), args.spec)
-        show(f"load_avg_1m_after{suffix}", os.getloadavg()[0])
-        if isinstance(local, str):
-            show(f"local_run{suffix}", local)
+    paired, welch = [], []
+    for row in host_doc["rows"]:
+        rel = row.get("relative")
+        if not rel or rel.get("design") != "paired" or rel.get("halfwidth_pct") is None:
             continue
-        for name, value in local.items():
-            show(name + suffix, value)
-        gains.append(gain(local))
-        show(f"resolution_gain{suffix}", gains[-1])
-    if args.runs > 1 and gains:
-        show("resolution_gain_runs", f"{len(gains)}/{args.runs}")
-        show("resolution_gain_median", statistics.median(gains))
-        show("resolution_gain_min", min(gains))
-        show("resolution_gain_max", max(gains))
+        base = next(r for r in host_doc["rows"] if r["threads"] == row["threads"] and r.get("relative") is None)
+        apart = relative_difference(row["tps"]["values"], base["tps"]["values"])
+        if apart.halfwidth_pct is None:
+            continue
+        paired.append(float(rel["halfwidth_pct"]))
+        welch.append(apart.halfwidth_pct)
+        values = base["tps"]["values"]
+        show(f"injected_host_effect_pct_t{row['threads']}", 100 * statistics.stdev(values) / statistics.fmean(values))
+        levels: dict[float, list[float]] = defaultdict(list)
+        for i, v in enumerate(values):  # repetition i + 1 ran beside the hog at HOG_DUTY[i % 4]
+            levels[HOG_DUTY[i % len(HOG_DUTY)]].append(v)
+        show(f"injected_host_tps_by_hog_t{row['threads']}",
+             " ".join(f"{d:.0%}:{statistics.fmean(v):.0f}" for d, v in sorted(levels.items())))
+        show(f"injected_host_paired_pct_t{row['threads']}", f"{rel['pct']:+.2f} [{rel['ci_low_pct']:+.2f}, "
+                                                            f"{rel['ci_high_pct']:+.2f}] {rel['words']}")
+    if paired:
+        show("injected_host_paired_halfwidth_pct", statistics.fmean(paired))
+        show("injected_host_welch_halfwidth_pct", statistics.fmean(welch))
     return 0
-
-
-def gain(local: dict[str, float | str]) -> float:
-    """resolution_gain: the unpaired half-width over the paired one (means over the thread counts)."""
-    return float(local["unpaired_halfwidth_pct"]) / float(local["paired_halfwidth_pct"])
 
 
 if __name__ == "__main__":

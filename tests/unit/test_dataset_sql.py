@@ -385,3 +385,43 @@ def test_step_results_verdicts_and_caveats_equal_the_comparisons(tmp_path, diale
                                                 else "steal 1.70% vs 0.20%")
     assert sql[("c", "durable")]["caveats"] == "iowait 6.75% vs 0.50%"
     assert len(sql) == 8 and all(list(r) == EXPECTED_COLUMNS["step_results"] for r in sql.values())
+
+
+@pytest.mark.parametrize("dialect", ["athena", "timestream"])
+def test_step_results_pair_blocks_within_their_repetition(tmp_path, dialect):
+    """Issue 37: the dashboards paired a variant by (repetition, block), so 3 repetitions x 2 blocks were
+    6 pairs with 5 degrees of freedom. Blocks of one repetition share its server and moment: each
+    repetition's log ratio is its blocks' mean, the interval is over the 3 repetitions, as `results`
+    says. The block ratios here cluster by repetition (the effect differs between them)."""
+    from benchfleet.records import StepSummary
+
+    effects = {1: 1.10, 2: 1.30, 3: 1.18}
+    found = []
+    for rep, effect in effects.items():
+        for block, noise in ((1, 1.0), (2, 1.01)):
+            for variant, tps in (("durable", 100.0 * noise), ("relaxed", 100.0 * noise * effect * (1 + 0.005 * block))):
+                found.append(StepSummary(
+                    run_id=RUN, target_id="box", variant=variant, repetition=rep, block=block, workload="w",
+                    step=f"t4.{variant}.b{block}", phase="measure", threads=4,
+                    time=T0 + timedelta(minutes=10 * rep + 2 * block + (variant == "relaxed")), total_time_s=10.0,
+                    transactions=int(tps * 10), tps=tps, queries=int(tps * 100), qps=tps * 10, reads=0, writes=0,
+                    other=0, ignored_errors=0, errors_per_s=0.0, reconnects=0, reconnects_per_s=0.0,
+                    events=int(tps * 10), latency_min_ms=1.0, latency_avg_ms=2.0, latency_max_ms=9.0, latency_pct=95,
+                    latency_pct_ms=3.0, samples=10, steal_mean_pct=0.0))
+    spec = {"targets": [{"id": "box", "kind": "local"}], "variants": [{"id": "durable"}, {"id": "relaxed"}]}
+    db = DuckDBStore(tmp_path / "b.duckdb")
+    try:
+        db.create_run(RUN, "blocks", spec, "local", None)
+        db.add_output(AgentOutput(summaries=found, samples=[]))
+        query = dataset("step_results") if dialect == "athena" else timestream_dataset("step_results", db)
+        got = {r["variant"]: r for r in db.query(query)}["relaxed"]
+        rel = next(r for r in stats.run_comparison(db, RUN)["rows"] if r["variant"] == "relaxed")["relative"]
+    finally:
+        db.close()
+    assert (rel["unit"], rel["repetitions"], rel["df"], rel["blocks"]) == ("repetition", [3, 3], 2.0, 6)
+    assert got["repetitions"] == 3 and got["design"] == rel["design"] == "paired"
+    assert got["relative_pct"] == pytest.approx(rel["pct"])
+    # df 2 is in the t table exactly: the SQL interval is the Python one.
+    assert got["relative_ci_low_pct"] == pytest.approx(rel["ci_low_pct"], rel=1e-6)
+    assert got["relative_ci_high_pct"] == pytest.approx(rel["ci_high_pct"], rel=1e-6)
+    assert got["verdict"] == rel["verdict"]

@@ -269,7 +269,8 @@ def test_a_step_split_into_blocks_is_one_repetition_by_the_same_definitions(tmp_
     assert step["tps_cv"] == pytest.approx(together["tps_cv"])
     assert (step["tps_min"], step["tps_max"]) == (together["tps_min"], together["tps_max"])
     assert step["latency_series_p95_ms"] == 4.0 and "blocks" in NOTES
-    # Paired block by block on the same definition (ramps left out): b is 1.2 a in each block.
+    # Paired block by block on the same definition (ramps left out): b is 1.2 a in each block; the blocks'
+    # log ratios make one repetition's (the unit).
     rel = rows["b"]["relative"]
-    assert (rel["design"], rel["unit"], rel["pairs"]) == ("paired", "block", 2)
+    assert (rel["design"], rel["unit"], rel["pairs"], rel["blocks"]) == ("paired", "repetition", 1, 2)
     assert rel["pct"] == pytest.approx(20.0, abs=0.05)

@@ -9,6 +9,7 @@ import pytest
 
 from benchfleet.history import Point, history, point_from_row, points_from_comparison, render_text, trend
 from benchfleet.stats import mean_ci, relative_difference
+from benchfleet.stats.verdict import change_of
 
 
 def p(run: str, *values: float, target: str = "m6i", threads: int = 8, day: int = 1) -> Point:
@@ -35,19 +36,37 @@ def test_regression_is_compares_verdict_slower_beyond_the_threshold():
     assert rows["r2"].previous_run_id == "r1"
 
 
-def test_a_real_drop_whose_two_intervals_overlap_is_a_regression():
+def test_a_real_drop_whose_two_intervals_overlap_is_flagged():
     # 12 % down, 3 % spread: each run's own 95 % interval overlaps the other's (the old rule said only
-    # "drop"), but the interval of the change, the one compare uses, is clearly below 0.
+    # "drop"), but the interval of the change, the one compare uses, is clearly below 0. It reaches past
+    # -10 % with its harmless end inside: a possible regression, flagged, in those words.
     r1, r2 = [1000.0, 1030.0, 970.0], [880.0, 910.0, 850.0]
     assert mean_ci(r1)[0] < mean_ci(r2)[1]
     rows = by_run(trend([p("r1", *r1, day=1), p("r2", *r2, day=2)]))
-    assert rows["r2"].verdict == "regression"
+    assert rows["r2"].verdict == "possible regression"
     assert rows["r2"].relative["ci_low_pct"] < -10 < rows["r2"].relative["ci_high_pct"] < 0
+    doc = history("n", [p("r1", *r1, day=1), p("r2", *r2, day=2)])
+    assert [r["run_id"] for r in doc["latest_regressions"]] == ["r2"]
+    assert "<-- possible regression" in render_text(doc) and "REGRESSION" not in render_text(doc)
+
+
+def test_a_drop_significant_by_a_hair_and_reaching_past_the_threshold_is_no_plain_regression():
+    # Issue 37: a drop whose interval's harmless end was about -1 % and whose other end reached past
+    # -10 % was printed '<-- REGRESSION'. Only an interval wholly beyond -10 % is one.
+    r1, r2 = [1000.0, 1030.0, 970.0], [930.0, 960.0, 900.0]
+    rows = by_run(trend([p("r1", *r1, day=1), p("r2", *r2, day=2)]))
+    rel = rows["r2"].relative
+    assert rel["ci_low_pct"] < -10 and -2 < rel["ci_high_pct"] < 0
+    assert rows["r2"].verdict == "possible regression"
+    words = change_of(relative_difference(r2, r1, margin_pct=10))[1]
+    assert words.startswith("possible regression") and "-10%" in words
+    rows = by_run(trend([p("r1", *r1, day=1), p("r2", 800.0, 810.0, 820.0, day=2)]))
+    assert rows["r2"].relative["ci_high_pct"] < -10 and rows["r2"].verdict == "regression"
 
 
 def test_a_wide_change_is_inconclusive_and_one_repetition_too_few():
     rows = by_run(trend([p("r1", 700, 1000, 1300, day=1), p("r2", 600, 850, 1100, day=2)]))
-    assert rows["r2"].verdict == "inconclusive" and rows["r2"].relative["words"].startswith("inconclusive (±")
+    assert rows["r2"].verdict == "inconclusive" and rows["r2"].relative["words"].startswith("inconclusive (-")
     rows = by_run(trend([p("r1", 1000, day=1), p("r2", 500, day=2)]))
     assert rows["r2"].verdict == "too few repetitions"
 

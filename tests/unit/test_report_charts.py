@@ -188,7 +188,7 @@ def test_relative_bars_draw_each_verdict_as_what_it_is() -> None:
     assert not hollow["error_x"]["visible"]
     words = [a["text"] for a in fig["layout"]["annotations"]]
     assert words[0].startswith("paired: faster · +10.0% [")
-    assert re.match(r"Welch: inconclusive \(±\d+\.\d%\) ~\d+ reps · \+\d+\.\d% \[-", words[1])
+    assert re.match(r"Welch: inconclusive \(-\d+%\.\.\+\d+%\) ~\d+ reps · \+\d+\.\d% \[-", words[1])
     assert words[2] == "Welch: too few reps: 3+ each · -10.0%, no interval (n=1)"
     go.Figure(fig)
 

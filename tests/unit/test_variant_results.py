@@ -109,13 +109,15 @@ def test_variants_compare_with_the_baseline_variant_on_the_same_host_paired_by_r
     assert (other["vs"], other["vs_variant"], other["design"]) == ("a", "durable", "welch")
     assert rows[("a", "durable", 4)]["relative"] is None
     assert rows[("b", "relaxed", 4)]["label"] == "b · relaxed"
-    # Blocks: each block a pair; a repetition's figure is its blocks' mean.
+    # Blocks: each block pair gives a log ratio, a repetition's is its blocks' mean, and the repetition
+    # is the unit (issue 37: 2 repetitions x 2 blocks were 4 pairs, df 3, unit 'block').
     blocks = [summary("a", v, rep, tps * (1 + 0.01 * b), block=b)
               for rep in (1, 2) for b in (1, 2) for v, tps in (("durable", 100.0), ("relaxed", 110.0))]
     rows = rows_of(blocks, {"targets": [{"id": "a", "kind": "local"}], "variants": spec["variants"],
                             "baseline": "durable"})
     rel = rows[("a", "relaxed", 4)]["relative"]
-    assert (rel["unit"], rel["pairs"]) == ("block", 4) and rel["pct"] == pytest.approx(10.0)
+    assert (rel["unit"], rel["pairs"], rel["blocks"], rel["repetitions"]) == ("repetition", 2, 4, [2, 2])
+    assert rel["pct"] == pytest.approx(10.0)
     assert rows[("a", "relaxed", 4)]["tps"]["values"] == pytest.approx([110 * 1.015, 110 * 1.015])
     assert rows[("a", "relaxed", 4)]["label"] == "relaxed"
 

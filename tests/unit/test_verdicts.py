@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 import random
+import statistics
+from dataclasses import asdict
 from datetime import UTC, datetime
 
 import pytest
@@ -15,6 +17,8 @@ from benchfleet.stats import comparison
 from benchfleet.stats.run import ran_in_rounds
 from benchfleet.stats.verdict import (
     compare_units,
+    design_words,
+    interval_text,
     multiplicity,
     paired_difference,
     relative_difference,
@@ -85,7 +89,8 @@ def test_words_say_what_the_interval_allows_against_the_margin(candidate: list[f
                                                                 words: str | None) -> None:
     rel = paired_difference(candidate, [1000.0, 1000.0, 1000.0])
     assert rel.verdict == verdict and rel.margin_pct == 5.0
-    assert rel.words == (words or f"inconclusive (±{rel.halfwidth_pct:.1f}%)")
+    # Inconclusive names both ends of its (asymmetric) interval, never one half-width.
+    assert rel.words == (words or f"inconclusive ({interval_text(rel.ci_low_pct, rel.ci_high_pct)})")
     assert rel.halfwidth_pct == pytest.approx(100 * math.expm1(math.log1p(rel.ci_high_pct / 100)
                                                                - math.log1p(rel.pct / 100)))
     if verdict == "inconclusive":
@@ -239,3 +244,60 @@ def test_compare_of_two_runs_with_variants_compares_each_variant_with_itself() -
     text = captured.get()
     assert "a/durable" in text and "a/relaxed" in text
     assert compare_runs(doc("r3", {"": [2000.0, 2020, 1980]}), second)["rows"] == []
+
+
+def _clustered(rng: random.Random, reps: int, blocks: int, effect: float, tau: float,
+               noise: float) -> tuple[dict[tuple[int, int], float], dict[tuple[int, int], float]]:
+    """(repetition, block) -> tps of two variants measured block by block: each repetition has its own
+    server speed and its own effect (effect x lognormal(tau): the true effect varies between
+    repetitions), each block its own noise."""
+    cand, base = {}, {}
+    for r in range(1, reps + 1):
+        server, mine = 1000 * rng.lognormvariate(0, 0.05), effect * rng.lognormvariate(0, tau)
+        for b in range(1, blocks + 1):
+            base[(r, b)] = server * rng.lognormvariate(0, noise)
+            cand[(r, b)] = server * mine * rng.lognormvariate(0, noise)
+    return cand, base
+
+
+def test_blocks_are_averaged_within_their_repetition_and_the_interval_is_over_repetitions() -> None:
+    # Issue 37: 3 repetitions x 2 blocks were 6 pairs, df 5, unit 'block'. Blocks of one repetition share
+    # its server and its moment: their log ratios are averaged, the t interval is over the 3 repetitions.
+    cand, base = _clustered(random.Random(7), 3, 2, 1.5, 0.3, 0.01)
+    rel = compare_units(cand, base, "block")
+    per_rep = [statistics.fmean(math.log(cand[(r, b)] / base[(r, b)]) for b in (1, 2)) for r in (1, 2, 3)]
+    ci = sp.ttest_1samp(per_rep, 0.0).confidence_interval(0.95)
+    assert (rel.ci_low_pct, rel.ci_high_pct) == (pytest.approx(100 * math.expm1(ci.low), rel=1e-9),
+                                                 pytest.approx(100 * math.expm1(ci.high), rel=1e-9))
+    assert (rel.design, rel.unit, rel.repetitions, rel.pairs, rel.df, rel.blocks) == (
+        "paired", "repetition", (3, 3), 3, 2.0, 6)
+    assert rel.pct == pytest.approx(100 * math.expm1(statistics.fmean(per_rep)))
+    # Tables and the report name the design with its repetitions and blocks.
+    assert design_words(rel) == "paired (3 reps, 6 blocks)" and design_words(asdict(rel)) == design_words(rel)
+    assert design_words(paired_difference([2.0, 3.0], [1.0, 1.0])) == "paired"
+    assert design_words(relative_difference([2.0, 3.0], [1.0, 1.0])) == "Welch"
+    # The block pairs' interval (what was reported) is narrower than the repetitions allow.
+    blocks = paired_difference(list(cand.values()), [base[k] for k in cand])
+    assert blocks.halfwidth_pct < rel.halfwidth_pct
+
+
+def test_one_repetition_of_many_blocks_is_too_few_repetitions() -> None:
+    # local-galera.yaml: 1 repetition x 3 blocks got a full verdict; the gate counts repetitions.
+    cand, base = _clustered(random.Random(3), 1, 3, 1.3, 0.0, 0.01)
+    rel = compare_units(cand, base, "block")
+    assert (rel.verdict, rel.repetitions, rel.blocks, rel.ci_low_pct) == ("too few repetitions", (1, 1), 3, None)
+    two, base2 = _clustered(random.Random(3), 2, 3, 1.0, 0.0, 0.01)
+    assert compare_units(two, base2, "block").verdict in ("too few repetitions", "faster", "slower")
+    assert compare_units(two, base2, "block").repetitions == (2, 2)
+
+
+@pytest.mark.parametrize("tau", [0.0, 0.02])
+def test_the_a_a_false_positive_rate_stays_near_5pct_when_the_effect_varies_between_repetitions(tau: float) -> None:
+    # Issue 37's simulation through the product's verdict: 3 repetitions x 2 blocks, 1 % block noise, no
+    # true effect on average but a per-repetition effect of spread tau. Pairing blocks gave 0.146 at
+    # tau = 2 %; per repetition the t interval is exact (the per-repetition log ratios are iid normal).
+    rng = random.Random(37)
+    trials = 4000
+    claims = sum(compare_units(*_clustered(rng, 3, 2, 1.0, tau, 0.01), "block").verdict in ("faster", "slower")
+                 for _ in range(trials))
+    assert 0.035 <= claims / trials <= 0.065, claims / trials

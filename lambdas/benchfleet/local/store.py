@@ -123,12 +123,20 @@ ALTER TABLE runs ADD COLUMN IF NOT EXISTS machine JSON;
 # and which runs are copies of cloud runs loaded from their raw output (benchfleet.rawsync): from where,
 # as of which status of the execution, how many raw files. A copy of a run that had ended is final (its
 # raw output never changes again): it is not downloaded again. A copy of a running run is partial.
+# calibrations: the variance components `benchfleet calibrate` measured for a spec on this machine
+# (benchfleet.stats.resolution), per thread count; the newest replaces the one before.
 OWNERS = """
 CREATE TABLE IF NOT EXISTS run_owners (
     run_id VARCHAR PRIMARY KEY, host VARCHAR NOT NULL, pid INTEGER NOT NULL, started VARCHAR);
 CREATE TABLE IF NOT EXISTS cloud_copies (
     run_id VARCHAR PRIMARY KEY, source VARCHAR NOT NULL, cloud_status VARCHAR NOT NULL,
     raw_files INTEGER NOT NULL, loaded_at TIMESTAMPTZ NOT NULL);
+CREATE TABLE IF NOT EXISTS calibrations (
+    spec_name VARCHAR NOT NULL, fingerprint VARCHAR NOT NULL, threads INTEGER NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL, machine JSON NOT NULL, run_ids JSON NOT NULL, runs INTEGER NOT NULL,
+    repetitions INTEGER NOT NULL, blocks INTEGER NOT NULL, sd_block DOUBLE, sd_repetition DOUBLE,
+    sd_run DOUBLE, sd_repetition_total DOUBLE, sd_paired DOUBLE,
+    PRIMARY KEY (spec_name, fingerprint, threads));
 """
 # How long to wait for another benchfleet process's write (milliseconds) or read to finish.
 LOCK_WAIT_S = 60.0
@@ -467,6 +475,25 @@ class DuckDBStore:
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         return self._dicts(sql, params)
+
+    # ---- calibrations ------------------------------------------------------------------------
+    def replace_calibration(self, spec_name: str, fingerprint: str, machine: dict[str, Any],
+                            run_ids: Sequence[str], rows: Sequence[dict[str, Any]]) -> None:
+        """A spec's calibration on the machine ``fingerprint`` names: one row per thread count (each a
+        :func:`benchfleet.stats.resolution.components` result with ``threads``), replacing any before."""
+        now = datetime.now(UTC)
+        with self._writing() as db:
+            db.execute("DELETE FROM calibrations WHERE spec_name = ? AND fingerprint = ?", [spec_name, fingerprint])
+            for r in rows:
+                db.execute("INSERT INTO calibrations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                           [spec_name, fingerprint, int(r["threads"]), now, json.dumps(machine, sort_keys=True),
+                            json.dumps(list(run_ids)), r["runs"], r["repetitions"], r["blocks"], r["sd_block"],
+                            r["sd_repetition"], r["sd_run"], r["sd_repetition_total"], r["sd_paired"]])
+
+    def calibration(self, spec_name: str, fingerprint: str) -> list[dict[str, Any]]:
+        """The stored calibration of ``spec_name`` on this machine, one row per thread count ([] if none)."""
+        return self._dicts("SELECT * FROM calibrations WHERE spec_name = ? AND fingerprint = ? ORDER BY threads",
+                           [spec_name, fingerprint])
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
         """A statement that writes, in its own short transaction (``query`` only reads)."""

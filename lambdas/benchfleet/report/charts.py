@@ -14,6 +14,7 @@ from typing import Any
 
 from benchfleet.stats.caveats import words as caveat_words
 from benchfleet.stats.figures import percentile_of
+from benchfleet.stats.verdict import design_words
 
 Figure = dict[str, Any]
 
@@ -251,8 +252,7 @@ def verdict_words(relative: dict[str, Any]) -> str:
     else:
         reps = relative.get("repetitions") or []
         figure += f", no interval (n={min(reps) if reps else '?'})"
-    design = "paired" if relative.get("design") == "paired" else "Welch"
-    return f"{design}: {words} · {figure}"
+    return f"{design_words(relative)}: {words} · {figure}"
 
 
 _VERDICT_COLORS = {"faster": "#17803d", "slower": "#b42318", "equivalent": "#1d4ed8"}

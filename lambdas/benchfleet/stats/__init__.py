@@ -10,8 +10,9 @@ Pure Python and the standard library only (Lambdas import this module). Conventi
   per-repetition percentiles, and their median where that is one repetition's figure (odd counts).
 - A percentile of a series uses linear interpolation between closest ranks (Hyndman & Fan type 7,
   the same as DuckDB's ``quantile_cont``), so SQL and Python give the same numbers.
-- Relative differences are verdicts (:mod:`benchfleet.stats.verdict`): paired by unit (repetition,
-  block, round) where both sides were measured together, Welch on the log of the ratio of means
+- Relative differences are verdicts (:mod:`benchfleet.stats.verdict`): paired by unit (repetition or
+  round; the blocks of a repetition averaged within it, never units of their own) where both sides
+  were measured together, Welch on the log of the ratio of means
   where they ran apart; the words say "inconclusive (±x%)" or "equivalent within ±m%" rather than
   "no difference", and "too few repetitions" (with how many would decide) below MIN_REPETITIONS.
 """

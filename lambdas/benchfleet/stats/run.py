@@ -357,13 +357,16 @@ NOTES = {
               "transactions less their ramps over their time less their ramps; counts add up, the per-second "
               "mean and stdev are pooled exactly, extremes and latency percentiles are the highest (or lowest) "
               "block's (never averaged); the per-second median and latency CV are the mean of the blocks'. "
-              "Paired verdicts pair block by block",
+              "Paired verdicts pair block by block and average the blocks' log ratios within each repetition: "
+              "the repetition is the unit (repetitions and df count repetitions; relative.blocks the blocks)",
     "relative": "the verdict against the baseline at the same threads (benchfleet.stats.verdict): design "
-                "'paired' (per-unit log ratios of units both sides share: repetition, block or round; t "
-                "interval of their mean; pct is the geometric mean of the ratios) or 'welch' (sides measured "
+                "'paired' (per-unit log ratios of units both sides share: repetition or round, a repetition's "
+                "the mean of its blocks'; t interval of their mean over repetitions; pct is the geometric mean "
+                "of the ratios) or 'welch' (sides measured "
                 "apart: Welch interval on the log of the ratio of means); words: faster/slower when the "
                 "interval excludes 0 ('within ±m%' when it also lies inside the margin), 'equivalent within "
-                "±m%' when it contains 0 inside the margin, 'inconclusive (±x%)' when it reaches beyond it, "
+                "±m%' when it contains 0 inside the margin, 'inconclusive (-x%..+y%)' (both ends) when it "
+                "reaches beyond it, "
                 "'too few repetitions' below 3 on a side, with the repetitions that would decide; 0 tps is "
                 "-100%. refused: two variants whose servers ran a setting the spec varies with the same "
                 "value (the server did not take one side's) get no verdict, only the reason",

@@ -11,7 +11,8 @@
 -- across repetitions are shown); relative_pct = 100 * (mean tps / baseline mean tps - 1) at the same
 -- threads (the verdict's own figure: for a paired verdict the geometric mean of the per-unit ratios).
 -- Verdict (benchfleet.stats.verdict, issue 29): a variant against its target's baseline variant is
--- paired by (repetition, block): t interval on the mean log ratio, n - 1 degrees of freedom; anything
+-- paired by repetition (a repetition's log ratio the mean of its blocks'): t interval on the mean log
+-- ratio, repetitions - 1 degrees of freedom; anything
 -- else is Welch on the log of the ratio of per-repetition means, its t from the fragment t_of_df
 -- (sql/common/t_of_df.sql).
 -- relative_ci_low_pct/high_pct: the 95% interval; verdict: faster / slower (interval excludes 0),

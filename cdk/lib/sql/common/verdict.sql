@@ -1,11 +1,13 @@
 -- Fragment ${verdict} of the step results datasets (substituted at synth by cdk/lib/dashboards.ts, and by
 -- tests/unit/test_dataset_sql.py, before the t_of_df and t975 placeholders): the verdict of every row
--- against its baseline as benchfleet.stats.verdict gives it, the CTEs reps, spread, against, paired,
+-- against its baseline as benchfleet.stats.verdict gives it, the CTEs reps, spread, against, paired_reps, paired,
 -- needs_t, t, verdicts and worded. The query defines before it: steps (run_id, target_id, variant,
 -- threads), units (run_id, target_id, variant, threads, repetition, block, tps: a measured step or
 -- block), t975, and bases (run_id, baseline_target, baseline_variant, margin_pct). A variant against
--- its target's baseline variant is paired by (repetition, block): t interval on the mean log ratio,
--- n - 1 degrees of freedom; anything else is Welch on the log of the ratio of per-repetition means.
+-- its target's baseline variant is paired by repetition: each repetition's log ratio is the mean of its
+-- blocks' (blocks of one repetition share its server and moment: not independent pairs, issue 37), t
+-- interval on the mean over repetitions, repetitions - 1 degrees of freedom; anything else is Welch on
+-- the log of the ratio of per-repetition means.
 -- Per-repetition means (of a step split into blocks, over its blocks), and their spread.
 reps AS (
     SELECT run_id, target_id, variant, threads, repetition, avg(tps) AS tps
@@ -23,16 +25,20 @@ against AS (
            s.variant <> r.baseline_variant AS paired
     FROM steps s JOIN bases r ON r.run_id = s.run_id
 ),
-paired AS (
-    SELECT a.run_id, a.target_id, a.variant, a.threads, count(*) AS n, avg(ln(c.tps / b.tps)) AS md,
-           var_samp(ln(c.tps / b.tps)) AS vd
+paired_reps AS (
+    SELECT a.run_id, a.target_id, a.variant, a.threads, c.repetition, avg(ln(c.tps / b.tps)) AS d
     FROM against a
     JOIN units c ON c.run_id = a.run_id AND c.target_id = a.target_id AND c.variant = a.variant
         AND c.threads = a.threads
     JOIN units b ON b.run_id = a.run_id AND b.target_id = a.vs_target AND b.variant = a.baseline_variant
         AND b.threads = a.threads AND b.repetition = c.repetition AND b.block = c.block
     WHERE a.paired AND c.tps > 0 AND b.tps > 0
-    GROUP BY a.run_id, a.target_id, a.variant, a.threads
+    GROUP BY a.run_id, a.target_id, a.variant, a.threads, c.repetition
+),
+paired AS (
+    SELECT run_id, target_id, variant, threads, count(*) AS n, avg(d) AS md, var_samp(d) AS vd
+    FROM paired_reps
+    GROUP BY run_id, target_id, variant, threads
 ),
 -- One log ratio, its squared standard error, degrees of freedom and the repetitions (or pairs) of the
 -- smaller side, per design.

@@ -14,7 +14,7 @@
 -- margin_pct, which collect writes as a measure of every summary record (5%, the spec's default, for
 -- records written before it did).
 -- The verdict is computed as sql/athena/step_results.sql computes it (benchfleet.stats.verdict): a
--- variant against its target's baseline variant paired by (repetition, block), anything else Welch on
+-- variant against its target's baseline variant paired by repetition (over its blocks), anything else Welch on
 -- the log of the ratio of per-repetition means; relative_ci_low/high_pct its 95% interval; verdict
 -- faster / slower / equivalent / inconclusive / too few repetitions / insufficient data / baseline.
 -- caveats: the two sides' CPU steal (1 point or more apart) and iowait (5 points), with the figures
