@@ -362,20 +362,26 @@ def noise_from_store(store: Any, doc: Mapping[str, Any]) -> dict[SeriesKey, RunN
 
 CALIBRATION_SQL = """
 SELECT threads, sd_run, runs FROM calibrations
-WHERE spec_name = ? AND sd_run IS NOT NULL ORDER BY created_at
+WHERE spec_name = ? AND fingerprint = ? AND sd_run IS NOT NULL ORDER BY created_at
 """
 
 
-def calibration_noise(store: Any, name: str) -> dict[int, RunNoise]:
+def calibration_noise(store: Any, name: str, fingerprint: str | None = None) -> dict[int, RunNoise]:
     """The between-run component a stored calibration (``benchfleet calibrate``: the store's
-    ``calibrations`` table, sd_run of log tps between its A/A runs) measured for the spec ``name``, per
-    thread count (the newest); {} when there is none or this store has no such table. It stands for
+    ``calibrations`` table, sd_run of log tps between its A/A runs) measured for the spec ``name`` on the
+    machine ``fingerprint`` names (default: this one; a calibration holds only where it was measured),
+    per thread count (the newest); {} when there is none or this store has no such table. It stands for
     every series of that thread count while the spec's own runs are too few to say."""
     if not store.query("SELECT 1 FROM information_schema.tables WHERE table_name = 'calibrations'"):
         return {}
+    if fingerprint is None:
+        from benchfleet.local.calibration import fingerprint as key
+        from benchfleet.local.calibration import machine
+
+        fingerprint = key(machine())
     return {int(r["threads"]): RunNoise(int(r["runs"]), float(r["sd_run"]), float(max(1, int(r["runs"]) - 1)),
                                         "calibration")
-            for r in store.query(CALIBRATION_SQL, [name])}
+            for r in store.query(CALIBRATION_SQL, [name, fingerprint])}
 
 
 def _label(target_id: str, variant: str, threads: int) -> str:

@@ -14,6 +14,7 @@ import pytest
 
 from benchfleet.cli import main
 from benchfleet.history import history, point_from_row, render_text
+from benchfleet.local import calibration
 from benchfleet.local.store import DuckDBStore, open_store
 
 REPO = Path(__file__).resolve().parents[2]
@@ -213,10 +214,13 @@ def test_a_stored_calibration_stands_in_while_the_runs_are_too_few(bf_home: Path
     """The calibrations table `benchfleet calibrate` writes (sd_run: between runs, log tps): read when
     the spec's own runs cannot say yet."""
     first, second = _runs(bf_home, [2400.0, 1900.0])
+    here = calibration.machine()
     with open_store(bf_home) as store:
-        store.execute("CREATE TABLE IF NOT EXISTS calibrations (spec_name VARCHAR, fingerprint VARCHAR, "
-                      "threads INTEGER, created_at TIMESTAMPTZ, runs INTEGER, sd_run DOUBLE)")
-        store.execute("INSERT INTO calibrations VALUES ('nightly', 'f', 4, now(), 3, 0.03)")
+        row = {"threads": 4, "runs": 3, "repetitions": 3, "blocks": 2, "sd_block": 0.01, "sd_repetition": 0.02,
+               "sd_run": 0.03, "sd_repetition_total": 0.02, "sd_paired": 0.01}
+        # Another machine's calibration of the same spec is never used here.
+        store.replace_calibration("nightly", "another-machine", here, ["c1"], [{**row, "sd_run": 0.30}])
+        store.replace_calibration("nightly", calibration.fingerprint(here), here, ["c1", "c2", "c3"], [row])
     _, doc = _json(capsys, "compare", first, second)
     rel = doc["rows"][0]["relative"]
     assert rel["run_to_run"] == {"measured": True, "runs": 3, "sd_pct": pytest.approx(3.045, abs=1e-3),
