@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from synthetic import DEMO_TARGETS, TARGETS, fill_store
+from synthetic import DEMO_TARGETS, TARGETS, fill_demo_pair, fill_store
 from tests.sysbench_logs import run_log
 
 from benchfleet.importer import import_logs
@@ -167,7 +167,7 @@ def _marks(dom: str) -> dict[str, object]:
         "hollow": sum(1 for b in bars if re.search(r"fill-opacity: 0;", b)),
         "bars": len(bars),
         "caveats": re.findall(r"<span class=\"caveat\">([^<]*)</span>",
-                              dom.split("Results by target and threads", 1)[1].split("</table>")[0]),
+                              dom.split("Results by target and threads", 1)[-1].split("</table>")[0]),
     }
 
 
@@ -316,3 +316,35 @@ def test_the_report_of_two_insert_runs_draws_both_curves_with_the_verdict(tmp_pa
     assert "<h2>Throughput at 4 threads, both runs</h2>" in dom
     errors = [line for line in result.stderr.splitlines() if ":CONSOLE" in line and "rror" in line]
     assert not errors, "\n".join(errors)
+
+
+def test_the_report_of_two_demo_runs_draws_every_kind_of_verdict(tmp_path: Path) -> None:
+    """Two runs of the demo's shape (variants on one server), their verdicts run against run decisive,
+    inconclusive and too few: the report crashed (ValueError from the hatched bar's colour). Every chart
+    renders without a console error; the relative chart draws one solid, hatched and hollow bar of each
+    kind, whiskers where there is an interval. Screenshot: test-artifacts/report-pair-demo.png."""
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed (make browser-deps installs Debian's chromium)")
+    from benchfleet.report.pair import write_pair_report
+
+    store = DuckDBStore(tmp_path / "benchfleet.duckdb")
+    try:
+        base, other = fill_demo_pair(store)
+        report = write_pair_report(store, base, other, tmp_path / "pair-demo.html")
+    finally:
+        store.close()
+    assert report.stat().st_size < 1_500_000
+    expected = int(re.search(r"data-charts='(\d+)'", report.read_text()).group(1))
+    ARTIFACTS.mkdir(exist_ok=True)
+    result = chromium(tmp_path, "--enable-logging=stderr", "--v=0", "--window-size=1280,3000",
+                      f"--screenshot={ARTIFACTS / 'report-pair-demo.png'}", "--dump-dom", report.as_uri())
+    assert result.returncode == 0, result.stderr[-2000:]
+    dom = result.stdout
+    assert len(re.findall(r'class="[^"]*\bjs-plotly-plot\b', dom)) == expected
+    errors = [line for line in result.stderr.splitlines() if ":CONSOLE" in line and "rror" in line]
+    assert not errors, "\n".join(errors)
+    marks = _marks(dom)
+    assert marks["bars"] == 4 and marks["hatched"] >= 1 and marks["hollow"] == 1, marks
+    assert marks["whiskers"] == 4, marks  # the too-few one (2 repetitions against 3) has an interval too
+    kinds = sorted(re.match(r"Welch: (faster|inconclusive|too few reps)", w).group(1) for w in marks["words"])
+    assert kinds == ["faster", "inconclusive", "inconclusive", "too few reps"], marks["words"]

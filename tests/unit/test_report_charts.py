@@ -191,6 +191,9 @@ def test_relative_bars_draw_each_verdict_as_what_it_is() -> None:
     assert re.match(r"Welch: inconclusive \(±\d+\.\d%\) ~\d+ reps · \+\d+\.\d% \[-", words[1])
     assert words[2] == "Welch: too few reps: 3+ each · -10.0%, no interval (n=1)"
     go.Figure(fig)
+    # A series the palette does not name is drawn in the fallback grey, hatched too (it crashed: '#555').
+    unnamed = {t["name"]: t for t in charts.relative_bars(rows, {}, "t", 5.0)["data"]}
+    assert unnamed[charts.STYLES["inconclusive"]]["marker"]["color"] == ["rgba(85,85,85,0.12)"]
 
 
 def test_caveats_are_computed_with_their_figures_and_thresholds() -> None:

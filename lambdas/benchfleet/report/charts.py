@@ -12,6 +12,8 @@ import math
 from html import escape
 from typing import Any
 
+from plotly.colors import hex_to_rgb
+
 from benchfleet.stats.caveats import words as caveat_words
 from benchfleet.stats.figures import percentile_of
 
@@ -35,8 +37,14 @@ def colors(target_ids: list[str]) -> dict[str, str]:
     return out
 
 
+# The colour of a series the palette does not name.
+FALLBACK_COLOR = "#555555"
+
+
 def _rgba(color: str, alpha: float) -> str:
-    r, g, b = (int(color[i:i + 2], 16) for i in (1, 3, 5))
+    """``color`` (#rgb or #rrggbb) at opacity ``alpha``: Plotly's parser, since a shorthand '#555' read as
+    six digits once crashed the report of two runs."""
+    r, g, b = hex_to_rgb(color)
     return f"rgba({r},{g},{b},{alpha})"
 
 
@@ -271,7 +279,7 @@ def relative_bars(rows: list[dict[str, Any]], palette: dict[str, str], title: st
         mine = [(n, r) for n, r in zip(names, shown, strict=True) if verdict_style(r["relative"]) == style]
         if not mine:
             continue
-        colors = [palette.get(name_of(r), palette.get(label_of(r), "#555")) for _, r in mine]
+        colors = [palette.get(name_of(r), palette.get(label_of(r), FALLBACK_COLOR)) for _, r in mine]
         rels = [r["relative"] for _, r in mine]
         marker: dict[str, Any] = {"line": {"color": colors, "width": 2 if style != "finding" else 1}}
         if style == "finding":

@@ -64,8 +64,12 @@ def render_pair_report(store: DuckDBStore, baseline_run: str, run: str) -> str:
     merged = {**both[1], "rows": both[0]["rows"] + both[1]["rows"]}
     series_names = list(dict.fromkeys(charts.label_of(r) for r in merged["rows"]))
     palette = charts.colors(series_names)
-    # Verdict rows named "<target> vs <baseline target>" in the palette of the second run's series.
+    # Verdict rows named "<target> vs <baseline target>", each in the colour of the second run's series it
+    # compares (a variant's series is named by the variant alone, its verdict row by target/variant).
+    series_of = {(r["target_id"], r.get("variant") or ""): r["label"] for r in both[1]["rows"]}
     verdict_rows = [{**r, "label": f"{labels[1]}: {compared_label(r)}"} for r in pair["rows"]]
+    verdict_palette = {r["label"]: palette.get(series_of.get((r["target_id"], r.get("variant") or ""), ""),
+                                               charts.FALLBACK_COLOR) for r in verdict_rows}
 
     def versus(row: dict[str, Any]) -> str:
         return f"{compared_label(row)} vs {row['vs_target_id']}" if row["target_id"] != row["vs_target_id"] \
@@ -80,7 +84,7 @@ def render_pair_report(store: DuckDBStore, baseline_run: str, run: str) -> str:
     mixed = len(percentiles) > 1
     sections = [
         ("relative", f"{labels[1]} relative to {labels[0]}", charts.relative_bars(
-            verdict_rows, {r["label"]: palette.get(r["label"], "#555") for r in verdict_rows},
+            verdict_rows, verdict_palette,
             f"Throughput of {labels[1]} relative to {labels[0]} (%; whiskers: 95% interval)",
             float(pair["margin_pct"]), name_of=versus), html.RELATIVE_NOTE.format(margin=pair["margin_pct"])),
         ("throughput", f"Throughput {per}, both runs", charts.throughput(merged, palette),
