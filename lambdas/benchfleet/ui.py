@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from benchfleet import summary
 from benchfleet.plan import Plan, PlanStep, TargetPlan
 from benchfleet.records import AgentOutput, Sample, StepSummary, sample_phase
 from benchfleet.stats.caveats import words as caveat_words
@@ -432,6 +433,7 @@ def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
                       *([caveat_words(r.get("caveats"))] if any(x.get("caveats") for x in rows) else []),
                       style=style or None)
     console.print(table)
+    print_answer(summary.run_sentences(stats))
     print_cluster_status(doc)
     if multiplicity_text(stats):
         console.print(multiplicity_text(stats))
@@ -450,6 +452,12 @@ def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
     ui_cost.print_breakdown(console, stats, models)
     ui_cost.print_cross_zone(console, stats)
     ui_cost.print_speedup(console, stats)
+
+
+def print_answer(sentences: list[str]) -> None:
+    """The table's answer in plain sentences (benchfleet.summary, as the report's summary says them)."""
+    for sentence in sentences:
+        console.print(f"- {sentence}", markup=False, highlight=False)
 
 
 def print_cluster_status(doc: dict[str, Any]) -> None:
@@ -495,6 +503,7 @@ def print_run_comparison(doc: dict[str, Any]) -> None:
                       *([caveat_words(r.get("caveats"))] if any(x.get("caveats") for x in doc["rows"]) else []),
                       style=style or None)
     console.print(table)
+    print_answer(summary.pair_sentences(doc, (doc["run"], doc["baseline_run"])[::-1]))
     if multiplicity_text(doc):
         console.print(multiplicity_text(doc))
     if doc["unmatched"]:

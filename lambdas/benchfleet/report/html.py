@@ -19,7 +19,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from benchfleet import stats
+from benchfleet import stats, summary
 from benchfleet.local.store import DuckDBStore
 from benchfleet.report import charts
 from benchfleet.report.data import fingerprint_values, given, host_of, layout_text, status_timeline, timeline
@@ -51,6 +51,8 @@ background:repeating-linear-gradient(135deg,#fff,#fff 4px,#fbf1dc 4px,#fbf1dc 8p
 text-align:left}
 .muted{color:#888} .note{font-size:12px;color:#555;margin:4px 0} details pre{font-size:12px;overflow:auto}
 .chart{min-height:260px}
+.answer ul{margin:4px 0;padding-left:20px;font-size:15px;line-height:1.45} .answer li{margin:3px 0}
+.answer ul.caveats{font-size:13px;color:#9a3412}
 """
 
 
@@ -209,7 +211,11 @@ def render_report(store: DuckDBStore, run_id: str) -> str:
                     "thousands of transactions per second, at every thread count, on-demand (solid) and 1-year "
                     "reserved, all upfront (dashed). Error bars: the 95% interval of the mean tps carried through."))
 
-    parts = [_header(run, comparison), _targets_table(comparison, run.get("spec") or {}),
+    parts = [summary_section(f"<h1>{escape(run['name'])}</h1>", _subtitle(comparison),
+                             summary.run_banner(run, comparison.get("trial")), summary.run_sentences(comparison),
+                             summary.caveat_lines(comparison["rows"], charts.label_of, caveat_words,
+                                                  comparison.get("multiplicity"))),
+             _header(run, comparison), _targets_table(comparison, run.get("spec") or {}),
              _storage_table(comparison), _summary_table(comparison)]
     for key, title, fig, note in figures:
         parts.append(figure_section(key, title, fig, note))
@@ -301,13 +307,27 @@ def _header(run: dict[str, Any], comparison: dict[str, Any]) -> str:
     grid = "".join(f"<div>{escape(k)}</div><div>{v}</div>" for k, v in kv)
     spec_json = escape(json.dumps(spec, indent=2, default=str))
     msg = f"<p class='note'>{_e(run.get('message'))}</p>" if run.get("message") else ""
-    trial = comparison.get("trial")
-    banner = (f"<p class='trial' id='trial'>Not the spec's result: {escape(str(trial.get('label')))}. "
-              "It shows that the comparison runs, not how the targets compare.</p>" if trial else "")
-    return (f"<h1>{escape(run['name'])}</h1><div class='sub'>benchfleet report - "
-            f"{len(comparison['targets'])} targets, {len(comparison['rows'])} target x threads results</div>"
-            f"{banner}<div class='card'><div class='kv'>{grid}</div>{msg}"
+    return (f"<h2>Run</h2><div class='card'><div class='kv'>{grid}</div>{msg}"
             f"<details><summary>Spec</summary><pre>{spec_json}</pre></details></div>")
+
+
+def _subtitle(comparison: dict[str, Any]) -> str:
+    targets = len(comparison["targets"])
+    return (f"benchfleet report - {targets} target{'' if targets == 1 else 's'}, {len(comparison['rows'])} "
+            "target x threads results")
+
+
+def summary_section(title: str, subtitle: str, banner: str | None, sentences: list[str], caveats: list[str]) -> str:
+    """The first thing a report shows (``<section id="summary">``): its title, what a reader must know before
+    any figure (a run that did not finish, a smoke run), the answer in one sentence per comparison
+    (benchfleet.summary, as the terminal prints them) and the caveats that apply."""
+    found = "".join(f"<li>{escape(s)}</li>" for s in sentences) or (
+        "<li class='muted'>Nothing is compared: one series only, or no verdict could be reached.</li>")
+    notes = (f"<p class='note'>Caveats:</p><ul class='caveats'>{''.join(f'<li>{escape(c)}</li>' for c in caveats)}</ul>"
+             if caveats else "")
+    flag = f"<p class='trial' id='trial'>{escape(banner)}</p>" if banner else ""
+    return (f"<section id='summary'>{title}<div class='sub'>{escape(subtitle)}</div>{flag}"
+            f"<div class='card answer'><ul>{found}</ul>{notes}</div></section>")
 
 
 def _targets_table(comparison: dict[str, Any], spec: dict[str, Any]) -> str:

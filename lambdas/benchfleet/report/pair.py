@@ -16,7 +16,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from benchfleet import stats
+from benchfleet import stats, summary
 from benchfleet.local.store import DuckDBStore
 from benchfleet.report import charts, html
 from benchfleet.report.data import status_timeline, timeline
@@ -125,7 +125,14 @@ def render_pair_report(store: DuckDBStore, baseline_run: str, run: str) -> str:
             "seconds since the run's first sample."))
     sections += statuses
 
-    body = [_header(runs, labels, pair), _verdict_table(pair, labels)]
+    banners = [f"{label}: {text}" for run_row, doc, label in zip(runs, docs, labels, strict=True)
+               if (text := summary.run_banner(run_row, doc.get("trial")))]
+    body = [html.summary_section(
+        f"<h1>{escape(labels[1])} against {escape(labels[0])}</h1>",
+        f"benchfleet report of two runs - {len(pair['rows'])} target x threads compared",
+        " ".join(banners) or None, summary.pair_sentences(pair, labels),
+        summary.caveat_lines(pair["rows"], versus, caveat_words, pair.get("multiplicity"))),
+        _header(runs, labels, pair), _verdict_table(pair, labels)]
     missing = {"timeline-0": html._MISSING["timeline"], "timeline-1": html._MISSING["timeline"],
                "latency": f"The runs report different latency percentiles ({', '.join('p' + p for p in percentiles)}: "
                           "their workloads' percentile), which one axis cannot compare; each run's own report "
@@ -192,8 +199,7 @@ def _header(runs: list[dict[str, Any]], labels: tuple[str, str], pair: dict[str,
                      html._e(spec.get("repetitions"))])
     unmatched = (f"<p class='note'>Not in both runs: {escape(', '.join(pair['unmatched']))}</p>"
                  if pair["unmatched"] else "")
-    return (f"<h1>{escape(labels[1])} against {escape(labels[0])}</h1><div class='sub'>benchfleet report of two "
-            f"runs - {len(pair['rows'])} target x threads compared</div>" + html._table(
+    return ("<h2>Runs</h2>" + html._table(
                 ["run", "name", "id", "status", "started", "workload", "repetitions"], rows, left=6) + unmatched)
 
 
