@@ -348,3 +348,46 @@ def test_the_report_of_two_demo_runs_draws_every_kind_of_verdict(tmp_path: Path)
     assert marks["whiskers"] == 4, marks  # the too-few one (2 repetitions against 3) has an interval too
     kinds = sorted(re.match(r"Welch: (faster|inconclusive|too few reps)", w).group(1) for w in marks["words"])
     assert kinds == ["faster", "inconclusive", "inconclusive", "too few reps"], marks["words"]
+
+
+# The summary's place after layout, measured by the page itself (CSS pixels from the top of the page).
+_SUMMARY_PROBE = """<script>window.addEventListener('load',function(){var s=document.getElementById('summary');
+var first=document.querySelector('main').firstElementChild;
+document.body.setAttribute('data-summary-bottom',s?String(Math.round(s.getBoundingClientRect().bottom)):'none');
+document.body.setAttribute('data-summary-first',String(first===s));});</script></body>"""
+FIRST_SCREEN = (1280, 900)
+
+
+def _first_screen(report: Path, tmp_path: Path, shot: str) -> str:
+    """The report's first screen (1280 x 900) as test-artifacts/<shot>; asserts that it holds the whole
+    summary, the first thing in the page. Returns the summary's text."""
+    probe = tmp_path / f"first-{report.name}"
+    probe.write_text(report.read_text().replace("</body>", _SUMMARY_PROBE))
+    dom = _dom(probe, tmp_path, width=FIRST_SCREEN[0], height=FIRST_SCREEN[1], shot=shot)
+    assert 'data-summary-first="true"' in dom
+    bottom = re.search(r'data-summary-bottom="([^"]*)"', dom).group(1)
+    assert bottom != "none" and int(bottom) <= FIRST_SCREEN[1], f"the summary ends at {bottom} px"
+    return re.sub(r"<[^>]+>", " ", dom.split('id="summary"', 1)[1].split("</section>", 1)[0])
+
+
+def test_the_demo_and_two_run_reports_answer_on_the_first_screen(tmp_path: Path) -> None:
+    """The first screen was the run's metadata and fingerprints; now it is the summary: one sentence per
+    comparison and the caveats. Screenshots: test-artifacts/first-screen-demo.png, first-screen-pair.png."""
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed (make browser-deps installs Debian's chromium)")
+    from benchfleet.report.pair import write_pair_report
+
+    store = DuckDBStore(tmp_path / "benchfleet.duckdb")
+    try:
+        run_id = fill_store(store, "demo-durability-20261126t100000-abcd", targets=DEMO_TARGETS, reps=3,
+                            threads=(1, 4), seconds=8, warmup_s=3)
+        demo = write_report(store, run_id, tmp_path / "demo.html")
+        base, other = fill_demo_pair(store)
+        two = write_pair_report(store, base, other, tmp_path / "pair.html")
+    finally:
+        store.close()
+    text = " ".join(_first_screen(demo, tmp_path, "first-screen-demo.png").split())
+    assert re.search(r"relaxed is \d+% faster than durable at \d threads? \(95% interval", text), text
+    assert "differs: steal" in text
+    text = " ".join(_first_screen(two, tmp_path, "first-screen-pair.png").split())
+    assert "is inconclusive" in text and "too few repetitions to tell" in text and "% faster than in" in text, text
