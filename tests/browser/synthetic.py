@@ -84,8 +84,8 @@ def fill_store(store: DuckDBStore, run_id: str = "demo-run-20261122t100000-abcd"
             summaries: list[StepSummary] = []
             steps = [("warmup", "warmup", max(threads), warmup_s, None, None)] + [
                 ("measure", f"t{th:04d}", th, seconds, None, None) for th in threads]
-            if variants:
-                steps = steps[:1] + [
+            if variants:  # the warm-up with the first variant's settings, as the runner does
+                steps = [("warmup", "warmup", max(threads), warmup_s, variants[0], None)] + [
                     ("measure", f"t{th:04d}.b{b}.{v['id']}", th, seconds // blocks, v, b)
                     for k, th in enumerate(threads) for b in range(1, blocks + 1)
                     for v in (variants if (rep + k + b) % 2 else variants[::-1])]

@@ -345,14 +345,16 @@ def _pct_axis(values: list[float | None], title: str, domain: list[float]) -> di
 
 
 def _step_boundaries(series: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Vertical lines where the thread count changes (the steps of the first series: every series of
-    a run has the same steps) and a label with the threads of each step."""
+    """Vertical lines where the thread count changes (the steps of the first target x repetition: every
+    one of a run has the same steps; its variants' series together, since they take turns) and a label
+    with the threads of each step."""
     if not series:
         return [], []
-    first = series[0]
+    first = [s for s in series if (s["target_id"], s["repetition"]) == (series[0]["target_id"],
+                                                                         series[0]["repetition"])]
     shapes, labels = [], []
     previous = None
-    for t, threads in zip(first["t"], first["threads"], strict=True):
+    for t, threads in sorted((t, th) for s in first for t, th in zip(s["t"], s["threads"], strict=True)):
         if threads != previous:
             if previous is not None:
                 shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": t, "x1": t, "y0": 0, "y1": 1,
@@ -386,12 +388,17 @@ def timeline(series: dict[str, Any], palette: dict[str, str]) -> Figure:
         target_id = s["target_id"]
         if target_id not in seen:
             seen.append(target_id)
-        color = palette.get(target_id, "#333")
+        # A variant (or a cluster's route) in its own colour, as the other charts draw it; its blocks
+        # alternate with the other variants', so its line is broken between them, not drawn across.
+        key = s.get("label") or target_id
+        color = palette.get(key, palette.get(target_id, "#333"))
+        if s.get("variant"):
+            s = _break_gaps(s, width)
         dash = _DASHES[(s["repetition"] - 1) % len(_DASHES)]
         visible: bool | str = True if seen.index(target_id) < VISIBLE_SERIES else "legendonly"
-        name = f"{target_id} rep {s['repetition']}"
-        group = f"{target_id}-{s['repetition']}"
-        if width > 1:
+        name = f"{key} rep {s['repetition']}"
+        group = f"{key}-{s['repetition']}"
+        if width > 1 and not s.get("variant"):  # a band around a broken line would join its pieces
             data.append({"type": "scatter", "mode": "lines", "x": s["t"] + s["t"][::-1],
                          "y": s["tps_max"] + s["tps_min"][::-1], "fill": "toself",
                          "fillcolor": _rgba(color, 0.15), "line": {"width": 0}, "hoverinfo": "skip",
@@ -431,6 +438,110 @@ def timeline(series: dict[str, Any], palette: dict[str, str]) -> Figure:
         legend={"orientation": "h", "y": -0.12 * 640 / height, "x": 0},
         xaxis={"anchor": "y6" if disk else "y3"},  # the time axis under the lowest panel, not between the panels
         yaxis={"domain": top}, **axes, margin={"r": 30, "b": 40, "t": 60})}
+
+
+_GAP_KEYS = ("tps", "tps_min", "tps_max", "steal", "iowait", "qps", "threads", "rows", "disk_iops", "disk_mib_s",
+             "disk_await_ms")
+
+
+def _break_gaps(s: dict[str, Any], width: int, keys: tuple[str, ...] = _GAP_KEYS) -> dict[str, Any]:
+    """A series with a null point in each of ``keys`` wherever its times jump by more than ``width``
+    (another variant's block ran there), so that Plotly breaks its line instead of joining the blocks."""
+    t = s["t"]
+    cuts = {i for i in range(1, len(t)) if t[i] - t[i - 1] > width}
+    if not cuts:
+        return s
+    out = dict(s)
+    for key in ("t", *keys):
+        values = s.get(key)
+        if values is None:
+            continue
+        broken: list[Any] = []
+        for i, v in enumerate(values):
+            if i in cuts:
+                broken.append(t[i - 1] + width if key == "t" else None)
+            broken.append(v)
+        out[key] = broken
+    return out
+
+
+# At most this many panels (target x repetition) in the chart of blocks; its title says when there are more.
+MAX_BLOCK_PANELS = 12
+_PANEL_PX = 190
+
+
+def blocks(series: dict[str, Any], found: list[dict[str, Any]], palette: dict[str, str]) -> Figure:
+    """How the variants (or a cluster's routes) alternated: one panel per target x repetition, each
+    variant's tps per second in its colour, each block shaded in that colour from its first second to its
+    last and named above ("b1", "b2": its block), the thread counts' steps marked. Shows the design that
+    makes the verdict paired: both variants in turns on one server, the order turning."""
+    width = series["width_s"]
+    order = {t: i for i, t in enumerate(palette)}
+    ordered = sorted([s for s in series["series"] if s.get("variant")],
+                     key=lambda s: (s["target_id"], s["repetition"], order.get(s.get("label") or "", len(order))))
+    panels = list(dict.fromkeys((s["target_id"], s["repetition"]) for s in ordered))
+    shown, more = panels[:MAX_BLOCK_PANELS], len(panels) - MAX_BLOCK_PANELS
+    n = len(shown)
+    gap = 0.35 / max(n, 1) if n > 1 else 0.0
+    step = (1 - gap * (n - 1)) / max(n, 1)
+    domains = {p: [round(1 - (i + 1) * step - i * gap, 4), round(1 - i * (step + gap), 4)]
+               for i, p in enumerate(shown)}
+    data: list[dict[str, Any]] = []
+    layout_axes: dict[str, Any] = {}
+    shapes: list[dict[str, Any]] = []
+    notes: list[dict[str, Any]] = []
+    legend_seen: set[str] = set()
+    for i, panel in enumerate(shown):
+        axis = "y" if i == 0 else f"y{i + 1}"
+        layout_axes["yaxis" if i == 0 else f"yaxis{i + 1}"] = {
+            "domain": domains[panel], "anchor": "x", "rangemode": "tozero", "gridcolor": "#e5e5e5",
+            "title": {"text": "tps", "font": {"size": 11}}}
+        notes.append({"xref": "paper", "yref": f"{axis} domain", "x": 0, "y": 1, "xanchor": "left",
+                      "yanchor": "bottom", "showarrow": False, "font": {"size": 12, "color": "#222"},
+                      "text": f"<b>{escape(panel[0])} rep {panel[1]}</b>"})
+        for s in (s for s in ordered if (s["target_id"], s["repetition"]) == panel):
+            key = s.get("label") or s["variant"]
+            color = palette.get(key, FALLBACK_COLOR)
+            broken = _break_gaps(s, width)
+            data.append({"type": "scatter", "mode": "lines+markers", "name": key, "legendgroup": key,
+                         "showlegend": key not in legend_seen, "x": broken["t"], "y": broken["tps"], "yaxis": axis,
+                         "customdata": broken["threads"], "line": {"color": color, "width": 1.6},
+                         "marker": {"size": 4, "color": color},
+                         "hovertemplate": "%{fullData.name}<br>t=%{x}s, %{customdata} threads: %{y:,.1f} tps"
+                                          "<extra></extra>"})
+            legend_seen.add(key)
+        previous = None
+        for b in (b for b in found if (b["target_id"], b["repetition"]) == panel):
+            color = palette.get(_label_of_block(b, series), FALLBACK_COLOR)
+            x0 = math.floor(b["start"] / width) * width - width / 2
+            x1 = math.floor(b["end"] / width) * width + width / 2
+            shapes.append({"type": "rect", "xref": "x", "yref": f"{axis} domain", "x0": x0, "x1": x1, "y0": 0, "y1": 1,
+                           "fillcolor": _rgba(color, 0.13), "line": {"color": _rgba(color, 0.7), "width": 1},
+                           "layer": "below"})
+            notes.append({"xref": "x", "yref": f"{axis} domain", "x": (x0 + x1) / 2, "y": 1, "yanchor": "top",
+                          "showarrow": False, "font": {"size": 9, "color": color},
+                          "text": f"b{b['block']}" if b.get("block") else escape(str(b["variant"]))})
+            if b["threads"] != previous:
+                notes.append({"xref": "x", "yref": f"{axis} domain", "x": x0, "y": 1, "yanchor": "bottom",
+                              "xanchor": "left", "showarrow": False, "font": {"size": 10, "color": "#666"},
+                              "text": f"{b['threads']} thr"})
+                previous = b["threads"]
+    what = "per second" if width == 1 else f"mean of {width} s buckets"
+    title = (f"Blocks as they ran: each variant's tps ({what}), its blocks shaded in its colour"
+             + (f" - first {n} of {len(panels)} target x repetition panels" if more > 0 else ""))
+    return {"data": data, "layout": _layout(
+        title, "seconds since warm-up start", "", height=110 + _PANEL_PX * n, shapes=shapes, annotations=notes,
+        legend={"orientation": "h", "x": 1, "xanchor": "right", "y": 1.0, "yanchor": "bottom"},
+        xaxis={"anchor": f"y{n}" if n > 1 else "y"}, margin={"r": 30, "b": 45, "t": 70}, **layout_axes)}
+
+
+def _label_of_block(block: dict[str, Any], series: dict[str, Any]) -> str:
+    """The label of the series a block belongs to (its target's variant)."""
+    for s in series["series"]:
+        if (s["target_id"], s["repetition"], s.get("variant")) == (block["target_id"], block["repetition"],
+                                                                    block["variant"]):
+            return str(s.get("label") or s["variant"])
+    return str(block["variant"])
 
 
 def _panels(disk: bool) -> list[tuple[str, str, str, str]]:
@@ -568,6 +679,11 @@ def cost(comparison: dict[str, Any], palette: dict[str, str],
         "USD per hour per 1000 TPS", xaxis=_threads_axis(comparison["rows"]))}
 
 
+def _series_color(s: dict[str, Any], palette: dict[str, str]) -> str:
+    """A per-second series' colour: its label's (a target's variant), else its target's."""
+    return palette.get(s.get("label") or "", palette.get(s["target_id"], FALLBACK_COLOR))
+
+
 def _status_label(counter: str, per_s: bool) -> str:
     if counter == "wsrep_flow_control_paused_ns":
         return "flow control paused (% of the time)"
@@ -581,9 +697,12 @@ def status(series: dict[str, Any], status_series: dict[str, Any], palette: dict[
     data: list[dict[str, Any]] = []
     order = {t: i for i, t in enumerate(palette)}
     for s in sorted(series["series"], key=lambda s: (order.get(s["target_id"], len(order)), s["repetition"])):
-        data.append({"type": "scatter", "mode": "lines", "name": f"{s['target_id']} rep {s['repetition']} tps",
-                     **_x_of(s["t"], series["width_s"]), "y": s["tps"], "showlegend": False,
-                     "line": {"color": palette.get(s["target_id"], "#333"), "width": 1.2,
+        # A variant (a cluster's route) in its own colour, its line broken between its blocks.
+        broken = _break_gaps(s, series["width_s"]) if s.get("variant") else s
+        data.append({"type": "scatter", "mode": "lines",
+                     "name": f"{s.get('label') or s['target_id']} rep {s['repetition']} tps",
+                     **_x_of(broken["t"], series["width_s"]), "y": broken["tps"], "showlegend": False,
+                     "line": {"color": _series_color(s, palette), "width": 1.2,
                               "dash": _DASHES[(s["repetition"] - 1) % len(_DASHES)]},
                      "hovertemplate": "%{fullData.name}<br>t=%{x}s: %{y:,.1f}<extra></extra>"})
     throughput = len(data)
@@ -597,10 +716,12 @@ def status(series: dict[str, Any], status_series: dict[str, Any], palette: dict[
         mine = [s for s in status_series["series"] if s["counter"] == counter]
         labels.append((_status_label(counter, per_s), range(len(data), len(data) + len(mine))))
         for s in mine:
+            if s.get("variant"):
+                s = _break_gaps(s, status_series["width_s"], ("y",))
             data.append({"type": "scatter", "mode": "lines", "yaxis": "y2", "visible": n == 0,
-                         "name": f"{s['target_id']} rep {s['repetition']} {s['source']}",
+                         "name": f"{s.get('label') or s['target_id']} rep {s['repetition']} {s['source']}",
                          **_x_of(s["t"], status_series["width_s"]), "y": s["y"],
-                         "line": {"color": palette.get(s["target_id"], "#333"), "width": widths[s["source"]],
+                         "line": {"color": _series_color(s, palette), "width": widths[s["source"]],
                                   "dash": _DASHES[(s["repetition"] - 1) % len(_DASHES)]},
                          "hovertemplate": "%{fullData.name}<br>t=%{x}s: %{y:,.3f}<extra></extra>"})
     # Each button shows the throughput and its own counter's lines.

@@ -22,7 +22,16 @@ from typing import Any
 from benchfleet import stats, summary
 from benchfleet.local.store import DuckDBStore
 from benchfleet.report import charts
-from benchfleet.report.data import fingerprint_values, given, host_of, layout_text, status_timeline, timeline
+from benchfleet.report.data import (
+    blocks,
+    fingerprint_values,
+    given,
+    host_of,
+    label_series,
+    layout_text,
+    status_timeline,
+    timeline,
+)
 from benchfleet.stats.caveats import words as caveat_words
 from benchfleet.stats.figures import percentile_of
 
@@ -63,6 +72,14 @@ RELATIVE_NOTE = (
     "interval contains 0 and reaches beyond the margin. Hollow: too few repetitions for an interval that can "
     "decide. The words beside each bar are the verdict's: 'paired' when both sides were measured together (per "
     "repetition, block or round: what they shared cancels), 'Welch' when they ran apart.")
+
+# What the chart of blocks (charts.blocks) shows, in the run report and the report of two runs.
+BLOCKS_NOTE = ("The design that makes a variant's verdict paired: on one server, the variants (settings, or a "
+               "cluster's routes) measured in turns, block by block, the order turning from one block and "
+               "repetition to the next. One panel per target and repetition; each variant's tps per second in its "
+               "colour, each block shaded in that colour from its first report to its last, named above (b1, b2: "
+               "its block of the step), the thread count above where it changes. Each block's first report is its "
+               "ramp, left out of the figures.")
 
 # What the status chart (charts.status) shows, in the run report and the report of two runs.
 STATUS_NOTE = ("SHOW GLOBAL STATUS counters read every second from every server (a cluster's nodes; a proxy's "
@@ -160,6 +177,7 @@ def render_report(store: DuckDBStore, run_id: str) -> str:
     comparison = stats.run_comparison(store, run_id)
     run = store.run(comparison["run"]["run_id"])
     series = timeline(store, run["run_id"])
+    label_series(series["series"], comparison["rows"])
     order = [t["target_id"] for t in comparison["targets"]]
     labels = list(dict.fromkeys(charts.label_of(r) for r in comparison["rows"]))
     palette = charts.colors(list(dict.fromkeys([*labels, *order])))
@@ -184,6 +202,10 @@ def render_report(store: DuckDBStore, run_id: str) -> str:
     figures.append(("qps", f"Queries per second {per}", charts.qps(comparison, palette),
                     "Mean over repetitions of sysbench's qps for each step: the figure the workload files "
                     "name for mixes whose transactions differ in size."))
+    found_blocks = blocks(store, run["run_id"], series["spans"])
+    if found_blocks:
+        figures.append(("blocks", "How the variants alternated, block by block", charts.blocks(
+            series, found_blocks, palette), BLOCKS_NOTE))
     figures.append(("timeline", "Throughput over time, CPU steal, iowait and the disk",
                     charts.timeline(series, palette) if series["series"] else None,
                     "Warm-up and every measure step of each repetition (one dash style per repetition), "
@@ -200,6 +222,7 @@ def render_report(store: DuckDBStore, run_id: str) -> str:
                         "table, the prepared rows plus every insert so far (one sysbench event inserts one "
                         "row). Where the curve bends, the indexes have outgrown the buffer pool."))
     status_series = status_timeline(store, run["run_id"], series["spans"])
+    label_series(status_series["series"], comparison["rows"])
     figures.append(("status", "Server status per second",
                     charts.status(series, status_series, palette) if status_series["series"] else None,
                     f"{STATUS_NOTE} Every reading: benchfleet results {run['run_id']} --status --format csv"))

@@ -19,7 +19,7 @@ from typing import Any
 from benchfleet import stats, summary
 from benchfleet.local.store import DuckDBStore
 from benchfleet.report import charts, html
-from benchfleet.report.data import status_timeline, timeline
+from benchfleet.report.data import blocks, label_series, status_timeline, timeline
 from benchfleet.stats.caveats import words as caveat_words
 from benchfleet.stats.compare import compare_runs, compared_label
 from benchfleet.stats.figures import percentile_of
@@ -100,14 +100,23 @@ def render_pair_report(store: DuckDBStore, baseline_run: str, run: str) -> str:
     timelines = []
     for i, (doc, label) in enumerate(zip(docs, labels, strict=True)):
         series = timeline(store, doc["run"]["run_id"])
+        label_series(series["series"], doc["rows"])
         timelines.append(series)
-        run_palette = charts.colors([t["target_id"] for t in doc["targets"]])
+        # The run report's palette: each variant (or route) in its colour, then the targets.
+        run_palette = charts.colors(list(dict.fromkeys([*(charts.label_of(r) for r in doc["rows"]),
+                                                        *(t["target_id"] for t in doc["targets"])])))
+        found_blocks = blocks(store, doc["run"]["run_id"], series["spans"])
+        if found_blocks:
+            sections.append((f"blocks-{i}", f"How the variants alternated, block by block: {label}",
+                             charts.blocks(series, found_blocks, run_palette), html.BLOCKS_NOTE))
         sections.append((f"timeline-{i}", f"Throughput over time, CPU steal and iowait: {label}",
                          charts.timeline(series, run_palette) if series["series"] else None,
-                         "Warm-up and every measure step of each repetition (one dash style per repetition)."))
+                         "Warm-up and every measure step of each repetition (one dash style per repetition; "
+                         "a variant in its colour, its line broken between its blocks)."))
         # The run report's status chart (report.data.status_timeline, charts.status): the counters under
         # the run's own throughput, on its time axis, one counter at a time.
         found = status_timeline(store, doc["run"]["run_id"], series["spans"])
+        label_series(found["series"], doc["rows"])
         if found["series"]:
             statuses.append((f"status-{i}", f"Server status per second: {label}",
                              charts.status(series, found, run_palette), html.STATUS_NOTE))
