@@ -119,6 +119,53 @@ def _ci_bars(rows: list[dict[str, Any]], key: str = "tps") -> dict[str, Any]:
                   [None if f["ci_low"] is None else f["mean"] - f["ci_low"] for f in figures])
 
 
+HOLLOW = "rgba(255,255,255,0)"
+
+
+def bar_look(row: dict[str, Any], has_interval: bool, color: str, alpha: float) -> tuple[dict[str, Any], str]:
+    """How a bar of a compared figure is drawn, as the relative chart draws verdicts: solid (with its
+    whiskers) where it has an interval and its verdict, if any, decides; hatched where its verdict is
+    inconclusive; hollow where it has no interval (one repetition) or too few repetitions for a verdict.
+    Returns the marker and the words written over the bar ('' for a plain solid one), so a screenshot of
+    a bar is never read as more certain than the figure."""
+    rel = row.get("relative") or None
+    style = verdict_style(rel) if rel else "finding"
+    words = []
+    if not has_interval:
+        words.append(f"no interval (n={_n_of(row)})")
+    if style == "inconclusive":
+        words.append("inconclusive")
+    elif style == "too few" and has_interval:
+        words.append("too few reps")
+    hollow = not has_interval or style == "too few"
+    marker: dict[str, Any] = {"color": HOLLOW if hollow else _rgba(color, alpha),
+                              "line": {"color": color, "width": 2 if hollow or style == "inconclusive" else 1.5}}
+    if style == "inconclusive":
+        marker["pattern"] = {"shape": "/", "fgcolor": color, "size": 8, "solidity": 0.4}
+        if not hollow:
+            marker["color"] = _rgba(color, 0.12)
+    return marker, ", ".join(words)
+
+
+def _worded_axis(axis: dict[str, Any], data: list[dict[str, Any]]) -> dict[str, Any]:
+    """A category axis of bars whose ticks carry, under each series' name, the words its bar says
+    (bar_look: 'no interval (n=1)', 'inconclusive'): under the axis they stay readable, which over a
+    hatched bar they are not."""
+    words: dict[str, str] = {}
+    for trace in data:
+        if trace.get("type") == "bar" and trace.get("text") and trace["text"][0]:
+            words.setdefault(str(trace["x"][0]), str(trace["text"][0]))
+    if not words:
+        return axis
+    names = list(dict.fromkeys(str(t["x"][0]) for t in data if t.get("type") == "bar"))
+    return {**axis, "tickvals": names, "ticktext": [
+        f"{escape(n)}<br><i>{escape(words[n])}</i>" if n in words else escape(n) for n in names]}
+
+
+def _n_of(row: dict[str, Any]) -> Any:
+    return (row.get("tps") or {}).get("n", row.get("repetitions"))
+
+
 def throughput(comparison: dict[str, Any], palette: dict[str, str]) -> Figure:
     """Mean tps across repetitions vs threads per series, with the 95% interval of the mean as error bars,
     the min-max band of the repetitions, and each repetition as a dot. At a single thread count, one bar
@@ -133,11 +180,12 @@ def throughput(comparison: dict[str, Any], palette: dict[str, str]) -> Figure:
         text = [_ci_text(r) for r in rows]
         reps = [(r["threads"] if len(threads) > 1 else label, v) for r in rows for v in r["tps"].get("values") or []]
         if len(threads) == 1:
+            marker, words = bar_look(rows[0], rows[0]["tps"]["ci_low"] is not None, color, 0.75)
             data.append({"type": "bar", "name": label, "legendgroup": label, "x": [label],
-                         "y": [r["tps"]["mean"] for r in rows], "text": text, "textposition": "none",
-                         "error_y": _ci_bars(rows),
-                         "marker": {"color": _rgba(color, 0.75), "line": {"color": color, "width": 1.5}},
-                         "hovertemplate": "%{x}: %{y:,.1f} tps<br>%{text}<extra></extra>", "visible": visible})
+                         "y": [r["tps"]["mean"] for r in rows], "customdata": text, "text": [words],
+                         "textposition": "none",
+                         "error_y": _ci_bars(rows), "marker": marker,
+                         "hovertemplate": "%{x}: %{y:,.1f} tps<br>%{customdata}<extra></extra>", "visible": visible})
         else:
             x = [r["threads"] for r in rows]
             if any(r["tps"]["n"] > 1 for r in rows):
@@ -151,7 +199,7 @@ def throughput(comparison: dict[str, Any], palette: dict[str, str]) -> Figure:
             data.append({"type": "scatter", "mode": "lines+markers", "name": label, "legendgroup": label,
                          "x": x, "y": [r["tps"]["mean"] for r in rows], "text": text, "error_y": _ci_bars(rows),
                          "hovertemplate": "%{fullData.name}<br>%{x} threads: %{y:,.1f} tps<br>%{text}<extra></extra>",
-                         "line": {"color": color, "width": 2}, "marker": {"size": 6, "color": color},
+                         "line": {"color": color, "width": 2}, "marker": _points(rows, "tps", color),
                          "visible": visible})
         if reps:
             data.append({"type": "scatter", "mode": "markers", "name": f"{label} repetitions", "legendgroup": label,
@@ -162,11 +210,18 @@ def throughput(comparison: dict[str, Any], palette: dict[str, str]) -> Figure:
     if len(threads) == 1:
         title = (f"Throughput at {threads_words(threads[0])} (bar: mean of repetitions; whiskers: {conf}% CI; "
                  "rings: repetitions)")
-        return {"data": data, "layout": _layout(title, "", "transactions / s", xaxis=_series_axis(threads[0]),
-                                                bargap=0.45)}
+        return {"data": data, "layout": _layout(title, "", "transactions / s",
+                                                xaxis=_worded_axis(_series_axis(threads[0]), data), bargap=0.45)}
     return {"data": data, "layout": _layout(
         f"Throughput vs threads (mean of repetitions; whiskers: {conf}% CI; band: min-max; rings: repetitions)",
         "threads", "transactions / s", xaxis=_threads_axis(rows_all))}
+
+
+def _points(rows: list[dict[str, Any]], key: str, color: str) -> dict[str, Any]:
+    """The markers of a line of means: filled where the point has an interval (its whiskers), open where it
+    has none (one repetition), as the bars are hollow."""
+    return {"size": 7, "color": color, "line": {"color": color, "width": 1.5},
+            "symbol": ["circle" if (r.get(key) or {}).get("ci_low") is not None else "circle-open" for r in rows]}
 
 
 def _ci_text(row: dict[str, Any]) -> str:
@@ -606,11 +661,12 @@ def qps(comparison: dict[str, Any], palette: dict[str, str]) -> Figure:
         visible: bool | str = True if i < 2 * VISIBLE_SERIES else "legendonly"
         text = [f"min-max {r['qps']['min']:,.0f} - {r['qps']['max']:,.0f}" for r in rows]
         if single is not None:
+            marker, words = bar_look(rows[0], rows[0]["qps"].get("ci_low") is not None, color, 0.75)
             data.append({"type": "bar", "name": label, "legendgroup": label, "x": [label],
-                         "y": [r["qps"]["mean"] for r in rows], "text": text, "textposition": "none",
-                         "error_y": _ci_bars(rows, "qps"),
-                         "marker": {"color": _rgba(color, 0.75), "line": {"color": color, "width": 1.5}},
-                         "hovertemplate": "%{x}: %{y:,.0f} qps<br>%{text}<extra></extra>", "visible": visible})
+                         "y": [r["qps"]["mean"] for r in rows], "customdata": text, "text": [words],
+                         "textposition": "none",
+                         "error_y": _ci_bars(rows, "qps"), "marker": marker,
+                         "hovertemplate": "%{x}: %{y:,.0f} qps<br>%{customdata}<extra></extra>", "visible": visible})
             reps = [v for r in rows for v in r["qps"].get("values") or []]
             if reps:
                 data.append({"type": "scatter", "mode": "markers", "name": f"{label} repetitions",
@@ -623,12 +679,12 @@ def qps(comparison: dict[str, Any], palette: dict[str, str]) -> Figure:
                      "x": [r["threads"] for r in rows], "y": [r["qps"]["mean"] for r in rows], "text": text,
                      "error_y": _ci_bars(rows, "qps"),
                      "hovertemplate": "%{fullData.name}<br>%{x} threads: %{y:,.0f} qps<br>%{text}<extra></extra>",
-                     "line": {"color": color, "width": 2}, "marker": {"size": 6, "color": color},
+                     "line": {"color": color, "width": 2}, "marker": _points(rows, "qps", color),
                      "visible": visible})
     if single is not None:
         return {"data": data, "layout": _layout(
             f"Queries per second at {threads_words(single)} (bar: mean of repetitions; whiskers: 95% CI; rings: "
-            "repetitions)", "", "queries / s", xaxis=_series_axis(single), bargap=0.45)}
+            "repetitions)", "", "queries / s", xaxis=_worded_axis(_series_axis(single), data), bargap=0.45)}
     return {"data": data, "layout": _layout("Queries per second vs threads (mean of repetitions; whiskers: 95% CI)",
                                             "threads", "queries / s", xaxis=_threads_axis(comparison["rows"]))}
 
@@ -657,23 +713,25 @@ def cost(comparison: dict[str, Any], palette: dict[str, str],
                                     for (_, c), ok in zip(points, has_ci, strict=True)]}
             name, y = f"{target_id} · {MODEL_LABELS[model]}", [c["per_1000_tps"] for _, c in points]
             if single is not None:
+                marker, words = bar_look(points[0][0], has_ci[0], color, 0.8 if k == 0 else 0.3)
                 data.append({"type": "bar", "name": name, "legendgroup": target_id, "x": [target_id], "y": y,
-                             "offsetgroup": model, "error_y": error,
-                             "marker": {"color": _rgba(color, 0.8 if k == 0 else 0.3),
-                                        "line": {"color": color, "width": 1.5}},
+                             "offsetgroup": model, "error_y": error, "marker": marker, "text": [words],
+                             "textposition": "none",
                              "hovertemplate": "%{fullData.name}: $%{y:.4f}/h per 1000 TPS<extra></extra>"})
                 continue
             data.append({
                 "type": "scatter", "mode": "lines+markers", "name": name,
                 "legendgroup": target_id, "x": [r["threads"] for r, _ in points], "y": y,
                 "line": {"color": color, "width": 2, "dash": "solid" if k == 0 else "dash"},
-                "marker": {"size": 6, "color": color}, "error_y": error,
+                "marker": {"size": 6, "color": color, "symbol": ["circle" if ok else "circle-open" for ok in has_ci]},
+                "error_y": error,
                 "hovertemplate": "%{fullData.name}<br>%{x} threads: $%{y:.4f}/h per 1000 TPS<extra></extra>"})
     if single is not None:
         return {"data": data, "layout": _layout(
             f"Cost per 1000 TPS at {threads_words(single)} (USD per hour of the database; lower is better; filled: "
             f"{MODEL_LABELS[models[0]]}, light: {', '.join(MODEL_LABELS[m] for m in models[1:])})", "",
-            "USD per hour per 1000 TPS", xaxis=_series_axis(single), barmode="group", bargap=0.35)}
+            "USD per hour per 1000 TPS", xaxis=_worded_axis(_series_axis(single), data), barmode="group",
+            bargap=0.35)}
     return {"data": data, "layout": _layout(
         "Cost per 1000 TPS vs threads (USD per hour of the database; lower is better)", "threads",
         "USD per hour per 1000 TPS", xaxis=_threads_axis(comparison["rows"]))}

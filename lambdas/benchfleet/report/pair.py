@@ -61,6 +61,11 @@ def render_pair_report(store: DuckDBStore, baseline_run: str, run: str) -> str:
     runs = [store.run(d["run"]["run_id"]) for d in docs]
     labels = _run_labels(*runs)
     both = [_labelled(d, label) for d, label in zip(docs, labels, strict=True)]
+    # The second run's rows carry their verdict against the first, so that its bars are drawn as the
+    # verdict says (hatched where inconclusive, charts.bar_look).
+    verdicts = {(r["target_id"], r.get("variant") or "", r["threads"]): r["relative"] for r in pair["rows"]}
+    both[1]["rows"] = [{**r, "relative": verdicts.get((r["target_id"], r.get("variant") or "", r["threads"]))}
+                       for r in both[1]["rows"]]
     merged = {**both[1], "rows": both[0]["rows"] + both[1]["rows"]}
     series_names = list(dict.fromkeys(charts.label_of(r) for r in merged["rows"]))
     palette = charts.colors(series_names)
