@@ -135,8 +135,16 @@ def caveat_lines(rows: Iterable[Row], name_of: Callable[[Any], str], words: Call
                  multiplicity: Mapping[str, Any] | None = None) -> list[str]:
     """What qualifies the sentences: each verdict whose sides differed in more than the spec asked
     (its caveats, in ``words``' wording), and how many claims chance alone would make."""
+    rows = list(rows)
     out = [f"{name_of(r)} at {threads_words(int(r['threads']))}: {words(r['caveats'])}"
            for r in rows if r.get("relative") and r.get("caveats")]
+    # Blocks of one repetition share its server and its moment: their spread is not a run's noise.
+    single = [r for r in rows if (r.get("relative") or {}).get("design") == "paired"
+              and (r.get("relative") or {}).get("unit") == "block" and r.get("repetitions") == 1]
+    if single:
+        out.append(f"{', '.join(dict.fromkeys(name_of(r) for r in single))}: paired over the blocks of one "
+                   "repetition, whose interval is their spread on one server at one time, not what another "
+                   "run would measure; more repetitions tell that")
     if multiplicity and multiplicity.get("comparisons"):
         out.append(str(multiplicity["words"]))
     return out

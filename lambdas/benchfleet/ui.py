@@ -435,6 +435,7 @@ def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
     console.print(table)
     print_answer(summary.run_sentences(stats))
     print_cluster_status(doc)
+    print_node_status(doc)
     if multiplicity_text(stats):
         console.print(multiplicity_text(stats))
     for line in order_lines(stats):
@@ -478,6 +479,31 @@ def print_cluster_status(doc: dict[str, Any]) -> None:
                       _num(r.get("recv_queue")), _num(r.get("send_queue")), _num(r.get("cert_failures_per_s")),
                       _num(r.get("bf_aborts_per_s")), _num(r.get("replicated_mb_per_s")),
                       _fmt(int(r["unanswered"]) if r.get("unanswered") is not None else None))
+    console.print(table)
+
+
+def print_node_status(doc: dict[str, Any]) -> None:
+    """Per cluster target (x variant) x threads x node, what each node said every second
+    (benchfleet.stats.status.node_table): where the flow control, the queues and the bytes were."""
+    rows = (doc.get("status") or {}).get("nodes") or []
+    if not rows:
+        return
+    proxy = any(r.get("proxy_sessions") is not None for r in rows)
+    table = _compact_table("cluster status per node (means over the measured seconds and repetitions)",
+                           "fc %: share of the time the node's replication was paused by flow control; per "
+                           "second: fc sent (flow-control messages the node sent), cert (certification failures), "
+                           "bf (brute-force aborts), KiB replicated and received; sendq, recvq: write-sets "
+                           "waiting" + ("; proxy: the proxy's open sessions to the node" if proxy else ""), [
+                               ("target", True), ("thr", False), ("node", True), ("fc %", False),
+                               ("fc sent", False), ("sendq", False), ("recvq", False), ("cert", False),
+                               ("bf", False), ("repl KiB", False), ("recv KiB", False),
+                               *([("proxy", False)] if proxy else [])])
+    for r in rows:
+        name = f"{r['target_id']} · {r['variant']}" if r.get("variant") else r["target_id"]
+        table.add_row(name, str(r["threads"]), r["node"], _pct(r.get("fc_paused_pct")), _num(r.get("fc_sent_per_s")),
+                      _num(r.get("send_queue")), _num(r.get("recv_queue")), _num(r.get("cert_failures_per_s")),
+                      _num(r.get("bf_aborts_per_s")), _num(r.get("replicated_kib_per_s")),
+                      _num(r.get("received_kib_per_s")), *([_num(r.get("proxy_sessions"))] if proxy else []))
     console.print(table)
 
 

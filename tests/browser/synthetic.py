@@ -170,18 +170,23 @@ def fill_cloud_and_status(store: DuckDBStore, run_id: str, write_latency_ms: flo
 
 
 def fill_node_status(store: DuckDBStore, run_id: str, target_ids: list[str],
-                     per_thread: dict[str, dict[str, float]]) -> None:
+                     per_thread: dict[str, dict[str, float]], levels: frozenset[str] = frozenset()) -> None:
     """A cluster's per-node status rows (source ``n1``..., ``proxy/n1``...) at every second of each of
     ``target_ids``' warm-up and measure steps: each counter's rate per second is exactly
     ``per_thread[source][counter]`` x the step's threads (a running total growing with the load), its
-    value the total so far. One statement (DuckDB commits each)."""
-    rates = [(source, counter, float(rate)) for source, counters in per_thread.items()
+    value the total so far; a counter of ``levels`` (a queue, sessions) has no rate, its value that
+    figure x threads. Each row of the variant and block its second measured. One statement (DuckDB
+    commits each)."""
+    rates = [(source, counter, float(rate), counter in levels) for source, counters in per_thread.items()
              for counter, rate in counters.items()]
-    store.execute(f"""INSERT INTO status_samples (time, run_id, target_id, repetition, workload, step, threads,
-                                     phase, second, source, counter, value, rate)
-        SELECT s.time, s.run_id, s.target_id, s.repetition, s.workload, s.step, s.threads, s.phase, s.second,
-               r.source, r.counter, r.rate * s.threads * s.second, r.rate * s.threads
-        FROM samples s CROSS JOIN (VALUES {", ".join("(?, ?, ?)" for _ in rates)}) AS r(source, counter, rate)
+    store.execute(f"""INSERT INTO status_samples (time, run_id, target_id, variant, block, repetition, workload, step,
+                                     threads, phase, second, source, counter, value, rate)
+        SELECT s.time, s.run_id, s.target_id, s.variant, s.block, s.repetition, s.workload, s.step, s.threads, s.phase,
+               s.second,
+               r.source, r.counter, CASE WHEN r.level THEN r.rate * s.threads ELSE r.rate * s.threads * s.second END,
+               CASE WHEN NOT r.level THEN r.rate * s.threads END
+        FROM samples s CROSS JOIN (VALUES {", ".join("(?, ?, ?, ?)" for _ in rates)}) AS r(source, counter, rate,
+                                                                                         level)
         WHERE s.run_id = ? AND s.target_id IN ({", ".join("?" for _ in target_ids)})
           AND s.phase IN ('warmup', 'measure')""", [v for row in rates for v in row] + [run_id, *target_ids])
 
@@ -208,3 +213,33 @@ def fill_demo_pair(store: DuckDBStore) -> tuple[str, str]:
         store.execute(f"DELETE FROM {table} WHERE run_id = ? AND variant = 'relaxed' AND threads = 1 "
                       "AND repetition = 3", [DEMO_PAIR[1]])
     return DEMO_PAIR
+
+
+# The local Galera spec's shape (workloads/comparisons/local-galera.yaml): a 3-node cluster measured direct
+# and through its proxy, interleaved in 3 blocks of one repetition at 4 threads, every node's wsrep
+# counters and the proxy's sessions per backend read every second. Per thread, what each counter grows by.
+CLUSTER_RUN = "local-galera-20261126t100000-abcd"
+CLUSTER_NODE_RATES: dict[str, dict[str, float]] = {
+    "n1": {"wsrep_cluster_size": 0, "wsrep_flow_control_paused_ns": 2e6, "wsrep_flow_control_sent": 0,
+           "wsrep_replicated_bytes": 40_960, "wsrep_received_bytes": 256, "wsrep_local_send_queue": 0.05,
+           "wsrep_local_recv_queue": 0, "wsrep_local_cert_failures": 0, "wsrep_local_bf_aborts": 0},
+    "n2": {"wsrep_cluster_size": 0, "wsrep_flow_control_paused_ns": 2e6, "wsrep_flow_control_sent": 0.5,
+           "wsrep_replicated_bytes": 0, "wsrep_received_bytes": 40_960, "wsrep_local_send_queue": 0,
+           "wsrep_local_recv_queue": 1, "wsrep_local_cert_failures": 0.25, "wsrep_local_bf_aborts": 0},
+    "n3": {"wsrep_cluster_size": 0, "wsrep_flow_control_paused_ns": 1e6, "wsrep_flow_control_sent": 0.25,
+           "wsrep_replicated_bytes": 0, "wsrep_received_bytes": 40_960, "wsrep_local_send_queue": 0,
+           "wsrep_local_recv_queue": 0.5, "wsrep_local_cert_failures": 0, "wsrep_local_bf_aborts": 0},
+    "proxy/n1": {"scur": 1.0}, "proxy/n2": {"scur": 0.0}, "proxy/n3": {"scur": 0.0},
+}
+
+
+def fill_cluster_run(store: DuckDBStore) -> str:
+    """The run of CLUSTER_RUN in ``store`` (direct and proxy one repetition apart: the proxy's verdict
+    inconclusive), with its nodes' and proxy's status; returns its id."""
+    fill_store(store, CLUSTER_RUN, reps=1, threads=(4,), seconds=15, warmup_s=3, blocks=3, seed=5,
+               targets=[{**DEMO_TARGETS[0], "id": "galera-3",
+                         "spec": {"id": "galera-3", "kind": "local", "memory_mb": 256, "cluster": {"nodes": 3}}}],
+               variants=[{"id": "direct", "factor": 1.0, "cv": 0.3}, {"id": "proxy", "factor": 0.87, "cv": 0.3}])
+    fill_node_status(store, CLUSTER_RUN, ["galera-3"], CLUSTER_NODE_RATES, frozenset({
+        "wsrep_cluster_size", "wsrep_local_send_queue", "wsrep_local_recv_queue", "scur"}))
+    return CLUSTER_RUN

@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from synthetic import DEMO_TARGETS, TARGETS, fill_demo_pair, fill_store
+from synthetic import DEMO_TARGETS, TARGETS, fill_cluster_run, fill_demo_pair, fill_store
 from tests.sysbench_logs import run_log
 
 from benchfleet.importer import import_logs
@@ -416,3 +416,36 @@ def test_the_demo_report_shows_its_blocks_alternating(tmp_path: Path) -> None:
     assert len(rects) == 24 and set(rects) == palette, rects
     texts = re.findall(r'class="annotation-text"[^>]*>([^<]*)</text>', chart)
     assert texts.count("b1") == texts.count("b2") == 12, texts
+
+
+def test_the_cluster_report_answers_first_and_draws_its_nodes(tmp_path: Path) -> None:
+    """The local Galera spec's shape: direct against proxy, one repetition of three blocks. The first screen
+    is the summary (the proxy's verdict inconclusive, said so); throughput bars hollow (one repetition) and
+    the proxy's hatched, the words under their names; the node panels render, one per figure. Screenshots:
+    test-artifacts/first-screen-cluster.png, report-cluster.png (the whole page)."""
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed (make browser-deps installs Debian's chromium)")
+    store = DuckDBStore(tmp_path / "benchfleet.duckdb")
+    try:
+        report = write_report(store, fill_cluster_run(store), tmp_path / "cluster.html")
+    finally:
+        store.close()
+    assert report.stat().st_size < 1_500_000
+    text = " ".join(_first_screen(report, tmp_path, "first-screen-cluster.png").split())
+    assert re.search(r"at 4 threads the difference between proxy and direct is inconclusive \(95% interval -\d+% to "
+                     r"\+\d+%, paired over 3 blocks", text), text
+    assert "proxy: paired over the blocks of one repetition" in text
+    expected = int(re.search(r"data-charts='(\d+)'", report.read_text()).group(1))
+    result = chromium(tmp_path, "--enable-logging=stderr", "--v=0", "--window-size=1280,7000",
+                      f"--screenshot={ARTIFACTS / 'report-cluster.png'}", "--dump-dom", report.as_uri())
+    assert result.returncode == 0, result.stderr[-2000:]
+    dom = result.stdout
+    assert len(re.findall(r'class="[^"]*\bjs-plotly-plot\b', dom)) == expected
+    errors = [line for line in result.stderr.splitlines() if ":CONSOLE" in line and "rror" in line]
+    assert not errors, "\n".join(errors)
+    nodes = _chart(dom, "nodes")
+    titles = re.findall(r'class="annotation-text"[^>]*><tspan[^>]*>([^<]*)</tspan>', nodes)
+    assert len(titles) == 9 and titles[0] == "flow control paused (% of the time)", titles
+    assert len(re.findall(r'class="scatterlayer', nodes)) == 9  # a plot per panel
+    ticks = re.sub(r"<[^>]+>", " ", _chart(dom, "throughput"))
+    assert "no interval (n=1)" in ticks and "inconclusive" in ticks

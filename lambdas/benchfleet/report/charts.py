@@ -590,6 +590,89 @@ def blocks(series: dict[str, Any], found: list[dict[str, Any]], palette: dict[st
         xaxis={"anchor": f"y{n}" if n > 1 else "y"}, margin={"r": 30, "b": 45, "t": 70}, **layout_axes)}
 
 
+# A cluster's nodes, told apart by colour in the node panels (a variant's colour is the blocks' shade).
+_NODE_COLORS = ["#111111", "#e6550d", "#3182bd", "#31a354", "#756bb1", "#d6616b", "#8c6d31"]
+_NODE_PANEL_PX = 150
+
+
+def node_panels(status_series: dict[str, Any], found_blocks: list[dict[str, Any]],
+                palette: dict[str, str]) -> Figure | None:
+    """PMM's Galera view: one panel per figure (benchfleet.stats.status.NODE_FIGURES: flow control
+    paused, replicated and received bytes, send and receive queues, certification failures, brute-force
+    aborts; then the proxy's sessions per backend), one line per node per second in the node's colour
+    (repetitions by dash), on the throughput timeline's axis. With one target x repetition, its blocks
+    shaded in their variant's colour, so a route's seconds are told from the other's. None without nodes."""
+    from benchfleet.stats.status import NODE_FIGURES, PROXY_PREFIX, PROXY_SESSIONS
+
+    width = status_series["width_s"]
+    merged: dict[tuple[str, int, str, str], dict[str, float | None]] = {}
+    for s in status_series["series"]:  # a node's variants' pieces back into one line per repetition
+        points = merged.setdefault((s["target_id"], s["repetition"], s["source"], s["counter"]), {})
+        points.update(zip(s["t"], s["y"], strict=True))
+    nodes = sorted({k[2] for k in merged if not k[2].startswith(PROXY_PREFIX)})
+    # status_timeline gives flow-control pause as % of the time already; the others are rates or levels.
+    panels = [(counter, 1.0 if counter == "wsrep_flow_control_paused_ns" else scale, words)
+              for counter, scale, _, words in NODE_FIGURES.values() if any(k[3] == counter for k in merged)]
+    sessions = next((c for c in PROXY_SESSIONS if any(k[3] == c and k[2].startswith(PROXY_PREFIX) for k in merged)),
+                    None)
+    if sessions:
+        panels.append((sessions, 1.0, "the proxy's sessions per backend node"))
+    if not nodes or not panels:
+        return None
+    targets = sorted({(k[0], k[1]) for k in merged})
+    several = len({t for t, _ in targets}) > 1
+    colors = {node: _NODE_COLORS[i % len(_NODE_COLORS)] for i, node in enumerate(nodes)}
+    n = len(panels)
+    gap = 0.25 / n
+    step = (1 - gap * (n - 1)) / n
+    data: list[dict[str, Any]] = []
+    axes: dict[str, Any] = {}
+    notes: list[dict[str, Any]] = []
+    shapes: list[dict[str, Any]] = []
+    shown: set[str] = set()
+    for i, (counter, scale, words) in enumerate(panels):
+        axis = "y" if i == 0 else f"y{i + 1}"
+        axes["yaxis" if i == 0 else f"yaxis{i + 1}"] = {
+            "domain": [round(1 - (i + 1) * step - i * gap, 4), round(1 - i * (step + gap), 4)], "anchor": "x",
+            "rangemode": "tozero", "gridcolor": "#e5e5e5", "zeroline": False}
+        notes.append({"xref": "paper", "yref": f"{axis} domain", "x": 0, "y": 1, "xanchor": "left",
+                      "yanchor": "bottom", "showarrow": False, "font": {"size": 12, "color": "#222"},
+                      "text": f"<b>{escape(words, quote=False)}</b>"})
+        for (target, rep, source, found), points in sorted(merged.items()):
+            if found != counter or (counter == sessions) != source.startswith(PROXY_PREFIX):
+                continue
+            node = source.removeprefix(PROXY_PREFIX)
+            t = sorted(points)
+            ys = [points[x] for x in t]
+            line = _break_gaps({"t": t, "y": [None if y is None else round(y * scale, 3) for y in ys]}, width, ("y",))
+            name = f"{target} {node}" if several else node
+            name += f" rep {rep}" if len({r for _, r in targets}) > 1 else ""
+            data.append({"type": "scatter", "mode": "lines", "name": name, "legendgroup": name, "yaxis": axis,
+                         "showlegend": name not in shown, "x": line["t"], "y": line["y"],
+                         "line": {"color": colors.get(node, FALLBACK_COLOR), "width": 1.5,
+                                  "dash": _DASHES[(rep - 1) % len(_DASHES)]},
+                         "hovertemplate": "%{fullData.name}<br>t=%{x}s: %{y:,.2f}<extra></extra>"})
+            shown.add(name)
+        if len(targets) == 1:
+            for b in found_blocks:
+                color = palette.get(_label_of_block(b, {"series": status_series["series"]}), FALLBACK_COLOR)
+                shapes.append({"type": "rect", "xref": "x", "yref": f"{axis} domain", "layer": "below",
+                               "x0": math.floor(b["start"] / width) * width - width / 2,
+                               "x1": math.floor(b["end"] / width) * width + width / 2, "y0": 0, "y1": 1,
+                               "fillcolor": _rgba(color, 0.10), "line": {"width": 0}})
+    shade = ""
+    if len(targets) == 1 and found_blocks:
+        names = list(dict.fromkeys(_label_of_block(b, {"series": status_series["series"]}) for b in found_blocks))
+        shade = "; shaded: the blocks of " + ", ".join(
+            f"<span style='color:{palette.get(name, FALLBACK_COLOR)}'>{escape(name)}</span>" for name in names)
+    what = "per second" if width == 1 else f"mean of {width} s buckets"
+    return {"data": data, "layout": _layout(
+        f"Cluster nodes ({what}; one colour per node{shade})", "seconds since warm-up start", "",
+        height=90 + _NODE_PANEL_PX * n, shapes=shapes, annotations=notes,
+        legend={"orientation": "h", "x": 1, "xanchor": "right", "y": 1.0, "yanchor": "bottom"},
+        xaxis={"anchor": f"y{n}" if n > 1 else "y"}, margin={"r": 30, "b": 45, "t": 70}, **axes)}
+
+
 def _label_of_block(block: dict[str, Any], series: dict[str, Any]) -> str:
     """The label of the series a block belongs to (its target's variant)."""
     for s in series["series"]:

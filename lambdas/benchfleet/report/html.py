@@ -81,6 +81,14 @@ BLOCKS_NOTE = ("The design that makes a variant's verdict paired: on one server,
                "its block of the step), the thread count above where it changes. Each block's first report is its "
                "ramp, left out of the figures.")
 
+# What the cluster's node panels (charts.node_panels) show.
+NODES_NOTE = ("Every node's wsrep counters, read every second, one panel per figure and one line per node: the "
+              "share of the time flow control paused its replication (the whole cluster waits for the slowest "
+              "node), the bytes it replicated (write-sets it originated) and received (from the others), its "
+              "send and receive queues, certification failures and brute-force aborts (conflicting writes), and "
+              "the sessions the proxy held open to it. Means per node: benchfleet results RUN (the table 'cluster "
+              "status per node'); every reading: benchfleet results RUN --status --format csv.")
+
 # What the status chart (charts.status) shows, in the run report and the report of two runs.
 STATUS_NOTE = ("SHOW GLOBAL STATUS counters read every second from every server (a cluster's nodes; a proxy's "
                "backends as proxy/<node>), under the throughput on the same time axis: running totals as a rate "
@@ -223,6 +231,9 @@ def render_report(store: DuckDBStore, run_id: str) -> str:
                         "row). Where the curve bends, the indexes have outgrown the buffer pool."))
     status_series = status_timeline(store, run["run_id"], series["spans"])
     label_series(status_series["series"], comparison["rows"])
+    found_nodes = charts.node_panels(status_series, found_blocks, palette) if status_series["series"] else None
+    if found_nodes is not None:
+        figures.append(("nodes", "Cluster nodes per second", found_nodes, NODES_NOTE))
     figures.append(("status", "Server status per second",
                     charts.status(series, status_series, palette) if status_series["series"] else None,
                     f"{STATUS_NOTE} Every reading: benchfleet results {run['run_id']} --status --format csv"))
