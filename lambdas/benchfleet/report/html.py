@@ -587,6 +587,8 @@ def _cross_zone_table(comparison: dict[str, Any]) -> str:
 
 
 def _speedup_tables(comparison: dict[str, Any]) -> str:
+    from benchfleet.ui_cost import speedup_title
+
     groups = comparison.get("speedup") or []
     out = ["<h2>Speedup by size</h2>"]
     if not groups:
@@ -613,8 +615,8 @@ def _speedup_tables(comparison: dict[str, Any]) -> str:
         headers = ["threads"]
         for r in others:
             headers += [f"{r['target_id']} ({r['size']:g} vCPUs)", "95% CI", "per doubling"]
-        out.append(f"<div class='card'><div class='note'>{escape(g['group'])}: relative to "
-                   f"{escape(g['baseline_target'])}</div>" + _table(headers, rows) + "</div>")
+        out.append(f"<div class='card'><div class='note'>{escape(speedup_title(g))} (sizes of one family and "
+                   f"settings: {escape(g['group'])})</div>" + _table(headers, rows) + "</div>")
     return "".join(out)
 
 
