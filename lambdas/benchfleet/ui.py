@@ -95,6 +95,8 @@ class RichObserver:
         self.task: TaskID | None = None
         self.where = ""
         self.samples_seen = 0
+        # The final report sysbench silences ends most steps: said on the first step line it ends, not on each.
+        self.final_said = False
 
     def __enter__(self) -> RichObserver:
         self.progress.start()
@@ -143,21 +145,26 @@ class RichObserver:
         for s in output.summaries:
             mine = [x for x in output.samples
                     if (x.target_id, x.repetition, x.step) == (s.target_id, s.repetition, s.step)]
-            self.progress.console.print(step_line(target_id, repetition, step.name, s, mine))
+            self.progress.console.print(step_line(target_id, repetition, step.name, s, mine,
+                                                  explain_final=not self.final_said))
+            self.final_said = self.final_said or bool(s.missing_final)
 
     def message(self, text: str) -> None:
         self.progress.console.print(f"[yellow]{text}")
 
 
-def step_line(target_id: str, repetition: int, step: str, s: StepSummary, samples: Sequence[Sample] = ()) -> str:
+def step_line(target_id: str, repetition: int, step: str, s: StepSummary, samples: Sequence[Sample] = (),
+              explain_final: bool = True) -> str:
     """The line a finished step prints: its tps as the results will store it (the ramp's reports left
     out, :func:`benchfleet.stats.run.step_tps`; sysbench's whole-step figure beside it, labelled), sysbench's
     other figures, the samples present of expected (under load sysbench reports late and one line covers
     seconds) and, when it happened, the final report sysbench silences as its run ends, called what it
-    is: normal. ``samples``: the step's per-second samples (none: sysbench's figure alone)."""
+    is: normal. ``samples``: the step's per-second samples (none: sysbench's figure alone).
+    ``explain_final``: say so (a run's first such step); after that the count alone ('3/4 samples') shows it."""
     pct = f"p{s.latency_pct}" if s.latency_pct else "lat"
     count = f"{s.samples}/{s.samples_expected}" if s.samples_expected is not None else str(s.samples)
-    last = ", final report silenced (sysbench's normal end)" if s.missing_final else ""
+    last = (", final report silenced (sysbench's normal end, as at most steps' end: said once)"
+            if s.missing_final and explain_final else "")
     ramp = [x for x in samples if x.phase == "ramp"]
     weights = [x.interval_s if x.interval_s is not None else 1.0 for x in ramp]
     ramp_tx = math.fsum(w * x.tps for w, x in zip(weights, ramp, strict=True))
