@@ -418,6 +418,9 @@ def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
     rows = stats["rows"]
     pct = percentile_of(rows)
     trial = stats.get("trial")
+    banner = summary.run_banner(doc.get("run") or {}, trial)
+    if banner:  # before any figure: a run that did not finish, or not the spec's result
+        console.print(banner, style="bold yellow", markup=False, highlight=False)
     title = f"comparison: {run_id}" + (f"\n[bold yellow]not the spec's result: {trial['label']}" if trial else "")
     base = stats.get("baseline") if not stats.get("baseline_variant") else \
         f"{stats.get('baseline_variant')} (variants, on each target), {stats.get('baseline')} (targets)"

@@ -102,3 +102,34 @@ def test_the_report_of_two_runs_opens_with_the_answer_and_compare_prints_it(
     assert "is inconclusive (95% interval -" in durable
     for sentence in (relaxed, durable):
         assert f"- {sentence}" in printed
+
+
+@pytest.mark.parametrize("case", ["aborted", "smoke"])
+def test_an_aborted_or_smoke_run_says_so_before_any_figure(case: str, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 38 item 7: `results` of an aborted run or a smoke run had no banner saying so (the report said
+    nothing of an aborted run either): a reader took its figures as the spec's result."""
+    monkeypatch.setenv("BENCHFLEET_HOME", str(tmp_path))
+    store = DuckDBStore(tmp_path / "benchfleet.duckdb")
+    try:
+        run_id = fill_store(store, "demo-durability-20261126t100000-abcd", targets=DEMO_TARGETS, reps=3,
+                            threads=(4,), seconds=6, warmup_s=2)
+        if case == "aborted":
+            store.finish_run(run_id, "aborted", "interrupted; servers stopped and removed")
+            expected = ("This run ended aborted: interrupted; servers stopped and removed; its figures are of the "
+                        "steps it finished.")
+        else:  # as benchfleet.scale.trial records a --scale smoke run
+            trial = {"scale": "smoke", "substituted": [], "label": "smoke scale: 1 repetition of short steps"}
+            store.set_spec(run_id, {**store.run(run_id)["spec"], "trial": trial})
+            expected = "Not the spec's result: smoke scale: 1 repetition of short steps."
+    finally:
+        store.close()
+    capsys.readouterr()
+    assert main(["results", run_id]) == 0
+    out = capsys.readouterr().out
+    assert " ".join(out.split()).startswith(expected), out[:400]
+    report = tmp_path / "r.html"
+    assert main(["report", run_id, "-o", str(report)]) == 0
+    section = report.read_text().split("<section id='summary'>", 1)[1].split("</section>", 1)[0]
+    assert f"<p class='trial' id='trial'>{expected}" in section.replace("&#x27;", "'")
