@@ -90,6 +90,21 @@ def clause(rel: Row, candidate: str, baseline: str, threads: int, named: bool) -
     return f"{at} {diff}: {rel.get('words') or verdict} ({_interval(rel)})"
 
 
+def _bare(rel: Row) -> bool:
+    """Too few repetitions for any interval."""
+    return str(rel.get("verdict")) == "too few repetitions" and rel.get("ci_low_pct") is None
+
+
+def _bare_clause(rels: list[Row], candidate: str, baseline: str, threads: list[int], named: bool) -> str:
+    """Several thread counts with too few repetitions for an interval, in one clause."""
+    counts = ", ".join(str(t) for t in threads[:-1]) + f" and {threads[-1]}"
+    seen = ", ".join(signed(r["pct"]) if r.get("pct") is not None else "?" for r in rels)
+    apart = f" {candidate} from {baseline}" if named else ""
+    designs = list(dict.fromkeys(design_words(r) for r in rels))
+    return (f"at {counts} threads there are too few repetitions to tell{apart} ({seen} seen; no interval, "
+            f"{'; '.join(designs)})")
+
+
 def sentences(rows: Iterable[Row], name_of: Callable[[Any], str], baseline_of: Callable[[Any], str]) -> list[str]:
     """One sentence per compared series (a candidate against its baseline), its thread counts as
     clauses: the decisive ones first, then the rest, each in thread order. Rows without a verdict
@@ -101,8 +116,17 @@ def sentences(rows: Iterable[Row], name_of: Callable[[Any], str], baseline_of: C
     out = []
     for (candidate, baseline), mine in groups.items():
         ordered = sorted(mine, key=lambda r: (str(r["relative"].get("verdict")) not in _DIRECTIONS, r["threads"]))
-        parts = [clause(r["relative"], candidate, baseline, int(r["threads"]), named=i == 0)
-                 for i, r in enumerate(ordered)]
+        # Thread counts with too few repetitions and no interval say the same: one clause for them all.
+        bare = [r for r in ordered if _bare(r["relative"])]
+        merged = {id(r) for r in bare} if len(bare) > 1 else set()
+        parts: list[str] = []
+        for r in ordered:
+            if id(r) in merged:
+                if r is bare[0]:
+                    parts.append(_bare_clause([x["relative"] for x in bare], candidate, baseline,
+                                              [int(x["threads"]) for x in bare], named=not parts))
+                continue
+            parts.append(clause(r["relative"], candidate, baseline, int(r["threads"]), named=not parts))
         out.append("; ".join(parts) + ".")  # never capitalised: a series' name is spelled as the spec does
     return out
 

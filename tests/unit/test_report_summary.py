@@ -45,6 +45,11 @@ def test_each_comparison_is_one_sentence_from_its_verdicts_fields() -> None:
     assert found[1].startswith("at 1 thread there are too few repetitions to tell single from durable (-8.0% seen, 2 "
                                "on the smaller side; 95% interval")
     assert found[1].endswith("measured apart, 2 repetitions each).")
+    # Thread counts with too few repetitions for any interval (an imported study: one each) in one clause.
+    one = [_row("c6g-2xlarge", t, relative_difference([v], [100.0])) for t, v in ((1, 103.5), (16, 495.0))]
+    assert summary.run_sentences({"rows": one}) == [
+        "at 1 and 16 threads there are too few repetitions to tell c6g-2xlarge from base (+3.5%, +395% seen; no "
+        "interval, measured apart, 1 repetition each)."]
     # A verdict category this module does not know speaks in its own words, with its interval.
     new = replace(unsure, verdict="possible regression", words="possible regression (-35%..+3%)")  # type: ignore[arg-type]
     text = summary.run_sentences({"rows": [_row("x", 8, new)]})[0]
