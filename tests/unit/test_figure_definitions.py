@@ -160,7 +160,7 @@ def test_the_step_output_line_calls_the_silenced_report_normal() -> None:
     assert "2/3 samples, final report silenced (sysbench's normal end" in line and "missing" not in line
 
 
-def test_the_silenced_final_report_is_said_once_per_run_not_on_every_step_line() -> None:
+def test_the_silenced_final_report_is_said_once_per_run_not_on_every_step_line(monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 38 item 7: 'final report silenced (sysbench's normal end)' was printed on most step lines of a
     run (sysbench silences it as most steps end). A run's progress says it on the first step it ends."""
     from benchfleet import ui
@@ -176,7 +176,8 @@ def test_the_silenced_final_report_is_said_once_per_run_not_on_every_step_line()
     observer.task = ui.TaskID(0)  # the progress display itself is not started: only what it prints is read
     observer.progress.update = lambda task, **fields: None  # type: ignore[method-assign]
     printed: list[str] = []
-    observer.progress.console.print = lambda text, *a, **k: printed.append(str(text))  # type: ignore[method-assign]
+    # The progress prints on the CLI's console (ui.console): caught for this test only.
+    monkeypatch.setattr(observer.progress.console, "print", lambda text, *a, **k: printed.append(str(text)))
     out = parse_agent_lines("\n".join([sample(1, 80, 1.0), sample(2, 100, 2.0), summary(3.0005, 280)]))
     for step in [st for st in plan.targets[0].steps if st.kind == "measure"]:
         observer.step_finished("a", 1, step, AgentOutput(samples=out.samples, summaries=out.summaries))
