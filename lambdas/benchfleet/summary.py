@@ -145,8 +145,14 @@ def run_sentences(stats: Mapping[str, Any]) -> list[str]:
     return sentences(rows, lambda r: str(r.get("label") or r["target_id"]), baseline_of)
 
 
-def pair_sentences(pair: Mapping[str, Any], labels: tuple[str, str]) -> list[str]:
-    """The sentences of ``compare``: each series of the second run against the same series of the first."""
+# How the sentences of two runs name them where their names do not tell them apart (the same spec run
+# twice: the labels would be two long run ids in every clause); the page's title and the table name them.
+RUN_ORDINALS = ("the first run", "the second run")
+
+
+def pair_sentences(pair: Mapping[str, Any], labels: tuple[str, str] = RUN_ORDINALS) -> list[str]:
+    """The sentences of ``compare``: each series of the second run against the same series of the first,
+    the runs called by ``labels`` (baseline, compared)."""
     def series(row: Row, target: str) -> str:
         return f"{target}/{row['variant']}" if row.get("variant") else target
 

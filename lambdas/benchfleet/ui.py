@@ -539,7 +539,7 @@ def print_run_comparison(doc: dict[str, Any]) -> None:
                       *([caveat_words(r.get("caveats"))] if any(x.get("caveats") for x in doc["rows"]) else []),
                       style=style or None)
     console.print(table)
-    print_answer(summary.pair_sentences(doc, (doc["run"], doc["baseline_run"])[::-1]))
+    print_answer(summary.pair_sentences(doc))  # the runs as the table's title names them: second vs first
     if multiplicity_text(doc):
         console.print(multiplicity_text(doc))
     if doc["unmatched"]:

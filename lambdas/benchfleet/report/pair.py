@@ -139,12 +139,13 @@ def render_pair_report(store: DuckDBStore, baseline_run: str, run: str) -> str:
             "seconds since the run's first sample."))
     sections += statuses
 
+    named = labels if runs[0]["name"] != runs[1]["name"] else summary.RUN_ORDINALS  # not two run ids per clause
     banners = [f"{label}: {text}" for run_row, doc, label in zip(runs, docs, labels, strict=True)
                if (text := summary.run_banner(run_row, doc.get("trial")))]
     body = [html.summary_section(
         f"<h1>{escape(labels[1])} against {escape(labels[0])}</h1>",
         f"benchfleet report of two runs - {len(pair['rows'])} target x threads compared",
-        " ".join(banners) or None, summary.pair_sentences(pair, labels),
+        " ".join(banners) or None, summary.pair_sentences(pair, named),
         summary.caveat_lines(pair["rows"], versus, caveat_words, pair.get("multiplicity"))),
         _header(runs, labels, pair), _verdict_table(pair, labels)]
     missing = {"timeline-0": html._MISSING["timeline"], "timeline-1": html._MISSING["timeline"],
