@@ -210,7 +210,8 @@ def render_report(store: DuckDBStore, run_id: str) -> str:
     figures.append(("qps", f"Queries per second {per}", charts.qps(comparison, palette),
                     "Mean over repetitions of sysbench's qps for each step: the figure the workload files "
                     "name for mixes whose transactions differ in size."))
-    found_blocks = blocks(store, run["run_id"], series["spans"])
+    # Only a run with variants has blocks to find (a soak's 17M samples are not scanned for none).
+    found_blocks = blocks(store, run["run_id"], series["spans"]) if comparison.get("variants") else []
     if found_blocks:
         figures.append(("blocks", "How the variants alternated, block by block", charts.blocks(
             series, found_blocks, palette), BLOCKS_NOTE))

@@ -110,7 +110,7 @@ def render_pair_report(store: DuckDBStore, baseline_run: str, run: str) -> str:
         # The run report's palette: each variant (or route) in its colour, then the targets.
         run_palette = charts.colors(list(dict.fromkeys([*(charts.label_of(r) for r in doc["rows"]),
                                                         *(t["target_id"] for t in doc["targets"])])))
-        found_blocks = blocks(store, doc["run"]["run_id"], series["spans"])
+        found_blocks = blocks(store, doc["run"]["run_id"], series["spans"]) if doc.get("variants") else []
         if found_blocks:
             sections.append((f"blocks-{i}", f"How the variants alternated, block by block: {label}",
                              charts.blocks(series, found_blocks, run_palette), html.BLOCKS_NOTE))
