@@ -458,7 +458,8 @@ def _results(store: Any, run_id: str) -> dict[str, Any]:
     doc["statistics"] = run_comparison(store, run["run_id"])
     doc["comparison"] = comparison_table(doc["statistics"]["rows"])
     steps = status.per_step(store, run["run_id"])
-    doc["status"] = {"counters": status.counter_table(steps), "cluster": status.cluster_table(steps)}
+    counters = status.counter_table(steps)
+    doc["status"] = {"counters": counters, "cluster": status.cluster_table(steps), "nodes": status.node_table(counters)}
     # A smoke or --local run says so on every row (the CSV has no other place for it).
     label = (doc["statistics"].get("trial") or {}).get("label")
     doc["run"]["trial"] = label

@@ -17,6 +17,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 from rich.table import Table
 from rich.text import Text
 
+from benchfleet import summary
 from benchfleet.plan import Plan, PlanStep, TargetPlan
 from benchfleet.records import AgentOutput, Sample, StepSummary, sample_phase
 from benchfleet.stats.caveats import words as caveat_words
@@ -97,6 +98,8 @@ class RichObserver:
         self.task: TaskID | None = None
         self.where = ""
         self.samples_seen = 0
+        # The final report sysbench silences ends most steps: said on the first step line it ends, not on each.
+        self.final_said = False
 
     def __enter__(self) -> RichObserver:
         self.progress.start()
@@ -145,21 +148,26 @@ class RichObserver:
         for s in output.summaries:
             mine = [x for x in output.samples
                     if (x.target_id, x.repetition, x.step) == (s.target_id, s.repetition, s.step)]
-            self.progress.console.print(step_line(target_id, repetition, step.name, s, mine))
+            self.progress.console.print(step_line(target_id, repetition, step.name, s, mine,
+                                                  explain_final=not self.final_said))
+            self.final_said = self.final_said or bool(s.missing_final)
 
     def message(self, text: str) -> None:
         self.progress.console.print(f"[yellow]{text}")
 
 
-def step_line(target_id: str, repetition: int, step: str, s: StepSummary, samples: Sequence[Sample] = ()) -> str:
+def step_line(target_id: str, repetition: int, step: str, s: StepSummary, samples: Sequence[Sample] = (),
+              explain_final: bool = True) -> str:
     """The line a finished step prints: its tps as the results will store it (the ramp's reports left
     out, :func:`benchfleet.stats.run.step_tps`; sysbench's whole-step figure beside it, labelled), sysbench's
     other figures, the samples present of expected (under load sysbench reports late and one line covers
     seconds) and, when it happened, the final report sysbench silences as its run ends, called what it
-    is: normal. ``samples``: the step's per-second samples (none: sysbench's figure alone)."""
+    is: normal. ``samples``: the step's per-second samples (none: sysbench's figure alone).
+    ``explain_final``: say so (a run's first such step); after that the count alone ('3/4 samples') shows it."""
     pct = f"p{s.latency_pct}" if s.latency_pct else "lat"
     count = f"{s.samples}/{s.samples_expected}" if s.samples_expected is not None else str(s.samples)
-    last = ", final report silenced (sysbench's normal end)" if s.missing_final else ""
+    last = (", final report silenced (sysbench's normal end, as at most steps' end: said once)"
+            if s.missing_final and explain_final else "")
     ramp = [x for x in samples if x.phase == "ramp"]
     weights = [x.interval_s if x.interval_s is not None else 1.0 for x in ramp]
     ramp_tx = math.fsum(w * x.tps for w, x in zip(weights, ramp, strict=True))
@@ -446,6 +454,9 @@ def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
     rows = stats["rows"]
     pct = percentile_of(rows)
     trial = stats.get("trial")
+    banner = summary.run_banner(doc.get("run") or {}, trial)
+    if banner:  # before any figure: a run that did not finish, or not the spec's result
+        console.print(banner, style="bold yellow", markup=False, highlight=False)
     title = f"comparison: {run_id}" + (f"\n[bold yellow]not the spec's result: {trial['label']}" if trial else "")
     base = stats.get("baseline") if not stats.get("baseline_variant") else \
         f"{stats.get('baseline_variant')} (variants, on each target), {stats.get('baseline')} (targets)"
@@ -469,7 +480,9 @@ def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
                       *([caveat_words(r.get("caveats"))] if any(x.get("caveats") for x in rows) else []),
                       style=style or None)
     console.print(table)
+    print_answer(summary.run_sentences(stats))
     print_cluster_status(doc)
+    print_node_status(doc)
     if multiplicity_text(stats):
         console.print(multiplicity_text(stats))
     for line in order_lines(stats):
@@ -494,6 +507,12 @@ def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
     ui_cost.print_speedup(console, stats)
 
 
+def print_answer(sentences: list[str]) -> None:
+    """The table's answer in plain sentences (benchfleet.summary, as the report's summary says them)."""
+    for sentence in sentences:
+        console.print(f"- {sentence}", markup=False, highlight=False)
+
+
 def print_cluster_status(doc: dict[str, Any]) -> None:
     """Per cluster target (x variant) x threads, what its nodes said every second (benchfleet.stats.status)."""
     rows = (doc.get("status") or {}).get("cluster") or []
@@ -512,6 +531,31 @@ def print_cluster_status(doc: dict[str, Any]) -> None:
                       _num(r.get("recv_queue")), _num(r.get("send_queue")), _num(r.get("cert_failures_per_s")),
                       _num(r.get("bf_aborts_per_s")), _num(r.get("replicated_mb_per_s")),
                       _fmt(int(r["unanswered"]) if r.get("unanswered") is not None else None))
+    console.print(table)
+
+
+def print_node_status(doc: dict[str, Any]) -> None:
+    """Per cluster target (x variant) x threads x node, what each node said every second
+    (benchfleet.stats.status.node_table): where the flow control, the queues and the bytes were."""
+    rows = (doc.get("status") or {}).get("nodes") or []
+    if not rows:
+        return
+    proxy = any(r.get("proxy_sessions") is not None for r in rows)
+    table = _compact_table("cluster status per node (means over the measured seconds and repetitions)",
+                           "fc %: share of the time the node's replication was paused by flow control; per "
+                           "second: fc sent (flow-control messages the node sent), cert (certification failures), "
+                           "bf (brute-force aborts), KiB replicated and received; sendq, recvq: write-sets "
+                           "waiting" + ("; proxy: the proxy's open sessions to the node" if proxy else ""), [
+                               ("target", True), ("thr", False), ("node", True), ("fc %", False),
+                               ("fc sent", False), ("sendq", False), ("recvq", False), ("cert", False),
+                               ("bf", False), ("repl KiB", False), ("recv KiB", False),
+                               *([("proxy", False)] if proxy else [])])
+    for r in rows:
+        name = f"{r['target_id']} · {r['variant']}" if r.get("variant") else r["target_id"]
+        table.add_row(name, str(r["threads"]), r["node"], _pct(r.get("fc_paused_pct")), _num(r.get("fc_sent_per_s")),
+                      _num(r.get("send_queue")), _num(r.get("recv_queue")), _num(r.get("cert_failures_per_s")),
+                      _num(r.get("bf_aborts_per_s")), _num(r.get("replicated_kib_per_s")),
+                      _num(r.get("received_kib_per_s")), *([_num(r.get("proxy_sessions"))] if proxy else []))
     console.print(table)
 
 
@@ -537,6 +581,7 @@ def print_run_comparison(doc: dict[str, Any]) -> None:
                       *([caveat_words(r.get("caveats"))] if any(x.get("caveats") for x in doc["rows"]) else []),
                       style=style or None)
     console.print(table)
+    print_answer(summary.pair_sentences(doc))  # the runs as the table's title names them: second vs first
     if multiplicity_text(doc):
         console.print(multiplicity_text(doc))
     if doc["unmatched"]:

@@ -5,6 +5,7 @@ comparison document's (``benchfleet.stats``); this module only lays them out."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from rich import box
@@ -33,6 +34,30 @@ def _table(title: str, caption: str, columns: list[tuple[str, bool]]) -> Table:
     return table
 
 
+def _fits(console: Console, table: Table) -> bool:
+    """The table at its natural width fits the terminal: rich would otherwise cut its columns to
+    'on-de…' and '$0.10…'."""
+    # Measured unbounded: a measure within the terminal's width is clamped to it.
+    return console.measure(table, options=console.options.update(width=1_000_000)).maximum <= console.width
+
+
+def print_by_models(console: Console, models: tuple[str, ...], build: Callable[[tuple[str, ...]], Table],
+                    note: str) -> None:
+    """A table of figures by pricing model, ``build(models)``, as few tables as fit the terminal: all models
+    in one where it fits, else the models split over several, each naming every row (target, threads) in
+    full; at worst one table per model. ``note`` printed once after them, at the terminal's width."""
+    groups: list[tuple[str, ...]] = []
+    for m in models:
+        if groups and _fits(console, build((*groups[-1], m))):
+            groups[-1] = (*groups[-1], m)
+        else:
+            groups.append((m,))
+    for group in groups:
+        console.print(build(group))
+    if note:
+        console.print(note, style="dim italic")
+
+
 def models_from(option: str | None) -> tuple[str, ...]:
     """The pricing models a ``--pricing`` option names (``all``, or a comma-separated list)."""
     if not option:
@@ -58,19 +83,42 @@ def approximate_models(targets: list[dict[str, Any]]) -> list[str]:
     return sorted(found)
 
 
+def _priced(target: dict[str, Any], models: tuple[str, ...]) -> bool:
+    return any((target.get("prices") or {}).get("serving", {}).get(m) for m in models)
+
+
+def unpriced_words(targets: list[dict[str, Any]], models: tuple[str, ...]) -> str:
+    """Why no target has a price under ``models``: none has any price (a local server, an import without
+    --instance-type), or they are priced, but not under these models (spot: no snapshot ships)."""
+    elsewhere = [t["target_id"] for t in targets if _priced(t, MODELS)]
+    if not elsewhere:
+        return ("no target is priced (a local server is free unless its spec gives price_per_hour; "
+                "`import --instance-type` prices an imported target)")
+    labels = ", ".join(MODEL_LABELS[m] for m in models)
+    why = ("the price tables ship no spot snapshot (spot prices move by the hour: add one to "
+           "workloads/pricing/ec2.json's spot section, workloads/pricing/README.md)" if "spot" in models and
+           not spot_snapshot() else f"the price tables have no {labels} figure for their type and region")
+    return f"no {labels} price: {', '.join(elsewhere)} {'is' if len(elsewhere) == 1 else 'are'} priced, but {why}"
+
+
+def spot_snapshot() -> bool:
+    """The price tables hold a spot snapshot for some region."""
+    from benchfleet.pricing import load_prices
+
+    try:
+        return bool(load_prices().ec2.spot.regions)
+    except (OSError, ValueError):
+        return False
+
+
 def print_costs(console: Console, stats: dict[str, Any], models: tuple[str, ...] = HEADLINE_MODELS) -> None:
-    """Cost per 1,000 tps per target x threads under ``models``, each with its 95% interval."""
+    """Cost per 1,000 tps per target x threads under ``models``, each with its 95% interval; as many
+    tables as the terminal's width needs (print_by_models)."""
     targets = stats.get("targets") or []
-    priced = {t["target_id"] for t in targets if any((t.get("prices") or {}).get("serving", {}).get(m)
-                                                      for m in models)}
+    priced = {t["target_id"] for t in targets if _priced(t, models)}
     if not priced:
-        console.print("cost per 1,000 tps: no target is priced (a local server is free unless its spec gives "
-                      "price_per_hour; `import --instance-type` prices an imported target)")
+        console.print(f"cost per 1,000 tps: {unpriced_words(targets, models)}")
         return
-    columns: list[tuple[str, bool]] = [("target", True), ("thr", False), ("tps", False)]
-    for m in models:
-        label = MODEL_LABELS[m]
-        columns += [(f"{label} $/h", False), (f"{label} per 1k tps", False), ("95% CI", False)]
     approx = approximate_models(targets)
     clusters = any(r.get("cross_zone") for r in stats.get("rows") or [])
     caption = ("USD per hour of the database (instance, storage, IOPS, throughput; no client host for any "
@@ -78,20 +126,33 @@ def print_costs(console: Console, stats: dict[str, Any], models: tuple[str, ...]
                          "measured at that thread count" if clusters else "")
                + ") / (mean tps / 1000); interval carried from tps"
                + (f"; approximate prices: {', '.join(approx)} (workloads/pricing/README.md)" if approx else ""))
-    table = _table("cost per 1,000 tps", caption, columns)
-    for r in stats.get("rows") or []:
-        if r["target_id"] not in priced:
-            continue
-        cells = [r["target_id"], str(r["threads"]), f"{r['tps']['mean']:,.0f}" if r["tps"]["mean"] else "-"]
-        for m in models:
-            c = (r.get("cost") or {}).get(m)
-            cells += (["-", "-", "-"] if c is None else
-                      [_money(c["usd_per_hour"]), _money(c["per_1000_tps"]), _interval(c["ci_low"], c["ci_high"])])
-        table.add_row(*cells)
-    console.print(table)
+
+    def build(shown: tuple[str, ...]) -> Table:
+        columns: list[tuple[str, bool]] = [("target", True), ("thr", False), ("tps", False)]
+        for m in shown:
+            label = MODEL_LABELS[m] + " " if len(shown) > 1 else ""  # one model: named in the title
+            columns += [(f"{label}$/h", False), (f"{label}per 1k tps", False), ("95% CI", False)]
+        table = _table("cost per 1,000 tps" + (f": {', '.join(MODEL_LABELS[m] for m in shown)}"
+                                               if len(shown) == 1 else ""), "", columns)
+        for r in stats.get("rows") or []:
+            if r["target_id"] not in priced:
+                continue
+            cells = [r["target_id"], str(r["threads"]), f"{r['tps']['mean']:,.0f}" if r["tps"]["mean"] else "-"]
+            for m in shown:
+                c = (r.get("cost") or {}).get(m)
+                cells += (["-", "-", "-"] if c is None else
+                          [_money(c["usd_per_hour"]), _money(c["per_1000_tps"]), _interval(c["ci_low"], c["ci_high"])])
+            table.add_row(*cells)
+        return table
+
+    # A model no target has a price under (spot, with no snapshot shipped) is said, not drawn as dashes.
+    missing = tuple(m for m in models if not any(_priced(t, (m,)) for t in targets))
+    print_by_models(console, tuple(m for m in models if m not in missing), build, caption)
     unpriced = [t["target_id"] for t in targets if t["target_id"] not in priced]
     if unpriced:
         console.print(f"not priced: {', '.join(unpriced)}")
+    if missing:
+        console.print(f"cost per 1,000 tps: {unpriced_words(targets, missing)}")
 
 
 def print_breakdown(console: Console, stats: dict[str, Any], models: tuple[str, ...] = HEADLINE_MODELS) -> None:
@@ -99,20 +160,26 @@ def print_breakdown(console: Console, stats: dict[str, Any], models: tuple[str, 
     targets = [t for t in stats.get("targets") or [] if (t.get("prices") or {}).get("lines")]
     if not targets:
         return
-    columns: list[tuple[str, bool]] = [("target", True), ("item", True), ("what", True), ("in cost/1k tps", True)]
-    columns += [(f"{MODEL_LABELS[m]} $/h", False) for m in models]
-    table = _table("price breakdown (USD per hour)", "in cost/1k tps: a line of the database's price; the "
-                   "client host is in what a run costs, not in cost per 1,000 tps", columns)
-    for t in targets:
-        prices = t["prices"]
-        for i, line in enumerate(prices["lines"]):
-            instead, counted = line_words(line)
-            table.add_row(t["target_id"] if i == 0 else "", line["item"], line["what"], counted,
-                          *[instead or _money(line["usd_per_hour"].get(m), 5) for m in models])
-        where = prices.get("region")
-        table.add_row("", "total", f"in {where}" if where and where != "local" else "", "database",
-                      *[_money(prices["serving"].get(m), 5) for m in models])
-    console.print(table)
+    def build(shown: tuple[str, ...]) -> Table:
+        columns: list[tuple[str, bool]] = [("target", True), ("item", True), ("what", True),
+                                           ("in cost/1k tps", True)]
+        columns += [(f"{MODEL_LABELS[m]} $/h" if len(shown) > 1 else "$/h", False) for m in shown]
+        table = _table("price breakdown (USD per hour)" + (f": {', '.join(MODEL_LABELS[m] for m in shown)}"
+                                                           if len(shown) == 1 else ""), "", columns)
+        for t in targets:
+            prices = t["prices"]
+            for i, line in enumerate(prices["lines"]):
+                instead, counted = line_words(line)
+                table.add_row(t["target_id"] if i == 0 else "", line["item"], line["what"], counted,
+                              *[instead or _money(line["usd_per_hour"].get(m), 5) for m in shown])
+            where = prices.get("region")
+            table.add_row("", "total", f"in {where}" if where and where != "local" else "", "database",
+                          *[_money(prices["serving"].get(m), 5) for m in shown])
+        return table
+
+    print_by_models(console, tuple(m for m in models if any(_priced(t, (m,)) for t in targets)), build,
+                    "in cost/1k tps: a line of the database's price; the client host is in what a run costs, not "
+                    "in cost per 1,000 tps")
     # Notes under the table, each once with the targets it is about (long words would widen the table).
     notes: dict[str, list[str]] = {}
     for t in targets:
@@ -161,10 +228,9 @@ def print_speedup(console: Console, stats: dict[str, Any]) -> None:
         for r in others:
             columns += [(f"{r['target_id']} ({r['size']:g})", False), ("95% CI", False), ("per doubling", False)]
         base = next(r for r in group["rows"] if r["target_id"] == group["baseline_target"])
-        table = _table(f"speedup by size: {group['group']}",
-                       f"tps / {group['baseline_target']}'s ({base['size']:g} vCPUs) at the same threads; "
-                       "95% CI: Welch unless marked paired (local servers run in rounds); "
-                       "per doubling = speedup ** (1 / doublings of vCPUs), 2.00x is linear", columns)
+        # Named above the table, which is narrower than its name (a title would wrap inside it).
+        console.print(f"speedup by size: {speedup_title(group)}", style="italic")
+        table = _table("", "", columns)
         for th in group["threads"]:
             cells = [str(th)]
             for r in others:
@@ -173,6 +239,20 @@ def print_speedup(console: Console, stats: dict[str, Any]) -> None:
                           [_times(c["speedup"]), _speedup_interval(c), _times(c["per_doubling"])])
             table.add_row(*cells)
         console.print(table)
+        console.print(f"tps / {group['baseline_target']}'s ({base['size']:g} vCPUs) at the same threads (sizes of one "
+                      f"family and settings: {group['group']}); 95% CI: Welch unless marked paired (local servers "
+                      "run in rounds); per doubling = speedup ** (1 / doublings of vCPUs), 2.00x is linear",
+                      style="dim italic")
+
+
+def speedup_title(group: dict[str, Any]) -> str:
+    """A speedup group named by its targets, each with its size: 'c6g-2xlarge (8 vCPUs) against
+    c6g-large (2)' (the group's key, 'existing:c6g', names no target a reader gave)."""
+    sizes = {r["target_id"]: r["size"] for r in group["rows"]}
+    others = [t for t in sizes if t != group["baseline_target"]]
+    unit = "CPUs" if str(group["group"]).startswith("local:") else "vCPUs"
+    return (", ".join(f"{t} ({sizes[t]:g} {unit})" for t in others)
+            + f" against {group['baseline_target']} ({sizes[group['baseline_target']]:g})")
 
 
 def _speedup_interval(cell: dict[str, Any]) -> str:

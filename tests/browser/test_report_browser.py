@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from synthetic import DEMO_TARGETS, TARGETS, fill_store
+from synthetic import DEMO_TARGETS, TARGETS, fill_cluster_run, fill_demo_pair, fill_store
 from tests.sysbench_logs import run_log
 
 from benchfleet.importer import import_logs
@@ -167,7 +167,7 @@ def _marks(dom: str) -> dict[str, object]:
         "hollow": sum(1 for b in bars if re.search(r"fill-opacity: 0;", b)),
         "bars": len(bars),
         "caveats": re.findall(r"<span class=\"caveat\">([^<]*)</span>",
-                              dom.split("Results by target and threads", 1)[1].split("</table>")[0]),
+                              dom.split("Results by target and threads", 1)[-1].split("</table>")[0]),
     }
 
 
@@ -317,3 +317,136 @@ def test_the_report_of_two_insert_runs_draws_both_curves_with_the_verdict(tmp_pa
     assert "<h2>Throughput at 4 threads, both runs</h2>" in dom
     errors = [line for line in result.stderr.splitlines() if ":CONSOLE" in line and "rror" in line]
     assert not errors, "\n".join(errors)
+
+
+def test_the_report_of_two_demo_runs_draws_every_kind_of_verdict(tmp_path: Path) -> None:
+    """Two runs of the demo's shape (variants on one server), their verdicts run against run decisive,
+    inconclusive and too few: the report crashed (ValueError from the hatched bar's colour). Every chart
+    renders without a console error; the relative chart draws one solid, hatched and hollow bar of each
+    kind, whiskers where there is an interval. Screenshot: test-artifacts/report-pair-demo.png."""
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed (make browser-deps installs Debian's chromium)")
+    from benchfleet.report.pair import write_pair_report
+
+    store = DuckDBStore(tmp_path / "benchfleet.duckdb")
+    try:
+        base, other = fill_demo_pair(store)
+        report = write_pair_report(store, base, other, tmp_path / "pair-demo.html")
+    finally:
+        store.close()
+    assert report.stat().st_size < 1_500_000
+    expected = int(re.search(r"data-charts='(\d+)'", report.read_text()).group(1))
+    ARTIFACTS.mkdir(exist_ok=True)
+    result = chromium(tmp_path, "--enable-logging=stderr", "--v=0", "--window-size=1280,3000",
+                      f"--screenshot={ARTIFACTS / 'report-pair-demo.png'}", "--dump-dom", report.as_uri())
+    assert result.returncode == 0, result.stderr[-2000:]
+    dom = result.stdout
+    assert len(re.findall(r'class="[^"]*\bjs-plotly-plot\b', dom)) == expected
+    errors = [line for line in result.stderr.splitlines() if ":CONSOLE" in line and "rror" in line]
+    assert not errors, "\n".join(errors)
+    marks = _marks(dom)
+    assert marks["bars"] == 4 and marks["hatched"] >= 1 and marks["hollow"] == 1, marks
+    assert marks["whiskers"] == 4, marks  # the too-few one (2 repetitions against 3) has an interval too
+    kinds = sorted(re.match(r"Welch: (faster|inconclusive|too few reps)", w).group(1) for w in marks["words"])
+    assert kinds == ["faster", "inconclusive", "inconclusive", "too few reps"], marks["words"]
+
+
+# The summary's place after layout, measured by the page itself (CSS pixels from the top of the page).
+_SUMMARY_PROBE = """<script>window.addEventListener('load',function(){var s=document.getElementById('summary');
+var first=document.querySelector('main').firstElementChild;
+document.body.setAttribute('data-summary-bottom',s?String(Math.round(s.getBoundingClientRect().bottom)):'none');
+document.body.setAttribute('data-summary-first',String(first===s));});</script></body>"""
+FIRST_SCREEN = (1280, 900)
+
+
+def _first_screen(report: Path, tmp_path: Path, shot: str) -> str:
+    """The report's first screen (1280 x 900) as test-artifacts/<shot>; asserts that it holds the whole
+    summary, the first thing in the page. Returns the summary's text."""
+    probe = tmp_path / f"first-{report.name}"
+    probe.write_text(report.read_text().replace("</body>", _SUMMARY_PROBE))
+    dom = _dom(probe, tmp_path, width=FIRST_SCREEN[0], height=FIRST_SCREEN[1], shot=shot)
+    assert 'data-summary-first="true"' in dom
+    bottom = re.search(r'data-summary-bottom="([^"]*)"', dom).group(1)
+    assert bottom != "none" and int(bottom) <= FIRST_SCREEN[1], f"the summary ends at {bottom} px"
+    return re.sub(r"<[^>]+>", " ", dom.split('id="summary"', 1)[1].split("</section>", 1)[0])
+
+
+def test_the_demo_and_two_run_reports_answer_on_the_first_screen(tmp_path: Path) -> None:
+    """The first screen was the run's metadata and fingerprints; now it is the summary: one sentence per
+    comparison and the caveats. Screenshots: test-artifacts/first-screen-demo.png, first-screen-pair.png."""
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed (make browser-deps installs Debian's chromium)")
+    from benchfleet.report.pair import write_pair_report
+
+    store = DuckDBStore(tmp_path / "benchfleet.duckdb")
+    try:
+        base, other = fill_demo_pair(store)
+        demo = write_report(store, base, tmp_path / "demo.html")
+        two = write_pair_report(store, base, other, tmp_path / "pair.html")
+    finally:
+        store.close()
+    text = " ".join(_first_screen(demo, tmp_path, "first-screen-demo.png").split())
+    assert re.search(r"relaxed is \d+% faster than durable at \d threads? \(95% interval .*, paired over \d+ blocks",
+                     text), text
+    text = " ".join(_first_screen(two, tmp_path, "first-screen-pair.png").split())
+    assert "is inconclusive" in text and "too few repetitions to tell" in text and "% faster than in" in text, text
+
+
+def test_the_demo_report_shows_its_blocks_alternating(tmp_path: Path) -> None:
+    """The demo's variants take turns on one server, block by block: the chart of blocks draws one panel per
+    repetition, each block shaded in its variant's colour and named; the timeline's lines are the variants'
+    colours. Screenshot of the chart: test-artifacts/report-blocks.png."""
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed (make browser-deps installs Debian's chromium)")
+    store = DuckDBStore(tmp_path / "benchfleet.duckdb")
+    try:
+        base, _ = fill_demo_pair(store)
+        report = write_report(store, base, tmp_path / "demo.html")
+    finally:
+        store.close()
+    # The chart alone, at the top of a page of its own, for its screenshot.
+    page = report.read_text()
+    main = page.split("<main>", 1)[1].split("</main>", 1)[0]
+    start = main.index("<h2>How the variants alternated")
+    alone = tmp_path / "blocks.html"
+    alone.write_text(page.replace(main, main[start:main.index("<h2>", start + 4)]))
+    dom = _dom(alone, tmp_path, height=880, shot="report-blocks.png")
+    chart = _chart(dom, "blocks")
+    rects = re.findall(r'<path[^>]*data-index="\d+"[^>]*style="[^"]*fill: (rgb\([^)]*\))', chart)
+    palette = {_rgb(c) for c in _PALETTE[:2]}
+    assert len(rects) == 24 and set(rects) == palette, rects
+    texts = re.findall(r'class="annotation-text"[^>]*>([^<]*)</text>', chart)
+    assert texts.count("b1") == texts.count("b2") == 12, texts
+
+
+def test_the_cluster_report_answers_first_and_draws_its_nodes(tmp_path: Path) -> None:
+    """The local Galera spec's shape: direct against proxy, one repetition of three blocks. The first screen
+    is the summary (the proxy's verdict inconclusive, said so); throughput bars hollow (one repetition) and
+    the proxy's hatched, the words under their names; the node panels render, one per figure. Screenshots:
+    test-artifacts/first-screen-cluster.png, report-cluster.png (the whole page)."""
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed (make browser-deps installs Debian's chromium)")
+    store = DuckDBStore(tmp_path / "benchfleet.duckdb")
+    try:
+        report = write_report(store, fill_cluster_run(store), tmp_path / "cluster.html")
+    finally:
+        store.close()
+    assert report.stat().st_size < 1_500_000
+    text = " ".join(_first_screen(report, tmp_path, "first-screen-cluster.png").split())
+    assert re.search(r"at 4 threads the difference between proxy and direct is inconclusive \(95% interval -\d+% to "
+                     r"\+\d+%, paired over 3 blocks", text), text
+    assert "proxy: paired over the blocks of one repetition" in text
+    expected = int(re.search(r"data-charts='(\d+)'", report.read_text()).group(1))
+    result = chromium(tmp_path, "--enable-logging=stderr", "--v=0", "--window-size=1280,7000",
+                      f"--screenshot={ARTIFACTS / 'report-cluster.png'}", "--dump-dom", report.as_uri())
+    assert result.returncode == 0, result.stderr[-2000:]
+    dom = result.stdout
+    assert len(re.findall(r'class="[^"]*\bjs-plotly-plot\b', dom)) == expected
+    errors = [line for line in result.stderr.splitlines() if ":CONSOLE" in line and "rror" in line]
+    assert not errors, "\n".join(errors)
+    nodes = _chart(dom, "nodes")
+    titles = re.findall(r'class="annotation-text"[^>]*><tspan[^>]*>([^<]*)</tspan>', nodes)
+    assert len(titles) == 9 and titles[0] == "flow control paused (% of the time)", titles
+    assert len(re.findall(r'class="scatterlayer', nodes)) == 9  # a plot per panel
+    ticks = re.sub(r"<[^>]+>", " ", _chart(dom, "throughput"))
+    assert "no interval (n=1)" in ticks and "inconclusive" in ticks

@@ -199,5 +199,7 @@ def test_a_local_run_prints_cost_by_model_the_breakdown_and_the_speedup_by_hand(
     assert f"${one['per_1000_tps']:.4f}" in table and f"{one['ci_low']:.4f}–{one['ci_high']:.4f}" in table
     assert "1y RI all upfront per 1k tps" in table and "price breakdown" in table
     assert "price_per_hour given for the target" in table
-    assert "speedup by size: local:mariadb:default" in table and f"{ratio:.2f}x" in table
+    assert f"speedup by size: {big['target_id']} ({big['size']:g} CPUs) against bp-1cpu (1)" in table
+    assert "sizes of one family and settings: local:mariadb:default" in " ".join(table.split())
+    assert f"{ratio:.2f}x" in table
     assert f"paired: {cell['ci_low']:.2f}–{cell['ci_high']:.2f}" in table

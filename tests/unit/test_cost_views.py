@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -202,8 +203,10 @@ def test_an_imported_study_prices_its_targets_and_ranks_its_sizes_by_hand(study:
     # The terminal says the same: cost by model, the breakdown, the speedup table.
     assert f"${C6G_LARGE_OD * 1000 / 1065.98:.4f}" in table and f"${C6G_LARGE_1Y_AU * 1000 / 1065.98:.4f}" in table
     assert "price breakdown" in table and "c6g.large" in table
-    assert "speedup by size: existing:c6g" in table and f"{5271.34 / 1065.98:.2f}x" in table
-    assert f"{(5271.34 / 1065.98) ** 0.5:.2f}x" in table and "approximate prices: ec2 reserved" in table
+    assert "speedup by size: c6g-2xlarge (8 vCPUs) against c6g-large (2)" in table
+    assert f"{5271.34 / 1065.98:.2f}x" in table
+    assert f"{(5271.34 / 1065.98) ** 0.5:.2f}x" in table
+    assert "approximate prices: ec2 reserved" in " ".join(table.split())  # a note, wrapped at the terminal's width
 
 
 @needs_study
@@ -247,3 +250,41 @@ def test_the_specs_say_what_to_look_at_in_the_cost_and_scaling_views(spec: str) 
     assert "cost per 1,000 tps on-demand and 1-year reserved" in header
     assert ("speedup tables" in header and "per doubling" in header) if spec.startswith("graviton") else (
         "price breakdown" in header)
+
+
+def test_every_pricing_view_fits_100_columns_naming_every_target_and_thread_count(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 38 item 6: `results RUN --pricing all` drew one table of every model, which rich cut at any
+    terminal width: the target and thread columns gone, headers 'on-de…', figures '$0.10…'. Now as many
+    tables as fit (one per model at 100 columns), each row naming its target and thread count; a model
+    no target has a price under is said, not drawn as dashes, and spot says why: no snapshot ships (it
+    said 'no target is priced (a local server is free...)' of priced EC2 targets)."""
+    from benchfleet import ui
+
+    monkeypatch.setenv("BENCHFLEET_HOME", str(tmp_path))
+    store = DuckDBStore(tmp_path / "benchfleet.duckdb")
+    try:
+        run_id = fill_store(store, threads=(1, 4, 16), seconds=6, warmup_s=2)
+    finally:
+        store.close()
+    monkeypatch.setattr(ui.console, "width", 100)
+    capsys.readouterr()
+    assert main(["results", run_id, "--pricing", "all"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 100 and "…" not in out
+    priced = [m for m in pricing.MODELS if m != "spot"]
+    tables = out.split("cost per 1,000 tps: ")[1:len(priced) + 1]
+    assert [t.split("\n", 1)[0].strip() for t in tables] == [pricing.MODEL_LABELS[m] for m in priced]
+    for table in tables:
+        rows = {(m.group(1), int(m.group(2))) for m in re.finditer(r"^ (m6[ig]-x?large) +(\d+) ", table, re.M)}
+        assert rows == {(t, th) for t in ("m6i-large", "m6g-large", "m6i-xlarge") for th in (1, 4, 16)}, table
+    assert ("cost per 1,000 tps: no spot price: m6i-large, m6g-large, m6i-xlarge are priced, but the price tables "
+            "ship no spot snapshot") in " ".join(out.split())
+    breakdowns = out.split("price breakdown (USD per hour)")[1:]
+    assert len(breakdowns) > 1 and not any("spot" in b.split("───", 1)[0] for b in breakdowns)
+    # Spot alone: the same reason, never 'no target is priced'.
+    assert main(["results", run_id, "--pricing", "spot"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "no spot price: m6i-large, m6g-large, m6i-xlarge are priced, but the price tables ship no spot" in out
+    assert "no target is priced" not in out

@@ -157,7 +157,32 @@ def test_the_step_output_line_calls_the_silenced_report_normal() -> None:
 
     out = parse_agent_lines("\n".join([sample(1, 80, 1.0), sample(2, 100, 2.0), summary(3.0005, 280)]))
     line = step_line("a", 1, "t0002", out.summaries[0])
-    assert "2/3 samples, final report silenced (sysbench's normal end)" in line and "missing" not in line
+    assert "2/3 samples, final report silenced (sysbench's normal end" in line and "missing" not in line
+
+
+def test_the_silenced_final_report_is_said_once_per_run_not_on_every_step_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 38 item 7: 'final report silenced (sysbench's normal end)' was printed on most step lines of a
+    run (sysbench silences it as most steps end). A run's progress says it on the first step it ends."""
+    from benchfleet import ui
+    from benchfleet.plan import make_plan
+    from benchfleet.records import AgentOutput
+    from benchfleet.spec import parse_spec, resolve
+
+    data = {"name": "s", "targets": [{"id": "a", "kind": "local"}],
+            "workload": {"name": "w", "test": "oltp_read_only", "threads": [1, 2, 4], "duration_s": 3,
+                         "warmup_s": 2}}
+    plan = make_plan(resolve(parse_spec(data), "s.yaml"))
+    observer = ui.RichObserver(plan)
+    observer.task = ui.TaskID(0)  # the progress display itself is not started: only what it prints is read
+    observer.progress.update = lambda task, **fields: None  # type: ignore[method-assign]
+    printed: list[str] = []
+    # The progress prints on the CLI's console (ui.console): caught for this test only.
+    monkeypatch.setattr(observer.progress.console, "print", lambda text, *a, **k: printed.append(str(text)))
+    out = parse_agent_lines("\n".join([sample(1, 80, 1.0), sample(2, 100, 2.0), summary(3.0005, 280)]))
+    for step in [st for st in plan.targets[0].steps if st.kind == "measure"]:
+        observer.step_finished("a", 1, step, AgentOutput(samples=out.samples, summaries=out.summaries))
+    assert len(printed) == 3 and all("2/3 samples" in line for line in printed)
+    assert [line.count("final report silenced") for line in printed] == [1, 0, 0], printed
 
 
 def test_the_ramp_is_left_out_of_the_steps_tps_and_its_per_second_figures(tmp_path: Path) -> None:

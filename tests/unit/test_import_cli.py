@@ -245,3 +245,28 @@ def test_the_terminal_says_who_wins_at_100_columns(bf_home: Path, monkeypatch: p
     assert len(lines) == 16 and all(len(line) <= 100 for line in lines)
     c5_at_1 = next(line for line in lines if line.split()[:2] == ["c5-large", "1"])
     assert "+18.7%" in c5_at_1 and "too few reps: 3+ each" in c5_at_1
+
+
+def test_the_readmes_import_example_runs_in_a_clone(bf_home: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 38 item 7: the README's import example read ../shared/fixtures, which a user's clone does not
+    have (exit 2, 'no such file'). Its logs are in the repository now, their source named beside them:
+    every command of the example, run from the checkout as written, succeeds."""
+    import shlex
+
+    repo = Path(__file__).resolve().parents[2]
+    readme = (repo / "README.md").read_text()
+    block = readme.split("### Importing a study", 1)[1].split("```sh", 1)[1].split("```", 1)[0]
+    commands = [shlex.split(line)[1:] for line in block.strip().splitlines()]
+    assert [c[0] for c in commands] == ["import", "import", "import", "results"]
+    monkeypatch.chdir(repo)
+    for command in commands:
+        assert main(command) == 0, (command, capsys.readouterr().err)
+    out = " ".join(capsys.readouterr().out.split())
+    assert "speedup by size: c6g-2xlarge (8 vCPUs) against c6g-large (2)" in out
+    source = (repo / "workloads" / "examples" / "percona-2021-arm-m6" / "README.md").read_text()
+    assert "Percona-Lab-results/2021_10_arm_cpu_comparison_m6" in source
+    # The copies are the published logs, byte for byte, where the shared fixtures are beside this checkout.
+    if STUDY.is_dir():
+        for log in (repo / "workloads" / "examples" / "percona-2021-arm-m6").glob("*/*.log"):
+            assert log.read_bytes() == (STUDY / log.parent.name / log.name).read_bytes()

@@ -32,7 +32,7 @@ from benchfleet.stats.verdict import paired_difference, relative_difference
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "browser"))
-from synthetic import DEMO_TARGETS, fill_store  # noqa: E402
+from synthetic import DEMO_TARGETS, TARGETS, fill_demo_pair, fill_store  # noqa: E402
 
 
 def test_the_bundle_is_npms_basic_distribution_at_plotly_pys_version() -> None:
@@ -191,6 +191,9 @@ def test_relative_bars_draw_each_verdict_as_what_it_is() -> None:
     assert re.match(r"Welch: inconclusive \(-\d+%\.\.\+\d+%\) ~\d+ reps · \+\d+\.\d% \[-", words[1])
     assert words[2] == "Welch: too few reps: 3+ each · -10.0%, no interval (n=1)"
     go.Figure(fig)
+    # A series the palette does not name is drawn in the fallback grey, hatched too (it crashed: '#555').
+    unnamed = {t["name"]: t for t in charts.relative_bars(rows, {}, "t", 5.0)["data"]}
+    assert unnamed[charts.STYLES["inconclusive"]]["marker"]["color"] == ["rgba(85,85,85,0.12)"]
 
 
 def test_an_inconclusive_bar_without_a_palette_entry_is_drawn_in_the_fallback_grey() -> None:
@@ -254,3 +257,78 @@ def test_caveats_reach_results_compare_and_the_terminal(stores: dict, capsys: py
         print_comparison(run_id, {"statistics": doc, "targets": []})
     text = captured.get()
     assert "caveats" in text and "differs: steal 0." in text and "vs 3." in text
+
+
+def _alpha(color: str) -> float:
+    return float(color.rsplit(",", 1)[1].rstrip(")")) if color.startswith("rgba(") else 1.0
+
+
+def solid_without_whiskers(fig: charts.Figure) -> list[str]:
+    """Every bar drawn solid (filled, not hatched) that has no whisker: a figure drawn more certain than it is."""
+    found = []
+    for trace in fig["data"]:
+        if trace.get("type") != "bar":
+            continue
+        horizontal = trace.get("orientation") == "h"
+        values = trace["x"] if horizontal else trace["y"]
+        error = trace.get("error_x" if horizontal else "error_y") or {}
+        marker = trace.get("marker") or {}
+        shapes = (marker.get("pattern") or {}).get("shape", "")
+        for i in range(len(values)):
+            color = marker["color"][i] if isinstance(marker.get("color"), list) else marker.get("color", "#000")
+            shape = shapes[i] if isinstance(shapes, list) else shapes
+            whisker = error.get("visible") and ((error.get("array") or [0] * len(values))[i]
+                                                or (error.get("arrayminus") or [0] * len(values))[i])
+            if _alpha(color) >= 0.25 and not shape and not whisker:
+                found.append(f"{fig['layout']['title']['text'][:40]}: {trace['name']} #{i}")
+    return found
+
+
+def _page_figures(page: str) -> dict[str, dict]:
+    return {key: json.loads(fig) for fig, key in re.findall(r'var f=(\{.*?\});Plotly\.newPlot\("chart-([^"]+)"', page)}
+
+
+def test_no_chart_draws_a_solid_bar_without_whiskers(stores: dict, tmp_path: Path) -> None:
+    """Issue 38 item 4: the cluster report's first chart drew solid bars (204 vs 177 tps, one repetition, no
+    whiskers) beside an inconclusive verdict, read as 'the proxy costs 13%'. Every bar of every chart of
+    every report is solid only with its whiskers; one repetition is hollow and says 'no interval (n=1)',
+    an inconclusive verdict hatched and said, too few repetitions hollow."""
+    from benchfleet.report.pair import render_pair_report
+
+    store = DuckDBStore(tmp_path / "more.duckdb")
+    try:
+        cluster = fill_store(store, "local-galera-20261126t100000-abcd", reps=1, threads=(4,), seconds=15,
+                             warmup_s=3, blocks=3, seed=5,
+                             targets=[{**DEMO_TARGETS[0], "id": "galera-3", "spec": {
+                                 "id": "galera-3", "kind": "local", "memory_mb": 256}}],
+                             variants=[{"id": "direct", "factor": 1.0, "cv": 0.3},
+                                       {"id": "proxy", "factor": 0.87, "cv": 0.3}])
+        unsure = fill_store(store, "tuning-20261126t100000-abcd", reps=3, threads=(8,), seconds=20, warmup_s=5,
+                            host_cv=0.15, seed=3, targets=[dict(TARGETS[0]), {**TARGETS[0], "id": "m6i-tuned",
+                                                                             "capacity": TARGETS[0]["capacity"] * 1.1}])
+        base, other = fill_demo_pair(store)
+        pages = {"cluster": html.render_report(store, cluster), "inconclusive": html.render_report(store, unsure),
+                 "pair": render_pair_report(store, base, other)}
+    finally:
+        store.close()
+    for name, (st, run_id) in stores.items():
+        pages[name] = html.render_report(st, run_id)
+    bad = []
+    for name, page in pages.items():
+        for key, fig in _page_figures(page).items():
+            go.Figure(fig)
+            bad += [f"{name}/{key}: {b}" for b in solid_without_whiskers(fig)]
+    assert not bad, bad
+    # The cluster's one repetition: each bar hollow, and says so over it.
+    fig = _page_figures(pages["cluster"])["throughput"]
+    bars = [t for t in fig["data"] if t["type"] == "bar"]
+    assert [(t["name"], t["marker"]["color"], t["text"][0]) for t in bars] == [
+        ("direct", charts.HOLLOW, "no interval (n=1)"), ("proxy", charts.HOLLOW, "no interval (n=1), inconclusive")]
+    assert bars[1]["marker"]["pattern"]["shape"] == "/"
+    # ... under each bar's name on the axis, where a hatched bar does not hide them.
+    assert fig["layout"]["xaxis"]["ticktext"] == ["direct<br><i>no interval (n=1)</i>",
+                                                  "proxy<br><i>no interval (n=1), inconclusive</i>"]
+    # Hosts 15% apart, three repetitions: the candidate's bar hatched (its verdict inconclusive), with whiskers.
+    bars = {t["name"]: t for t in _page_figures(pages["inconclusive"])["throughput"]["data"] if t["type"] == "bar"}
+    assert bars["m6i-tuned"]["marker"]["pattern"]["shape"] == "/" and bars["m6i-tuned"]["text"] == ["inconclusive"]
+    assert bars["m6i-large"]["text"] == [""] and "pattern" not in bars["m6i-large"]["marker"]

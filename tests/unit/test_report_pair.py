@@ -22,7 +22,7 @@ from benchfleet.report import html, pair
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "browser"))
-from synthetic import TARGETS, fill_cloud_and_status, fill_store  # noqa: E402
+from synthetic import TARGETS, fill_cloud_and_status, fill_demo_pair, fill_store  # noqa: E402
 
 BASE, OTHER = "pk-auto-20261126t100000-aaaa", "pk-uuid-20261126t120000-bbbb"
 
@@ -145,3 +145,31 @@ def test_runs_reporting_different_percentiles_share_no_latency_axis(tmp_path: Pa
         store.close()
     assert not {"latency", "latency-series"} & set(_figures(page))
     assert page.count("The runs report different latency percentiles (p95, p99") == 2
+
+
+def test_two_demo_runs_with_every_kind_of_verdict_report_in_their_series_colours(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two runs of the demo's shape (variants on one server) whose verdicts, run against run, are decisive,
+    inconclusive and too few: `report RUN2 --against RUN1` ended with 'error: ValueError: invalid literal
+    for int() with base 16', exit 1 (a variant's verdict bar found no colour in the palette, and the
+    hatched bar's fallback '#555' was read as six hex digits). Each bar is drawn in the colour of the
+    second run's series it compares."""
+    monkeypatch.setenv("BENCHFLEET_HOME", str(tmp_path))
+    store = DuckDBStore(tmp_path / "benchfleet.duckdb")
+    try:
+        base, other = fill_demo_pair(store)
+    finally:
+        store.close()
+    out = tmp_path / "pair.html"
+    assert main(["report", other, "--against", base, "-o", str(out)]) == 0, capsys.readouterr().err
+    assert main(["compare", base, other, "--report", "-o", str(tmp_path / "compare.html")]) == 0
+    figs = _figures(out.read_text())
+    styles = {t["name"]: t for t in figs["relative"]["data"]}
+    assert set(styles) == set(html.charts.STYLES.values())
+    # The throughput chart's series (two thread counts: a line each) and the bars of their verdicts.
+    throughput = {t["name"]: t["line"]["color"] for t in figs["throughput"]["data"] if t["mode"] == "lines+markers"}
+    assert len(set(throughput.values())) == 4, throughput  # two runs x two variants
+    for trace in figs["relative"]["data"]:
+        for name, color in zip(trace["y"], trace["marker"]["line"]["color"], strict=True):
+            variant = name.split("/", 1)[1].split(" ")[0]  # "local-512mb/relaxed vs ... · 4 thr"
+            assert color == throughput[f"{other}: {variant}"], (name, color, throughput)

@@ -15,7 +15,7 @@ from benchfleet.local.store import DuckDBStore
 from benchfleet.report import data
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "browser"))
-from synthetic import fill_store
+from synthetic import fill_demo_pair, fill_store
 
 
 @pytest.mark.parametrize("total_points", [60_000, 12 * 10])
@@ -70,3 +70,48 @@ def test_evenly_spaced_points_are_drawn_from_x0_and_dx_and_a_gap_keeps_its_times
     assert lines["b rep 1"]["x"] == [0, 5, 20] and "x0" not in lines["b rep 1"]
     band = next(t for t in fig["data"] if t["name"] == "a rep 1 min-max")
     assert band["x"] == [0, 5, 10, 15, 15, 10, 5, 0]  # the envelope is drawn around, on explicit times
+
+
+def test_the_variants_alternating_are_drawn_block_by_block_in_their_colours(tmp_path: Path) -> None:
+    """Issue 38 item 3: the per-second charts drew one line per repetition, the blocks of durable and relaxed
+    that alternate inside it in one colour, joined: the design that makes the verdict paired was not shown.
+    Now each variant has its colour (the one the other charts give it) and its line breaks between its
+    blocks; a chart of blocks draws one panel per repetition, every block shaded in its variant's colour
+    from its first second to its last, named b1/b2."""
+    import json
+    import re
+
+    from benchfleet.report import charts, html
+
+    store = DuckDBStore(tmp_path / "benchfleet.duckdb")
+    try:
+        run_id, _ = fill_demo_pair(store)
+        page = html.render_report(store, run_id)
+        rows = store.query("SELECT repetition, variant, block, threads, min(second) AS first, max(second) AS last, "
+                           "epoch(min(time)) AS t FROM samples WHERE run_id = ? AND phase = 'measure' "
+                           "GROUP BY ALL ORDER BY repetition, t", [run_id])
+        spans = {r["repetition"]: r["t0"] for r in data.timeline(store, run_id)["spans"]}
+    finally:
+        store.close()
+    figs = {key: json.loads(fig) for fig, key in re.findall(r'var f=(\{.*?\});Plotly\.newPlot\("chart-([^"]+)"', page)}
+    palette = charts.colors(["durable", "relaxed"])
+    blocks = figs["blocks"]
+    # One panel per repetition, each variant's line in its colour.
+    assert [blocks["layout"][f"yaxis{'' if i == 1 else i}"]["domain"][0] < 1 for i in (1, 2, 3)] == [True] * 3
+    assert {(t["name"], t["yaxis"], t["line"]["color"]) for t in blocks["data"]} == {
+        (v, axis, palette[v]) for v in ("durable", "relaxed") for axis in ("y", "y2", "y3")}
+    # Every block of every repetition shaded in its variant's colour, around the seconds it measured.
+    rects = [s for s in blocks["layout"]["shapes"] if s["type"] == "rect"]
+    assert len(rects) == len(rows) == 3 * 2 * 2 * 2  # repetitions x thread counts x blocks x variants
+    for shape, row in zip(rects, rows, strict=True):
+        assert shape["yref"] == f"{'y' if row['repetition'] == 1 else 'y' + str(row['repetition'])} domain"
+        assert shape["fillcolor"] == charts._rgba(palette[row["variant"]], 0.13)
+        start = row["t"] - spans[row["repetition"]]
+        assert shape["x0"] < start < shape["x1"], (shape, row)
+    labels = [a["text"] for a in blocks["layout"]["annotations"] if a["text"] in ("b1", "b2")]
+    assert labels.count("b1") == labels.count("b2") == 12
+    # The timeline: one line per variant and repetition in the variant's colour, broken between its blocks.
+    lines = {t["name"]: t for t in figs["timeline"]["data"] if t.get("yaxis") is None}
+    assert {name: t["line"]["color"] for name, t in lines.items()} == {
+        f"{v} rep {r}": palette[v] for v in ("durable", "relaxed") for r in (1, 2, 3)}
+    assert all(None in t["y"] for t in lines.values())

@@ -12,6 +12,8 @@ import math
 from html import escape
 from typing import Any
 
+from plotly.colors import hex_to_rgb
+
 from benchfleet.stats.caveats import words as caveat_words
 from benchfleet.stats.figures import percentile_of
 from benchfleet.stats.verdict import design_words
@@ -36,10 +38,14 @@ def colors(target_ids: list[str]) -> dict[str, str]:
     return out
 
 
+# The colour of a series the palette does not name.
+FALLBACK_COLOR = "#555555"
+
+
 def _rgba(color: str, alpha: float) -> str:
-    if len(color) == 4:  # "#555", the fallback of a series without a palette entry: "#555555"
-        color = "#" + "".join(c * 2 for c in color[1:])
-    r, g, b = (int(color[i:i + 2], 16) for i in (1, 3, 5))
+    """``color`` (#rgb or #rrggbb) at opacity ``alpha``: Plotly's parser, since a shorthand '#555' read as
+    six digits once crashed the report of two runs."""
+    r, g, b = hex_to_rgb(color)
     return f"rgba({r},{g},{b},{alpha})"
 
 
@@ -114,6 +120,53 @@ def _ci_bars(rows: list[dict[str, Any]], key: str = "tps") -> dict[str, Any]:
                   [None if f["ci_low"] is None else f["mean"] - f["ci_low"] for f in figures])
 
 
+HOLLOW = "rgba(255,255,255,0)"
+
+
+def bar_look(row: dict[str, Any], has_interval: bool, color: str, alpha: float) -> tuple[dict[str, Any], str]:
+    """How a bar of a compared figure is drawn, as the relative chart draws verdicts: solid (with its
+    whiskers) where it has an interval and its verdict, if any, decides; hatched where its verdict is
+    inconclusive; hollow where it has no interval (one repetition) or too few repetitions for a verdict.
+    Returns the marker and the words written over the bar ('' for a plain solid one), so a screenshot of
+    a bar is never read as more certain than the figure."""
+    rel = row.get("relative") or None
+    style = verdict_style(rel) if rel else "finding"
+    words = []
+    if not has_interval:
+        words.append(f"no interval (n={_n_of(row)})")
+    if style == "inconclusive":
+        words.append("inconclusive")
+    elif style == "too few" and has_interval:
+        words.append("too few reps")
+    hollow = not has_interval or style == "too few"
+    marker: dict[str, Any] = {"color": HOLLOW if hollow else _rgba(color, alpha),
+                              "line": {"color": color, "width": 2 if hollow or style == "inconclusive" else 1.5}}
+    if style == "inconclusive":
+        marker["pattern"] = {"shape": "/", "fgcolor": color, "size": 8, "solidity": 0.4}
+        if not hollow:
+            marker["color"] = _rgba(color, 0.12)
+    return marker, ", ".join(words)
+
+
+def _worded_axis(axis: dict[str, Any], data: list[dict[str, Any]]) -> dict[str, Any]:
+    """A category axis of bars whose ticks carry, under each series' name, the words its bar says
+    (bar_look: 'no interval (n=1)', 'inconclusive'): under the axis they stay readable, which over a
+    hatched bar they are not."""
+    words: dict[str, str] = {}
+    for trace in data:
+        if trace.get("type") == "bar" and trace.get("text") and trace["text"][0]:
+            words.setdefault(str(trace["x"][0]), str(trace["text"][0]))
+    if not words:
+        return axis
+    names = list(dict.fromkeys(str(t["x"][0]) for t in data if t.get("type") == "bar"))
+    return {**axis, "tickvals": names, "ticktext": [
+        f"{escape(n)}<br><i>{escape(words[n])}</i>" if n in words else escape(n) for n in names]}
+
+
+def _n_of(row: dict[str, Any]) -> Any:
+    return (row.get("tps") or {}).get("n", row.get("repetitions"))
+
+
 def throughput(comparison: dict[str, Any], palette: dict[str, str]) -> Figure:
     """Mean tps across repetitions vs threads per series, with the 95% interval of the mean as error bars,
     the min-max band of the repetitions, and each repetition as a dot. At a single thread count, one bar
@@ -128,11 +181,12 @@ def throughput(comparison: dict[str, Any], palette: dict[str, str]) -> Figure:
         text = [_ci_text(r) for r in rows]
         reps = [(r["threads"] if len(threads) > 1 else label, v) for r in rows for v in r["tps"].get("values") or []]
         if len(threads) == 1:
+            marker, words = bar_look(rows[0], rows[0]["tps"]["ci_low"] is not None, color, 0.75)
             data.append({"type": "bar", "name": label, "legendgroup": label, "x": [label],
-                         "y": [r["tps"]["mean"] for r in rows], "text": text, "textposition": "none",
-                         "error_y": _ci_bars(rows),
-                         "marker": {"color": _rgba(color, 0.75), "line": {"color": color, "width": 1.5}},
-                         "hovertemplate": "%{x}: %{y:,.1f} tps<br>%{text}<extra></extra>", "visible": visible})
+                         "y": [r["tps"]["mean"] for r in rows], "customdata": text, "text": [words],
+                         "textposition": "none",
+                         "error_y": _ci_bars(rows), "marker": marker,
+                         "hovertemplate": "%{x}: %{y:,.1f} tps<br>%{customdata}<extra></extra>", "visible": visible})
         else:
             x = [r["threads"] for r in rows]
             if any(r["tps"]["n"] > 1 for r in rows):
@@ -146,7 +200,7 @@ def throughput(comparison: dict[str, Any], palette: dict[str, str]) -> Figure:
             data.append({"type": "scatter", "mode": "lines+markers", "name": label, "legendgroup": label,
                          "x": x, "y": [r["tps"]["mean"] for r in rows], "text": text, "error_y": _ci_bars(rows),
                          "hovertemplate": "%{fullData.name}<br>%{x} threads: %{y:,.1f} tps<br>%{text}<extra></extra>",
-                         "line": {"color": color, "width": 2}, "marker": {"size": 6, "color": color},
+                         "line": {"color": color, "width": 2}, "marker": _points(rows, "tps", color),
                          "visible": visible})
         if reps:
             data.append({"type": "scatter", "mode": "markers", "name": f"{label} repetitions", "legendgroup": label,
@@ -157,11 +211,18 @@ def throughput(comparison: dict[str, Any], palette: dict[str, str]) -> Figure:
     if len(threads) == 1:
         title = (f"Throughput at {threads_words(threads[0])} (bar: mean of repetitions; whiskers: {conf}% CI; "
                  "rings: repetitions)")
-        return {"data": data, "layout": _layout(title, "", "transactions / s", xaxis=_series_axis(threads[0]),
-                                                bargap=0.45)}
+        return {"data": data, "layout": _layout(title, "", "transactions / s",
+                                                xaxis=_worded_axis(_series_axis(threads[0]), data), bargap=0.45)}
     return {"data": data, "layout": _layout(
         f"Throughput vs threads (mean of repetitions; whiskers: {conf}% CI; band: min-max; rings: repetitions)",
         "threads", "transactions / s", xaxis=_threads_axis(rows_all))}
+
+
+def _points(rows: list[dict[str, Any]], key: str, color: str) -> dict[str, Any]:
+    """The markers of a line of means: filled where the point has an interval (its whiskers), open where it
+    has none (one repetition), as the bars are hollow."""
+    return {"size": 7, "color": color, "line": {"color": color, "width": 1.5},
+            "symbol": ["circle" if (r.get(key) or {}).get("ci_low") is not None else "circle-open" for r in rows]}
 
 
 def _ci_text(row: dict[str, Any]) -> str:
@@ -277,7 +338,7 @@ def relative_bars(rows: list[dict[str, Any]], palette: dict[str, str], title: st
         mine = [(n, r) for n, r in zip(names, shown, strict=True) if verdict_style(r["relative"]) == style]
         if not mine:
             continue
-        colors = [palette.get(name_of(r), palette.get(label_of(r), "#555")) for _, r in mine]
+        colors = [palette.get(name_of(r), palette.get(label_of(r), FALLBACK_COLOR)) for _, r in mine]
         rels = [r["relative"] for _, r in mine]
         marker: dict[str, Any] = {"line": {"color": colors, "width": 2 if style != "finding" else 1}}
         if style == "finding":
@@ -343,14 +404,16 @@ def _pct_axis(values: list[float | None], title: str, domain: list[float]) -> di
 
 
 def _step_boundaries(series: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Vertical lines where the thread count changes (the steps of the first series: every series of
-    a run has the same steps) and a label with the threads of each step."""
+    """Vertical lines where the thread count changes (the steps of the first target x repetition: every
+    one of a run has the same steps; its variants' series together, since they take turns) and a label
+    with the threads of each step."""
     if not series:
         return [], []
-    first = series[0]
+    first = [s for s in series if (s["target_id"], s["repetition"]) == (series[0]["target_id"],
+                                                                         series[0]["repetition"])]
     shapes, labels = [], []
     previous = None
-    for t, threads in zip(first["t"], first["threads"], strict=True):
+    for t, threads in sorted((t, th) for s in first for t, th in zip(s["t"], s["threads"], strict=True)):
         if threads != previous:
             if previous is not None:
                 shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": t, "x1": t, "y0": 0, "y1": 1,
@@ -384,12 +447,17 @@ def timeline(series: dict[str, Any], palette: dict[str, str]) -> Figure:
         target_id = s["target_id"]
         if target_id not in seen:
             seen.append(target_id)
-        color = palette.get(target_id, "#333")
+        # A variant (or a cluster's route) in its own colour, as the other charts draw it; its blocks
+        # alternate with the other variants', so its line is broken between them, not drawn across.
+        key = s.get("label") or target_id
+        color = palette.get(key, palette.get(target_id, "#333"))
+        if s.get("variant"):
+            s = _break_gaps(s, width)
         dash = _DASHES[(s["repetition"] - 1) % len(_DASHES)]
         visible: bool | str = True if seen.index(target_id) < VISIBLE_SERIES else "legendonly"
-        name = f"{target_id} rep {s['repetition']}"
-        group = f"{target_id}-{s['repetition']}"
-        if width > 1:
+        name = f"{key} rep {s['repetition']}"
+        group = f"{key}-{s['repetition']}"
+        if width > 1 and not s.get("variant"):  # a band around a broken line would join its pieces
             data.append({"type": "scatter", "mode": "lines", "x": s["t"] + s["t"][::-1],
                          "y": s["tps_max"] + s["tps_min"][::-1], "fill": "toself",
                          "fillcolor": _rgba(color, 0.15), "line": {"width": 0}, "hoverinfo": "skip",
@@ -429,6 +497,193 @@ def timeline(series: dict[str, Any], palette: dict[str, str]) -> Figure:
         legend={"orientation": "h", "y": -0.12 * 640 / height, "x": 0},
         xaxis={"anchor": "y6" if disk else "y3"},  # the time axis under the lowest panel, not between the panels
         yaxis={"domain": top}, **axes, margin={"r": 30, "b": 40, "t": 60})}
+
+
+_GAP_KEYS = ("tps", "tps_min", "tps_max", "steal", "iowait", "qps", "threads", "rows", "disk_iops", "disk_mib_s",
+             "disk_await_ms")
+
+
+def _break_gaps(s: dict[str, Any], width: int, keys: tuple[str, ...] = _GAP_KEYS) -> dict[str, Any]:
+    """A series with a null point in each of ``keys`` wherever its times jump by more than ``width``
+    (another variant's block ran there), so that Plotly breaks its line instead of joining the blocks."""
+    t = s["t"]
+    cuts = {i for i in range(1, len(t)) if t[i] - t[i - 1] > width}
+    if not cuts:
+        return s
+    out = dict(s)
+    for key in ("t", *keys):
+        values = s.get(key)
+        if values is None:
+            continue
+        broken: list[Any] = []
+        for i, v in enumerate(values):
+            if i in cuts:
+                broken.append(t[i - 1] + width if key == "t" else None)
+            broken.append(v)
+        out[key] = broken
+    return out
+
+
+# At most this many panels (target x repetition) in the chart of blocks; its title says when there are more.
+MAX_BLOCK_PANELS = 12
+_PANEL_PX = 190
+
+
+def blocks(series: dict[str, Any], found: list[dict[str, Any]], palette: dict[str, str]) -> Figure:
+    """How the variants (or a cluster's routes) alternated: one panel per target x repetition, each
+    variant's tps per second in its colour, each block shaded in that colour from its first second to its
+    last and named above ("b1", "b2": its block), the thread counts' steps marked. Shows the design that
+    makes the verdict paired: both variants in turns on one server, the order turning."""
+    width = series["width_s"]
+    order = {t: i for i, t in enumerate(palette)}
+    ordered = sorted([s for s in series["series"] if s.get("variant")],
+                     key=lambda s: (s["target_id"], s["repetition"], order.get(s.get("label") or "", len(order))))
+    panels = list(dict.fromkeys((s["target_id"], s["repetition"]) for s in ordered))
+    shown, more = panels[:MAX_BLOCK_PANELS], len(panels) - MAX_BLOCK_PANELS
+    n = len(shown)
+    gap = 0.35 / max(n, 1) if n > 1 else 0.0
+    step = (1 - gap * (n - 1)) / max(n, 1)
+    domains = {p: [round(1 - (i + 1) * step - i * gap, 4), round(1 - i * (step + gap), 4)]
+               for i, p in enumerate(shown)}
+    data: list[dict[str, Any]] = []
+    layout_axes: dict[str, Any] = {}
+    shapes: list[dict[str, Any]] = []
+    notes: list[dict[str, Any]] = []
+    legend_seen: set[str] = set()
+    for i, panel in enumerate(shown):
+        axis = "y" if i == 0 else f"y{i + 1}"
+        layout_axes["yaxis" if i == 0 else f"yaxis{i + 1}"] = {
+            "domain": domains[panel], "anchor": "x", "rangemode": "tozero", "gridcolor": "#e5e5e5",
+            "title": {"text": "tps", "font": {"size": 11}}}
+        notes.append({"xref": "paper", "yref": f"{axis} domain", "x": 0, "y": 1, "xanchor": "left",
+                      "yanchor": "bottom", "showarrow": False, "font": {"size": 12, "color": "#222"},
+                      "text": f"<b>{escape(panel[0])} rep {panel[1]}</b>"})
+        for s in (s for s in ordered if (s["target_id"], s["repetition"]) == panel):
+            key = s.get("label") or s["variant"]
+            color = palette.get(key, FALLBACK_COLOR)
+            broken = _break_gaps(s, width)
+            data.append({"type": "scatter", "mode": "lines+markers", "name": key, "legendgroup": key,
+                         "showlegend": key not in legend_seen, "x": broken["t"], "y": broken["tps"], "yaxis": axis,
+                         "customdata": broken["threads"], "line": {"color": color, "width": 1.6},
+                         "marker": {"size": 4, "color": color},
+                         "hovertemplate": "%{fullData.name}<br>t=%{x}s, %{customdata} threads: %{y:,.1f} tps"
+                                          "<extra></extra>"})
+            legend_seen.add(key)
+        previous = None
+        for b in (b for b in found if (b["target_id"], b["repetition"]) == panel):
+            color = palette.get(_label_of_block(b, series), FALLBACK_COLOR)
+            x0 = math.floor(b["start"] / width) * width - width / 2
+            x1 = math.floor(b["end"] / width) * width + width / 2
+            shapes.append({"type": "rect", "xref": "x", "yref": f"{axis} domain", "x0": x0, "x1": x1, "y0": 0, "y1": 1,
+                           "fillcolor": _rgba(color, 0.13), "line": {"color": _rgba(color, 0.7), "width": 1},
+                           "layer": "below"})
+            notes.append({"xref": "x", "yref": f"{axis} domain", "x": (x0 + x1) / 2, "y": 1, "yanchor": "top",
+                          "showarrow": False, "font": {"size": 9, "color": color},
+                          "text": f"b{b['block']}" if b.get("block") else escape(str(b["variant"]))})
+            if b["threads"] != previous:
+                notes.append({"xref": "x", "yref": f"{axis} domain", "x": x0, "y": 1, "yanchor": "bottom",
+                              "xanchor": "left", "showarrow": False, "font": {"size": 10, "color": "#666"},
+                              "text": f"{b['threads']} thr"})
+                previous = b["threads"]
+    what = "per second" if width == 1 else f"mean of {width} s buckets"
+    title = (f"Blocks as they ran: each variant's tps ({what}), its blocks shaded in its colour"
+             + (f" - first {n} of {len(panels)} target x repetition panels" if more > 0 else ""))
+    return {"data": data, "layout": _layout(
+        title, "seconds since warm-up start", "", height=110 + _PANEL_PX * n, shapes=shapes, annotations=notes,
+        legend={"orientation": "h", "x": 1, "xanchor": "right", "y": 1.0, "yanchor": "bottom"},
+        xaxis={"anchor": f"y{n}" if n > 1 else "y"}, margin={"r": 30, "b": 45, "t": 70}, **layout_axes)}
+
+
+# A cluster's nodes, told apart by colour in the node panels (a variant's colour is the blocks' shade).
+_NODE_COLORS = ["#111111", "#e6550d", "#3182bd", "#31a354", "#756bb1", "#d6616b", "#8c6d31"]
+_NODE_PANEL_PX = 150
+
+
+def node_panels(status_series: dict[str, Any], found_blocks: list[dict[str, Any]],
+                palette: dict[str, str]) -> Figure | None:
+    """PMM's Galera view: one panel per figure (benchfleet.stats.status.NODE_FIGURES: flow control
+    paused, replicated and received bytes, send and receive queues, certification failures, brute-force
+    aborts; then the proxy's sessions per backend), one line per node per second in the node's colour
+    (repetitions by dash), on the throughput timeline's axis. With one target x repetition, its blocks
+    shaded in their variant's colour, so a route's seconds are told from the other's. None without nodes."""
+    from benchfleet.stats.status import NODE_FIGURES, PROXY_PREFIX, PROXY_SESSIONS
+
+    width = status_series["width_s"]
+    merged: dict[tuple[str, int, str, str], dict[str, float | None]] = {}
+    for s in status_series["series"]:  # a node's variants' pieces back into one line per repetition
+        points = merged.setdefault((s["target_id"], s["repetition"], s["source"], s["counter"]), {})
+        points.update(zip(s["t"], s["y"], strict=True))
+    nodes = sorted({k[2] for k in merged if not k[2].startswith(PROXY_PREFIX)})
+    # status_timeline gives flow-control pause as % of the time already; the others are rates or levels.
+    panels = [(counter, 1.0 if counter == "wsrep_flow_control_paused_ns" else scale, words)
+              for counter, scale, _, words in NODE_FIGURES.values() if any(k[3] == counter for k in merged)]
+    sessions = next((c for c in PROXY_SESSIONS if any(k[3] == c and k[2].startswith(PROXY_PREFIX) for k in merged)),
+                    None)
+    if sessions:
+        panels.append((sessions, 1.0, "the proxy's sessions per backend node"))
+    if not nodes or not panels:
+        return None
+    targets = sorted({(k[0], k[1]) for k in merged})
+    several = len({t for t, _ in targets}) > 1
+    colors = {node: _NODE_COLORS[i % len(_NODE_COLORS)] for i, node in enumerate(nodes)}
+    n = len(panels)
+    gap = 0.25 / n
+    step = (1 - gap * (n - 1)) / n
+    data: list[dict[str, Any]] = []
+    axes: dict[str, Any] = {}
+    notes: list[dict[str, Any]] = []
+    shapes: list[dict[str, Any]] = []
+    shown: set[str] = set()
+    for i, (counter, scale, words) in enumerate(panels):
+        axis = "y" if i == 0 else f"y{i + 1}"
+        axes["yaxis" if i == 0 else f"yaxis{i + 1}"] = {
+            "domain": [round(1 - (i + 1) * step - i * gap, 4), round(1 - i * (step + gap), 4)], "anchor": "x",
+            "rangemode": "tozero", "gridcolor": "#e5e5e5", "zeroline": False}
+        notes.append({"xref": "paper", "yref": f"{axis} domain", "x": 0, "y": 1, "xanchor": "left",
+                      "yanchor": "bottom", "showarrow": False, "font": {"size": 12, "color": "#222"},
+                      "text": f"<b>{escape(words, quote=False)}</b>"})
+        for (target, rep, source, found), points in sorted(merged.items()):
+            if found != counter or (counter == sessions) != source.startswith(PROXY_PREFIX):
+                continue
+            node = source.removeprefix(PROXY_PREFIX)
+            t = sorted(points)
+            ys = [points[x] for x in t]
+            line = _break_gaps({"t": t, "y": [None if y is None else round(y * scale, 3) for y in ys]}, width, ("y",))
+            name = f"{target} {node}" if several else node
+            name += f" rep {rep}" if len({r for _, r in targets}) > 1 else ""
+            data.append({"type": "scatter", "mode": "lines", "name": name, "legendgroup": name, "yaxis": axis,
+                         "showlegend": name not in shown, "x": line["t"], "y": line["y"],
+                         "line": {"color": colors.get(node, FALLBACK_COLOR), "width": 1.5,
+                                  "dash": _DASHES[(rep - 1) % len(_DASHES)]},
+                         "hovertemplate": "%{fullData.name}<br>t=%{x}s: %{y:,.2f}<extra></extra>"})
+            shown.add(name)
+        if len(targets) == 1:
+            for b in found_blocks:
+                color = palette.get(_label_of_block(b, {"series": status_series["series"]}), FALLBACK_COLOR)
+                shapes.append({"type": "rect", "xref": "x", "yref": f"{axis} domain", "layer": "below",
+                               "x0": math.floor(b["start"] / width) * width - width / 2,
+                               "x1": math.floor(b["end"] / width) * width + width / 2, "y0": 0, "y1": 1,
+                               "fillcolor": _rgba(color, 0.10), "line": {"width": 0}})
+    shade = ""
+    if len(targets) == 1 and found_blocks:
+        names = list(dict.fromkeys(_label_of_block(b, {"series": status_series["series"]}) for b in found_blocks))
+        shade = "; shaded: the blocks of " + ", ".join(
+            f"<span style='color:{palette.get(name, FALLBACK_COLOR)}'>{escape(name)}</span>" for name in names)
+    what = "per second" if width == 1 else f"mean of {width} s buckets"
+    return {"data": data, "layout": _layout(
+        f"Cluster nodes ({what}; one colour per node{shade})", "seconds since warm-up start", "",
+        height=90 + _NODE_PANEL_PX * n, shapes=shapes, annotations=notes,
+        legend={"orientation": "h", "x": 1, "xanchor": "right", "y": 1.0, "yanchor": "bottom"},
+        xaxis={"anchor": f"y{n}" if n > 1 else "y"}, margin={"r": 30, "b": 45, "t": 70}, **axes)}
+
+
+def _label_of_block(block: dict[str, Any], series: dict[str, Any]) -> str:
+    """The label of the series a block belongs to (its target's variant)."""
+    for s in series["series"]:
+        if (s["target_id"], s["repetition"], s.get("variant")) == (block["target_id"], block["repetition"],
+                                                                    block["variant"]):
+            return str(s.get("label") or s["variant"])
+    return str(block["variant"])
 
 
 def _panels(disk: bool) -> list[tuple[str, str, str, str]]:
@@ -493,11 +748,12 @@ def qps(comparison: dict[str, Any], palette: dict[str, str]) -> Figure:
         visible: bool | str = True if i < 2 * VISIBLE_SERIES else "legendonly"
         text = [f"min-max {r['qps']['min']:,.0f} - {r['qps']['max']:,.0f}" for r in rows]
         if single is not None:
+            marker, words = bar_look(rows[0], rows[0]["qps"].get("ci_low") is not None, color, 0.75)
             data.append({"type": "bar", "name": label, "legendgroup": label, "x": [label],
-                         "y": [r["qps"]["mean"] for r in rows], "text": text, "textposition": "none",
-                         "error_y": _ci_bars(rows, "qps"),
-                         "marker": {"color": _rgba(color, 0.75), "line": {"color": color, "width": 1.5}},
-                         "hovertemplate": "%{x}: %{y:,.0f} qps<br>%{text}<extra></extra>", "visible": visible})
+                         "y": [r["qps"]["mean"] for r in rows], "customdata": text, "text": [words],
+                         "textposition": "none",
+                         "error_y": _ci_bars(rows, "qps"), "marker": marker,
+                         "hovertemplate": "%{x}: %{y:,.0f} qps<br>%{customdata}<extra></extra>", "visible": visible})
             reps = [v for r in rows for v in r["qps"].get("values") or []]
             if reps:
                 data.append({"type": "scatter", "mode": "markers", "name": f"{label} repetitions",
@@ -510,12 +766,12 @@ def qps(comparison: dict[str, Any], palette: dict[str, str]) -> Figure:
                      "x": [r["threads"] for r in rows], "y": [r["qps"]["mean"] for r in rows], "text": text,
                      "error_y": _ci_bars(rows, "qps"),
                      "hovertemplate": "%{fullData.name}<br>%{x} threads: %{y:,.0f} qps<br>%{text}<extra></extra>",
-                     "line": {"color": color, "width": 2}, "marker": {"size": 6, "color": color},
+                     "line": {"color": color, "width": 2}, "marker": _points(rows, "qps", color),
                      "visible": visible})
     if single is not None:
         return {"data": data, "layout": _layout(
             f"Queries per second at {threads_words(single)} (bar: mean of repetitions; whiskers: 95% CI; rings: "
-            "repetitions)", "", "queries / s", xaxis=_series_axis(single), bargap=0.45)}
+            "repetitions)", "", "queries / s", xaxis=_worded_axis(_series_axis(single), data), bargap=0.45)}
     return {"data": data, "layout": _layout("Queries per second vs threads (mean of repetitions; whiskers: 95% CI)",
                                             "threads", "queries / s", xaxis=_threads_axis(comparison["rows"]))}
 
@@ -544,26 +800,33 @@ def cost(comparison: dict[str, Any], palette: dict[str, str],
                                     for (_, c), ok in zip(points, has_ci, strict=True)]}
             name, y = f"{target_id} · {MODEL_LABELS[model]}", [c["per_1000_tps"] for _, c in points]
             if single is not None:
+                marker, words = bar_look(points[0][0], has_ci[0], color, 0.8 if k == 0 else 0.3)
                 data.append({"type": "bar", "name": name, "legendgroup": target_id, "x": [target_id], "y": y,
-                             "offsetgroup": model, "error_y": error,
-                             "marker": {"color": _rgba(color, 0.8 if k == 0 else 0.3),
-                                        "line": {"color": color, "width": 1.5}},
+                             "offsetgroup": model, "error_y": error, "marker": marker, "text": [words],
+                             "textposition": "none",
                              "hovertemplate": "%{fullData.name}: $%{y:.4f}/h per 1000 TPS<extra></extra>"})
                 continue
             data.append({
                 "type": "scatter", "mode": "lines+markers", "name": name,
                 "legendgroup": target_id, "x": [r["threads"] for r, _ in points], "y": y,
                 "line": {"color": color, "width": 2, "dash": "solid" if k == 0 else "dash"},
-                "marker": {"size": 6, "color": color}, "error_y": error,
+                "marker": {"size": 6, "color": color, "symbol": ["circle" if ok else "circle-open" for ok in has_ci]},
+                "error_y": error,
                 "hovertemplate": "%{fullData.name}<br>%{x} threads: $%{y:.4f}/h per 1000 TPS<extra></extra>"})
     if single is not None:
         return {"data": data, "layout": _layout(
             f"Cost per 1000 TPS at {threads_words(single)} (USD per hour of the database; lower is better; filled: "
             f"{MODEL_LABELS[models[0]]}, light: {', '.join(MODEL_LABELS[m] for m in models[1:])})", "",
-            "USD per hour per 1000 TPS", xaxis=_series_axis(single), barmode="group", bargap=0.35)}
+            "USD per hour per 1000 TPS", xaxis=_worded_axis(_series_axis(single), data), barmode="group",
+            bargap=0.35)}
     return {"data": data, "layout": _layout(
         "Cost per 1000 TPS vs threads (USD per hour of the database; lower is better)", "threads",
         "USD per hour per 1000 TPS", xaxis=_threads_axis(comparison["rows"]))}
+
+
+def _series_color(s: dict[str, Any], palette: dict[str, str]) -> str:
+    """A per-second series' colour: its label's (a target's variant), else its target's."""
+    return palette.get(s.get("label") or "", palette.get(s["target_id"], FALLBACK_COLOR))
 
 
 def _status_label(counter: str, per_s: bool) -> str:
@@ -579,9 +842,12 @@ def status(series: dict[str, Any], status_series: dict[str, Any], palette: dict[
     data: list[dict[str, Any]] = []
     order = {t: i for i, t in enumerate(palette)}
     for s in sorted(series["series"], key=lambda s: (order.get(s["target_id"], len(order)), s["repetition"])):
-        data.append({"type": "scatter", "mode": "lines", "name": f"{s['target_id']} rep {s['repetition']} tps",
-                     **_x_of(s["t"], series["width_s"]), "y": s["tps"], "showlegend": False,
-                     "line": {"color": palette.get(s["target_id"], "#333"), "width": 1.2,
+        # A variant (a cluster's route) in its own colour, its line broken between its blocks.
+        broken = _break_gaps(s, series["width_s"]) if s.get("variant") else s
+        data.append({"type": "scatter", "mode": "lines",
+                     "name": f"{s.get('label') or s['target_id']} rep {s['repetition']} tps",
+                     **_x_of(broken["t"], series["width_s"]), "y": broken["tps"], "showlegend": False,
+                     "line": {"color": _series_color(s, palette), "width": 1.2,
                               "dash": _DASHES[(s["repetition"] - 1) % len(_DASHES)]},
                      "hovertemplate": "%{fullData.name}<br>t=%{x}s: %{y:,.1f}<extra></extra>"})
     throughput = len(data)
@@ -595,10 +861,12 @@ def status(series: dict[str, Any], status_series: dict[str, Any], palette: dict[
         mine = [s for s in status_series["series"] if s["counter"] == counter]
         labels.append((_status_label(counter, per_s), range(len(data), len(data) + len(mine))))
         for s in mine:
+            if s.get("variant"):
+                s = _break_gaps(s, status_series["width_s"], ("y",))
             data.append({"type": "scatter", "mode": "lines", "yaxis": "y2", "visible": n == 0,
-                         "name": f"{s['target_id']} rep {s['repetition']} {s['source']}",
+                         "name": f"{s.get('label') or s['target_id']} rep {s['repetition']} {s['source']}",
                          **_x_of(s["t"], status_series["width_s"]), "y": s["y"],
-                         "line": {"color": palette.get(s["target_id"], "#333"), "width": widths[s["source"]],
+                         "line": {"color": _series_color(s, palette), "width": widths[s["source"]],
                                   "dash": _DASHES[(s["repetition"] - 1) % len(_DASHES)]},
                          "hovertemplate": "%{fullData.name}<br>t=%{x}s: %{y:,.3f}<extra></extra>"})
     # Each button shows the throughput and its own counter's lines.

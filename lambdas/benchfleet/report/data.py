@@ -34,7 +34,8 @@ WITH f AS (
     SELECT unnest(CAST(? AS VARCHAR[])) AS target_id, unnest(CAST(? AS INTEGER[])) AS repetition,
            unnest(CAST(? AS DOUBLE[])) AS t0, CAST(? AS BIGINT) AS width),
 b AS (
-    SELECT s.target_id, s.repetition, CAST(floor((epoch(s.time) - f.t0) / f.width) AS BIGINT) AS bucket,
+    SELECT s.target_id, s.repetition, {variant} AS variant,
+           CAST(floor((epoch(s.time) - f.t0) / f.width) AS BIGINT) AS bucket,
            any_value(f.width) AS width,
            avg(s.tps) AS tps, min(s.tps) AS tps_min, max(s.tps) AS tps_max, avg(s.cpu_steal_pct) AS steal,
            avg(s.cpu_iowait_pct) AS iowait, avg(s.qps) AS qps, max(s.threads) AS threads,
@@ -43,13 +44,22 @@ b AS (
            avg(s.disk_await_ms) AS disk_await_ms, max(s.rows_in_table) AS rows
     FROM samples s JOIN f USING (target_id, repetition)
     WHERE s.run_id = ? AND s.phase IN ('warmup', 'ramp', 'measure')
-    GROUP BY s.target_id, s.repetition, bucket)
-SELECT target_id, repetition, list(bucket * width ORDER BY bucket) AS t, {},
+    GROUP BY s.target_id, s.repetition, {variant}, bucket)
+SELECT target_id, repetition, variant, list(bucket * width ORDER BY bucket) AS t, {rounded},
        list(threads ORDER BY bucket) AS threads, list(rows ORDER BY bucket) AS rows
-FROM b GROUP BY target_id, repetition
-ORDER BY target_id, repetition
-""".format(", ".join(  # NaN or infinity (not JSON) as null
-    f"list(CASE WHEN isfinite({k}) THEN round({k}, 3) END ORDER BY bucket) AS {k}" for k in _ROUNDED))
+FROM b GROUP BY target_id, repetition, variant
+ORDER BY target_id, repetition, variant
+"""
+_ROUNDED_LISTS = ", ".join(  # NaN or infinity (not JSON) as null
+    f"list(CASE WHEN isfinite({k}) THEN round({k}, 3) END ORDER BY bucket) AS {k}" for k in _ROUNDED)
+
+
+def _variant(store: DuckDBStore, table: str, alias: str = "s") -> str:
+    """The expression of a row's variant: '' in a store written before variants existed (read-only
+    commands do not add the column)."""
+    found = store.query("SELECT count(*) AS n FROM information_schema.columns WHERE table_name = ? "
+                        "AND column_name = 'variant'", [table])
+    return f"coalesce({alias}.variant, '')" if found and found[0]["n"] else "''"
 
 
 def timeline(store: DuckDBStore, run_id: str) -> dict[str, Any]:
@@ -64,9 +74,45 @@ def timeline(store: DuckDBStore, run_id: str) -> dict[str, Any]:
     per_series = max(MIN_POINTS_PER_SERIES, min(MAX_POINTS_PER_SERIES, MAX_POINTS_TOTAL // len(spans)))
     longest = max(float(s["span_s"]) for s in spans)
     width = max(1, math.ceil(longest / per_series))
-    series = store.query(_TIMELINE_SQL, [[s["target_id"] for s in spans], [s["repetition"] for s in spans],
-                                         [s["t0"] for s in spans], width, run_id])
+    sql = _TIMELINE_SQL.format(variant=_variant(store, "samples"), rounded=_ROUNDED_LISTS)
+    series = store.query(sql, [[s["target_id"] for s in spans], [s["repetition"] for s in spans],
+                               [s["t0"] for s in spans], width, run_id])
     return {"width_s": width, "series": series, "spans": spans}
+
+
+# Each block of a step split into blocks, or each variant's step: where it starts and ends on its
+# target x repetition's time axis (seconds since t0, the first and last report's second), with its
+# variant, block and threads.
+_BLOCKS_SQL = """
+WITH f AS (
+    SELECT unnest(CAST(? AS VARCHAR[])) AS target_id, unnest(CAST(? AS INTEGER[])) AS repetition,
+           unnest(CAST(? AS DOUBLE[])) AS t0)
+SELECT s.target_id, s.repetition, {variant} AS variant, s.block, s.step, max(s.threads) AS threads,
+       round(min(epoch(s.time)) - any_value(f.t0), 3) AS start, round(max(epoch(s.time)) - any_value(f.t0), 3) AS end
+FROM samples s JOIN f USING (target_id, repetition)
+WHERE s.run_id = ? AND s.phase IN ('ramp', 'measure') AND {variant} <> ''
+GROUP BY s.target_id, s.repetition, {variant}, s.block, s.step
+ORDER BY s.target_id, s.repetition, start
+"""
+
+
+def blocks(store: DuckDBStore, run_id: str, spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The measured blocks of a run with variants, in the order they ran: ``{target_id, repetition, variant,
+    block, step, threads, start, end}`` (none without variants). ``spans``: :func:`timeline`'s."""
+    variant = _variant(store, "samples")
+    if not spans or variant == "''":
+        return []
+    return store.query(_BLOCKS_SQL.format(variant=variant), [[s["target_id"] for s in spans],
+                                                             [s["repetition"] for s in spans],
+                                                             [s["t0"] for s in spans], run_id])
+
+
+def label_series(series: list[dict[str, Any]], rows: list[dict[str, Any]]) -> None:
+    """Name each series as the comparison names its rows (``label``: a target's variant, or the target),
+    so that a chart colours a variant (or a cluster's route) as the other charts do."""
+    names = {(r["target_id"], r.get("variant") or ""): str(r.get("label") or r["target_id"]) for r in rows}
+    for s in series:
+        s["label"] = names.get((s["target_id"], s.get("variant") or ""), s["target_id"])
 
 
 # Status series (benchfleet.serverstatus): per target x repetition x source x counter, bucketed on the
@@ -78,7 +124,7 @@ WITH f AS (
     SELECT unnest(CAST(? AS VARCHAR[])) AS target_id, unnest(CAST(? AS INTEGER[])) AS repetition,
            unnest(CAST(? AS DOUBLE[])) AS t0, CAST(? AS BIGINT) AS width),
 b AS (
-    SELECT s.target_id, s.repetition, s.source, s.counter,
+    SELECT s.target_id, s.repetition, {variant} AS variant, s.source, s.counter,
            CAST(floor((epoch(s.time) - f.t0) / f.width) AS BIGINT) AS bucket, any_value(f.width) AS width,
            avg(CASE WHEN s.counter = 'wsrep_flow_control_paused_ns' THEN s.rate / 1e7
                     ELSE coalesce(s.rate, s.value) END) AS y,
@@ -86,12 +132,12 @@ b AS (
     FROM status_samples s JOIN f USING (target_id, repetition)
     WHERE s.run_id = ? AND s.phase IN ('warmup', 'measure') AND s.counter <> 'answered'
       AND s.second > 0  -- each step's first reading is the baseline of its rates
-    GROUP BY s.target_id, s.repetition, s.source, s.counter, bucket)
-SELECT target_id, repetition, source, counter, bool_or(per_s) AS per_s,
+    GROUP BY s.target_id, s.repetition, {variant}, s.source, s.counter, bucket)
+SELECT target_id, repetition, variant, source, counter, bool_or(per_s) AS per_s,
        list(bucket * width ORDER BY bucket) AS t,
        list(CASE WHEN isfinite(y) THEN round(y, 3) END ORDER BY bucket) AS y
-FROM b GROUP BY target_id, repetition, source, counter
-ORDER BY target_id, repetition, counter, source
+FROM b GROUP BY target_id, repetition, variant, source, counter
+ORDER BY target_id, repetition, counter, source, variant
 """
 
 
@@ -107,8 +153,9 @@ def status_timeline(store: DuckDBStore, run_id: str, spans: list[dict[str, Any]]
         return {"width_s": 1, "series": []}
     longest = max(float(s["span_s"]) for s in spans)
     width = max(1, math.ceil(longest / max(30, min(MAX_POINTS_PER_SERIES, STATUS_POINTS_TOTAL // n))))
-    series = store.query(_STATUS_SQL, [[s["target_id"] for s in spans], [s["repetition"] for s in spans],
-                                       [s["t0"] for s in spans], width, run_id])
+    sql = _STATUS_SQL.replace("{variant}", _variant(store, "status_samples"))
+    series = store.query(sql, [[s["target_id"] for s in spans], [s["repetition"] for s in spans],
+                               [s["t0"] for s in spans], width, run_id])
     return {"width_s": width, "series": series}
 
 

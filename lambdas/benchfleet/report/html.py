@@ -19,10 +19,19 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from benchfleet import stats
+from benchfleet import stats, summary
 from benchfleet.local.store import DuckDBStore
 from benchfleet.report import charts
-from benchfleet.report.data import fingerprint_values, given, host_of, layout_text, status_timeline, timeline
+from benchfleet.report.data import (
+    blocks,
+    fingerprint_values,
+    given,
+    host_of,
+    label_series,
+    layout_text,
+    status_timeline,
+    timeline,
+)
 from benchfleet.stats.caveats import words as caveat_words
 from benchfleet.stats.figures import percentile_of
 
@@ -51,6 +60,8 @@ background:repeating-linear-gradient(135deg,#fff,#fff 4px,#fbf1dc 4px,#fbf1dc 8p
 text-align:left}
 .muted{color:#888} .note{font-size:12px;color:#555;margin:4px 0} details pre{font-size:12px;overflow:auto}
 .chart{min-height:260px}
+.answer ul{margin:4px 0;padding-left:20px;font-size:15px;line-height:1.45} .answer li{margin:3px 0}
+.answer ul.caveats{font-size:13px;color:#9a3412}
 """
 
 
@@ -61,6 +72,22 @@ RELATIVE_NOTE = (
     "interval contains 0 and reaches beyond the margin. Hollow: too few repetitions for an interval that can "
     "decide. The words beside each bar are the verdict's: 'paired' when both sides were measured together (per "
     "repetition, block or round: what they shared cancels), 'Welch' when they ran apart.")
+
+# What the chart of blocks (charts.blocks) shows, in the run report and the report of two runs.
+BLOCKS_NOTE = ("The design that makes a variant's verdict paired: on one server, the variants (settings, or a "
+               "cluster's routes) measured in turns, block by block, the order turning from one block and "
+               "repetition to the next. One panel per target and repetition; each variant's tps per second in its "
+               "colour, each block shaded in that colour from its first report to its last, named above (b1, b2: "
+               "its block of the step), the thread count above where it changes. Each block's first report is its "
+               "ramp, left out of the figures.")
+
+# What the cluster's node panels (charts.node_panels) show.
+NODES_NOTE = ("Every node's wsrep counters, read every second, one panel per figure and one line per node: the "
+              "share of the time flow control paused its replication (the whole cluster waits for the slowest "
+              "node), the bytes it replicated (write-sets it originated) and received (from the others), its "
+              "send and receive queues, certification failures and brute-force aborts (conflicting writes), and "
+              "the sessions the proxy held open to it. Means per node: benchfleet results RUN (the table 'cluster "
+              "status per node'); every reading: benchfleet results RUN --status --format csv.")
 
 # What the status chart (charts.status) shows, in the run report and the report of two runs.
 STATUS_NOTE = ("SHOW GLOBAL STATUS counters read every second from every server (a cluster's nodes; a proxy's "
@@ -158,6 +185,7 @@ def render_report(store: DuckDBStore, run_id: str) -> str:
     comparison = stats.run_comparison(store, run_id)
     run = store.run(comparison["run"]["run_id"])
     series = timeline(store, run["run_id"])
+    label_series(series["series"], comparison["rows"])
     order = [t["target_id"] for t in comparison["targets"]]
     labels = list(dict.fromkeys(charts.label_of(r) for r in comparison["rows"]))
     palette = charts.colors(list(dict.fromkeys([*labels, *order])))
@@ -182,6 +210,11 @@ def render_report(store: DuckDBStore, run_id: str) -> str:
     figures.append(("qps", f"Queries per second {per}", charts.qps(comparison, palette),
                     "Mean over repetitions of sysbench's qps for each step: the figure the workload files "
                     "name for mixes whose transactions differ in size."))
+    # Only a run with variants has blocks to find (a soak's 17M samples are not scanned for none).
+    found_blocks = blocks(store, run["run_id"], series["spans"]) if comparison.get("variants") else []
+    if found_blocks:
+        figures.append(("blocks", "How the variants alternated, block by block", charts.blocks(
+            series, found_blocks, palette), BLOCKS_NOTE))
     figures.append(("timeline", "Throughput over time, CPU steal, iowait and the disk",
                     charts.timeline(series, palette) if series["series"] else None,
                     "Warm-up and every measure step of each repetition (one dash style per repetition), "
@@ -198,6 +231,10 @@ def render_report(store: DuckDBStore, run_id: str) -> str:
                         "table, the prepared rows plus every insert so far (one sysbench event inserts one "
                         "row). Where the curve bends, the indexes have outgrown the buffer pool."))
     status_series = status_timeline(store, run["run_id"], series["spans"])
+    label_series(status_series["series"], comparison["rows"])
+    found_nodes = charts.node_panels(status_series, found_blocks, palette) if status_series["series"] else None
+    if found_nodes is not None:
+        figures.append(("nodes", "Cluster nodes per second", found_nodes, NODES_NOTE))
     figures.append(("status", "Server status per second",
                     charts.status(series, status_series, palette) if status_series["series"] else None,
                     f"{STATUS_NOTE} Every reading: benchfleet results {run['run_id']} --status --format csv"))
@@ -209,7 +246,11 @@ def render_report(store: DuckDBStore, run_id: str) -> str:
                     "thousands of transactions per second, at every thread count, on-demand (solid) and 1-year "
                     "reserved, all upfront (dashed). Error bars: the 95% interval of the mean tps carried through."))
 
-    parts = [_header(run, comparison), _targets_table(comparison, run.get("spec") or {}),
+    parts = [summary_section(f"<h1>{escape(run['name'])}</h1>", _subtitle(comparison),
+                             summary.run_banner(run, comparison.get("trial")), summary.run_sentences(comparison),
+                             summary.caveat_lines(comparison["rows"], charts.label_of, caveat_words,
+                                                  comparison.get("multiplicity"))),
+             _header(run, comparison), _targets_table(comparison, run.get("spec") or {}),
              _storage_table(comparison), _summary_table(comparison)]
     for key, title, fig, note in figures:
         parts.append(figure_section(key, title, fig, note))
@@ -301,13 +342,27 @@ def _header(run: dict[str, Any], comparison: dict[str, Any]) -> str:
     grid = "".join(f"<div>{escape(k)}</div><div>{v}</div>" for k, v in kv)
     spec_json = escape(json.dumps(spec, indent=2, default=str))
     msg = f"<p class='note'>{_e(run.get('message'))}</p>" if run.get("message") else ""
-    trial = comparison.get("trial")
-    banner = (f"<p class='trial' id='trial'>Not the spec's result: {escape(str(trial.get('label')))}. "
-              "It shows that the comparison runs, not how the targets compare.</p>" if trial else "")
-    return (f"<h1>{escape(run['name'])}</h1><div class='sub'>benchfleet report - "
-            f"{len(comparison['targets'])} targets, {len(comparison['rows'])} target x threads results</div>"
-            f"{banner}<div class='card'><div class='kv'>{grid}</div>{msg}"
+    return (f"<h2>Run</h2><div class='card'><div class='kv'>{grid}</div>{msg}"
             f"<details><summary>Spec</summary><pre>{spec_json}</pre></details></div>")
+
+
+def _subtitle(comparison: dict[str, Any]) -> str:
+    targets = len(comparison["targets"])
+    return (f"benchfleet report - {targets} target{'' if targets == 1 else 's'}, {len(comparison['rows'])} "
+            "target x threads results")
+
+
+def summary_section(title: str, subtitle: str, banner: str | None, sentences: list[str], caveats: list[str]) -> str:
+    """The first thing a report shows (``<section id="summary">``): its title, what a reader must know before
+    any figure (a run that did not finish, a smoke run), the answer in one sentence per comparison
+    (benchfleet.summary, as the terminal prints them) and the caveats that apply."""
+    found = "".join(f"<li>{escape(s)}</li>" for s in sentences) or (
+        "<li class='muted'>Nothing is compared: one series only, or no verdict could be reached.</li>")
+    notes = (f"<p class='note'>Caveats:</p><ul class='caveats'>{''.join(f'<li>{escape(c)}</li>' for c in caveats)}</ul>"
+             if caveats else "")
+    flag = f"<p class='trial' id='trial'>{escape(banner)}</p>" if banner else ""
+    return (f"<section id='summary'>{title}<div class='sub'>{escape(subtitle)}</div>{flag}"
+            f"<div class='card answer'><ul>{found}</ul>{notes}</div></section>")
 
 
 def _targets_table(comparison: dict[str, Any], spec: dict[str, Any]) -> str:
@@ -535,6 +590,8 @@ def _cross_zone_table(comparison: dict[str, Any]) -> str:
 
 
 def _speedup_tables(comparison: dict[str, Any]) -> str:
+    from benchfleet.ui_cost import speedup_title
+
     groups = comparison.get("speedup") or []
     out = ["<h2>Speedup by size</h2>"]
     if not groups:
@@ -561,8 +618,8 @@ def _speedup_tables(comparison: dict[str, Any]) -> str:
         headers = ["threads"]
         for r in others:
             headers += [f"{r['target_id']} ({r['size']:g} vCPUs)", "95% CI", "per doubling"]
-        out.append(f"<div class='card'><div class='note'>{escape(g['group'])}: relative to "
-                   f"{escape(g['baseline_target'])}</div>" + _table(headers, rows) + "</div>")
+        out.append(f"<div class='card'><div class='note'>{escape(speedup_title(g))} (sizes of one family and "
+                   f"settings: {escape(g['group'])})</div>" + _table(headers, rows) + "</div>")
     return "".join(out)
 
 

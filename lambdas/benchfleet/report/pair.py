@@ -16,11 +16,11 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from benchfleet import stats
+from benchfleet import stats, summary
 from benchfleet.history import noise_from_store
 from benchfleet.local.store import DuckDBStore
 from benchfleet.report import charts, html
-from benchfleet.report.data import status_timeline, timeline
+from benchfleet.report.data import blocks, label_series, status_timeline, timeline
 from benchfleet.stats.caveats import words as caveat_words
 from benchfleet.stats.compare import compare_runs, compared_label
 from benchfleet.stats.figures import percentile_of
@@ -62,11 +62,20 @@ def render_pair_report(store: DuckDBStore, baseline_run: str, run: str) -> str:
     runs = [store.run(d["run"]["run_id"]) for d in docs]
     labels = _run_labels(*runs)
     both = [_labelled(d, label) for d, label in zip(docs, labels, strict=True)]
+    # The second run's rows carry their verdict against the first, so that its bars are drawn as the
+    # verdict says (hatched where inconclusive, charts.bar_look).
+    verdicts = {(r["target_id"], r.get("variant") or "", r["threads"]): r["relative"] for r in pair["rows"]}
+    both[1]["rows"] = [{**r, "relative": verdicts.get((r["target_id"], r.get("variant") or "", r["threads"]))}
+                       for r in both[1]["rows"]]
     merged = {**both[1], "rows": both[0]["rows"] + both[1]["rows"]}
     series_names = list(dict.fromkeys(charts.label_of(r) for r in merged["rows"]))
     palette = charts.colors(series_names)
-    # Verdict rows named "<target> vs <baseline target>" in the palette of the second run's series.
+    # Verdict rows named "<target> vs <baseline target>", each in the colour of the second run's series it
+    # compares (a variant's series is named by the variant alone, its verdict row by target/variant).
+    series_of = {(r["target_id"], r.get("variant") or ""): r["label"] for r in both[1]["rows"]}
     verdict_rows = [{**r, "label": f"{labels[1]}: {compared_label(r)}"} for r in pair["rows"]]
+    verdict_palette = {r["label"]: palette.get(series_of.get((r["target_id"], r.get("variant") or ""), ""),
+                                               charts.FALLBACK_COLOR) for r in verdict_rows}
 
     def versus(row: dict[str, Any]) -> str:
         return f"{compared_label(row)} vs {row['vs_target_id']}" if row["target_id"] != row["vs_target_id"] \
@@ -81,7 +90,7 @@ def render_pair_report(store: DuckDBStore, baseline_run: str, run: str) -> str:
     mixed = len(percentiles) > 1
     sections = [
         ("relative", f"{labels[1]} relative to {labels[0]}", charts.relative_bars(
-            verdict_rows, {r["label"]: palette.get(r["label"], "#555") for r in verdict_rows},
+            verdict_rows, verdict_palette,
             f"Throughput of {labels[1]} relative to {labels[0]} (%; whiskers: 95% interval)",
             float(pair["margin_pct"]), name_of=versus), html.RELATIVE_NOTE.format(margin=pair["margin_pct"])),
         ("throughput", f"Throughput {per}, both runs", charts.throughput(merged, palette),
@@ -97,14 +106,23 @@ def render_pair_report(store: DuckDBStore, baseline_run: str, run: str) -> str:
     timelines = []
     for i, (doc, label) in enumerate(zip(docs, labels, strict=True)):
         series = timeline(store, doc["run"]["run_id"])
+        label_series(series["series"], doc["rows"])
         timelines.append(series)
-        run_palette = charts.colors([t["target_id"] for t in doc["targets"]])
+        # The run report's palette: each variant (or route) in its colour, then the targets.
+        run_palette = charts.colors(list(dict.fromkeys([*(charts.label_of(r) for r in doc["rows"]),
+                                                        *(t["target_id"] for t in doc["targets"])])))
+        found_blocks = blocks(store, doc["run"]["run_id"], series["spans"]) if doc.get("variants") else []
+        if found_blocks:
+            sections.append((f"blocks-{i}", f"How the variants alternated, block by block: {label}",
+                             charts.blocks(series, found_blocks, run_palette), html.BLOCKS_NOTE))
         sections.append((f"timeline-{i}", f"Throughput over time, CPU steal and iowait: {label}",
                          charts.timeline(series, run_palette) if series["series"] else None,
-                         "Warm-up and every measure step of each repetition (one dash style per repetition)."))
+                         "Warm-up and every measure step of each repetition (one dash style per repetition; "
+                         "a variant in its colour, its line broken between its blocks)."))
         # The run report's status chart (report.data.status_timeline, charts.status): the counters under
         # the run's own throughput, on its time axis, one counter at a time.
         found = status_timeline(store, doc["run"]["run_id"], series["spans"])
+        label_series(found["series"], doc["rows"])
         if found["series"]:
             statuses.append((f"status-{i}", f"Server status per second: {label}",
                              charts.status(series, found, run_palette), html.STATUS_NOTE))
@@ -122,7 +140,15 @@ def render_pair_report(store: DuckDBStore, baseline_run: str, run: str) -> str:
             "seconds since the run's first sample."))
     sections += statuses
 
-    body = [_header(runs, labels, pair), _verdict_table(pair, labels)]
+    named = labels if runs[0]["name"] != runs[1]["name"] else summary.RUN_ORDINALS  # not two run ids per clause
+    banners = [f"{label}: {text}" for run_row, doc, label in zip(runs, docs, labels, strict=True)
+               if (text := summary.run_banner(run_row, doc.get("trial")))]
+    body = [html.summary_section(
+        f"<h1>{escape(labels[1])} against {escape(labels[0])}</h1>",
+        f"benchfleet report of two runs - {len(pair['rows'])} target x threads compared",
+        " ".join(banners) or None, summary.pair_sentences(pair, named),
+        summary.caveat_lines(pair["rows"], versus, caveat_words, pair.get("multiplicity"))),
+        _header(runs, labels, pair), _verdict_table(pair, labels)]
     missing = {"timeline-0": html._MISSING["timeline"], "timeline-1": html._MISSING["timeline"],
                "latency": f"The runs report different latency percentiles ({', '.join('p' + p for p in percentiles)}: "
                           "their workloads' percentile), which one axis cannot compare; each run's own report "
@@ -189,8 +215,7 @@ def _header(runs: list[dict[str, Any]], labels: tuple[str, str], pair: dict[str,
                      html._e(spec.get("repetitions"))])
     unmatched = (f"<p class='note'>Not in both runs: {escape(', '.join(pair['unmatched']))}</p>"
                  if pair["unmatched"] else "")
-    return (f"<h1>{escape(labels[1])} against {escape(labels[0])}</h1><div class='sub'>benchfleet report of two "
-            f"runs - {len(pair['rows'])} target x threads compared</div>" + html._table(
+    return ("<h2>Runs</h2>" + html._table(
                 ["run", "name", "id", "status", "started", "workload", "repetitions"], rows, left=6) + unmatched)
 
 

@@ -100,3 +100,43 @@ def cluster_table(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             row[name] = statistics.fmean(found) if found else None
         out.append(row)
     return out
+
+
+# Per node of a cluster (issue 38: the report's node panels and the terminal's per-node table): figure ->
+# (counter, scale of its mean rate or value, rate or value, what it is). The proxy's sessions are its
+# backend's (source proxy/<node>): HAProxy's current sessions (scur), ProxySQL's connections in use.
+NODE_FIGURES: dict[str, tuple[str, float, str, str]] = {
+    "fc_paused_pct": ("wsrep_flow_control_paused_ns", 1e-7, "rate", "flow control paused (% of the time)"),
+    "fc_sent_per_s": ("wsrep_flow_control_sent", 1.0, "rate", "flow-control messages sent per second"),
+    "replicated_kib_per_s": ("wsrep_replicated_bytes", 1 / 1024, "rate", "replicated KiB per second"),
+    "received_kib_per_s": ("wsrep_received_bytes", 1 / 1024, "rate", "received KiB per second"),
+    "send_queue": ("wsrep_local_send_queue", 1.0, "value", "local send queue (write-sets)"),
+    "recv_queue": ("wsrep_local_recv_queue", 1.0, "value", "local receive queue (write-sets)"),
+    "cert_failures_per_s": ("wsrep_local_cert_failures", 1.0, "rate", "certification failures per second"),
+    "bf_aborts_per_s": ("wsrep_local_bf_aborts", 1.0, "rate", "brute-force aborts per second"),
+}
+PROXY_SESSIONS = ("scur", "ConnUsed")
+PROXY_PREFIX = "proxy/"
+
+
+def node_table(counters: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per cluster target x variant x threads x node (:func:`counter_table`'s rows): each NODE_FIGURES figure
+    and ``proxy_sessions``, the mean sessions its proxy held open to that node (None without a proxy)."""
+    nodes: dict[tuple[str, str, int, str], dict[str, dict[str, Any]]] = defaultdict(dict)
+    for r in counters:
+        source = str(r["source"])
+        node = source.removeprefix(PROXY_PREFIX)
+        key = (r["target_id"], r.get("variant") or "", int(r["threads"]), node)
+        nodes[key][("proxy:" if source.startswith(PROXY_PREFIX) else "") + r["counter"]] = r
+    out = []
+    for (target_id, variant, threads, node), found in sorted(nodes.items()):
+        if "wsrep_cluster_size" not in found and "wsrep_local_state" not in found:
+            continue  # not a cluster's node
+        row: dict[str, Any] = {"target_id": target_id, "variant": variant, "threads": threads, "node": node}
+        for name, (counter, scale, field, _) in NODE_FIGURES.items():
+            value = (found.get(counter) or {}).get("per_s" if field == "rate" else "value")
+            row[name] = None if value is None else float(value) * scale
+        sessions = [found[f"proxy:{c}"].get("value") for c in PROXY_SESSIONS if f"proxy:{c}" in found]
+        row["proxy_sessions"] = next((float(v) for v in sessions if v is not None), None)
+        out.append(row)
+    return out
