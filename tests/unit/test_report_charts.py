@@ -322,12 +322,14 @@ def test_no_chart_draws_a_solid_bar_without_whiskers(stores: dict, tmp_path: Pat
     # The cluster's one repetition: each bar hollow, and says so over it.
     fig = _page_figures(pages["cluster"])["throughput"]
     bars = [t for t in fig["data"] if t["type"] == "bar"]
+    # One repetition of three blocks is too few for any verdict (blocks refine a repetition, they are no
+    # repetitions: issue 37), so the proxy's bar is hollow like the baseline's, not hatched as inconclusive.
     assert [(t["name"], t["marker"]["color"], t["text"][0]) for t in bars] == [
-        ("direct", charts.HOLLOW, "no interval (n=1)"), ("proxy", charts.HOLLOW, "no interval (n=1), inconclusive")]
-    assert bars[1]["marker"]["pattern"]["shape"] == "/"
-    # ... under each bar's name on the axis, where a hatched bar does not hide them.
+        ("direct", charts.HOLLOW, "no interval (n=1)"), ("proxy", charts.HOLLOW, "no interval (n=1)")]
+    assert (bars[1]["marker"].get("pattern") or {}).get("shape", "") == ""
+    # ... under each bar's name on the axis, where a hatched bar would not hide them.
     assert fig["layout"]["xaxis"]["ticktext"] == ["direct<br><i>no interval (n=1)</i>",
-                                                  "proxy<br><i>no interval (n=1), inconclusive</i>"]
+                                                  "proxy<br><i>no interval (n=1)</i>"]
     # Hosts 15% apart, three repetitions: the candidate's bar hatched (its verdict inconclusive), with whiskers.
     bars = {t["name"]: t for t in _page_figures(pages["inconclusive"])["throughput"]["data"] if t["type"] == "bar"}
     assert bars["m6i-tuned"]["marker"]["pattern"]["shape"] == "/" and bars["m6i-tuned"]["text"] == ["inconclusive"]
