@@ -141,3 +141,16 @@ def test_the_api_prices_the_store_the_template_deploys(synthesized: Template) ->
     env = api_environment(synthesized)
     assert env["RESULTS_STORE"]  # the estimate's store writes: the deployment's, as Plan prices them
     assert Path(env["BENCHFLEET_WORKLOADS"], "lua", "iibench.lua").is_file()
+
+
+def test_the_deployed_api_refuses_gp3_throughput_its_iops_cannot_carry(deployed: Any) -> None:
+    """Issue 41 item 9: gp3 allows 0.25 MiB/s per provisioned IOPS (EC2 User Guide); 1000 MiB/s on the
+    included 3,000 IOPS was 202, and RunInstances would refuse it minutes later."""
+    call, sfn, _, env = deployed
+    target = {**SPEC["targets"][0], "storage": {"type": "gp3", "size_gb": 100, "throughput_mbps": 1000}}
+    status, body = call("POST", "/runs", {**SPEC, "targets": [target]})
+    assert (status, body["field"]) == (400, "targets[0].storage.throughput_mbps"), body
+    assert "at least 4000" in body["message"], body
+    assert sfn.list_executions(stateMachineArn=env["STATE_MACHINE_ARN"])["executions"] == []
+    target["storage"]["iops"] = 4000
+    assert call("POST", "/runs", {**SPEC, "targets": [target]})[0] == 202
