@@ -254,6 +254,8 @@ def build_tables(products: Products, ec2_client_of: Callable[[str], Any], region
                    "zones of each type's latest price. Spot prices move by the hour: a snapshot, not a quote")
     tables["ec2"]["spot"] = {"as_of": today, "source": spot_source, "approximate": False, "regions": {}}
     tables["ec2"]["data_transfer"] = {"inter_az_usd_per_gb_each_way": 0.01}
+    # Every public IPv4 address, a running instance's included, since February 2024 (Amazon VPC pricing).
+    tables["ec2"]["addresses"] = {"public_ipv4_usd_per_hour": 0.005}
     for region in regions:
         progress(region)
         od, res = ec2_instances(products, region, ec2_families)
