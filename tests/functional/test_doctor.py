@@ -76,6 +76,22 @@ class KmsGaps:
         return getattr(self.real, name)
 
 
+PARAMETER_GROUPS = {"DBParameterGroups": 3, "DBClusterParameterGroups": 2}  # used, of 50 each
+
+
+class RdsGaps:
+    """moto's RDS, with DescribeAccountAttributes (moto lacks it) answering the parameter group quotas."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+
+    def describe_account_attributes(self) -> dict[str, Any]:
+        return {"AccountQuotas": [{"AccountQuotaName": k, "Used": v, "Max": 50} for k, v in PARAMETER_GROUPS.items()]}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
 def factory(service: str, region: str | None) -> Any:
     real = boto3.client(service, region_name=region or REGION)
     if service == "service-quotas":
@@ -84,6 +100,8 @@ def factory(service: str, region: str | None) -> Any:
         return Ec2Gaps(real)
     if service == "kms":
         return KmsGaps(real)
+    if service == "rds":
+        return RdsGaps(real)
     if service == "ssm":
         return MotoGaps(region or REGION).ssm(real)
     return real
@@ -177,7 +195,9 @@ def test_a_healthy_deployment_passes_every_check(deployed: dict[str, str], capsy
         "credentials": "ok", "stack": "ok", "outputs": "ok", "state machine": "ok", "results bucket": "ok",
         "record store": "ok", "api": "ok", f"agent document ({REGION})": "ok", f"vCPU quota ({REGION})": "ok",
         f"Ubuntu AMIs ({REGION})": "ok", f"default EBS key ({REGION})": "ok", f"instance types ({REGION})": "ok",
-        f"prices ({REGION})": "ok"}
+        f"parameter groups ({REGION})": "ok", f"prices ({REGION})": "ok"}
+    assert checks[f"parameter groups ({REGION})"].detail == \
+        "DB parameter groups 3 of 50; DB cluster parameter groups 2 of 50"
     assert "a signed GET /runs answered 200" in checks["api"].detail
     cap = deployed["MaxVcpusPerRegion"]
     assert f"128 On-Demand Standard vCPUs, cap {cap}" in checks[f"vCPU quota ({REGION})"].detail
@@ -236,6 +256,13 @@ def test_what_would_fail_is_named_with_its_fix_and_exits_1(deployed: dict[str, s
     assert main(["doctor", "--remote"]) == 1
     assert "would fail: default EBS key" in capsys.readouterr().out
     monkeypatch.setitem(EBS_KEY, "id", "alias/aws/ebs")
+    # Issue 41 item 12: 50 DB cluster parameter groups (not adjustable) all used: every Aurora repetition's
+    # provision would wait on the quota, then fail.
+    monkeypatch.setitem(PARAMETER_GROUPS, "DBClusterParameterGroups", 50)
+    groups = run()[f"parameter groups ({REGION})"]
+    assert groups.status == "fail" and "DB cluster parameter groups 50 of 50" in groups.detail
+    assert "not adjustable" in groups.fix
+    monkeypatch.setitem(PARAMETER_GROUPS, "DBClusterParameterGroups", 2)
     missing = doctor.remote_checks(factory, stack="NoSuchStack", region=REGION)
     assert [(c.name, c.status) for c in missing] == [("credentials", "ok"), ("stack", "fail")]
     assert "npx cdk deploy" in missing[-1].fix
