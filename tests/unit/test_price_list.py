@@ -107,9 +107,23 @@ def stub_everything(pricing_stub: Stubber, ec2_stub: Stubber) -> None:
     answer("AmazonRDS", [product({"usagetype": "EU-RDS:PIOPS"}, ("IOPS-Mo", 0.11)),
                          product({"usagetype": "EU-RDS:GP3-PIOPS"}, ("IOPS-Mo", 0.022))])
     answer("AmazonRDS", [product({"usagetype": "EU-RDS:GP3-PTP"}, ("MBPS-Mo", 0.088))])
-    # Aurora storage and I/O.
-    answer("AmazonRDS", [product({"usagetype": "EU-Aurora:StorageUsage"}, ("GB-Mo", 0.11))])
-    answer("AmazonRDS", [product({"usagetype": "EU-Aurora:StorageIOUsage"}, ("IOs", 0.00000022))])
+    # Aurora storage and I/O as the Price List has them (issue 41 item 14): databaseEngine "Any", Aurora
+    # Standard's storage by its volume type, I/O-Optimized's beside it (usage type IO-Optimized, hyphenated:
+    # a search for "IOOptimized" kept it), the I/O requests among other System Operation rows.
+    def aurora(family: str, **more: str) -> list[dict[str, str]]:
+        return [{"Type": "TERM_MATCH", "Field": k, "Value": v}
+                for k, v in {"regionCode": REGION, "productFamily": family, **more}.items()]
+
+    answer("AmazonRDS", [
+        product({"usagetype": "EU-Aurora:StorageUsage", "databaseEngine": "Any",
+                 "volumeType": "General Purpose-Aurora"}, ("GB-Mo", 0.11)),
+        product({"usagetype": "EU-Aurora:IO-OptimizedStorageUsage", "databaseEngine": "Any",
+                 "volumeType": "IO Optimized-Aurora"}, ("GB-Mo", 0.248))],
+        aurora("Database Storage", volumeType="General Purpose-Aurora"))
+    answer("AmazonRDS", [
+        product({"usagetype": "EU-Aurora:StorageIOUsage", "databaseEngine": "Any"}, ("IOs", 0.00000022)),
+        product({"usagetype": "EU-Aurora:BacktrackUsage", "databaseEngine": "Aurora MySQL"}, ("IOs", 0.0000012))],
+        aurora("System Operation"))
 
 
 @pytest.fixture
