@@ -29,15 +29,18 @@ function homeRegionOf(config: BenchfleetConfig, cli: CliEnvironment): string | u
 }
 
 /**
- * The home stack's environment: agnostic unless the context sets one, `vpcId` needs a lookup, or
- * `targetRegions` is set (regional stacks name the home region in their grants, so the home stack is
- * pinned to it).
+ * The home stack's environment: the context's `account`/`region`, else the CLI's credentials' (what
+ * `cdk deploy` knows), as the CDK guide's `env: {account: CDK_DEFAULT_ACCOUNT, region:
+ * CDK_DEFAULT_REGION}`. Agnostic only when no account is known (an offline synth): CDK then gives the
+ * VPC 2 zones whatever `maxAzs` says (VpcProps.maxAzs), and a 3-node cluster cannot be placed.
+ * `vpcId` needs a concrete environment for its lookup; with `targetRegions` the home region is pinned
+ * (regional stacks name it in their grants).
  */
 function homeEnvironment(config: BenchfleetConfig, cli: CliEnvironment): Environment | undefined {
   const region = homeRegionOf(config, cli);
+  const account = config.account ?? cli.CDK_DEFAULT_ACCOUNT;
   if (config.vpcId !== undefined) {
     // Vpc.fromLookup needs a concrete account and region.
-    const account = config.account ?? cli.CDK_DEFAULT_ACCOUNT;
     if (account === undefined || region === undefined) {
       throw new Error('context "vpcId" needs "account" and "region" (context or AWS credentials)');
     }
@@ -50,11 +53,9 @@ function homeEnvironment(config: BenchfleetConfig, cli: CliEnvironment): Environ
           'set context "region" (or run through the CDK CLI, which sets CDK_DEFAULT_REGION)',
       );
     }
-    return { region, ...(config.account === undefined ? {} : { account: config.account }) };
+    return { region, ...(account === undefined ? {} : { account }) };
   }
-  if (config.account !== undefined && config.region !== undefined) {
-    return { account: config.account, region: config.region };
-  }
+  if (account !== undefined && region !== undefined) return { account, region };
   return undefined;
 }
 

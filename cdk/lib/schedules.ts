@@ -2,8 +2,10 @@
  * Scheduled comparisons (context `schedules`): one EventBridge Scheduler schedule per entry, each
  * starting the benchmark state machine with the execution input Plan takes
  * (benchfleet.aws.planning.runplan.RunRequest, schema in statemachines/benchmark-run.input.schema.json):
- * `{"spec": <the entry's spec, workload inline>, "schedule": <name>}`. The spec file is read, its
- * named workload inlined from workloads/ and checked at synth: the Lambdas ship no workload library.
+ * `{"spec": <the entry's spec, workloads inline>, "schedule": <name>}`. The spec file is read, its
+ * named workloads (the spec's and each variant's) inlined from workloads/ and checked at synth: the
+ * Lambdas ship no workload library. The rule is the CLI's (benchfleet.spec.LoadedSpec.inline, what
+ * `run --remote` sends); tests/synthesized/test_schedule_specs.py holds every shipped spec to it.
  * All schedules share one role that may only start executions of this state machine.
  */
 import * as fs from 'fs';
@@ -38,10 +40,25 @@ export function readSpec(specPath: string, repoRoot: string = REPO_ROOT): Record
   return readMapping(specPath, 'schedule spec', repoRoot);
 }
 
+/** A workload given by name: workloads/<name>.{yaml,yml,json} (as benchfleet.spec.load_workload finds it). */
+function namedWorkload(name: string, where: string, specPath: string, repoRoot: string): Record<string, unknown> {
+  const file = ['.yaml', '.yml', '.json']
+    .map((suffix) => `workloads/${name}${suffix}`)
+    .find((f) => fs.existsSync(path.join(repoRoot, f)));
+  if (file === undefined) {
+    throw new Error(`schedule spec ${specPath}: ${where}: no workload named ${name} in workloads/`);
+  }
+  const workload = readMapping(file, 'workload', repoRoot);
+  if (workload.name !== name) {
+    throw new Error(`workload ${file}: name is ${JSON.stringify(workload.name)} but the file is named ${name}`);
+  }
+  return workload;
+}
+
 /**
- * The spec as an execution takes it: a workload name replaced by workloads/<name>.{yaml,yml,json}
- * (as benchfleet.spec.load_workload finds it), and no local target (Plan refuses those: a schedule
- * that can never run is an error at synth, not every night).
+ * The spec as an execution takes it: every workload name (the spec's `workload` and each variant's)
+ * replaced by its file, and no local target (Plan refuses those: a schedule that can never run is an
+ * error at synth, not every night). A variant's workload left by name made Plan refuse every firing.
  */
 export function executionSpec(specPath: string, repoRoot: string = REPO_ROOT): Record<string, unknown> {
   const spec = readSpec(specPath, repoRoot);
@@ -52,19 +69,20 @@ export function executionSpec(specPath: string, repoRoot: string = REPO_ROOT): R
       `schedule spec ${specPath}: targets[${local}].kind: local targets run with benchfleet run --local`,
     );
   }
-  if (typeof spec.workload !== 'string') return spec;
-  const name = spec.workload;
-  const file = ['.yaml', '.yml', '.json']
-    .map((suffix) => `workloads/${name}${suffix}`)
-    .find((f) => fs.existsSync(path.join(repoRoot, f)));
-  if (file === undefined) {
-    throw new Error(`schedule spec ${specPath}: workload: no workload named ${name} in workloads/`);
+  const out: Record<string, unknown> = { ...spec };
+  if (typeof spec.workload === 'string') {
+    out.workload = namedWorkload(spec.workload, 'workload', specPath, repoRoot);
   }
-  const workload = readMapping(file, 'workload', repoRoot);
-  if (workload.name !== name) {
-    throw new Error(`workload ${file}: name is ${JSON.stringify(workload.name)} but the file is named ${name}`);
+  if (Array.isArray(spec.variants)) {
+    out.variants = (spec.variants as unknown[]).map((variant, i) => {
+      if (typeof variant !== 'object' || variant === null) return variant;
+      const v = variant as Record<string, unknown>;
+      return typeof v.workload === 'string'
+        ? { ...v, workload: namedWorkload(v.workload, `variants[${i}].workload`, specPath, repoRoot) }
+        : v;
+    });
   }
-  return { ...spec, workload };
+  return out;
 }
 
 export interface SchedulesProps {

@@ -46,6 +46,9 @@ class StorageRule(_Data):
     iops_per_gb: int | None = None
     iops_required: bool = False
     throughput_mbps: tuple[int, int] | None = None
+    # MiB/s of throughput per IOPS at most (gp3, EBS and RDS alike: 0.25); without ``iops`` the volume
+    # has the type's least IOPS (``iops[0]``: gp3's included 3,000 on EBS, 12,000 on RDS from 400 GiB).
+    throughput_per_iops: float | None = None
     provisioned_from_gb: int | None = None
     instance_store_required: bool = False
 
@@ -234,7 +237,24 @@ def _storage_problems(rules: dict[str, StorageRule], storage: Any, where: str, k
         elif not rule.throughput_mbps[0] <= storage.throughput_mbps <= rule.throughput_mbps[1]:
             low_t, high_t = rule.throughput_mbps
             problems.append((f"{where}.throughput_mbps", f"{storage.type} takes {low_t}..{high_t} MB/s on {kind}"))
+        elif rule.throughput_per_iops is not None and rule.iops is not None:
+            problems += _throughput_ratio_problems(rule, storage, where, kind)
     return problems
+
+
+def _throughput_ratio_problems(rule: StorageRule, storage: Any, where: str, kind: str) -> list[Problem]:
+    """Throughput above what the volume's IOPS allow: EC2's CreateVolume / RunInstances and RDS's
+    CreateDBInstance refuse it, minutes into a run."""
+    assert rule.throughput_per_iops is not None and rule.iops is not None
+    iops = storage.iops if storage.iops is not None else rule.iops[0]
+    most = int(iops * rule.throughput_per_iops)
+    if storage.throughput_mbps <= most:
+        return []
+    given = f"{storage.iops} provisioned" if storage.iops is not None else f"{iops} (the least, as no iops is given)"
+    need = -(-storage.throughput_mbps // rule.throughput_per_iops)  # ceil
+    return [(f"{where}.throughput_mbps", f"{storage.type} allows at most {rule.throughput_per_iops} MiB/s per "
+                                         f"provisioned IOPS on {kind}: {storage.throughput_mbps} MiB/s needs "
+                                         f"iops of at least {int(need)}; with {given} IOPS at most {most} MiB/s")]
 
 
 def _offered_problems(cat: Catalogue, instance_type: str, region: str | None, field: str) -> list[Problem]:

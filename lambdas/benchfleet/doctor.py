@@ -270,6 +270,64 @@ def _quota(client: ClientFactory, d: Deployment, region: str) -> Check:
     return Check(f"vCPU quota ({region})", "ok", f"{value} On-Demand Standard vCPUs, cap {cap}")
 
 
+# What a principal launching encrypted volumes needs on their KMS key (EBS User Guide, "Requirements for
+# Amazon EBS encryption"); AWS managed keys (aws/ebs) grant it to every principal of the account.
+EBS_KEY_ACTIONS = ("kms:CreateGrant", "kms:Decrypt", "kms:DescribeKey", "kms:GenerateDataKeyWithoutPlaintext",
+                   "kms:ReEncrypt*")
+
+
+def _ebs_key(client: ClientFactory, stack: str, region: str) -> Check:
+    """The account's default EBS key in ``region``: targets' volumes are encrypted with it (provision gives
+    no KmsKeyId). A customer managed key needs grants the provision role lacks: launches fail, minutes
+    into a run, unless its key policy allows them."""
+    name = f"default EBS key ({region})"
+    try:
+        key_id = client("ec2", region).get_ebs_default_kms_key_id()["KmsKeyId"]
+        meta = client("kms", region).describe_key(KeyId=key_id)["KeyMetadata"]
+    except Exception as e:
+        return Check(name, "warn", f"could not read it: {_error(e)}",
+                     "allow ec2:GetEbsDefaultKmsKeyId and kms:DescribeKey, or check the key by hand (EC2 console, "
+                     "EBS encryption)")
+    arn = meta.get("Arn", key_id)
+    if meta.get("KeyManager") != "CUSTOMER":
+        return Check(name, "ok", f"{arn} (AWS managed)")
+    role = f"{stack}-provision"  # cdk/lib/naming.ts lambdaRoleName
+    return Check(name, "fail", f"{arn} is customer managed: encrypted volumes launched with it need grants the "
+                               f"provision role {role} does not have, so every EC2 target would fail to launch",
+                 f"allow {role} {', '.join(EBS_KEY_ACTIONS)} on {arn} in its key policy (kms:CreateGrant with "
+                 "kms:GrantIsForAWSResource true), or reset the default: aws ec2 reset-ebs-default-kms-key-id "
+                 f"--region {region}")
+
+
+# RDS quotas (DescribeAccountAttributes) a run's RDS/Aurora repetition takes one of each: its DB parameter
+# group, and an Aurora one's DB cluster parameter group (50 each by default; the cluster one not adjustable).
+PARAMETER_GROUP_QUOTAS = (("DBParameterGroups", "DB parameter groups"),
+                          ("DBClusterParameterGroups", "DB cluster parameter groups"))
+
+
+def _parameter_groups(client: ClientFactory, region: str) -> Check:
+    name = f"parameter groups ({region})"
+    try:
+        quotas = {q["AccountQuotaName"]: q
+                  for q in client("rds", region).describe_account_attributes().get("AccountQuotas", [])}
+    except Exception as e:
+        return Check(name, "warn", f"could not read the RDS quotas: {_error(e)}",
+                     "allow rds:DescribeAccountAttributes, or compare the groups with the quotas by hand")
+    counts, full = [], []
+    for key, label in PARAMETER_GROUP_QUOTAS:
+        if key in quotas:
+            used, most = int(quotas[key].get("Used", 0)), int(quotas[key].get("Max", 0))
+            counts.append(f"{label} {used} of {most}")
+            if used >= most:
+                full.append(label)
+    if full:
+        return Check(name, "fail", f"{'; '.join(counts)}: no room for the {' and '.join(full)} each RDS or "
+                                   "Aurora repetition creates (provision would wait, then fail)",
+                     "delete groups nothing uses, or request a higher DB parameter group quota (the DB cluster "
+                     "parameter group quota is not adjustable)")
+    return Check(name, "ok", "; ".join(counts) or "no parameter group quota listed")
+
+
 def _amis(client: ClientFactory, region: str) -> Check:
     from benchfleet.aws.fleet.targets import UBUNTU_AMI_PARAMETER
 
@@ -358,7 +416,9 @@ def remote_checks(client: ClientFactory, *, stack: str, region: str, api_url: st
     for target_region in d.target_regions:
         types = (instance_types or {}).get(target_region) or {CANARY_INSTANCE_TYPE}
         checks += [_document(client, d, target_region), _quota(client, d, target_region), _amis(client, target_region),
-                   _offered(client, target_region, types), _priced(target_region, types)]
+                   _ebs_key(client, stack, target_region), _parameter_groups(client, target_region),
+                   _offered(client, target_region, types),
+                   _priced(target_region, types)]
     qs = _quicksight(client, d)
     if qs is not None:
         checks.append(qs)

@@ -196,17 +196,29 @@ def rds_storage(products: Products, region: str) -> dict[str, dict[str, Any]]:
     return {k: v for k, v in sorted(rates.items()) if "gb_month" in v}
 
 
+# The Price List's Aurora storage and I/O rows (AmazonRDS): their databaseEngine is "Any" in most regions
+# (an engine's own, "Aurora MySQL", in some), so no engine filter; Aurora Standard's storage is the volume
+# type "General Purpose-Aurora" (I/O-Optimized's is "IO Optimized-Aurora", usage type
+# "...Aurora:IO-OptimizedStorageUsage", which a search for "IOOptimized" did not exclude); I/O requests
+# are "...Aurora:StorageIOUsage", billed per request (unit IOs).
+AURORA_ENGINES = frozenset({"Any", "Aurora MySQL"})
+AURORA_STANDARD_VOLUME = "General Purpose-Aurora"
+
+
 def aurora_storage(products: Products, region: str) -> dict[str, float]:
     """Aurora (Standard) storage $/GB-month and I/O $ per million requests."""
     out: dict[str, float] = {}
-    base = {"regionCode": region, "databaseEngine": "Aurora MySQL"}
-    for product in products("AmazonRDS", {**base, "productFamily": "Database Storage"}):
-        od = on_demand(product)
-        if od and od[0] == "GB-Mo" and "IOOptimized" not in _attrs(product).get("usagetype", ""):
+    base = {"regionCode": region}
+    for product in products("AmazonRDS", {**base, "productFamily": "Database Storage",
+                                          "volumeType": AURORA_STANDARD_VOLUME}):
+        attrs, od = _attrs(product), on_demand(product)
+        if (od and od[0] == "GB-Mo" and attrs.get("volumeType") == AURORA_STANDARD_VOLUME
+                and attrs.get("databaseEngine", "Any") in AURORA_ENGINES):
             out["gb_month"] = od[1]
     for product in products("AmazonRDS", {**base, "productFamily": "System Operation"}):
-        od = on_demand(product)
-        if od and od[0] == "IOs":
+        attrs, od = _attrs(product), on_demand(product)
+        if (od and od[0] == "IOs" and attrs.get("usagetype", "").endswith("Aurora:StorageIOUsage")
+                and attrs.get("databaseEngine", "Any") in AURORA_ENGINES):
             out["io_per_million"] = round(od[1] * 1_000_000, 6)
     return out
 
@@ -257,6 +269,8 @@ def build_tables(products: Products, ec2_client_of: Callable[[str], Any], region
                    "zones of each type's latest price. Spot prices move by the hour: a snapshot, not a quote")
     tables["ec2"]["spot"] = {"as_of": today, "source": spot_source, "approximate": False, "regions": {}}
     tables["ec2"]["data_transfer"] = {"inter_az_usd_per_gb_each_way": 0.01}
+    # Every public IPv4 address, a running instance's included, since February 2024 (Amazon VPC pricing).
+    tables["ec2"]["addresses"] = {"public_ipv4_usd_per_hour": 0.005}
     for region in regions:
         progress(region)
         od, res = ec2_instances(products, region, ec2_families)

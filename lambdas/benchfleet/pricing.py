@@ -145,6 +145,9 @@ class PriceTable(BaseModel):
     spot: Section = Section()
     storage: dict[str, Any] = {}
     data_transfer: dict[str, float] = {}
+    # ec2: ``public_ipv4_usd_per_hour`` (AWS bills every public IPv4 address, a running instance's
+    # included, since February 2024: $0.005 an hour).
+    addresses: dict[str, float] = {}
     notes: dict[str, str] = {}
 
     def instance(self, region: str, type_: str) -> float | None:
@@ -383,6 +386,20 @@ def cross_zone_rate(prices: Prices) -> float:
     return float(prices.ec2.data_transfer.get("inter_az_usd_per_gb_each_way", 0.01))
 
 
+def public_ipv4_rate(prices: Prices) -> float:
+    """USD per hour of one public IPv4 address (the ec2 table's ``addresses.public_ipv4_usd_per_hour``)."""
+    return float(prices.ec2.addresses.get("public_ipv4_usd_per_hour", 0.005))
+
+
+def public_ipv4_line(prices: Prices, hosts: int) -> Line:
+    """The public IPv4 addresses of the ``hosts`` a repetition launches: every host gets one (the
+    subnets map public IPs on launch; SSM and the package mirrors are reached through them, no NAT).
+    Not serving: the benchmark's way in, not part of what the database costs to run."""
+    rate = public_ipv4_rate(prices)
+    what = f"{hosts} public IPv4 address{'es' if hosts != 1 else ''} (${rate:g}/h each)"
+    return Line("public_ipv4", what, same_for_every_model(hosts * rate), serving=False, quantity=hosts)
+
+
 def cross_zone_line(prices: Prices, gb_per_hour: float, *, would: bool = False) -> Line:
     """Data crossing availability zones, per hour of the run: billed each way (out of one zone and
     into the other), so 2 x :func:`cross_zone_rate` per GB. ``gb_per_hour``: from the bytes the nodes
@@ -502,16 +519,21 @@ def _ec2(target: Any, prices: Prices, region: str) -> Built:
         return [], missing, []
     storage = getattr(target, "storage", None)
     volumes, more = _storage_rate_lines(prices.ebs, region, storage, by_region=True, quantity=_volumes(storage))
-    return lines + volumes, missing + more, ["sysbench runs on the target itself: no client host"]
+    return ([*lines, *volumes, public_ipv4_line(prices, 1)], missing + more,
+            ["sysbench runs on the target itself: no client host"])
 
 
-def _client(target: Any, prices: Prices, region: str) -> tuple[list[Line], list[tuple[str, str]]]:
+def _client(target: Any, prices: Prices, region: str, *,
+            address: bool = True) -> tuple[list[Line], list[tuple[str, str]]]:
+    """The client host's line and, with ``address``, its public IPv4 address's."""
     client = getattr(getattr(target, "client", None), "instance_type", None)
     if not client:
         return [], []
     missing = [("client.instance_type", reason) for f, reason in _where(prices.ec2, region, str(client), "")]
-    # The benchmark's host, not the database's: in what the run costs, not in cost per 1,000 tps.
-    return [instance_line(prices.ec2, region, str(client), item="client", serving=False)], missing
+    # The benchmark's host, not the database's: in what the run costs, not in cost per 1,000 tps. The
+    # database itself has no public address (PubliclyAccessible false); the client host has one.
+    return [instance_line(prices.ec2, region, str(client), item="client", serving=False),
+            *([public_ipv4_line(prices, 1)] if address else [])], missing
 
 
 @builder("rds")
@@ -556,7 +578,8 @@ def _cluster(target: Any, prices: Prices, region: str) -> Built:
         type_ = str(proxy.instance_type)
         more += [("proxy.instance_type", reason) for _, reason in _where(prices.ec2, region, type_, "")]
         lines.append(instance_line(prices.ec2, region, type_, item="proxy"))
-    client, client_missing = _client(target, prices, region)
+    client, client_missing = _client(target, prices, region, address=False)
+    client.append(public_ipv4_line(prices, nodes + int(own) + int(bool(client))))  # every host it launches
     notes = ["cross-zone traffic is billed by use: results price it per thread count from the bytes the nodes "
              "measured (workloads/README.md, \"Cost of a cluster\")"]
     if not own and getattr(proxy, "software", "none") != "none":

@@ -340,6 +340,25 @@ describe('targetRegions unset or home only', () => {
     expect(built.home.resolve(built.home.region)).toEqual({ Ref: 'AWS::Region' });
   });
 
+  test("`cdk deploy` with credentials: the home stack gets the CLI's account and region, and maxAzs zones", () => {
+    // Issue 41 item 10: environment-agnostic, CDK gave the VPC 2 zones whatever maxAzs said, and the shipped
+    // pxc-on-aws (3 nodes, each in a zone of its own) was refused at POST /runs. The zones a lookup returns
+    // (what `cdk deploy` writes into cdk.context.json), given here as context.
+    const zones = ['us-east-1a', 'us-east-1b', 'us-east-1c', 'us-east-1d'];
+    const built = build(
+      { 'availability-zones:account=111111111111:region=us-east-1': zones },
+      { CDK_DEFAULT_ACCOUNT: '111111111111', CDK_DEFAULT_REGION: HOME },
+    );
+    expect([built.home.account, built.home.region]).toEqual(['111111111111', HOME]);
+    const template = Template.fromStack(built.home);
+    const subnets = resourcesOf(template, 'AWS::EC2::Subnet').map(([, r]) => r.Properties.AvailabilityZone);
+    expect(subnets.sort()).toEqual(zones.slice(0, 3)); // maxAzs: 3 (cdk.json)
+    const plan = resourcesOf(template, 'AWS::Lambda::Function').find(
+      ([, r]) => r.Properties.Handler === 'handlers.plan.handler',
+    )!;
+    expect(plan[1].Properties.Environment.Variables.SUBNET_ZONES).toBe(zones.slice(0, 3).join(','));
+  });
+
   test('the home region only: no regional stack', () => {
     expect(build({ targetRegions: [HOME] }).regions.size).toBe(0);
   });

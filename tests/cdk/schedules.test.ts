@@ -103,6 +103,13 @@ describe('readSpec', () => {
     expect(() => executionSpec(unknown)).toThrow(/workload: no workload named no-such-workload/);
   });
 
+  test("executionSpec inlines each variant's named workload too (Plan refused it at every firing)", () => {
+    const spec = executionSpec('workloads/comparisons/aurora-pk-order.yaml');
+    const random = parse(fs.readFileSync(path.join(REPO_ROOT, 'workloads', 'insert-pk-order-random.yaml'), 'utf8'));
+    expect(spec.variants).toEqual([{ id: 'seq' }, { id: 'random', workload: random }]);
+    expect((spec.workload as Record<string, unknown>).name).toBe('insert-pk-order-seq');
+  });
+
   test('refuses paths outside the repository, missing files and non-mappings', () => {
     expect(() => readSpec('../etc/passwd')).toThrow(/inside the repository/);
     expect(() => readSpec('workloads/comparisons/no-such-spec.yaml')).toThrow(/no such file/);

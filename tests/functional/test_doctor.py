@@ -4,8 +4,10 @@ name (results bucket, state machine with its deployed definition, Glue database,
 document), made in moto; the API answered by the real api Lambda with the template's environment
 behind a local HTTP server that, like API Gateway with IAM auth, refuses an unsigned request.
 
-What moto lacks is answered here and said so: Canonical's public AMI parameters (sm_harness.MotoGaps)
-and the EC2 vCPU quota (moto's Service Quotas knows VPC quotas only)."""
+What moto lacks is answered here and said so: Canonical's public AMI parameters (sm_harness.MotoGaps),
+the EC2 vCPU quota (moto's Service Quotas knows VPC quotas only), the account's default EBS key
+(moto has no GetEbsDefaultKmsKeyId) and the AWS managed aws/ebs key (moto's DescribeKey calls every
+key customer managed)."""
 
 from __future__ import annotations
 
@@ -43,10 +45,63 @@ class Quotas:
         return {"Quota": {"ServiceCode": ServiceCode, "QuotaCode": QuotaCode, "Value": QUOTA["value"]}}
 
 
+EBS_KEY = {"id": "alias/aws/ebs"}  # the account's default EBS key (GetEbsDefaultKmsKeyId, below)
+
+
+class Ec2Gaps:
+    """moto's EC2, with GetEbsDefaultKmsKeyId answered from EBS_KEY."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+
+    def get_ebs_default_kms_key_id(self) -> dict[str, Any]:
+        return {"KmsKeyId": EBS_KEY["id"]}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
+class KmsGaps:
+    """moto's KMS, with the AWS managed aws/ebs key described as AWS's (what a fresh account has)."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+
+    def describe_key(self, KeyId: str) -> dict[str, Any]:
+        if KeyId == "alias/aws/ebs":
+            return {"KeyMetadata": {"Arn": f"arn:aws:kms:{REGION}:123456789012:key/aws-ebs", "KeyManager": "AWS"}}
+        return dict(self.real.describe_key(KeyId=KeyId))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
+PARAMETER_GROUPS = {"DBParameterGroups": 3, "DBClusterParameterGroups": 2}  # used, of 50 each
+
+
+class RdsGaps:
+    """moto's RDS, with DescribeAccountAttributes (moto lacks it) answering the parameter group quotas."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+
+    def describe_account_attributes(self) -> dict[str, Any]:
+        return {"AccountQuotas": [{"AccountQuotaName": k, "Used": v, "Max": 50} for k, v in PARAMETER_GROUPS.items()]}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
 def factory(service: str, region: str | None) -> Any:
     real = boto3.client(service, region_name=region or REGION)
     if service == "service-quotas":
         return Quotas()
+    if service == "ec2":
+        return Ec2Gaps(real)
+    if service == "kms":
+        return KmsGaps(real)
+    if service == "rds":
+        return RdsGaps(real)
     if service == "ssm":
         return MotoGaps(region or REGION).ssm(real)
     return real
@@ -139,7 +194,10 @@ def test_a_healthy_deployment_passes_every_check(deployed: dict[str, str], capsy
     assert {name: c.status for name, c in checks.items()} == {
         "credentials": "ok", "stack": "ok", "outputs": "ok", "state machine": "ok", "results bucket": "ok",
         "record store": "ok", "api": "ok", f"agent document ({REGION})": "ok", f"vCPU quota ({REGION})": "ok",
-        f"Ubuntu AMIs ({REGION})": "ok", f"instance types ({REGION})": "ok", f"prices ({REGION})": "ok"}
+        f"Ubuntu AMIs ({REGION})": "ok", f"default EBS key ({REGION})": "ok", f"instance types ({REGION})": "ok",
+        f"parameter groups ({REGION})": "ok", f"prices ({REGION})": "ok"}
+    assert checks[f"parameter groups ({REGION})"].detail == \
+        "DB parameter groups 3 of 50; DB cluster parameter groups 2 of 50"
     assert "a signed GET /runs answered 200" in checks["api"].detail
     cap = deployed["MaxVcpusPerRegion"]
     assert f"128 On-Demand Standard vCPUs, cap {cap}" in checks[f"vCPU quota ({REGION})"].detail
@@ -188,6 +246,23 @@ def test_what_would_fail_is_named_with_its_fix_and_exits_1(deployed: dict[str, s
         assert "would fail: record store" in capsys.readouterr().out
     finally:
         glue.create_database(DatabaseInput={"Name": deployed["GlueDatabase"]})
+    # Issue 41 item 15: the account's default EBS key customer managed: every encrypted launch needs grants on
+    # it that provision's role lacks. Named, with what to grant, and doctor fails.
+    key = boto3.client("kms", region_name=REGION).create_key(Description="the account's EBS key")["KeyMetadata"]
+    monkeypatch.setitem(EBS_KEY, "id", key["KeyId"])
+    ebs = run()[f"default EBS key ({REGION})"]
+    assert ebs.status == "fail" and key["Arn"] in ebs.detail and "customer managed" in ebs.detail
+    assert "Benchfleet-provision" in ebs.fix and "kms:CreateGrant" in ebs.fix and "kms:ReEncrypt*" in ebs.fix
+    assert main(["doctor", "--remote"]) == 1
+    assert "would fail: default EBS key" in capsys.readouterr().out
+    monkeypatch.setitem(EBS_KEY, "id", "alias/aws/ebs")
+    # Issue 41 item 12: 50 DB cluster parameter groups (not adjustable) all used: every Aurora repetition's
+    # provision would wait on the quota, then fail.
+    monkeypatch.setitem(PARAMETER_GROUPS, "DBClusterParameterGroups", 50)
+    groups = run()[f"parameter groups ({REGION})"]
+    assert groups.status == "fail" and "DB cluster parameter groups 50 of 50" in groups.detail
+    assert "not adjustable" in groups.fix
+    monkeypatch.setitem(PARAMETER_GROUPS, "DBClusterParameterGroups", 2)
     missing = doctor.remote_checks(factory, stack="NoSuchStack", region=REGION)
     assert [(c.name, c.status) for c in missing] == [("credentials", "ok"), ("stack", "fail")]
     assert "npx cdk deploy" in missing[-1].fix

@@ -326,6 +326,13 @@ def fitted(records: list[dict[str, Any]], step: dict[str, Any]) -> list[dict[str
     return [*out, {**summary, "total_time_s": duration + 0.0069, "time": samples[0]["time"] + duration}]
 
 
+@functools.cache
+def captured_records(fixture: Path) -> tuple[dict[str, Any], ...]:
+    """A captured agent output's records, parsed once (every step of a large run replays one; parsing
+    it per step was about 5% of the handlers' time in tests/perf/cloud_scale.py). Copy before changing."""
+    return tuple(json.loads(line) for line in fixture.read_text().splitlines())
+
+
 @dataclass
 class Agent:
     """Plays the agent for moto's SendCommand: per target, what the step ends as."""
@@ -371,7 +378,7 @@ class Agent:
         elif outcome in ("ok", "garbage", "lost"):
             fixture = FIXTURES / f"{'prepare' if step == 'prepare' else 't0001'}.jsonl"
             lines, seconds = [], []
-            captured = [json.loads(line) for line in fixture.read_text().splitlines()]
+            captured = [dict(r) for r in captured_records(fixture)]  # records are updated below
             records = fitted(captured, event["step"])
             if (job.get("status") or {}).get("sources") and not any(r["type"] == "status" for r in records):
                 records += self.status_readings(captured, records)
@@ -483,7 +490,7 @@ class Harness:
             "ssm": self.gaps.ssm(ssm),
             "rds": self.gaps.rds(rds),
             "ec2": FaultProxy(boto3.client("ec2", region_name=REGION)),
-            "timestream-write": FaultProxy(boto3.client("timestream-write", region_name=REGION)),
+            "timestream-write": FaultProxy(timestream_writer()),
             "s3": FaultProxy(self.s3),
         }
         for service, proxy in self.proxies.items():
@@ -569,12 +576,16 @@ class Harness:
         execution = self.sf.start_execution(stateMachineArn=state_machine_arn or self.arn, name=name,
                                             input=json.dumps(payload))["executionArn"]
         deadline = time.monotonic() + timeout_s
+        # Polled every 50 ms at first, then less often (at most 0.5 s): a long run's every poll took
+        # the interpreter from the executor's threads (a fifth of the CPU of a 10-target comparison).
+        pause = 0.05
         while True:
             described = self.sf.describe_execution(executionArn=execution)
             if described["status"] != "RUNNING":
                 break
             assert time.monotonic() < deadline, "execution did not finish"
-            time.sleep(0.05)
+            time.sleep(pause)
+            pause = min(0.5, pause * 1.25)
         described["history"] = self.history(execution)
         return described
 
@@ -657,6 +668,12 @@ def records_not_kept(table: TimestreamTable, records: list[dict[str, Any]]) -> N
     for a 200-target comparison), and nothing offline reads them back: FaultProxy counts each
     write's records and table, tests/unit checks the records themselves. So a write still goes
     through botocore's validation and moto's parsing and answer, and its records are let go."""
+
+
+def timestream_writer() -> Any:
+    """The handlers' Timestream client as benchfleet.aws.clients makes it (its configuration: botocore
+    does not check each value; FaultProxy still counts and bounds every request)."""
+    return boto3.client("timestream-write", region_name=REGION, config=clients.config("timestream-write"))
 
 
 def tags_by_lookup(resource: TaggedEC2Resource) -> list[dict[str, str]]:

@@ -78,6 +78,19 @@ def test_a_full_quota_is_waited_out_while_a_previous_wave_goes(harness):
     assert harness.sleeps.count(120) == 2
 
 
+def test_a_full_parameter_group_quota_is_waited_out_like_the_other_quotas(harness):
+    """Issue 41 item 12: 50 DB parameter groups per region (50 DB cluster parameter groups, not
+    adjustable); CreateDBParameterGroup's DBParameterGroupQuotaExceeded failed the target at once, as
+    a plain ClientError, while a previous wave's groups were still being deleted."""
+    message = "The request would result in the user exceeding the allowed number of DB parameter groups"
+    full = [client_error("DBParameterGroupQuotaExceeded", "CreateDBParameterGroup", message)] * 2
+    harness.proxies["rds"].faults["create_db_parameter_group"] = list(full)
+    rds_target = next(t for t in spec()["targets"] if t["kind"] == "rds")
+    summary = finish(harness, harness.run(spec(targets=[rds_target]), name="groups-full"), "SUCCEEDED")
+    assert status_of(summary) == {rds_target["id"]: "SUCCEEDED"}
+    assert [c.error for c in harness.calls_of("provision")] == ["QuotaExceeded", "QuotaExceeded", None]
+
+
 def test_provision_crash_tears_down_what_was_created(harness):
     # The RDS instance is created, then the client launch fails for good: both must go.
     harness.proxies["ec2"].faults["run_instances"] = (

@@ -26,10 +26,14 @@ from tests.functional.test_api import event
 from benchfleet.aws import clients
 from benchfleet.aws.planning import runplan
 from benchfleet.aws.store.summary import summarize
+from benchfleet.remote import inline_spec
 
 WORKLOAD = {"name": "ro", "test": "oltp_read_only", "threads": [1, 4], "duration_s": 30, "warmup_s": 0}
 SPEC = {"name": "deployed-api", "workload": WORKLOAD, "repetitions": 2, "budget_usd": 50,
         "targets": [{"id": "m6i", "kind": "ec2", "instance_type": "m6i.large"}]}
+# What `run --remote` sends for the shipped cluster comparison (read here: the deployed fixture points the
+# workload library at the API function's asset, which ships only workloads/lua).
+PXC_ON_AWS = inline_spec(Path(__file__).resolve().parents[2] / "workloads" / "comparisons" / "pxc-on-aws.yaml")
 
 
 def api_environment(template: Template) -> dict[str, str]:
@@ -141,3 +145,28 @@ def test_the_api_prices_the_store_the_template_deploys(synthesized: Template) ->
     env = api_environment(synthesized)
     assert env["RESULTS_STORE"]  # the estimate's store writes: the deployment's, as Plan prices them
     assert Path(env["BENCHFLEET_WORKLOADS"], "lua", "iibench.lua").is_file()
+
+
+def test_the_deployed_api_refuses_gp3_throughput_its_iops_cannot_carry(deployed: Any) -> None:
+    """Issue 41 item 9: gp3 allows 0.25 MiB/s per provisioned IOPS (EC2 User Guide); 1000 MiB/s on the
+    included 3,000 IOPS was 202, and RunInstances would refuse it minutes later."""
+    call, sfn, _, env = deployed
+    target = {**SPEC["targets"][0], "storage": {"type": "gp3", "size_gb": 100, "throughput_mbps": 1000}}
+    status, body = call("POST", "/runs", {**SPEC, "targets": [target]})
+    assert (status, body["field"]) == (400, "targets[0].storage.throughput_mbps"), body
+    assert "at least 4000" in body["message"], body
+    assert sfn.list_executions(stateMachineArn=env["STATE_MACHINE_ARN"])["executions"] == []
+    target["storage"]["iops"] = 4000
+    assert call("POST", "/runs", {**SPEC, "targets": [target]})[0] == 202
+
+
+def test_the_deployed_api_says_why_an_agnostic_stack_cannot_place_a_3_node_cluster(deployed: Any) -> None:
+    """Issue 41 item 10: synthesized without its account (as `cdk synth` offline, or a deploy that did not
+    pass the CLI's account on), the stack's VPC has 2 zones whatever maxAzs says (3 in cdk.json); the shipped
+    pxc-on-aws was refused telling the user to raise maxAzs, already 3. The refusal names the cause."""
+    call, sfn, _, env = deployed
+    assert len(env["SUBNET_ZONES"].split(",")) == 2, env["SUBNET_ZONES"]
+    status, refused = call("POST", "/runs", PXC_ON_AWS)
+    assert (status, refused["field"]) == (400, "targets[0].nodes"), refused
+    assert "account and region" in refused["message"] and "npx cdk deploy" in refused["message"], refused
+    assert sfn.list_executions(stateMachineArn=env["STATE_MACHINE_ARN"])["executions"] == []

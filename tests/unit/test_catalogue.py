@@ -95,6 +95,7 @@ def test_every_priced_type_exists():
 
 EC2 = {"id": "t", "kind": "ec2", "instance_type": "m6i.large"}
 RDS = {"id": "t", "kind": "rds", "instance_class": "db.r6g.large"}
+THROUGHPUT = "targets[0].storage.throughput_mbps"
 
 
 @pytest.mark.parametrize(("target", "field"), [
@@ -105,6 +106,14 @@ RDS = {"id": "t", "kind": "rds", "instance_class": "db.r6g.large"}
     ({**EC2, "storage": {"type": "io1", "size_gb": 100, "iops": 6000}}, "targets[0].storage.iops"),  # 50/GiB
     ({**RDS, "storage": {"type": "gp3", "size_gb": 100, "iops": 12000}}, "targets[0].storage.iops"),  # >=400 GiB
     ({**EC2, "engine": "mariadb-11.4"}, "targets[0].engine"),  # not packaged on the EC2 image
+    # At most 0.25 MiB/s per provisioned IOPS (EBS and RDS gp3); without iops, the least IOPS count.
+    ({**EC2, "storage": {"type": "gp3", "size_gb": 100, "throughput_mbps": 1000}}, THROUGHPUT),
+    ({**EC2, "storage": {"type": "gp3", "size_gb": 100, "iops": 3000, "throughput_mbps": 751}},
+     "targets[0].storage.throughput_mbps"),
+    ({**EC2, "storage": {"type": "gp3", "size_gb": 100, "iops": 3000, "throughput_mbps": 750}}, None),
+    ({**EC2, "storage": {"type": "gp3", "size_gb": 100, "iops": 4000, "throughput_mbps": 1000}}, None),
+    ({**RDS, "storage": {"type": "gp3", "size_gb": 400, "throughput_mbps": 4000}}, THROUGHPUT),
+    ({**RDS, "storage": {"type": "gp3", "size_gb": 400, "iops": 16000, "throughput_mbps": 4000}}, None),
 ])
 def test_storage_and_engine_rules(target, field):
     targets = list(parse_spec({"name": "x", "workload": "w", "targets": [target]}).targets)

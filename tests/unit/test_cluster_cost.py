@@ -33,6 +33,8 @@ R6I_LARGE_OD, R6I_LARGE_1Y_AU = 0.126, 0.07346       # ec2.json, us-east-1
 C6I_LARGE_OD, C6I_LARGE_1Y_AU = 0.085, 0.04956
 C6I_XLARGE_OD = 0.17
 GP3_GB = 0.08                                          # ebs.json gp3, per GB-month
+IPV4 = 0.005                                           # ec2.json addresses: per public IPv4 address-hour
+HOSTS = 5                                              # CLUSTER_SPEC's: 3 nodes, the proxy's host, the client
 CLUSTER_SPEC = {"id": "pxc", "kind": "cluster", "flavor": "pxc-8.0", "instance_type": "r6i.large",
                 "region": "us-east-1", "storage": {"type": "gp3", "size_gb": 100, "volumes": 2, "raid": 0},
                 "proxy": {"software": "haproxy", "instance_type": "c6i.large"}}
@@ -98,7 +100,8 @@ def test_a_cluster_plan_lists_every_host_and_prices_the_traffic_after_the_run() 
                                  "targets": [CLUSTER_SPEC]}).targets
     tp = pricing.target_prices(spec_target)
     lines = {line.item: line for line in tp.lines}
-    assert [line.item for line in tp.lines] == ["nodes", "proxy", "storage", "cross_zone", "client"]
+    assert [line.item for line in tp.lines] == ["nodes", "proxy", "storage", "cross_zone", "client", "public_ipv4"]
+    assert lines["public_ipv4"].quantity == HOSTS and not lines["public_ipv4"].serving  # nodes, proxy, client
     assert lines["nodes"].usd_per_hour["on_demand"] == pytest.approx(3 * R6I_LARGE_OD)
     # Two striped volumes on each of three nodes.
     assert lines["storage"].quantity == 6
@@ -107,7 +110,7 @@ def test_a_cluster_plan_lists_every_host_and_prices_the_traffic_after_the_run() 
     assert lines["cross_zone"].basis == "pending" and lines["cross_zone"].usd_per_hour["on_demand"] is None
     serving = 3 * R6I_LARGE_OD + 6 * 100 * GP3_GB / 730 + C6I_LARGE_OD
     assert tp.total("on_demand", serving_only=True) == pytest.approx(serving)
-    assert pricing.price_per_hour(spec_target) == pytest.approx(serving + C6I_XLARGE_OD)  # what the run rents
+    assert pricing.price_per_hour(spec_target) == pytest.approx(serving + C6I_XLARGE_OD + HOSTS * IPV4)  # the run rents
     doc = pricing.plan_breakdowns([spec_target])["pxc"]
     assert doc["cross_zone_usd_per_gb_each_way"] == 0.01
     out = io.StringIO()
@@ -154,7 +157,8 @@ def test_cluster_cost_per_1000_tps_counts_the_traffic_of_each_thread_count_by_ha
     mean_gb = statistics.fmean(BYTES_PER_THREAD * th * 3600 / GB for th in (2, 8))
     assert lines["cross_zone"]["basis"] == "measured" and lines["cross_zone"]["gb_per_hour"] == pytest.approx(mean_gb)
     assert t["prices"]["serving"]["on_demand"] == pytest.approx(serving["on_demand"] + mean_gb * 0.02)
-    assert t["prices"]["run"]["on_demand"] == pytest.approx(serving["on_demand"] + mean_gb * 0.02 + C6I_XLARGE_OD)
+    assert t["prices"]["run"]["on_demand"] == pytest.approx(serving["on_demand"] + mean_gb * 0.02 + C6I_XLARGE_OD
+                                                            + HOSTS * IPV4)
 
 
 def test_the_terminal_and_the_report_show_the_cross_zone_line(cluster_run: dict) -> None:

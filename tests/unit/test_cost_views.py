@@ -33,6 +33,7 @@ needs_study = pytest.mark.skipif(not STUDY.is_dir(), reason=f"{STUDY} is not bes
 # The tables' figures (us-east-1) the hand computations use.
 M6I_LARGE_OD, M6I_LARGE_1Y_AU = 0.096, 0.05597       # ec2.json: regions / reserved 1y_all_upfront
 M6I_XLARGE_OD, M6I_XLARGE_1Y_AU = 0.192, 0.11194
+IPV4 = 0.005  # ec2.json addresses: a host's public IPv4 address, per hour
 C6G_LARGE_OD, C6G_LARGE_1Y_AU = 0.068, 0.03964
 C6G_2XLARGE_OD, C6G_2XLARGE_1Y_AU = 0.272, 0.15858
 GP3_GB, GP3_IOPS, GP3_MBPS = 0.08, 0.005, 0.04        # ebs.json gp3, per month
@@ -64,25 +65,27 @@ def test_breakdown_lines_by_hand() -> None:
     ec2 = pricing.target_prices(target(kind="ec2", instance_type="m6i.large",
                                        storage={"type": "gp3", "size_gb": 200, "iops": 6000, "throughput_mbps": 250}))
     lines = {line.item: line for line in ec2.lines}
-    assert list(lines) == ["instance", "storage", "iops", "throughput"]
+    assert list(lines) == ["instance", "storage", "iops", "throughput", "public_ipv4"]
     assert lines["storage"].usd_per_hour["on_demand"] == pytest.approx(200 * GP3_GB / 730)
     assert lines["iops"].usd_per_hour["on_demand"] == pytest.approx(3000 * GP3_IOPS / 730)
     assert lines["throughput"].usd_per_hour["on_demand"] == pytest.approx(125 * GP3_MBPS / 730)
     storage = (200 * GP3_GB + 3000 * GP3_IOPS + 125 * GP3_MBPS) / 730
     # Storage has no reservation: only the instance line changes with the model.
     assert lines["iops"].usd_per_hour["reserved_3y_all_upfront"] == lines["iops"].usd_per_hour["on_demand"]
-    assert ec2.total("reserved_1y_all_upfront") == pytest.approx(M6I_LARGE_1Y_AU + storage)
-    assert ec2.total("on_demand", serving_only=True) == ec2.total("on_demand") == pytest.approx(M6I_LARGE_OD + storage)
+    assert ec2.total("reserved_1y_all_upfront") == pytest.approx(M6I_LARGE_1Y_AU + storage + IPV4)
+    # The host's public IPv4 address is in what the run rents, not in what the database costs.
+    assert ec2.total("on_demand", serving_only=True) == pytest.approx(M6I_LARGE_OD + storage)
+    assert ec2.total("on_demand") == pytest.approx(M6I_LARGE_OD + storage + IPV4)
     # RDS on io1: IOPS dominate, so a reservation saves little (seed 002); the client is not the database's.
     rds = pricing.target_prices(target(kind="rds", instance_class="db.r6g.large",
                                        storage={"type": "io1", "size_gb": 200, "iops": 10000}))
     assert [(line.item, line.serving) for line in rds.lines] == [
-        ("instance", True), ("storage", True), ("iops", True), ("client", False)]
+        ("instance", True), ("storage", True), ("iops", True), ("client", False), ("public_ipv4", False)]
     io1 = (200 * RDS_IO1_GB + 10000 * RDS_IO1_IOPS) / 730
     assert rds.total("on_demand", serving_only=True) == pytest.approx(RDS_R6G_LARGE_OD + io1)
     assert rds.total("reserved_1y_all_upfront", serving_only=True) == pytest.approx(RDS_R6G_LARGE_1Y_AU + io1)
-    assert rds.total("on_demand") == pytest.approx(RDS_R6G_LARGE_OD + io1 + C6I_XLARGE_OD)
-    assert rds.total("reserved_1y_all_upfront") == pytest.approx(RDS_R6G_LARGE_1Y_AU + io1 + C6I_XLARGE_1Y_AU)
+    assert rds.total("on_demand") == pytest.approx(RDS_R6G_LARGE_OD + io1 + C6I_XLARGE_OD + IPV4)
+    assert rds.total("reserved_1y_all_upfront") == pytest.approx(RDS_R6G_LARGE_1Y_AU + io1 + C6I_XLARGE_1Y_AU + IPV4)
     assert rds.total("spot") is None  # databases have no spot price
     # A given price is one line, the same under every model; a cluster's lines would slot in the same way.
     given = pricing.target_prices(target(kind="local", price_per_hour=0.25))

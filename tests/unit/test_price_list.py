@@ -107,9 +107,23 @@ def stub_everything(pricing_stub: Stubber, ec2_stub: Stubber) -> None:
     answer("AmazonRDS", [product({"usagetype": "EU-RDS:PIOPS"}, ("IOPS-Mo", 0.11)),
                          product({"usagetype": "EU-RDS:GP3-PIOPS"}, ("IOPS-Mo", 0.022))])
     answer("AmazonRDS", [product({"usagetype": "EU-RDS:GP3-PTP"}, ("MBPS-Mo", 0.088))])
-    # Aurora storage and I/O.
-    answer("AmazonRDS", [product({"usagetype": "EU-Aurora:StorageUsage"}, ("GB-Mo", 0.11))])
-    answer("AmazonRDS", [product({"usagetype": "EU-Aurora:StorageIOUsage"}, ("IOs", 0.00000022))])
+    # Aurora storage and I/O as the Price List has them (issue 41 item 14): databaseEngine "Any", Aurora
+    # Standard's storage by its volume type, I/O-Optimized's beside it (usage type IO-Optimized, hyphenated:
+    # a search for "IOOptimized" kept it), the I/O requests among other System Operation rows.
+    def aurora(family: str, **more: str) -> list[dict[str, str]]:
+        return [{"Type": "TERM_MATCH", "Field": k, "Value": v}
+                for k, v in {"regionCode": REGION, "productFamily": family, **more}.items()]
+
+    answer("AmazonRDS", [
+        product({"usagetype": "EU-Aurora:StorageUsage", "databaseEngine": "Any",
+                 "volumeType": "General Purpose-Aurora"}, ("GB-Mo", 0.11)),
+        product({"usagetype": "EU-Aurora:IO-OptimizedStorageUsage", "databaseEngine": "Any",
+                 "volumeType": "IO Optimized-Aurora"}, ("GB-Mo", 0.248))],
+        aurora("Database Storage", volumeType="General Purpose-Aurora"))
+    answer("AmazonRDS", [
+        product({"usagetype": "EU-Aurora:StorageIOUsage", "databaseEngine": "Any"}, ("IOs", 0.00000022)),
+        product({"usagetype": "EU-Aurora:BacktrackUsage", "databaseEngine": "Aurora MySQL"}, ("IOs", 0.0000012))],
+        aurora("System Operation"))
 
 
 @pytest.fixture
@@ -169,15 +183,16 @@ def test_a_target_in_the_refreshed_region_is_priced_under_every_model_by_hand(re
     ec2 = pricing.target_prices(target(kind="ec2", instance_type="m6i.large",
                                        storage={"type": "gp3", "size_gb": 200, "iops": 4000}), prices)
     storage = (200 * 0.088 + 1000 * 0.0055) / 730  # 1000 IOPS above the 3000 included
-    assert ec2.total("on_demand") == pytest.approx(0.107 + storage, abs=1e-8)
+    ipv4 = 0.005  # the host's public IPv4 address
+    assert ec2.total("on_demand") == pytest.approx(0.107 + storage + ipv4, abs=1e-8)
     # Effective hourly rates are kept to 6 decimals ($0.000001 per hour).
-    assert ec2.total("reserved_1y_all_upfront") == pytest.approx(566 / 8760 + storage, abs=1e-6)
-    assert ec2.total("spot") == pytest.approx(0.04 + storage, abs=1e-8)
+    assert ec2.total("reserved_1y_all_upfront") == pytest.approx(566 / 8760 + storage + ipv4, abs=1e-6)
+    assert ec2.total("spot") == pytest.approx(0.04 + storage + ipv4, abs=1e-8)
     rds = pricing.target_prices(target(kind="rds", instance_class="db.r6g.large",
                                        storage={"type": "io1", "size_gb": 100, "iops": 3000}), prices)
     # The client (c6i.xlarge, default) is in what the run costs, not in what the database costs.
     assert rds.total("on_demand", serving_only=True) == pytest.approx(0.24 + (100 * 0.138 + 3000 * 0.11) / 730)
-    assert rds.total("on_demand") == pytest.approx(0.24 + 0.192 + (100 * 0.138 + 3000 * 0.11) / 730)
+    assert rds.total("on_demand") == pytest.approx(0.24 + 0.192 + (100 * 0.138 + 3000 * 0.11) / 730 + ipv4)
     assert rds.total("reserved_3y_all_upfront", serving_only=True) == pytest.approx(
         2541 / 26280 + (100 * 0.138 + 3000 * 0.11) / 730, abs=1e-6)
     assert rds.total("reserved_1y_no_upfront") is None  # not offered in the price list: no figure, not zero

@@ -17,6 +17,7 @@ from benchfleet.records import AgentOutput, Sample
 from benchfleet.spec import LoadedSpec, Workload, parse_spec
 
 TABLES = Path(__file__).resolve().parents[2] / "workloads" / "pricing"
+IPV4 = 0.005  # $/hour of a public IPv4 address: every host a run launches gets one
 
 
 def target(**kwargs: object) -> object:
@@ -64,11 +65,11 @@ def test_prices_agree_with_seed_003(type_: str, price: float) -> None:
 
 def test_ec2_instance_plus_storage() -> None:
     t = target(kind="ec2", instance_type="m6i.large")  # default storage: gp3 100 GB
-    assert pricing.price_per_hour(t) == pytest.approx(0.096 + 100 * 0.08 / 730, abs=1e-6)
+    assert pricing.price_per_hour(t) == pytest.approx(0.096 + 100 * 0.08 / 730 + IPV4, abs=1e-6)
     gp2 = target(kind="ec2", instance_type="m5.large", region="eu-north-1", storage={"type": "gp2", "size_gb": 200})
-    assert pricing.price_per_hour(gp2) == pytest.approx(0.102 + 200 * 0.1045 / 730, abs=1e-6)
+    assert pricing.price_per_hour(gp2) == pytest.approx(0.102 + 200 * 0.1045 / 730 + IPV4, abs=1e-6)
     nvme = target(kind="ec2", instance_type="i3.large", storage={"type": "instance-store", "size_gb": 400})
-    assert pricing.price_per_hour(nvme) == pytest.approx(0.156)
+    assert pricing.price_per_hour(nvme) == pytest.approx(0.156 + IPV4)
 
 
 def test_gp3_and_io_volumes_bill_iops_and_throughput() -> None:
@@ -95,10 +96,35 @@ def test_rds_and_aurora_include_the_client() -> None:
     assert parts["client"] == pytest.approx(0.17)  # default client c6i.xlarge
     # RDS io1: $0.125/GB-month and $0.10 per provisioned IOPS-month, two lines of the storage.
     assert parts == pytest.approx({"instance": 0.215, "client": 0.17, "storage": 100 * 0.125 / 730,
-                                   "iops": 3000 * 0.10 / 730})
-    assert pricing.price_per_hour(rds) == pytest.approx(0.215 + 0.17 + 312.5 / 730, abs=1e-6)
+                                   "iops": 3000 * 0.10 / 730, "public_ipv4": IPV4})  # the client's address
+    assert pricing.price_per_hour(rds) == pytest.approx(0.215 + 0.17 + 312.5 / 730 + IPV4, abs=1e-6)
     aurora = target(kind="aurora", instance_class="db.r6g.large", client={"instance_type": "c6g.large"})
-    assert pricing.price_per_hour(aurora) == pytest.approx(0.26 + 0.068)
+    assert pricing.price_per_hour(aurora) == pytest.approx(0.26 + 0.068 + IPV4)
+
+
+def test_every_host_a_run_launches_pays_for_its_public_ipv4_address() -> None:
+    """Issue 41 item 13: AWS bills each public IPv4 address $0.005 an hour since February 2024, a running
+    instance's included, and every host gets one (MapPublicIpOnLaunch): the canary's t4g.small ($0.0168/h)
+    was under-priced by about 30%. In what the run costs (plan, ceilings, results), not in cost per
+    1,000 tps (the benchmark's way in, like the client host)."""
+    def addresses(t: object) -> tuple[int, float | None, float | None]:
+        (line,) = [x for x in pricing.target_prices(t).lines if x.item == "public_ipv4"]
+        tp = pricing.target_prices(t)
+        return line.quantity, tp.total("on_demand"), tp.total("on_demand", serving_only=True)
+
+    canary = target(kind="ec2", instance_type="t4g.small", engine="mariadb")
+    hosts, run, serving = addresses(canary)
+    assert hosts == 1 and run is not None and serving is not None
+    assert run - serving == pytest.approx(IPV4)  # the address only: an EC2 target has no client host
+    assert pricing.price_per_hour(canary) == pytest.approx(0.0168 + 100 * 0.08 / 730 + IPV4, abs=1e-6)
+    for kind, extra in (("rds", {}), ("aurora", {})):  # the database has no public address; its client has
+        assert addresses(target(kind=kind, instance_class="db.r6g.large", **extra))[0] == 1
+    cluster = target(kind="cluster", instance_type="m6i.large", nodes=3,
+                     proxy={"software": "proxysql", "instance_type": "c6i.large"})
+    assert addresses(cluster)[0] == 5  # 3 nodes, the proxy's host, the client
+    assert addresses(target(kind="cluster", instance_type="m6i.large", nodes=5, proxy="haproxy"))[0] == 6
+    imported = {"kind": "existing", "instance_type": "m6i.large"}  # as import --instance-type records it
+    assert [x.item for x in pricing.target_prices(imported).lines] == ["instance"]  # the user's host
 
 
 def test_rds_gp3_bills_only_what_its_size_does_not_include() -> None:
@@ -155,7 +181,7 @@ def test_plan_uses_the_lookup_and_lists_unpriced_targets() -> None:
     plan = make_plan(loaded, price_lookup=pricing.price_per_hour)
     assert plan.unpriced_targets == ["b"]
     a = plan.targets[0]
-    assert a.price_per_hour == pytest.approx(0.077 + 8 / 730, abs=1e-6)
+    assert a.price_per_hour == pytest.approx(0.077 + 8 / 730 + IPV4, abs=1e-6)
     estimate = pricing.estimated_cost(plan)
     assert estimate["unpriced"] == ["b"]
     assert estimate["total_usd"] == pytest.approx(a.price_per_hour * a.total_s / 3600, abs=1e-3)

@@ -57,7 +57,8 @@ def test_every_planned_target_carries_the_region_it_runs_in() -> None:
     prices = pricing.load_prices()
     assert by_id["home"]["target"]["price_per_hour"] == pytest.approx(
         prices.ec2.instance("eu-north-1", "t3.xlarge") + pricing.storage_per_hour(
-            prices.ebs.storage_rate("eu-north-1", "gp3", by_region=True), 100), abs=1e-6)
+            prices.ebs.storage_rate("eu-north-1", "gp3", by_region=True), 100)
+        + pricing.public_ipv4_rate(prices), abs=1e-6)
     assert by_id["west"]["target"]["price_per_hour"] > by_id["home"]["target"]["price_per_hour"]
 
 
@@ -148,7 +149,7 @@ def test_a_target_without_a_region_is_priced_in_the_home_region(
     prices = pricing.load_prices()
     assert t["region"] == region and t["hosts"][0]["region"] == region
     assert t["price_per_hour"] == pytest.approx(prices.ec2.instance(region, "t3.xlarge") + pricing.storage_per_hour(
-        prices.ebs.storage_rate(region, "gp3", by_region=True), 100), abs=1e-6)
+        prices.ebs.storage_rate(region, "gp3", by_region=True), 100) + pricing.public_ipv4_rate(prices), abs=1e-6)
     assert summary["home_region"] == {"region": region, "source": pytest.approx(source) if False else
                                       summary["home_region"]["source"], "targets": ["h"]}
     assert source in summary["home_region"]["source"]

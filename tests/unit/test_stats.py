@@ -330,7 +330,7 @@ def test_targets_without_a_recorded_price_are_priced_from_the_spec(tmp_path: Pat
         s.execute("UPDATE targets SET price_per_hour = NULL")
         result = stats.run_comparison(s, run_id)
         # spec targets: ec2 m6i.large with the default gp3 100 GB volume
-        assert result["targets"][0]["price_per_hour"] == pytest.approx(0.096 + 8 / 730, abs=1e-6)
+        assert result["targets"][0]["price_per_hour"] == pytest.approx(0.096 + 8 / 730 + 0.005, abs=1e-6)  # + IPv4
         assert result["rows"][0]["cost_per_1000_tps"] is not None
     finally:
         s.close()

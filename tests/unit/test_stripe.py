@@ -159,10 +159,10 @@ def test_every_volume_is_priced() -> None:
     assert capacity.quantity == 8 and capacity.usd_per_hour["on_demand"] == pytest.approx(8 * 200 * 0.08 / 730)
     (priced,) = (line for line in pricing.target_prices(eight).lines if line.item == "storage")
     assert priced.quantity == 8 and priced.usd_per_hour["on_demand"] == pytest.approx(8 * 200 * 0.08 / 730)
-    assert pricing.price_per_hour(eight) == pytest.approx(0.192 + 8 * 200 * 0.08 / 730, abs=1e-6)
+    assert pricing.price_per_hour(eight) == pytest.approx(0.192 + 8 * 200 * 0.08 / 730 + 0.005, abs=1e-6)  # + IPv4
     nvme = spec(ec2({"type": "instance-store", "volumes": 2, "raid": 0}, "i4i.8xlarge")).targets[0]
     # The disks come with the instance: no storage line, the instance's price is the whole price.
-    assert [line.item for line in pricing.target_prices(nvme).lines] == ["instance"]
+    assert [line.item for line in pricing.target_prices(nvme).lines] == ["instance", "public_ipv4"]
 
 
 def test_the_plan_carries_every_volume_priced_and_the_warnings() -> None:

@@ -14,6 +14,14 @@ from collections.abc import Callable
 from typing import Any
 
 import boto3
+from botocore.config import Config
+
+# Timestream's WriteRecords carries 100 multi-measure records of a dozen or more measures each: botocore
+# checks every value of every record against the model in Python before sending (about two thirds of a
+# collect's CPU, measured offline: tests/perf/cloud_scale.py). The records are built from typed rows by
+# benchfleet.aws.store.timestream, which bounds them as Timestream does (<= 100 a request, <= 2 KB each),
+# and Timestream validates what it receives; so that client skips botocore's check.
+_CONFIGS: dict[str, Config] = {"timestream-write": Config(parameter_validation=False)}
 
 _lock = threading.Lock()
 _cache: dict[tuple[str, str | None], Any] = {}
@@ -27,8 +35,15 @@ def client(service: str, region: str | None = None) -> Any:
     with _lock:
         if (service, region) not in _cache:
             session = boto3.session.Session()
-            _cache[(service, region)] = session.client(service, region_name=region)  # type: ignore[call-overload]
+            _cache[(service, region)] = session.client(  # type: ignore[call-overload]
+                service, region_name=region, config=config(service))
         return _cache[(service, region)]
+
+
+def config(service: str) -> Config | None:
+    """The botocore configuration the handlers' client of ``service`` is made with (tests make their
+    stand-ins' real clients with it too, so they measure what the Lambdas run)."""
+    return _CONFIGS.get(service)
 
 
 def override(service: str, factory: Callable[[], Any] | None, region: str | None = None) -> None:

@@ -14,10 +14,13 @@ THROTTLING_CODES = frozenset({"Throttling", "ThrottlingException", "RequestLimit
 CAPACITY_CODES = frozenset({"InsufficientInstanceCapacity", "InsufficientDBInstanceCapacity",
                             "InsufficientDBClusterCapacityFault", "InsufficientDBInstanceCapacityFault",
                             "Unsupported"})
-# The account's quota is full in the region (EC2 vCPUs or instances, RDS instances or clusters).
+# The account's quota is full in the region (EC2 vCPUs or instances, RDS instances or clusters, DB and
+# DB cluster parameter groups: 50 each, the cluster groups' not adjustable; CreateDB(Cluster)ParameterGroup
+# answers DBParameterGroupQuotaExceeded for both).
 QUOTA_CODES = frozenset({"VcpuLimitExceeded", "InstanceLimitExceeded", "InstanceQuotaExceeded",
                          "InstanceQuotaExceededFault", "DBClusterQuotaExceededFault", "StorageQuotaExceeded",
-                         "StorageQuotaExceededFault"})
+                         "StorageQuotaExceededFault", "DBParameterGroupQuotaExceeded",
+                         "DBParameterGroupQuotaExceededFault"})
 
 
 class ThrottlingException(Exception):  # the ASL matches this exact name

@@ -54,9 +54,14 @@ def zone_problem(nodes: int, region: str, available: list[str]) -> str | None:
     """Why ``nodes`` nodes cannot each have a zone of their own (None when they can)."""
     if nodes <= len(available):
         return None
+    # CDK gives an environment-agnostic stack (one synthesized without its account) 2 zones whatever
+    # maxAzs says (VpcProps.maxAzs): the likely cause of exactly 2.
+    agnostic = (" (a stack deployed without its account and region known gets 2 zones whatever maxAzs says: "
+                "deploy with AWS credentials, `npx cdk deploy` then gives it the CLI's account and region, or "
+                "with -c account=... -c region=...)") if len(available) == 2 else ""
     return (f"nodes: {nodes} nodes need {nodes} availability zones, and this deployment has subnets in "
             f"{len(available)} of {region} ({', '.join(available) or 'none'}): deploy with CDK context "
-            f"maxAzs of at least {nodes}, or use fewer nodes")
+            f"maxAzs of at least {nodes}{agnostic}, or use fewer nodes")
 
 
 def host_roles(target: dict[str, Any]) -> list[str]:
