@@ -108,7 +108,7 @@ def test_the_agent_samples_the_disk_and_counts_rows_beside_sysbench(tmp_path: Pa
     fake = tmp_path / "sysbench"
     fake.write_text(f"#!/bin/sh\ncat {LOG}\n")
     fake.chmod(0o755)
-    state = tmp_path / "state"
+    state = tmp_path / "state" / "r"  # a local run's own state folder, state/<run id>: the agent writes only there
     counter = state / "r" / "a" / "rep-1" / "sbtest" / "w.rows.json"
     counter.parent.mkdir(parents=True)
     counter.write_text(json.dumps({"rows": 1000}))
