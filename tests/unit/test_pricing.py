@@ -134,8 +134,10 @@ def test_rds_gp3_bills_only_what_its_size_does_not_include() -> None:
         return on_demand_lines(target(kind="rds", instance_class="db.r6g.large", storage=storage))
 
     at_baseline = rds({"type": "gp3", "size_gb": 400, "iops": 12000, "throughput_mbps": 500})
-    assert at_baseline == pytest.approx({"instance": 0.215, "client": 0.17, "storage": 400 * 0.115 / 730})
-    assert sum(v for k, v in at_baseline.items() if k != "client") == pytest.approx(0.278, abs=5e-4)
+    assert at_baseline == pytest.approx({"instance": 0.215, "client": 0.17, "storage": 400 * 0.115 / 730,
+                                         "public_ipv4": 0.005})  # the client's address (item 13)
+    assert sum(v for k, v in at_baseline.items() if k not in ("client", "public_ipv4")) == \
+        pytest.approx(0.278, abs=5e-4)
     above = rds({"type": "gp3", "size_gb": 1000, "iops": 15000, "throughput_mbps": 600})
     assert above["iops"] == pytest.approx(3000 * 0.02 / 730)
     assert above["throughput"] == pytest.approx(100 * 0.08 / 730)
