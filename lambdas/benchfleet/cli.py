@@ -356,7 +356,8 @@ def _results(store: Any, run_id: str) -> dict[str, Any]:
                    "tps": tps_of(s), "summary_tps": s.get("tps"),
                    **{k: s.get(k) for k in ("qps", "latency_pct", "latency_pct_ms", "samples", "samples_expected",
                                             "covered_s", "missing_final", "tps_cv", "steal_mean_pct",
-                                            "errors_per_s", "reconnects_per_s", "total_time_s")}}
+                                            "errors_per_s", "reconnects_per_s", "total_time_s",
+                                            "latency_percentiles_ms")}}
                   for s in summaries],
         "targets": [{k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in t.items()}
                     for t in store.targets(run["run_id"])],
@@ -571,7 +572,8 @@ def _csv(rows: list[dict[str, Any]]) -> str:
     if rows:
         writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
         writer.writeheader()
-        writer.writerows(rows)
+        # A cell holding an object (a step's latency distribution) as JSON, not Python's repr.
+        writer.writerows({k: json.dumps(v) if isinstance(v, dict) else v for k, v in row.items()} for row in rows)
     return buffer.getvalue()
 
 

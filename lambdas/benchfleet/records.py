@@ -6,7 +6,9 @@ the collect Lambda alike, so raw files in ``.benchfleet/raw`` or S3 always rebui
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import statistics
 from collections import defaultdict
 from datetime import UTC, datetime
@@ -16,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from benchfleet import serverstatus
 from benchfleet.stats.figures import weighted_cv
-from benchfleet.sysbench import interval_lengths, step_accounting
+from benchfleet.sysbench import LATENCY_DISTRIBUTION_KEYS, interval_lengths, step_accounting
 
 Phase = Literal["prepare", "warmup", "measure", "ramp"]
 # Every measure step starts a fresh sysbench: its threads connect and prepare their statements during
@@ -138,6 +140,26 @@ class StepSummary(_Row):
     steal_mean_pct: float | None = Field(None, description="mean of per-second CPU steal %")
     settings: dict[str, Any] | None = Field(None, description="a variant's step: the settings it ran with, "
                                             "{requested, effective, differences, method}")
+    latency_percentiles_ms: dict[str, float] | None = Field(
+        None, description="the step's latency distribution, ms: percentiles 50, 90, 95, 99, 99.9 and max "
+        "(sysbench: from its histogram of the whole step; go-tpc: its summary's); None when not measured")
+
+
+    @field_validator("latency_percentiles_ms")
+    @classmethod
+    def _distribution(cls, v: dict[str, float] | None) -> dict[str, float] | None:
+        # Every key, each a latency no run exceeds (a day), none below the one before: percentiles of one
+        # step's latencies cannot fall as the percentile rises, so a row that says so is not a measurement.
+        if v is None:
+            return None
+        if sorted(v) != sorted(LATENCY_DISTRIBUTION_KEYS):
+            raise ValueError(f"keys must be {', '.join(LATENCY_DISTRIBUTION_KEYS)}, not {', '.join(sorted(v))}")
+        values = [v[k] for k in LATENCY_DISTRIBUTION_KEYS]
+        if not all(math.isfinite(x) and 0 <= x <= 86_400_000 for x in values):
+            raise ValueError(f"every latency must be from 0 to 86,400,000 ms, not {values}")
+        if any(b < a for a, b in itertools.pairwise(values)):
+            raise ValueError(f"percentiles must not fall as the percentile rises: {v}")
+        return {k: v[k] for k in LATENCY_DISTRIBUTION_KEYS}
 
 
 class Fingerprint(BaseModel):

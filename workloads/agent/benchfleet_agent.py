@@ -694,7 +694,9 @@ def _run_step(job: Dict[str, Any], emit: Emitter, conn: benchfleet_dbclient.Conn
     unverified = settings_notice(settings)
     if unverified:
         emit.emit("notice", stage="settings", time=time.time(), message=unverified)
-    argv = sysbench_argv(job, "run", {"threads": int(step["threads"]), "time": duration,
+    # The histogram (printed at the end, before the summary) gives the step's latency distribution
+    # (summary's latency_percentiles_ms); sysbench prints only one percentile otherwise.
+    argv = sysbench_argv(job, "run", {"threads": int(step["threads"]), "time": duration, "histogram": "on",
                                       "report-interval": int(job.get("report_interval_s") or 1)}, conn)
     started = time.time()
     disk = benchfleet_diskstats.DiskStats(job.get("data_dir"))

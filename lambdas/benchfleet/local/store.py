@@ -33,7 +33,7 @@ _SUMMARY_COLUMNS = [
     "transactions", "tps", "queries", "qps", "reads", "writes", "other", "ignored_errors", "errors_per_s",
     "reconnects", "reconnects_per_s", "events", "latency_min_ms", "latency_avg_ms", "latency_max_ms",
     "latency_pct", "latency_pct_ms", "sysbench_version", "samples", "tps_cv", "steal_mean_pct",
-    "samples_expected", "covered_s", "missing_final", "variant", "block", "settings",
+    "samples_expected", "covered_s", "missing_final", "variant", "block", "settings", "latency_percentiles_ms",
 ]
 _STATUS_COLUMNS = ["time", "run_id", "target_id", "variant", "block", "repetition", "workload", "step", "threads",
                    "phase", "second", "source", "counter", "value", "rate"]
@@ -112,6 +112,8 @@ ALTER TABLE samples ADD COLUMN IF NOT EXISTS disk_write_mib_per_s DOUBLE;
 ALTER TABLE samples ADD COLUMN IF NOT EXISTS disk_await_ms DOUBLE;
 ALTER TABLE samples ADD COLUMN IF NOT EXISTS rows_in_table BIGINT;
 ALTER TABLE targets ADD COLUMN IF NOT EXISTS storage_layout JSON;
+-- A step's latency distribution (issue 39): {"50", "90", "95", "99", "99.9", "max"} in ms.
+ALTER TABLE step_summaries ADD COLUMN IF NOT EXISTS latency_percentiles_ms JSON;
 """
 
 
@@ -428,8 +430,9 @@ class DuckDBStore:
         rows = self._dicts("SELECT * FROM step_summaries WHERE run_id = ? "
                            "ORDER BY target_id, variant, threads, repetition, block, step", [run_id])
         for row in rows:
-            if isinstance(row.get("settings"), str):
-                row["settings"] = json.loads(row["settings"])
+            for column in ("settings", "latency_percentiles_ms"):
+                if isinstance(row.get(column), str):
+                    row[column] = json.loads(row[column])
         return rows
 
     def samples(self, run_id: str, phase: str | None = None) -> list[dict[str, Any]]:
