@@ -357,7 +357,7 @@ def _results(store: Any, run_id: str) -> dict[str, Any]:
                    **{k: s.get(k) for k in ("qps", "latency_pct", "latency_pct_ms", "samples", "samples_expected",
                                             "covered_s", "missing_final", "tps_cv", "steal_mean_pct",
                                             "errors_per_s", "reconnects_per_s", "total_time_s",
-                                            "latency_percentiles_ms")}}
+                                            "latency_percentiles_ms", "tpmc")}}
                   for s in summaries],
         "targets": [{k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in t.items()}
                     for t in store.targets(run["run_id"])],

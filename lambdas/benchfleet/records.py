@@ -63,15 +63,21 @@ class Sample(_Row):
 
     time: datetime
     second: float
+    # go-tpc steps (tool: go-tpc): tps is New-Order transactions per second (tpmc / 60, the TPC-C figure
+    # every verdict compares), latency_ms New-Order's; what go-tpc does not measure (queries, reads,
+    # writes, other, reconnects) is None, never 0.
     tps: float
-    qps: float
-    reads_per_s: float
-    writes_per_s: float
-    other_per_s: float
+    qps: float | None
+    reads_per_s: float | None
+    writes_per_s: float | None
+    other_per_s: float | None
     latency_ms: float = Field(description="latency_pct percentile of the events of this second, ms")
     latency_pct: int
     errors_per_s: float
-    reconnects_per_s: float
+    reconnects_per_s: float | None
+    tpmc: float | None = Field(None, description="go-tpc: New-Order transactions per minute in this interval")
+    tx_per_s: dict[str, float] | None = Field(None, description="go-tpc: each transaction type's rate, "
+                                              "failed ones as <TYPE>_ERR")
     cpu_steal_pct: float | None = None
     cpu_user_pct: float | None = None
     cpu_system_pct: float | None = None
@@ -111,20 +117,23 @@ class StepSummary(_Row):
     """One step: sysbench's own final figures (exact over the step) plus per-second derived figures."""
 
     time: datetime
+    # go-tpc steps: transactions / tps are New-Order's (tps = tpmc / 60), events every type's completed
+    # transactions, ignored_errors the failed ones; the latencies New-Order's; None what go-tpc does not
+    # measure (benchfleet.gotpc.summary_fields).
     total_time_s: float
     transactions: int
     tps: float
-    queries: int
-    qps: float
-    reads: int
-    writes: int
-    other: int
+    queries: int | None
+    qps: float | None
+    reads: int | None
+    writes: int | None
+    other: int | None
     ignored_errors: int
     errors_per_s: float
-    reconnects: int
-    reconnects_per_s: float
+    reconnects: int | None
+    reconnects_per_s: float | None
     events: int
-    latency_min_ms: float
+    latency_min_ms: float | None
     latency_avg_ms: float
     latency_max_ms: float
     latency_pct: int | None = None
@@ -140,6 +149,9 @@ class StepSummary(_Row):
     steal_mean_pct: float | None = Field(None, description="mean of per-second CPU steal %")
     settings: dict[str, Any] | None = Field(None, description="a variant's step: the settings it ran with, "
                                             "{requested, effective, differences, method}")
+    tpmc: float | None = Field(None, description="go-tpc: its tpmC, New-Order transactions per minute")
+    tx_per_s: dict[str, float] | None = Field(None, description="go-tpc: each transaction type's rate over "
+                                              "the step, failed ones as <TYPE>_ERR")
     latency_percentiles_ms: dict[str, float] | None = Field(
         None, description="the step's latency distribution, ms: percentiles 50, 90, 95, 99, 99.9 and max "
         "(sysbench: from its histogram of the whole step; go-tpc: its summary's); None when not measured")

@@ -128,13 +128,15 @@ class RichObserver:
         self.samples_seen = 0
         self._show(step.name)
 
-    def sample(self, target_id: str, step: PlanStep, second: float, tps: float) -> None:
+    def sample(self, target_id: str, step: PlanStep, second: float, tps: float,
+               tpmc: float | None = None) -> None:
         self.state.current = min(float(step.duration_s), second)
         # The ramp's reports (a measure step's first) are left out of the step's results: say so.
         ramp = sample_phase(step.kind, self.samples_seen) == "ramp"
         self.samples_seen += 1
         self._show(f"{step.name} {second:.0f}/{step.duration_s} s",
-                   f"{tps:,.0f} tps" + (" (ramp, left out)" if ramp else ""))
+                   (f"{tpmc:,.0f} tpmC" if tpmc is not None else f"{tps:,.0f} tps")
+                   + (" (ramp, left out)" if ramp else ""))
 
     def step_finished(self, target_id: str, repetition: int, step: PlanStep, output: AgentOutput) -> None:
         self.state.finish_phase(step.estimated_s + self.state.target(target_id).step_overhead_s)
@@ -162,9 +164,15 @@ def step_line(target_id: str, repetition: int, step: str, s: StepSummary, sample
     ramp_tx = math.fsum(w * x.tps for w, x in zip(weights, ramp, strict=True))
     stored = step_tps(s.model_dump(), {"ramp_s": math.fsum(weights) if ramp else None,
                                        "ramp_transactions": ramp_tx if ramp else None})
-    tps = (f"{stored:,.1f} tps ({s.tps:,.1f} incl. ramp)" if ramp and stored is not None
-           else f"{s.tps:,.1f} tps")
-    return (f"  {target_id} rep {repetition} {step:>8}: {tps}, {s.qps:,.0f} qps, "
+    if s.tpmc is not None:  # go-tpc: tps is New-Order per second, shown as what TPC-C reports, per minute
+        tps = (f"{60 * stored:,.0f} tpmC ({s.tpmc:,.0f} incl. ramp)" if ramp and stored is not None
+               else f"{s.tpmc:,.0f} tpmC")
+        rates = f"{s.events / s.total_time_s:,.1f} tx/s of every type" if s.total_time_s else ""
+    else:
+        tps = (f"{stored:,.1f} tps ({s.tps:,.1f} incl. ramp)" if ramp and stored is not None
+               else f"{s.tps:,.1f} tps")
+        rates = f"{s.qps or 0:,.0f} qps"
+    return (f"  {target_id} rep {repetition} {step:>8}: {tps}, {rates}, "
             f"{pct} {_fmt(s.latency_pct_ms, 2)} ms, {count} samples{last}, steal {_fmt(s.steal_mean_pct, 2)}%")
 
 
@@ -402,6 +410,10 @@ def _compact_table(title: str, caption: str, columns: list[tuple[str, bool]]) ->
     return table
 
 
+def _scaled(value: Any, scale: float) -> Any:
+    return value * scale if isinstance(value, int | float) else value
+
+
 def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
     """Who wins, per target x threads in spec order: mean tps and its 95% interval, the difference to
     the baseline with its interval and verdict, the latency percentile (median of an odd number of
@@ -409,6 +421,8 @@ def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
     stats = doc["statistics"]
     rows = stats["rows"]
     pct = percentile_of(rows)
+    # go-tpc steps: tps is New-Order per second; TPC-C's figure is per minute (tpmC), so say that.
+    figure, scale = ("tpmC", 60.0) if any(s.get("tpmc") is not None for s in doc.get("steps") or []) else ("tps", 1.0)
     trial = stats.get("trial")
     title = f"comparison: {run_id}" + (f"\n[bold yellow]not the spec's result: {trial['label']}" if trial else "")
     base = stats.get("baseline") if not stats.get("baseline_variant") else \
@@ -416,8 +430,8 @@ def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
     table = _compact_table(title, f"baseline {base}; intervals 95%; Δ: Welch (measured apart) "
                            f"unless 'paired'; margin ±{stats.get('margin_pct', 5):g}%; gaps: repetitions that "
                            "reported late (seconds inside longer intervals) or twice in one second", [
-                               ("target", True), ("thr", False), ("reps", False), ("tps", False),
-                               ("tps 95% CI", False), ("vs base", False), ("Δ 95% CI", False),
+                               ("target", True), ("thr", False), ("reps", False), (figure, False),
+                               (f"{figure} 95% CI", False), ("vs base", False), ("Δ 95% CI", False),
                                ("verdict", True), (f"p{pct} ms", False), ("steal%", False), ("gaps", True),
                                *([("caveats", True)] if any(r.get("caveats") for r in rows) else [])])
     for r in rows:
@@ -425,8 +439,10 @@ def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
         latency = (_fmt(lat["median"], 2) if lat.get("median") is not None
                    else f"{_fmt(lat.get('min'), 2)}–{_fmt(lat.get('max'), 2)}" if lat.get("min") is not None else "-")
         style = {"faster": "green", "slower": "red"}.get(str((rel or {}).get("verdict")), "")
-        table.add_row(r.get("label") or r["target_id"], str(r["threads"]), str(r["repetitions"]), _num(tps["mean"]),
-                      _range(tps.get("ci_low"), tps.get("ci_high")), _signed((rel or {}).get("pct")),
+        table.add_row(r.get("label") or r["target_id"], str(r["threads"]), str(r["repetitions"]),
+                      _num(_scaled(tps["mean"], scale)),
+                      _range(_scaled(tps.get("ci_low"), scale), _scaled(tps.get("ci_high"), scale)),
+                      _signed((rel or {}).get("pct")),
                       _signed_range((rel or {}).get("ci_low_pct"), (rel or {}).get("ci_high_pct")),
                       verdict_text(rel), latency, _fmt(r.get("steal_mean_pct"), 1), _gaps(r),
                       *([caveat_words(r.get("caveats"))] if any(x.get("caveats") for x in rows) else []),

@@ -1,0 +1,76 @@
+"""The go-tpc workload kind (tool: go-tpc): validation naming the field, its agent job, its plan and the
+smoke scale, and the agent's own check of such a job."""
+
+from __future__ import annotations
+
+import pytest
+from tests.agent_modules import load
+from tests.conftest import REPO
+
+from benchfleet.agentjob import agent_job
+from benchfleet.plan import GOTPC_PREPARE_S_PER_WAREHOUSE, make_plan, prepare_seconds
+from benchfleet.scale import apply_scale
+from benchfleet.spec import SpecError, Workload, data_set_key, load_spec, parse_spec
+
+TPCC = {"name": "t", "tool": "go-tpc", "test": "tpcc", "warehouses": 2, "threads": [1, 4]}
+SPEC = REPO / "workloads" / "comparisons" / "local-tpcc-durability.yaml"
+
+agent = load("benchfleet_agent")
+
+
+def problems(workload: dict[str, object]) -> list[tuple[str, str]]:
+    with pytest.raises(SpecError) as e:
+        parse_spec({"name": "s", "workload": workload, "targets": [{"id": "a", "kind": "local"}]}, "f.yaml")
+    return e.value.problems
+
+
+@pytest.mark.parametrize(("change", "path", "fragment"), [
+    ({"test": "oltp_read_only"}, "workload.test", "go-tpc runs test tpcc"),
+    ({"warehouses": None}, "workload.warehouses", "go-tpc needs warehouses"),
+    ({"warehouses": 0}, "workload.warehouses", "greater than or equal to 1"),
+    ({"warehouses": 10_001}, "workload.warehouses", "less than or equal to 10000"),
+    ({"tables": 4}, "workload.tables", "sysbench key"),
+    ({"options": {"rate": 10}}, "workload.options", "sysbench key"),
+    ({"percentile": 97}, "workload.percentile", "50, 90, 95, 99"),
+    ({"tool": "hammerdb"}, "workload.tool", "'sysbench' or 'go-tpc'"),
+])
+def test_what_go_tpc_would_not_take_is_refused_naming_the_field(change: dict[str, object], path: str,
+                                                                fragment: str) -> None:
+    workload = {k: v for k, v in {**TPCC, **change}.items() if v is not None}
+    found = problems(workload)
+    assert any(p == path and fragment in m for p, m in found), found
+
+
+def test_warehouses_belong_to_go_tpc() -> None:
+    found = problems({"name": "w", "test": "oltp_read_only", "warehouses": 2})
+    assert any(p == "workload.warehouses" and "go-tpc" in m for p, m in found), found
+
+
+def test_the_job_names_go_tpc_and_its_data_set_not_sysbench() -> None:
+    loaded = load_spec(SPEC)
+    assert loaded.workload.tool == "go-tpc" and loaded.workload.warehouses == 1
+    plan = make_plan(loaded)
+    step = next(s for s in plan.targets[0].steps if s.kind == "measure")
+    job = agent_job(run_id="r", target_id="local-512mb", repetition=1, workload=loaded.workload, step=step, db={})
+    assert job["gotpc"] == {"test": "tpcc", "warehouses": 1, "percentile": 95} and "sysbench" not in job
+    agent.check_job(job)  # the agent takes it
+    for bad, fragment in (({"warehouses": 0}, "gotpc.warehouses"), ({"percentile": 97}, "gotpc.percentile"),
+                          ({"test": "tpch"}, "gotpc.test")):
+        with pytest.raises(agent.JobError, match=fragment):
+            agent.check_job({**job, "gotpc": {**job["gotpc"], **bad}})
+    with pytest.raises(agent.JobError, match="TLS"):
+        agent.check_job({**job, "db": {"tls": "required"}})
+
+
+def test_warehouses_are_the_data_set() -> None:
+    one, two = Workload(**{**TPCC, "warehouses": 1}), Workload(**TPCC)  # type: ignore[arg-type]
+    assert data_set_key(one) != data_set_key(two)
+    assert prepare_seconds(two) == GOTPC_PREPARE_S_PER_WAREHOUSE  # two warehouses, two loading threads
+    assert prepare_seconds(Workload(**{**TPCC, "prepare_threads": 1})) == 2 * GOTPC_PREPARE_S_PER_WAREHOUSE  # type: ignore[arg-type]
+
+
+def test_smoke_scale_keeps_a_go_tpc_workload_valid() -> None:
+    loaded = apply_scale(load_spec(SPEC), "smoke")
+    w = loaded.workload
+    assert w.warehouses == 1 and w.tool == "go-tpc" and w.duration_s == 6  # two blocks of 3 s
+    Workload.model_validate(w.model_dump(exclude_unset=True))  # still a valid go-tpc workload
