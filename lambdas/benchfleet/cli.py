@@ -428,7 +428,7 @@ def cmd_results(args: argparse.Namespace) -> int:
     else:
         from benchfleet.ui import print_comparison
 
-        print_comparison(doc["run"]["run_id"], {**doc, "pricing_models": models})
+        print_comparison(doc["run"]["run_id"], {**doc, "pricing_models": models}, percentiles=args.percentiles)
     return EXIT_OK
 
 
@@ -698,6 +698,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--format", choices=("table", "json", "csv"), default="table")
     s.add_argument("--history", metavar="NAME", help="trend of consecutive runs named NAME; exit 1 on a regression")
     s.add_argument("--per-second", action="store_true", help="every per-second sample (with --format csv or json)")
+    s.add_argument("--percentiles", action="store_true",
+                   help="the table adds each step's p50, p99 and p99.9 latency (median over repetitions)")
     _pricing_arg(s)
     s.add_argument("--status", action="store_true",
                    help="every server status reading: source, counter, value, rate (with --format csv or json)")

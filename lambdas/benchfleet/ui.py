@@ -414,10 +414,16 @@ def _scaled(value: Any, scale: float) -> Any:
     return value * scale if isinstance(value, int | float) else value
 
 
-def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
+# The latency distribution's columns ``results --percentiles`` adds (keys of latency_percentiles_ms).
+DISTRIBUTION_COLUMNS = ("50", "99", "99.9")
+
+
+def print_comparison(run_id: str, doc: dict[str, Any], percentiles: bool = False) -> None:
     """Who wins, per target x threads in spec order: mean tps and its 95% interval, the difference to
     the baseline with its interval and verdict, the latency percentile (median of an odd number of
-    repetitions, else the range), steal, and the repetitions whose per-second data has gaps."""
+    repetitions, else the range), with ``percentiles`` the step's p50/p99/p99.9 (each the median across
+    repetitions, '-' where there is none: an even count, a run from before), steal, and the repetitions
+    whose per-second data has gaps."""
     stats = doc["statistics"]
     rows = stats["rows"]
     pct = percentile_of(rows)
@@ -432,7 +438,9 @@ def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
                            "reported late (seconds inside longer intervals) or twice in one second", [
                                ("target", True), ("thr", False), ("reps", False), (figure, False),
                                (f"{figure} 95% CI", False), ("vs base", False), ("Δ 95% CI", False),
-                               ("verdict", True), (f"p{pct} ms", False), ("steal%", False), ("gaps", True),
+                               ("verdict", True), (f"p{pct} ms", False),
+                               *[(f"p{k} ms", False) for k in (DISTRIBUTION_COLUMNS if percentiles else ())],
+                               ("steal%", False), ("gaps", True),
                                *([("caveats", True)] if any(r.get("caveats") for r in rows) else [])])
     for r in rows:
         tps, rel, lat = r["tps"], r.get("relative"), r["latency_step_pct_ms"]
@@ -444,7 +452,10 @@ def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
                       _range(_scaled(tps.get("ci_low"), scale), _scaled(tps.get("ci_high"), scale)),
                       _signed((rel or {}).get("pct")),
                       _signed_range((rel or {}).get("ci_low_pct"), (rel or {}).get("ci_high_pct")),
-                      verdict_text(rel), latency, _fmt(r.get("steal_mean_pct"), 1), _gaps(r),
+                      verdict_text(rel), latency,
+                      *[_fmt(((r.get("latency_distribution_ms") or {}).get(k) or {}).get("median"), 2)
+                        for k in (DISTRIBUTION_COLUMNS if percentiles else ())],
+                      _fmt(r.get("steal_mean_pct"), 1), _gaps(r),
                       *([caveat_words(r.get("caveats"))] if any(x.get("caveats") for x in rows) else []),
                       style=style or None)
     console.print(table)

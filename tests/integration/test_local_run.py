@@ -56,6 +56,9 @@ def test_a_short_run_has_a_sample_for_every_second_and_leaves_nothing(
     assert dist["95"] == pytest.approx(step["latency_pct_ms"], abs=0.005) and step["latency_pct"] == 95
     (row,) = doc["comparison"]
     assert row["latency_percentiles_ms"] == dist
+    assert main(["results", "it-", "--percentiles"]) == 0  # the table, with p50/p99/p99.9 on request
+    table = capsys.readouterr().out
+    assert "p99.9 ms" in table and f"{dist['99.9']:,.2f}" in table, table
     (target,) = doc["targets"]
     assert target["sysbench_version"].startswith("sysbench 1.0") and "MariaDB" in target["engine_version"]
     assert target["config_hash"] and target["cpus"] == "0" and target["vcpus"] >= 1
