@@ -456,11 +456,12 @@ def storage_rates(target: Any) -> tuple[float, float] | None:
 
 # go-tpc: seconds its prepare takes per warehouse and loading thread (it loads warehouses in parallel,
 # one per thread, then checks them). Measured on this 2-core machine shared with other work (load
-# average 17-20), 1 warehouse, 2 threads, MariaDB 10.11: 581 s with workloads/mysql/default.cnf, more
-# than 660 s with relaxed.cnf; the server's own CPU for the load was ~120 s, so on an idle host it takes
-# a few minutes. The estimate is the loaded machine's, with room: the local watchdog ends a step that
-# runs past its estimate by half (benchfleet.local.watchdog), and a prepare killed there is a lost run.
-GOTPC_PREPARE_S_PER_WAREHOUSE = 900
+# average 15-20), 1 warehouse, 2 threads, MariaDB 10.11: 581 s with workloads/mysql/default.cnf, 1,150 s
+# with relaxed.cnf on a server pinned to one CPU (local-tpcc-durability); the server's own CPU for the
+# load was ~120 s, so an idle host takes a few minutes. The estimate is the loaded machine's: the local
+# watchdog ends a step that runs past its estimate by half (benchfleet.local.watchdog), and a prepare
+# killed there is a lost run.
+GOTPC_PREPARE_S_PER_WAREHOUSE = 1200
 
 
 def prepare_seconds(workload: Workload, target: Any = None) -> int:

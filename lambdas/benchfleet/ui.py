@@ -158,7 +158,8 @@ def step_line(target_id: str, repetition: int, step: str, s: StepSummary, sample
     is: normal. ``samples``: the step's per-second samples (none: sysbench's figure alone)."""
     pct = f"p{s.latency_pct}" if s.latency_pct else "lat"
     count = f"{s.samples}/{s.samples_expected}" if s.samples_expected is not None else str(s.samples)
-    last = ", final report silenced (sysbench's normal end)" if s.missing_final else ""
+    tool = "go-tpc" if s.tpmc is not None else "sysbench"
+    last = f", final report silenced ({tool}'s normal end)" if s.missing_final else ""
     ramp = [x for x in samples if x.phase == "ramp"]
     weights = [x.interval_s if x.interval_s is not None else 1.0 for x in ramp]
     ramp_tx = math.fsum(w * x.tps for w, x in zip(weights, ramp, strict=True))
