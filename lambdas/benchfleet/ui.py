@@ -474,7 +474,7 @@ def print_comparison(run_id: str, doc: dict[str, Any], percentiles: bool = False
     from benchfleet import pricing, ui_cost
 
     models = tuple(doc.get("pricing_models") or pricing.HEADLINE_MODELS)
-    ui_cost.print_costs(console, stats, models)
+    ui_cost.print_costs(console, stats, models, per_minute=figure == "tpmC")
     ui_cost.print_breakdown(console, stats, models)
     ui_cost.print_cross_zone(console, stats)
     ui_cost.print_speedup(console, stats)

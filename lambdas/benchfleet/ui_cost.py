@@ -58,40 +58,49 @@ def approximate_models(targets: list[dict[str, Any]]) -> list[str]:
     return sorted(found)
 
 
-def print_costs(console: Console, stats: dict[str, Any], models: tuple[str, ...] = HEADLINE_MODELS) -> None:
-    """Cost per 1,000 tps per target x threads under ``models``, each with its 95% interval."""
+def print_costs(console: Console, stats: dict[str, Any], models: tuple[str, ...] = HEADLINE_MODELS,
+                per_minute: bool = False) -> None:
+    """Cost per 1,000 tps per target x threads under ``models``, each with its 95% interval. ``per_minute``
+    (go-tpc: tps is New-Order per second): cost per 1,000 New-Order per minute (tpmC), the same figure / 60."""
+    unit, scale = ("New-Order/min", 60.0) if per_minute else ("tps", 1.0)
+    figure = "tpmC" if per_minute else "tps"
     targets = stats.get("targets") or []
     priced = {t["target_id"] for t in targets if any((t.get("prices") or {}).get("serving", {}).get(m)
                                                       for m in models)}
     if not priced:
-        console.print("cost per 1,000 tps: no target is priced (a local server is free unless its spec gives "
+        console.print(f"cost per 1,000 {unit}: no target is priced (a local server is free unless its spec gives "
                       "price_per_hour; `import --instance-type` prices an imported target)")
         return
-    columns: list[tuple[str, bool]] = [("target", True), ("thr", False), ("tps", False)]
+    columns: list[tuple[str, bool]] = [("target", True), ("thr", False), (figure, False)]
     for m in models:
         label = MODEL_LABELS[m]
-        columns += [(f"{label} $/h", False), (f"{label} per 1k tps", False), ("95% CI", False)]
+        columns += [(f"{label} $/h", False), (f"{label} per 1k {unit}", False), ("95% CI", False)]
     approx = approximate_models(targets)
     clusters = any(r.get("cross_zone") for r in stats.get("rows") or [])
     caption = ("USD per hour of the database (instance, storage, IOPS, throughput; no client host for any "
                "kind" + ("; a cluster: every node, its storage, its own proxy host and the cross-zone traffic "
                          "measured at that thread count" if clusters else "")
-               + ") / (mean tps / 1000); interval carried from tps"
+               + f") / (mean {figure} / 1000); interval carried from {figure}"
                + (f"; approximate prices: {', '.join(approx)} (workloads/pricing/README.md)" if approx else ""))
-    table = _table("cost per 1,000 tps", caption, columns)
+    table = _table(f"cost per 1,000 {unit}", caption, columns)
     for r in stats.get("rows") or []:
         if r["target_id"] not in priced:
             continue
-        cells = [r["target_id"], str(r["threads"]), f"{r['tps']['mean']:,.0f}" if r["tps"]["mean"] else "-"]
+        cells = [r["target_id"], str(r["threads"]), f"{r['tps']['mean'] * scale:,.0f}" if r["tps"]["mean"] else "-"]
         for m in models:
             c = (r.get("cost") or {}).get(m)
             cells += (["-", "-", "-"] if c is None else
-                      [_money(c["usd_per_hour"]), _money(c["per_1000_tps"]), _interval(c["ci_low"], c["ci_high"])])
+                      [_money(c["usd_per_hour"]), _money(_per(c["per_1000_tps"], scale)),
+                       _interval(_per(c["ci_low"], scale), _per(c["ci_high"], scale))])
         table.add_row(*cells)
     console.print(table)
     unpriced = [t["target_id"] for t in targets if t["target_id"] not in priced]
     if unpriced:
         console.print(f"not priced: {', '.join(unpriced)}")
+
+
+def _per(value: Any, scale: float) -> Any:
+    return value / scale if isinstance(value, int | float) else value
 
 
 def print_breakdown(console: Console, stats: dict[str, Any], models: tuple[str, ...] = HEADLINE_MODELS) -> None:

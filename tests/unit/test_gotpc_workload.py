@@ -74,3 +74,20 @@ def test_smoke_scale_keeps_a_go_tpc_workload_valid() -> None:
     w = loaded.workload
     assert w.warehouses == 1 and w.tool == "go-tpc" and w.duration_s == 6  # two blocks of 3 s
     Workload.model_validate(w.model_dump(exclude_unset=True))  # still a valid go-tpc workload
+
+
+def test_cost_of_a_tpcc_row_is_per_1000_new_orders_per_minute() -> None:
+    from rich.console import Console
+
+    from benchfleet import ui_cost
+
+    stats = {"targets": [{"target_id": "m6i", "prices": {"serving": {"on_demand": 1.2}}}],
+             "rows": [{"target_id": "m6i", "threads": 4, "tps": {"mean": 150.0},
+                       "cost": {"on_demand": {"usd_per_hour": 1.2, "per_1000_tps": 8.0, "ci_low": 7.5,
+                                              "ci_high": 8.5}}}]}
+    console = Console(record=True, width=200)
+    ui_cost.print_costs(console, stats, ("on_demand",), per_minute=True)
+    text = console.export_text()
+    # 150 New-Order/s is 9,000 tpmC; $8 per 1,000 New-Order/s is $8/60 per 1,000 New-Order/min
+    assert "cost per 1,000 New-Order/min" in text and "9,000" in text and f"{8 / 60:.4f}" in text, text
+    assert f"{7.5 / 60:.4f}" in text and " tps" not in text
