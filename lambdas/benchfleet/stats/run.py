@@ -502,6 +502,13 @@ def _merge_blocks(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
             if key == "intervals_measured" and all(v is not None for v in values):
                 merged[key] = all(values)
                 continue
+            if key == "latency_percentiles_ms":
+                # Percentiles of blocks cannot be combined into the step's: each is the highest of the
+                # blocks' (an upper bound, as latency_pct_ms in _HIGHEST), none when a block has none.
+                tables = [v for v in values if isinstance(v, dict)]
+                merged[key] = ({k: max(float(t[k]) for t in tables) for k in tables[0]}
+                               if tables and len(tables) == len(values) else None)
+                continue
             numbers = [float(v) for v in values if isinstance(v, int | float)]
             if not numbers or len(numbers) != len(values):
                 continue
