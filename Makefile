@@ -15,12 +15,12 @@ LAMBDA_ENV := .venv-lambda
 LAMBDA_STAMP := $(LAMBDA_ENV)/.installed-stamp
 export BENCHFLEET_REPO := $(CURDIR)
 
-.PHONY: demo test check lint lock lock-check lambda-runtime-lock system-versions test-latest test-lambda-runtime system-deps browser-deps python-deps node-deps synth test-python test-cdk perf clean
+.PHONY: demo test check lint lock lock-check lambda-runtime-lock system-versions test-latest test-lambda-runtime system-deps browser-deps python-deps node-deps synth test-python test-cdk perf clean go-tpc
 
 demo: system-deps python-deps
 	.venv/bin/benchfleet run workloads/comparisons/demo-durability.yaml
 
-test: system-deps browser-deps python-deps node-deps
+test: system-deps browser-deps python-deps node-deps go-tpc
 	$(MAKE) --no-print-directory test-python test-lambda-runtime test-cdk
 
 check: lock-check lint test
@@ -30,6 +30,21 @@ system-deps:
 
 browser-deps:
 	@BENCHFLEET_NEED_BROWSER=1 .ci/system-deps
+
+# go-tpc (TPC-C workloads: tool: go-tpc): its version and every module it needs are pinned in
+# workloads/gotpc/go.mod and go.sum (a tools module), built with this machine's Go toolchain from the Go
+# module proxy only (GOTOOLCHAIN=local: no toolchain download; the proxy list without its "direct"
+# fallback: never from a repository), for both EC2 architectures. Static binaries: the agent bundle ships
+# them and each host runs the one for its architecture (benchfleet_agent.gotpc_binary), so every host of
+# either architecture runs the same version without a Go toolchain or the network.
+GOTPC_DIR := workloads/gotpc
+GOTPC_VERSION := $(shell sed -n 's|^[[:space:]]*github.com/pingcap/go-tpc \(v[^ ]*\).*|\1|p' $(GOTPC_DIR)/go.mod)
+go-tpc: $(GOTPC_DIR)/bin/go-tpc-amd64 $(GOTPC_DIR)/bin/go-tpc-arm64
+$(GOTPC_DIR)/bin/go-tpc-%: $(GOTPC_DIR)/go.mod $(GOTPC_DIR)/go.sum
+	cd $(GOTPC_DIR) && GOTOOLCHAIN=local GOFLAGS=-mod=readonly CGO_ENABLED=0 GOOS=linux GOARCH=$* \
+	  GOPROXY="$$(go env GOPROXY | sed 's/[,|]direct$$//')" \
+	  go build -trimpath -ldflags "-s -w -X main.version=$(GOTPC_VERSION)" -o bin/go-tpc-$* \
+	  github.com/pingcap/go-tpc/cmd/go-tpc
 
 python-deps: $(VENV_STAMP)
 $(VENV_STAMP): pyproject.toml uv.lock .ci/uv.txt
@@ -107,7 +122,7 @@ $(LAMBDA_STAMP): .ci/lambda-runtime.txt $(VENV_STAMP)
 test-cdk: node-deps python-deps
 	npm test --silent
 
-synth: node-deps
+synth: node-deps go-tpc
 	npm run synth --silent
 
 lint: python-deps node-deps

@@ -30,6 +30,7 @@ import { FleetResources, grantRdsManagedSecretsRead } from './permissions';
 export const AGENT_LAMBDA_MODULES = [
   '__init__.py',
   'sysbench.py',
+  'gotpc.py',
   'mysqlcnf.py',
   'galera.py',
   'proxyconf.py',

@@ -1,4 +1,4 @@
-"""The agent's job for one plan step: the only place a workload becomes sysbench options.
+"""The agent's job for one plan step: the only place a workload becomes sysbench (or go-tpc) options.
 
 Both backends build jobs here: the local runner passes them to the agent subprocess, the AWS
 start-step Lambda passes them as the SSM document's JobJson parameter.
@@ -61,10 +61,14 @@ def agent_job(*, run_id: str, target_id: str, repetition: int, workload: Workloa
         "step": {"name": step.name, "kind": step.kind, "threads": step.threads,
                  "duration_s": step.duration_s},
         "report_interval_s": workload.report_interval_s,
-        "sysbench": {"test": workload.test, "options": sysbench_options(workload)},
         "db": dict(db, database=step.database) if step.database else db,
         "config_hash": config_hash,
     }
+    if workload.tool == "go-tpc":
+        # TPC-C's data set is its warehouses; the percentile is the one each sample's latency gives.
+        job["gotpc"] = {"test": workload.test, "warehouses": workload.warehouses, "percentile": workload.percentile}
+    else:
+        job["sysbench"] = {"test": workload.test, "options": sysbench_options(workload)}
     if step.variant is not None:
         job["variant"] = step.variant
     if step.block is not None:

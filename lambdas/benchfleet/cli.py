@@ -450,7 +450,8 @@ def _results(store: Any, run_id: str) -> dict[str, Any]:
                    "tps": tps_of(s), "summary_tps": s.get("tps"),
                    **{k: s.get(k) for k in ("qps", "latency_pct", "latency_pct_ms", "samples", "samples_expected",
                                             "covered_s", "missing_final", "tps_cv", "steal_mean_pct",
-                                            "errors_per_s", "reconnects_per_s", "total_time_s")}}
+                                            "errors_per_s", "reconnects_per_s", "total_time_s",
+                                            "latency_percentiles_ms", "tpmc")}}
                   for s in summaries],
         "targets": [{k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in t.items()}
                     for t in store.targets(run["run_id"])],
@@ -522,7 +523,7 @@ def cmd_results(args: argparse.Namespace) -> int:
     else:
         from benchfleet.ui import print_comparison
 
-        print_comparison(doc["run"]["run_id"], {**doc, "pricing_models": models})
+        print_comparison(doc["run"]["run_id"], {**doc, "pricing_models": models}, percentiles=args.percentiles)
     return EXIT_OK
 
 
@@ -667,7 +668,8 @@ def _csv(rows: list[dict[str, Any]]) -> str:
     if rows:
         writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
         writer.writeheader()
-        writer.writerows(rows)
+        # A cell holding an object (a step's latency distribution) as JSON, not Python's repr.
+        writer.writerows({k: json.dumps(v) if isinstance(v, dict) else v for k, v in row.items()} for row in rows)
     return buffer.getvalue()
 
 
@@ -817,6 +819,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--history", metavar="NAME", help="trend and change points of runs named NAME; exit 1 when "
                    "the newest run is after a drop beyond 10%%")
     s.add_argument("--per-second", action="store_true", help="every per-second sample (with --format csv or json)")
+    s.add_argument("--percentiles", action="store_true",
+                   help="the table adds each step's p50, p99 and p99.9 latency (median over repetitions)")
     _pricing_arg(s)
     s.add_argument("--status", action="store_true",
                    help="every server status reading: source, counter, value, rate (with --format csv or json)")

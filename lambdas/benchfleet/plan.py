@@ -454,11 +454,25 @@ def storage_rates(target: Any) -> tuple[float, float] | None:
     return float(iops) * writers, float(mib_s) * stripe.MB_PER_MIB * writers
 
 
+# go-tpc: seconds its prepare takes per warehouse and loading thread (it loads warehouses in parallel,
+# one per thread, then checks them). Measured on this 2-core machine shared with other work (load
+# average 15-20), 1 warehouse, 2 threads, MariaDB 10.11: 581 s with workloads/mysql/default.cnf, 1,150 s
+# with relaxed.cnf on a server pinned to one CPU (local-tpcc-durability); the server's own CPU for the
+# load was ~120 s, so an idle host takes a few minutes. The estimate is the loaded machine's: the local
+# watchdog ends a step that runs past its estimate by half (benchfleet.local.watchdog), and a prepare
+# killed there is a lost run.
+GOTPC_PREPARE_S_PER_WAREHOUSE = 1200
+
+
 def prepare_seconds(workload: Workload, target: Any = None) -> int:
     """How long the prepare step loads ``workload``'s tables into ``target``: at the per-thread rate
     while the rows fit the buffer pool (threads: the workload's, at most one per table and per vCPU),
     then at what the storage sustains (random keys: two random I/Os a row; key order: its
-    throughput) where that is slower. No target: the per-thread rate alone."""
+    throughput) where that is slower. No target: the per-thread rate alone. go-tpc: its measured
+    pace per warehouse (GOTPC_PREPARE_S_PER_WAREHOUSE)."""
+    if workload.tool == "go-tpc" and workload.warehouses:
+        loaders = max(1, min(workload.prepare_threads, workload.warehouses))
+        return math.ceil(GOTPC_PREPARE_S_PER_WAREHOUSE * workload.warehouses / loaders)
     rows = workload.tables * workload.table_size
     vcpus = None if target is None else _server_vcpus(target)
     threads = max(1, min(workload.prepare_threads, workload.tables, vcpus or workload.prepare_threads))

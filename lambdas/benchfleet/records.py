@@ -6,7 +6,9 @@ the collect Lambda alike, so raw files in ``.benchfleet/raw`` or S3 always rebui
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import statistics
 from collections import defaultdict
 from datetime import UTC, datetime
@@ -16,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from benchfleet import serverstatus
 from benchfleet.stats.figures import weighted_cv
-from benchfleet.sysbench import interval_lengths, step_accounting
+from benchfleet.sysbench import LATENCY_DISTRIBUTION_KEYS, interval_lengths, step_accounting
 
 Phase = Literal["prepare", "warmup", "measure", "ramp"]
 # Every measure step starts a fresh sysbench: its threads connect and prepare their statements during
@@ -61,15 +63,21 @@ class Sample(_Row):
 
     time: datetime
     second: float
+    # go-tpc steps (tool: go-tpc): tps is New-Order transactions per second (tpmc / 60, the TPC-C figure
+    # every verdict compares), latency_ms New-Order's; what go-tpc does not measure (queries, reads,
+    # writes, other, reconnects) is None, never 0.
     tps: float
-    qps: float
-    reads_per_s: float
-    writes_per_s: float
-    other_per_s: float
+    qps: float | None
+    reads_per_s: float | None
+    writes_per_s: float | None
+    other_per_s: float | None
     latency_ms: float = Field(description="latency_pct percentile of the events of this second, ms")
     latency_pct: int
     errors_per_s: float
-    reconnects_per_s: float
+    reconnects_per_s: float | None
+    tpmc: float | None = Field(None, description="go-tpc: New-Order transactions per minute in this interval")
+    tx_per_s: dict[str, float] | None = Field(None, description="go-tpc: each transaction type's rate, "
+                                              "failed ones as <TYPE>_ERR")
     cpu_steal_pct: float | None = None
     cpu_user_pct: float | None = None
     cpu_system_pct: float | None = None
@@ -109,20 +117,23 @@ class StepSummary(_Row):
     """One step: sysbench's own final figures (exact over the step) plus per-second derived figures."""
 
     time: datetime
+    # go-tpc steps: transactions / tps are New-Order's (tps = tpmc / 60), events every type's completed
+    # transactions, ignored_errors the failed ones; the latencies New-Order's; None what go-tpc does not
+    # measure (benchfleet.gotpc.summary_fields).
     total_time_s: float
     transactions: int
     tps: float
-    queries: int
-    qps: float
-    reads: int
-    writes: int
-    other: int
+    queries: int | None
+    qps: float | None
+    reads: int | None
+    writes: int | None
+    other: int | None
     ignored_errors: int
     errors_per_s: float
-    reconnects: int
-    reconnects_per_s: float
+    reconnects: int | None
+    reconnects_per_s: float | None
     events: int
-    latency_min_ms: float
+    latency_min_ms: float | None
     latency_avg_ms: float
     latency_max_ms: float
     latency_pct: int | None = None
@@ -138,6 +149,29 @@ class StepSummary(_Row):
     steal_mean_pct: float | None = Field(None, description="mean of per-second CPU steal %")
     settings: dict[str, Any] | None = Field(None, description="a variant's step: the settings it ran with, "
                                             "{requested, effective, differences, method}")
+    tpmc: float | None = Field(None, description="go-tpc: its tpmC, New-Order transactions per minute")
+    tx_per_s: dict[str, float] | None = Field(None, description="go-tpc: each transaction type's rate over "
+                                              "the step, failed ones as <TYPE>_ERR")
+    latency_percentiles_ms: dict[str, float] | None = Field(
+        None, description="the step's latency distribution, ms: percentiles 50, 90, 95, 99, 99.9 and max "
+        "(sysbench: from its histogram of the whole step; go-tpc: its summary's); None when not measured")
+
+
+    @field_validator("latency_percentiles_ms")
+    @classmethod
+    def _distribution(cls, v: dict[str, float] | None) -> dict[str, float] | None:
+        # Every key, each a latency no run exceeds (a day), none below the one before: percentiles of one
+        # step's latencies cannot fall as the percentile rises, so a row that says so is not a measurement.
+        if v is None:
+            return None
+        if sorted(v) != sorted(LATENCY_DISTRIBUTION_KEYS):
+            raise ValueError(f"keys must be {', '.join(LATENCY_DISTRIBUTION_KEYS)}, not {', '.join(sorted(v))}")
+        values = [v[k] for k in LATENCY_DISTRIBUTION_KEYS]
+        if not all(math.isfinite(x) and 0 <= x <= 86_400_000 for x in values):
+            raise ValueError(f"every latency must be from 0 to 86,400,000 ms, not {values}")
+        if any(b < a for a, b in itertools.pairwise(values)):
+            raise ValueError(f"percentiles must not fall as the percentile rises: {v}")
+        return {k: v[k] for k in LATENCY_DISTRIBUTION_KEYS}
 
 
 class Fingerprint(BaseModel):

@@ -58,9 +58,11 @@ def smoke_workload(w: Workload, blocks: int = 1) -> Workload:
     duration = min(w.duration_s, SMOKE_DURATION_S)
     if blocks > 1:  # the spec's steps divide into blocks of two report intervals or more: so do these
         duration = blocks * min(w.duration_s // blocks, max(2 * w.report_interval_s, -(-duration // blocks)))
+    # go-tpc's data set is its warehouses (one is the smallest TPC-C has); sysbench's is tables x rows.
+    data = ({"warehouses": 1} if w.tool == "go-tpc" else
+            {"tables": min(w.tables, SMOKE_MAX_TABLES), "table_size": min(w.table_size, SMOKE_MAX_TABLE_SIZE)})
     return w.model_copy(update={
-        "tables": min(w.tables, SMOKE_MAX_TABLES),
-        "table_size": min(w.table_size, SMOKE_MAX_TABLE_SIZE),
+        **data,
         "prepare_threads": min(w.prepare_threads, SMOKE_MAX_PREPARE_THREADS),
         "warmup_s": min(w.warmup_s, SMOKE_MAX_WARMUP_S),
         "threads": smoke_threads(w.threads),

@@ -32,6 +32,8 @@ from pydantic import (
 )
 
 from benchfleet import galera, serverstatus
+from benchfleet.gotpc import MAX_WAREHOUSES
+from benchfleet.gotpc import WORKLOAD_PERCENTILES as GOTPC_PERCENTILES
 from benchfleet.mysqlcnf import CnfError, engine_family, normalised, render, with_server_options
 from benchfleet.sysbench import BUILTIN_TESTS, option_refusal, script_option_refusal
 
@@ -263,13 +265,22 @@ def check_server_options(options: dict[str, OptionValue]) -> dict[str, OptionVal
     return {n.replace("-", "_"): value for n, value in options.items()}
 
 
+# The keys that describe sysbench's data set and options: a go-tpc workload (TPC-C's data set is its
+# warehouses) refuses them rather than ignoring them.
+SYSBENCH_ONLY_KEYS = ("tables", "table_size", "rand_type", "options")
+
+
 class Workload(_Model):
-    """A sysbench workload: the data set, the warm-up and the thread sweep. Documented key by key in
-    workloads/README.md."""
+    """A sysbench (or go-tpc TPC-C) workload: the data set, the warm-up and the thread sweep. Documented
+    key by key in workloads/README.md."""
 
     name: Annotated[str, Field(pattern=SLUG, description="Workload name, [a-z0-9-]")]
     description: str = Field("", max_length=2000, description="Intent: what this workload shows")
-    test: str = Field(description="sysbench built-in test (oltp_read_only, ...) or lua/<file>.lua")
+    tool: Literal["sysbench", "go-tpc"] = Field("sysbench", description="The benchmark that runs the steps: "
+                                                "sysbench, or go-tpc (test: tpcc, with warehouses)")
+    test: str = Field(description="sysbench built-in test (oltp_read_only, ...) or lua/<file>.lua; go-tpc: tpcc")
+    warehouses: int | None = Field(None, ge=1, le=MAX_WAREHOUSES,
+                                   description="go-tpc: TPC-C warehouses (the data set, ~100 MB each)")
     tables: int = Field(4, ge=1, le=1000, description="Number of tables (--tables)")
     table_size: int = Field(10_000, ge=1, le=10_000_000_000, description="Rows per table (--table-size)")
     prepare_threads: int = Field(2, ge=1, le=256, description="Threads for loading the data set")
@@ -287,7 +298,11 @@ class Workload(_Model):
 
     @field_validator("test")
     @classmethod
-    def _test(cls, v: str) -> str:
+    def _test(cls, v: str, info: ValidationInfo) -> str:
+        if info.data.get("tool") == "go-tpc":
+            if v != "tpcc":
+                raise ValueError(f"go-tpc runs test tpcc (TPC-C), not {v!r}")
+            return v
         if not _TEST.match(v):
             raise ValueError("must be a sysbench built-in test name or lua/<name>.lua")
         if not v.startswith("lua/") and v not in BUILTIN_TESTS:
@@ -307,6 +322,24 @@ class Workload(_Model):
     @classmethod
     def _options(cls, v: dict[str, OptionValue], info: ValidationInfo) -> dict[str, OptionValue]:
         return check_workload_options(v, info.data.get("test"))  # no test: its own error is named
+
+    @model_validator(mode="after")
+    def _tool(self) -> Workload:
+        if self.tool == "sysbench":
+            if self.warehouses is not None:
+                raise FieldProblem("warehouses", "warehouses is go-tpc's (tool: go-tpc); sysbench's data set is "
+                                   "tables x table_size")
+            return self
+        if self.warehouses is None:
+            raise FieldProblem("warehouses", "go-tpc needs warehouses: the TPC-C data set (1 loads ~100 MB)")
+        given = [k for k in SYSBENCH_ONLY_KEYS if k in self.model_fields_set]
+        if given:
+            raise FieldProblem(given[0], f"{given[0]} is a sysbench key; go-tpc's data set is its warehouses "
+                               "and it takes no sysbench options")
+        if self.percentile not in GOTPC_PERCENTILES:
+            raise FieldProblem("percentile", f"go-tpc prints the {', '.join(map(str, GOTPC_PERCENTILES))}th "
+                               f"percentiles (and 99.9th), not the {self.percentile}th")
+        return self
 
 
 # One mount option: a word, or word=value (fstab syntax); the list is comma separated.
@@ -1012,7 +1045,8 @@ def data_set_key(workload: Workload) -> str:
     """What a workload's prepare step creates (test, tables, rows, options): variants with the same
     key share one data set, others each get their own schema."""
     options = {k.replace("_", "-"): v for k, v in workload.options.items()}
-    return json.dumps([workload.test, workload.tables, workload.table_size, options], sort_keys=True)
+    key: list[Any] = [workload.test, workload.tables, workload.table_size, options]
+    return json.dumps([*key, workload.warehouses] if workload.tool == "go-tpc" else key, sort_keys=True)
 
 
 def target_settings(target: Any, variant: ResolvedVariant | None) -> tuple[str, dict[str, OptionValue]]:

@@ -21,6 +21,7 @@ from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, Opti
 
 __all__ = [
     "BUILTIN_TESTS",
+    "LATENCY_DISTRIBUTION_KEYS",
     "OPTION_VALUES",
     "TABLE_MARKER",
     "TEST_OPTIONS",
@@ -30,7 +31,9 @@ __all__ = [
     "SysbenchOutput",
     "SysbenchParseError",
     "build_command",
+    "histogram_percentile",
     "interval_lengths",
+    "latency_distribution",
     "option_refusal",
     "parse_interval",
     "parse_output",
@@ -332,6 +335,9 @@ class Summary:
     fairness_events_stddev: Optional[float] = None
     fairness_time_avg_s: Optional[float] = None
     fairness_time_stddev_s: Optional[float] = None
+    # From the latency histogram (--histogram=on; the agent asks for it on every step): the step's
+    # latency distribution, keys LATENCY_DISTRIBUTION_KEYS. None without a histogram.
+    latency_percentiles_ms: Optional[Dict[str, float]] = None
     # From the header ("Report intermediate results every N second(s)"), kept with the summary so that
     # whoever reads the summary alone (the agent's summary record) knows how many samples to expect.
     report_interval_s: Optional[int] = None
@@ -562,8 +568,54 @@ def parse_output(text: Union[str, Iterable[str]],
         out.summary_missing = [k for k in required if k not in seen]
         if not out.summary_missing:
             summary.report_interval_s = out.report_interval_s
+            summary.latency_percentiles_ms = _distribution_of(out, summary)
             out.summary = summary
     return out
+
+
+# The latency distribution every step stores (results' ``latency_percentiles_ms``): these percentiles
+# and the step's maximum, for sysbench (from its histogram) and go-tpc (from its summary) alike.
+LATENCY_DISTRIBUTION_KEYS = ("50", "90", "95", "99", "99.9", "max")
+
+
+def histogram_percentile(histogram: Sequence[Tuple[float, int]], pct: float) -> Optional[float]:
+    """The ``pct`` percentile of a sysbench latency histogram ((bucket value, count) rows, ascending),
+    by sysbench's own rule (sb_histogram.c): the value of the first bucket at which the running count
+    reaches ``floor(events * pct / 100 + 0.5)``, so that it equals the percentile sysbench prints in its
+    summary (to the summary's two decimals). None for an empty histogram."""
+    total = sum(count for _, count in histogram)
+    wanted = int(total * pct / 100 + 0.5)
+    if total == 0 or wanted == 0:
+        return None
+    running = 0
+    for value, count in histogram:
+        running += count
+        if running >= wanted:
+            return value
+    return histogram[-1][0]
+
+
+def latency_distribution(histogram: Sequence[Tuple[float, int]], max_ms: float) -> Optional[Dict[str, float]]:
+    """The step's latency distribution (LATENCY_DISTRIBUTION_KEYS) from its histogram, the maximum being
+    sysbench's exact ``max`` (the histogram has only its bucket). None for an empty histogram."""
+    out: Dict[str, float] = {}
+    for key in LATENCY_DISTRIBUTION_KEYS[:-1]:
+        value = histogram_percentile(histogram, float(key))
+        if value is None:
+            return None
+        out[key] = value
+    # sysbench prints max to two decimals and bucket values to three: a max in the top bucket can print
+    # a hair below that bucket's value (8.68 for a bucket of 8.684), which is no lower than the 99.9th.
+    out["max"] = max(max_ms, out["99.9"])
+    return out
+
+
+def _distribution_of(out: SysbenchOutput, summary: Summary) -> Optional[Dict[str, float]]:
+    """The distribution of a complete output, when its histogram counts every event of the summary: a
+    histogram cut short (a log kept in part) would give percentiles of some events labelled as all."""
+    if not out.histogram or sum(count for _, count in out.histogram) != summary.events:
+        return None
+    return latency_distribution(out.histogram, summary.latency_max_ms)
 
 
 def interval_lengths(seconds: Sequence[float]) -> List[float]:

@@ -134,13 +134,15 @@ class RichObserver:
         self.samples_seen = 0
         self._show(step.name)
 
-    def sample(self, target_id: str, step: PlanStep, second: float, tps: float) -> None:
+    def sample(self, target_id: str, step: PlanStep, second: float, tps: float,
+               tpmc: float | None = None) -> None:
         self.state.current = min(float(step.duration_s), second)
         # The ramp's reports (a measure step's first) are left out of the step's results: say so.
         ramp = sample_phase(step.kind, self.samples_seen) == "ramp"
         self.samples_seen += 1
         self._show(f"{step.name} {second:.0f}/{step.duration_s} s",
-                   f"{tps:,.0f} tps" + (" (ramp, left out)" if ramp else ""))
+                   (f"{tpmc:,.0f} tpmC" if tpmc is not None else f"{tps:,.0f} tps")
+                   + (" (ramp, left out)" if ramp else ""))
 
     def step_finished(self, target_id: str, repetition: int, step: PlanStep, output: AgentOutput) -> None:
         self.state.finish_phase(step.estimated_s + self.state.target(target_id).step_overhead_s)
@@ -166,16 +168,23 @@ def step_line(target_id: str, repetition: int, step: str, s: StepSummary, sample
     ``explain_final``: say so (a run's first such step); after that the count alone ('3/4 samples') shows it."""
     pct = f"p{s.latency_pct}" if s.latency_pct else "lat"
     count = f"{s.samples}/{s.samples_expected}" if s.samples_expected is not None else str(s.samples)
-    last = (", final report silenced (sysbench's normal end, as at most steps' end: said once)"
+    tool = "go-tpc" if s.tpmc is not None else "sysbench"
+    last = (f", final report silenced ({tool}'s normal end, as at most steps' end: said once)"
             if s.missing_final and explain_final else "")
     ramp = [x for x in samples if x.phase == "ramp"]
     weights = [x.interval_s if x.interval_s is not None else 1.0 for x in ramp]
     ramp_tx = math.fsum(w * x.tps for w, x in zip(weights, ramp, strict=True))
     stored = step_tps(s.model_dump(), {"ramp_s": math.fsum(weights) if ramp else None,
                                        "ramp_transactions": ramp_tx if ramp else None})
-    tps = (f"{stored:,.1f} tps ({s.tps:,.1f} incl. ramp)" if ramp and stored is not None
-           else f"{s.tps:,.1f} tps")
-    return (f"  {target_id} rep {repetition} {step:>8}: {tps}, {s.qps:,.0f} qps, "
+    if s.tpmc is not None:  # go-tpc: tps is New-Order per second, shown as what TPC-C reports, per minute
+        tps = (f"{60 * stored:,.0f} tpmC ({s.tpmc:,.0f} incl. ramp)" if ramp and stored is not None
+               else f"{s.tpmc:,.0f} tpmC")
+        rates = f"{s.events / s.total_time_s:,.1f} tx/s of every type" if s.total_time_s else ""
+    else:
+        tps = (f"{stored:,.1f} tps ({s.tps:,.1f} incl. ramp)" if ramp and stored is not None
+               else f"{s.tps:,.1f} tps")
+        rates = f"{s.qps or 0:,.0f} qps"
+    return (f"  {target_id} rep {repetition} {step:>8}: {tps}, {rates}, "
             f"{pct} {_fmt(s.latency_pct_ms, 2)} ms, {count} samples{last}, steal {_fmt(s.steal_mean_pct, 2)}%")
 
 
@@ -446,13 +455,25 @@ def _compact_table(title: str, caption: str, columns: list[tuple[str, bool]]) ->
     return table
 
 
-def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
+def _scaled(value: Any, scale: float) -> Any:
+    return value * scale if isinstance(value, int | float) else value
+
+
+# The latency distribution's columns ``results --percentiles`` adds (keys of latency_percentiles_ms).
+DISTRIBUTION_COLUMNS = ("50", "99", "99.9")
+
+
+def print_comparison(run_id: str, doc: dict[str, Any], percentiles: bool = False) -> None:
     """Who wins, per target x threads in spec order: mean tps and its 95% interval, the difference to
     the baseline with its interval and verdict, the latency percentile (median of an odd number of
-    repetitions, else the range), steal, and the repetitions whose per-second data has gaps."""
+    repetitions, else the range), with ``percentiles`` the step's p50/p99/p99.9 (each the median across
+    repetitions, '-' where there is none: an even count, a run from before), steal, and the repetitions
+    whose per-second data has gaps."""
     stats = doc["statistics"]
     rows = stats["rows"]
     pct = percentile_of(rows)
+    # go-tpc steps: tps is New-Order per second; TPC-C's figure is per minute (tpmC), so say that.
+    figure, scale = ("tpmC", 60.0) if any(s.get("tpmc") is not None for s in doc.get("steps") or []) else ("tps", 1.0)
     trial = stats.get("trial")
     banner = summary.run_banner(doc.get("run") or {}, trial)
     if banner:  # before any figure: a run that did not finish, or not the spec's result
@@ -463,9 +484,11 @@ def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
     table = _compact_table(title, f"baseline {base}; intervals 95%; Δ: Welch (measured apart) "
                            f"unless 'paired'; margin ±{stats.get('margin_pct', 5):g}%; gaps: repetitions that "
                            "reported late (seconds inside longer intervals) or twice in one second", [
-                               ("target", True), ("thr", False), ("reps", False), ("tps", False),
-                               ("tps 95% CI", False), ("vs base", False), ("Δ 95% CI", False),
-                               ("verdict", True), (f"p{pct} ms", False), ("steal%", False), ("gaps", True),
+                               ("target", True), ("thr", False), ("reps", False), (figure, False),
+                               (f"{figure} 95% CI", False), ("vs base", False), ("Δ 95% CI", False),
+                               ("verdict", True), (f"p{pct} ms", False),
+                               *[(f"p{k} ms", False) for k in (DISTRIBUTION_COLUMNS if percentiles else ())],
+                               ("steal%", False), ("gaps", True),
                                *([("caveats", True)] if any(r.get("caveats") for r in rows) else [])])
     for r in rows:
         tps, rel, lat = r["tps"], r.get("relative"), r["latency_step_pct_ms"]
@@ -473,10 +496,15 @@ def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
                    else f"{_fmt(lat.get('min'), 2)}–{_fmt(lat.get('max'), 2)}" if lat.get("min") is not None else "-")
         shown = {} if (rel or {}).get("refused") else (rel or {})  # a refused verdict shows no difference
         style = {"faster": "green", "slower": "red"}.get(str(shown.get("verdict")), "")
-        table.add_row(r.get("label") or r["target_id"], str(r["threads"]), str(r["repetitions"]), _num(tps["mean"]),
-                      _range(tps.get("ci_low"), tps.get("ci_high")), _signed(shown.get("pct")),
+        table.add_row(r.get("label") or r["target_id"], str(r["threads"]), str(r["repetitions"]),
+                      _num(_scaled(tps["mean"], scale)),
+                      _range(_scaled(tps.get("ci_low"), scale), _scaled(tps.get("ci_high"), scale)),
+                      _signed(shown.get("pct")),
                       _signed_range(shown.get("ci_low_pct"), shown.get("ci_high_pct")),
-                      verdict_text(rel), latency, _fmt(r.get("steal_mean_pct"), 1), _gaps(r),
+                      verdict_text(rel), latency,
+                      *[_fmt(((r.get("latency_distribution_ms") or {}).get(k) or {}).get("median"), 2)
+                        for k in (DISTRIBUTION_COLUMNS if percentiles else ())],
+                      _fmt(r.get("steal_mean_pct"), 1), _gaps(r),
                       *([caveat_words(r.get("caveats"))] if any(x.get("caveats") for x in rows) else []),
                       style=style or None)
     console.print(table)
@@ -501,7 +529,7 @@ def print_comparison(run_id: str, doc: dict[str, Any]) -> None:
     from benchfleet import pricing, ui_cost
 
     models = tuple(doc.get("pricing_models") or pricing.HEADLINE_MODELS)
-    ui_cost.print_costs(console, stats, models)
+    ui_cost.print_costs(console, stats, models, per_minute=figure == "tpmC")
     ui_cost.print_breakdown(console, stats, models)
     ui_cost.print_cross_zone(console, stats)
     ui_cost.print_speedup(console, stats)

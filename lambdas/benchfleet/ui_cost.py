@@ -111,37 +111,43 @@ def spot_snapshot() -> bool:
         return False
 
 
-def print_costs(console: Console, stats: dict[str, Any], models: tuple[str, ...] = HEADLINE_MODELS) -> None:
+def print_costs(console: Console, stats: dict[str, Any], models: tuple[str, ...] = HEADLINE_MODELS,
+                per_minute: bool = False) -> None:
     """Cost per 1,000 tps per target x threads under ``models``, each with its 95% interval; as many
-    tables as the terminal's width needs (print_by_models)."""
+    tables as the terminal's width needs (print_by_models). ``per_minute`` (go-tpc: tps is New-Order per
+    second): cost per 1,000 New-Order per minute (tpmC), the same figure / 60."""
+    unit, scale = ("New-Order/min", 60.0) if per_minute else ("tps", 1.0)
+    figure = "tpmC" if per_minute else "tps"
     targets = stats.get("targets") or []
     priced = {t["target_id"] for t in targets if _priced(t, models)}
     if not priced:
-        console.print(f"cost per 1,000 tps: {unpriced_words(targets, models)}")
+        console.print(f"cost per 1,000 {unit}: {unpriced_words(targets, models)}")
         return
     approx = approximate_models(targets)
     clusters = any(r.get("cross_zone") for r in stats.get("rows") or [])
     caption = ("USD per hour of the database (instance, storage, IOPS, throughput; no client host for any "
                "kind" + ("; a cluster: every node, its storage, its own proxy host and the cross-zone traffic "
                          "measured at that thread count" if clusters else "")
-               + ") / (mean tps / 1000); interval carried from tps"
+               + f") / (mean {figure} / 1000); interval carried from {figure}"
                + (f"; approximate prices: {', '.join(approx)} (workloads/pricing/README.md)" if approx else ""))
 
     def build(shown: tuple[str, ...]) -> Table:
-        columns: list[tuple[str, bool]] = [("target", True), ("thr", False), ("tps", False)]
+        columns: list[tuple[str, bool]] = [("target", True), ("thr", False), (figure, False)]
         for m in shown:
             label = MODEL_LABELS[m] + " " if len(shown) > 1 else ""  # one model: named in the title
-            columns += [(f"{label}$/h", False), (f"{label}per 1k tps", False), ("95% CI", False)]
-        table = _table("cost per 1,000 tps" + (f": {', '.join(MODEL_LABELS[m] for m in shown)}"
-                                               if len(shown) == 1 else ""), "", columns)
+            columns += [(f"{label}$/h", False), (f"{label}per 1k {unit}", False), ("95% CI", False)]
+        table = _table(f"cost per 1,000 {unit}" + (f": {', '.join(MODEL_LABELS[m] for m in shown)}"
+                                                   if len(shown) == 1 else ""), "", columns)
         for r in stats.get("rows") or []:
             if r["target_id"] not in priced:
                 continue
-            cells = [r["target_id"], str(r["threads"]), f"{r['tps']['mean']:,.0f}" if r["tps"]["mean"] else "-"]
+            cells = [r["target_id"], str(r["threads"]),
+                     f"{r['tps']['mean'] * scale:,.0f}" if r["tps"]["mean"] else "-"]
             for m in shown:
                 c = (r.get("cost") or {}).get(m)
                 cells += (["-", "-", "-"] if c is None else
-                          [_money(c["usd_per_hour"]), _money(c["per_1000_tps"]), _interval(c["ci_low"], c["ci_high"])])
+                          [_money(c["usd_per_hour"]), _money(_per(c["per_1000_tps"], scale)),
+                           _interval(_per(c["ci_low"], scale), _per(c["ci_high"], scale))])
             table.add_row(*cells)
         return table
 
@@ -152,7 +158,11 @@ def print_costs(console: Console, stats: dict[str, Any], models: tuple[str, ...]
     if unpriced:
         console.print(f"not priced: {', '.join(unpriced)}")
     if missing:
-        console.print(f"cost per 1,000 tps: {unpriced_words(targets, missing)}")
+        console.print(f"cost per 1,000 {unit}: {unpriced_words(targets, missing)}")
+
+
+def _per(value: Any, scale: float) -> Any:
+    return value / scale if isinstance(value, int | float) else value
 
 
 def print_breakdown(console: Console, stats: dict[str, Any], models: tuple[str, ...] = HEADLINE_MODELS) -> None:

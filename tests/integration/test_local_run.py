@@ -49,6 +49,16 @@ def test_a_short_run_has_a_sample_for_every_second_and_leaves_nothing(
     ((stored,),) = [row["steps"] for row in doc["statistics"]["rows"]]
     assert f"{stored['tps']:,.1f} tps ({step['summary_tps']:,.1f} incl. ramp), " in printed, printed
     assert step["tps"] == round(stored["tps"], 2)  # the export's tps is the table's (its ramp left out)
+    # The step's latency distribution from sysbench's histogram: its own percentile among it (printed to
+    # two decimals, the bucket to three), and in the comparison the median over the one repetition.
+    dist = step["latency_percentiles_ms"]
+    assert list(dist) == ["50", "90", "95", "99", "99.9", "max"] and dist["50"] <= dist["95"] <= dist["max"]
+    assert dist["95"] == pytest.approx(step["latency_pct_ms"], abs=0.005) and step["latency_pct"] == 95
+    (row,) = doc["comparison"]
+    assert row["latency_percentiles_ms"] == dist
+    assert main(["results", "it-", "--percentiles"]) == 0  # the table, with p50/p99/p99.9 on request
+    table = capsys.readouterr().out
+    assert "p99.9 ms" in table and f"{dist['99.9']:,.2f}" in table, table
     (target,) = doc["targets"]
     assert target["sysbench_version"].startswith("sysbench 1.0") and "MariaDB" in target["engine_version"]
     assert target["config_hash"] and target["cpus"] == "0" and target["vcpus"] >= 1

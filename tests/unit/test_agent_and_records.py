@@ -110,6 +110,21 @@ def test_the_report_interval_comes_with_the_summary_not_from_a_guess() -> None:
     assert (out.summaries[0].samples, out.summaries[0].samples_expected) == (3, 3)
 
 
+def test_the_summary_keeps_the_step_latency_distribution_and_refuses_one_no_step_has() -> None:
+    # What the agent writes for a step run with --histogram=on: the parser's distribution of the step.
+    parsed = parse_output((FIXTURES / "run_hist_intervals.log").read_text()).summary
+    assert parsed is not None
+    record = {**json.loads(SUMMARY), "latency_percentiles_ms": parsed.latency_percentiles_ms}
+    (s,) = parse_agent_lines(json.dumps(record)).summaries
+    assert s.latency_percentiles_ms == {"50": 1.824, "90": 5.986, "95": 16.706, "99": 38.942, "99.9": 65.645,
+                                        "max": 77.84}
+    for bad, fragment in ((dict(parsed.latency_percentiles_ms, **{"99": 1.0}), "must not fall"),
+                          ({"50": 1.0, "95": 2.0}, "keys must be"),
+                          (dict(parsed.latency_percentiles_ms, max=float("inf")), "from 0 to")):
+        with pytest.raises(RecordError, match=fragment):
+            parse_agent_lines(json.dumps({**record, "latency_percentiles_ms": bad}), "raw.jsonl")
+
+
 @pytest.mark.parametrize(("text", "fragment"), [
     ("not json", ":1:"),
     ('{"type": "sample"}', ":1: run_id"),

@@ -334,3 +334,26 @@ def test_no_chart_draws_a_solid_bar_without_whiskers(stores: dict, tmp_path: Pat
     bars = {t["name"]: t for t in _page_figures(pages["inconclusive"])["throughput"]["data"] if t["type"] == "bar"}
     assert bars["m6i-tuned"]["marker"]["pattern"]["shape"] == "/" and bars["m6i-tuned"]["text"] == ["inconclusive"]
     assert bars["m6i-large"]["text"] == [""] and "pattern" not in bars["m6i-large"]["marker"]
+
+
+def test_the_latency_distribution_is_drawn_per_variant_and_thread_count() -> None:
+    from benchfleet.stats.run import latency_distribution_spread
+
+    def row(label: str, threads: int, *p50s: float) -> dict:
+        steps = [{"latency_percentiles_ms": {"50": p, "90": 2 * p, "95": 3 * p, "99": 10 * p, "99.9": 40 * p,
+                                             "max": 90 * p}} for p in p50s]
+        return {"target_id": "local", "label": label, "threads": threads,
+                "latency_distribution_ms": latency_distribution_spread(steps)}
+
+    comparison = {"rows": [row("local/durable", 1, 1.0, 1.2, 1.1), row("local/relaxed", 1, 0.2, 0.3, 0.25),
+                           row("local/relaxed", 4, 0.5, 0.4)]}
+    fig = charts.latency_distribution(comparison, charts.colors(["local/durable", "local/relaxed"]))
+    assert fig is not None
+    go.Figure(fig)
+    names = [t["name"] for t in fig["data"]]
+    # four repetitions of relaxed at 4 threads: no median of an even count (percentiles are never averaged)
+    assert names == ["local/durable, 1 thr", "local/relaxed, 1 thr"]
+    assert fig["data"][0]["x"] == ["p50", "p90", "p95", "p99", "p99.9", "max"]
+    assert fig["data"][0]["y"] == [1.1, 2.2, pytest.approx(3.3), 11.0, 44.0, pytest.approx(99.0)]
+    assert fig["layout"]["yaxis"]["type"] == "log"  # 0.25 ms to 99 ms
+    assert charts.latency_distribution({"rows": [{"target_id": "a", "threads": 1}]}, {}) is None

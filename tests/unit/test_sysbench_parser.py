@@ -11,9 +11,12 @@ from tests.sysbench_logs import LOADED_SECONDS, run_log
 
 from benchfleet.stats.figures import weighted_mean
 from benchfleet.sysbench import (
+    LATENCY_DISTRIBUTION_KEYS,
     MAX_LINE_CHARS,
     SysbenchParseError,
     build_command,
+    histogram_percentile,
+    latency_distribution,
     parse_interval,
     parse_output,
     step_accounting,
@@ -176,3 +179,46 @@ def test_a_line_too_long_to_be_sysbench_is_refused_with_its_number() -> None:
     with pytest.raises(SysbenchParseError) as e:
         parse_output(iter(["sysbench 1.0.20\n", "x" * (MAX_LINE_CHARS + 1)]))
     assert e.value.line == 2
+
+
+# Real sysbench 1.0.20 runs with --histogram=on against MariaDB 10.11 (recorded for issue 39): 5 s of
+# oltp_read_write at p95 with 1 s reports, and 3 s of oltp_point_select at each of p50, p90 and p99.
+@pytest.mark.parametrize("log", ["run_hist.log", "run_hist_intervals.log", "run_hist_p50.log", "run_hist_p90.log",
+                                 "run_hist_p99.log"])
+def test_the_histogram_gives_sysbench_its_own_percentile(log: str) -> None:
+    out = parse_output((OURS / log).read_text())
+    s = out.summary
+    assert s is not None and s.latency_pct is not None and s.latency_pct_ms is not None
+    # sysbench's summary percentile is the same bucket, printed to two decimals instead of three
+    assert histogram_percentile(out.histogram, s.latency_pct) == pytest.approx(s.latency_pct_ms, abs=0.005)
+    dist = s.latency_percentiles_ms
+    assert dist is not None and tuple(dist) == LATENCY_DISTRIBUTION_KEYS
+    assert dist[str(s.latency_pct)] == histogram_percentile(out.histogram, s.latency_pct)
+    assert s.latency_min_ms - 0.05 <= dist["50"] <= dist["90"] <= dist["95"] <= dist["99"] <= dist["99.9"]
+    assert dist["max"] == s.latency_max_ms  # the exact maximum, not its bucket
+
+
+def test_the_distribution_of_the_recorded_step() -> None:
+    out = parse_output((OURS / "run_hist_intervals.log").read_text())
+    assert out.summary is not None and len(out.intervals) == 5
+    assert out.summary.latency_percentiles_ms == {"50": 1.824, "90": 5.986, "95": 16.706, "99": 38.942,
+                                                  "99.9": 65.645, "max": 77.84}
+
+
+def test_a_histogram_that_does_not_count_every_event_gives_no_distribution() -> None:
+    # A log kept in part (its histogram's first rows lost): percentiles of some events, labelled as of all.
+    lines = (OURS / "run_hist_intervals.log").read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Latency histogram")) + 2
+    out = parse_output("\n".join(lines[:start] + lines[start + 3:]))
+    assert out.summary is not None and out.summary.events == 2576 and out.summary.latency_percentiles_ms is None
+    # and a run without --histogram has none
+    plain = parse_output((OURS / "run_ri.log").read_text())
+    assert plain.summary is not None and plain.summary.latency_percentiles_ms is None
+
+
+def test_a_maximum_printed_below_its_bucket_is_not_below_the_99_9th() -> None:
+    # sysbench prints max to two decimals, bucket values to three: 8.684 (bucket) then max 8.68.
+    assert latency_distribution([(1.0, 999), (8.684, 1)], 8.68) == {
+        "50": 1.0, "90": 1.0, "95": 1.0, "99": 1.0, "99.9": 1.0, "max": 8.68}
+    assert latency_distribution([(1.0, 998), (8.684, 2)], 8.68)["max"] == 8.684
+    assert histogram_percentile([], 50) is None and latency_distribution([], 1.0) is None

@@ -115,7 +115,10 @@ def test_every_spec_runs_locally_at_smoke_scale_in_under_a_minute_per_target(pat
     assert plan.estimated_cost_usd == 0
     for target in plan.targets:
         assert target.repetitions == 1
-        assert target.repetition_s < 60, f"{target.target_id}: {target.repetition_s} s at smoke scale"
+        # go-tpc's smallest data set is one TPC-C warehouse (~100 MB): its load is the one part smoke
+        # cannot shrink, so it is left out of the minute (plan.GOTPC_PREPARE_S_PER_WAREHOUSE)
+        load = sum(s.duration_s for s in target.steps if s.kind == "prepare") if loaded.workload.tool == "go-tpc" else 0
+        assert target.repetition_s - load < 60, f"{target.target_id}: {target.repetition_s} s at smoke scale"
 
 
 @pytest.mark.parametrize("path", SPECS, ids=_ids(SPECS))
@@ -334,7 +337,8 @@ def test_smoke_keeps_the_workloads_shape(path: Path) -> None:
     w = smoke.workload
     assert (w.test, w.options, w.rand_type, w.percentile) == (full.test, full.options, full.rand_type,
                                                               full.percentile)
-    assert w.duration_s <= SMOKE_DURATION_S and w.cooldown_s == 0 and w.tables * w.table_size <= 4000
+    assert w.duration_s <= SMOKE_DURATION_S and w.cooldown_s == 0
+    assert w.warehouses == 1 if w.tool == "go-tpc" else w.tables * w.table_size <= 4000
     assert smoke.spec.workload == w, "an inline workload is scaled in the spec too"
 
 

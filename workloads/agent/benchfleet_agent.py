@@ -54,6 +54,7 @@ import benchfleet_placement  # noqa: E402
 import benchfleet_rows  # noqa: E402
 import benchfleet_status  # noqa: E402
 import benchfleet_storage  # noqa: E402
+from benchfleet import gotpc  # noqa: E402
 from benchfleet.sysbench import (  # noqa: E402
     BUILTIN_TESTS,
     MAX_LINE_CHARS,
@@ -73,6 +74,9 @@ EXIT_BUSY = 4
 _SAFE_COMPONENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 # The one sysbench this host runs: the distribution's, on PATH. Never a path from the job.
 SYSBENCH = "sysbench"
+# The one go-tpc: built from workloads/gotpc/go.mod (the pinned version) for this host's architecture
+# by `make go-tpc` and shipped in the bundle (gotpc_binary). Never a path from the job.
+GOTPC_ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
 # Each record the agent writes is one line of at most this many characters: a string field longer
 # than MAX_FIELD_CHARS is cut (its end kept, where the cause usually is). sysbench's own lines above
 # MAX_LINE_CHARS are not sysbench output and end the step.
@@ -191,19 +195,10 @@ def check_job(job: Any) -> str:
     _integer(job, "step.threads", 1, MAX_THREADS)
     _integer(job, "step.duration_s", 0 if kind == "prepare" else 1, MAX_STEP_SECONDS)  # prepare's: an estimate
     _integer(job, "report_interval_s", 1, 60, required=False)
-    bench = job.get("sysbench")
-    if not isinstance(bench, dict) or not isinstance(bench.get("test"), str) or not bench["test"]:
-        raise JobError("sysbench.test is missing")
-    if bench["test"] not in BUILTIN_TESTS and not bench["test"].startswith("lua/"):
-        # sysbench runs any Lua file it is given by path: an absolute one ran and yielded a summary.
-        raise JobError("sysbench.test must be a built-in test ({}) or lua/<script>.lua of the agent bundle, "
-                       "not {!r}".format(", ".join(BUILTIN_TESTS), bench["test"][:200]))
-    options = bench.get("options") or {}
-    if not isinstance(options, dict):
-        raise JobError("sysbench.options must be an object")
-    for name, value in options.items():
-        if not isinstance(value, (bool, int, float, str)) or (isinstance(value, float) and value != value):
-            raise JobError("sysbench.options.{} must be a number, a word or true/false".format(name))
+    if job.get("gotpc") is not None:
+        _check_gotpc(job)
+    else:
+        _check_sysbench(job)
     db = job.get("db") if job.get("db") is not None else {}
     if not isinstance(db, dict):
         raise JobError("db must be an object")
@@ -219,6 +214,60 @@ def check_job(job: Any) -> str:
     _check_variant_keys(job)
     _check_status_keys(job)
     return str(kind)
+
+
+def _check_sysbench(job: Dict[str, Any]) -> None:
+    bench = job.get("sysbench")
+    if not isinstance(bench, dict) or not isinstance(bench.get("test"), str) or not bench["test"]:
+        raise JobError("sysbench.test is missing")
+    if bench["test"] not in BUILTIN_TESTS and not bench["test"].startswith("lua/"):
+        # sysbench runs any Lua file it is given by path: an absolute one ran and yielded a summary.
+        raise JobError("sysbench.test must be a built-in test ({}) or lua/<script>.lua of the agent bundle, "
+                       "not {!r}".format(", ".join(BUILTIN_TESTS), bench["test"][:200]))
+    options = bench.get("options") or {}
+    if not isinstance(options, dict):
+        raise JobError("sysbench.options must be an object")
+    for name, value in options.items():
+        if not isinstance(value, (bool, int, float, str)) or (isinstance(value, float) and value != value):
+            raise JobError("sysbench.options.{} must be a number, a word or true/false".format(name))
+
+
+def _check_gotpc(job: Dict[str, Any]) -> None:
+    """A go-tpc job (benchfleet.agentjob): TPC-C, its warehouses, and a percentile go-tpc prints."""
+    bench = job.get("gotpc")
+    if not isinstance(bench, dict) or bench.get("test") != "tpcc":
+        raise JobError("gotpc.test must be tpcc")
+    _integer(job, "gotpc.warehouses", 1, gotpc.MAX_WAREHOUSES)
+    if bench.get("percentile") not in gotpc.WORKLOAD_PERCENTILES:
+        raise JobError("gotpc.percentile must be one of {}".format(", ".join(map(str, gotpc.WORKLOAD_PERCENTILES))))
+    if (job.get("db") or {}).get("tls") == "required":
+        raise JobError("db.tls=required: go-tpc 1.0.7 has no TLS option, so it cannot keep that promise")
+
+
+def gotpc_binary() -> str:
+    """This host's go-tpc: <bundle>/gotpc/bin/go-tpc-<arch>, built for each architecture from the pinned
+    workloads/gotpc/go.mod and shipped with the agent (hosts need no Go toolchain or network for it)."""
+    arch = GOTPC_ARCH.get(platform.machine())
+    path = os.path.join(BUNDLE, "gotpc", "bin", "go-tpc-{}".format(arch))
+    if arch is None or not os.access(path, os.X_OK):
+        raise JobError("no go-tpc for {} in the agent bundle ({}): `make go-tpc` builds it".format(
+            platform.machine(), path))
+    return path
+
+
+def gotpc_argv(job: Dict[str, Any], command: str, threads: int, conn: benchfleet_dbclient.Connection,
+               time_s: Optional[int] = None) -> List[str]:
+    """go-tpc's argv for this job's database (benchfleet.gotpc.build_command)."""
+    db = dict(job.get("db") or {}, host=conn.host, password=db_password(job))
+    db.setdefault("port", 3306)
+    db.setdefault("user", "sbtest")
+    db.setdefault("database", "sbtest")
+    try:
+        return gotpc.build_command(gotpc_binary(), command, warehouses=int(job["gotpc"]["warehouses"]),
+                                   threads=threads, db=db, time_s=time_s,
+                                   interval_s=int(job.get("report_interval_s") or 1))
+    except (ValueError, KeyError) as e:
+        raise JobError("go-tpc: {}".format(e)) from None
 
 
 _COUNTER = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
@@ -520,6 +569,7 @@ def fingerprint(job: Dict[str, Any], conn: benchfleet_dbclient.Connection,
             "memory_mb": memory_mb, "arch": platform.machine(), "kernel": platform.release(),
             "os": _os_name(), "python": platform.python_version(),
             "sysbench_version": benchfleet_dbclient.first_line([SYSBENCH, "--version"]),
+            "gotpc_version": gotpc_version() if job.get("gotpc") is not None else None,
             "config_hash": job.get("config_hash"), "client_library": conn.library, "tls": conn.tls,
             "hostname_hash": hashlib.sha256(platform.node().encode()).hexdigest()[:12],
             # The device, file system and mount options the data directory is on (and the array the
@@ -528,6 +578,17 @@ def fingerprint(job: Dict[str, Any], conn: benchfleet_dbclient.Connection,
             **benchfleet_dbclient.server_state(conn, requested),
             # Where the figures were measured (EC2: instance metadata), not where the spec asked for.
             **benchfleet_placement.placement()}
+
+
+def gotpc_version() -> Optional[str]:
+    """The go-tpc the steps run, as it says (``Release version: v1.0.7``: the Makefile stamps the pinned
+    version in); None when it does not say."""
+    try:
+        out = subprocess.run([gotpc_binary(), "version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    found = re.search(r"^Release version:\s*(\S+)", out, re.M)
+    return "go-tpc " + found.group(1) if found else None
 
 
 def _os_name() -> Optional[str]:
@@ -624,7 +685,14 @@ def _prepare(job: Dict[str, Any], emit: Emitter, conn: benchfleet_dbclient.Conne
                               "them yourself".format(where, ", ".join(foreign[:10])))
     step = job["step"]
     started = time.time()
-    for command in ("cleanup", "prepare"):
+    if job.get("gotpc") is not None:
+        # go-tpc drops its tables first (--dropdata), loads the warehouses, then checks them (TPC-C 3.3.2).
+        argv = gotpc_argv(job, "prepare", int(step.get("threads") or 1), conn)
+        code, failures, tail = run_to_end([*argv, "--dropdata"], conn.dir, failed=_gotpc_failed)
+        if code != 0 or failures or not tail.rstrip().endswith("Finished"):
+            return emit.error("prepare", "; ".join(failures[:5]) or "go-tpc prepare failed", exit_code=code,
+                              output_tail=tail)
+    for command in ("cleanup", "prepare") if job.get("gotpc") is None else ():
         argv = sysbench_argv(job, command, {"threads": step.get("threads") or 1}, conn)
         code, failures, tail = run_to_end(argv, conn.dir)
         # cleanup of tables that are not there yet is not a failure; any prepare problem is.
@@ -639,7 +707,8 @@ def _prepare(job: Dict[str, Any], emit: Emitter, conn: benchfleet_dbclient.Conne
                               "sysbench reached another server{}".format(where, ": " + why if why else ""))
         why = benchfleet_dbclient.mark_tables(conn, created, str(job.get("run_id")))
         if why is not None:  # unmarked, they would block every later run: take them away again
-            run_to_end(sysbench_argv(job, "cleanup", {"threads": 1}, conn), conn.dir)
+            run_to_end(gotpc_argv(job, "cleanup", 1, conn) if job.get("gotpc") is not None
+                       else sysbench_argv(job, "cleanup", {"threads": 1}, conn), conn.dir)
             return emit.error("tables", "cannot mark the tables sysbench created in {} as benchfleet's (the "
                               "account needs ALTER there); they were dropped again: {}".format(where, why))
     benchfleet_rows.RowCounter(job).prepared_now()
@@ -647,9 +716,13 @@ def _prepare(job: Dict[str, Any], emit: Emitter, conn: benchfleet_dbclient.Conne
     return 0
 
 
-def run_to_end(argv: List[str], cwd: str) -> Tuple[int, List[str], str]:
-    """Run a sysbench command to its end with its output in a file, not in memory: (exit code, its
-    FATAL lines, the last 4,000 characters)."""
+def _gotpc_failed(line: str) -> bool:
+    return bool(gotpc.parse_output([line]).errors)
+
+
+def run_to_end(argv: List[str], cwd: str, failed: Any = lambda line: "FATAL" in line) -> Tuple[int, List[str], str]:
+    """Run a sysbench (or go-tpc) command to its end with its output in a file, not in memory: (exit
+    code, its failure lines (``failed``: sysbench's FATAL), the last 4,000 characters)."""
     path = os.path.join(cwd, "output.log")
     with open(path, "w+b") as sink:
         code = subprocess.run(argv, stdout=sink, stderr=subprocess.STDOUT, check=False, cwd=cwd).returncode
@@ -657,7 +730,7 @@ def run_to_end(argv: List[str], cwd: str) -> Tuple[int, List[str], str]:
         failures = []
         for raw in iter(lambda: sink.readline(MAX_LINE_CHARS), b""):
             line = raw.decode("utf-8", "replace").strip()
-            if "FATAL" in line and len(failures) < 5:
+            if failed(line) and len(failures) < 5:
                 failures.append(line[:1000])
         sink.seek(max(0, sink.tell() - 4000))
         tail = sink.read().decode("utf-8", "replace")
@@ -729,8 +802,13 @@ def _run_step(job: Dict[str, Any], emit: Emitter, conn: benchfleet_dbclient.Conn
     unverified = settings_notice(settings)
     if unverified:
         emit.emit("notice", stage="settings", time=time.time(), message=unverified)
-    argv = sysbench_argv(job, "run", {"threads": int(step["threads"]), "time": duration,
-                                      "report-interval": int(job.get("report_interval_s") or 1)}, conn)
+    # The histogram (printed at the end, before the summary) gives the step's latency distribution
+    # (summary's latency_percentiles_ms); sysbench prints only one percentile otherwise.
+    if job.get("gotpc") is not None:
+        argv = gotpc_argv(job, "run", int(step["threads"]), conn, time_s=duration)
+    else:
+        argv = sysbench_argv(job, "run", {"threads": int(step["threads"]), "time": duration, "histogram": "on",
+                                          "report-interval": int(job.get("report_interval_s") or 1)}, conn)
     started = time.time()
     disk = benchfleet_diskstats.DiskStats(job.get("data_dir"))
     if job.get("data_dir") and disk.why_not:
@@ -754,9 +832,10 @@ def _run_step(job: Dict[str, Any], emit: Emitter, conn: benchfleet_dbclient.Conn
         poller = benchfleet_status.StatusPoller(job["status"], conn, emit.emit, started,
                                                 on_problem=lambda _reason: proc.terminate())
         poller.start()
+    read = _read_gotpc if job.get("gotpc") is not None else _read_sysbench
     try:
-        return _read_sysbench(job, emit, proc, Meters(cpu, before, disk, disk_before, rows, rows_at_start),
-                              started, duration, poller, settings)
+        return read(job, emit, proc, Meters(cpu, before, disk, disk_before, rows, rows_at_start),
+                    started, duration, poller, settings)
     finally:
         if poller is not None:
             poller.stop()
@@ -851,6 +930,92 @@ def _read_sysbench(job: Dict[str, Any], emit: Emitter, proc: "subprocess.Popen[s
     rows.finish(int(fields.get("transactions") or 0), rows_at_start)
     emit.emit("summary", time=time.time(), started=started, sysbench_version=parsed.version,
               histogram=parsed.histogram or None, **fields)
+    return 0
+
+
+def _read_gotpc(job: Dict[str, Any], emit: Emitter, proc: "subprocess.Popen[str]", meters: Meters,
+                started: float, duration: int,
+                poller: Optional[benchfleet_status.StatusPoller], settings: Optional[Dict[str, Any]]) -> int:
+    """go-tpc's step, read as it prints (benchfleet.gotpc): a sample per interval with the CPU and disk
+    read as the interval's first line arrives (its lines come together, an interval after the one
+    before; go-tpc prints no time stamps), then its summary."""
+    assert proc.stdout is not None
+    cpu, before, disk, disk_before = meters.cpu, meters.before, meters.disk, meters.disk_before
+    every = int(job.get("report_interval_s") or 1)
+    percentile = int(job["gotpc"]["percentile"])
+    head: List[str] = []
+    tail: Deque[str] = collections.deque(maxlen=KEPT_TAIL_LINES)
+    grouper = gotpc.IntervalGrouper()
+    opened: Optional[Tuple[float, Any, Any]] = None  # the interval being printed: its arrival, CPU, disk
+    count = 0
+    clock = time.monotonic()  # go-tpc's clock starts as it starts: it prints nothing before its first interval
+
+    def emit_interval(lines: List[gotpc.TxLine], at: Tuple[float, Any, Any]) -> None:
+        nonlocal before, disk_before, count
+        count += 1
+        emit.emit("sample", time=time.time(), arrived_s=round(at[0] - clock, 6), second=float(count * every),
+                  qps=None, reads_per_s=None, writes_per_s=None, other_per_s=None, reconnects_per_s=None,
+                  **gotpc.interval_fields(lines, percentile), **cpu_percentages(before, at[1]),
+                  **benchfleet_diskstats.disk_rates(disk_before, at[2]), rows_in_table=None)
+        before, disk_before = at[1], at[2]
+
+    try:
+        while True:
+            line = proc.stdout.readline(MAX_LINE_CHARS + 1)
+            if not line:
+                break
+            arrived = time.monotonic()
+            if len(line) > MAX_LINE_CHARS:
+                proc.kill()
+                proc.wait()
+                return emit.error("run", "go-tpc printed a line of more than {:,} characters".format(MAX_LINE_CHARS),
+                                  output_tail="".join(tail)[-4000:])
+            (head if len(head) < KEPT_HEAD_LINES else tail).append(line)
+            tx = gotpc.parse_line(line)
+            if tx is None or tx.kind != "Current":
+                if line.strip() == "Finished" and opened is not None:
+                    done = grouper.flush()
+                    if done:
+                        emit_interval(done, opened)
+                    opened = None
+                continue
+            done = grouper.feed(tx)
+            if done is not None or opened is None:
+                if done is not None and opened is not None:
+                    emit_interval(done, opened)
+                opened = (arrived, cpu.read(), disk.read())
+    except KeyboardInterrupt:
+        proc.terminate()
+        proc.wait()
+        raise
+    finally:
+        cpu.close()
+    code = proc.wait()
+    text = "".join(head) + "".join(tail)
+    if poller is not None:
+        poller.stop()
+        poller.join()
+        if poller.problem:
+            return emit.error("cluster", poller.problem, exit_code=code, output_tail=text[-4000:])
+    try:
+        parsed = gotpc.parse_output(text)
+    except gotpc.GoTpcParseError as e:
+        return emit.error("run", "go-tpc's output cannot be read: {}".format(e), exit_code=code,
+                          output_tail=text[-4000:])
+    if parsed.stopped_by:
+        return emit.error("run", "go-tpc was stopped ({}) before its {} s: its figures cover less".format(
+            parsed.stopped_by, duration), exit_code=code, output_tail=text[-4000:])
+    if code != 0 or parsed.errors:
+        return emit.error("run", "; ".join(parsed.errors[:5]) or "go-tpc exited with code {}".format(code),
+                          exit_code=code, output_tail=text[-4000:])
+    fields = gotpc.summary_fields(parsed, percentile) if parsed.finished else None
+    if fields is None:
+        return emit.error("run", "go-tpc printed no summary with New-Order transactions", exit_code=code,
+                          output_tail=text[-4000:])
+    if settings is not None:
+        fields["settings"] = settings
+    emit.emit("summary", time=time.time(), started=started, sysbench_version=None,
+              report_interval_s=every, tolerated_errors=parsed.tolerated, **fields)
     return 0
 
 

@@ -26,14 +26,15 @@ _SAMPLE_COLUMNS = [
     "tps", "qps", "reads_per_s", "writes_per_s", "other_per_s", "latency_ms", "latency_pct",
     "errors_per_s", "reconnects_per_s", "cpu_steal_pct", "cpu_user_pct", "cpu_system_pct", "cpu_iowait_pct",
     "interval_s", "arrived_s", "variant", "block", "disk_reads_per_s", "disk_writes_per_s",
-    "disk_read_mib_per_s", "disk_write_mib_per_s", "disk_await_ms", "rows_in_table",
+    "disk_read_mib_per_s", "disk_write_mib_per_s", "disk_await_ms", "rows_in_table", "tpmc", "tx_per_s",
 ]
 _SUMMARY_COLUMNS = [
     "time", "run_id", "target_id", "repetition", "workload", "step", "threads", "phase", "total_time_s",
     "transactions", "tps", "queries", "qps", "reads", "writes", "other", "ignored_errors", "errors_per_s",
     "reconnects", "reconnects_per_s", "events", "latency_min_ms", "latency_avg_ms", "latency_max_ms",
     "latency_pct", "latency_pct_ms", "sysbench_version", "samples", "tps_cv", "steal_mean_pct",
-    "samples_expected", "covered_s", "missing_final", "variant", "block", "settings",
+    "samples_expected", "covered_s", "missing_final", "variant", "block", "settings", "latency_percentiles_ms",
+    "tpmc", "tx_per_s",
 ]
 _STATUS_COLUMNS = ["time", "run_id", "target_id", "variant", "block", "repetition", "workload", "step", "threads",
                    "phase", "second", "source", "counter", "value", "rate"]
@@ -115,6 +116,13 @@ ALTER TABLE targets ADD COLUMN IF NOT EXISTS storage_layout JSON;
 -- What the machine did while a local run went (benchfleet.local.machine.MachineWatch): load average, and
 -- any other benchmark it overlapped; between-run verdicts caveat a run by it.
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS machine JSON;
+-- A step's latency distribution (issue 39): {"50", "90", "95", "99", "99.9", "max"} in ms.
+ALTER TABLE step_summaries ADD COLUMN IF NOT EXISTS latency_percentiles_ms JSON;
+-- go-tpc steps (issue 39): New-Order per minute and each transaction type's rate ({type: per s}).
+ALTER TABLE samples ADD COLUMN IF NOT EXISTS tpmc DOUBLE;
+ALTER TABLE samples ADD COLUMN IF NOT EXISTS tx_per_s JSON;
+ALTER TABLE step_summaries ADD COLUMN IF NOT EXISTS tpmc DOUBLE;
+ALTER TABLE step_summaries ADD COLUMN IF NOT EXISTS tx_per_s JSON;
 """
 
 
@@ -444,8 +452,9 @@ class DuckDBStore:
         rows = self._dicts("SELECT * FROM step_summaries WHERE run_id = ? "
                            "ORDER BY target_id, variant, threads, repetition, block, step", [run_id])
         for row in rows:
-            if isinstance(row.get("settings"), str):
-                row["settings"] = json.loads(row["settings"])
+            for column in ("settings", "latency_percentiles_ms", "tx_per_s"):
+                if isinstance(row.get(column), str):
+                    row[column] = json.loads(row[column])
         return rows
 
     def samples(self, run_id: str, phase: str | None = None) -> list[dict[str, Any]]:

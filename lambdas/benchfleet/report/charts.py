@@ -278,6 +278,37 @@ def latency(comparison: dict[str, Any], palette: dict[str, str]) -> Figure:
         "ms", xaxis=xaxis, yaxis=_value_axis(values, "ms"))}
 
 
+DISTRIBUTION_KEYS = ("50", "90", "95", "99", "99.9", "max")
+
+
+def latency_distribution(comparison: dict[str, Any], palette: dict[str, str]) -> Figure | None:
+    """Each step's latency distribution (p50, p90, p95, p99, p99.9, max: latency_percentiles_ms) per
+    series (a target, or a target's variant) and thread count: one line across the percentiles at the
+    median of each over the repetitions (odd counts only, as every percentile here), on a log axis
+    where the tail spans decades. None when no step has a distribution (a run from before it)."""
+    data = []
+    values: list[float | None] = []
+    for label, rows in _by_target(comparison["rows"]).items():
+        color = palette.get(label, "#333")
+        for i, row in enumerate(sorted(rows, key=lambda r: r["threads"])):
+            spread = row.get("latency_distribution_ms") or {}
+            y = [(spread.get(k) or {}).get("median") for k in DISTRIBUTION_KEYS]
+            if all(v is None for v in y):
+                continue
+            values += y
+            dash = ("solid", "dot", "dash", "longdash", "dashdot")[i % 5]
+            data.append({"type": "scatter", "mode": "lines+markers", "name": f"{label}, {row['threads']} thr",
+                         "legendgroup": label, "x": [f"p{k}" if k != "max" else "max" for k in DISTRIBUTION_KEYS],
+                         "y": y, "line": {"color": color, "width": 2, "dash": dash},
+                         "marker": {"size": 6, "color": color},
+                         "hovertemplate": "%{fullData.name}<br>%{x}: %{y:,.2f} ms<extra></extra>"})
+    if not data:
+        return None
+    return {"data": data, "layout": _layout(
+        "Latency distribution per step (median over repetitions, odd counts only)", "percentile", "ms",
+        yaxis=_value_axis(values, "ms"))}
+
+
 # How a verdict is drawn. A finding (the interval decides: faster, slower, or equivalent within the margin)
 # is a solid bar; an inconclusive one is hatched; too few repetitions (or nothing to compare) is hollow.
 # The words sit beside every bar, so a screenshot of a hatched or hollow bar still says what it is.

@@ -203,6 +203,13 @@ def render_report(store: DuckDBStore, run_id: str) -> str:
          "median repetition (odd counts only). Percentiles are never averaged. The axis is logarithmic when "
          "the figures span a factor of 8 or more."),
     ]
+    distribution = charts.latency_distribution(comparison, palette)
+    if distribution is not None:
+        figures.append(("distribution", "Latency distribution", distribution,
+                        "Each step's latency from its 50th percentile to its maximum (sysbench: from its "
+                        "histogram of the whole step; go-tpc: New-Order's), one line per series and thread "
+                        "count at the median over repetitions (odd counts only: percentiles are never "
+                        "averaged). Every figure: results --format json, latency_percentiles_ms."))
     if any(r.get("relative") for r in comparison["rows"]):
         base = comparison.get("baseline_variant") or comparison["baseline"]
         figures.append(("relative", f"Relative to the baseline ({base})", charts.relative(comparison, palette),

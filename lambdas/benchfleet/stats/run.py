@@ -24,6 +24,7 @@ from benchfleet.stats.cost import (
 from benchfleet.stats.figures import mean_spread, percentile_spread, step_stats
 from benchfleet.stats.step_sql import step_stats_in_store
 from benchfleet.stats.verdict import CONFIDENCE, DEFAULT_MARGIN_PCT, compare_units, multiplicity
+from benchfleet.sysbench import LATENCY_DISTRIBUTION_KEYS
 
 # ---- a whole run ----------------------------------------------------------------------------------
 
@@ -36,6 +37,8 @@ def comparison_table(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
       scale); ``qps_mean`` likewise for sysbench's qps;
     - ``latency_pct_ms_median``/``_min``/``_max``: sysbench's step percentile (``latency_pct``) across
       repetitions (median for odd counts only, see :func:`percentile_spread`);
+    - ``latency_percentiles_ms``: each step's latency distribution (p50 ... p99.9, max) across
+      repetitions, the median of each key (None for an even number of repetitions, as above);
     - ``tps_cv_mean``: mean across repetitions of each step's CV of per-second tps (jitter);
     - ``steal_mean_pct``: mean across repetitions of each step's mean per-second CPU steal;
     - ``samples``: per-second samples of all repetitions together;
@@ -54,6 +57,7 @@ def comparison_table(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
             "latency_pct": r.get("latency_pct"),
             "latency_pct_ms_median": lat.get("median"), "latency_pct_ms_min": lat.get("min"),
             "latency_pct_ms_max": lat.get("max"),
+            "latency_percentiles_ms": distribution_medians(r.get("latency_distribution_ms")),
             "tps_cv_mean": (r.get("jitter") or {}).get("tps_cv_mean"),
             "steal_mean_pct": r.get("steal_mean_pct"),
             "samples": sum(int(s.get("samples") or 0) for s in r.get("steps") or []),
@@ -61,6 +65,20 @@ def comparison_table(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
             "refused": (rel.get("refused") or {}).get("words"),
         })
     return out
+
+
+def latency_distribution_spread(summaries: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]] | None:
+    """Each key of the steps' latency distributions (``latency_percentiles_ms``, one per repetition) as a
+    :func:`percentile_spread` across repetitions; None when no step has one (a run from before it)."""
+    distributions = [s.get("latency_percentiles_ms") for s in summaries]
+    if not any(distributions):
+        return None
+    return {key: percentile_spread([(d or {}).get(key) for d in distributions]) for key in LATENCY_DISTRIBUTION_KEYS}
+
+
+def distribution_medians(spread: Mapping[str, Mapping[str, Any]] | None) -> dict[str, float | None] | None:
+    """The median across repetitions of each key of :func:`latency_distribution_spread`."""
+    return {key: figures.get("median") for key, figures in spread.items()} if spread else None
 
 
 class QueryStore(Protocol):
@@ -498,6 +516,13 @@ def _merge_blocks(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
             if key == "intervals_measured" and all(v is not None for v in values):
                 merged[key] = all(values)
                 continue
+            if key == "latency_percentiles_ms":
+                # Percentiles of blocks cannot be combined into the step's: each is the highest of the
+                # blocks' (an upper bound, as latency_pct_ms in _HIGHEST), none when a block has none.
+                tables = [v for v in values if isinstance(v, dict)]
+                merged[key] = ({k: max(float(t[k]) for t in tables) for k in tables[0]}
+                               if tables and len(tables) == len(values) else None)
+                continue
             numbers = [float(v) for v in values if isinstance(v, int | float)]
             if not numbers or len(numbers) != len(values):
                 continue
@@ -657,6 +682,7 @@ def _row(target_id: str, threads: int, summaries: Sequence[Mapping[str, Any]],
         "tps_per_second_median": mean_spread(col(step_by_rep, "tps_median"), confidence),
         "latency_pct": pct,
         "latency_step_pct_ms": percentile_spread([s.get("latency_pct_ms") for s in summary_by_rep.values()]),
+        "latency_distribution_ms": latency_distribution_spread(summary_by_rep.values()),
         "latency_avg_ms": mean_spread(col(summary_by_rep, "latency_avg_ms"), confidence),
         "latency_series_p95_ms": percentile_spread([s.get("latency_series_p95_ms")
                                                     for s in step_by_rep.values()]),

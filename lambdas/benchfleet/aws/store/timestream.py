@@ -87,8 +87,9 @@ def _record(row: BaseModel, measure_name: str, dimensions: Iterable[str]) -> dic
         data["variant"] = data["variant"] or NO_VARIANT
     dims = [{"Name": d, "Value": str(data[d])} for d in dimensions]
     skip = {"time", "variant", *dimensions}
-    if isinstance(data.get("settings"), dict):  # a variant's settings, as JSON text (VARCHAR)
-        data["settings"] = json.dumps(data["settings"], sort_keys=True, separators=(",", ":"))
+    for key, value in data.items():  # a variant's settings, a latency distribution, go-tpc's rates per type
+        if isinstance(value, dict):  # as JSON text (VARCHAR)
+            data[key] = json.dumps(value, sort_keys=True, separators=(",", ":"))
     measures = [m for k, v in data.items() if k not in skip and (m := _measure(k, v)) is not None]
     return {"Dimensions": dims, "MeasureName": measure_name, "MeasureValueType": "MULTI",
             "MeasureValues": measures, "Time": _millis(data["time"]), "TimeUnit": "MILLISECONDS"}
