@@ -456,7 +456,8 @@ def test_plan_prices_rds_gp3_with_what_its_size_includes(aws):
            "storage": {"type": "gp3", "size_gb": 400, "iops": 12000, "throughput_mbps": 500}}
     plan = call("plan", {"input": {"spec": spec(targets=[rds])}, "execution_name": "gp3-400"})
     (item,) = plan["targets"]
-    assert item["target"]["price_per_hour"] == pytest.approx(0.215 + 0.17 + 400 * 0.115 / 730, abs=1e-4)
+    # ... and the client's public IPv4 address ($0.005/h, item 13).
+    assert item["target"]["price_per_hour"] == pytest.approx(0.215 + 0.17 + 400 * 0.115 / 730 + 0.005, abs=1e-4)
 
 
 def test_collect_without_agent_output_fails_clearly(aws):

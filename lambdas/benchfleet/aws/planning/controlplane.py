@@ -36,6 +36,7 @@ from benchfleet.plan import Plan, PlanStep, RunCharge, TargetPlan
 from benchfleet.pricing import pricing_dir
 from benchfleet.records import Sample, StatusSample, StepSummary
 from benchfleet.stats.verdict import DEFAULT_MARGIN_PCT
+from benchfleet.sysbench import LATENCY_DISTRIBUTION_KEYS
 
 PRICES_FILE = "control-plane.json"
 # The Lambda EventBridge invokes when a step's Run Command ends (one per step).
@@ -157,6 +158,13 @@ def _metric_queries(t: TargetPlan) -> list[cloudwatch.Query]:
 # depends on the length of its strings, not on its figures (8 bytes each).
 _WHEN = datetime(2026, 1, 1, tzinfo=UTC)
 _STRINGS = {"sysbench_version": "1.0.20"}
+# Mapping measures at their heaviest: go-tpc's every transaction type, failed ones too, and a whole
+# latency distribution (increasing, as the record requires).
+_TX_TYPES = ("DELIVERY", "NEW_ORDER", "ORDER_STATUS", "PAYMENT", "STOCK_LEVEL")
+_MAPPINGS: dict[str, dict[str, float]] = {
+    "tx_per_s": {name: 1.0 for t in _TX_TYPES for name in (t, f"{t}_ERR")},
+    "latency_percentiles_ms": {k: float(i + 1) for i, k in enumerate(LATENCY_DISTRIBUTION_KEYS)},
+}
 # A variant's step records the settings it ran with: two settings, requested and effective.
 _SETTINGS: dict[str, Any] = {
     "variant": "relaxed", "method": "set-global", "differences": [], "error": None,
@@ -173,7 +181,7 @@ _DISK_MEASURES = ("disk_reads_per_s", "disk_writes_per_s", "disk_read_mib_per_s"
 def _every_measure(model: type[BaseModel], *, absent: tuple[str, ...] = (), **given: Any) -> Any:
     """A row of ``model`` with every measure present but ``absent`` (the most a record can weigh):
     numbers where the field is numeric, a representative string where it is text (a text field
-    without one in _STRINGS fails every plan test: add it there)."""
+    without one in _STRINGS fails every plan test: add it there; a mapping, in _MAPPINGS)."""
     values = dict(given)
     for name, info in model.model_fields.items():
         if name in values or name in absent:
@@ -181,7 +189,7 @@ def _every_measure(model: type[BaseModel], *, absent: tuple[str, ...] = (), **gi
         kinds = set(typing.get_args(info.annotation)) if isinstance(info.annotation, types.UnionType) \
             else {info.annotation}
         values[name] = (True if bool in kinds else 1 if int in kinds else 1.0 if float in kinds
-                        else _STRINGS[name])
+                        else _MAPPINGS[name] if name in _MAPPINGS else _STRINGS[name])
     return model.model_validate(values)
 
 
