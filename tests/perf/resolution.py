@@ -24,11 +24,26 @@ benchfleet.history), on noise measured here rather than assumed.
 
 3. **Histories at the study's spread** (DESIGN.md: 3 repetitions on separate EC2 hosts, CV between
    repetitions 1.8% median, 3.8% p90; each simulated history draws its CV from a lognormal through those
-   two): 20 runs of 3 repetitions, each run on hosts of its own, judged by ``benchfleet.history.history``
-   (threshold 10%). ``history_false_alarm_rate=``: the share of A/A histories in which any run was
-   flagged (target <= 0.05); ``history_detection_rate_10pct=``: with a true 10% drop from run 11 on, the
-   share of histories flagging run 11 or 12 (target >= 0.9). The study measured host-to-host spread only:
-   a history whose runs also differ by time of day is noisier than this.
+   two) **plus the between-run noise** measured here (``sd_run`` of the home's A/A runs, which needs two
+   of them; else 0, said in ``history_run_sd_pct=``; ``--run-sd-pct`` sets it): 20 runs of 3
+   repetitions, judged by the product's own ``benchfleet.history.history`` (threshold 10%) as a
+   scheduled history grows, after each run, as ``results --history`` would be run. The signal counted
+   is the user-facing one, its exit code: exit 1 (``latest_regressions``: the newest run lies after an
+   E-Divisive change point that is a drop beyond -10% with its interval below 0).
+   ``history_false_alarm_rate=``: the share of A/A histories that exit 1 after any of their runs
+   (target <= 0.05); ``history_detection_rate_10pct=``: with a true 10% drop from run 11 on, the share
+   that exit 1 after run 11 or 12 (target >= 0.9); ``..._within5=``: after run 11 to 15.
+   ``history_rows_flagged_*``: the same for a row of the newest run flagged ``regression`` or ``possible
+   regression`` against the run before (printed, never the exit code): what this script counted before
+   the change points were merged (0.035 / 0.889 at seed 37), and why the product does not exit on it:
+   with between-run noise it cries wolf (``--run-sd-pct 2``: 0.18 of A/A histories; 5: 0.42).
+   Why detection within 2 runs stays low (measured, 200 drops, no between-run noise): after run 11 one
+   run lies after the drop and E-Divisive's permutation test cannot find a change in a lone last point
+   (p >= ~2/11: 0.005 found); after run 12 it finds 0.92, the interval of the 2 runs after against the 10
+   before (Welch over run means, df ~ 1) lies below 0 in 0.75, and the point estimate lies beyond -10%
+   in 0.44: a true drop of exactly the threshold is beyond it half the time, by construction. Exit 1 by
+   run 12: 0.37; by run 15: 0.64; never within 20 runs: 0.29. The study measured host-to-host spread
+   only: a history whose runs also differ by time of day is noisier than this.
 
 4. **A known host effect, injected here**: the same A/A spec with ``--repetitions`` repetitions, while a
    CPU hog pinned to the server's CPU burns a different share of it in each repetition (0, 60, 30, 90%,
@@ -195,7 +210,8 @@ def bootstrap(units: Sequence[Mapping[str, Any]], figure: Callable[[list[Mapping
     keys = list(reps)
     found = []
     for _ in range(times):
-        sample = [{**u, "repetition": i} for i, k in enumerate(rng.choice(keys) for _ in keys) for u in reps[k]]
+        sample: list[Mapping[str, Any]] = [{**u, "repetition": i} for i, k in enumerate(rng.choice(keys) for _ in keys)
+                                           for u in reps[k]]
         value = figure(sample)
         if value is not None:
             found.append(value)
@@ -265,23 +281,49 @@ def host_cv(rng: random.Random) -> float:
     return math.exp(rng.gauss(math.log(STUDY_CV_MEDIAN), math.log(STUDY_CV_P90 / STUDY_CV_MEDIAN) / Z90))
 
 
-def one_history(rng: random.Random, drop: float, reps: int = 3) -> set[int]:
-    """The runs (1-based) a simulated 20-run history flags; from run DROP_AT on, tps is 1 - drop."""
+def history_points(rng: random.Random, drop: float, run_sd: float, reps: int = 3) -> list[Point]:
+    """One simulated 20-run history: each run on hosts of its own (its repetitions spread by a host CV
+    drawn per history, host_cv), the whole run moved by the between-run noise ``run_sd`` (log scale);
+    from run DROP_AT on, tps is 1 - drop."""
     cv = host_cv(rng)
     points = []
     for k in range(1, HISTORY_RUNS + 1):
-        level = 1000.0 * (1 - drop if k >= DROP_AT else 1.0)
+        level = 1000.0 * (1 - drop if k >= DROP_AT else 1.0) * math.exp(rng.gauss(0, run_sd))
         values = tuple(level * math.exp(rng.gauss(0, cv)) for _ in range(reps))
         points.append(Point(f"r{k:02d}", f"2026-11-{k:02d}T02:00:00Z", "t", 8, statistics.fmean(values),
                             values=values))
-    doc = history("aa", points)
-    return {int(str(r["run_id"])[1:]) for r in doc["regressions"]}
+    return points
 
 
-def history_rates(histories: int, rng: random.Random) -> tuple[float, float]:
-    alarms = sum(bool(one_history(rng, 0.0)) for _ in range(histories))
-    found = sum(bool(one_history(rng, 0.10) & {DROP_AT, DROP_AT + 1}) for _ in range(histories))
-    return alarms / histories, found / histories
+def alarms(points: Sequence[Point], upto: int) -> tuple[bool, bool]:
+    """What ``results --history`` says once the first ``upto`` runs are stored: (exits 1: the newest run
+    lies after a change point that is a drop beyond the threshold, ``latest_regressions``; the newest
+    run's row is flagged ``regression`` or ``possible regression`` against the run before)."""
+    doc = history("aa", points[:upto])
+    newest = f"r{upto:02d}"
+    return bool(doc["latest_regressions"]), any(r["run_id"] == newest for r in doc["regressions"])
+
+
+def history_rates(histories: int, run_sd: float, rng: random.Random) -> dict[str, float]:
+    """As a scheduled history grows run by run, what the user sees after each run. A/A: the share of
+    histories that exit 1 after any of their 20 runs (``exit``), or flag the newest run's row after any
+    (``row``). A true drop of 10 % from run DROP_AT: the share that exit 1 (flag the row) after run
+    DROP_AT or DROP_AT + 1, i.e. within 2 runs of the drop (``within5``: exit 1 after DROP_AT to DROP_AT + 4)."""
+    aa_exit = aa_row = hit_exit = hit_row = hit_late = 0
+    for _ in range(histories):
+        points = history_points(rng, 0.0, run_sd)
+        seen = [alarms(points, k) for k in range(2, HISTORY_RUNS + 1)]
+        aa_exit += any(e for e, _ in seen)
+        aa_row += any(r for _, r in seen)
+        points = history_points(rng, 0.10, run_sd)
+        seen = [alarms(points, k) for k in range(DROP_AT, DROP_AT + 5)]
+        hit_exit += any(e for e, _ in seen[:2])
+        hit_row += any(r for _, r in seen[:2])
+        hit_late += any(e for e, _ in seen)
+    return {"history_false_alarm_rate": aa_exit / histories, "history_detection_rate_10pct": hit_exit / histories,
+            "history_detection_rate_10pct_within5": hit_late / histories,
+            "history_rows_flagged_false_alarm_rate": aa_row / histories,
+            "history_rows_flagged_detection_rate_10pct": hit_row / histories}
 
 
 # ---- main --------------------------------------------------------------------------------------------
@@ -296,6 +338,8 @@ def main() -> int:
     parser.add_argument("--spec", type=Path, default=SPEC)
     parser.add_argument("--home", type=Path, help="read the newest runs from this home instead of running them")
     parser.add_argument("--keep", type=Path, help="run here (a benchfleet home) and keep the runs")
+    parser.add_argument("--run-sd-pct", type=float,
+                        help="the histories' between-run noise, %% (default: sd_run of the home's A/A runs; 0 below 2)")
     args = parser.parse_args()
     if args.repetitions < 8:
         parser.error("--repetitions: at least 8 (the between-repetition spread needs them)")
@@ -320,6 +364,9 @@ def main() -> int:
     with open_store(home, write=False) as store:
         aa_run, host_run = newest_run(store, aa_spec.stem), newest_run(store, host_spec.stem)
         aa_units = block_units(store, aa_run) if aa_run else []
+        # Every A/A run in the home: their number of runs says the between-run component (sd_run).
+        all_aa = [u for r in store.runs() if r["name"] == aa_spec.stem and r["status"] == "succeeded"
+                  for u in block_units(store, r["run_id"])]
         status = [r for batch in store.status_batches(aa_run) for r in batch] if aa_run else []
         host_doc = run_comparison(store, host_run) if host_run else None
     show("aa_run", aa_run or f"none in {home}")
@@ -354,10 +401,20 @@ def main() -> int:
     else:
         show("aa_false_positive_rate_tau2", "n/a (no A/A run with two variants)")
 
-    # 3. Histories.
-    alarms, found = history_rates(args.histories, rng)
-    show("history_false_alarm_rate", alarms)
-    show("history_detection_rate_10pct", found)
+    # 3. Histories, at the study's spread plus the between-run noise measured here (sd_run over the home's
+    # A/A runs, the mean over thread counts), or --run-sd-pct.
+    run_sds = [components(u)["sd_run"] for u in by(all_aa, "threads").values()] if components is not None else []
+    measured = [float(v) for v in run_sds if v is not None]
+    if args.run_sd_pct is not None:
+        run_sd, source = args.run_sd_pct / 100, "--run-sd-pct"
+    elif measured:
+        run_sd, source = statistics.fmean(measured), f"sd_run of {len({u['run'] for u in all_aa})} A/A runs"
+    else:
+        run_sd, source = 0.0, (f"not measured: {len({u['run'] for u in all_aa})} A/A run(s) here, sd_run needs 2; "
+                               "the study's host-to-host spread only")
+    show("history_run_sd_pct", f"{100 * run_sd:.2f} ({source})")
+    for name, rate in history_rates(args.histories, run_sd, rng).items():
+        show(name, rate)
 
     # 4. The injected host effect: the product's paired verdict against Welch on the same figures.
     if host_doc is None:
