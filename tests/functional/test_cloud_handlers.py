@@ -83,7 +83,8 @@ def test_plan_carries_what_every_state_needs(aws):
 
 @pytest.mark.parametrize(("spec_change", "message"), [
     ({"workload": "oltp-read-only"}, "inline"),
-    ({"budget_usd": 0.001}, r"^spec: budget_usd: the estimate is \$[0-9.]+ \(hosts \$[0-9.]+, control plane \$"),
+    ({"budget_usd": 0.001}, r"^spec: budget_usd: the estimate is \$[0-9.]+ \(hosts \$[0-9.]+, "
+                            r"Aurora I/O \$[0-9.]+ \(estimated[^)]*\), control plane \$"),
     # Scheduled runs reach Plan without the API: a price in the spec cannot walk past the budget.
     ({"targets": [target("ec2") | {"price_per_hour": 0}]}, r"^spec: targets\[0\]\.price_per_hour: prices come from"),
     ({"budget_usd": 0.001, "targets": [target("ec2") | {"price_per_hour": 0}]}, r"targets\[0\]\.price_per_hour"),
@@ -649,6 +650,20 @@ def test_the_shipped_aurora_pk_order_spec_measures_both_keys_on_one_cluster(aws)
     # Nothing to switch between them; the cluster boots with default.cnf all the same.
     assert not any((s.get("variant_settings") or {}).get("parameters") for s in item["steps"])
     assert {p["name"] for p in item["parameters"]} == {"innodb_buffer_pool_size", "max_connections"}
+
+
+def test_plan_counts_the_aurora_io_estimate_in_its_budget(aws):
+    """Issue 41 item 14: the shipped aurora-pk-order planned $4.81 against its $5 budget, Aurora's I/O
+    requests left out; the Plan Lambda now counts their estimate (~$51) and shows it apart."""
+    doc = load_spec(REPO / "workloads" / "comparisons" / "aurora-pk-order.yaml").inline()
+    with pytest.raises(errors.PlanRejected, match=r"^spec: budget_usd: the estimate is \$5[0-9.]+ \(hosts \$4\.[0-9]+, "
+                                                  r"Aurora I/O \$5[0-9.]+ \(estimated"):
+        call("plan", {"input": {"spec": doc | {"budget_usd": 5}}, "execution_name": "pk-order-2"})
+    plan = call("plan", {"input": {"spec": doc}, "execution_name": "pk-order-3"})
+    assert 50 < plan["usage_usd"] < plan["estimated_cost_usd"] <= doc["budget_usd"]
+    parts = plan["hosts_usd"] + plan["usage_usd"] + plan["control_plane_usd"]
+    assert plan["estimated_cost_usd"] == pytest.approx(parts, abs=1e-3)
+    assert "transactions/s per thread" in plan["usage_assumption"]
 
 
 def test_run_id_is_the_execution_name_and_a_schedule_names_the_run(aws):

@@ -620,6 +620,8 @@ def plan_run(request: RunRequest, *, execution_name: str | None = None, zone_cou
         "zones": {"count": max(zone_count, 1), "last": max(zone_count, 1) - 1},
         "history_bound": bound, "wall_s": plan.wall_s,
         "estimated_cost_usd": plan.estimated_cost_usd, "hosts_usd": plan.hosts_usd,
+        # Aurora I/O requests, estimated from the workload (its assumption once: the state stays small).
+        "usage_usd": plan.usage_usd, "usage_assumption": plan.usage()[0]["assumption"] if plan.usage() else None,
         "control_plane_usd": plan.control_plane_usd, "targets": targets,
     }
 
