@@ -637,6 +637,52 @@ def test_rds_and_aurora_boot_with_the_runs_parameter_groups_and_reboot_into_stat
             if g["DBParameterGroupName"].startswith(DB_PREFIX)] == []
 
 
+@pytest.mark.parametrize(("kind", "level", "theirs"), [
+    ("rds", "instance", []),
+    ("aurora", "cluster", [{"Key": naming.TAG_STACK, "Value": "Other@us-east-1"}]),
+    ("aurora", "instance", [{"Key": naming.TAG_RUN_ID, "Value": RUN},
+                            {"Key": naming.TAG_TARGET_ID, "Value": "aurora-t"}]),  # no stack's: tagged by hand
+])
+def test_provision_never_adopts_a_parameter_group_of_its_name_that_is_not_the_runs(aws, kind, level, theirs):
+    """Issue 41 item 12: provision took any existing group named as the run's (CreateDBParameterGroup's
+    AlreadyExists suppressed): it set the run's parameters in someone else's group (untagged, another
+    stack's, or tagged with the run but not by this stack), booted the database with it, and teardown
+    deleted it. A group is the run's only with the run's, the target's and the stack's tags."""
+    from benchfleet.aws.fleet import paramgroups
+
+    rds = boto3.client("rds", region_name=REGION)
+    groups = paramgroups.names(kind, RUN, f"{kind}-t", 1, DB_PREFIX)
+    family = "aurora-mysql8.0" if kind == "aurora" else "mysql8.0"
+    name = str(groups.of(level))
+    if level == "cluster":
+        rds.create_db_cluster_parameter_group(DBClusterParameterGroupName=name, DBParameterGroupFamily=family,
+                                              Description="someone else's", Tags=theirs)
+    else:
+        rds.create_db_parameter_group(DBParameterGroupName=name, DBParameterGroupFamily=family,
+                                      Description="someone else's", Tags=theirs)
+    # A teardown of the target (as after a provision that failed before recording anything) deleted
+    # every group of the derived names: it deletes only the run's own, and does not count it as left.
+    torn = call("teardown", {"run_id": RUN, "target": {"target_id": f"{kind}-t", "kind": kind}, "repetition": 1})
+    assert not any(name in d for d in torn["deleted"]) and torn["left"] == []
+    item = call("plan", {"input": {"spec": spec(targets=[target(kind) | {"server_options": {"max_connections": 321}}]),
+                                   "run_id": RUN}})["targets"][0]
+    with pytest.raises(errors.TargetFailed, match=f"parameter group {name} already exists and is not this run's"):
+        call("provision", {"run_id": RUN, "target": item["target"], "repetition": 1, "expires_at": EXPIRES,
+                           "parameters": item["parameters"]})
+    # Nothing set in it, no database booted with it, and it is still there after provision's clean-up
+    # and another teardown.
+    if level == "instance":
+        values = {p["ParameterName"]: p.get("ParameterValue")
+                  for p in rds.describe_db_parameters(DBParameterGroupName=name)["Parameters"]}
+        assert values.get("max_connections") != "321"
+    assert rds.describe_db_instances()["DBInstances"] == []
+    torn = call("teardown", {"run_id": RUN, "target": {"target_id": f"{kind}-t", "kind": kind}, "repetition": 1})
+    assert not any(name in d for d in torn["deleted"]) and torn["left"] == []
+    listed = (rds.describe_db_cluster_parameter_groups()["DBClusterParameterGroups"] if level == "cluster"
+              else rds.describe_db_parameter_groups()["DBParameterGroups"])
+    assert name in {g.get("DBClusterParameterGroupName") or g.get("DBParameterGroupName") for g in listed}
+
+
 def test_the_shipped_aurora_pk_order_spec_measures_both_keys_on_one_cluster(aws):
     """Issue 24 item 7: seed 003's two primary keys were two specs (two clusters, compared run against
     run); now variants of one cluster, which the cloud Plan takes (it refused variants on aurora)."""

@@ -145,6 +145,9 @@ def teardown(ec2: Any, rds: Any, *, run_id: str, target_id: str, resources: dict
                                 cluster=resources.get("cluster_parameter_group"))
     if repetition is not None and prefix is not None and resources.get("kind") in ("rds", "aurora"):
         groups = paramgroups.names(str(resources["kind"]), run_id, target_id, repetition, prefix)
+    # Only the run's own (tagged with the run, the target and the stack): one of its name that is
+    # anyone else's is neither deleted nor counted as left.
+    groups = paramgroups.owned(rds, groups, run_id=run_id, target_id=target_id, owner=owner)
     gone, waiting = paramgroups.delete(rds, groups)
     deleted += gone
     if secretsmanager is not None:  # a cluster's password secrets
