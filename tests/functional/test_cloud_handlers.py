@@ -683,6 +683,22 @@ def test_provision_never_adopts_a_parameter_group_of_its_name_that_is_not_the_ru
     assert name in {g.get("DBClusterParameterGroupName") or g.get("DBParameterGroupName") for g in listed}
 
 
+def test_provision_takes_a_group_whose_tags_it_may_not_read_as_someone_elses(aws):
+    """IAM lets provision read the tags of groups tagged as its stack's only: AccessDenied on
+    ListTagsForResource is a group that is not the run's, refused like one whose tags say so."""
+    from benchfleet.aws.fleet import paramgroups
+
+    proxies, _ = aws
+    rds = boto3.client("rds", region_name=REGION)
+    name = str(paramgroups.names("rds", RUN, "rds-t", 1, DB_PREFIX).instance)
+    rds.create_db_parameter_group(DBParameterGroupName=name, DBParameterGroupFamily="mysql8.0", Description="x")
+    proxies["rds"].faults["list_tags_for_resource"] = lambda kw: client_error("AccessDenied", "ListTagsForResource")
+    item = call("plan", {"input": {"spec": spec(targets=[target("rds")]), "run_id": RUN}})["targets"][0]
+    with pytest.raises(errors.TargetFailed, match=f"{name} already exists and is not this run's \\(no benchfleet tags"):
+        call("provision", {"run_id": RUN, "target": item["target"], "repetition": 1, "expires_at": EXPIRES,
+                           "parameters": item["parameters"]})
+
+
 def test_the_shipped_aurora_pk_order_spec_measures_both_keys_on_one_cluster(aws):
     """Issue 24 item 7: seed 003's two primary keys were two specs (two clusters, compared run against
     run); now variants of one cluster, which the cloud Plan takes (it refused variants on aurora)."""

@@ -10,8 +10,9 @@ other resource of the run and named from the run, target, repetition and role as
 them; readiness reboots the writer once where a static parameter still waits for a reboot; a
 variant's step switches the dynamic ones (ApplyMethod immediate); teardown deletes them after their
 database. A parameter group cannot be deleted while a database still uses it (the database may be
-``deleting`` for minutes): teardown leaves such a group to the janitor and says so, the sweep removes
-it once the database is gone.
+``deleting`` for minutes): teardown says so (``waiting``) and the state machine runs it again once
+that has passed, until the group is gone (``lifecycle.next_lap``); the sweep removes one still there
+after the last lap.
 
 A group is the run's only when it carries the run's, the target's and the owning stack's tags, as a
 database is (``owned``): its derived name alone proves nothing, since anyone may create a group of that
@@ -83,15 +84,22 @@ IDENTITY_TAGS = (naming.TAG_RUN_ID, naming.TAG_TARGET_ID, naming.TAG_STACK)
 
 
 def _tags(rds: Any, level: str, name: str) -> dict[str, str] | None:
-    """The group's tags (None: there is no such group)."""
+    """The group's tags (None: there is no such group; empty: they may not be read, as provision may
+    read the tags of groups tagged as its stack's only (IAM): not the run's either way)."""
     found = _each(rds, Groups(**{level: name}), "describe_db_parameter_groups", "describe_db_cluster_parameter_groups")
     answer = found[0][2] if found and found[0][3] is None else None
     items = (answer or {}).get("DBClusterParameterGroups" if level == CLUSTER else "DBParameterGroups") or []
     if not items:
         return None
     arn = items[0]["DBClusterParameterGroupArn" if level == CLUSTER else "DBParameterGroupArn"]
-    with aws_errors():
-        return {t["Key"]: t["Value"] for t in rds.list_tags_for_resource(ResourceName=arn).get("TagList") or []}
+    try:
+        with aws_errors():
+            listed = rds.list_tags_for_resource(ResourceName=arn).get("TagList") or []
+    except ClientError as e:
+        if error_code(e) not in ("AccessDenied", "AccessDeniedException"):
+            raise
+        return {}
+    return {t["Key"]: t["Value"] for t in listed}
 
 
 def _is_ours(found: dict[str, str], identity: dict[str, str]) -> bool:
