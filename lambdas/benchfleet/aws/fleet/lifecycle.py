@@ -123,6 +123,8 @@ def next_lap(previous: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]
     """Teardown's answer to the state machine: ``result`` with the lap counted, what every lap deleted,
     and ``wait_s`` (teardown again after it) while a parameter group waits for its database and the
     laps are not used up; without ``wait_s`` the repetition goes on ("Parameter groups gone?")."""
+    if not previous and not result.get("waiting"):
+        return result  # done in one lap, the usual case: the answer as teardown gave it
     lap = int(previous.get("lap") or 0) + 1
     out = {**result, "lap": lap, "deleted": sorted({*(previous.get("deleted") or []), *result["deleted"]})}
     if result.get("waiting") and lap < TEARDOWN_LAPS:
