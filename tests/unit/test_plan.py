@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from datetime import UTC, datetime, timedelta
 
@@ -128,3 +129,18 @@ AURORA = {"id": "au", "kind": "aurora", "instance_class": "db.r6g.large", "regio
 
 def _aurora():
     return loaded([AURORA]).spec.targets[0]
+
+
+def test_benchfleet_plan_prints_the_aurora_io_line_with_its_assumption_and_counts_it(capsys) -> None:
+    from benchfleet.cli import main
+
+    path = str(REPO / "workloads" / "comparisons" / "aurora-pk-order.yaml")
+    assert main(["plan", path, "--format", "json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    (line,) = summary["usage"]
+    assert line["target_id"] == "aurora-r6g-large" and line["cost_usd"] == summary["usage_usd"] > 50
+    assert summary["estimated_cost_usd"] > summary["hosts_usd"] + summary["usage_usd"] and not summary["over_budget"]
+    assert main(["plan", path]) == 0
+    out = " ".join(capsys.readouterr().out.split())  # rich wraps long lines
+    assert "Aurora I/O requests" in out and "assumed: a load writes its rows' bytes" in out
+    assert f"+ Aurora I/O ${summary['usage_usd']:.2f} +" in out
