@@ -247,7 +247,9 @@ export class Permissions {
     add(
       new iam.PolicyStatement({
         sid: 'SetOwnedParameterGroups',
-        actions: ['rds:ModifyDBParameterGroup', 'rds:ModifyDBClusterParameterGroup'],
+        // ListTagsForResource: a group of the run's name that exists is adopted only when its tags
+        // are the run's (paramgroups._adopt); one not tagged as this stack's cannot even be read.
+        actions: ['rds:ModifyDBParameterGroup', 'rds:ModifyDBClusterParameterGroup', 'rds:ListTagsForResource'],
         resources: ownGroups,
         conditions: requireOwnedResource(this.owner),
       }),

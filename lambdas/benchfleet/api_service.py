@@ -362,7 +362,7 @@ class RunService:
         plan = self._checked_plan(loaded, run_id, regions)
         spec_data = canonical_spec(loaded.spec)
         digest = spec_hash(spec_data)
-        estimate = {"estimated_cost_usd": plan.estimated_cost_usd, "wall_s": plan.wall_s,
+        estimate = {"estimated_cost_usd": plan.estimated_cost_usd, "usage_usd": plan.usage_usd, "wall_s": plan.wall_s,
                     "unpriced_targets": plan.unpriced_targets, "budget_usd": plan.budget_usd,
                     "warnings": plan.warnings}
         if run_id is not None:

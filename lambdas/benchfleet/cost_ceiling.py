@@ -98,9 +98,14 @@ def unpriced_problems(plan: Plan, targets: Sequence[Any],
 
 
 def _estimate(plan: Plan) -> str:
-    cp = plan.control_plane_usd
-    parts = f" (hosts ${plan.hosts_usd:.2f}, control plane ${cp:.2f})" if cp else ""
-    return f"the estimate is ${plan.estimated_cost_usd:.2f}{parts}"
+    """The estimate and its parts: hosts, Aurora I/O (estimated from the workload), control plane."""
+    cp, used = plan.control_plane_usd, plan.usage_usd
+    parts = [f"hosts ${plan.hosts_usd:.2f}"]
+    if used:
+        parts.append(f"Aurora I/O ${used:.2f} (estimated: `benchfleet plan` gives the assumption)")
+    if cp:
+        parts.append(f"control plane ${cp:.2f}")
+    return f"the estimate is ${plan.estimated_cost_usd:.2f}" + (f" ({', '.join(parts)})" if len(parts) > 1 else "")
 
 
 def cost_problems(plan: Plan, targets: Sequence[Any], ceiling: float,

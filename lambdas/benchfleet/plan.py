@@ -22,7 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from benchfleet import clusterjob, galera, serverstatus, waves
-from benchfleet.pricing import DEFAULT_REGION
+from benchfleet.pricing import DEFAULT_REGION, aurora_io_rate
 from benchfleet.spec import (
     ONE_ROW_PER_EVENT,
     ComparisonSpec,
@@ -90,6 +90,22 @@ WRITTEN_BYTES_PER_ROW = 4 * ROW_BYTES
 # storage on its own: taken at 30,000 IOPS and 1 GB/s, a conservative figure for a large writer.
 INSTANCE_STORE_IOPS, INSTANCE_STORE_MBPS = 100_000, 1_000
 AURORA_IOPS, AURORA_MBPS = 30_000, 1_000
+# Aurora bills its storage I/O per request (aurora.json's io_per_million), apart from the hours: the plan
+# estimates a target's requests from its steps, by the load model above. Writes: Aurora writes redo
+# records, not pages, billed in 4 KiB units and batched across concurrent commits, so a load writes its
+# rows' bytes / 4 KiB and a transaction of a test that writes at most one. Reads: a row loaded, or a
+# transaction run, beyond the buffer pool reads one page from storage, except inserts in key order
+# (they touch the table's last pages only). A warm-up or measured step's transactions are assumed, not
+# known before the run: AURORA_TPS_PER_THREAD per sysbench thread (a commit waits ~5 ms for 4 of 6
+# storage copies across 3 zones). CloudWatch's VolumeReadIOPs and VolumeWriteIOPs give the real counts.
+AURORA_IO_BYTES = 4096
+AURORA_TPS_PER_THREAD = 200
+READ_ONLY_TESTS = frozenset({"oltp_read_only", "oltp_point_select", "select_random_points", "select_random_ranges"})
+KEY_ORDER_INSERT_TESTS = frozenset({"lua/insert_pk_seq.lua"})
+AURORA_IO_ASSUMPTION = (f"assumed: a load writes its rows' bytes ({ROW_BYTES} B a row) in 4 KiB redo writes; "
+                        f"steps run {AURORA_TPS_PER_THREAD} transactions/s per thread, one write each unless "
+                        "the test only reads, one read each (and per row loaded) beyond the buffer pool "
+                        "unless inserting in key order; the bill's VolumeReadIOPs/VolumeWriteIOPs tell")
 # GiB of memory per vCPU by instance family class (c 2, m 4, r 8, x 16, i 8, z 8, t ~4): the buffer
 # pool's size where the catalogue gives none.
 GIB_PER_VCPU = {"c": 2, "m": 4, "r": 8, "x": 16, "i": 8, "z": 8, "t": 4, "a": 2, "d": 8}
@@ -207,6 +223,10 @@ class TargetPlan(BaseModel):
     # (source, counter) of the server status rows each reading makes (benchfleet.serverstatus.series):
     # what the store is written per report interval of a warm-up or measure step, beside the sample.
     status_series: list[tuple[str, str]] = []
+    # Aurora: the storage I/O requests its repetitions make (``aurora_io_requests``, an estimate with
+    # AURORA_IO_ASSUMPTION) and their price per million (None: the tables hold none for the region).
+    io_requests: int | None = None
+    io_usd_per_million: float | None = None
 
     def steps_of(self, repetition: int) -> list[PlanStep]:
         """The steps of one repetition (1-based), in the order they run."""
@@ -281,6 +301,13 @@ class TargetPlan(BaseModel):
             return None
         return round(self.price_per_hour * self.host_s / 3600, 4)
 
+    @property
+    def io_usd(self) -> float | None:
+        """What the estimated Aurora I/O requests cost (None: no requests, or no rate)."""
+        if self.io_requests is None or self.io_usd_per_million is None:
+            return None
+        return round(self.io_requests * self.io_usd_per_million / 1_000_000, 4)
+
 
 class Plan(BaseModel):
     model_config = ConfigDict(frozen=True)
@@ -320,12 +347,24 @@ class Plan(BaseModel):
         return round(sum(t.estimated_cost_usd or 0.0 for t in self.targets), 4)
 
     @property
+    def usage_usd(self) -> float:
+        """What the targets' estimated use costs beyond their hours (Aurora I/O requests)."""
+        return round(sum(t.io_usd or 0.0 for t in self.targets), 4)
+
+    @property
     def control_plane_usd(self) -> float:
         return round(sum(c.cost_usd for c in self.control_plane), 4)
 
     @property
     def estimated_cost_usd(self) -> float:
-        return round(self.hosts_usd + self.control_plane_usd, 4)
+        return round(self.hosts_usd + self.usage_usd + self.control_plane_usd, 4)
+
+    def usage(self) -> list[dict[str, Any]]:
+        """A line per target billed by use as the plan estimates it (Aurora I/O requests), with its
+        assumption: `plan` shows them, and the budget and the cost ceiling count them."""
+        return [{"target_id": t.target_id, "item": "Aurora I/O requests", "quantity": t.io_requests,
+                 "usd_per_million": t.io_usd_per_million, "cost_usd": t.io_usd, "assumption": AURORA_IO_ASSUMPTION}
+                for t in self.targets if t.io_requests is not None]
 
     def region_peaks(self) -> list[dict[str, Any]]:
         """Per region: the most EC2 hosts, their vCPUs and DB instances running at one moment (as
@@ -356,7 +395,8 @@ class Plan(BaseModel):
 
     @property
     def unpriced_targets(self) -> list[str]:
-        return [t.target_id for t in self.targets if t.price_per_hour is None and t.kind != "local"]
+        return [t.target_id for t in self.targets if t.kind != "local"
+                and (t.price_per_hour is None or (t.io_requests is not None and t.io_usd_per_million is None))]
 
     @property
     def over_budget(self) -> bool:
@@ -389,7 +429,7 @@ class Plan(BaseModel):
             "name": self.name, "workload": self.workload, "mode": self.mode,
             "repetitions": self.repetitions, "wall_s": self.wall_s,
             "estimated_cost_usd": self.estimated_cost_usd, "hosts_usd": self.hosts_usd,
-            "control_plane_usd": self.control_plane_usd,
+            "control_plane_usd": self.control_plane_usd, "usage_usd": self.usage_usd, "usage": self.usage(),
             "control_plane": [c.model_dump() for c in self.control_plane],
             "budget_usd": self.budget_usd,
             "over_budget": self.over_budget, "unpriced_targets": self.unpriced_targets,
@@ -490,6 +530,31 @@ def prepare_seconds(workload: Workload, target: Any = None) -> int:
             bound = beyond * WRITTEN_BYTES_PER_ROW / (io[1] * 1_000_000)
         seconds += max(beyond / rate, bound)
     return max(PREPARE_MIN_SECONDS, math.ceil(seconds))
+
+
+def aurora_io_requests(workload: Workload, step: PlanStep, target: Any) -> int:
+    """Storage I/O requests one step of ``workload`` makes on an Aurora target (AURORA_IO_ASSUMPTION)."""
+    rows = workload.tables * workload.table_size
+    memory = memory_bytes(target)
+    beyond = 0 if memory is None else max(0, rows - int(memory * BUFFER_POOL_SHARE / ROW_BYTES))
+    reads_beyond = beyond > 0 and workload.test not in KEY_ORDER_INSERT_TESTS
+    if step.kind == "prepare":
+        return math.ceil(rows * ROW_BYTES / AURORA_IO_BYTES) + (beyond if reads_beyond else 0)
+    transactions = step.threads * AURORA_TPS_PER_THREAD * step.duration_s
+    return transactions * ((workload.test not in READ_ONLY_TESTS) + reads_beyond)
+
+
+def _target_io_requests(loaded: LoadedSpec, target: Any, t: TargetPlan) -> int:
+    """Every repetition's Aurora I/O requests, each step by the workload it runs (its variant's)."""
+    return sum(aurora_io_requests(loaded.workload_of(s.variant), s, target)
+               for r in range(1, t.repetitions + 1) for s in t.steps_of(r))
+
+
+def _io_rate(region: str) -> float | None:
+    try:
+        return aurora_io_rate(region)
+    except (OSError, ValueError):  # no tables: unpriced, like a host they cannot price
+        return None
 
 
 def _server_vcpus(target: Any) -> int | None:
@@ -735,6 +800,11 @@ def make_plan(loaded: LoadedSpec, price_lookup: PriceLookup | None = None, *, at
             price_per_hour=price, server_options=target.server_options, hosts=hosts_of(target),
             at_once=concurrent, spacing_s=spec.repetition_spacing_s or 0, storage=storage, warnings=warnings,
             status_series=status_series(spec, target)))
+        if target.kind == "aurora" and not spec.is_local:
+            region = getattr(target, "region", None) or DEFAULT_REGION
+            targets[-1] = targets[-1].model_copy(update={
+                "io_requests": _target_io_requests(loaded, target, targets[-1]),
+                "io_usd_per_million": _io_rate(region) if price_lookup is not None else None})
     tests = [loaded.workload.test, *(v.workload.test for v in spec.variants if isinstance(v.workload, Workload))]
     plan = Plan(name=spec.name, workload=loaded.workload.name, mode="local" if spec.is_local else "aws",
                 repetitions=spec.repetitions, targets=targets, budget_usd=spec.budget_usd, order=spec.order,

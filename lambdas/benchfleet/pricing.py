@@ -380,6 +380,13 @@ def volume_lines(rate: StorageRate | None, storage: Any, *, quantity: int = 1) -
     return lines
 
 
+def aurora_io_rate(region: str, prices: Prices | None = None) -> float | None:
+    """USD per million Aurora I/O requests in ``region`` (the aurora table's ``storage``
+    ``io_per_million``, Aurora Standard's; None when the tables hold none for the region)."""
+    rate = (prices or load_prices()).aurora.storage.get(region, {}).get("io_per_million")
+    return None if rate is None else float(rate)
+
+
 def cross_zone_rate(prices: Prices) -> float:
     """USD per GB crossing between availability zones, each way (the ec2 table's
     ``data_transfer.inter_az_usd_per_gb_each_way``; AWS: $0.01)."""

@@ -226,8 +226,10 @@ def print_plan(summary: dict[str, Any]) -> None:
     console.print(f"estimated wall time {_duration(summary['wall_s'])}, estimated cost "
                   f"{_usd(summary['estimated_cost_usd'])}"
                   + (f" + {unpriced} target{'s' if unpriced > 1 else ''} unpriced" if unpriced else "")
-                  + (f" (hosts {_usd(summary['hosts_usd'])} + control plane {_usd(summary['control_plane_usd'])})"
-                     if summary["control_plane"] else "")
+                  + (f" (hosts {_usd(summary['hosts_usd'])}"
+                     + (f" + Aurora I/O {_usd(summary['usage_usd'])}" if summary.get("usage") else "")
+                     + (f" + control plane {_usd(summary['control_plane_usd'])}" if summary["control_plane"] else "")
+                     + ")" if summary["control_plane"] or summary.get("usage") else "")
                   + (f" (budget ${summary['budget_usd']:.2f})" if summary["budget_usd"] is not None else ""))
     if summary["unpriced_targets"]:
         console.print(f"[yellow]no price known for: {', '.join(summary['unpriced_targets'])}")
@@ -354,6 +356,16 @@ def _print_cloud_plan(summary: dict[str, Any]) -> None:
         for c in summary["control_plane"]:
             charges.add_row(c["item"], f"{c['quantity']:,.0f}", f"{c['usd_per_unit']:.8g}", f"${c['cost_usd']:.4f}")
         console.print(charges)
+    if summary.get("usage"):
+        used = Table(title="billed by use (estimated from the workload)")
+        for col in ("target", "item", "quantity", "$/million", "cost"):
+            used.add_column(col, justify="left" if col in ("target", "item") else "right")
+        for u in summary["usage"]:
+            rate, cost = u["usd_per_million"], u["cost_usd"]
+            used.add_row(u["target_id"], u["item"], f"{u['quantity']:,}", "no rate" if rate is None else f"{rate:g}",
+                         "unpriced" if cost is None else f"${cost:.4f}")
+        console.print(used)
+        console.print(summary["usage"][0]["assumption"])
     if summary.get("refused"):
         console.print(f"[red]{summary['refused']}")
 

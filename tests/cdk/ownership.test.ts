@@ -158,6 +158,13 @@ describe("a run's parameter groups (issue 28 item 1)", () => {
       expect(judge(provision, { action: create, resource, context: asRequest(runTags(ours.owner)) })).toBe('allow');
     }
     expect(judge(provision, { action: 'rds:CreateDBParameterGroup', resource: pg('prod-params'), context: asRequest(runTags(ours.owner)) })).toBe('implicit-deny');
+    // A group of the run's name that exists is adopted only when its tags are the run's (issue 41
+    // item 12): provision reads the tags of groups named as ours and tagged as this stack's, no other.
+    for (const resource of ourGroups()) {
+      expect(judge(provision, { action: 'rds:ListTagsForResource', resource, context: asResource(runTags(ours.owner)) })).toBe('allow');
+      expect(judge(provision, { action: 'rds:ListTagsForResource', resource, context: asResource({}) })).toBe('implicit-deny');
+    }
+    expect(judge(provision, { action: 'rds:ListTagsForResource', resource: pg('prod-params'), context: asResource(runTags(ours.owner)) })).toBe('implicit-deny');
   });
 
   test('exactly provision and start_step change them; exactly the sweepers and teardown delete them', () => {

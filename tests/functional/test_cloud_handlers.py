@@ -83,7 +83,8 @@ def test_plan_carries_what_every_state_needs(aws):
 
 @pytest.mark.parametrize(("spec_change", "message"), [
     ({"workload": "oltp-read-only"}, "inline"),
-    ({"budget_usd": 0.001}, r"^spec: budget_usd: the estimate is \$[0-9.]+ \(hosts \$[0-9.]+, control plane \$"),
+    ({"budget_usd": 0.001}, r"^spec: budget_usd: the estimate is \$[0-9.]+ \(hosts \$[0-9.]+, "
+                            r"Aurora I/O \$[0-9.]+ \(estimated[^)]*\), control plane \$"),
     # Scheduled runs reach Plan without the API: a price in the spec cannot walk past the budget.
     ({"targets": [target("ec2") | {"price_per_hour": 0}]}, r"^spec: targets\[0\]\.price_per_hour: prices come from"),
     ({"budget_usd": 0.001, "targets": [target("ec2") | {"price_per_hour": 0}]}, r"targets\[0\]\.price_per_hour"),
@@ -637,6 +638,68 @@ def test_rds_and_aurora_boot_with_the_runs_parameter_groups_and_reboot_into_stat
             if g["DBParameterGroupName"].startswith(DB_PREFIX)] == []
 
 
+@pytest.mark.parametrize(("kind", "level", "theirs"), [
+    ("rds", "instance", []),
+    ("aurora", "cluster", [{"Key": naming.TAG_STACK, "Value": "Other@us-east-1"}]),
+    ("aurora", "instance", [{"Key": naming.TAG_RUN_ID, "Value": RUN},
+                            {"Key": naming.TAG_TARGET_ID, "Value": "aurora-t"}]),  # no stack's: tagged by hand
+])
+def test_provision_never_adopts_a_parameter_group_of_its_name_that_is_not_the_runs(aws, kind, level, theirs):
+    """Issue 41 item 12: provision took any existing group named as the run's (CreateDBParameterGroup's
+    AlreadyExists suppressed): it set the run's parameters in someone else's group (untagged, another
+    stack's, or tagged with the run but not by this stack), booted the database with it, and teardown
+    deleted it. A group is the run's only with the run's, the target's and the stack's tags."""
+    from benchfleet.aws.fleet import paramgroups
+
+    rds = boto3.client("rds", region_name=REGION)
+    groups = paramgroups.names(kind, RUN, f"{kind}-t", 1, DB_PREFIX)
+    family = "aurora-mysql8.0" if kind == "aurora" else "mysql8.0"
+    name = str(groups.of(level))
+    if level == "cluster":
+        rds.create_db_cluster_parameter_group(DBClusterParameterGroupName=name, DBParameterGroupFamily=family,
+                                              Description="someone else's", Tags=theirs)
+    else:
+        rds.create_db_parameter_group(DBParameterGroupName=name, DBParameterGroupFamily=family,
+                                      Description="someone else's", Tags=theirs)
+    # A teardown of the target (as after a provision that failed before recording anything) deleted
+    # every group of the derived names: it deletes only the run's own, and does not count it as left.
+    torn = call("teardown", {"run_id": RUN, "target": {"target_id": f"{kind}-t", "kind": kind}, "repetition": 1})
+    assert not any(name in d for d in torn["deleted"]) and torn["left"] == []
+    item = call("plan", {"input": {"spec": spec(targets=[target(kind) | {"server_options": {"max_connections": 321}}]),
+                                   "run_id": RUN}})["targets"][0]
+    with pytest.raises(errors.TargetFailed, match=f"parameter group {name} already exists and is not this run's"):
+        call("provision", {"run_id": RUN, "target": item["target"], "repetition": 1, "expires_at": EXPIRES,
+                           "parameters": item["parameters"]})
+    # Nothing set in it, no database booted with it, and it is still there after provision's clean-up
+    # and another teardown.
+    if level == "instance":
+        values = {p["ParameterName"]: p.get("ParameterValue")
+                  for p in rds.describe_db_parameters(DBParameterGroupName=name)["Parameters"]}
+        assert values.get("max_connections") != "321"
+    assert rds.describe_db_instances()["DBInstances"] == []
+    torn = call("teardown", {"run_id": RUN, "target": {"target_id": f"{kind}-t", "kind": kind}, "repetition": 1})
+    assert not any(name in d for d in torn["deleted"]) and torn["left"] == []
+    listed = (rds.describe_db_cluster_parameter_groups()["DBClusterParameterGroups"] if level == "cluster"
+              else rds.describe_db_parameter_groups()["DBParameterGroups"])
+    assert name in {g.get("DBClusterParameterGroupName") or g.get("DBParameterGroupName") for g in listed}
+
+
+def test_provision_takes_a_group_whose_tags_it_may_not_read_as_someone_elses(aws):
+    """IAM lets provision read the tags of groups tagged as its stack's only: AccessDenied on
+    ListTagsForResource is a group that is not the run's, refused like one whose tags say so."""
+    from benchfleet.aws.fleet import paramgroups
+
+    proxies, _ = aws
+    rds = boto3.client("rds", region_name=REGION)
+    name = str(paramgroups.names("rds", RUN, "rds-t", 1, DB_PREFIX).instance)
+    rds.create_db_parameter_group(DBParameterGroupName=name, DBParameterGroupFamily="mysql8.0", Description="x")
+    proxies["rds"].faults["list_tags_for_resource"] = lambda kw: client_error("AccessDenied", "ListTagsForResource")
+    item = call("plan", {"input": {"spec": spec(targets=[target("rds")]), "run_id": RUN}})["targets"][0]
+    with pytest.raises(errors.TargetFailed, match=f"{name} already exists and is not this run's \\(no benchfleet tags"):
+        call("provision", {"run_id": RUN, "target": item["target"], "repetition": 1, "expires_at": EXPIRES,
+                           "parameters": item["parameters"]})
+
+
 def test_the_shipped_aurora_pk_order_spec_measures_both_keys_on_one_cluster(aws):
     """Issue 24 item 7: seed 003's two primary keys were two specs (two clusters, compared run against
     run); now variants of one cluster, which the cloud Plan takes (it refused variants on aurora)."""
@@ -650,6 +713,20 @@ def test_the_shipped_aurora_pk_order_spec_measures_both_keys_on_one_cluster(aws)
     # Nothing to switch between them; the cluster boots with default.cnf all the same.
     assert not any((s.get("variant_settings") or {}).get("parameters") for s in item["steps"])
     assert {p["name"] for p in item["parameters"]} == {"innodb_buffer_pool_size", "max_connections"}
+
+
+def test_plan_counts_the_aurora_io_estimate_in_its_budget(aws):
+    """Issue 41 item 14: the shipped aurora-pk-order planned $4.81 against its $5 budget, Aurora's I/O
+    requests left out; the Plan Lambda now counts their estimate (~$51) and shows it apart."""
+    doc = load_spec(REPO / "workloads" / "comparisons" / "aurora-pk-order.yaml").inline()
+    with pytest.raises(errors.PlanRejected, match=r"^spec: budget_usd: the estimate is \$5[0-9.]+ \(hosts \$4\.[0-9]+, "
+                                                  r"Aurora I/O \$5[0-9.]+ \(estimated"):
+        call("plan", {"input": {"spec": doc | {"budget_usd": 5}}, "execution_name": "pk-order-2"})
+    plan = call("plan", {"input": {"spec": doc}, "execution_name": "pk-order-3"})
+    assert 50 < plan["usage_usd"] < plan["estimated_cost_usd"] <= doc["budget_usd"]
+    parts = plan["hosts_usd"] + plan["usage_usd"] + plan["control_plane_usd"]
+    assert plan["estimated_cost_usd"] == pytest.approx(parts, abs=1e-3)
+    assert "transactions/s per thread" in plan["usage_assumption"]
 
 
 def test_run_id_is_the_execution_name_and_a_schedule_names_the_run(aws):

@@ -185,3 +185,32 @@ def test_refused_plan_ends_failed_with_a_summary_and_creates_nothing(harness):
     assert harness.calls_of("provision") == []
     summarize = harness.calls_of("summarize")[0].result
     assert summarize["status"] == "FAILED" and "inline" in summarize["error"]["cause"]
+
+
+def test_teardown_deletes_the_parameter_groups_once_their_database_is_gone(harness):
+    """Issue 41 item 12: a parameter group cannot be deleted while its database is deleting (minutes
+    on AWS, at once in moto: here RDS answers 'in use' twice), and teardown left it to the janitor,
+    an hour later; the run ended with its groups still there. Now the state machine waits and tears
+    down again until they go, and the run ends with nothing of the target left."""
+    in_use = [client_error("InvalidDBParameterGroupState", "DeleteDBParameterGroup",
+                           "One or more database instances are still members of this parameter group")] * 2
+    harness.proxies["rds"].faults["delete_db_parameter_group"] = list(in_use)
+    rds_target = next(t for t in spec()["targets"] if t["kind"] == "rds")
+    summary = finish(harness, harness.run(spec(targets=[rds_target]), name="groups-in-use"), "SUCCEEDED")
+    assert status_of(summary) == {rds_target["id"]: "SUCCEEDED"}
+    laps = [c.result for c in harness.calls_of("teardown")]
+    assert [len(lap["waiting"]) for lap in laps] == [1, 1, 0] and [lap.get("wait_s") for lap in laps] == [60, 60, None]
+    assert any(d.startswith("db parameter group ") for d in laps[-1]["deleted"])
+    assert any(d.startswith("db instance ") for d in laps[-1]["deleted"])  # what every lap deleted
+
+
+def test_a_group_still_in_use_after_the_last_teardown_lap_is_left_to_the_janitor(harness):
+    from benchfleet.aws.fleet.lifecycle import TEARDOWN_LAPS
+
+    harness.proxies["rds"].faults["delete_db_parameter_group"] = lambda kw: client_error(
+        "InvalidDBParameterGroupState", "DeleteDBParameterGroup")
+    rds_target = next(t for t in spec()["targets"] if t["kind"] == "rds")
+    result = harness.run(spec(targets=[rds_target]), name="groups-stuck")
+    assert result["status"] == "SUCCEEDED", harness.explain(result)
+    laps = [c.result for c in harness.calls_of("teardown")]
+    assert len(laps) == TEARDOWN_LAPS and laps[-1]["waiting"] and "wait_s" not in laps[-1]

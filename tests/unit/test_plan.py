@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 from datetime import UTC, datetime, timedelta
 
 from tests.conftest import REPO
@@ -78,3 +80,67 @@ def test_smoke_and_stand_in_runs_are_marked_as_not_the_spec() -> None:
     smoke = trial(spec, "smoke", True)
     assert smoke is not None and smoke["substituted"] == ["aurora-r6g-large"]
     assert "smoke scale" in str(smoke["label"]) and "stand-ins for aurora-r6g-large" in str(smoke["label"])
+
+
+def test_an_aurora_plan_prices_its_io_requests_as_their_own_line_in_the_total_and_the_budget() -> None:
+    """Issue 41 item 14: Aurora's I/O requests were left out: the shipped aurora-pk-order planned
+    $4.81 against a $5 budget, though its random-key load and inserts read a page beyond the buffer
+    pool for nearly every row. The plan now estimates them from the workload, at the tables' rate."""
+    from benchfleet.plan import AURORA_TPS_PER_THREAD, ROW_BYTES, aurora_io_requests
+    from benchfleet.pricing import aurora_io_rate, price_per_hour
+
+    shipped = load_spec(str(REPO / "workloads" / "comparisons" / "aurora-pk-order.yaml"))
+    doc = shipped.inline() | {"budget_usd": 5}
+    plan = make_plan(resolve(parse_spec(doc), "p"), price_per_hour)
+    (t,) = plan.targets
+    rate = aurora_io_rate("us-east-1")
+    assert rate == 0.2 and t.io_usd_per_million == rate
+    # Seq's load: 200 M rows of 250 bytes in 4 KiB redo writes, no reads (key order); random's: the
+    # same writes and one read a row beyond a db.r6g.large's 12 GiB pool (51.5 M rows of 250 bytes).
+    seq, rnd = (shipped.workload_of(v) for v in ("seq", "random"))
+    prepare = {s.variant: s for s in t.steps if s.kind == "prepare"}
+    rows = 8 * 25_000_000
+    writes = -(-rows * ROW_BYTES // 4096)
+    assert aurora_io_requests(seq, prepare["seq"], _aurora()) == writes
+    assert aurora_io_requests(rnd, prepare["random"], _aurora()) == writes + rows - int(16 * 1024**3 * 0.75 / ROW_BYTES)
+    # A measured step: 15 threads x 200 tps x 3,600 s, a write each, and a read each with random keys.
+    block = next(s for s in t.steps if s.name == "t0015.b1.random")
+    assert aurora_io_requests(rnd, block, _aurora()) == 15 * AURORA_TPS_PER_THREAD * 3600 * 2
+    assert t.io_requests is not None and t.io_requests > 200_000_000
+    assert plan.usage_usd == t.io_usd == round(t.io_requests * rate / 1e6, 4)
+    assert plan.estimated_cost_usd == round(plan.hosts_usd + plan.usage_usd + plan.control_plane_usd, 4)
+    assert plan.over_budget and plan.estimated_cost_usd > 50
+    (line,) = plan.summary()["usage"]
+    assert line["item"] == "Aurora I/O requests" and line["cost_usd"] == t.io_usd and "assumed" in line["assumption"]
+
+
+def test_io_is_not_charged_for_reads_a_buffer_pool_holds_nor_writes_of_a_test_that_only_reads() -> None:
+    from benchfleet.plan import aurora_io_requests
+
+    plan = make_plan(loaded([AURORA]))
+    measure = next(s for s in plan.targets[0].steps if s.kind == "measure")
+    assert aurora_io_requests(loaded([AURORA]).workload, measure, _aurora()) == 0  # oltp_read_only, 200k rows
+    # Without prices (validate's plan) the load's writes are counted, and the target is unpriced.
+    assert plan.targets[0].io_requests == math.ceil(2 * 100_000 * 250 / 4096) and plan.unpriced_targets == ["au"]
+
+
+AURORA = {"id": "au", "kind": "aurora", "instance_class": "db.r6g.large", "region": "us-east-1"}
+
+
+def _aurora():
+    return loaded([AURORA]).spec.targets[0]
+
+
+def test_benchfleet_plan_prints_the_aurora_io_line_with_its_assumption_and_counts_it(capsys) -> None:
+    from benchfleet.cli import main
+
+    path = str(REPO / "workloads" / "comparisons" / "aurora-pk-order.yaml")
+    assert main(["plan", path, "--format", "json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    (line,) = summary["usage"]
+    assert line["target_id"] == "aurora-r6g-large" and line["cost_usd"] == summary["usage_usd"] > 50
+    assert summary["estimated_cost_usd"] > summary["hosts_usd"] + summary["usage_usd"] and not summary["over_budget"]
+    assert main(["plan", path]) == 0
+    out = " ".join(capsys.readouterr().out.split())  # rich wraps long lines
+    assert "Aurora I/O requests" in out and "assumed: a load writes its rows' bytes" in out
+    assert f"+ Aurora I/O ${summary['usage_usd']:.2f} +" in out

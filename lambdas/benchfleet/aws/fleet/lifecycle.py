@@ -18,6 +18,11 @@ from benchfleet.spec import Target
 
 log = logging.getLogger(__name__)
 _ISO = "%Y-%m-%dT%H:%M:%SZ"
+# A parameter group cannot be deleted while its database is deleting (minutes: an Aurora writer and
+# its cluster, ~10): the state machine runs teardown again every TEARDOWN_WAIT_S while one waits, at
+# most TEARDOWN_LAPS times in all (15 minutes, the plan's Aurora teardown), then leaves it to the janitor.
+TEARDOWN_WAIT_S = 60
+TEARDOWN_LAPS = 16
 
 
 def _parse(ts: str) -> datetime:
@@ -114,6 +119,19 @@ def check_ready(ec2: Any, rds: Any, ssm: Any, secretsmanager: Any, *, resources:
     return {"ready": ready, "attempt": attempt, "wait_s": 0 if ready else wait, "db": db}
 
 
+def next_lap(previous: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+    """Teardown's answer to the state machine: ``result`` with the lap counted, what every lap deleted,
+    and ``wait_s`` (teardown again after it) while a parameter group waits for its database and the
+    laps are not used up; without ``wait_s`` the repetition goes on ("Parameter groups gone?")."""
+    if not previous and not result.get("waiting"):
+        return result  # done in one lap, the usual case: the answer as teardown gave it
+    lap = int(previous.get("lap") or 0) + 1
+    out = {**result, "lap": lap, "deleted": sorted({*(previous.get("deleted") or []), *result["deleted"]})}
+    if result.get("waiting") and lap < TEARDOWN_LAPS:
+        out["wait_s"] = TEARDOWN_WAIT_S
+    return out
+
+
 def teardown(ec2: Any, rds: Any, *, run_id: str, target_id: str, resources: dict[str, Any] | None,
              owner: str, verify: bool = True, repetition: int | None = None,
              prefix: str | None = None, secretsmanager: Any = None) -> dict[str, Any]:
@@ -121,7 +139,8 @@ def teardown(ec2: Any, rds: Any, *, run_id: str, target_id: str, resources: dict
     the owning stack's tags, then check that nothing is left that is neither gone nor going. The
     run's parameter groups go after their databases (their names derived as provision derives them,
     so a provision that failed before recording them still loses them); one a deleting database
-    still uses is left to the janitor (``waiting``), which removes it once the database is gone."""
+    still uses is ``waiting``: the state machine tears down again once it is gone (``next_lap``), and
+    the janitor removes any still left after the last lap."""
     resources = resources or {}
     if resources.get("managed") is False:
         return {"deleted": [], "left": [], "managed": False}
@@ -145,6 +164,9 @@ def teardown(ec2: Any, rds: Any, *, run_id: str, target_id: str, resources: dict
                                 cluster=resources.get("cluster_parameter_group"))
     if repetition is not None and prefix is not None and resources.get("kind") in ("rds", "aurora"):
         groups = paramgroups.names(str(resources["kind"]), run_id, target_id, repetition, prefix)
+    # Only the run's own (tagged with the run, the target and the stack): one of its name that is
+    # anyone else's is neither deleted nor counted as left.
+    groups = paramgroups.owned(rds, groups, run_id=run_id, target_id=target_id, owner=owner)
     gone, waiting = paramgroups.delete(rds, groups)
     deleted += gone
     if secretsmanager is not None:  # a cluster's password secrets

@@ -10,20 +10,26 @@ other resource of the run and named from the run, target, repetition and role as
 them; readiness reboots the writer once where a static parameter still waits for a reboot; a
 variant's step switches the dynamic ones (ApplyMethod immediate); teardown deletes them after their
 database. A parameter group cannot be deleted while a database still uses it (the database may be
-``deleting`` for minutes): teardown leaves such a group to the janitor and says so, the sweep removes
-it once the database is gone.
+``deleting`` for minutes): teardown says so (``waiting``) and the state machine runs it again once
+that has passed, until the group is gone (``lifecycle.next_lap``); the sweep removes one still there
+after the last lap.
+
+A group is the run's only when it carries the run's, the target's and the owning stack's tags, as a
+database is (``owned``): its derived name alone proves nothing, since anyone may create a group of that
+name (untagged, or another stack's). Provision adopts an existing group of its name only when it is
+its own (a retried provision's) and fails the target otherwise, never setting someone else's
+parameters; teardown deletes only the run's own.
 """
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from benchfleet import naming
-from benchfleet.aws.errors import aws_errors, error_code
+from benchfleet.aws.errors import TargetFailed, aws_errors, error_code
 from benchfleet.serverparams import RDS_PARAMETERS_PER_CALL
 
 INSTANCE, CLUSTER = "instance", "cluster"
@@ -73,21 +79,75 @@ def _modify(rds: Any, level: str, name: str, entries: list[dict[str, str]]) -> N
                 rds.modify_db_parameter_group(DBParameterGroupName=name, Parameters=chunk)
 
 
+# The tags that make a group the run's: its run, its target, the owning stack (not its expiry).
+IDENTITY_TAGS = (naming.TAG_RUN_ID, naming.TAG_TARGET_ID, naming.TAG_STACK)
+
+
+def _tags(rds: Any, level: str, name: str) -> dict[str, str] | None:
+    """The group's tags (None: there is no such group; empty: they may not be read, as provision may
+    read the tags of groups tagged as its stack's only (IAM): not the run's either way)."""
+    found = _each(rds, Groups(**{level: name}), "describe_db_parameter_groups", "describe_db_cluster_parameter_groups")
+    answer = found[0][2] if found and found[0][3] is None else None
+    items = (answer or {}).get("DBClusterParameterGroups" if level == CLUSTER else "DBParameterGroups") or []
+    if not items:
+        return None
+    arn = items[0]["DBClusterParameterGroupArn" if level == CLUSTER else "DBParameterGroupArn"]
+    try:
+        with aws_errors():
+            listed = rds.list_tags_for_resource(ResourceName=arn).get("TagList") or []
+    except ClientError as e:
+        if error_code(e) not in ("AccessDenied", "AccessDeniedException"):
+            raise
+        return {}
+    return {t["Key"]: t["Value"] for t in listed}
+
+
+def _is_ours(found: dict[str, str], identity: dict[str, str]) -> bool:
+    return all(found.get(k) == identity.get(k) for k in IDENTITY_TAGS)
+
+
+def owned(rds: Any, groups: Groups, *, run_id: str, target_id: str, owner: str) -> Groups:
+    """Those of ``groups`` that exist and carry the run's, the target's and the stack's tags."""
+    identity = {naming.TAG_RUN_ID: run_id, naming.TAG_TARGET_ID: target_id, naming.TAG_STACK: owner}
+    mine = {level: name for level in (INSTANCE, CLUSTER) if (name := groups.of(level))
+            and (found := _tags(rds, level, name)) is not None and _is_ours(found, identity)}
+    return Groups(**mine)
+
+
+def _adopt(rds: Any, level: str, name: str, tags: dict[str, str]) -> None:
+    """A group of the run's name already exists: a retried provision's (its tags are the run's) is
+    taken as it is; anyone else's fails the target, untouched."""
+    found = _tags(rds, level, name)
+    if found is not None and not _is_ours(found, tags):
+        theirs = ", ".join(f"{k}={found[k]}" for k in IDENTITY_TAGS if k in found) or "no benchfleet tags"
+        raise TargetFailed(f"{_LABEL[level]} {name} already exists and is not this run's ({theirs}): not "
+                           "adopted, nothing set in it; delete or rename it if it is a leftover")
+
+
 def create(rds: Any, groups: Groups, *, family: str, parameters: list[dict[str, Any]], tags: dict[str, str],
            description: str) -> None:
     """Create the groups (tagged) and set the plan's parameters in them. Idempotent: a retried
-    provision finds its groups and sets the same values again."""
+    provision finds its groups (tagged as the run's) and sets the same values again; a group of that
+    name that is not the run's fails the target (``_adopt``)."""
     tag_list = naming.tag_list(tags)
-    with aws_errors():
-        if groups.cluster:
-            with contextlib.suppress(rds.exceptions.DBParameterGroupAlreadyExistsFault):
-                rds.create_db_cluster_parameter_group(
-                    DBClusterParameterGroupName=groups.cluster, DBParameterGroupFamily=family,
-                    Description=description, Tags=tag_list)
-        if groups.instance:
-            with contextlib.suppress(rds.exceptions.DBParameterGroupAlreadyExistsFault):
-                rds.create_db_parameter_group(DBParameterGroupName=groups.instance, DBParameterGroupFamily=family,
-                                              Description=description, Tags=tag_list)
+    for level in (CLUSTER, INSTANCE):
+        name = groups.of(level)
+        if not name:
+            continue
+        exists = False
+        with aws_errors():
+            try:
+                if level == CLUSTER:
+                    rds.create_db_cluster_parameter_group(
+                        DBClusterParameterGroupName=name, DBParameterGroupFamily=family, Description=description,
+                        Tags=tag_list)
+                else:
+                    rds.create_db_parameter_group(DBParameterGroupName=name, DBParameterGroupFamily=family,
+                                                  Description=description, Tags=tag_list)
+            except rds.exceptions.DBParameterGroupAlreadyExistsFault:  # RDS's answer for both levels
+                exists = True
+        if exists:
+            _adopt(rds, level, name, tags)
     for level in (CLUSTER, INSTANCE):
         name = groups.of(level)
         entries = [as_api(p) for p in parameters if p.get("level", INSTANCE) == level]

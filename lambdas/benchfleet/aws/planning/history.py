@@ -34,17 +34,22 @@ STEP_RECOVERY = TASK
 # Per repetition: Map iteration 2, the Wait for its start, Provision, Teardown, outcome Pass, the
 # outcome's S3 PutObject (an aws-sdk Task: entered, scheduled, started, succeeded, exited), the
 # steps Map (entered, started, succeeded, exited) and the "Target ready?" Choice after the last
-# readiness check.
-REPETITION_FIXED = 2 + WAIT + TASK + TASK + PASS + TASK + 4
+# readiness check, and the "Parameter groups gone?" Choice after teardown.
+REPETITION_FIXED = 2 + WAIT + TASK + TASK + PASS + TASK + 4 + CHOICE
+# Each further teardown lap while a parameter group waits for its database to go (rds and aurora:
+# benchfleet.aws.fleet.lifecycle.next_lap): "Wait for the databases to go", teardown, the Choice.
+TEARDOWN_LAP = WAIT + TASK + CHOICE
 # Per execution: started/succeeded, Plan, the mode Choice, the targets Map (4 + 2 per target is
 # counted per target), Summarize, "Run succeeded?" Choice, "Report the run" Pass, Succeed.
 EXECUTION_FIXED = 2 + TASK + CHOICE + 4 + TASK + CHOICE + PASS + 2
 TARGET_FIXED = 2 + 4  # targets-Map iteration, repetitions Map
 
 
-def repetition_events(steps: int, ready_polls: int) -> int:
-    """One repetition of one target: ``steps`` steps, ``ready_polls`` readiness checks."""
-    return REPETITION_FIXED + QUOTA_RETRY + READY_ITERATION * ready_polls + (STEP_FIXED + STEP_RECOVERY) * steps
+def repetition_events(steps: int, ready_polls: int, teardown_laps: int = 1) -> int:
+    """One repetition of one target: ``steps`` steps, ``ready_polls`` readiness checks,
+    ``teardown_laps`` teardowns (the first is in REPETITION_FIXED)."""
+    return (REPETITION_FIXED + QUOTA_RETRY + READY_ITERATION * ready_polls + (STEP_FIXED + STEP_RECOVERY) * steps
+            + TEARDOWN_LAP * (teardown_laps - 1))
 
 
 def execution_events(per_target: list[tuple[int, int]]) -> int:

@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from benchfleet import catalogue, cost_ceiling, galera, naming, serverstatus, variants, waves
 from benchfleet.aws import clients
 from benchfleet.aws.errors import PlanRejected, TargetFailed, aws_errors
-from benchfleet.aws.fleet import cluster
+from benchfleet.aws.fleet import cluster, lifecycle
 from benchfleet.aws.fleet import targets as fleet_targets
 from benchfleet.aws.planning import asl_walk, controlplane, dbparams, history, variantplan
 from benchfleet.aws.regions import TargetRegions
@@ -374,8 +374,10 @@ def status_of(spec: ComparisonSpec, target: Any, workload: Workload) -> dict[str
 
 def _bound(target: TargetPlan, ready_max: int) -> int:
     """Worst case of one repetition: the readiness loop runs to its bound (steps do not poll), a
-    cluster's set-up steps (one per node and the proxy's) before its benchmark's."""
-    return history.repetition_events(target.most_steps + target.setup_steps, ready_max)
+    cluster's set-up steps (one per node and the proxy's) before its benchmark's, and a database's
+    teardown laps to theirs."""
+    laps = lifecycle.TEARDOWN_LAPS if target.kind in ("rds", "aurora") else 1
+    return history.repetition_events(target.most_steps + target.setup_steps, ready_max, laps)
 
 
 def run_id_for(request: RunRequest, execution_name: str | None) -> str | None:
@@ -620,6 +622,8 @@ def plan_run(request: RunRequest, *, execution_name: str | None = None, zone_cou
         "zones": {"count": max(zone_count, 1), "last": max(zone_count, 1) - 1},
         "history_bound": bound, "wall_s": plan.wall_s,
         "estimated_cost_usd": plan.estimated_cost_usd, "hosts_usd": plan.hosts_usd,
+        # Aurora I/O requests, estimated from the workload (its assumption once: the state stays small).
+        "usage_usd": plan.usage_usd, "usage_assumption": plan.usage()[0]["assumption"] if plan.usage() else None,
         "control_plane_usd": plan.control_plane_usd, "targets": targets,
     }
 
