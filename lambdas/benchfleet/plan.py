@@ -326,6 +326,8 @@ class Plan(BaseModel):
     control_plane: list[RunCharge] = []
     # A workload of the run inserts one row per event: its samples carry rows_in_table.
     counts_rows: bool = False
+    # A workload of the run is go-tpc's TPC-C: its samples and summaries carry tpmc and per-type rates.
+    tpcc: bool = False
     # AWS: the repetitions that start together (benchfleet.waves.waves), and each region's peak.
     waves: list[dict[str, Any]] = []
     peaks: list[dict[str, Any]] = []
@@ -805,11 +807,13 @@ def make_plan(loaded: LoadedSpec, price_lookup: PriceLookup | None = None, *, at
             targets[-1] = targets[-1].model_copy(update={
                 "io_requests": _target_io_requests(loaded, target, targets[-1]),
                 "io_usd_per_million": _io_rate(region) if price_lookup is not None else None})
-    tests = [loaded.workload.test, *(v.workload.test for v in spec.variants if isinstance(v.workload, Workload))]
+    workloads = [loaded.workload, *(v.workload for v in spec.variants if isinstance(v.workload, Workload))]
+    tests = [w.test for w in workloads]
     plan = Plan(name=spec.name, workload=loaded.workload.name, mode="local" if spec.is_local else "aws",
                 repetitions=spec.repetitions, targets=targets, budget_usd=spec.budget_usd, order=spec.order,
                 variants=spec.variant_ids, blocks=spec.blocks,
-                counts_rows=any(test in ONE_ROW_PER_EVENT for test in tests))
+                counts_rows=any(test in ONE_ROW_PER_EVENT for test in tests),
+                tpcc=any(w.tool == "go-tpc" for w in workloads))
     if plan.mode == "local":
         parts = dict.fromkeys((*WALL_PARTS, "waiting"), 0)
         for t in targets:

@@ -160,6 +160,7 @@ _WHEN = datetime(2026, 1, 1, tzinfo=UTC)
 _STRINGS = {"sysbench_version": "1.0.20"}
 # Mapping measures at their heaviest: go-tpc's every transaction type, failed ones too, and a whole
 # latency distribution (increasing, as the record requires).
+_TPCC_MEASURES = ("tpmc", "tx_per_s")
 _TX_TYPES = ("DELIVERY", "NEW_ORDER", "ORDER_STATUS", "PAYMENT", "STOCK_LEVEL")
 _MAPPINGS: dict[str, dict[str, float]] = {
     "tx_per_s": {name: 1.0 for t in _TX_TYPES for name in (t, f"{t}_ERR")},
@@ -194,11 +195,12 @@ def _every_measure(model: type[BaseModel], *, absent: tuple[str, ...] = (), **gi
 
 
 def step_writes(t: TargetPlan, step: PlanStep, *, run_id: str, workload: str, repetition: int,
-                report_interval_s: int, counts_rows: bool = False) -> timestream.Writes:
+                report_interval_s: int, counts_rows: bool = False, tpcc: bool = False) -> timestream.Writes:
     """What collecting ``step`` writes to Timestream: a sample per report interval and the summary
     (not for prepare), and per CloudWatch query the points its window overlaps, made into requests
     by the store's own record builders and batcher. A sample has disk figures on ec2 targets and
-    rows in the table when the workload counts them (``counts_rows``)."""
+    rows in the table when the workload counts them (``counts_rows``), go-tpc's tpmC and per-type rates
+    when it is TPC-C (``tpcc``)."""
     rows = {"run_id": run_id, "target_id": t.target_id, "repetition": repetition}
     step_rows: dict[str, Any] = rows | {"workload": workload, "step": step.name, "phase": step.kind,
                                        "threads": step.threads, "variant": step.variant or "", "block": step.block,
@@ -209,13 +211,14 @@ def step_writes(t: TargetPlan, step: PlanStep, *, run_id: str, workload: str, re
         # records of its own dimensions and a request of their own.
         reports = step.duration_s // max(1, report_interval_s)
         phases = [records.sample_phase(step.kind, i) for i in range(reports)]
-        absent = (() if t.kind == "ec2" else _DISK_MEASURES) + (() if counts_rows else ("rows_in_table",))
+        only_tpcc = () if tpcc else _TPCC_MEASURES
+        absent = (() if t.kind == "ec2" else _DISK_MEASURES) + (() if counts_rows else ("rows_in_table",)) + only_tpcc
         for phase in sorted(set(phases)):
             sample = timestream.sample_record(_every_measure(Sample, absent=absent, time=_WHEN,
                                                              **(step_rows | {"phase": phase})))
             writes += timestream.repeated_writes(timestream.TABLE_SAMPLES, sample, phases.count(phase))
         # A measure step's with the spec's margin, as collect writes it (a DOUBLE: its size whatever the value).
-        summary = timestream.summary_record(_every_measure(StepSummary, time=_WHEN, **step_rows),
+        summary = timestream.summary_record(_every_measure(StepSummary, absent=only_tpcc, time=_WHEN, **step_rows),
                                             DEFAULT_MARGIN_PCT if step.kind == "measure" else None)
         readings = reports
         writes += timestream.repeated_writes(timestream.TABLE_SUMMARIES, summary, 1)
@@ -243,7 +246,7 @@ def _repetition_writes(plan: Plan, t: TargetPlan, report_interval_s: int, repeti
     """One repetition's Timestream writes (its number as long as the target's last one's)."""
     run_id = naming.new_run_id(plan.name, _WHEN)
     return sum((step_writes(t, s, run_id=run_id, workload=plan.workload, repetition=t.repetitions,
-                            counts_rows=plan.counts_rows,
+                            counts_rows=plan.counts_rows, tpcc=plan.tpcc,
                             report_interval_s=report_interval_s) for s in t.steps_of(repetition)),
                timestream.Writes())
 
