@@ -5,7 +5,7 @@
  * layer version. One role per function, holding only what that handler does (see HANDLERS).
  */
 import * as path from 'path';
-import { Aws, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
