@@ -91,7 +91,8 @@ export interface BenchfleetConfig {
   readonly targetRegions?: readonly string[];
 }
 
-export const DEFAULTS: BenchfleetConfig = {
+/** Every key's default but powertoolsVersion's, which is read from uv.lock (powertoolsVersion()). */
+export const DEFAULTS: Omit<BenchfleetConfig, 'powertoolsVersion'> = {
   stackName: 'Benchfleet',
   // Timestream for LiveAnalytics is closed to accounts new since 2025-06-20: the default deploys anywhere.
   resultsStore: 'athena',
