@@ -853,6 +853,20 @@ class Meters:
         self.rows, self.rows_at_start = rows, rows_at_start
 
 
+def _tool_ended(proc: Any, head: List[str], tail: Any, poller: Any, emit: Any) -> Tuple[int, str, Any]:
+    """After a measuring tool (sysbench or go-tpc) ended: its exit code, its output kept (head and tail),
+    and the cluster status poller stopped; the third item is the error record to return when the poller
+    found a problem (None otherwise)."""
+    code = proc.wait()
+    text = "".join(head) + "".join(tail)
+    if poller is not None:
+        poller.stop()
+        poller.join()
+        if poller.problem:
+            return code, text, emit.error("cluster", poller.problem, exit_code=code, output_tail=text[-4000:])
+    return code, text, None
+
+
 def _read_sysbench(job: Dict[str, Any], emit: Emitter, proc: "subprocess.Popen[str]", meters: Meters,
                    started: float, duration: int,
                    poller: Optional[benchfleet_status.StatusPoller], settings: Optional[Dict[str, Any]]) -> int:
@@ -903,13 +917,9 @@ def _read_sysbench(job: Dict[str, Any], emit: Emitter, proc: "subprocess.Popen[s
         raise
     finally:
         cpu.close()
-    code = proc.wait()
-    text = "".join(head) + "".join(tail)
-    if poller is not None:
-        poller.stop()
-        poller.join()
-        if poller.problem:
-            return emit.error("cluster", poller.problem, exit_code=code, output_tail=text[-4000:])
+    code, text, failed = _tool_ended(proc, head, tail, poller, emit)
+    if failed is not None:
+        return failed
     try:
         parsed = parse_output(text)
     except SysbenchParseError as e:
@@ -990,13 +1000,9 @@ def _read_gotpc(job: Dict[str, Any], emit: Emitter, proc: "subprocess.Popen[str]
         raise
     finally:
         cpu.close()
-    code = proc.wait()
-    text = "".join(head) + "".join(tail)
-    if poller is not None:
-        poller.stop()
-        poller.join()
-        if poller.problem:
-            return emit.error("cluster", poller.problem, exit_code=code, output_tail=text[-4000:])
+    code, text, failed = _tool_ended(proc, head, tail, poller, emit)
+    if failed is not None:
+        return failed
     try:
         parsed = gotpc.parse_output(text)
     except gotpc.GoTpcParseError as e:

@@ -36,6 +36,7 @@ from benchfleet.naming import new_run_id, raw_key
 from benchfleet.plan import Plan, PlanStep
 from benchfleet.records import AgentOutput, Fingerprint, RecordError, parse_agent_lines
 from benchfleet.spec import ExistingTarget, LoadedSpec, LocalTarget, cnf_source, is_cluster, repo_root
+from benchfleet.stats.caveats import overlap_words
 from benchfleet.validation import output_problem, plan_problem
 
 # Fingerprint fields that describe the machine the agent runs on. For an existing server that is
@@ -126,9 +127,10 @@ def run_local(loaded: LoadedSpec, plan: Plan, store: DuckDBStore, home: Path, ob
             machine = watch.summary()
             store.set_machine(run_id, machine)
             if machine["overlapped"]:
-                observer.message("this run overlapped another benchmark on this machine: " + ", ".join(
-                    f"pid {o['pid']} {o['command']}" for o in machine["overlapped"])
-                    + "; its verdicts against other runs say so")
+                # Counted, as the caveat counts them: sysbench starts anew for every step, and a list
+                # of every pid and command line ran to forty lines (each stays in the run's JSON).
+                observer.message("this run overlapped another benchmark on this machine: "
+                                 f"{overlap_words(machine['overlapped'])}; its verdicts against other runs say so")
 
 
 def _run_locked(loaded: LoadedSpec, plan: Plan, store: DuckDBStore, home: Path, observer: Observer,
