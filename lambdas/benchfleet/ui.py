@@ -393,19 +393,31 @@ def print_runs(runs: list[dict[str, Any]]) -> None:
     console.print(table)
 
 
-def verdict_text(relative: dict[str, Any] | None) -> str:
+def verdict_text(relative: dict[str, Any] | None, short: bool = False) -> str:
     """What a comparison row says about its target against the baseline, in words (the verdict's own
     ``words``, benchfleet.stats.verdict), marked ``paired:`` when the design was paired and followed by
     the repetitions that would decide an inconclusive one."""
     if not relative:
         return "baseline"
     if relative.get("refused"):  # benchfleet.stats.settings_refusal: the words, never the verdict
-        return str(relative["refused"]["words"])
+        # ``short``: a terminal table's cell; print_refusals says why under the table.
+        return "no verdict (see below)" if short else str(relative["refused"]["words"])
     words = str(relative.get("words") or relative.get("verdict"))
     needed = relative.get("repetitions_needed")
     if relative.get("verdict") == "inconclusive" and needed:
         words += f" ~{needed} reps"
     return f"{design_words(relative)}: {words}" if relative.get("design") == "paired" else words
+
+
+def print_refusals(rows: list[dict[str, Any]]) -> None:
+    """Why a row has no verdict, in full under the table: a sentence in a table cell wraps into the
+    columns beside it."""
+    for r in rows:
+        refused = (r.get("relative") or {}).get("refused")
+        if refused:
+            label = r.get("label") or r.get("target_id") or r.get("key")
+            console.print(f"{label} at {r.get('threads')} threads: {refused['words']}", markup=False,
+                          highlight=False, style="yellow")
 
 
 def order_lines(doc: dict[str, Any]) -> list[str]:
@@ -513,13 +525,14 @@ def print_comparison(run_id: str, doc: dict[str, Any], percentiles: bool = False
                       _range(_scaled(tps.get("ci_low"), scale), _scaled(tps.get("ci_high"), scale)),
                       _signed(shown.get("pct")),
                       _signed_range(shown.get("ci_low_pct"), shown.get("ci_high_pct")),
-                      verdict_text(rel), latency,
+                      verdict_text(rel, short=True), latency,
                       *[_fmt(((r.get("latency_distribution_ms") or {}).get(k) or {}).get("median"), 2)
                         for k in (DISTRIBUTION_COLUMNS if percentiles else ())],
                       _fmt(r.get("steal_mean_pct"), 1), _gaps(r),
                       *([caveat_words(r.get("caveats"))] if any(x.get("caveats") for x in rows) else []),
                       style=style or None)
     console.print(table)
+    print_refusals(rows)
     print_answer(summary.run_sentences(stats))
     print_cluster_status(doc)
     print_node_status(doc)
