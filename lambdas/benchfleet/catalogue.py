@@ -234,6 +234,9 @@ def _storage_problems(rules: dict[str, StorageRule], storage: Any, where: str, k
     if storage.throughput_mbps is not None:
         if rule.throughput_mbps is None:
             problems.append((f"{where}.throughput_mbps", f"{storage.type} takes no provisioned throughput (gp3 does)"))
+        elif rule.provisioned_from_gb is not None and storage.size_gb < rule.provisioned_from_gb:
+            problems.append((f"{where}.throughput_mbps", f"{storage.type} on {kind} takes provisioned throughput "
+                                                         f"from {rule.provisioned_from_gb} GiB"))
         elif not rule.throughput_mbps[0] <= storage.throughput_mbps <= rule.throughput_mbps[1]:
             low_t, high_t = rule.throughput_mbps
             problems.append((f"{where}.throughput_mbps", f"{storage.type} takes {low_t}..{high_t} MB/s on {kind}"))

@@ -114,6 +114,8 @@ THROUGHPUT = "targets[0].storage.throughput_mbps"
     ({**EC2, "storage": {"type": "gp3", "size_gb": 100, "iops": 4000, "throughput_mbps": 1000}}, None),
     ({**RDS, "storage": {"type": "gp3", "size_gb": 400, "throughput_mbps": 4000}}, THROUGHPUT),
     ({**RDS, "storage": {"type": "gp3", "size_gb": 400, "iops": 16000, "throughput_mbps": 4000}}, None),
+    # Below 400 GiB RDS gp3 gives its baseline (3,000 IOPS, 125 MiB/s) and provisions neither.
+    ({**RDS, "storage": {"type": "gp3", "size_gb": 100, "throughput_mbps": 500}}, THROUGHPUT),
 ])
 def test_storage_and_engine_rules(target, field):
     targets = list(parse_spec({"name": "x", "workload": "w", "targets": [target]}).targets)
