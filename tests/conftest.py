@@ -14,8 +14,10 @@
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -109,14 +111,34 @@ SCHEDULES = [
 CAPS = {"maxVcpusPerRegion": 96}
 
 
+def synthesized_once(tmp_path_factory: pytest.TempPathFactory, name: str,
+                     context: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], Path]:
+    """Every stack's template of one `cdk synth` with ``context`` and its output folder, synthesized
+    once per suite run: the workers of a parallel run (pytest-xdist) share the first one's, as a
+    single process shares its session fixture (a synth is half a minute of a core)."""
+    from synth import synthesize_all, templates_in
+
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        out = tmp_path_factory.mktemp(name)
+        return synthesize_all(out, context), out
+    shared = tmp_path_factory.getbasetemp().parent / name  # the run's folder above every worker's own
+    with (shared.parent / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the first worker synthesizes; the others wait, then read it
+        if not (shared / ".complete").exists():
+            shutil.rmtree(shared, ignore_errors=True)
+            synthesize_all(shared, context)
+            (shared / ".complete").touch()
+    return templates_in(shared), shared
+
+
 @pytest.fixture(scope="session")
 def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """The stack as `cdk synth` writes it (cdk.json's context plus SCHEDULES and CAPS), once per session:
     a ``synth.Template`` (tests/synthesized/synth.py) whose ``out_dir`` holds the assets."""
-    from synth import Template, synthesize
+    from synth import STACK, Template
 
-    out = tmp_path_factory.mktemp("cdk.out")
-    return Template(synthesize(out, {"schedules": SCHEDULES, **CAPS}), out)
+    stacks, out = synthesized_once(tmp_path_factory, "cdk.out", {"schedules": SCHEDULES, **CAPS})
+    return Template(stacks[STACK], out)
 
 
 # The other deployment the tests read: home us-east-1 with three target regions (regional stacks,
@@ -131,9 +153,8 @@ def synthesized_regions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, A
     has one region and Athena), once per session: a ``synth.Template`` per stack by stack name, the
     home stack ``Benchfleet`` and ``Benchfleet-<region>`` for each target region. The IAM linter,
     the callback rule's forwarding and the offline multi-region execution all read this one synth."""
-    from synth import Template, synthesize_all
+    from synth import Template
 
-    out = tmp_path_factory.mktemp("cdk.out-regions")
-    stacks = synthesize_all(out, {"targetRegions": list(TARGET_REGIONS), "region": HOME_REGION,
-                                  "resultsStore": "timestream"})
+    stacks, out = synthesized_once(tmp_path_factory, "cdk.out-regions", {
+        "targetRegions": list(TARGET_REGIONS), "region": HOME_REGION, "resultsStore": "timestream"})
     return {name: Template(template, out) for name, template in stacks.items()}

@@ -42,6 +42,11 @@ def synthesize_all(out_dir: Path, context: dict[str, Any] | None = None) -> dict
                           env={**os.environ, "CDK_DISABLE_VERSION_CHECK": "1"})
     if done.returncode != 0:
         raise RuntimeError(f"cdk synth failed ({done.returncode}):\n{done.stderr[-4000:]}")
+    return templates_in(out_dir)
+
+
+def templates_in(out_dir: Path) -> dict[str, dict[str, Any]]:
+    """The templates a synth wrote into ``out_dir``, by stack name."""
     return {path.name.removesuffix(".template.json"): json.loads(path.read_text())
             for path in out_dir.glob("*.template.json")}
 
