@@ -39,6 +39,7 @@ from benchfleet.aws.regions import TargetRegions
 from benchfleet.aws.settings import DEFAULT_RESULTS_STORE
 from benchfleet.cost_ceiling import DEFAULT_MAX_RUN_COST_USD, request_price_problems
 from benchfleet.plan import Plan, PriceLookup
+from benchfleet.stats.resolution import plan_resolution
 from benchfleet.spec import (
     MAX_DEPTH,
     REGION,
@@ -364,7 +365,9 @@ class RunService:
         digest = spec_hash(spec_data)
         estimate = {"estimated_cost_usd": plan.estimated_cost_usd, "usage_usd": plan.usage_usd, "wall_s": plan.wall_s,
                     "unpriced_targets": plan.unpriced_targets, "budget_usd": plan.budget_usd,
-                    "warnings": plan.warnings}
+                    "warnings": plan.warnings,
+                    # What the spec's repetitions can resolve at the published study's spread (as `plan` says).
+                    "resolution": plan_resolution(loaded.spec, plan)}
         if run_id is not None:
             # A retry: StartExecution of the same name and input answers success, as if it had started
             # the run, so the run that exists is looked for first (ExecutionAlreadyExists covers a race).

@@ -180,7 +180,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def _resolution(loaded: LoadedSpec, plan: Plan) -> dict[str, Any]:
     """How many repetitions resolve the spec's margin (benchfleet.stats.resolution): from the spec's
     calibration on this machine (local), or the published study's spread (cloud kinds)."""
-    from benchfleet.stats.resolution import spec_resolution
+    from benchfleet.stats.resolution import plan_resolution
 
     spec = loaded.spec
     calibration = None
@@ -193,9 +193,7 @@ def _resolution(loaded: LoadedSpec, plan: Plan) -> dict[str, Any]:
                 calibration = cal.worst(store.calibration(spec.name, cal.fingerprint(cal.machine())))
         except StoreError:  # a store plan cannot read is said by the commands that need it; plan needs none
             calibration = None
-    per_repetition = plan.estimated_cost_usd / spec.repetitions if plan.mode == "aws" else None
-    return spec_resolution(spec.repetitions, spec.margin_pct, [t.kind for t in spec.targets], bool(spec.variants),
-                           len(spec.targets) > 1, calibration, per_repetition, spec.budget_usd)
+    return plan_resolution(spec, plan, calibration)
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:

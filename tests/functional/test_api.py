@@ -98,6 +98,17 @@ def api(monkeypatch):
         client.module.configure(None)
 
 
+def test_the_answer_to_a_run_says_what_its_repetitions_can_resolve(api):
+    """A spec of 2 repetitions between two EC2 types cannot reach a verdict (fewer than 3): `plan` said so,
+    the API's 202 did not. Now it carries the same resolution `benchfleet plan` prints."""
+    status, body, _ = api("POST", "/runs", SPEC)
+    assert status == 202, body
+    (check,) = body["resolution"]["checks"]
+    assert check["verdicts"] == "targets" and check["design"] == "welch" and check["repetitions"] == 2
+    assert check["status"] == "cannot reach a verdict" and body["resolution"]["exploratory"] is True
+    assert any("target verdicts (welch)" in w for w in body["resolution"]["warnings"])
+
+
 def test_post_starts_an_execution_named_by_the_key(api):
     status, body, _ = api("POST", "/runs", SPEC, {"Idempotency-Key": "nightly-20261122-0001"})
     assert status == 202, body

@@ -181,6 +181,14 @@ def spec_resolution(repetitions: int, margin_pct: float, kinds: Sequence[str], h
             "warnings": [w for w in warnings if w]}
 
 
+def plan_resolution(spec: Any, plan: Any, calibration: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``spec_resolution`` of a ComparisonSpec as planned (a benchfleet.plan.Plan): what `benchfleet
+    plan` prints and the API's answer to a run carries, one rule for both."""
+    per_repetition = plan.estimated_cost_usd / spec.repetitions if plan.mode == "aws" else None
+    return spec_resolution(spec.repetitions, spec.margin_pct, [t.kind for t in spec.targets], bool(spec.variants),
+                           len(spec.targets) > 1, calibration, per_repetition, spec.budget_usd)
+
+
 def _warning(check: Mapping[str, Any], margin_pct: float, per_rep_usd: float | None,
              budget_usd: float | None) -> str:
     """The plan's line about one check that does not resolve its margin."""
