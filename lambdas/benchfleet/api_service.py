@@ -39,7 +39,6 @@ from benchfleet.aws.regions import TargetRegions
 from benchfleet.aws.settings import DEFAULT_RESULTS_STORE
 from benchfleet.cost_ceiling import DEFAULT_MAX_RUN_COST_USD, request_price_problems
 from benchfleet.plan import Plan, PriceLookup
-from benchfleet.stats.resolution import plan_resolution
 from benchfleet.spec import (
     MAX_DEPTH,
     REGION,
@@ -55,6 +54,7 @@ from benchfleet.spec import (
     problems_of,
     unique_keys,
 )
+from benchfleet.stats.resolution import plan_resolution
 
 IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
 MAX_BODY_BYTES = 128 * 1024

@@ -126,9 +126,10 @@ def test_every_workload_runs_at_smoke_scale(cnf: str, bf_home: Path) -> None:
     workloads = [smoke_workload(load_workload(name, WORKLOADS)) for name in GROUPS[cnf]]
     server = LocalServer(bf_home, f"smoke-{cnf}", (WORKLOADS / "mysql" / f"{cnf}.cnf").read_text(),
                          SMOKE_MEMORY_MB, cnf_name=f"{cnf}.cnf")
+    state = run_state_dir(bf_home, "smoke")  # the agent writes only into a run's state/<run id>
     with server as conn:
         for workload in workloads:
-            summaries = run_workload(workload, conn, server.config_hash, f"smoke-{cnf}", run_state_dir(bf_home, "smoke"))
+            summaries = run_workload(workload, conn, server.config_hash, f"smoke-{cnf}", state)
             assert [s.step for s in summaries][-len(workload.threads):] == [
                 f"t{t:04d}" for t in workload.threads]
             prefix = INSERT_TABLES.get(workload.test)
@@ -139,7 +140,7 @@ def test_every_workload_runs_at_smoke_scale(cnf: str, bf_home: Path) -> None:
                        for i in range(1, workload.tables + 1))
             assert rows == workload.tables * workload.table_size + sum(s.transactions for s in summaries)
             # The agent's own count (benchfleet_rows.py), what every sample's rows_in_table came from.
-            kept = run_state_dir(bf_home, "smoke") / "smoke" / f"smoke-{cnf}" / "rep-1" / "sbtest" / f"{workload.name}.rows.json"
+            kept = state / "smoke" / f"smoke-{cnf}" / "rep-1" / "sbtest" / f"{workload.name}.rows.json"
             assert json.loads(kept.read_text()) == {"rows": rows}
             if workload.name.startswith("iibench"):
                 indexes = query(conn, f"SELECT COUNT(DISTINCT index_name) - 1 FROM information_schema.statistics"
