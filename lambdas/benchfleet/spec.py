@@ -24,10 +24,12 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
+    SerializerFunctionWrapHandler,
     Tag,
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -340,6 +342,17 @@ class Workload(_Model):
             raise FieldProblem("percentile", f"go-tpc prints the {', '.join(map(str, GOTPC_PERCENTILES))}th "
                                f"percentiles (and 99.9th), not the {self.percentile}th")
         return self
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A go-tpc workload's dump leaves sysbench's keys out: they hold only their defaults, and the
+        # dump is read back by the validator above (Plan's state for StartStep, a stored or inline spec),
+        # which refuses them on a go-tpc workload.
+        data: dict[str, Any] = handler(self)
+        if self.tool == "go-tpc":
+            for key in SYSBENCH_ONLY_KEYS:
+                data.pop(key, None)
+        return data
 
 
 # One mount option: a word, or word=value (fstab syntax); the list is comma separated.

@@ -76,6 +76,25 @@ def test_smoke_scale_keeps_a_go_tpc_workload_valid() -> None:
     Workload.model_validate(w.model_dump(exclude_unset=True))  # still a valid go-tpc workload
 
 
+@pytest.mark.parametrize("mode", ["python", "json"])
+def test_a_go_tpc_workload_reads_back_as_itself_from_its_dump(mode: str) -> None:
+    """Every producer hands the workload on as its dump (Plan's state for StartStep and Collect, a run's
+    stored spec, the API body of `run --remote`) and every consumer validates it again: a go-tpc dump
+    carrying sysbench's defaults (tables, table_size, rand_type, options) was refused as if the user had
+    written them, so start_step failed every go-tpc step ("tables is a sysbench key")."""
+    w = Workload(**TPCC)  # type: ignore[arg-type]
+    dumped = w.model_dump(mode=mode)  # type: ignore[arg-type]
+    assert not set(dumped) & {"tables", "table_size", "rand_type", "options"}
+    assert Workload.model_validate(dumped) == w
+    assert Workload.model_validate_json(w.model_dump_json()) == w
+    # ... and the spec that holds it inline, as the API receives it.
+    loaded = load_spec(SPEC)
+    assert parse_spec(loaded.inline(), "api").workload == loaded.workload
+    # A sysbench workload's dump keeps its data set.
+    sysbench = Workload(name="s", test="oltp_read_only", tables=2)
+    assert sysbench.model_dump()["tables"] == 2 and Workload.model_validate(sysbench.model_dump()) == sysbench
+
+
 def test_cost_of_a_tpcc_row_is_per_1000_new_orders_per_minute() -> None:
     from rich.console import Console
 
