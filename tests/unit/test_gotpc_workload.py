@@ -10,7 +10,7 @@ from tests.conftest import REPO
 from benchfleet.agentjob import agent_job
 from benchfleet.plan import GOTPC_PREPARE_S_PER_WAREHOUSE, make_plan, prepare_seconds
 from benchfleet.scale import apply_scale
-from benchfleet.spec import SpecError, Workload, data_set_key, load_spec, parse_spec
+from benchfleet.spec import SpecError, Workload, data_set_key, inline_loaded, load_spec, parse_spec, resolve
 
 TPCC = {"name": "t", "tool": "go-tpc", "test": "tpcc", "warehouses": 2, "threads": [1, 4]}
 SPEC = REPO / "workloads" / "comparisons" / "local-tpcc-durability.yaml"
@@ -93,6 +93,32 @@ def test_a_go_tpc_workload_reads_back_as_itself_from_its_dump(mode: str) -> None
     # A sysbench workload's dump keeps its data set.
     sysbench = Workload(name="s", test="oltp_read_only", tables=2)
     assert sysbench.model_dump()["tables"] == 2 and Workload.model_validate(sysbench.model_dump()) == sysbench
+
+
+@pytest.mark.parametrize(("target", "path"), [
+    ({"id": "r", "kind": "rds", "instance_class": "db.m6g.large", "client": {"instance_type": "c6i.large"}},
+     "targets[1].kind"),
+    ({"id": "r", "kind": "aurora", "instance_class": "db.r6g.large", "client": {"instance_type": "c6i.large"}},
+     "targets[1].kind"),
+    ({"id": "r", "kind": "existing", "host": "db.example.com", "tls": "required"}, "targets[1].tls"),
+])
+def test_a_go_tpc_workload_on_a_target_reached_only_over_tls_is_refused_naming_it(
+        target: dict[str, object], path: str) -> None:
+    """go-tpc 1.0.7 has no TLS option and benchfleet reaches RDS and Aurora over TLS only (and an existing
+    server that says tls: required): the agent refused such a job on the host, once the database had been
+    provisioned and paid for. Refused at validate, a spec file and an API body alike, naming the target."""
+    doc = {"name": "s", "workload": TPCC, "targets": [{"id": "e", "kind": "ec2", "instance_type": "m6i.large"},
+                                                     target]}
+    for check in (lambda: resolve(parse_spec(doc, "f.yaml"), "f.yaml"),
+                  lambda: inline_loaded(parse_spec(doc, "api"), "api")):
+        with pytest.raises(SpecError) as e:
+            check()
+        ((field, message),) = e.value.problems
+        assert field == path and "go-tpc" in message and "TLS" in message, message
+    # The same targets with sysbench, and go-tpc on an existing server that does not require TLS: accepted.
+    resolve(parse_spec({**doc, "workload": {"name": "s", "test": "oltp_read_only"}}, "f.yaml"), "f.yaml")
+    resolve(parse_spec({**doc, "targets": [{"id": "r", "kind": "existing", "host": "db.example.com"}]}, "f.yaml"),
+            "f.yaml")
 
 
 def test_cost_of_a_tpcc_row_is_per_1000_new_orders_per_minute() -> None:
