@@ -546,7 +546,17 @@ export function agentDocumentContent(bundleHttpUrl: string, cloudWatchConfigPara
             `if [ -z "\${SSM_JobJson+x}" ]; then SSM_JobJson='{{ JobJson }}'; fi`,
             `zip="$(find ${download} -type f | head -n 1)"`,
             `rm -rf ${bundle} && mkdir -p ${bundle}`,
-            `python3 -m zipfile -e "$zip" ${bundle}`,
+            // Python's zipfile (`-m zipfile -e` too) sets no Unix mode, and the bundle ships executables
+            // (go-tpc's binaries): each file keeps the executable bit the zip records (the CDK CLI
+            // stores every file's mode), so the agent can run them.
+            `python3 - "$zip" ${bundle} <<'UNZIP'`,
+            'import os, sys, zipfile',
+            'with zipfile.ZipFile(sys.argv[1]) as z:',
+            '    for info in z.infolist():',
+            '        path = z.extract(info, sys.argv[2])',
+            '        if not info.is_dir() and (info.external_attr >> 16) & 0o111:',
+            '            os.chmod(path, 0o755)',
+            'UNZIP',
             // The CloudWatch agent is best effort: without it the step runs and records the missing
             // metric (the agent's --cloudwatch-agent notice); its messages go to stderr, not the JSON lines.
             'ctl=/opt/aws/amazon-cloudwatch-agent/bin/amazon-cloudwatch-agent-ctl',

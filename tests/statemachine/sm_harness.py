@@ -13,10 +13,11 @@ Everything else is real moto (EC2, RDS, SSM, S3, Secrets Manager, Timestream, Cl
 the handlers, except what moto lacks, faked in ``MotoGaps``: the public SSM parameter of Ubuntu
 AMIs, DescribeInstanceInformation (PingStatus), ListCommandInvocations and DescribeDBEngineVersions. Run Command runs
 nothing in moto, so ``Agent`` plays the agent: after each SendCommand it writes the captured real
-agent output (tests/fixtures/agent) where Run Command would, sets the invocation's status and, as
-EventBridge would on the invocation's status change, invokes the real step_callback handler with
-the event SSM sends (``ssm_invocation_event``; tests/synthesized checks it matches the deployed
-rule's pattern), which completes the task "Start the step" waits on. A hanging host sends none.
+agent output (tests/fixtures/agent; a TPC-C job's, tests/fixtures/agent-gotpc) where Run Command
+would, sets the invocation's status and, as EventBridge would on the invocation's status change,
+invokes the real step_callback handler with the event SSM sends (``ssm_invocation_event``;
+tests/synthesized checks it matches the deployed rule's pattern), which completes the task "Start the
+step" waits on. A hanging host sends none.
 
 Stricter than moto where AWS is (``sfn_limits``): a state whose input or output passes 256 KiB
 fails the execution with ``States.DataLimitExceeded`` (the peak is in ``Harness.payloads``), and
@@ -75,6 +76,8 @@ from benchfleet.aws.steps import commands
 REGION = "us-east-1"
 ASL = Path(__file__).resolve().parents[2] / "statemachines" / "benchmark-run.asl.json"
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "agent"
+# go-tpc's (a TPC-C job's) steps, captured on the host tier: tests/fixtures/agent-gotpc/README.md.
+FIXTURES_GOTPC = Path(__file__).resolve().parents[1] / "fixtures" / "agent-gotpc"
 HANDLERS = {"Plan": "plan", "Provision": "provision", "Readiness": "readiness", "StartStep": "start_step",
             "Collect": "collect", "Teardown": "teardown", "Summarize": "summarize", "StepCallback": "step_callback"}
 BUCKET = "bf-results"
@@ -326,6 +329,12 @@ def fitted(records: list[dict[str, Any]], step: dict[str, Any]) -> list[dict[str
     return [*out, {**summary, "total_time_s": duration + 0.0069, "time": samples[0]["time"] + duration}]
 
 
+def fixture_of(job: dict[str, Any], step: str) -> Path:
+    """The captured agent output a step of ``job`` replays: sysbench's, or go-tpc's for a TPC-C job."""
+    folder, measured = (FIXTURES_GOTPC, "t0002") if job.get("gotpc") else (FIXTURES, "t0001")
+    return folder / f"{'prepare' if step == 'prepare' else measured}.jsonl"
+
+
 @functools.cache
 def captured_records(fixture: Path) -> tuple[dict[str, Any], ...]:
     """A captured agent output's records, parsed once (every step of a large run replays one; parsing
@@ -376,7 +385,7 @@ class Agent:
         elif outcome == "failed" and step in self.reasons:  # the agent's error record says why
             self.write_output(command, result, {"type": "error", "stage": "health", "message": self.reasons[step]})
         elif outcome in ("ok", "garbage", "lost"):
-            fixture = FIXTURES / f"{'prepare' if step == 'prepare' else 't0001'}.jsonl"
+            fixture = fixture_of(job, step)
             lines, seconds = [], []
             captured = [dict(r) for r in captured_records(fixture)]  # records are updated below
             records = fitted(captured, event["step"])

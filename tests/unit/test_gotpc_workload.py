@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import pytest
 from tests.agent_modules import load
-from tests.conftest import REPO
+from tests.conftest import FIXTURES, REPO
 
 from benchfleet.agentjob import agent_job
 from benchfleet.plan import GOTPC_PREPARE_S_PER_WAREHOUSE, make_plan, prepare_seconds
+from benchfleet.records import parse_agent_lines
 from benchfleet.scale import apply_scale
-from benchfleet.spec import SpecError, Workload, data_set_key, load_spec, parse_spec
+from benchfleet.spec import SpecError, Workload, data_set_key, inline_loaded, load_spec, parse_spec, resolve
+from benchfleet.validation import plan_problem
 
 TPCC = {"name": "t", "tool": "go-tpc", "test": "tpcc", "warehouses": 2, "threads": [1, 4]}
 SPEC = REPO / "workloads" / "comparisons" / "local-tpcc-durability.yaml"
@@ -74,6 +76,73 @@ def test_smoke_scale_keeps_a_go_tpc_workload_valid() -> None:
     w = loaded.workload
     assert w.warehouses == 1 and w.tool == "go-tpc" and w.duration_s == 6  # two blocks of 3 s
     Workload.model_validate(w.model_dump(exclude_unset=True))  # still a valid go-tpc workload
+
+
+@pytest.mark.parametrize("mode", ["python", "json"])
+def test_a_go_tpc_workload_reads_back_as_itself_from_its_dump(mode: str) -> None:
+    """Every producer hands the workload on as its dump (Plan's state for StartStep and Collect, a run's
+    stored spec, the API body of `run --remote`) and every consumer validates it again: a go-tpc dump
+    carrying sysbench's defaults (tables, table_size, rand_type, options) was refused as if the user had
+    written them, so start_step failed every go-tpc step ("tables is a sysbench key")."""
+    w = Workload(**TPCC)  # type: ignore[arg-type]
+    dumped = w.model_dump(mode=mode)  # type: ignore[arg-type]
+    assert not set(dumped) & {"tables", "table_size", "rand_type", "options"}
+    assert Workload.model_validate(dumped) == w
+    assert Workload.model_validate_json(w.model_dump_json()) == w
+    # ... and the spec that holds it inline, as the API receives it.
+    loaded = load_spec(SPEC)
+    assert parse_spec(loaded.inline(), "api").workload == loaded.workload
+    # A sysbench workload's dump keeps its data set.
+    sysbench = Workload(name="s", test="oltp_read_only", tables=2)
+    assert sysbench.model_dump()["tables"] == 2 and Workload.model_validate(sysbench.model_dump()) == sysbench
+
+
+@pytest.mark.parametrize(("target", "path"), [
+    ({"id": "r", "kind": "rds", "instance_class": "db.m6g.large", "client": {"instance_type": "c6i.large"}},
+     "targets[1].kind"),
+    ({"id": "r", "kind": "aurora", "instance_class": "db.r6g.large", "client": {"instance_type": "c6i.large"}},
+     "targets[1].kind"),
+    ({"id": "r", "kind": "existing", "host": "db.example.com", "tls": "required"}, "targets[1].tls"),
+])
+def test_a_go_tpc_workload_on_a_target_reached_only_over_tls_is_refused_naming_it(
+        target: dict[str, object], path: str) -> None:
+    """go-tpc 1.0.7 has no TLS option and benchfleet reaches RDS and Aurora over TLS only (and an existing
+    server that says tls: required): the agent refused such a job on the host, once the database had been
+    provisioned and paid for. Refused at validate, a spec file and an API body alike, naming the target."""
+    doc = {"name": "s", "workload": TPCC, "targets": [{"id": "e", "kind": "ec2", "instance_type": "m6i.large"},
+                                                     target]}
+    for check in (lambda: resolve(parse_spec(doc, "f.yaml"), "f.yaml"),
+                  lambda: inline_loaded(parse_spec(doc, "api"), "api")):
+        with pytest.raises(SpecError) as e:
+            check()
+        ((field, message),) = e.value.problems
+        assert field == path and "go-tpc" in message and "TLS" in message, message
+    # The same targets with sysbench, and go-tpc on an existing server that does not require TLS: accepted.
+    resolve(parse_spec({**doc, "workload": {"name": "s", "test": "oltp_read_only"}}, "f.yaml"), "f.yaml")
+    resolve(parse_spec({**doc, "targets": [{"id": "r", "kind": "existing", "host": "db.example.com"}]}, "f.yaml"),
+            "f.yaml")
+
+
+def test_a_go_tpc_step_matches_its_plan_though_its_clock_starts_at_its_first_new_order() -> None:
+    """go-tpc's summary covers a step from its first completed New-Order, not from the step's start: a
+    3 s block of `run local-tpcc-durability.yaml --scale smoke` (4 threads, load average 7 on 2 cores;
+    its raw output, unedited) totalled 2.775 s, and the plan check local runs and collect share refused
+    it as a stall ("sysbench ran 2.77 s for a 3 s step"), failing the run. A go-tpc run much shorter than
+    its step is still refused, naming go-tpc; sysbench's clock starts with the step, so the same
+    shortfall stays a stall there."""
+    name = "t0004.b1.relaxed"
+    output = parse_agent_lines((FIXTURES / "agent-gotpc" / f"{name}.jsonl").read_text())
+    (summary,) = output.summaries
+    assert summary.tpmc and summary.total_time_s == 2.775 and len(output.samples) == 2
+
+    def check(total: float, tpmc: float | None) -> str | None:
+        changed = summary.model_copy(update={"total_time_s": total, "tpmc": tpmc})
+        return plan_problem(output.model_copy(update={"summaries": [changed]}), kind="measure", duration_s=3,
+                            report_interval_s=1, step=name)
+
+    assert check(2.775, summary.tpmc) is None
+    assert check(1.5, summary.tpmc) == "go-tpc ran 1.5 s for a 3 s step"
+    assert check(2.775, None) == "sysbench ran 2.77 s for a 3 s step"
 
 
 def test_cost_of_a_tpcc_row_is_per_1000_new_orders_per_minute() -> None:
