@@ -15,9 +15,9 @@ LAMBDA_ENV := .venv-lambda
 LAMBDA_STAMP := $(LAMBDA_ENV)/.installed-stamp
 export BENCHFLEET_REPO := $(CURDIR)
 # pytest-xdist workers: most of the suite's time is spent waiting on real servers (sysbench steps of
-# fixed seconds, MariaDB start-up, a booted host), so three share two cores; tests that must not run
-# beside each other are grouped (pytest.mark.xdist_group, --dist loadgroup). `make test TEST_WORKERS=0`
-# runs in one process.
+# fixed seconds, MariaDB start-up, a booted host), so three share two cores. Each test file stays on one
+# worker (--dist loadfile): a module's fixtures (a Galera cluster, a booted fleet) are made once, as in
+# one process. `make test TEST_WORKERS=0` runs in one process.
 TEST_WORKERS ?= 3
 
 .PHONY: demo test check lint lock lock-check lambda-runtime-lock system-versions test-latest test-lambda-runtime system-deps browser-deps python-deps node-deps synth test-python test-cdk perf clean go-tpc
@@ -104,7 +104,7 @@ $(NODE_STAMP): package.json $(wildcard package-lock.json)
 	@touch $@
 
 test-python: python-deps node-deps
-	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup tests
+	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile tests
 
 # Record the Debian packages this machine has as the ones the suite is green with (.ci/system-versions.txt,
 # read by `benchfleet doctor`): run after a green `make test` on new versions, and commit the diff.
