@@ -16,6 +16,7 @@ from timestream_requests import dimensions, stored_records
 
 from benchfleet import naming
 from benchfleet.aws.fleet import sweep
+from benchfleet.aws.planning import variantplan
 
 EC2 = {"id": "ec2-m6g", "kind": "ec2", "instance_type": "m6g.large", "engine": "mariadb", "mysql_config": "durable"}
 VARIANTS = [{"id": "durable"},
@@ -55,6 +56,10 @@ def test_every_variant_runs_on_its_repetitions_host_in_the_planned_order(harness
     # ... on its data volume (issue 41 item 1: with variants the install had no storage, the server
     # ran on the root volume while the target's volume was launched and billed).
     assert install["storage"]["type"] == "gp3" and len(install["storage"]["volumes"]) == 1
+    # The prepare step fails the target on a setting of the cnf the server does not run, but not on
+    # one the variants set apart (each variant's step reads those back; issue 41 item 11); no settle
+    # time on a server the host starts itself.
+    assert sent[0]["verify"] == {"varying": ["innodb_flush_log_at_trx_commit", "innodb_flush_method", "sync_binlog"]}
     relaxed = next(j for j in sent if j["step"]["name"] == "t0001.relaxed")
     assert relaxed["variant"] == "relaxed" and relaxed["settings"]["apply"]["switch"] == {
         "durable": "set-global", "fsync": "restart"}
@@ -166,6 +171,12 @@ def test_rds_and_aurora_servers_run_with_the_specs_settings_and_switch_variants_
     prepare = [j for j in jobs(requests) if j["step"]["name"] == "prepare"]
     assert {json.dumps(j["requested"], sort_keys=True) for j in prepare} == {json.dumps(
         {"max_connections": "500", "innodb_deadlock_detect": "1", "innodb_open_files": "4000"}, sort_keys=True)}
+    # and holds the server to them before anything is measured (issue 41 item 11): a value that has not
+    # arrived after the parameter group's settle time fails the target, naming it; the settings the
+    # variants set apart are each variant step's to read back.
+    assert [j["verify"] for j in prepare] == [{"varying": ["innodb_deadlock_detect", "max_connections"],
+                                               "settle_s": variantplan.PARAMETERS_WAIT_S}] * 4
+    assert not [j for j in jobs(requests) if j["step"]["name"] != "prepare" and "verify" in j]
     # Torn down after their databases, every group of the run, and nothing left.
     assert {kw.get("DBParameterGroupName") or kw["DBClusterParameterGroupName"] for op, kw in seen
             if op.startswith("delete")} == set(created)

@@ -351,6 +351,8 @@ def _steps(target: TargetPlan, o: Timing, install: dict[str, Any] | None,
             item["install"] = install
         if step.index == 0 and requested:  # and the agent records the server's values beside these
             item["requested"] = requested
+        if step.index == 0 and spec_target is not None and (held := variantplan.verify(loaded, spec_target)):
+            item["verify"] = held  # a setting the server does not run then fails the target (issue 41)
         if loaded.variants:
             item.update(variantplan.step_extras(loaded, spec_target, step, cache))
         if step.kind != "prepare" and status:
