@@ -17,6 +17,7 @@ from timestream_requests import dimensions, stored_records
 from benchfleet import naming
 from benchfleet.aws.fleet import sweep
 from benchfleet.aws.planning import variantplan
+from benchfleet.plan import PARAMETER_GROUPS_SETTLE_S
 
 EC2 = {"id": "ec2-m6g", "kind": "ec2", "instance_type": "m6g.large", "engine": "mariadb", "mysql_config": "durable"}
 VARIANTS = [{"id": "durable"},
@@ -218,3 +219,29 @@ def test_a_group_its_deleting_database_still_uses_after_every_teardown_lap_is_le
     report = sweep.janitor_sweep(sweep.region_clients, [REGION], set, OWNER)  # the run has ended
     assert [r.id for r in report.removed] == [group] and report.failed == []
     assert leftovers(run_id) == []
+
+
+def test_a_database_is_created_only_after_its_new_parameter_groups_settled(harness):
+    """Issue 41 item 11: provision created the run's parameter groups and the database that boots with
+    them in one call, seconds apart; AWS asks to wait at least 5 minutes after creating a (cluster)
+    parameter group before the first database that uses it. Now provision makes the groups (and the
+    client), "Let the new parameter groups settle" waits PARAMETER_GROUPS_SETTLE_S, and a second
+    provision call creates the database; plan counts the wait in the run's wall time."""
+    seen = rds_calls(harness, "create_db_parameter_group", "create_db_cluster_parameter_group",
+                     "create_db_instance", "create_db_cluster")
+    harness.on_wait.append(lambda s: seen.append(("wait", {"s": s})))
+    result = harness.run(spec(targets=MANAGED, repetitions=1), name="groups-settle")
+    assert result["status"] == "SUCCEEDED", harness.explain(result)
+    plan = next(c.result for c in harness.calls_of("plan"))
+    for target in plan["targets"]:
+        kind = target["kind"]
+        mine = [(op, kw) for op, kw in seen if op == "wait" or target["target_id"] in json.dumps(kw)]
+        groups = [i for i, (op, _) in enumerate(mine) if op.endswith("parameter_group")]
+        databases = [i for i, (op, _) in enumerate(mine) if op in ("create_db_instance", "create_db_cluster")]
+        assert len(groups) == (2 if kind == "aurora" else 1) and databases, mine
+        between = [kw["s"] for op, kw in mine[max(groups) + 1:min(databases)] if op == "wait"]
+        assert PARAMETER_GROUPS_SETTLE_S in between, (kind, mine)
+    provisions = [c for c in harness.calls_of("provision")]
+    assert len(provisions) == 4  # two calls per repetition of each target: groups and client, then databases
+    assert [bool(c.event.get("resources")) for c in provisions].count(True) == 2
+    assert leftovers(plan["run_id"]) == []

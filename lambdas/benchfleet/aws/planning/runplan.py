@@ -378,8 +378,9 @@ def _bound(target: TargetPlan, ready_max: int) -> int:
     """Worst case of one repetition: the readiness loop runs to its bound (steps do not poll), a
     cluster's set-up steps (one per node and the proxy's) before its benchmark's, and a database's
     teardown laps to theirs."""
-    laps = lifecycle.TEARDOWN_LAPS if target.kind in ("rds", "aurora") else 1
-    return history.repetition_events(target.most_steps + target.setup_steps, ready_max, laps)
+    managed = target.kind in ("rds", "aurora")
+    laps = lifecycle.TEARDOWN_LAPS if managed else 1
+    return history.repetition_events(target.most_steps + target.setup_steps, ready_max, laps, groups=managed)
 
 
 def run_id_for(request: RunRequest, execution_name: str | None) -> str | None:
