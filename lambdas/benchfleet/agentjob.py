@@ -39,7 +39,8 @@ def agent_job(*, run_id: str, target_id: str, repetition: int, workload: Workloa
               db: dict[str, Any], config_hash: str | None = None,
               requested: dict[str, str] | None = None,
               settings: dict[str, Any] | None = None, data_dir: str | None = None,
-              state_dir: str | None = None, status: dict[str, Any] | None = None) -> dict[str, Any]:
+              state_dir: str | None = None, status: dict[str, Any] | None = None,
+              verify: dict[str, Any] | None = None) -> dict[str, Any]:
     """``requested``: the server options a server benchfleet started was given (cnf and the spec's
     server_options); the prepare step's fingerprint records their effective values. On a fresh
     EC2 host the install step reports them instead. ``data_dir``: the server's data directory when
@@ -52,7 +53,10 @@ def agent_job(*, run_id: str, target_id: str, repetition: int, workload: Workloa
     (``{"variant", "requested": {option: value}}``, plus ``apply`` where the agent switches them
     itself); the agent reads them back from the server and records requested and effective values
     with the step's summary. ``status``: the server status the agent reads every second
-    (workloads/agent/benchfleet_status.py; benchfleet.serverstatus)."""
+    (workloads/agent/benchfleet_status.py; benchfleet.serverstatus). ``verify``: how the prepare step
+    holds the server to ``requested`` before anything is measured (``{"varying": settings the variants
+    set apart, which their own steps read back, "settle_s": how long a managed server's values may take
+    to arrive}``): a setting it still runs with another value fails the target, naming it."""
     job: dict[str, Any] = {
         "run_id": run_id,
         "target_id": target_id,
@@ -77,6 +81,8 @@ def agent_job(*, run_id: str, target_id: str, repetition: int, workload: Workloa
         job["requested"] = requested
     if settings:
         job["settings"] = settings
+    if verify:
+        job["verify"] = verify
     if data_dir:
         job["data_dir"] = data_dir
     rows = rows_of(workload, state_dir)

@@ -45,6 +45,13 @@ DEFAULT_DATABASE = "sbtest"
 # local run (medians on a 2-core machine shared with other work, November 2026): a fresh MariaDB
 # server (initialise, start, create the user) 5.3 s, its teardown 1.2 s. An existing server's safety
 # check and clean-up are a few client round trips, within the step overheads' rounding.
+# rds / aurora: the wait between creating a repetition's parameter groups and creating the database
+# that uses them. The RDS API Reference (CreateDBParameterGroup; CreateDBClusterParameterGroup alike):
+# "After you create a DB parameter group, you should wait at least 5 minutes before creating your first
+# DB instance that uses that DB parameter group as the default parameter group. This allows Amazon RDS
+# to fully complete the create action before the parameter group is used". The state machine's "Let the
+# new parameter groups settle" waits it (benchfleet.aws.fleet.paramgroups.SETTLE_S).
+PARAMETER_GROUPS_SETTLE_S = 300
 PROVISION_SECONDS = {"local": 6, "existing": 0, "ec2": 300, "rds": 900, "aurora": 1200, "cluster": 300}
 TEARDOWN_SECONDS = {"local": 2, "existing": 0, "ec2": 60, "rds": 600, "aurora": 900, "cluster": 60}
 # A local Galera cluster (benchfleet.local.galera, 3 nodes): the first node initialised and bootstrapped
@@ -113,7 +120,8 @@ GIB_PER_VCPU = {"c": 2, "m": 4, "r": 8, "x": 16, "i": 8, "z": 8, "t": 4, "a": 2,
 EXPIRY_MARGIN = timedelta(hours=2)
 # Where a run's wall time goes, as `benchfleet plan` itemises it ("waiting": for a wave's hosts, or a
 # repetition_spacing_s), and which part each kind of step is.
-WALL_PARTS = ("provisioning", "set-up", "prepare", "warm-up", "steps", "cool-downs", "teardown")
+WALL_PARTS = ("provisioning", "parameter groups settle", "set-up", "prepare", "warm-up", "steps",
+              "cool-downs", "teardown")
 PART_OF_STEP = {"prepare": "prepare", "warmup": "warm-up", "measure": "steps"}
 
 PriceLookup = Callable[[object], float | None]
@@ -201,6 +209,8 @@ class TargetPlan(BaseModel):
     sequence: list[list[int]] = []
     provision_s: int
     teardown_s: int
+    # rds / aurora: PARAMETER_GROUPS_SETTLE_S between the groups and the database, in every repetition.
+    settle_s: int = 0
     # A cloud cluster's set-up steps (``cluster_setup_hosts``), before its benchmark's in every
     # repetition, and their seconds (serial: CLUSTER_NODE_SETUP_S each node, CLUSTER_PROXY_SETUP_S).
     setup_steps: int = 0
@@ -236,7 +246,7 @@ class TargetPlan(BaseModel):
 
     def repetition_seconds(self, repetition: int) -> int:
         """One repetition: provision, set-up, its steps with their overhead, teardown (each on a fresh host)."""
-        return (self.provision_s + self.setup_s
+        return (self.provision_s + self.settle_s + self.setup_s
                 + sum(s.estimated_s + self.step_overhead_s for s in self.steps_of(repetition)) + self.teardown_s)
 
     @property
@@ -253,6 +263,7 @@ class TargetPlan(BaseModel):
         """Where one repetition's seconds go (they add up to ``repetition_seconds``)."""
         out = dict.fromkeys(WALL_PARTS, 0)
         out["provisioning"], out["set-up"], out["teardown"] = self.provision_s, self.setup_s, self.teardown_s
+        out["parameter groups settle"] = self.settle_s
         for step in self.steps_of(repetition):
             out[PART_OF_STEP[step.kind]] += step.duration_s + self.step_overhead_s
             out["cool-downs"] += step.cooldown_s
@@ -797,6 +808,7 @@ def make_plan(loaded: LoadedSpec, price_lookup: PriceLookup | None = None, *, at
             region=getattr(target, "region", None) or ("local" if spec.is_local else None),
             repetitions=spec.repetitions, steps=steps, sequence=sequence,
             provision_s=provision_s, teardown_s=teardown_s,
+            settle_s=PARAMETER_GROUPS_SETTLE_S if target.kind in ("rds", "aurora") else 0,
             setup_steps=len(cluster_setup_hosts(target)), setup_s=setup_seconds(target),
             step_overhead_s=STEP_OVERHEAD_SECONDS.get(target.kind, 0) if spec.is_local else 0,
             price_per_hour=price, server_options=target.server_options, hosts=hosts_of(target),

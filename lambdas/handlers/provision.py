@@ -26,6 +26,8 @@ class ProvisionEvent(BaseModel):
     expires_at: str
     # An rds / aurora target's parameter group entries (Plan: runplan, from mysql_config and server_options).
     parameters: list[dict[str, Any]] = []
+    # rds / aurora, "Create the databases": the first call's answer (its groups_settle_s has passed).
+    resources: dict[str, Any] | None = None
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -42,7 +44,8 @@ def handler(event: ProvisionEvent, context: LambdaContext) -> dict[str, Any]:
         clients.client("ec2", region), clients.client("rds", region), ssm, regional.settings_in(region, settings, ssm),
         run_id=event.run_id, target=event.target, repetition=event.repetition,
         zone_index=event.zone_index, expires_at=event.expires_at, parameters=event.parameters,
-        secretsmanager=clients.client("secretsmanager", region) if event.target.get("kind") == "cluster" else None)
+        secretsmanager=clients.client("secretsmanager", region) if event.target.get("kind") == "cluster" else None,
+        resources=event.resources)
     logger.info("provisioned", extra={"resources": resources})
     metrics.add_metric(name="TargetsProvisioned", unit=MetricUnit.Count, value=1)
     return resources

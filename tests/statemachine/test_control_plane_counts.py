@@ -47,6 +47,24 @@ def test_walked_definition_matches_moto_history(harness):
     assert dict(counts.invocations) == dict(called)
 
 
+def test_walked_definition_matches_moto_history_where_parameter_groups_settle(harness):
+    """rds: provision makes the groups, "Let the new parameter groups settle", provision again for the
+    database (issue 41 item 11); the walk takes that branch for rds and aurora only."""
+    targets = [{"id": "rds-m6g", "kind": "rds", "instance_class": "db.m6g.large",
+                "client": {"instance_type": "c6i.large"}}, TWO_TARGETS[0]]
+    result = harness.run(spec(targets=targets, repetitions=1), name="count-settle")
+    assert result["status"] == "SUCCEEDED", harness.explain(result)
+    ready = Counter(c.event["resources"]["kind"] for c in harness.calls_of("readiness"))
+    scope = RunScope([TargetScope([RepetitionScope([StepScope(), StepScope()], ready["rds"], settles=True)]),
+                      TargetScope([RepetitionScope([StepScope(), StepScope()], ready["ec2"])])])
+    definition = asl_walk.load_definition()
+    counts = asl_walk.walk(definition["States"], definition["StartAt"], scope)
+    assert counts.transitions == sum(1 for e in result["history"] if e["type"].endswith("StateEntered"))
+    called = Counter(c.module for c in harness.calls)
+    called.pop("step_callback")
+    assert dict(counts.invocations) == dict(called) and called["provision"] == 3
+
+
 def test_the_estimate_counts_the_readiness_checks_the_handler_makes(monkeypatch):
     """The estimate's readiness checks per repetition are those the real readiness handler
     (lifecycle.check_ready) makes, driven as the definition drives it (check; not ready: wait the

@@ -74,7 +74,9 @@ def test_a_full_quota_is_waited_out_while_a_previous_wave_goes(harness):
     harness.proxies["ec2"].faults["run_instances"] = list(full)
     summary = finish(harness, harness.run(spec(targets=[spec()["targets"][0]]), name="quota-full"), "SUCCEEDED")
     assert status_of(summary) == {"ec2-m6g": "SUCCEEDED"}
-    assert [c.error for c in harness.calls_of("provision")] == ["QuotaExceeded", "QuotaExceeded", None]
+    # Then, once the new group settled, "Create the databases" (provision's second call).
+    assert [(c.error, bool(c.event.get("resources"))) for c in harness.calls_of("provision")] == [
+        ("QuotaExceeded", False), ("QuotaExceeded", False), (None, False), (None, True)]
     assert harness.sleeps.count(120) == 2
 
 
@@ -88,7 +90,9 @@ def test_a_full_parameter_group_quota_is_waited_out_like_the_other_quotas(harnes
     rds_target = next(t for t in spec()["targets"] if t["kind"] == "rds")
     summary = finish(harness, harness.run(spec(targets=[rds_target]), name="groups-full"), "SUCCEEDED")
     assert status_of(summary) == {rds_target["id"]: "SUCCEEDED"}
-    assert [c.error for c in harness.calls_of("provision")] == ["QuotaExceeded", "QuotaExceeded", None]
+    # Then, once the new group settled, "Create the databases" (provision's second call).
+    assert [(c.error, bool(c.event.get("resources"))) for c in harness.calls_of("provision")] == [
+        ("QuotaExceeded", False), ("QuotaExceeded", False), (None, False), (None, True)]
 
 
 def test_provision_crash_tears_down_what_was_created(harness):

@@ -56,6 +56,7 @@ case "$(basename "$0")" in
         [ "$(wc -l < "$FAKE_DIR/states")" -gt 1 ] && sed -i 1d "$FAKE_DIR/states"
         set -- $line
         printf 'wsrep_local_state\\t%s\\nwsrep_cluster_size\\t%s\\nwsrep_cluster_status\\t%s\\n' "$1" "$2" "$3" ;;
+      "SHOW GLOBAL VARIABLES"*) cat "$FAKE_DIR/variables" 2>/dev/null ;;
       *) printf '%s\\n' "$sql" >> "$FAKE_DIR/sql.log" ;;
     esac ;;
 esac
@@ -139,6 +140,22 @@ def test_the_first_node_installs_bootstraps_and_creates_the_users_from_the_secre
     assert all(SECRET not in c for c in calls) and all(SECRET not in json.dumps(r) for r in host.records)
     assert done["state"] == "Synced" and done["node"] == "n1" and len(done["config_hash"]) == 64
     assert host.records[-1]["type"] == "setup"
+
+
+def test_a_node_whose_server_does_not_run_the_targets_settings_fails_naming_them(host: Host) -> None:
+    """Issue 41 item 11: a node's server that ran max_connections 214 where the cnf asked 500 joined,
+    and the cluster was measured as the spec's. Now its set-up fails naming the node and the setting;
+    the buffer pool rounded to its chunk size is the server's documented adjustment, not a failure."""
+    (host.fake / "variables").write_text("max_connections\t214\ninnodb_buffer_pool_size\t4160749568\n"
+                                         "innodb_buffer_pool_chunk_size\t134217728\nwsrep_on\tON\n")
+    with pytest.raises(cluster.ClusterSetupError) as e:
+        host.run(node_setup("n1"))
+    assert str(e.value) == ("node n1: its server does not run with what the target asks for, so nothing is "
+                            "measured: max_connections asked 500, the server runs 214")
+    assert e.value.fields["settings"] == [{"option": "max_connections", "requested": "500", "effective": "214"}]
+    (host.fake / "variables").write_text("max_connections\t500\ninnodb_buffer_pool_size\t4160749568\n"
+                                         "innodb_buffer_pool_chunk_size\t134217728\n")
+    assert host.run(node_setup("n1"))["state"] == "Synced"
 
 
 def test_a_joiner_starts_without_waiting_and_returns_once_synced_at_full_size(host: Host) -> None:

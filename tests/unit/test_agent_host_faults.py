@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.agent_modules import load
 from tests.conftest import REPO
 
 AGENT_DIR = REPO / "workloads" / "agent"
@@ -169,3 +170,37 @@ def test_a_binary_log_base_name_is_not_a_difference() -> None:
     assert dbclient.differences({"log_bin": "binlog"}, {"log_bin": "ON"}) == ([], [])
     assert dbclient.differences({"log_bin": "binlog"}, {"log_bin": "OFF"}) == (
         [{"option": "log_bin", "requested": "binlog", "effective": "OFF"}], [])
+
+
+def test_what_the_server_adjusts_as_it_documents_is_told_apart_from_a_setting_it_does_not_run() -> None:
+    """Issue 41 item 11: a target fails on a setting its server runs with another value, except the
+    adjustments the server documents: the buffer pool rounded to a multiple of chunk size x instances,
+    table_open_cache lowered to the open-files limit, MariaDB's table_open_cache_instances as a maximum.
+    Raising a value (innodb_io_capacity 50 -> 100, a table cache above the one asked for) is none."""
+    variables = {"innodb_buffer_pool_chunk_size": "134217728", "innodb_buffer_pool_instances": "8"}
+    changed = [{"option": "innodb_buffer_pool_size", "requested": "5734M", "effective": str(6 * 1024 ** 3)},
+               {"option": "table_open_cache", "requested": "200000", "effective": "7985"},
+               {"option": "table_open_cache_instances", "requested": "64", "effective": "1"},
+               {"option": "innodb_io_capacity", "requested": "50", "effective": "100"},
+               {"option": "table_open_cache_instances", "requested": "4", "effective": "8"}]
+    assert dbclient.adjusted(changed, variables) == changed[:3]
+    # A buffer pool a whole unit away from what was asked is not a rounding of it.
+    far = {"option": "innodb_buffer_pool_size", "requested": "4G", "effective": str(5 * 1024 ** 3)}
+    assert dbclient.adjusted([far], {"innodb_buffer_pool_chunk_size": "134217728"}) == []
+
+
+def test_the_prepare_step_fails_on_the_targets_settings_but_not_the_variants(monkeypatch) -> None:
+    agent = load("benchfleet_agent")
+    found = {"config_differences": [{"option": "innodb_io_capacity", "requested": "50", "effective": "100"},
+                                    {"option": "max_connections", "requested": "5", "effective": "10"},
+                                    {"option": "table_open_cache", "requested": "200000", "effective": "7985"}]}
+    found["config_adjusted"] = found["config_differences"][2:]
+    assert agent.target_differences({}, found) == found["config_differences"][:2]
+    job = {"verify": {"varying": ["innodb-io-capacity"]}}
+    assert agent.target_differences(job, found) == found["config_differences"][1:2]
+    # A managed server's value that arrives while the agent waits (verify.settle_s) passes.
+    reads = iter([{"config_differences": []}])
+    monkeypatch.setattr(agent.benchfleet_dbclient, "server_state", lambda conn, requested: next(reads))
+    monkeypatch.setattr(agent, "SETTLE_POLL_S", 0.01)
+    assert agent.unmet_settings({"verify": {"settle_s": 5}}, None, {}, found) == []
+    assert agent.unmet_settings({}, None, {}, found) == found["config_differences"][:2]

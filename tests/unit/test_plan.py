@@ -10,6 +10,7 @@ from tests.conftest import REPO
 
 from benchfleet.plan import (
     EXPIRY_MARGIN,
+    PARAMETER_GROUPS_SETTLE_S,
     PREPARE_MIN_SECONDS,
     PROVISION_SECONDS,
     STEP_OVERHEAD_SECONDS,
@@ -54,7 +55,11 @@ def test_cloud_targets_run_side_by_side_and_are_priced() -> None:
                {"id": "aur", "kind": "aurora", "instance_class": "db.r6g.large", "price_per_hour": 0.30}]
     plan = make_plan(loaded(targets, repetitions=3, budget_usd=1.0))
     ec2, aurora = plan.targets
-    assert aurora.repetition_s - ec2.repetition_s == (1200 + 900) - (300 + 60)
+    # Aurora's repetition also waits 5 minutes between its new parameter groups and its database (AWS's
+    # advice; issue 41 item 11), an item of its own in the plan's wall time.
+    assert aurora.repetition_s - ec2.repetition_s == (1200 + 300 + 900) - (300 + 60)
+    assert aurora.parts(1)["parameter groups settle"] == PARAMETER_GROUPS_SETTLE_S == 300
+    assert ec2.parts(1)["parameter groups settle"] == 0
     assert plan.wall_s == aurora.total_s == 3 * aurora.repetition_s
     assert ec2.estimated_cost_usd == round(0.096 * ec2.total_s / 3600, 4)
     assert plan.estimated_cost_usd == round(ec2.estimated_cost_usd + aurora.estimated_cost_usd, 4)
@@ -144,3 +149,18 @@ def test_benchfleet_plan_prints_the_aurora_io_line_with_its_assumption_and_count
     out = " ".join(capsys.readouterr().out.split())  # rich wraps long lines
     assert "Aurora I/O requests" in out and "assumed: a load writes its rows' bytes" in out
     assert f"+ Aurora I/O ${summary['usage_usd']:.2f} +" in out
+
+
+def test_benchfleet_plan_shows_the_wait_for_new_parameter_groups(capsys) -> None:
+    """Issue 41 item 11: each repetition of an rds / aurora target waits 5 minutes between creating its
+    parameter groups and the database that uses them (AWS's advice); `plan` shows that time in the
+    wall time's items and counts it in the estimate."""
+    from benchfleet.cli import main
+
+    path = str(REPO / "workloads" / "comparisons" / "aurora-pk-order.yaml")
+    assert main(["plan", path, "--format", "json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    # Along the repetitions that end last.
+    assert summary["wall_parts"]["parameter groups settle"] == PARAMETER_GROUPS_SETTLE_S
+    assert main(["plan", path]) == 0
+    assert "parameter groups settle 5m" in " ".join(capsys.readouterr().out.split())

@@ -33,6 +33,7 @@ import socket
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+import benchfleet_dbclient
 import benchfleet_install
 import benchfleet_storage
 from benchfleet import galera, proxyconf
@@ -190,6 +191,26 @@ class NodeSetup:
                 raise self.fail(setup, "was not Synced within {:g} s: {}".format(timeout_s, problem))
             self.i.sleep(POLL_S)
 
+    def verify(self, setup: Dict[str, Any], requested: Dict[str, str]) -> None:
+        """Every node runs what the target's cnf asks for before anything is measured (issue 41 item
+        11): a setting its server runs with another value fails the set-up naming it, as the prepare
+        step of a single server does (benchfleet_agent.unmet_settings), the documented adjustments
+        to the host (benchfleet_dbclient.SERVER_ADJUSTED) apart."""
+        out = self.i._sql("SHOW GLOBAL VARIABLES;")
+        if out.returncode != 0:
+            raise ClusterSetupError("node {}: cannot read its server's variables to check its settings: {}".format(
+                setup["node"], (out.stderr or "").strip()[-300:]), node=setup["node"])
+        variables = {r[0].lower(): (r[1] if len(r) > 1 else "")
+                     for r in (line.split("\t") for line in out.stdout.splitlines()) if r and r[0]}
+        changed = benchfleet_dbclient.differences(requested, variables)[0]
+        adjusted = benchfleet_dbclient.adjusted(changed, variables)
+        unmet = [d for d in changed if d not in adjusted]
+        if unmet:
+            raise ClusterSetupError("node {}: its server does not run with what the target asks for, so nothing is "
+                                    "measured: {}".format(setup["node"], "; ".join(
+                                        "{option} asked {requested}, the server runs {effective}".format(**d)
+                                        for d in unmet)), node=setup["node"], settings=unmet)
+
     def size_now(self) -> Optional[int]:
         out = self.i._sql("SHOW GLOBAL STATUS WHERE Variable_name IN ('wsrep_cluster_size');")
         try:
@@ -240,6 +261,7 @@ class NodeSetup:
             self.systemctl(setup, "reset-failed", service)
             self.systemctl(setup, "restart", "--no-block", service)
             self.wait_synced(setup, size, float(setup["synced_timeout_s"]))
+        self.verify(setup, done["requested"])
         record = {"role": "node", "node": setup["node"], "state": "Synced", "cluster_size": self.size_now(),
                   "seconds": round(self.i.clock() - started, 3), "storage_layout": layout, **done}
         self.i.emit("setup", time=time.time(), **record)

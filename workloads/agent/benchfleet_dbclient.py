@@ -245,6 +245,54 @@ def differences(requested: Dict[str, str], effective: Dict[str, str]) -> Tuple[L
     return changed, unverified
 
 
+def amount(value: str) -> Optional[float]:
+    """A setting's value as a number (sizes in bytes: 128M is 134217728), None when it is none."""
+    text = str(value).strip().strip("'\"").lower()
+    size = _SIZE.match(text)
+    if size:
+        return float(size.group(1)) * 1024 ** ("kmgt".index(size.group(2)) + 1)
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+# Values the server itself documents that it adjusts to its host, which a target is not failed for
+# (its prepare step says so and records both values): each a test of (requested, effective, the
+# server's variables), as numbers.
+def _buffer_pool_rounded(wanted: float, have: float, variables: Dict[str, str]) -> bool:
+    """innodb_buffer_pool_size "must always be equal to or a multiple of innodb_buffer_pool_chunk_size *
+    innodb_buffer_pool_instances" and the server rounds it so (MySQL and MariaDB manuals)."""
+    unit = (amount(variables.get("innodb_buffer_pool_chunk_size") or "0") or 0) * (
+        amount(variables.get("innodb_buffer_pool_instances") or "1") or 1)
+    return unit > 0 and have % unit == 0 and abs(have - wanted) < unit
+
+
+def _lowered(wanted: float, have: float, variables: Dict[str, str]) -> bool:
+    return 0 < have <= wanted
+
+
+SERVER_ADJUSTED = {
+    "innodb_buffer_pool_size": _buffer_pool_rounded,
+    # Lowered to what the open-files limit of the server's host allows (open_files_limit).
+    "table_open_cache": _lowered,
+    # MariaDB: a maximum; it starts with one instance and adds them when it sees contention.
+    "table_open_cache_instances": _lowered,
+}
+
+
+def adjusted(changed: List[Dict[str, str]], variables: Dict[str, str]) -> List[Dict[str, str]]:
+    """Those of ``changed`` (``differences``) the server adjusted the way it documents (SERVER_ADJUSTED)."""
+    out = []
+    for d in changed:
+        name = d["option"].replace("-", "_")
+        test = SERVER_ADJUSTED.get(name[len("loose_"):] if name.startswith("loose_") else name)
+        wanted, have = amount(d["requested"]), amount(d["effective"])
+        if test is not None and wanted is not None and have is not None and test(wanted, have, variables):
+            out.append(d)
+    return out
+
+
 def ensure_database(conn: Connection) -> Optional[str]:
     """``CREATE DATABASE IF NOT EXISTS`` for the job's database (an RDS/Aurora endpoint has none
     until someone makes it; sysbench prepare needs it). None when done, else why not."""
@@ -268,7 +316,8 @@ def server_state(conn: Connection, requested: Dict[str, str]) -> Dict[str, Any]:
     return {"engine_version": variables.get("version"), "tls_cipher": cipher or None,
             "server_identity": identity(variables),
             "server_variables": {n: variables[n] for n in names if n in variables},
-            "config_differences": changed, "config_unverified": unverified}
+            "config_differences": changed, "config_adjusted": adjusted(changed, variables),
+            "config_unverified": unverified}
 
 
 # ---- whose tables, which server ---------------------------------------------------------------------

@@ -34,6 +34,9 @@ class Step(_In):
     # First step only, rds / aurora: the values the run's parameter groups set, which the agent
     # compares with what the server reports (its fingerprint records both).
     requested: dict[str, str] | None = None
+    # First step only: how the agent holds the server to what was requested before anything is
+    # measured (variantplan.verify: the variants' own settings apart, a parameter group's settle time).
+    verify: dict[str, Any] | None = None
     # Variants (benchfleet.plan.PlanStep, benchfleet.aws.planning.variantplan): whose workload and data
     # set, which block, whose settings and how to switch to them, the variant's workload where it is not
     # the spec's, and its settings in the form the target's kind applies them.

@@ -272,6 +272,10 @@ def _run_target(loaded: LoadedSpec, target: LocalTarget | ExistingTarget, repeti
             switching.current = switching.first
         observer.target_ready(target.id, repetition)
         requested = dict(server.rendered.options) if isinstance(server, LocalServer | LocalCluster) else None
+        # The prepare step fails the target on a setting the server does not run; the variants' own
+        # settings are read back by their steps instead (a verdict between two the server ran alike is
+        # refused, the others stand).
+        verify = {"varying": switching.varying} if switching is not None and switching.varying else None
         status = status_job(loaded, target, server)
         for step in steps:
             observer.step_started(target.id, repetition, step)
@@ -288,7 +292,7 @@ def _run_target(loaded: LoadedSpec, target: LocalTarget | ExistingTarget, repeti
             # A cluster's step connects by its route: its variant's, else through the proxy when there is one.
             here = cluster.connection(route_of(loaded, target, step)) if cluster is not None else conn
             output = _run_step(loaded, target, repetition, step, run_id, here, server, home, observer, result,
-                               requested, settings, status)
+                               requested, settings, status, verify)
             if step.kind == "prepare":
                 fp = _fingerprint(output, target)
                 meta = _target_meta(target, fp)
@@ -312,13 +316,14 @@ def _run_target(loaded: LoadedSpec, target: LocalTarget | ExistingTarget, repeti
 def _run_step(loaded: LoadedSpec, target: LocalTarget | ExistingTarget, repetition: int, step: PlanStep,
               run_id: str, conn: Connection, server: Server, home: Path, observer: Observer,
               result: RunResult, requested: dict[str, str] | None = None,
-              settings: dict[str, Any] | None = None, status: dict[str, object] | None = None) -> AgentOutput:
+              settings: dict[str, Any] | None = None, status: dict[str, object] | None = None,
+              verify: dict[str, Any] | None = None) -> AgentOutput:
     data_dir = server.data_dir if isinstance(server, LocalServer) else None
     job = agent_job(run_id=run_id, target_id=target.id, repetition=repetition,
                     workload=loaded.workload_of(step.variant), step=step, db=conn.as_job(),
                     config_hash=server.config_hash, requested=requested, settings=settings,
                     data_dir=str(data_dir) if data_dir else None, state_dir=str(state_dir(home, run_id)),
-                    status=status)
+                    status=status, verify=verify)
     raw = home / "raw" / raw_key(run_id, target.id, repetition, step.name).removeprefix("runs/")
     raw.parent.mkdir(parents=True, exist_ok=True)
     result.raw_files.append(raw)

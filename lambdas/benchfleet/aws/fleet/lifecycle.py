@@ -23,6 +23,9 @@ _ISO = "%Y-%m-%dT%H:%M:%SZ"
 # most TEARDOWN_LAPS times in all (15 minutes, the plan's Aurora teardown), then leaves it to the janitor.
 TEARDOWN_WAIT_S = 60
 TEARDOWN_LAPS = 16
+# provision's answer for an rds / aurora target whose parameter groups were just made: the seconds
+# the state machine waits before it calls provision again to create the database(s).
+GROUPS_SETTLE = "groups_settle_s"
 
 
 def _parse(ts: str) -> datetime:
@@ -31,19 +34,26 @@ def _parse(ts: str) -> datetime:
 
 def provision(ec2: Any, rds: Any, ssm: Any, settings: Settings, *, run_id: str, target: dict[str, Any],
               repetition: int, zone_index: int, expires_at: str,
-              parameters: list[dict[str, Any]] | None = None, secretsmanager: Any = None) -> dict[str, Any]:
-    """Create the target (and its client) in the zone of ``SUBNET_IDS[zone_index]``; an rds or aurora
-    target with the run's parameter groups, set to the plan's ``parameters`` (benchfleet.aws.fleet.
-    paramgroups). A cluster: every host at once, its nodes in distinct zones (benchfleet.aws.fleet.
-    cluster), with ``secretsmanager`` for its password. On any failure what was already created is
-    deleted before the error propagates (teardown by tag backs this up)."""
+              parameters: list[dict[str, Any]] | None = None, secretsmanager: Any = None,
+              resources: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Create the target (and its client) in the zone of ``SUBNET_IDS[zone_index]``. An rds or aurora
+    target in two calls: first the run's parameter groups, set to the plan's ``parameters``
+    (benchfleet.aws.fleet.paramgroups), and the client, answering ``groups_settle_s``; then, that long
+    after ("Let the new parameter groups settle"), called again with that answer as ``resources``: its
+    database(s), which boot with the groups. A cluster: every host at once, its nodes in distinct zones
+    (benchfleet.aws.fleet.cluster), with ``secretsmanager`` for its password. On any failure what was
+    already created is deleted before the error propagates (teardown by tag backs this up)."""
     # Through the spec's own model: defaults filled in, a malformed target refused here.
     target = TypeAdapter(Target).validate_python(target).model_dump(mode="json")
     target_id, kind = target["id"], target["kind"]
+    databases = bool(resources and resources.get(GROUPS_SETTLE))  # the second call
     out: dict[str, Any] = {"kind": kind, "managed": kind != "existing", "instance_id": None,
                            "db_instance_id": None, "db_cluster_id": None, "parameter_group": None,
                            "cluster_parameter_group": None, "zone_index": zone_index,
                            "provisioned_at": t.now_iso()}
+    if databases:
+        out = {**{k: v for k, v in (resources or {}).items() if k != GROUPS_SETTLE},
+               "provisioned_at": out["provisioned_at"]}  # the readiness checks count from the database's start
     if kind == "existing":
         out["instance_id"] = target["instance_id"]
         return out
@@ -66,15 +76,22 @@ def provision(ec2: Any, rds: Any, ssm: Any, settings: Settings, *, run_id: str, 
             cluster.provision(ec2, ssm, secretsmanager, settings, run_id=run_id, target=target,
                               repetition=repetition, tags=tags, out=out)
             return out
-        if kind == "rds":
+        if databases and kind == "rds":
             out["db_instance_id"] = t.create_rds(
-                rds, settings, target=target, zone=zone, tags=tags, groups=groups, parameters=parameters,
+                rds, settings, target=target, zone=zone, tags=tags, groups=groups,
                 identifier=naming.db_identifier(run_id, target_id, repetition, "db", prefix))
-        elif kind == "aurora":
+            return out
+        if databases and kind == "aurora":
             out["db_cluster_id"], out["db_instance_id"] = t.create_aurora(
-                rds, settings, target=target, zone=zone, tags=tags, groups=groups, parameters=parameters,
+                rds, settings, target=target, zone=zone, tags=tags, groups=groups,
                 cluster_id=naming.db_identifier(run_id, target_id, repetition, "cluster", prefix),
                 writer_id=naming.db_identifier(run_id, target_id, repetition, "writer", prefix))
+            return out
+        if kind in ("rds", "aurora"):
+            # AWS: wait at least 5 minutes after creating a parameter group before creating the first
+            # database that uses it (paramgroups.SETTLE_S): the database comes with the second call.
+            t.create_parameter_groups(rds, target=target, groups=groups, parameters=parameters or [], tags=tags)
+            out[GROUPS_SETTLE] = paramgroups.SETTLE_S
         role = "target" if kind == "ec2" else "client"
         instance_type = target["instance_type"] if kind == "ec2" else target["client"]["instance_type"]
         out["instance_type"] = instance_type

@@ -9,7 +9,9 @@ other resource of the run and named from the run, target, repetition and role as
 (``naming.db_identifier``: ``-pg``, ``-cpg``), before the database that names them, so it boots with
 them; readiness reboots the writer once where a static parameter still waits for a reboot; a
 variant's step switches the dynamic ones (ApplyMethod immediate); teardown deletes them after their
-database. A parameter group cannot be deleted while a database still uses it (the database may be
+database. AWS asks for 5 minutes between a group's creation and the first database that uses it
+(SETTLE_S): provision makes the groups, the state machine waits, provision makes the database. A
+parameter group cannot be deleted while a database still uses it (the database may be
 ``deleting`` for minutes): teardown says so (``waiting``) and the state machine runs it again once
 that has passed, until the group is gone (``lifecycle.next_lap``); the sweep removes one still there
 after the last lap.
@@ -30,9 +32,13 @@ from botocore.exceptions import ClientError
 
 from benchfleet import naming
 from benchfleet.aws.errors import TargetFailed, aws_errors, error_code
+from benchfleet.plan import PARAMETER_GROUPS_SETTLE_S
 from benchfleet.serverparams import RDS_PARAMETERS_PER_CALL
 
 INSTANCE, CLUSTER = "instance", "cluster"
+# Between creating the run's groups and creating the database that boots with them (AWS asks for 5
+# minutes: benchfleet.plan.PARAMETER_GROUPS_SETTLE_S, which the plan's wall time shows).
+SETTLE_S = PARAMETER_GROUPS_SETTLE_S
 # naming.db_identifier roles: the DB parameter group, the DB cluster parameter group.
 ROLE = {INSTANCE: "pg", CLUSTER: "cpg"}
 # How teardown names them in what it deleted or left.

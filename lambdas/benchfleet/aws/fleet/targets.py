@@ -143,20 +143,29 @@ def data_volumes(ec2: Any, instance_id: str, count: int) -> list[dict[str, str]]
     return [{"volume_id": str(mappings[name]), "device": name} for name in wanted]
 
 
-def _parameter_groups(rds: Any, groups: paramgroups.Groups, *, family: str, target: dict[str, Any],
-                      parameters: list[dict[str, Any]], tags: dict[str, str]) -> None:
+def _engine(target: dict[str, Any]) -> str:
+    if target["kind"] == "aurora":
+        return "aurora-mysql"
+    return "mariadb" if target["engine"].startswith("mariadb") else "mysql"
+
+
+def create_parameter_groups(rds: Any, *, target: dict[str, Any], groups: paramgroups.Groups,
+                            parameters: list[dict[str, Any]], tags: dict[str, str]) -> None:
+    """The run's parameter groups of an rds / aurora target, set to the plan's ``parameters``, for the
+    family of the engine version its database will run (``engine_version``)."""
+    family = engine_version(rds, _engine(target), target["engine"])[1]
     paramgroups.create(rds, groups, family=family, parameters=parameters, tags=tags,
                        description=f"benchfleet {tags.get(naming.TAG_RUN_ID, '')} {target['id']}: "
                                    f"{target.get('mysql_config', 'default')} with its server_options")
 
 
 def create_rds(rds: Any, settings: Settings, *, target: dict[str, Any], identifier: str, zone: str,
-               tags: dict[str, str], groups: paramgroups.Groups | None = None,
-               parameters: list[dict[str, Any]] | None = None) -> str:
-    """The DB instance, after the run's parameter group it boots with (``groups.instance``)."""
-    engine = "mariadb" if target["engine"].startswith("mariadb") else "mysql"
+               tags: dict[str, str], groups: paramgroups.Groups | None = None) -> str:
+    """The DB instance, with the run's parameter group it boots with (``groups.instance``, made by
+    ``create_parameter_groups`` at least paramgroups.SETTLE_S before)."""
+    engine = _engine(target)
     storage = target.get("storage") or {}
-    version, family = engine_version(rds, engine, target["engine"])
+    version = engine_version(rds, engine, target["engine"])[0]
     args: dict[str, Any] = {
         "DBInstanceIdentifier": identifier, "DBInstanceClass": target["instance_class"],
         "Engine": engine, "EngineVersion": version,
@@ -167,7 +176,6 @@ def create_rds(rds: Any, settings: Settings, *, target: dict[str, Any], identifi
         "Tags": naming.tag_list(tags),
     }
     if groups and groups.instance:
-        _parameter_groups(rds, groups, family=family, target=target, parameters=parameters or [], tags=tags)
         args["DBParameterGroupName"] = groups.instance
     if storage.get("iops"):
         args["Iops"] = storage["iops"]
@@ -181,11 +189,10 @@ def create_rds(rds: Any, settings: Settings, *, target: dict[str, Any], identifi
 
 
 def create_aurora(rds: Any, settings: Settings, *, target: dict[str, Any], cluster_id: str, writer_id: str,
-                  zone: str, tags: dict[str, str], groups: paramgroups.Groups | None = None,
-                  parameters: list[dict[str, Any]] | None = None) -> tuple[str, str]:
+                  zone: str, tags: dict[str, str], groups: paramgroups.Groups | None = None) -> tuple[str, str]:
     """CreateDBCluster makes an empty cluster: the writer instance is created here too, each with
-    the run's parameter group of its level."""
-    version, family = engine_version(rds, "aurora-mysql", target["engine"])
+    the run's parameter group of its level (``create_parameter_groups``)."""
+    version = engine_version(rds, "aurora-mysql", target["engine"])[0]
     args: dict[str, Any] = {
         "DBClusterIdentifier": cluster_id, "Engine": "aurora-mysql", "EngineVersion": version,
         "MasterUsername": MASTER_USER, "ManageMasterUserPassword": True, "DatabaseName": DATABASE,
@@ -194,7 +201,6 @@ def create_aurora(rds: Any, settings: Settings, *, target: dict[str, Any], clust
     }
     writer: dict[str, Any] = {}
     if groups and groups.cluster and groups.instance:
-        _parameter_groups(rds, groups, family=family, target=target, parameters=parameters or [], tags=tags)
         args["DBClusterParameterGroupName"] = groups.cluster
         writer["DBParameterGroupName"] = groups.instance
     if settings.db_subnet_group_name:

@@ -14,9 +14,10 @@ a constant. ``walk`` follows ``StartAt``/``Next`` through ``statemachines/benchm
 * a Choice branch back to a state already passed is a polling loop: its body (from that state to
   the Choice) is added once per extra lap, and the scope says how many laps a loop that calls a
   given handler makes (``readiness``: the readiness checks);
-* of the other branches, Fail states are left out (a failed run is not what an estimate prices)
-  and the one that does the most work is taken: "the target is ready" leads through the steps,
-  "never ready" straight to teardown.
+* a branch the plan decides (``Scope.choose``: "New parameter groups?" only for rds and aurora) is
+  taken; of the other branches, Fail states are left out (a failed run is not what an estimate
+  prices) and the one that does the most work is taken: "the target is ready" leads through the
+  steps, "never ready" straight to teardown.
 
 Catch and Retry paths are not followed. Standard library only: the Plan Lambda imports this.
 """
@@ -36,6 +37,8 @@ from typing import Any, Protocol
 DEFINITION_FILE = "benchmark-run.asl.json"
 _SUBSTITUTION = re.compile(r"^\$\{([A-Za-z0-9]+)FunctionArn\}$")
 _LAMBDA_INVOKE = "arn:aws:states:::lambda:invoke"
+# "New parameter groups?" tests this: provision's answer for an rds / aurora target (lifecycle.GROUPS_SETTLE).
+GROUPS_SETTLE_VARIABLE = "$.resources.groups_settle_s"
 
 
 @dataclass
@@ -70,6 +73,10 @@ class Scope(Protocol):
 
     def laps(self, handlers: frozenset[str]) -> int:
         """Extra laps of a loop whose body invokes ``handlers`` (0: the loop body runs once)."""
+        ...
+
+    def choose(self, state: Mapping[str, Any]) -> str | None:
+        """The branch the plan decides at this Choice state (None: not the plan's to decide)."""
         ...
 
 
@@ -119,6 +126,10 @@ def walk(states: Mapping[str, Any], start: str, scope: Scope,
 
 def _choose(states: Mapping[str, Any], state: Mapping[str, Any], scope: Scope, total: Counts,
             passed: list[tuple[str, Counts]]) -> Counts:
+    decided = scope.choose(state)
+    if decided is not None:
+        total.add(walk(states, decided, scope, tuple(passed)))
+        return total
     targets = list(dict.fromkeys([c["Next"] for c in state.get("Choices", [])] + (
         [state["Default"]] if "Default" in state else [])))
     before = dict(passed)

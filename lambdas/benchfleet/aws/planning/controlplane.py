@@ -77,7 +77,12 @@ def load_prices(directory: Path | None = None) -> ControlPlanePrices:
 # ---- the plan as the walker sees it -------------------------------------------------------------
 
 @dataclass
-class StepScope:
+class _Undecided:
+    def choose(self, state: Mapping[str, Any]) -> str | None:
+        return None
+
+
+class StepScope(_Undecided):
     """One step: no loop (it waits for its callback)."""
 
     def items(self) -> Sequence[asl_walk.Scope]:
@@ -91,6 +96,8 @@ class StepScope:
 class RepetitionScope:
     steps: list[StepScope]
     ready_checks: int  # readiness invocations, the first included
+    # rds / aurora: provision makes parameter groups, the repetition waits, provision makes the database.
+    settles: bool = False
 
     def items(self) -> Sequence[asl_walk.Scope]:
         return self.steps
@@ -98,9 +105,15 @@ class RepetitionScope:
     def laps(self, handlers: frozenset[str]) -> int:
         return self.ready_checks - 1 if "readiness" in handlers else 0
 
+    def choose(self, state: Mapping[str, Any]) -> str | None:
+        for choice in state.get("Choices", []):
+            if choice.get("Variable") == asl_walk.GROUPS_SETTLE_VARIABLE:
+                return str(choice["Next"]) if self.settles else str(state["Default"])
+        return None
+
 
 @dataclass
-class TargetScope:
+class TargetScope(_Undecided):
     repetitions: list[RepetitionScope]
 
     def items(self) -> Sequence[asl_walk.Scope]:
@@ -111,7 +124,7 @@ class TargetScope:
 
 
 @dataclass
-class RunScope:
+class RunScope(_Undecided):
     targets: list[TargetScope] = field(default_factory=list)
 
     def items(self) -> Sequence[asl_walk.Scope]:
@@ -129,7 +142,8 @@ def expected_scope(plan: Plan, ready_poll_s: Mapping[str, int]) -> RunScope:
         ready = readywait.expected_checks(t.provision_s, ready_poll_s[t.kind])
         # A cluster's set-up steps run in "Run each step" before its benchmark's (runplan.cluster_setup).
         targets.append(TargetScope([RepetitionScope([StepScope() for _ in range(t.setup_steps + len(t.steps_of(r)))],
-                                                    ready) for r in range(1, t.repetitions + 1)]))
+                                                    ready, settles=t.settle_s > 0)
+                                    for r in range(1, t.repetitions + 1)]))
     return RunScope(targets)
 
 

@@ -34,8 +34,12 @@ STEP_RECOVERY = TASK
 # Per repetition: Map iteration 2, the Wait for its start, Provision, Teardown, outcome Pass, the
 # outcome's S3 PutObject (an aws-sdk Task: entered, scheduled, started, succeeded, exited), the
 # steps Map (entered, started, succeeded, exited) and the "Target ready?" Choice after the last
-# readiness check, and the "Parameter groups gone?" Choice after teardown.
-REPETITION_FIXED = 2 + WAIT + TASK + TASK + PASS + TASK + 4 + CHOICE
+# readiness check, the "New parameter groups?" Choice after provision and the "Parameter groups gone?"
+# Choice after teardown.
+REPETITION_FIXED = 2 + WAIT + TASK + TASK + PASS + TASK + 4 + CHOICE + CHOICE
+# rds / aurora: "Let the new parameter groups settle" and "Create the databases" (a second provision,
+# its quota retries as the first's).
+GROUPS_SETTLE = WAIT + TASK + QUOTA_RETRY
 # Each further teardown lap while a parameter group waits for its database to go (rds and aurora:
 # benchfleet.aws.fleet.lifecycle.next_lap): "Wait for the databases to go", teardown, the Choice.
 TEARDOWN_LAP = WAIT + TASK + CHOICE
@@ -45,11 +49,12 @@ EXECUTION_FIXED = 2 + TASK + CHOICE + 4 + TASK + CHOICE + PASS + 2
 TARGET_FIXED = 2 + 4  # targets-Map iteration, repetitions Map
 
 
-def repetition_events(steps: int, ready_polls: int, teardown_laps: int = 1) -> int:
+def repetition_events(steps: int, ready_polls: int, teardown_laps: int = 1, groups: bool = False) -> int:
     """One repetition of one target: ``steps`` steps, ``ready_polls`` readiness checks,
-    ``teardown_laps`` teardowns (the first is in REPETITION_FIXED)."""
+    ``teardown_laps`` teardowns (the first is in REPETITION_FIXED); ``groups``: it makes parameter
+    groups (rds, aurora) and waits for them before its database."""
     return (REPETITION_FIXED + QUOTA_RETRY + READY_ITERATION * ready_polls + (STEP_FIXED + STEP_RECOVERY) * steps
-            + TEARDOWN_LAP * (teardown_laps - 1))
+            + TEARDOWN_LAP * (teardown_laps - 1) + (GROUPS_SETTLE if groups else 0))
 
 
 def execution_events(per_target: list[tuple[int, int]]) -> int:

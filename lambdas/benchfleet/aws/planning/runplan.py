@@ -351,6 +351,8 @@ def _steps(target: TargetPlan, o: Timing, install: dict[str, Any] | None,
             item["install"] = install
         if step.index == 0 and requested:  # and the agent records the server's values beside these
             item["requested"] = requested
+        if step.index == 0 and spec_target is not None and (held := variantplan.verify(loaded, spec_target)):
+            item["verify"] = held  # a setting the server does not run then fails the target (issue 41)
         if loaded.variants:
             item.update(variantplan.step_extras(loaded, spec_target, step, cache))
         if step.kind != "prepare" and status:
@@ -376,8 +378,9 @@ def _bound(target: TargetPlan, ready_max: int) -> int:
     """Worst case of one repetition: the readiness loop runs to its bound (steps do not poll), a
     cluster's set-up steps (one per node and the proxy's) before its benchmark's, and a database's
     teardown laps to theirs."""
-    laps = lifecycle.TEARDOWN_LAPS if target.kind in ("rds", "aurora") else 1
-    return history.repetition_events(target.most_steps + target.setup_steps, ready_max, laps)
+    managed = target.kind in ("rds", "aurora")
+    laps = lifecycle.TEARDOWN_LAPS if managed else 1
+    return history.repetition_events(target.most_steps + target.setup_steps, ready_max, laps, groups=managed)
 
 
 def run_id_for(request: RunRequest, execution_name: str | None) -> str | None:

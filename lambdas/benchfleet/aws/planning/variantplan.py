@@ -22,6 +22,7 @@ from benchfleet import serverparams
 from benchfleet.mysqlcnf import normalised
 from benchfleet.plan import PlanStep
 from benchfleet.spec import LoadedSpec, cnf_source, server_settings
+from benchfleet.variants import PARAMETER_GROUP_KINDS
 
 # How long the agent waits for the server to report a variant's parameters after start_step
 # changed the parameter group (RDS applies immediate changes in seconds; a minute or two is slow).
@@ -33,6 +34,20 @@ def varying(loaded: LoadedSpec, target: Any) -> tuple[list[str], dict[str, dict[
     by_variant = {v.id: server_settings(target, v) for v in loaded.variants}
     names = sorted({n for opts in by_variant.values() for n in opts})
     return [n for n in names if len({normalised(o.get(n, "\0")) for o in by_variant.values()}) > 1], by_variant
+
+
+def verify(loaded: LoadedSpec, target: Any) -> dict[str, Any] | None:
+    """The prepare job's ``verify`` (benchfleet.agentjob): the settings the variants set apart, which
+    fail no target (each variant's step reads them back), and on rds / aurora how long the agent reads
+    the server again before a parameter group's value that has not arrived fails the target."""
+    out: dict[str, Any] = {}
+    if loaded.variants and target.kind in ("ec2", *PARAMETER_GROUP_KINDS):
+        names = varying(loaded, target)[0]
+        if names:
+            out["varying"] = names
+    if target.kind in PARAMETER_GROUP_KINDS:
+        out["settle_s"] = PARAMETERS_WAIT_S
+    return out or None
 
 
 def stripped(source: str) -> str:

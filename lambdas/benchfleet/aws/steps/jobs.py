@@ -173,7 +173,8 @@ def job_for(state: StepState, volumes: list[dict[str, str]] | None = None) -> di
     # /proc/diskstats the agent samples every second; elsewhere the database is on another host.
     job = agent_job(run_id=state.run_id, target_id=state.target["id"], repetition=state.repetition,
                     workload=workload, step=step, db=db_of(state), settings=settings_of(state),
-                    data_dir=DATA_DIR if state.kind == "ec2" else None, state_dir=STATE_DIR)
+                    data_dir=DATA_DIR if state.kind == "ec2" else None, state_dir=STATE_DIR,
+                    verify=state.step.verify if step.index == 0 else None)
     if installs(state):
         job["install"] = dict(state.step.install or {})
         wanted = needs_volume_ids(state)
