@@ -577,8 +577,8 @@ def render_text(doc: Mapping[str, Any]) -> str:
                      + (f"[{c['ci_low_pct']:+.1f}, {c['ci_high_pct']:+.1f}]%" if c.get("ci_low_pct") is not None
                         else "(interval: too few runs)")
                      + f" ({c['runs_before']} runs before, {c['runs_after']} after)"
-                     + (f" ({c['words']}; the newest runs against the runs before)" if c.get("method") == "newest runs"
-                        else "")
+                     + (f" ({c['change']} at {c['relative']['confidence']:.2%}: the newest runs against the "
+                        "stable runs before)" if c.get("method") == "newest runs" else "")
                      + (f"  <-- {'REGRESSION' if c.get('change') == 'regression' else c.get('change')} "
                         "(the newest run is after it)" if c in doc.get("latest_regressions", []) else ""))
     found = doc.get("multiplicity") or {}
