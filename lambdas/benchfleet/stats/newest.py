@@ -4,17 +4,18 @@
 E-Divisive (:mod:`benchfleet.changepoints`) finds a level shift from the runs on both sides of it; its
 permutation test cannot find a change in a lone last run (p >= ~2/11 after 10 runs), so a scheduled
 history learnt of a true 10 % drop two runs after it in 0.39 of simulated histories. Here the newest
-``m`` runs (1 or 2) are judged against the **reference**: the runs before them since the last change
-E-Divisive finds among those runs. The reference's own scatter is the measured between-run noise (run
-means differ by their repetitions' spread and by whatever moves a whole run): under a stable level the
-mean of ``m`` new runs minus the reference's mean, on the log scale, is Student's t with the
-reference's n - 1 degrees of freedom and standard error s sqrt(1/m + 1/n) (the prediction interval of
-the mean of m new observations). That interval is a ``Relative`` (design ``prediction``), read by the
-same words as every change of a series (:func:`benchfleet.stats.verdict.change_of`).
+``m`` runs (1, 2, or those since E-Divisive's last change: benchfleet.history) are judged against the
+**reference**: the runs before them since the last change E-Divisive finds among those runs. The
+reference's own scatter is the measured between-run noise (run means differ by their repetitions' spread
+and by whatever moves a whole run): under a stable level the mean of ``m`` new runs minus the
+reference's mean, on the log scale, is Student's t with the reference's n - 1 degrees of freedom and
+standard error s sqrt(1/m + 1/n) (the prediction interval of the mean of m new observations). That
+interval is a ``Relative`` (design ``prediction``), read by the same words as every change of a series
+(:func:`benchfleet.stats.verdict.change_of`).
 
-**Multiplicity.** A scheduled history is judged after every run, each time with 2 tails (m = 1, 2) in
-each series: many looks at data that has not changed. Each look tests at the family rate divided by
-the looks (Bonferroni): FAMILY_ALPHA (5 %) over LOOKS runs x 2 tails x the history's series, one-sided
+**Multiplicity.** A scheduled history is judged after every run, each time with TESTS_PER_LOOK tails in
+each series: many looks at data that has not changed. Each test is made at the family rate divided by
+the tests (Bonferroni): FAMILY_ALPHA (5 %) over LOOKS runs x 3 tests x the history's series, one-sided
 (only drops fail a history), so a history of LOOKS runs where nothing changes has at most a 5 % chance
 of ever failing on this test. A history longer than LOOKS looks more often than that budget; the words
 of the rule say so. Standard library only.
@@ -52,7 +53,7 @@ def newest_against(reference: Sequence[float], newest: Sequence[float], confiden
                    margin_pct: float) -> Relative | None:
     """The newest runs' mean tps (one figure per run) against the reference runs' (module docstring);
     None when the reference has fewer than MIN_REFERENCE runs or a figure is not positive."""
-    if len(reference) < MIN_REFERENCE or not newest or min(*reference, *newest) <= 0:
+    if len(reference) < MIN_REFERENCE or not newest or min([*reference, *newest]) <= 0:
         return None
     ref = [math.log(x) for x in reference]
     n, m = len(ref), len(newest)
