@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Sequence
+from functools import lru_cache
 
 PVALUE = 0.05
 PERMUTATIONS = 200
@@ -23,6 +24,14 @@ def find(means: Sequence[float], pvalue: float = PVALUE, permutations: int = PER
     found on the log scale (a 10 % drop is the same change at any level). Fewer than 4 runs: none."""
     if len(means) < 4 or any(m <= 0 for m in means):
         return []
+    return list(_find(tuple(float(m) for m in means), pvalue, permutations))
+
+
+# One history asks for the same series more than once (its run-to-run noise, its change points, the runs
+# before its newest ones), and a history grown run by run asks for every prefix again: the answer is a
+# function of the figures (the permutations are seeded from them), so it is kept.
+@lru_cache(maxsize=4096)
+def _find(means: tuple[float, ...], pvalue: float, permutations: int) -> tuple[int, ...]:
     import numpy as np
     from signal_processing_algorithms.energy_statistics.energy_statistics import e_divisive
 
@@ -33,4 +42,4 @@ def find(means: Sequence[float], pvalue: float = PVALUE, permutations: int = PER
         found = e_divisive(logs, pvalue=pvalue, permutations=permutations)
     finally:
         np.random.set_state(state)
-    return sorted(int(i) for i in found if 0 < int(i) < len(means))
+    return tuple(sorted(int(i) for i in found if 0 < int(i) < len(means)))

@@ -815,7 +815,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("run", nargs="?", help="run id (a unique prefix is enough locally)")
     s.add_argument("--format", choices=("table", "json", "csv"), default="table")
     s.add_argument("--history", metavar="NAME", help="trend and change points of runs named NAME; exit 1 when "
-                   "the newest run is after a drop beyond 10%%")
+                   "the newest run lies after a drop that may exceed 10%%")
     s.add_argument("--per-second", action="store_true", help="every per-second sample (with --format csv or json)")
     s.add_argument("--percentiles", action="store_true",
                    help="the table adds each step's p50, p99 and p99.9 latency (median over repetitions)")

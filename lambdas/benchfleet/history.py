@@ -32,11 +32,20 @@ size, options...; latency percentile; engine version; server settings as the ser
 a new segment, said so with both values (``verdict: break``), never judged against the run before (a
 point_select -> read_only history was "REGRESSION -95.1%"; a p95 -> p99 import "latency +59.8%").
 
-**Change points** (``change_points``, :mod:`benchfleet.changepoints`: E-Divisive) are found in each
-segment's run means; each is reported with the first run after it, its size and its interval (Welch
-over the runs' means on either side, up to the neighbouring change points: the run-to-run spread is
-in it). The history fails (``latest_regressions``, exit 1) only when the newest run lies after a
-change that is a drop beyond the threshold (its interval below 0).
+**Change points** (``change_points``) are found in each segment's run means by E-Divisive
+(:mod:`benchfleet.changepoints`), each reported with the first run after it, its size and its interval
+(Welch over the runs' means on either side, up to the neighbouring change points: the run-to-run
+spread is in it). E-Divisive needs runs on both sides of a change (a drop was found in 0.005 of
+simulated histories one run after it), so the newest runs of each series' newest segment are also
+judged against the stable runs before them (:mod:`benchfleet.stats.newest`: the newest 1 and 2 runs,
+and the runs since E-Divisive's last change; a prediction interval whose noise is the reference runs'
+own scatter) at the **look confidence**, which shares a 5 % chance of a false alarm among the looks a
+scheduled history takes (20 runs x 3 tests x its series). A change found so is one change point
+(``method: newest runs``) in place of E-Divisive's at or after its first run. The history fails
+(``latest_regressions``, exit 1) only when the newest run lies after such a change that is a drop
+flagged ``regression`` (its interval wholly beyond -threshold) or ``possible regression`` (below 0 and
+reaching past -threshold): a true drop of exactly the threshold is beyond it half the time, so a rule
+on the point estimate found it half the time.
 
 Pure functions over plain rows (standard library only): the CLI feeds them one ``stats.run_comparison``
 document per run from the local store (with ``--remote``, after loading each cloud run's raw output
@@ -45,6 +54,7 @@ into it, as ``results RUN --remote`` does: the API's summary.json holds no compa
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -53,6 +63,7 @@ from typing import Any, Literal
 
 from benchfleet.stats import CONFIDENCE, Relative, mean_ci, multiplicity, relative_difference
 from benchfleet.stats import caveats as cav
+from benchfleet.stats.newest import FAMILY_ALPHA, LOOKS, TAIL_RUNS, TESTS_PER_LOOK, look_confidence, newest_against
 from benchfleet.stats.runnoise import RunNoise, between_runs, estimate
 from benchfleet.stats.verdict import change_of
 
@@ -388,36 +399,100 @@ def _label(target_id: str, variant: str, threads: int) -> str:
     return f"{target_id} · {variant} @ {threads} thr" if variant else f"{target_id} @ {threads} thr"
 
 
+def _change(seg: Sequence[Point], start: int, end: int, rel: Relative, method: str, runs_before: int,
+            key: SeriesKey) -> dict[str, Any]:
+    """One change point of a series' segment: the runs seg[start:end] after it, judged by ``rel``."""
+    target_id, variant, threads = key
+    change, words = change_of(rel)
+    data = asdict(rel)
+    return {"run_id": seg[start].run_id, "started_at": seg[start].started_at,
+            "series": _label(target_id, variant, threads), "target_id": target_id, "variant": variant,
+            "threads": threads, "pct": data["pct"], "ci_low_pct": data["ci_low_pct"],
+            "ci_high_pct": data["ci_high_pct"], "relative": data, "method": method, "change": change,
+            "words": words, "runs_before": runs_before, "runs_after": end - start,
+            "last_run_after": seg[end - 1].run_id,
+            "drop_beyond_threshold": data["pct"] is not None and data["pct"] < -rel.margin_pct
+            and data["ci_high_pct"] is not None and data["ci_high_pct"] < 0,
+            "flagged": change in FLAGGED}
+
+
+def _newest(seg: Sequence[Point], confidence: float, threshold_pct: float) -> tuple[int, Relative] | None:
+    """The newest runs of a segment against the stable runs before them (benchfleet.stats.newest): the
+    run the change starts at and its verdict, when one of the tails differs at ``confidence``: the newest
+    1 and 2 runs (a change too recent for E-Divisive) and the runs since the last change E-Divisive finds
+    (a change it sees, judged by the same test while the newest run lies after it)."""
+    from benchfleet.changepoints import find
+
+    means = [p.tps_mean for p in seg if p.tps_mean is not None]
+    cuts = find(means)
+    found: list[tuple[int, Relative]] = []
+    for m in sorted({*TAIL_RUNS, len(means) - cuts[-1] if cuts else 0}, reverse=True):
+        if not 0 < m < len(means):
+            continue
+        body = means[:-m]
+        before = find(body)
+        rel = newest_against(body[before[-1] if before else 0:], means[-m:], confidence, threshold_pct)
+        if rel is not None and rel.verdict in ("faster", "slower"):
+            found.append((len(means) - m, rel))
+    # A drop the history is flagged for first; then the tail that stands out most from its interval (a drop
+    # in the newest run only is diluted in the newest two; one in both is clearer in both).
+    found.sort(key=lambda f: (change_of(f[1])[0] not in FLAGGED, -_standing(f[1])))
+    return found[0] if found else None
+
+
+def _standing(rel: Relative) -> float:
+    """How far a verdict's estimate lies from 0 in half-widths of its interval (log scale)."""
+    if rel.pct is None or not rel.halfwidth_pct:
+        return math.inf
+    return abs(math.log1p(rel.pct / 100)) / math.log1p(rel.halfwidth_pct / 100)
+
+
 def change_points(points: Iterable[Point], threshold_pct: float = DEFAULT_THRESHOLD_PCT) -> list[dict[str, Any]]:
     """The change points of every series, segment by segment (module docstring): ``run_id`` (the first
     run after it), ``series``, ``target_id``/``variant``/``threads``, ``pct`` and its interval
-    (``relative``: Welch over the runs' means before and after), ``runs_before``/``runs_after``,
-    ``drop_beyond_threshold``."""
+    (``relative``), ``method`` (``e-divisive``: Welch over the runs' means before and after;
+    ``newest runs``: the newest 1 or 2 runs of the series, or those since E-Divisive's last change,
+    against the stable runs before them at the history's look confidence: benchfleet.stats.newest),
+    ``change``/``words`` (the words of a change of a series: ``regression``, ``possible regression``,
+    ``drop``...), ``flagged`` (a regression or possible regression), ``runs_before``/``runs_after``,
+    ``last_run_after``, ``drop_beyond_threshold`` (the point estimate beyond -threshold and the
+    interval below 0)."""
     from benchfleet.changepoints import find
 
     series: dict[SeriesKey, list[Point]] = {}
     for p in points:
         series.setdefault((p.target_id, p.variant, p.threads), []).append(p)
+    confidence = look_confidence(len(series))
     out: list[dict[str, Any]] = []
-    for (target_id, variant, threads), items in sorted(series.items()):
+    for key, items in sorted(series.items()):
         items.sort(key=lambda p: (p.started_at or "", p.run_id))
-        for seg, _ in _segments(items):
+        segments = [seg for seg, _ in _segments(items)]
+        for n, seg in enumerate(segments):
             means = [p.tps_mean for p in seg if p.tps_mean is not None]
-            cuts = find(means)
+            # The newest runs are tested in the series' newest segment only; a change E-Divisive finds
+            # among them is the same change, said once, with the interval that has the power.
+            newest = _newest(seg, confidence, threshold_pct) if n == len(segments) - 1 else None
+            cuts = [c for c in find(means) if newest is None or c < newest[0]]
             bounds = [0, *cuts, len(seg)]
             for i, cut in enumerate(cuts, start=1):
                 before, after = means[bounds[i - 1]:cut], means[cut:bounds[i + 1]]
-                rel = asdict(relative_difference(after, before, CONFIDENCE, margin_pct=threshold_pct))
-                out.append({
-                    "run_id": seg[cut].run_id, "started_at": seg[cut].started_at,
-                    "series": _label(target_id, variant, threads), "target_id": target_id, "variant": variant,
-                    "threads": threads, "pct": rel["pct"], "ci_low_pct": rel["ci_low_pct"],
-                    "ci_high_pct": rel["ci_high_pct"], "relative": rel,
-                    "runs_before": len(before), "runs_after": len(after),
-                    "last_run_after": seg[bounds[i + 1] - 1].run_id,
-                    "drop_beyond_threshold": rel["pct"] is not None and rel["pct"] < -threshold_pct
-                    and rel["ci_high_pct"] is not None and rel["ci_high_pct"] < 0})
+                rel = relative_difference(after, before, CONFIDENCE, margin_pct=threshold_pct)
+                out.append(_change(seg, cut, bounds[i + 1], rel, "e-divisive", len(before), key))
+            if newest is not None:
+                start, rel = newest
+                out.append(_change(seg, start, len(seg), rel, "newest runs", rel.repetitions[1], key))
     return out
+
+
+def change_point_rule(threshold_pct: float, series: int) -> str:
+    """The words of what fails a history (its ``change_point_rule``)."""
+    return (f"change points: E-Divisive (MongoDB's signal-processing-algorithms, p < 0.05) over each series' run "
+            f"means between breaks, and the newest 1 and 2 runs and those since the last change point against "
+            f"the stable runs before them (prediction interval: their scatter is the run-to-run noise); exit 1 "
+            f"only when the newest run lies after a drop whose {look_confidence(series):.2%} interval lies below 0 "
+            f"and reaches past -{threshold_pct:g}% (a regression or possible regression). That confidence shares "
+            f"a {FAMILY_ALPHA:.0%} chance of a false alarm among {LOOKS} runs x {TESTS_PER_LOOK} tests x {series} "
+            f"series: a history judged after each run longer than {LOOKS} runs looks more often than that")
 
 
 def too_few_runs(name: str, runs: int, where: str) -> str | None:
@@ -446,17 +521,19 @@ def history(name: str, points: Iterable[Point], threshold_pct: float = DEFAULT_T
     latest = runs[-1] if runs else None
     regressions = [asdict(r) for r in rows if r.verdict in FLAGGED]
     changes = change_points(points, threshold_pct) if len(runs) > 2 else []
-    # The newest run lies after a change when it is in the segment that change opens.
-    failing = [c for c in changes if c["drop_beyond_threshold"] and c["last_run_after"] == latest]
+    series = len({(p.target_id, p.variant, p.threads) for p in points})
+    # The newest run lies after a change when it is in the stretch that change opens; only the newest-runs
+    # test, at the look confidence, fails a history (E-Divisive's own interval is at 95 % and picked where
+    # the runs differ most: it cried wolf in simulated A/A histories).
+    failing = [c for c in changes if c["method"] == "newest runs" and c["flagged"] and c["last_run_after"] == latest]
     return {
         "name": name, "runs": runs, "threshold_pct": threshold_pct, "confidence": CONFIDENCE,
         "rule": f"regression: the {CONFIDENCE:.0%} interval of the change from the previous run (compare's, with "
                 f"the run-to-run noise) lies below -{threshold_pct:g}%; possible regression: below 0 and reaching "
                 f"past -{threshold_pct:g}%; drop: below 0 and inside ±{threshold_pct:g}%; steady: contains 0 "
                 f"inside ±{threshold_pct:g}%",
-        "change_point_rule": "E-Divisive (MongoDB's signal-processing-algorithms, p < 0.05) over each series' run "
-                             "means between breaks; exit 1 only when the newest run lies after a change point that "
-                             f"is a drop beyond -{threshold_pct:g}% with its interval below 0",
+        "change_point_rule": change_point_rule(threshold_pct, series),
+        "look_confidence": look_confidence(series),
         "rows": [asdict(r) for r in rows],
         "multiplicity": multiplicity((r.relative for r in rows), CONFIDENCE),
         "regressions": regressions,
@@ -500,8 +577,10 @@ def render_text(doc: Mapping[str, Any]) -> str:
                      + (f"[{c['ci_low_pct']:+.1f}, {c['ci_high_pct']:+.1f}]%" if c.get("ci_low_pct") is not None
                         else "(interval: too few runs)")
                      + f" ({c['runs_before']} runs before, {c['runs_after']} after)"
-                     + ("  <-- REGRESSION (the newest run is after it)" if c in doc.get("latest_regressions", [])
-                        else ""))
+                     + (f" ({c['change']} at {c['relative']['confidence']:.2%}: the newest runs against the "
+                        "stable runs before)" if c.get("method") == "newest runs" else "")
+                     + (f"  <-- {'REGRESSION' if c.get('change') == 'regression' else c.get('change')} "
+                        "(the newest run is after it)" if c in doc.get("latest_regressions", []) else ""))
     found = doc.get("multiplicity") or {}
     if found.get("comparisons"):
         lines.append(str(found["words"]))

@@ -209,6 +209,19 @@ def test_history_exit_code_follows_change_points(bf_home: Path, capsys: pytest.C
     assert code == 1 and doc["latest_regressions"][0]["run_id"] == doc["runs"][5]
 
 
+def test_history_exits_1_the_run_after_a_ten_percent_drop(bf_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Ten nightly runs, then one 10 % down: the newest run against the ten before (their scatter is the
+    run-to-run noise) fails the history at once. Before: exit 0 (E-Divisive finds no change in a lone
+    last run) until several runs later, if at all (a drop of exactly -10 % lay beyond it half the time)."""
+    runs = _runs(bf_home, [2400.0] * 10 + [2160.0])
+    code, doc = _json(capsys, "results", "--history", "nightly")
+    (fail,) = doc["latest_regressions"]
+    assert code == 1 and fail["run_id"] == runs[-1] and fail["series"] == "db @ 4 thr"
+    assert fail["pct"] == pytest.approx(-10, abs=2) and fail in doc["change_points"]
+    assert main(["results", "--history", "nightly"]) == 1
+    assert f"change point in db @ 4 thr: from run {runs[-1]}" in capsys.readouterr().out
+
+
 def test_a_stored_calibration_stands_in_while_the_runs_are_too_few(bf_home: Path,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     """The calibrations table `benchfleet calibrate` writes (sd_run: between runs, log tps): read when

@@ -18,6 +18,8 @@ the words that say what the interval allows. Standard library only (Lambdas impo
 - ``welch``: the sides ran apart (separate hosts, runs on different days). The interval is Welch's
   on the log of the ratio of means (delta method: se^2 = s_c^2/(n_c m_c^2) + s_b^2/(n_b m_b^2),
   Welch-Satterthwaite degrees of freedom), back-transformed; ``pct`` = 100 (m_c / m_b - 1).
+- ``prediction``: the newest runs of a history against the stable runs before them, the reference's
+  scatter as the noise (:mod:`benchfleet.stats.newest`); ``repetitions`` counts runs there.
 
 **Words.** With the interval [low, high] (in %) at ``confidence`` and the equivalence margin ±m
 (``margin_pct``, a spec key, 5 by default; as a ratio, 1 - m/100 .. 1 + m/100):
@@ -60,7 +62,7 @@ from benchfleet.stats.tdist import t_quantile
 
 CONFIDENCE = 0.95
 DEFAULT_MARGIN_PCT = 5.0
-Design = Literal["paired", "welch"]
+Design = Literal["paired", "welch", "prediction"]
 Verdict = Literal["faster", "slower", "equivalent", "inconclusive", "too few repetitions", "insufficient data"]
 # Below this many repetitions on a side (pairs when paired), an interval that contains 0 says "we cannot
 # tell yet": with 2 the t quantile alone is 12.7 (df 1) and a 2x gap can look like noise.
@@ -77,7 +79,7 @@ class Relative:
     ``pct``: the difference in %; ``ci_low_pct``/``ci_high_pct``: its interval at ``confidence``
     (asymmetric: back-transformed from the log scale); ``halfwidth_pct``: 100 (exp(h) - 1) for the
     half-width h on the log scale, the "±x%" of the words; ``df``: degrees of freedom; ``verdict``:
-    the category; ``words``: what the table prints; ``design``: ``paired`` or ``welch``;
+    the category; ``words``: what the table prints; ``design``: ``paired``, ``welch`` or ``prediction``;
     ``unit``: what a pair is (``repetition`` or ``round``; None for welch); ``pairs``: how
     many units were paired; ``margin_pct``: the equivalence margin; ``within_margin``: the whole
     interval lies inside ±margin; ``repetitions``: (candidate, baseline) counts of repetitions (never
@@ -301,6 +303,8 @@ def design_words(relative: Mapping[str, Any] | Relative) -> str:
     """How a verdict was reached, as tables and the report name it: "Welch", "paired", or for steps split
     into blocks "paired (3 reps, 6 blocks)": the repetitions are the unit, the blocks refine them."""
     get = relative.get if isinstance(relative, Mapping) else lambda k: getattr(relative, k, None)
+    if get("design") == "prediction":  # the newest runs of a history against the runs before (stats.newest)
+        return "prediction interval"
     if get("design") != "paired":
         return "Welch"
     blocks, pairs = get("blocks"), get("pairs")
