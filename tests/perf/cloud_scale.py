@@ -164,7 +164,10 @@ def measure() -> int:
         say(f"many_run_s={time.monotonic() - started:.1f}")
         # CPU seconds of the whole process (executor, handlers, harness): what a busy machine's other
         # work does not inflate, unlike the wall time above.
-        say(f"many_cpu_s={time.process_time() - cpu:.1f}")
+        cpu = time.process_time() - cpu
+        say(f"many_cpu_s={cpu:.1f}")
+        # Per target (x --repetitions): what extrapolates to another --targets, the busy machine aside.
+        say(f"many_cpu_s_per_target={cpu / args.targets:.2f}")
         say(f"many_handler_s={harness.handler_s - handler_s:.1f}")
         say(f"many_history_events={len(result['history'])}")
         # Every state's input and output (and every Lambda payload and result) is measured by the

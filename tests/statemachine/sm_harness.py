@@ -32,6 +32,7 @@ input without overrides (a schedule's, as deployed) has its Wait states' seconds
 
 from __future__ import annotations
 
+import copy
 import functools
 import importlib
 import json
@@ -55,11 +56,15 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID
+from moto.core import responses as moto_responses
+from moto.core import utils as moto_utils
+from moto.core.base_backend import BaseBackend
 from moto.ec2.exceptions import InvalidInstanceIdError
 from moto.ec2.models import ec2_backends
 from moto.ec2.models.core import TaggedEC2Resource
 from moto.ec2.utils import EC2_PREFIX_TO_RESOURCE, get_prefix
 from moto.rds.models import rds_backends
+from moto.s3.models import S3Backend
 from moto.ssm.models import ssm_backends
 from moto.stepfunctions.parser.asl.component.common.path import result_path
 from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
@@ -67,6 +72,7 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda
 from moto.stepfunctions.parser.asl.component.state.wait.wait_function.wait_function import WaitFunction
 from moto.stepfunctions.parser.asl.utils import json_path
 from moto.timestreamwrite.models import TimestreamTable
+from moto.timestreamwrite.responses import TimestreamWriteResponse
 from sfn_limits import Payloads, as_strict_as_aws, size_of
 
 from benchfleet import naming, serverparams
@@ -706,6 +712,57 @@ parse_path_ext = functools.lru_cache(maxsize=None)(jsonpath_ng.ext.parse)
 parse_path = functools.lru_cache(maxsize=None)(jsonpath_ng.parse)
 
 
+# moto's answer to each request redoes work whose result cannot change within a process, at a cost
+# measured with cProfile over the handlers of tests/perf/cloud_scale.py (20 targets x 3): a backend's
+# URL table is rebuilt per request (S3's after reloading its urls module: the module reads the
+# environment, which a harness does not change), a response class's methods are listed with
+# inspect.getmembers per request, and a Timestream write's JSON body is parsed again for each of its
+# three parameters. Each is done once here; moto answers the same.
+@functools.cache
+def method_names_from_class(clazz: object) -> list[str]:
+    return moto_utils.method_names_from_class(clazz)
+
+
+def backend_urls(backend: BaseBackend) -> Any:
+    """moto's URL table of ``backend``, built once (kept in the backend's own state, which moto's reset
+    clears)."""
+    if "_harness_urls" not in backend.__dict__:
+        backend.__dict__["_harness_urls"] = URLS_UNCACHED.fget(backend)
+    return backend.__dict__["_harness_urls"]
+
+
+URLS_UNCACHED = BaseBackend.urls
+LIST_OBJECTS_UNCACHED = S3Backend.list_objects
+
+
+def timestream_param(self: TimestreamWriteResponse, param_name: str, if_none: Any = None) -> Any:
+    """moto's _get_param of a JSON request, its body parsed once per request."""
+    if getattr(self, "_parsed_for", None) is not self.body:
+        self._parsed_for, self._parsed = self.body, json.loads(self.body) if self.body else {}
+    return self._parsed.get(param_name, if_none)
+
+
+def list_objects_by_prefix(self: S3Backend, bucket: Any, prefix: str | None, *args: Any, **kwargs: Any) -> Any:
+    """moto's list_objects over the keys under ``prefix`` only: moto reads every key of the bucket
+    per listing (a Python loop over each key's versions), and collect lists a step's output prefix
+    once per step while the bucket holds every earlier step's objects: quadratic in the steps of a
+    run (1.0 M keys read for 660 listings in a 20-target comparison, 100 times that at 200). The
+    names are filtered as moto filters them, at C speed, and moto lists those."""
+    if not prefix or not isinstance(getattr(bucket, "keys", None), dict):
+        return LIST_OBJECTS_UNCACHED(self, bucket, prefix, *args, **kwargs)
+    store = bucket.keys
+    under = type(store)()
+    # tuple(): the names copied in one step, as moto copies the store before reading it (an executor
+    # thread may put an object meanwhile).
+    for name in [k for k in tuple(dict.keys(store)) if k.startswith(prefix)]:
+        versions = dict.get(store, name)
+        if versions is not None:
+            dict.__setitem__(under, name, versions)
+    view = copy.copy(bucket)
+    view.keys = under
+    return LIST_OBJECTS_UNCACHED(self, view, prefix, *args, **kwargs)
+
+
 @contextmanager
 def executing(h: Harness) -> Iterator[Harness]:
     """moto's executor calls the handlers through ``h``; Retry back-off is recorded, not slept."""
@@ -721,6 +778,10 @@ def executing(h: Harness) -> Iterator[Harness]:
             mock.patch.object(result_path, "parse", parse_path), \
             mock.patch.object(TimestreamTable, "write_records", records_not_kept), \
             mock.patch.object(TaggedEC2Resource, "get_tags", tags_by_lookup), \
+            mock.patch.object(moto_responses, "method_names_from_class", method_names_from_class), \
+            mock.patch.object(BaseBackend, "urls", property(backend_urls)), \
+            mock.patch.object(TimestreamWriteResponse, "_get_param", timestream_param), \
+            mock.patch.object(S3Backend, "list_objects", list_objects_by_prefix), \
             mock.patch.object(retrier_decl, "time", fake_time), \
             mock.patch.object(WaitFunction, "_wait_interval", wait), \
             as_strict_as_aws(h.payloads):

@@ -1,0 +1,78 @@
+"""The offline harness answers as moto does without moto's per-request waste (tests/perf/cloud_scale.py
+measures 200 targets x 3 repetitions through it: what moto redoes per request, or per key of the
+bucket per listing, is multiplied by every step of every target)."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from unittest import mock
+
+import boto3
+from moto.s3.models import S3Backend
+from moto.s3.utils import _VersionedKeyStore
+from sm_harness import BUCKET, DATABASE, LIST_OBJECTS_UNCACHED, REGION, timestream_writer
+
+
+def listed(s3, prefix: str, page: int) -> list[str]:
+    pages = s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix,
+                                                         PaginationConfig={"PageSize": page})
+    return [o["Key"] for p in pages for o in p.get("Contents", [])]
+
+
+def test_a_prefix_listing_reads_the_keys_under_the_prefix_only_and_answers_as_moto(harness):
+    s3 = boto3.client("s3", region_name=REGION)
+    for i in range(300):  # every earlier step's objects
+        s3.put_object(Bucket=BUCKET, Key=f"costs/earlier/{i:03d}/stdout", Body=b"x")
+    wanted = [f"costs/step/cmd-{i}/i-1/awsrunShellScript/0.runAgent/stdout" for i in (2, 0, 1)]
+    for key in [*wanted, "costs/step-b/stdout"]:  # a name the prefix starts, not under it
+        s3.put_object(Bucket=BUCKET, Key=key, Body=b"x")
+    read: list[str] = []
+    real_items = _VersionedKeyStore.items
+
+    def counted(store):
+        for name, key in real_items(store):
+            read.append(name)
+            yield name, key
+
+    with mock.patch.object(_VersionedKeyStore, "items", counted):
+        got = listed(s3, "costs/step/", page=2)  # two pages: moto's marker path too
+    assert got == sorted(wanted)
+    assert len(read) <= 2 * len(wanted), f"{len(read)} keys read to list {len(wanted)}"
+    # moto's own listing of the same prefix answers the same
+    with mock.patch("moto.s3.models.S3Backend.list_objects", LIST_OBJECTS_UNCACHED):
+        assert listed(s3, "costs/step/", page=2) == got
+        assert listed(s3, "costs/", page=1000) == listed(s3, "costs/", page=7)
+
+
+def test_requests_do_not_rebuild_what_moto_answers_them_with(harness):
+    # moto rebuilds a backend's URL table per request (S3's after reloading its urls module) and lists
+    # a response class's methods with inspect.getmembers per request: once each is enough.
+    s3, ec2 = boto3.client("s3", region_name=REGION), boto3.client("ec2", region_name=REGION)
+    s3.put_object(Bucket=BUCKET, Key="costs/warm", Body=b"x")
+    ec2.describe_instances()
+    url_module = mock.Mock(wraps=S3Backend._url_module.fget)
+    getmembers = mock.Mock(wraps=inspect.getmembers)
+    with mock.patch.object(S3Backend, "_url_module", property(url_module)), \
+            mock.patch.object(inspect, "getmembers", getmembers):
+        for _ in range(5):
+            s3.get_object(Bucket=BUCKET, Key="costs/warm")
+            ec2.describe_instances()
+    assert url_module.call_count == 0
+    assert getmembers.call_count == 0
+
+
+def test_a_timestream_write_s_body_is_parsed_once(harness):
+    ts = timestream_writer()
+    request = {"DatabaseName": DATABASE, "TableName": "samples",
+               "CommonAttributes": {"Dimensions": [{"Name": "run_id", "Value": "r"}], "MeasureName": "sample",
+                                    "MeasureValueType": "MULTI", "TimeUnit": "MILLISECONDS"},
+               "Records": [{"Time": str(1_764_000_000_000 + i), "MeasureValues": [
+                   {"Name": "tps", "Value": "1.5", "Type": "DOUBLE"}]} for i in range(100)]}
+    ts.write_records(**request)  # endpoint discovery first
+    loads = mock.Mock(wraps=json.loads)
+    with mock.patch.object(json, "loads", loads):
+        answer = ts.write_records(**request)
+    assert answer["RecordsIngested"]["Total"] == 100
+    bodies = [c for c in loads.call_args_list if "DatabaseName" in str(c.args[0])[:100]]  # not the answer
+    assert len(bodies) == 1
