@@ -64,6 +64,18 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGTERM, interrupt)
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``long(minutes)`` first, the longest first (a stable sort: files keep their order
+    otherwise): the workers take files in collection order, and a file of minutes started last ran
+    alone at the end of the suite."""
+    def minutes(item: pytest.Item) -> float:
+        marker = item.get_closest_marker("long")
+        return float(marker.args[0]) if marker is not None else 0.0
+
+    items.sort(key=lambda item: -minutes(item))
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     """The session's own lock file goes with it (every local run of the session has ended)."""
     if _OWN_LOCK:

@@ -49,7 +49,8 @@ from benchfleet.plan import PlanStep
 from benchfleet.records import parse_agent_lines
 from benchfleet.spec import Workload
 
-pytestmark = pytest.mark.lan  # every test here builds a Lan (conftest skips them, naming why, without one)
+# Every test here builds a Lan (conftest skips them, naming why, without one).
+pytestmark = [pytest.mark.lan, pytest.mark.long(3)]
 
 RUN, TARGET = "host-cluster", "galera"
 NODES = ("n1", "n2", "n3")

@@ -41,7 +41,7 @@ SPEC: dict[str, Any] = {
 }
 # The load alone is bounded by the plan at 1,200 s (plan.GOTPC_PREPARE_S_PER_WAREHOUSE): it took 529 s here
 # under a load average of 7 on 2 cores, the module's setup past the suite's 600 s per test.
-pytestmark = pytest.mark.timeout(2400)
+pytestmark = [pytest.mark.timeout(2400), pytest.mark.long(5)]
 GO_MOD = Path(__file__).resolve().parents[2] / "workloads" / "gotpc" / "go.mod"
 TX_TYPES = {"DELIVERY", "NEW_ORDER", "ORDER_STATUS", "PAYMENT", "STOCK_LEVEL"}
 

@@ -32,6 +32,7 @@ from sm_harness import BUCKET, ENV, REGION, Harness, leftovers, setup_account
 from benchfleet import naming
 from benchfleet.aws import clients
 
+pytestmark = pytest.mark.long(2)  # four booted hosts and the canary
 DURATION_S = 5
 SPEC = {
     "name": "host-e2e",

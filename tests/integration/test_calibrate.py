@@ -14,7 +14,7 @@ from benchfleet.cli import main
 from benchfleet.local import calibration as cal
 from benchfleet.local.store import open_store
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.long(2)]
 
 WORKLOAD = {"name": "c", "test": "oltp_read_only", "tables": 1, "table_size": 500, "prepare_threads": 1,
             "warmup_s": 1, "threads": [1], "duration_s": 4}

@@ -12,7 +12,7 @@ from tests.conftest import REPO
 
 from benchfleet.cli import main
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.long(5)]
 GOTPC = REPO / "workloads" / "gotpc" / "bin" / "go-tpc-amd64"
 
 

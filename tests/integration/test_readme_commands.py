@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from tests.conftest import REPO
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.long(3)]
 
 DOCS = [REPO / "README.md", REPO / "workloads" / "README.md"]
 # What cannot run on a machine with no AWS account or without the user's own server.
