@@ -9,12 +9,10 @@ import threading
 import time
 from typing import Any
 
-import boto3
 import pytest
 from deployed import job_of, plan, send_parameters, step_state
-from hostfleet import Disks, Fleet, assert_per_second, dpkg_status, guest_ps, record
-from machine import Machine
-from moto import mock_aws
+from hostfleet import Fleet, assert_per_second, dpkg_status, guest_ps, record
+from onehost import BUCKET, booted_host
 from runcommand import Invocation, RunCommand
 
 from benchfleet.aws.errors import CollectFailed
@@ -23,7 +21,6 @@ from benchfleet.aws.steps.collect import read_raw
 from benchfleet.records import parse_agent_lines
 
 RUN = "host-tier-ec2"
-BUCKET = "bf-results"
 VOLUME = "vol-0a1b2c3d4e5f60718"  # the target's one data volume (default storage: gp3, xfs, noatime)
 SPEC = {
     "name": "host-tier",
@@ -38,38 +35,13 @@ def records_of(text: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in text.splitlines() if line.startswith('{"type"')]
 
 
-class Host:
-    """One booted target with the document's runner; each send uploads to moto S3."""
-
-    def __init__(self, machine: Machine, runner: RunCommand, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.machine = machine
-        self.runner = runner
-        self.monkeypatch = monkeypatch
-        self.planned = plan(SPEC, RUN)
-        self.sent = 0
-
-    def send(self, step: str) -> Invocation:
-        params = send_parameters(step_state(self.planned, "m6g", step), self.monkeypatch, [VOLUME])
-        self.sent += 1
-        return self.runner.send(self.machine, instance_id="i-0123456789abcdef0", command_id=f"cmd-{self.sent}",
-                                parameters=params["Parameters"], bucket=params["OutputS3BucketName"],
-                                prefix=params["OutputS3KeyPrefix"])
-
-
 @pytest.fixture(scope="module")
 def host(fleet: Fleet, run_command: RunCommand) -> Any:
-    with pytest.MonkeyPatch.context() as mp, mock_aws():
-        s3 = boto3.client("s3", region_name="us-east-1")
-        s3.create_bucket(Bucket=BUCKET)
-        runner = RunCommand(run_command.document, run_command.bundle_zip, s3)
-        h = Host(fleet.boot("ec2", disks=Disks([VOLUME], array=False)), runner, mp)
-        h.disks = fleet.disks[h.machine.name]  # type: ignore[attr-defined]
-        h.s3 = s3  # type: ignore[attr-defined]
+    with booted_host(fleet, run_command, "ec2", plan(SPEC, RUN), VOLUME) as h:
         started = time.monotonic()
         h.prepare = h.send("prepare")  # type: ignore[attr-defined]
         record("prepare_step_s", time.monotonic() - started)
         yield h
-        fleet.release(h.machine)
 
 
 def test_the_document_has_the_step_start_step_polls(run_command: RunCommand) -> None:
@@ -228,16 +200,13 @@ def test_a_volume_that_never_appears_fails_the_prepare_naming_it(host: Any) -> N
     """A second volume the instance was launched with but that is not on the host: the prepare fails
     within its wait, naming the volume and its device name, and what is there; the layout already on
     the host is left as it is."""
-    params = send_parameters(step_state(host.planned, "m6g", "prepare"), host.monkeypatch, [VOLUME])
+    params = host.parameters("prepare")
     job = job_of(params)
     lost = "vol-0fedcba9876543210"
     job["install"]["storage"].update(count=2, raid=0, device_wait_s=2, volumes=[
         *job["install"]["storage"]["volumes"], {"volume_id": lost, "device": "/dev/sdg"}])
     params["Parameters"]["JobJson"] = [json.dumps(job)]
-    host.sent += 1
-    inv = host.runner.send(host.machine, instance_id="i-0123456789abcdef0", command_id=f"cmd-{host.sent}",
-                           parameters=params["Parameters"], bucket=params["OutputS3BucketName"],
-                           prefix=params["OutputS3KeyPrefix"])
+    inv = host.send(parameters=params)
     run = inv.step(commands.AGENT_PLUGIN)
     assert run.status == "Failed" and run.code == 3
     (error,) = [r for r in records_of(run.stdout) if r["type"] == "error"]

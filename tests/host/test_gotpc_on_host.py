@@ -16,11 +16,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
-from deployed import job_of, plan, send_parameters, step_state
-from hostfleet import Disks, Fleet, assert_per_second, record
-from moto import mock_aws
+from deployed import job_of, plan
+from hostfleet import Fleet, assert_per_second, record
+from onehost import booted_host
 from runcommand import RunCommand
 
 from benchfleet import gotpc
@@ -29,7 +28,6 @@ from benchfleet.records import AgentOutput, parse_agent_lines
 from benchfleet.validation import output_problem
 
 RUN = "host-tier-gotpc"
-BUCKET = "bf-results"
 VOLUME = "vol-0c1d2e3f405162738"
 INSTANCE = "i-0a0b0c0d0e0f01020"
 SPEC: dict[str, Any] = {
@@ -62,27 +60,18 @@ def steps(fleet: Fleet, run_command: RunCommand) -> dict[str, Any]:
     order = [target["steps"][i]["name"] for i in target["sequence"][0]]
     assert order == ["prepare", "t0002"]
     out: dict[str, Any] = {"plan": {s["name"]: s for s in target["steps"]}}
-    with pytest.MonkeyPatch.context() as mp, mock_aws():
-        s3 = boto3.client("s3", region_name="us-east-1")
-        s3.create_bucket(Bucket=BUCKET)
-        runner = RunCommand(run_command.document, run_command.bundle_zip, s3)
-        machine = fleet.boot("gotpc", disks=Disks([VOLUME], array=False))
-        try:
-            for n, name in enumerate(order, 1):
-                params = send_parameters(step_state(planned, "m6g", name, instance_id=INSTANCE), mp, [VOLUME])
-                out.setdefault("job", job_of(params))
-                started = time.monotonic()
-                inv = runner.send(machine, instance_id=INSTANCE, command_id=f"cmd-g{n}",
-                                  parameters=params["Parameters"], bucket=params["OutputS3BucketName"],
-                                  prefix=params["OutputS3KeyPrefix"])
-                record(f"gotpc_{name}_step_s", time.monotonic() - started)
-                run = inv.step(commands.AGENT_PLUGIN)
-                assert run.status == "Success", (name, run.stdout[-3000:] + run.stderr[-3000:])
-                out[name] = parse_agent_lines(run.stdout, name)
-            database = out["job"]["db"]["database"]
-            out["warehouses"] = machine.run(f"mysql -uroot -N -B -e 'SELECT COUNT(*) FROM {database}.warehouse'")
-        finally:
-            fleet.release(machine)
+    with booted_host(fleet, run_command, "gotpc", planned, VOLUME, INSTANCE) as host:
+        for name in order:
+            params = host.parameters(name)
+            out.setdefault("job", job_of(params))
+            started = time.monotonic()
+            inv = host.send(parameters=params)
+            record(f"gotpc_{name}_step_s", time.monotonic() - started)
+            run = inv.step(commands.AGENT_PLUGIN)
+            assert run.status == "Success", (name, run.stdout[-3000:] + run.stderr[-3000:])
+            out[name] = parse_agent_lines(run.stdout, name)
+        database = out["job"]["db"]["database"]
+        out["warehouses"] = host.machine.run(f"mysql -uroot -N -B -e 'SELECT COUNT(*) FROM {database}.warehouse'")
     return out
 
 

@@ -8,17 +8,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import boto3
 import pytest
-from deployed import plan, send_parameters, step_state
-from hostfleet import Disks, Fleet
-from moto import mock_aws
+from deployed import plan
+from hostfleet import Fleet
+from onehost import booted_host
 from runcommand import RunCommand
 
 from benchfleet.aws.steps import commands
 
 RUN = "host-tier-variants"
-BUCKET = "bf-results"
 VOLUME = "vol-0f1e2d3c4b5a69788"
 SPEC = {
     "name": "host-variants",
@@ -44,22 +42,11 @@ def steps(fleet: Fleet, run_command: RunCommand) -> dict[str, list[dict[str, Any
     order = [target["steps"][i]["name"] for i in target["sequence"][0]]
     assert order == ["prepare", "t0002.durable", "t0002.relaxed", "t0002.biglog"]
     out: dict[str, list[dict[str, Any]]] = {}
-    with pytest.MonkeyPatch.context() as mp, mock_aws():
-        s3 = boto3.client("s3", region_name="us-east-1")
-        s3.create_bucket(Bucket=BUCKET)
-        runner = RunCommand(run_command.document, run_command.bundle_zip, s3)
-        machine = fleet.boot("variants", disks=Disks([VOLUME], array=False))
-        try:
-            for n, name in enumerate(order, 1):
-                params = send_parameters(step_state(planned, "m6g", name), mp, [VOLUME])
-                inv = runner.send(machine, instance_id="i-0fedcba9876543210", command_id=f"cmd-v{n}",
-                                  parameters=params["Parameters"], bucket=params["OutputS3BucketName"],
-                                  prefix=params["OutputS3KeyPrefix"])
-                run = inv.step(commands.AGENT_PLUGIN)
-                assert run.status == "Success", (name, run.stdout[-3000:] + run.stderr[-3000:])
-                out[name] = records_of(run.stdout)
-        finally:
-            fleet.release(machine)
+    with booted_host(fleet, run_command, "variants", planned, VOLUME, "i-0fedcba9876543210") as host:
+        for name in order:
+            run = host.send(name).step(commands.AGENT_PLUGIN)
+            assert run.status == "Success", (name, run.stdout[-3000:] + run.stderr[-3000:])
+            out[name] = records_of(run.stdout)
     return out
 
 
