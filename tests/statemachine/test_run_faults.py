@@ -74,9 +74,9 @@ def test_a_full_quota_is_waited_out_while_a_previous_wave_goes(harness):
     harness.proxies["ec2"].faults["run_instances"] = list(full)
     summary = finish(harness, harness.run(spec(targets=[spec()["targets"][0]]), name="quota-full"), "SUCCEEDED")
     assert status_of(summary) == {"ec2-m6g": "SUCCEEDED"}
-    # Then, once the new group settled, "Create the databases" (provision's second call).
+    # An EC2 target has no parameter groups: one call provisions it, no "Create the databases".
     assert [(c.error, bool(c.event.get("resources"))) for c in harness.calls_of("provision")] == [
-        ("QuotaExceeded", False), ("QuotaExceeded", False), (None, False), (None, True)]
+        ("QuotaExceeded", False), ("QuotaExceeded", False), (None, False)]
     assert harness.sleeps.count(120) == 2
 
 
