@@ -52,7 +52,7 @@ export interface BenchfleetConfig {
   readonly maxRunHours: number;
   /**
    * Most a run submitted without budget_usd may cost, in USD (estimate from the price tables):
-   * MAX_RUN_COST_USD, enforced by POST /runs (lambdas/benchfleet/cost_ceiling.py).
+   * MAX_RUN_COST_USD, enforced by POST /runs (lambdas/benchfleet/cost/ceiling.py).
    */
   readonly maxRunCostUsd: number;
   /**

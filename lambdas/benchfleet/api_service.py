@@ -32,12 +32,13 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import ValidationError
 
-from benchfleet import catalogue, naming
+from benchfleet import naming
 from benchfleet.aws.errors import PlanRejected, error_code
 from benchfleet.aws.planning import runplan
 from benchfleet.aws.regions import TargetRegions
 from benchfleet.aws.settings import DEFAULT_RESULTS_STORE
-from benchfleet.cost_ceiling import DEFAULT_MAX_RUN_COST_USD, request_price_problems
+from benchfleet.cost import catalogue
+from benchfleet.cost.ceiling import DEFAULT_MAX_RUN_COST_USD, request_price_problems
 from benchfleet.plan import Plan, PriceLookup
 from benchfleet.spec import (
     MAX_DEPTH,
@@ -232,9 +233,9 @@ def validate_submission(body: Any, home_region: str | None = None) -> LoadedSpec
 
 
 def default_price_lookup() -> PriceLookup | None:
-    """``benchfleet.pricing.price_per_hour`` when its tables are reachable, else None."""
+    """``benchfleet.cost.pricing.price_per_hour`` when its tables are reachable, else None."""
     try:
-        from benchfleet import pricing
+        from benchfleet.cost import pricing
     except ImportError:  # pragma: no cover - the module ships with the package
         return None
 

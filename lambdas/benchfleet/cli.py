@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchfleet.cost.pricing import plan_breakdowns, price_per_hour
 from benchfleet.local.store import StoreError
 from benchfleet.plan import Plan, make_plan
-from benchfleet.pricing import plan_breakdowns, price_per_hour
 from benchfleet.remote import RemoteError
 from benchfleet.spec import LoadedSpec, SpecError, json_schema, load_spec
 
@@ -52,7 +52,7 @@ def _load(path: str, scale: str = "full", local: bool = False) -> tuple[LoadedSp
     from benchfleet.aws.errors import PlanRejected
     from benchfleet.aws.planning import runplan
     from benchfleet.aws.regions import TargetRegions
-    from benchfleet.catalogue import spec_problems
+    from benchfleet.cost.catalogue import spec_problems
 
     # What exists on AWS (types, regions, engines, storage a type can hold), refused here as the API
     # and Plan refuse it, rather than after the spec has been sent.
@@ -82,7 +82,7 @@ def home_region() -> tuple[str, str]:
         configured = None
     if configured:
         return str(configured), "the AWS configuration's region"
-    from benchfleet.pricing import DEFAULT_REGION
+    from benchfleet.cost.pricing import DEFAULT_REGION
 
     return DEFAULT_REGION, "no AWS region is configured here (set AWS_REGION to the stack's region)"
 
@@ -101,10 +101,10 @@ def _home_targets(path: str, plan: Plan) -> dict[str, Any] | None:
 
 def _unpriced_problem(plan: Plan, loaded: LoadedSpec) -> str | None:
     """A cloud target the price tables cannot price is refused here as the deployed stack refuses it
-    (benchfleet.cost_ceiling), naming the field and the region."""
+    (benchfleet.cost.ceiling), naming the field and the region."""
     if plan.mode == "local":
         return None
-    from benchfleet.cost_ceiling import unpriced_problems
+    from benchfleet.cost.ceiling import unpriced_problems
 
     problems = unpriced_problems(plan, list(loaded.spec.targets))
     return f"{problems[0][0]}: {problems[0][1]}" if problems else None

@@ -360,7 +360,7 @@ def _offered(client: ClientFactory, region: str, types: Iterable[str]) -> Check:
 
 
 def _priced(region: str, types: Iterable[str]) -> Check:
-    from benchfleet.pricing import unpriced_reason
+    from benchfleet.cost.pricing import unpriced_reason
 
     reasons = [r for t in sorted(set(types))
                if (r := unpriced_reason({"id": "probe", "kind": "ec2", "instance_type": t, "region": region}))]

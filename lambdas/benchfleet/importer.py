@@ -188,8 +188,8 @@ def _instance(instance_type: str | None, region: str | None) -> dict[str, Any]:
     """What ``--instance-type`` / ``--region`` record for the target: its type (so it is priced and
     joins its family in the speedup table) and where it ran; refused naming the option when the
     catalogue or the price tables do not know it."""
-    from benchfleet import pricing
-    from benchfleet.catalogue import load_catalogue
+    from benchfleet.cost import pricing
+    from benchfleet.cost.catalogue import load_catalogue
 
     if instance_type is None:
         if region is not None:

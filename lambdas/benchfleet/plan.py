@@ -22,7 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from benchfleet import clusterjob, galera, serverstatus, waves
-from benchfleet.pricing import DEFAULT_REGION, aurora_io_rate
+from benchfleet.cost.pricing import DEFAULT_REGION, aurora_io_rate
 from benchfleet.spec import (
     ONE_ROW_PER_EVENT,
     ComparisonSpec,
@@ -711,7 +711,8 @@ def storage_plan(target: Any) -> dict[str, Any] | None:
     volume priced on demand (``usd_per_hour``: the pricing's lines for all ``volumes`` together,
     ``pricing.volume_lines``, and their ``total``; None when the tables do not know the type). None
     for kinds without a ``storage`` of their own."""
-    from benchfleet import catalogue, pricing, stripe
+    from benchfleet import stripe
+    from benchfleet.cost import catalogue, pricing
 
     storage = getattr(target, "storage", None)
     if storage is None or target.kind not in ("ec2", "rds"):

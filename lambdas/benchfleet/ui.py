@@ -551,7 +551,8 @@ def print_comparison(run_id: str, doc: dict[str, Any], percentiles: bool = False
     busy = machine_note((stats.get("run") or {}).get("machine"))
     if busy:
         console.print(Text(f"caveat: {busy}", style="yellow"))
-    from benchfleet import pricing, ui_cost
+    from benchfleet import ui_cost
+    from benchfleet.cost import pricing
 
     models = tuple(doc.get("pricing_models") or pricing.HEADLINE_MODELS)
     ui_cost.print_costs(console, stats, models, per_minute=figure == "tpmC")
@@ -639,7 +640,8 @@ def print_run_comparison(doc: dict[str, Any]) -> None:
         console.print(multiplicity_text(doc))
     if doc["unmatched"]:
         console.print(f"[yellow]not in both runs: {', '.join(doc['unmatched'])}")
-    from benchfleet import pricing, ui_cost
+    from benchfleet import ui_cost
+    from benchfleet.cost import pricing
 
     ui_cost.print_cost_comparison(console, doc, tuple(doc.get("pricing_models") or pricing.HEADLINE_MODELS))
 

@@ -12,7 +12,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from benchfleet.pricing import HEADLINE_MODELS, MODEL_LABELS, MODELS, line_words
+from benchfleet.cost.pricing import HEADLINE_MODELS, MODEL_LABELS, MODELS, line_words
 
 
 def _money(value: Any, digits: int = 4) -> str:
@@ -103,7 +103,7 @@ def unpriced_words(targets: list[dict[str, Any]], models: tuple[str, ...]) -> st
 
 def spot_snapshot() -> bool:
     """The price tables hold a spot snapshot for some region."""
-    from benchfleet.pricing import load_prices
+    from benchfleet.cost.pricing import load_prices
 
     try:
         return bool(load_prices().ec2.spot.regions)

@@ -38,7 +38,7 @@ from benchfleet import api_service
 from benchfleet.api_service import IDEMPOTENCY_KEY, MAX_BODY_BYTES, MAX_PAGE, ApiError, RunService
 from benchfleet.aws import clients
 from benchfleet.aws.settings import Settings
-from benchfleet.cost_ceiling import max_run_cost
+from benchfleet.cost.ceiling import max_run_cost
 from benchfleet.naming import RUN_ID
 from benchfleet.spec import ComparisonSpec
 

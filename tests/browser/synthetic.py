@@ -11,7 +11,7 @@ import statistics
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from benchfleet import pricing
+from benchfleet.cost import pricing
 from benchfleet.local.store import DuckDBStore
 from benchfleet.records import AgentOutput, Fingerprint, Sample, StepSummary
 

@@ -36,7 +36,7 @@ from benchfleet.aws.fleet import lifecycle, paramgroups
 from benchfleet.aws.planning import controlplane, runplan
 from benchfleet.aws.steps import callbacks
 from benchfleet.aws.store import timestream
-from benchfleet.pricing import price_per_hour
+from benchfleet.cost.pricing import price_per_hour
 from benchfleet.spec import load_spec, parse_spec, resolve
 
 REPO = Path(__file__).resolve().parents[2]
@@ -96,7 +96,7 @@ def test_plan_carries_what_every_state_needs(aws):
     ({"targets": [target("ec2") | {"price_per_hour": 0}]}, r"^spec: targets\[0\]\.price_per_hour: prices come from"),
     ({"budget_usd": 0.001, "targets": [target("ec2") | {"price_per_hour": 0}]}, r"targets\[0\]\.price_per_hour"),
     ({"targets": [{"id": "l", "kind": "local"}]}, "--local"),
-    # What exists where, as the API checks it (benchfleet.catalogue): scheduled runs are held to it too.
+    # What exists where, as the API checks it (benchfleet.cost.catalogue): scheduled runs are held to it too.
     ({"targets": [target("ec2") | {"instance_type": "m7i.32xlarge"}]},
      r"targets\[0\]\.instance_type: m7i\.32xlarge is not offered in us-east-1"),
     # issue 41 item 6: a variant's cnf that does not exist (an uncaught error before)

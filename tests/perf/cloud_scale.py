@@ -40,7 +40,7 @@ for path in (REPO / "lambdas", REPO / "tests" / "statemachine"):
 import yaml  # noqa: E402
 
 from benchfleet.aws.planning import controlplane, runplan  # noqa: E402
-from benchfleet.pricing import price_per_hour  # noqa: E402
+from benchfleet.cost.pricing import price_per_hour  # noqa: E402
 from benchfleet.spec import load_spec, resolve  # noqa: E402
 
 GRAVITON = REPO / "workloads" / "comparisons" / "graviton-vs-intel-vs-amd.yaml"

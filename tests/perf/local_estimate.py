@@ -22,10 +22,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "lambdas"))
 
+from benchfleet.cost.pricing import price_per_hour  # noqa: E402
 from benchfleet.local.runner import run_local  # noqa: E402
 from benchfleet.local.store import open_store  # noqa: E402
 from benchfleet.plan import PlanStep, make_plan  # noqa: E402
-from benchfleet.pricing import price_per_hour  # noqa: E402
 from benchfleet.records import AgentOutput  # noqa: E402
 from benchfleet.scale import apply_scale  # noqa: E402
 from benchfleet.spec import load_spec  # noqa: E402

@@ -51,7 +51,7 @@ def steal_regions_spec() -> dict[str, Any]:
     targets += [t | {"id": t["id"].replace("us-west-1", "ap-southeast-2"), "region": "ap-southeast-2"}
                 for t in targets if t["region"] == "us-west-1"]
     # The third region is priced by tables refreshed for it (``priced_everywhere``): an unpriced
-    # region would be refused (benchfleet.cost_ceiling).
+    # region would be refused (benchfleet.cost.ceiling).
     return spec(name="steal-regions", targets=targets, baseline=loaded.spec.baseline, budget_usd=loaded.spec.budget_usd)
 
 

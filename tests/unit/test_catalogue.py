@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from benchfleet.catalogue import load_catalogue, spec_problems
+from benchfleet.cost.catalogue import load_catalogue, spec_problems
 from benchfleet.spec import load_spec, parse_spec
 
 REPO = Path(__file__).resolve().parents[2]

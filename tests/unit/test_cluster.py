@@ -10,8 +10,8 @@ import pytest
 from tests.conftest import REPO
 
 from benchfleet import galera, proxyconf, serverstatus
+from benchfleet.cost.pricing import target_prices
 from benchfleet.plan import LOCAL_CLUSTER_PROVISION_S, hosts_of, make_plan
-from benchfleet.pricing import target_prices
 from benchfleet.records import parse_agent_lines
 from benchfleet.scale import as_local
 from benchfleet.spec import SpecError, is_cluster, parse_spec, resolve

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from benchfleet import pricing, serverstatus, stats, ui_cost
+from benchfleet import serverstatus, stats, ui_cost
+from benchfleet.cost import pricing
 from benchfleet.local.store import DuckDBStore
 from benchfleet.spec import parse_spec
 from benchfleet.stats.cost import cross_zone_bytes_per_s

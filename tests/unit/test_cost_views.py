@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 from tests.conftest import SHARED_FIXTURES
 
-from benchfleet import pricing, stats
+from benchfleet import stats
 from benchfleet.cli import main
+from benchfleet.cost import pricing
 from benchfleet.local.store import DuckDBStore
 from benchfleet.spec import parse_spec
 from benchfleet.stats.tdist import t_quantile

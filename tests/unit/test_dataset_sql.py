@@ -24,7 +24,8 @@ from typing import Any
 
 import pytest
 
-from benchfleet import pricing, stats
+from benchfleet import stats
+from benchfleet.cost import pricing
 from benchfleet.local.store import DuckDBStore
 from benchfleet.records import AgentOutput, Fingerprint, Sample, StepSummary, status_rows
 

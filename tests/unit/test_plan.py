@@ -91,8 +91,8 @@ def test_an_aurora_plan_prices_its_io_requests_as_their_own_line_in_the_total_an
     """Issue 41 item 14: Aurora's I/O requests were left out: the shipped aurora-pk-order planned
     $4.81 against a $5 budget, though its random-key load and inserts read a page beyond the buffer
     pool for nearly every row. The plan now estimates them from the workload, at the tables' rate."""
+    from benchfleet.cost.pricing import aurora_io_rate, price_per_hour
     from benchfleet.plan import AURORA_TPS_PER_THREAD, ROW_BYTES, aurora_io_requests
-    from benchfleet.pricing import aurora_io_rate, price_per_hour
 
     shipped = load_spec(str(REPO / "workloads" / "comparisons" / "aurora-pk-order.yaml"))
     doc = shipped.inline() | {"budget_usd": 5}

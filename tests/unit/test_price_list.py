@@ -1,7 +1,7 @@
 """`catalogue_refresh --live` rebuilds the price tables from the AWS Price List API and EC2's spot
 price history, offline: botocore's Stubber answers GetProducts and DescribeSpotPriceHistory with
 products shaped as the Price List API returns them (aws_v1), and the tables it writes are the ones
-`benchfleet.pricing` reads."""
+`benchfleet.cost.pricing` reads."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import boto3
 import pytest
 from botocore.stub import ANY, Stubber
 
-from benchfleet import catalogue_refresh, pricing
-from benchfleet.catalogue import load_catalogue
+from benchfleet.cost import catalogue_refresh, pricing
+from benchfleet.cost.catalogue import load_catalogue
 from benchfleet.spec import parse_spec
 
 REGION = "eu-west-1"
@@ -202,7 +202,7 @@ def test_pricing_needs_live_and_the_shipped_tables_are_in_the_refresh_format() -
     with pytest.raises(SystemExit) as e:
         catalogue_refresh.main(["--only", "pricing"])
     assert e.value.code == 2
-    from benchfleet.price_list import dumps_table
+    from benchfleet.cost.price_list import dumps_table
 
     for name in ("ec2", "ebs", "rds", "aurora"):
         path = pricing.pricing_dir() / f"{name}.json"

@@ -1,4 +1,4 @@
-"""benchfleet.pricing: the price tables (dated, list prices, the seeds' families) and $/hour of targets."""
+"""benchfleet.cost.pricing: the price tables (dated, list prices, the seeds' families) and $/hour of targets."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import pydantic
 import pytest
 
-from benchfleet import pricing
+from benchfleet.cost import pricing
 from benchfleet.local.store import DuckDBStore
 from benchfleet.plan import make_plan
 from benchfleet.records import AgentOutput, Sample
@@ -152,7 +152,7 @@ def test_rds_gp3_bills_only_what_its_size_does_not_include() -> None:
 def test_the_rds_gp3_allowances_are_the_catalogues() -> None:
     """The price table's larger allowance and the catalogue's rule (from which size RDS gp3 takes
     provisioned IOPS, and what a provisioned volume starts from) are one fact written twice: kept equal."""
-    from benchfleet import catalogue
+    from benchfleet.cost import catalogue
 
     rule = catalogue.load_catalogue().storage["rds"]["gp3"]
     rate = pricing.load_prices().rds.storage_rate("us-east-1", "gp3")

@@ -12,12 +12,12 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from benchfleet import pricing
 from benchfleet.aws import clients
 from benchfleet.aws.errors import PlanRejected
 from benchfleet.aws.planning import runplan
 from benchfleet.aws.regions import CONTEXT_KEY, TargetRegions
 from benchfleet.cli import main
+from benchfleet.cost import pricing
 from benchfleet.plan import make_plan
 from benchfleet.spec import load_spec
 

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 from tests.conftest import REPO
 
-from benchfleet import catalogue, pricing, stripe
+from benchfleet import stripe
 from benchfleet.cli import main
+from benchfleet.cost import catalogue, pricing
 from benchfleet.plan import make_plan
 from benchfleet.spec import LoadedSpec, SpecError, parse_spec
 

@@ -74,7 +74,7 @@ def _ids(paths: list[Path]) -> list[str]:
 
 def _price_lookup() -> Any:
     try:
-        from benchfleet.pricing import price_per_hour
+        from benchfleet.cost.pricing import price_per_hour
     except ImportError:  # another engineer's module; plans are still checked without prices
         return None
     return price_per_hour

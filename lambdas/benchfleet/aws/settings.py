@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from benchfleet import naming
 from benchfleet.aws.regions import TargetRegions
-from benchfleet.cost_ceiling import DEFAULT_MAX_RUN_COST_USD, max_run_cost
+from benchfleet.cost.ceiling import DEFAULT_MAX_RUN_COST_USD, max_run_cost
 
 # The record store a deployment has unless told otherwise (cdk.json's resultsStore): Athena works in
 # every account; Timestream for LiveAnalytics is closed to accounts new since 2025-06-20.

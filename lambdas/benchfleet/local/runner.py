@@ -23,8 +23,9 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Protocol
 
-from benchfleet import pricing, serverstatus
+from benchfleet import serverstatus
 from benchfleet.agentjob import agent_job
+from benchfleet.cost import pricing
 from benchfleet.local.existing import ExistingServer, ExistingServerError, engine_of, table_prefixes, variables_hash
 from benchfleet.local.galera import LocalCluster
 from benchfleet.local.machine import MachineWatch, machine_lock

@@ -87,7 +87,7 @@ ALTER TABLE targets ADD COLUMN IF NOT EXISTS steal_source VARCHAR;
 ALTER TABLE targets ADD COLUMN IF NOT EXISTS cluster JSON;
 -- Where a cloud target really ran (collect's targets rows); empty for local targets.
 ALTER TABLE targets ADD COLUMN IF NOT EXISTS availability_zone VARCHAR;
--- Every line of the target's price by pricing model, as recorded with the run (benchfleet.pricing).
+-- Every line of the target's price by pricing model, as recorded with the run (benchfleet.cost.pricing).
 ALTER TABLE targets ADD COLUMN IF NOT EXISTS prices JSON;
 -- Per-second accounting (interval_s) and a step's samples expected vs present.
 ALTER TABLE samples ADD COLUMN IF NOT EXISTS interval_s DOUBLE;

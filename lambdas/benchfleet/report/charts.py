@@ -812,7 +812,7 @@ def cost(comparison: dict[str, Any], palette: dict[str, str],
     """Cost per 1,000 tps vs threads per target, one line per pricing model (on-demand solid, the
     others dashed), with the interval carried from tps as error bars (lower is better). At a single
     thread count, bars per target side by side by model (on-demand filled, the others lighter)."""
-    from benchfleet.pricing import MODEL_LABELS
+    from benchfleet.cost.pricing import MODEL_LABELS
 
     data = []
     single = one_thread_count(comparison["rows"])

@@ -539,7 +539,7 @@ def _ci_money(c: dict[str, Any] | None) -> str:
 
 
 def _cost_table(comparison: dict[str, Any]) -> str:
-    from benchfleet.pricing import MODEL_LABELS
+    from benchfleet.cost.pricing import MODEL_LABELS
 
     rows = []
     for r in comparison["rows"]:
@@ -557,7 +557,7 @@ def _cost_table(comparison: dict[str, Any]) -> str:
 
 
 def _breakdown_table(comparison: dict[str, Any]) -> str:
-    from benchfleet.pricing import MODEL_LABELS, line_words
+    from benchfleet.cost.pricing import MODEL_LABELS, line_words
 
     rows = []
     for t in comparison["targets"]:
@@ -631,7 +631,7 @@ def _speedup_tables(comparison: dict[str, Any]) -> str:
 
 
 def _notes(comparison: dict[str, Any], run: dict[str, Any]) -> str:
-    from benchfleet import pricing
+    from benchfleet.cost import pricing
 
     try:
         sources = pricing.load_prices().sources()

@@ -147,7 +147,7 @@ def spec_target_price(spec_target: Mapping[str, Any]) -> float | None:
     carry no price_per_hour). None when the target does not validate here or is unpriced."""
     from pydantic import ValidationError
 
-    from benchfleet import pricing
+    from benchfleet.cost import pricing
 
     try:
         target = _target_adapter().validate_python(dict(spec_target))
@@ -168,14 +168,14 @@ def _target_adapter() -> Any:
 
 
 def target_prices(meta: Mapping[str, Any], spec_target: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """Every line of a target's price under every pricing model (``benchfleet.pricing.target_prices``),
+    """Every line of a target's price under every pricing model (``benchfleet.cost.pricing.target_prices``),
     from today's tables, for the region the target ran in (its targets rows), else its spec's: the spec
     target as validated (so its defaults, a gp3 100 GB volume, count), else what the rows say (an
     imported target with an instance type). A local target is priced by the price it recorded. None
     when nothing can be said (no tables, no kind)."""
     from pydantic import ValidationError
 
-    from benchfleet import pricing
+    from benchfleet.cost import pricing
 
     kind = meta.get("kind")
     given = dict(spec_target or {})
@@ -606,8 +606,8 @@ def _cross_zone_prices(target_meta: Mapping[str, dict[str, Any]],
     """Per target with measured cross-zone traffic: its ``serving`` $/hour without the traffic (each row
     adds its own), its ``rate`` (USD per GB crossing, both ways) and ``basis`` (``measured`` for a cloud
     cluster, ``would`` for a local one); the target's ``prices`` get the line at the mean GB/hour of
-    its rows (:func:`benchfleet.pricing.with_cross_zone`)."""
-    from benchfleet import pricing
+    its rows (:func:`benchfleet.cost.pricing.with_cross_zone`)."""
+    from benchfleet.cost import pricing
 
     by_target: dict[str, list[float]] = defaultdict(list)
     for (target_id, _, _), figures in cross_zone.items():

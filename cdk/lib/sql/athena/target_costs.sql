@@ -6,7 +6,7 @@
 -- every figure against benchfleet.stats.
 -- price_per_hour: the database's price per hour under the model (instance, storage, provisioned IOPS
 -- and throughput; client hosts are counted for no kind), from the `prices` each targets row records
--- (benchfleet.pricing.recorded_prices; spot and some reservations can be absent: no row then).
+-- (benchfleet.cost.pricing.recorded_prices; spot and some reservations can be absent: no row then).
 -- A cluster's price_per_hour also counts its cross-zone traffic at that thread count
 -- (cross_zone_gb_per_hour: the fragment sql/common/cross_zone.sql, over each node's mean
 -- rates per measured step; cross_zone_usd_per_hour = GB/h x 2 (billed each way) x the recorded $/GB). Null for any other kind, and for a local cluster (free: `results`

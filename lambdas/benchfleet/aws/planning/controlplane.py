@@ -32,8 +32,8 @@ from benchfleet.aws.planning import asl_walk, readywait
 from benchfleet.aws.settings import DEFAULT_RESULTS_STORE
 from benchfleet.aws.steps import cloudwatch
 from benchfleet.aws.store import timestream
+from benchfleet.cost.pricing import pricing_dir
 from benchfleet.plan import Plan, PlanStep, RunCharge, TargetPlan
-from benchfleet.pricing import pricing_dir
 from benchfleet.records import Sample, StatusSample, StepSummary
 from benchfleet.stats.verdict import DEFAULT_MARGIN_PCT
 from benchfleet.sysbench import LATENCY_DISTRIBUTION_KEYS

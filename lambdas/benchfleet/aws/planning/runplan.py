@@ -29,7 +29,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from benchfleet import catalogue, cost_ceiling, galera, naming, serverstatus, variants, waves
+from benchfleet import galera, naming, serverstatus, variants, waves
 from benchfleet.aws import clients
 from benchfleet.aws.errors import PlanRejected, TargetFailed, aws_errors
 from benchfleet.aws.fleet import cluster, lifecycle
@@ -39,6 +39,8 @@ from benchfleet.aws.regions import TargetRegions
 from benchfleet.aws.settings import DEFAULT_RESULTS_STORE, Settings
 from benchfleet.aws.steps import commands
 from benchfleet.clusterjob import SETUP
+from benchfleet.cost import catalogue
+from benchfleet.cost import ceiling as cost_ceiling
 from benchfleet.mysqlcnf import CnfError, render, with_server_options
 from benchfleet.plan import Plan, PriceLookup, TargetPlan, cluster_setup_hosts, make_plan, spacing_problem
 from benchfleet.spec import (
@@ -401,7 +403,7 @@ def run_id_for(request: RunRequest, execution_name: str | None) -> str | None:
 
 def _price_lookup(target: object) -> float | None:
     """$/hour from workloads/pricing (shipped with the Lambda); None when unpriced."""
-    from benchfleet import pricing
+    from benchfleet.cost import pricing
 
     try:
         return pricing.price_per_hour(target)
@@ -507,7 +509,7 @@ def check_plan(plan: Plan, targets: Sequence[Any] | None = None, *,
                max_run_cost_usd: float = cost_ceiling.DEFAULT_MAX_RUN_COST_USD,
                max_vcpus: int = DEFAULT_MAX_VCPUS_PER_REGION, max_hosts: int = DEFAULT_MAX_HOSTS_PER_REGION,
                max_run_hours: int | None = None) -> None:
-    """PlanRejected when the run may not cost what it would (benchfleet.cost_ceiling: no price from
+    """PlanRejected when the run may not cost what it would (benchfleet.cost.ceiling: no price from
     the request; its budget, or without one the deployment's ceiling ``max_run_cost_usd``, hosts and
     control plane together) or does not fit. ``targets``: the spec's, to name the field of an
     unpriced one (and refuse a price it names). The Plan Lambda and the API both decide here."""

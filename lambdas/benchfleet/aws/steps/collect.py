@@ -19,11 +19,12 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from benchfleet import naming, pricing
+from benchfleet import naming
 from benchfleet.aws.errors import CollectFailed, aws_errors, error_code
 from benchfleet.aws.steps import cloudwatch as cw
 from benchfleet.aws.store.results_store import ResultsStore
 from benchfleet.clusterjob import SETUP
+from benchfleet.cost import pricing
 from benchfleet.records import AgentOutput, Fingerprint, RecordError, parse_agent_lines
 from benchfleet.validation import output_problem
 

@@ -31,7 +31,7 @@ deployed stack's), else :data:`DEFAULT_REGION`.
 
 Standard library and pydantic only (Lambdas import this module). The tables are found in
 ``$BENCHFLEET_PRICING`` or ``<workloads>/pricing``; each section is stamped with its ``as_of`` date
-and its source (``python -m benchfleet.catalogue_refresh --live`` rebuilds them from the AWS Price List
+and its source (``python -m benchfleet.cost.catalogue_refresh --live`` rebuilds them from the AWS Price List
 API and EC2's spot price history).
 """
 
@@ -474,7 +474,7 @@ def _where(table: PriceTable, region: str, type_: str, field_name: str) -> list[
         return []
     if not table.regions.get(region):
         return [("region", f"the price tables hold no {table.service} prices for {region} (as of {table.as_of}): "
-                           "rebuild them for every region with `python -m benchfleet.catalogue_refresh --live` "
+                           "rebuild them for every region with `python -m benchfleet.cost.catalogue_refresh --live` "
                            "(AWS Price List API), or choose a priced region")]
     what = "instance class" if type_.startswith("db.") else "instance type"
     return [(field_name, f"{what} {type_} has no on-demand price in workloads/pricing/{_file(table)} for {region} "

@@ -1,13 +1,13 @@
 """Rebuild ``workloads/pricing/{ec2,ebs,rds,aurora}.json`` from AWS: the Price List API (GetProducts)
 for on-demand and reserved prices of instances, EBS and RDS/Aurora storage, and EC2's spot price
-history for the spot snapshot. Run by ``python -m benchfleet.catalogue_refresh --live``.
+history for the spot snapshot. Run by ``python -m benchfleet.cost.catalogue_refresh --live``.
 
 What is read, per region of the catalogue (``workloads/catalogue/aws.json``):
 
 - **EC2** (``AmazonEC2``, Compute Instance, Linux, shared tenancy, no pre-installed software,
   capacity status Used): each catalogue family's types; on-demand $/hour and every standard
   reservation (1 and 3 years, no/partial/all upfront) as an effective hourly rate
-  (:func:`benchfleet.pricing.effective_hourly`).
+  (:func:`benchfleet.cost.pricing.effective_hourly`).
 - **EBS** (``AmazonEC2``): $/GB-month per volume type (Storage), $/IOPS-month (System Operation,
   EBS IOPS; io2's tiers by usage type), gp3's $/MB/s-month (Provisioned Throughput).
 - **RDS for MySQL and Aurora MySQL** (``AmazonRDS``, Single-AZ): instance classes on demand and
@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchfleet.pricing import TERM_HOURS, effective_hourly
+from benchfleet.cost.pricing import TERM_HOURS, effective_hourly
 
 # Quantities the price list does not carry: what gp3 includes, io2's tier bounds (AWS's EBS pricing).
 GP3_INCLUDED = {"included_iops": 3000, "included_throughput_mbps": 125}
@@ -249,7 +249,7 @@ def build_tables(products: Products, ec2_client_of: Callable[[str], Any], region
     """The four tables, in the shipped files' format, for ``regions``. A region the price list
     knows nothing of is left out (the code then refuses targets there, naming the region)."""
     today = today or datetime.now(UTC).strftime("%Y-%m-%d")
-    api = f"AWS Price List API (GetProducts), read on {today} by `python -m benchfleet.catalogue_refresh --live`"
+    api = f"AWS Price List API (GetProducts), read on {today} by `python -m benchfleet.cost.catalogue_refresh --live`"
     ec2_families = list(catalogue.ec2.families)
     tables: dict[str, dict[str, Any]] = {
         "ec2": _table("ec2", today, api, "USD per instance-hour",

@@ -2,7 +2,7 @@
 and, with ``--live``, the price tables of ``workloads/pricing`` for every region too.
 
 ``ec2-offerings.json``: which catalogue instance types each region offers. ``python -m
-benchfleet.catalogue_refresh`` reads the recording of EC2's DescribeInstanceTypeOfferings
+benchfleet.cost.catalogue_refresh`` reads the recording of EC2's DescribeInstanceTypeOfferings
 (LocationType=region) that moto ships (``moto/ec2/resources/instance_type_offerings/region``; moto
 is a development dependency), or, with ``--live``, asks EC2 in every region of the catalogue with
 the caller's credentials. Only the families of ``workloads/catalogue/aws.json`` are kept: per region,
@@ -26,7 +26,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from benchfleet.catalogue import OFFERINGS_FILE, STORAGE_FILE, catalogue_path, load_catalogue
+from benchfleet.cost.catalogue import OFFERINGS_FILE, STORAGE_FILE, catalogue_path, load_catalogue
 
 
 def _recorded(region: str) -> set[str] | None:
@@ -99,7 +99,7 @@ def storage(live: bool = False) -> dict[str, Any]:
               "(moto/ec2/resources/instance_types.json.gz)")
     return {
         "as_of": datetime.now(UTC).strftime("%Y-%m-%d"),
-        "source": source + "; refreshed by python -m benchfleet.catalogue_refresh. Per instance type of "
+        "source": source + "; refreshed by python -m benchfleet.cost.catalogue_refresh. Per instance type of "
                   "aws.json: EBS baseline and maximum IOPS and throughput (MB/s, as EC2 states them), "
                   "the most EBS volumes it attaches, its hypervisor and its instance-store disks. A type "
                   "not listed has no recording: its EBS limits are not checked.",
@@ -125,7 +125,7 @@ def offerings(live: bool = False) -> dict[str, Any]:
               f"{metadata.version('moto')} (moto/ec2/resources/instance_type_offerings/region)")
     return {
         "as_of": datetime.now(UTC).strftime("%Y-%m-%d"),
-        "source": source + "; refreshed by python -m benchfleet.catalogue_refresh. Per region, the catalogue's "
+        "source": source + "; refreshed by python -m benchfleet.cost.catalogue_refresh. Per region, the catalogue's "
                   "EC2 families it offers: \"*\" for every size aws.json lists, else the sizes offered. "
                   "A region not listed has no recording: nothing is refused there.",
         "regions": regions,
@@ -137,7 +137,7 @@ def refresh_prices(pricing_client: Any, ec2_client_of: Any, directory: Path,
     """Rebuild the price tables in ``directory`` from the Price List API (``pricing_client``, which
     answers in us-east-1) and each region's EC2 (``ec2_client_of(region)``), every catalogue region
     unless ``regions`` is given. Written only once every region has been read."""
-    from benchfleet import price_list
+    from benchfleet.cost import price_list
 
     cat = load_catalogue()
     tables = price_list.build_tables(price_list.products_of(pricing_client), ec2_client_of,
@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.live and args.only in (None, "pricing"):
         import boto3
 
-        from benchfleet.pricing import pricing_dir
+        from benchfleet.cost.pricing import pricing_dir
 
         written = refresh_prices(boto3.client("pricing", region_name="us-east-1"),
                                  lambda region: boto3.client("ec2", region_name=region), pricing_dir())

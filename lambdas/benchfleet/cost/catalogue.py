@@ -5,7 +5,7 @@ thing named exists and that the combination is possible: instance types and DB c
 engines and major versions per target kind, and the storage rules of EBS and RDS (which volume types
 take IOPS or throughput, within which bounds, io1/io2 needing IOPS, RDS having no instance store).
 Per region, which of those EC2 types the region offers (``workloads/catalogue/ec2-offerings.json``,
-from EC2's DescribeInstanceTypeOfferings; ``benchfleet.catalogue_refresh``): a target or client type
+from EC2's DescribeInstanceTypeOfferings; ``benchfleet.cost.catalogue_refresh``): a target or client type
 a region does not offer is refused naming its ``instance_type`` and the region. A region without a
 recording refuses nothing. DB instance classes per region are not recorded (AWS documents no list:
 the RDS pricing pages and DescribeOrderableDBInstanceOptions are the sources).

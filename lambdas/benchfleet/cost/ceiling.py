@@ -3,7 +3,7 @@ every execution (scheduled ones included) through ``benchfleet.aws.planning.runp
 API applies the same function before it starts one; the estimate is hosts and control plane
 together (Step Functions transitions, Lambda, the store: ``benchfleet.aws.planning.controlplane``).
 
-- Prices come from the deployment's price tables (``benchfleet.pricing``) only: a cloud target's
+- Prices come from the deployment's price tables (``benchfleet.cost.pricing``) only: a cloud target's
   ``price_per_hour`` is refused, since a request that names its own price (``0``) could otherwise
   walk past every budget.
 - Every cloud target must be priced from the tables: a target they cannot price (a region they hold
@@ -59,7 +59,7 @@ def _unpriced_field(index: int, target: Any) -> str:
     where = f"targets[{index}]"
     if target is None:  # the spec's targets were not given: the target itself
         return where
-    from benchfleet.pricing import unpriced_field
+    from benchfleet.cost.pricing import unpriced_field
 
     try:
         name = unpriced_field(target)
@@ -71,9 +71,9 @@ def _unpriced_field(index: int, target: Any) -> str:
 
 
 def unpriced_reason(target: Any) -> str:
-    """Why the price tables cannot price ``target`` (benchfleet.pricing), for a refusal."""
+    """Why the price tables cannot price ``target`` (benchfleet.cost.pricing), for a refusal."""
     try:
-        from benchfleet.pricing import unpriced_reason as reason
+        from benchfleet.cost.pricing import unpriced_reason as reason
 
         return reason(target) or "not in the price tables"
     except (ImportError, OSError, ValueError, KeyError):

@@ -1,0 +1,1 @@
+"""benchfleet.cost (docstring to be written)."""
