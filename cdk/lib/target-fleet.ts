@@ -331,19 +331,19 @@ export class TargetFleet extends Construct {
   }
 }
 
-/** Galera's ports between a cluster's nodes (benchfleet.galera.DEFAULT_PORTS). */
+/** Galera's ports between a cluster's nodes (benchfleet.cluster.galera.DEFAULT_PORTS). */
 export const GALERA_PORTS: ReadonlyArray<[number, string]> = [
   [3306, 'MySQL'],
   [4567, 'Galera replication'],
   [4568, 'Galera incremental state transfer'],
   [4444, 'Galera state snapshot transfer'],
 ];
-/** The proxies' listen ports (benchfleet.proxyconf.LISTEN_PORT): HAProxy, ProxySQL. */
+/** The proxies' listen ports (benchfleet.cluster.proxyconf.LISTEN_PORT): HAProxy, ProxySQL. */
 export const PROXY_PORTS: ReadonlyArray<[number, string]> = [
   [3307, 'HAProxy'],
   [6033, 'ProxySQL'],
 ];
-/** The proxies' statistics ports (benchfleet.proxyconf.ADMIN_PORT): HAProxy's stats socket, ProxySQL's admin. */
+/** The proxies' statistics ports (benchfleet.cluster.proxyconf.ADMIN_PORT): HAProxy's stats socket, ProxySQL's admin. */
 export const PROXY_STATS_PORTS: ReadonlyArray<[number, string]> = [
   [3308, 'HAProxy stats socket'],
   [6032, 'ProxySQL statistics'],

@@ -21,7 +21,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from benchfleet import clusterjob, galera, serverstatus, waves
+from benchfleet import serverstatus, waves
+from benchfleet.cluster import galera
+from benchfleet.cluster import jobs as clusterjob
 from benchfleet.cost.pricing import DEFAULT_REGION, aurora_io_rate
 from benchfleet.spec import (
     ONE_ROW_PER_EVENT,

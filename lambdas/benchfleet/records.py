@@ -213,7 +213,7 @@ class AgentError(BaseModel):
 class AgentNotice(BaseModel):
     """An ``install`` record (one setup action on a fresh host), a ``notice`` (something the run
     reports, e.g. cnf options the engine skipped) or a ``setup`` record (a cluster host's node or
-    proxy set up: benchfleet.clusterjob); kept as the agent wrote them."""
+    proxy set up: benchfleet.cluster.jobs); kept as the agent wrote them."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
 

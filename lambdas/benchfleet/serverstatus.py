@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from benchfleet import galera
+from benchfleet.cluster import galera
 
 NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
 MAX_COUNTERS = 64

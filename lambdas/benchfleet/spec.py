@@ -33,7 +33,8 @@ from pydantic import (
     model_validator,
 )
 
-from benchfleet import galera, serverstatus
+from benchfleet import serverstatus
+from benchfleet.cluster import galera
 from benchfleet.gotpc import MAX_WAREHOUSES
 from benchfleet.gotpc import WORKLOAD_PERCENTILES as GOTPC_PERCENTILES
 from benchfleet.mysqlcnf import CnfError, engine_family, normalised, render, with_server_options
@@ -533,7 +534,7 @@ class LocalTarget(_TargetBase):
 
 class ClusterTarget(_TargetBase):
     """A Galera cluster on EC2: ``nodes`` hosts of ``instance_type``, one per availability zone, writes
-    to the first node, a proxy, and a client host (benchfleet.galera, benchfleet.proxyconf)."""
+    to the first node, a proxy, and a client host (benchfleet.cluster.galera, benchfleet.cluster.proxyconf)."""
 
     kind: Literal["cluster"]
     flavor: Literal["mariadb-galera", "pxc-8.0"] = Field(

@@ -12,7 +12,7 @@ and SST listen on its own address, as on EC2. The password is the secret provisi
 by the agent with boto3 from moto's Secrets Manager served inside the namespace (secrets_standin).
 
 After the execution, the faults that need a formed cluster run on the same hosts with jobs made by
-benchfleet.clusterjob's builders (what start_step makes of them is the execution's): a ProxySQL
+benchfleet.cluster.jobs's builders (what start_step makes of them is the execution's): a ProxySQL
 install failing, a node stopped mid-step, a node sent to join a cluster of another name. Then a
 second execution on fresh hosts where n2's join fails for real (its Galera port taken): the target
 fails naming the node, and teardown leaves nothing.
@@ -40,11 +40,13 @@ from secrets_standin import serve_in
 from sm_harness import BUCKET, REGION, FaultProxy, Harness, leftovers, offline_world, recording
 from timestream_requests import dimensions, stored_records
 
-from benchfleet import clusterjob, naming, proxyconf
+from benchfleet import naming
 from benchfleet.agentjob import agent_job
 from benchfleet.aws import clients
 from benchfleet.aws.fleet.cluster import TAG_NODE
 from benchfleet.aws.steps import commands
+from benchfleet.cluster import jobs as clusterjob
+from benchfleet.cluster import proxyconf
 from benchfleet.plan import PlanStep
 from benchfleet.records import parse_agent_lines
 from benchfleet.spec import Workload

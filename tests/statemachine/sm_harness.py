@@ -386,7 +386,7 @@ class Agent:
             # AWS names a multi-step document's invocation by step; moto by plugin type.
             inv["PluginName"] = commands.AGENT_PLUGIN
         job = json.loads(command.parameters["JobJson"][0].replace("\\u0027", "'"))
-        if event["step"].get("kind") == "setup":  # a cluster's node or proxy set-up (benchfleet.clusterjob)
+        if event["step"].get("kind") == "setup":  # a cluster's node or proxy set-up (benchfleet.cluster.jobs)
             self.set_up(job, command, result, outcome)
         elif outcome == "failed" and step in self.reasons:  # the agent's error record says why
             self.write_output(command, result, {"type": "error", "stage": "health", "message": self.reasons[step]})

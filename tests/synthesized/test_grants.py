@@ -205,11 +205,11 @@ def test_a_clusters_secrets_are_made_bound_read_and_deleted_only_as_the_fleet_do
 
 
 def test_cluster_nodes_talk_galera_to_each_other_and_clients_reach_mysql_only(synthesized: Template):
-    """The deployed groups (cdk/lib/target-fleet.ts) as benchfleet.galera's ports need them: a node
+    """The deployed groups (cdk/lib/target-fleet.ts) as benchfleet.cluster.galera's ports need them: a node
     reaches the others on MySQL, replication, IST and SST; a client (and a proxy host) reaches a node
     on MySQL only; a proxy host of its own is reached from the clients only, on the proxy's listen and
-    statistics ports (benchfleet.proxyconf); the Lambdas get the groups and the subnets' zones."""
-    from benchfleet import galera, proxyconf
+    statistics ports (benchfleet.cluster.proxyconf); the Lambdas get the groups and the subnets' zones."""
+    from benchfleet.cluster import galera, proxyconf
 
     groups = synthesized.of_type("AWS::EC2::SecurityGroup")
     (nodes,) = [k for k in groups if k.startswith("TargetsClusterSecurityGroup")]

@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from benchfleet import clusterjob, proxyconf
+from benchfleet.cluster import jobs as clusterjob
+from benchfleet.cluster import proxyconf
 
 AGENT_DIR = Path(__file__).resolve().parents[2] / "workloads" / "agent"
 sys.path.insert(0, str(AGENT_DIR))

@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 import pytest
 from tests.conftest import REPO
 
-from benchfleet import galera, proxyconf, serverstatus
+from benchfleet import serverstatus
+from benchfleet.cluster import galera, proxyconf
 from benchfleet.cost.pricing import target_prices
 from benchfleet.plan import LOCAL_CLUSTER_PROVISION_S, hosts_of, make_plan
 from benchfleet.records import parse_agent_lines

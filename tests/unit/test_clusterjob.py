@@ -1,4 +1,4 @@
-"""The cluster's agent-job contract (benchfleet.clusterjob): what each builder produces, and that the
+"""The cluster's agent-job contract (benchfleet.cluster.jobs): what each builder produces, and that the
 client's steps built with it pass the agent's own job check (workloads/agent/benchfleet_agent.py)."""
 
 from __future__ import annotations
@@ -8,9 +8,11 @@ from typing import Any
 import pytest
 from tests.unit.test_agent_cluster import agent  # the agent as its own tests load it
 
-from benchfleet import clusterjob, galera, naming, proxyconf, serverstatus
+from benchfleet import naming, serverstatus
 from benchfleet.agentjob import agent_job
 from benchfleet.aws.fleet import cluster
+from benchfleet.cluster import galera, proxyconf
+from benchfleet.cluster import jobs as clusterjob
 from benchfleet.plan import PlanStep, cluster_setup_hosts, hosts_of
 from benchfleet.spec import Workload, parse_spec
 

@@ -278,7 +278,7 @@ _ARN = re.compile(r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:[
 
 
 def _check_setup(setup: Any) -> None:
-    """A cluster host's set-up (benchfleet.clusterjob, which documents each field): every value goes
+    """A cluster host's set-up (benchfleet.cluster.jobs, which documents each field): every value goes
     into a cnf, a proxy configuration or a command, so each is checked before anything runs."""
     if not isinstance(setup, dict) or setup.get("role") not in ("node", "proxy"):
         raise JobError("setup.role must be node or proxy")

@@ -1,20 +1,20 @@
-"""benchfleet agent: set up a cluster target's hosts (the ``setup`` jobs of ``benchfleet.clusterjob``).
+"""benchfleet agent: set up a cluster target's hosts (the ``setup`` jobs of ``benchfleet.cluster.jobs``).
 
 A **node** job (``setup.role: node``) on each node host:
   install the flavor (``mariadb-galera``: the distribution's mariadb-server, galera-4 and rsync;
   ``pxc-8.0``: Percona's repository through percona-release, then percona-xtradb-cluster), stop the
   server the package started (a standalone server is not a node), build the data volumes as ec2's
   install does (``benchfleet_storage``), write the target's cnf rendered for this host's memory followed
-  by the node's Galera options (``benchfleet.galera.node_options``) and what makes it reachable
+  by the node's Galera options (``benchfleet.cluster.galera.node_options``) and what makes it reachable
   (``bind-address`` its private address, its error log), then either bootstrap the cluster
   (``galera_new_cluster``, PXC's ``mysql@bootstrap`` unit) and create the benchmark and proxy users
   with the password of the job's secret (replicated to every node that joins), or start and join by
   state transfer. It returns once the node is Synced (a joiner: in a cluster of every node) and
   fails, naming the node, on a state-transfer failure in its log, a server that exits, or the
-  timeout, with the cause its error log gives (``benchfleet.galera.node_failure``).
+  timeout, with the cause its error log gives (``benchfleet.cluster.galera.node_failure``).
 
 A **proxy** job (``setup.role: proxy``) on the client host: HAProxy (the distribution's package) or
-ProxySQL (ProxySQL's apt repository), configured from ``benchfleet.proxyconf``, started, and awaited
+ProxySQL (ProxySQL's apt repository), configured from ``benchfleet.cluster.proxyconf``, started, and awaited
 until it listens and sees every backend up. A failed install names the package and the stage.
 
 Every action is an ``install`` record (as ec2's install), the result one ``setup`` record; failures
@@ -36,7 +36,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import benchfleet_dbclient
 import benchfleet_install
 import benchfleet_storage
-from benchfleet import galera, proxyconf
+from benchfleet.cluster import galera, proxyconf
 
 # Packages per flavor: galera-4 is the provider MariaDB's server loads, rsync its state transfer.
 FLAVOR_PACKAGES = {"mariadb-galera": ["mariadb-server", "galera-4", "rsync"], "pxc-8.0": ["percona-xtradb-cluster"]}

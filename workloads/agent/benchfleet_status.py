@@ -15,7 +15,7 @@ statistics user. Every source is read once per interval from the start of the st
 0 s is the baseline of the rates), all at once, each within a deadline; what a source answers (or
 that it did not) becomes one ``{"type": "status", ...}`` line with the raw values.
 
-With ``cluster_nodes``, every reading is also the cluster's health check (``benchfleet.galera``): the
+With ``cluster_nodes``, every reading is also the cluster's health check (``benchfleet.cluster.galera``): the
 first time every node is not Synced at full size for two readings in a row, ``problem`` is set and
 ``on_problem`` called (the agent stops sysbench: the step fails with that reason).
 
@@ -36,7 +36,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional
 
 import benchfleet_dbclient
-from benchfleet import galera
+from benchfleet.cluster import galera
 from benchfleet.serverstatus import HAPROXY_FIELDS, PROXYSQL_FIELDS
 
 END = "benchfleet:end"

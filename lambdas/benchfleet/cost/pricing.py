@@ -47,7 +47,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from benchfleet import clusterjob
+from benchfleet.cluster import jobs as clusterjob
 
 DEFAULT_REGION = "us-east-1"
 HOURS_PER_MONTH = 730

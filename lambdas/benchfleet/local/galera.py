@@ -1,7 +1,7 @@
 """A local Galera cluster: N MariaDB servers from the distribution (Debian's ``galera-4``) and a proxy.
 
 Each node is a MariaDB server with its own data dir, socket and four loopback ports (client, group
-communication, incremental and full state transfer; ``benchfleet.galera``). The first node is
+communication, incremental and full state transfer; ``benchfleet.cluster.galera``). The first node is
 initialised and bootstraps the cluster (``--wsrep-new-cluster``); the benchmark user and the proxies'
 users are created on it; the others start at once with empty data dirs and join by state transfer
 (rsync). Prepare starts only once every node is Synced at full size; a node that fails to join fails
@@ -12,7 +12,7 @@ full state transfer, cannot write a data dir owned by root (DESIGN.md, third rev
 live in a private directory under the system's temporary dir (``mysql`` may not reach the data dir).
 
 The proxy (``haproxy`` from the distribution, or ``proxysql`` when it is on the PATH) listens on its
-own port in front of the nodes (``benchfleet.proxyconf``). ``connection(route)`` is where the agent
+own port in front of the nodes (``benchfleet.cluster.proxyconf``). ``connection(route)`` is where the agent
 connects: ``direct`` the writer node (the first: writes go to one node), ``proxy`` the proxy.
 
 Nothing leaks: the nodes and the proxy are registered (one record, ``<home>/servers/<name>.json``),
@@ -37,7 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchfleet import galera, proxyconf, serverstatus
+from benchfleet import serverstatus
+from benchfleet.cluster import galera, proxyconf
 from benchfleet.local.mariadb import (
     PRIVATE_PREFIX,
     Connection,

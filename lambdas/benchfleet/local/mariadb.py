@@ -25,7 +25,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchfleet.galera import cause_line
+from benchfleet.cluster.galera import cause_line
 from benchfleet.mysqlcnf import render, with_server_options
 
 _PR_SET_PDEATHSIG = 1

@@ -23,7 +23,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchfleet import galera
+from benchfleet.cluster import galera
 from benchfleet.local.existing import ExistingServer, ExistingServerError, password_of
 from benchfleet.local.galera import proxy_available
 from benchfleet.local.mariadb import LocalServerError, find_binary

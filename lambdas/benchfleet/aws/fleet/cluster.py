@@ -22,11 +22,13 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from benchfleet import clusterjob, galera, naming
+from benchfleet import naming
 from benchfleet.aws.errors import TargetFailed, aws_errors, error_code
 from benchfleet.aws.fleet import secret_binding
 from benchfleet.aws.fleet import targets as t
 from benchfleet.aws.settings import Settings
+from benchfleet.cluster import galera
+from benchfleet.cluster import jobs as clusterjob
 
 TAG_NODE = "benchfleet:node"
 DB_USER = "sbtest"

@@ -29,7 +29,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from benchfleet import galera, naming, serverstatus, variants, waves
+from benchfleet import naming, serverstatus, variants, waves
 from benchfleet.aws import clients
 from benchfleet.aws.errors import PlanRejected, TargetFailed, aws_errors
 from benchfleet.aws.fleet import cluster, lifecycle
@@ -38,7 +38,8 @@ from benchfleet.aws.planning import asl_walk, controlplane, dbparams, history, v
 from benchfleet.aws.regions import TargetRegions
 from benchfleet.aws.settings import DEFAULT_RESULTS_STORE, Settings
 from benchfleet.aws.steps import commands
-from benchfleet.clusterjob import SETUP
+from benchfleet.cluster import galera
+from benchfleet.cluster.jobs import SETUP
 from benchfleet.cost import catalogue
 from benchfleet.cost import ceiling as cost_ceiling
 from benchfleet.mysqlcnf import CnfError, render, with_server_options
@@ -282,7 +283,7 @@ def cluster_setup(index: int, spec_target: ClusterTarget, loaded: LoadedSpec, o:
     every node in order, the first bootstrapping the cluster and each next one joining it (one state
     transfer at a time, as Galera's documentation advises; the last one's job returns once the cluster
     is Synced at full size), then the proxy on the client host (or the proxy's own). The static part
-    of each agent job (benchfleet.clusterjob) is here; start_step adds the addresses, the volumes and
+    of each agent job (benchfleet.cluster.jobs) is here; start_step adds the addresses, the volumes and
     the secret."""
     target = spec_target.model_dump(mode="json")
     cnf = _cnf_source(index, spec_target.mysql_config, spec_target.engine, target.get("server_options") or {})

@@ -23,7 +23,7 @@ from benchfleet import naming
 from benchfleet.aws.errors import CollectFailed, aws_errors, error_code
 from benchfleet.aws.steps import cloudwatch as cw
 from benchfleet.aws.store.results_store import ResultsStore
-from benchfleet.clusterjob import SETUP
+from benchfleet.cluster.jobs import SETUP
 from benchfleet.cost import pricing
 from benchfleet.records import AgentOutput, Fingerprint, RecordError, parse_agent_lines
 from benchfleet.validation import output_problem
@@ -101,7 +101,7 @@ def status_sources(target: dict[str, Any], kind: str) -> tuple[int, str]:
 
 
 def setup_result(text: str, *, source: str, step: str) -> dict[str, Any]:
-    """A cluster's set-up step (benchfleet.clusterjob: the agent's ``setup`` record, or its error):
+    """A cluster's set-up step (benchfleet.cluster.jobs: the agent's ``setup`` record, or its error):
     nothing to store but its raw output (kept above); the outcome says what was set up and how long
     it took. No sample, no summary: not a measured step."""
     records = []

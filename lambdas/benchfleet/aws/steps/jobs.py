@@ -21,10 +21,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchfleet import clusterjob, galera, naming
+from benchfleet import naming
 from benchfleet.agentjob import agent_job
 from benchfleet.aws.events import Resources, Step, StepState
 from benchfleet.aws.planning import dbparams
+from benchfleet.cluster import galera
+from benchfleet.cluster import jobs as clusterjob
 from benchfleet.plan import PlanStep
 from benchfleet.spec import ExistingTarget, Workload
 
@@ -76,7 +78,7 @@ def _proxy_host(state: StepState) -> str | None:
 
 
 def cluster_setup_job(state: StepState, volumes: list[dict[str, str]] | None = None) -> dict[str, Any]:
-    """A cluster's set-up step as its agent job (benchfleet.clusterjob): the plan's static part
+    """A cluster's set-up step as its agent job (benchfleet.cluster.jobs): the plan's static part
     (runplan.cluster_setup) with the nodes' addresses, the secrets and the data volumes' ids."""
     step, target, setup = state.step, state.target, dict(state.step.setup or {})
     nodes = _cluster_nodes(state)

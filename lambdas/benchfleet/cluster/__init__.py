@@ -1,0 +1,1 @@
+"""benchfleet.cluster (docstring to be written)."""
