@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchfleet.local import store as st
-from benchfleet.records import AgentOutput
+from benchfleet.workload.records import AgentOutput
 
 
 def insert_row_by_row(db: Any, output: AgentOutput) -> None:

@@ -53,7 +53,7 @@ def agent_job(*, run_id: str, target_id: str, repetition: int, workload: Workloa
     (``{"variant", "requested": {option: value}}``, plus ``apply`` where the agent switches them
     itself); the agent reads them back from the server and records requested and effective values
     with the step's summary. ``status``: the server status the agent reads every second
-    (workloads/agent/benchfleet_status.py; benchfleet.serverstatus). ``verify``: how the prepare step
+    (workloads/agent/benchfleet_status.py; benchfleet.workload.serverstatus). ``verify``: how the prepare step
     holds the server to ``requested`` before anything is measured (``{"varying": settings the variants
     set apart, which their own steps read back, "settle_s": how long a managed server's values may take
     to arrive}``): a setting it still runs with another value fails the target, naming it."""

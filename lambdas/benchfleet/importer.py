@@ -22,10 +22,10 @@ from typing import Any
 
 from benchfleet.local.store import DuckDBStore, RunNotFound
 from benchfleet.naming import new_run_id
-from benchfleet.records import AgentOutput, Sample, StepSummary, sample_phase
 from benchfleet.spec import SLUG
 from benchfleet.stats.figures import weighted_cv
-from benchfleet.sysbench import (
+from benchfleet.workload.records import AgentOutput, Sample, StepSummary, sample_phase
+from benchfleet.workload.sysbench import (
     MAX_LINE_CHARS,
     Interval,
     SysbenchOutput,
@@ -33,7 +33,7 @@ from benchfleet.sysbench import (
     parse_output,
     step_accounting,
 )
-from benchfleet.validation import PERCENTILES, figure_problem, figures_problem, summary_problem
+from benchfleet.workload.validation import PERCENTILES, figure_problem, figures_problem, summary_problem
 
 # The most threads an imported log may say it ran (a spec's sweep goes to 4,096; this leaves room for
 # any real run while keeping the figure inside the store's INTEGER column).
@@ -90,7 +90,7 @@ def _groups(paths: list[Path]) -> list[list[Path]]:
 
 
 def _check_interval(path: Path, interval: Interval, most: list[Interval]) -> None:
-    """Every figure of an interval line as local runs and cloud collect hold theirs (benchfleet.validation);
+    """Every figure of an interval line as local runs and cloud collect hold theirs (benchfleet.workload.validation);
     ``most`` keeps the interval with the most threads, checked against the log's thread count."""
     problem = figures_problem(vars(interval))
     if problem is None and interval.latency_pct and interval.latency_pct not in PERCENTILES:
@@ -140,7 +140,7 @@ def _check(path: Path, threads_given: int | None) -> _Log:
     if threads > MAX_THREADS:
         raise ImportRefused(f"{path}: not imported: the log says {threads} threads, more than {MAX_THREADS:,} "
                             "(no sysbench run starts that many)")
-    # A log that contradicts itself: each figure possible, the set not (benchfleet.validation).
+    # A log that contradicts itself: each figure possible, the set not (benchfleet.workload.validation).
     if most and most[0].threads > threads:
         said = "'Number of threads'" if out.threads is not None else "--threads"
         raise ImportRefused(f"{path}:{most[0].line}: not imported: an interval ran {most[0].threads} threads "

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from benchfleet import serverstatus, waves
+from benchfleet import waves
 from benchfleet.cluster import galera
 from benchfleet.cluster import jobs as clusterjob
 from benchfleet.cost.pricing import DEFAULT_REGION, aurora_io_rate
@@ -35,6 +35,7 @@ from benchfleet.spec import (
     is_cluster,
 )
 from benchfleet.stats.cost import vcpus_from_size
+from benchfleet.workload import serverstatus
 
 StepKind = Literal["prepare", "warmup", "measure"]
 SwitchMethod = Literal["none", "set-global", "restart", "parameter-group"]
@@ -232,7 +233,7 @@ class TargetPlan(BaseModel):
     # Each repetition's planned start, from the run's start (AWS: the schedule of benchfleet.waves;
     # empty: as ``at_once`` and ``spacing_s`` say).
     starts_s: list[int] = []
-    # (source, counter) of the server status rows each reading makes (benchfleet.serverstatus.series):
+    # (source, counter) of the server status rows each reading makes (benchfleet.workload.serverstatus.series):
     # what the store is written per report interval of a warm-up or measure step, beside the sample.
     status_series: list[tuple[str, str]] = []
     # Aurora: the storage I/O requests its repetitions make (``aurora_io_requests``, an estimate with

@@ -24,8 +24,8 @@ from botocore.exceptions import ClientError
 
 from benchfleet.local.store import CloudCopy, DuckDBStore
 from benchfleet.naming import RUN_ID
-from benchfleet.records import AgentOutput, parse_agent_lines
 from benchfleet.remote import TERMINAL
+from benchfleet.workload.records import AgentOutput, parse_agent_lines
 
 BUCKET_OUTPUT = "ResultsBucketName"
 

@@ -33,12 +33,12 @@ from pydantic import (
     model_validator,
 )
 
-from benchfleet import serverstatus
 from benchfleet.cluster import galera
-from benchfleet.gotpc import MAX_WAREHOUSES
-from benchfleet.gotpc import WORKLOAD_PERCENTILES as GOTPC_PERCENTILES
-from benchfleet.mysqlcnf import CnfError, engine_family, normalised, render, with_server_options
-from benchfleet.sysbench import BUILTIN_TESTS, option_refusal, script_option_refusal
+from benchfleet.workload import serverstatus
+from benchfleet.workload.gotpc import MAX_WAREHOUSES
+from benchfleet.workload.gotpc import WORKLOAD_PERCENTILES as GOTPC_PERCENTILES
+from benchfleet.workload.mysqlcnf import CnfError, engine_family, normalised, render, with_server_options
+from benchfleet.workload.sysbench import BUILTIN_TESTS, option_refusal, script_option_refusal
 
 SLUG = r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"
 _OPTION_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
@@ -167,11 +167,11 @@ class _Model(BaseModel):
 def check_workload_options(options: dict[str, OptionValue], test: str | None = None) -> dict[str, OptionValue]:
     """The one rule for sysbench options a user may give: a workload's ``options`` and a variant's
     ``options`` (validate, the API, Plan and the agent's jobs all come through here; the agent
-    checks every job against the same rule, ``benchfleet.sysbench.option_refusal``). ValueError
+    checks every job against the same rule, ``benchfleet.workload.sysbench.option_refusal``). ValueError
     naming the option when it is not allowed (options can never change what is measured), when its
-    value is not one sysbench 1.0.20 reads as given (``benchfleet.sysbench.OPTION_VALUES``: the range,
+    value is not one sysbench 1.0.20 reads as given (``benchfleet.workload.sysbench.OPTION_VALUES``: the range,
     on/off, or the choices, named in the message), or, given the ``test`` that runs them, when that
-    test's script does not read it (``benchfleet.sysbench.TEST_OPTIONS``: --range-size on oltp_insert
+    test's script does not read it (``benchfleet.workload.sysbench.TEST_OPTIONS``: --range-size on oltp_insert
     would be taken and ignored)."""
     for name, value in options.items():
         if not _OPTION_NAME.match(name):

@@ -19,11 +19,11 @@ from rich.text import Text
 
 from benchfleet import summary
 from benchfleet.plan import Plan, PlanStep, TargetPlan
-from benchfleet.records import AgentOutput, Sample, StepSummary, sample_phase
 from benchfleet.stats.caveats import words as caveat_words
 from benchfleet.stats.figures import percentile_of
 from benchfleet.stats.run import step_tps
 from benchfleet.stats.verdict import design_words
+from benchfleet.workload.records import AgentOutput, Sample, StepSummary, sample_phase
 
 
 class _Console(Console):

@@ -3,7 +3,7 @@
 A target's server runs one variant's settings at a time (``spec.server_settings``, which the spec's
 cluster rule compares too): its mysql_config (the variant's, else the target's) with the target's
 server_options and the variant's over it, rendered for the target's engine. Going from one variant
-to another is a *switch* (``benchfleet.serverparams.switch_method``):
+to another is a *switch* (``benchfleet.workload.serverparams.switch_method``):
 
 - ``none``: the settings are the same (the variants differ in workload or sysbench options only);
 - ``set-global``: every setting that differs is dynamic: ``SET GLOBAL`` (local, EC2);
@@ -20,9 +20,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from benchfleet import serverparams
-from benchfleet.mysqlcnf import normalised
 from benchfleet.spec import LoadedSpec, ResolvedVariant, family_of, server_settings
+from benchfleet.workload import serverparams
+from benchfleet.workload.mysqlcnf import normalised
 
 SERVER_KINDS = ("local", "ec2")       # servers benchfleet runs: SET GLOBAL and restarts
 PARAMETER_GROUP_KINDS = ("rds", "aurora")

@@ -13,7 +13,7 @@ from typing import Any
 
 from benchfleet.cost import pricing
 from benchfleet.local.store import DuckDBStore
-from benchfleet.records import AgentOutput, Fingerprint, Sample, StepSummary
+from benchfleet.workload.records import AgentOutput, Fingerprint, Sample, StepSummary
 
 TARGETS: list[dict[str, Any]] = [
     {"id": "m6i-large", "kind": "ec2", "instance_type": "m6i.large", "capacity": 2400.0, "vcpus": 2,

@@ -21,7 +21,7 @@ from benchfleet.aws.store.athena_store import (
     AthenaStoreError,
     athena_timestamp,
 )
-from benchfleet.records import Sample, StepSummary
+from benchfleet.workload.records import Sample, StepSummary
 
 REPO = Path(__file__).resolve().parents[2]
 GLUE_TABLES: dict[str, list[list[str]]] = json.loads(

@@ -16,7 +16,7 @@ import pytest
 from tests.conftest import FIXTURES
 
 from benchfleet.local.store import DuckDBStore
-from benchfleet.records import parse_agent_lines
+from benchfleet.workload.records import parse_agent_lines
 
 RUN = "fixture-20260101t000000-abcd"  # the run id in the fixture's rows
 

@@ -588,7 +588,7 @@ def test_plan_install_per_kind_and_cnf_problems_name_the_field(aws, tmp_path, mo
 def test_an_ec2_targets_server_options_are_in_the_cnf_the_host_installs(aws):
     """Issue 28 item 1: server_options were accepted and never reached the host (the install step
     carried only the cnf file's text)."""
-    from benchfleet.mysqlcnf import render
+    from benchfleet.workload.mysqlcnf import render
 
     options = {"innodb_buffer_pool_size": "64M", "sync_binlog": 0, "innodb_flush_log_at_trx_commit": 2}
     plan = call("plan", {"input": {"spec": spec(targets=[target("ec2") | {"server_options": options}])}})

@@ -1,5 +1,5 @@
 """Cloud collect stores only what local mode would (issue 28 item 5): one validation module
-(benchfleet.validation) decides for both. Each hostile output below was stored by collect before (or
+(benchfleet.workload.validation) decides for both. Each hostile output below was stored by collect before (or
 raised OverflowError instead of CollectFailed); it now fails the step with the reason, stores nothing,
 and the local runner refuses the same output with the same reason."""
 

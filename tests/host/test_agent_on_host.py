@@ -18,7 +18,7 @@ from runcommand import Invocation, RunCommand
 from benchfleet.aws.errors import CollectFailed
 from benchfleet.aws.steps import commands
 from benchfleet.aws.steps.collect import read_raw
-from benchfleet.records import parse_agent_lines
+from benchfleet.workload.records import parse_agent_lines
 
 RUN = "host-tier-ec2"
 VOLUME = "vol-0a1b2c3d4e5f60718"  # the target's one data volume (default storage: gp3, xfs, noatime)

@@ -48,8 +48,8 @@ from benchfleet.aws.steps import commands
 from benchfleet.cluster import jobs as clusterjob
 from benchfleet.cluster import proxyconf
 from benchfleet.plan import PlanStep
-from benchfleet.records import parse_agent_lines
 from benchfleet.spec import Workload
+from benchfleet.workload.records import parse_agent_lines
 
 # Every test here builds a Lan (conftest skips them, naming why, without one).
 pytestmark = [pytest.mark.lan, pytest.mark.long(3)]

@@ -22,10 +22,10 @@ from hostfleet import Fleet, assert_per_second, record
 from onehost import booted_host
 from runcommand import RunCommand
 
-from benchfleet import gotpc
 from benchfleet.aws.steps import commands
-from benchfleet.records import AgentOutput, parse_agent_lines
-from benchfleet.validation import output_problem
+from benchfleet.workload import gotpc
+from benchfleet.workload.records import AgentOutput, parse_agent_lines
+from benchfleet.workload.validation import output_problem
 
 RUN = "host-tier-gotpc"
 VOLUME = "vol-0c1d2e3f405162738"

@@ -20,7 +20,7 @@ from machine import Machine
 from runcommand import RunCommand
 
 from benchfleet.aws.steps import commands
-from benchfleet.records import parse_agent_lines
+from benchfleet.workload.records import parse_agent_lines
 
 HERE = Path(__file__).resolve().parent
 TLS_DIR = "/etc/benchfleet/tls"

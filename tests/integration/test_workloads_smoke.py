@@ -31,9 +31,9 @@ from benchfleet.agentjob import agent_job
 from benchfleet.local.mariadb import Connection, LocalServer
 from benchfleet.local.runner import state_dir as run_state_dir
 from benchfleet.plan import make_plan, workload_steps
-from benchfleet.records import AgentOutput, StepSummary, parse_agent_lines, sample_phase
 from benchfleet.scale import smoke_workload
 from benchfleet.spec import LocalTarget, Workload, load_spec, load_workload
+from benchfleet.workload.records import AgentOutput, StepSummary, parse_agent_lines, sample_phase
 
 pytestmark = [
     pytest.mark.integration,

@@ -35,7 +35,7 @@ from benchfleet.agentjob import agent_job  # noqa: E402
 from benchfleet.local.mariadb import LocalServer  # noqa: E402
 from benchfleet.plan import PlanStep  # noqa: E402
 from benchfleet.spec import Workload  # noqa: E402
-from benchfleet.sysbench import build_command, parse_output  # noqa: E402
+from benchfleet.workload.sysbench import build_command, parse_output  # noqa: E402
 
 AGENT = REPO / "workloads" / "agent" / "benchfleet_agent.py"
 

@@ -26,9 +26,9 @@ from benchfleet.cost.pricing import price_per_hour  # noqa: E402
 from benchfleet.local.runner import run_local  # noqa: E402
 from benchfleet.local.store import open_store  # noqa: E402
 from benchfleet.plan import PlanStep, make_plan  # noqa: E402
-from benchfleet.records import AgentOutput  # noqa: E402
 from benchfleet.scale import apply_scale  # noqa: E402
 from benchfleet.spec import load_spec  # noqa: E402
+from benchfleet.workload.records import AgentOutput  # noqa: E402
 
 
 class Timer:

@@ -31,7 +31,7 @@ for path in (REPO / "lambdas", REPO):
 from tests.store_rows import insert_row_by_row  # noqa: E402
 
 from benchfleet.local.store import DuckDBStore  # noqa: E402
-from benchfleet.records import AgentOutput, parse_agent_lines  # noqa: E402
+from benchfleet.workload.records import AgentOutput, parse_agent_lines  # noqa: E402
 
 AGENT_FILE = REPO / "tests" / "fixtures" / "agent" / "t0001.jsonl"
 

@@ -19,7 +19,7 @@ from sm_harness import FIXTURES, REGION, spec
 
 from benchfleet.aws.planning.controlplane import load_prices
 from benchfleet.aws.steps import cloudwatch as cw
-from benchfleet.records import parse_agent_lines
+from benchfleet.workload.records import parse_agent_lines
 
 # The agent config's force_flush_interval (tests/cdk/control-plane.test.ts holds the synthesized
 # config to this figure).

@@ -16,8 +16,8 @@ from tests.agent_modules import load
 from timestream_requests import dimensions, stored_records
 
 from benchfleet.plan import prepare_seconds
-from benchfleet.records import LATENCY_DISTRIBUTION_KEYS
 from benchfleet.spec import Workload
+from benchfleet.workload.records import LATENCY_DISTRIBUTION_KEYS
 
 # Two threads, as the captured step ran (the harness replays its records as they are).
 TPCC = {"name": "tpcc-cloud", "tool": "go-tpc", "test": "tpcc", "warehouses": 2, "prepare_threads": 2,

@@ -14,11 +14,11 @@ import pytest
 from tests.conftest import REPO
 
 from benchfleet.agentjob import agent_job
-from benchfleet.mysqlcnf import CnfError, render
 from benchfleet.plan import PlanStep
-from benchfleet.records import RecordError, parse_agent_lines
 from benchfleet.spec import Workload
-from benchfleet.sysbench import parse_output
+from benchfleet.workload.mysqlcnf import CnfError, render
+from benchfleet.workload.records import RecordError, parse_agent_lines
+from benchfleet.workload.sysbench import parse_output
 
 AGENT = REPO / "workloads" / "agent" / "benchfleet_agent.py"
 FIXTURES = REPO / "tests" / "fixtures" / "sysbench-1.0.20"

@@ -391,9 +391,9 @@ def test_a_node_job_the_agent_cannot_use_is_refused_naming_the_field(change: dic
 
 
 def test_the_set_up_jobs_records_are_read_back_by_benchfleets_reader(host: Host) -> None:
-    """What the state machine's side reads of a set-up job's output (benchfleet.records): the setup
+    """What the state machine's side reads of a set-up job's output (benchfleet.workload.records): the setup
     record and an error of a step of kind setup (refused before: "unknown record type 'setup'")."""
-    from benchfleet.records import parse_agent_lines
+    from benchfleet.workload.records import parse_agent_lines
 
     job = clusterjob.node_job(**IDS, flavor="mariadb-galera", cluster_name="c", node="n1", host="10.0.1.5",
                               nodes=NODES, mysql_config="x", cnf=CNF, password_secret_arn=ARN)

@@ -11,7 +11,7 @@ import pytest
 from tests.agent_modules import load
 from tests.conftest import FIXTURES
 
-from benchfleet.records import parse_agent_lines
+from benchfleet.workload.records import parse_agent_lines
 
 agent = load("benchfleet_agent")
 OURS = FIXTURES / "go-tpc-1.0.7"

@@ -9,14 +9,14 @@ from datetime import UTC, datetime
 import pytest
 from tests.conftest import REPO
 
-from benchfleet import serverstatus
 from benchfleet.cluster import galera, proxyconf
 from benchfleet.cost.pricing import target_prices
 from benchfleet.plan import LOCAL_CLUSTER_PROVISION_S, hosts_of, make_plan
-from benchfleet.records import parse_agent_lines
 from benchfleet.scale import as_local
 from benchfleet.spec import SpecError, is_cluster, parse_spec, resolve
 from benchfleet.stats.status import cluster_table, counter_table
+from benchfleet.workload import serverstatus
+from benchfleet.workload.records import parse_agent_lines
 
 sys.path.insert(0, str(REPO / "workloads" / "agent"))
 import benchfleet_status

@@ -17,11 +17,12 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from benchfleet import serverstatus, stats, ui_cost
+from benchfleet import stats, ui_cost
 from benchfleet.cost import pricing
 from benchfleet.local.store import DuckDBStore
 from benchfleet.spec import parse_spec
 from benchfleet.stats.cost import cross_zone_bytes_per_s
+from benchfleet.workload import serverstatus
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "browser"))
 from synthetic import fill_node_status, fill_store

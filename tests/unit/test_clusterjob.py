@@ -8,13 +8,14 @@ from typing import Any
 import pytest
 from tests.unit.test_agent_cluster import agent  # the agent as its own tests load it
 
-from benchfleet import naming, serverstatus
+from benchfleet import naming
 from benchfleet.agentjob import agent_job
 from benchfleet.aws.fleet import cluster
 from benchfleet.cluster import galera, proxyconf
 from benchfleet.cluster import jobs as clusterjob
 from benchfleet.plan import PlanStep, cluster_setup_hosts, hosts_of
 from benchfleet.spec import Workload, parse_spec
+from benchfleet.workload import serverstatus
 
 NODES = [("n1", "10.0.1.5"), ("n2", "10.0.2.6"), ("n3", "10.0.3.7")]
 ARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:bf-run1-c1-r1-AbCdEf"

@@ -27,7 +27,7 @@ import pytest
 from benchfleet import stats
 from benchfleet.cost import pricing
 from benchfleet.local.store import DuckDBStore
-from benchfleet.records import AgentOutput, Fingerprint, Sample, StepSummary, status_rows
+from benchfleet.workload.records import AgentOutput, Fingerprint, Sample, StepSummary, status_rows
 
 SQL_DIR = Path(__file__).resolve().parents[2] / "cdk/lib/sql/athena"
 RUN = "graviton-vs-intel-20261102t101500-ab12"
@@ -319,7 +319,7 @@ def test_step_results_verdicts_and_caveats_equal_the_comparisons(tmp_path, diale
     repetition is 'too few repetitions' and has no interval. Both dialects: Timestream's records hold no
     spec (its margin comes with each summary record, as collect writes it) and no fingerprints (its
     caveats are steal and iowait only)."""
-    from benchfleet.records import StepSummary
+    from benchfleet.workload.records import StepSummary
 
     def summary(target, variant, rep, tps, steal):
         return StepSummary(
@@ -394,7 +394,7 @@ def test_step_results_pair_blocks_within_their_repetition(tmp_path, dialect):
     6 pairs with 5 degrees of freedom. Blocks of one repetition share its server and moment: each
     repetition's log ratio is its blocks' mean, the interval is over the 3 repetitions, as `results`
     says. The block ratios here cluster by repetition (the effect differs between them)."""
-    from benchfleet.records import StepSummary
+    from benchfleet.workload.records import StepSummary
 
     effects = {1: 1.10, 2: 1.30, 3: 1.18}
     found = []

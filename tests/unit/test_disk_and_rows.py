@@ -17,8 +17,8 @@ from tests.conftest import REPO
 
 from benchfleet.agentjob import agent_job
 from benchfleet.plan import PlanStep
-from benchfleet.records import parse_agent_lines
 from benchfleet.spec import ONE_ROW_PER_EVENT, Workload
+from benchfleet.workload.records import parse_agent_lines
 
 diskstats: Any = load("benchfleet_diskstats")
 rows_module: Any = load("benchfleet_rows")
@@ -138,7 +138,7 @@ def test_every_store_carries_the_new_per_second_columns(field: str) -> None:
     from benchfleet.aws.store.athena_store import SAMPLE_COLUMNS
     from benchfleet.aws.store.timestream import sample_record
     from benchfleet.local.store import _SAMPLE_COLUMNS, SCHEMA
-    from benchfleet.records import Sample
+    from benchfleet.workload.records import Sample
 
     sql = REPO / "cdk" / "lib" / "sql"
     assert field in _SAMPLE_COLUMNS and field in SCHEMA and field in SAMPLE_COLUMNS

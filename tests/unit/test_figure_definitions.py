@@ -17,8 +17,8 @@ import pytest
 from tests.conftest import REPO
 
 from benchfleet.local.store import DuckDBStore
-from benchfleet.records import parse_agent_lines
 from benchfleet.stats import NOTES, run_comparison, step_stats, step_stats_from_samples
+from benchfleet.workload.records import parse_agent_lines
 
 AGENT = REPO / "workloads" / "agent" / "benchfleet_agent.py"
 RUN = "defs-20261126t100000-abcd"
@@ -165,8 +165,8 @@ def test_the_silenced_final_report_is_said_once_per_run_not_on_every_step_line(m
     run (sysbench silences it as most steps end). A run's progress says it on the first step it ends."""
     from benchfleet import ui
     from benchfleet.plan import make_plan
-    from benchfleet.records import AgentOutput
     from benchfleet.spec import parse_spec, resolve
+    from benchfleet.workload.records import AgentOutput
 
     data = {"name": "s", "targets": [{"id": "a", "kind": "local"}],
             "workload": {"name": "w", "test": "oltp_read_only", "threads": [1, 2, 4], "duration_s": 3,

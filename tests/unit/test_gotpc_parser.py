@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from tests.conftest import FIXTURES
 
-from benchfleet.gotpc import (
+from benchfleet.workload.gotpc import (
     GoTpcParseError,
     build_command,
     interval_fields,

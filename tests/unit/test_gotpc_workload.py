@@ -9,10 +9,10 @@ from tests.conftest import FIXTURES, REPO
 
 from benchfleet.agentjob import agent_job
 from benchfleet.plan import GOTPC_PREPARE_S_PER_WAREHOUSE, make_plan, prepare_seconds
-from benchfleet.records import parse_agent_lines
 from benchfleet.scale import apply_scale
 from benchfleet.spec import SpecError, Workload, data_set_key, inline_loaded, load_spec, parse_spec, resolve
-from benchfleet.validation import plan_problem
+from benchfleet.workload.records import parse_agent_lines
+from benchfleet.workload.validation import plan_problem
 
 TPCC = {"name": "t", "tool": "go-tpc", "test": "tpcc", "warehouses": 2, "threads": [1, 4]}
 SPEC = REPO / "workloads" / "comparisons" / "local-tpcc-durability.yaml"

@@ -13,8 +13,8 @@ import pytest
 from benchfleet.cost import pricing
 from benchfleet.local.store import DuckDBStore
 from benchfleet.plan import make_plan
-from benchfleet.records import AgentOutput, Sample
 from benchfleet.spec import LoadedSpec, Workload, parse_spec
+from benchfleet.workload.records import AgentOutput, Sample
 
 TABLES = Path(__file__).resolve().parents[2] / "workloads" / "pricing"
 IPV4 = 0.005  # $/hour of a public IPv4 address: every host a run launches gets one

@@ -411,7 +411,7 @@ def test_batched_step_stats_equal_one_query_on_real_agent_output(tmp_path: Path,
     """Real agent output (tests/fixtures/agent/t0001.jsonl) as six steps: one step per batch, two,
     all at once -- each gives the figures of the one query. One repetition lost its latency column
     and a late report covers three seconds, as happens."""
-    from benchfleet.records import AgentOutput, parse_agent_lines
+    from benchfleet.workload.records import AgentOutput, parse_agent_lines
 
     real = parse_agent_lines((Path(__file__).resolve().parents[1] / "fixtures" / "agent" / "t0001.jsonl")
                              .read_text())

@@ -9,7 +9,7 @@ from tests.conftest import FIXTURES
 from tests.store_rows import insert_row_by_row
 
 from benchfleet.local.store import DuckDBStore
-from benchfleet.records import AgentOutput, parse_agent_lines
+from benchfleet.workload.records import AgentOutput, parse_agent_lines
 
 
 def agent_output() -> AgentOutput:

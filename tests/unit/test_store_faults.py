@@ -18,7 +18,7 @@ import yaml
 from tests.conftest import REPO
 
 from benchfleet.local.store import DuckDBStore, StoreError
-from benchfleet.records import parse_agent_lines
+from benchfleet.workload.records import parse_agent_lines
 
 OUTPUT = parse_agent_lines((REPO / "tests" / "fixtures" / "agent" / "t0001.jsonl").read_text())
 RUN = OUTPUT.samples[0].run_id

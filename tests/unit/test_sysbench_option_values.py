@@ -1,4 +1,4 @@
-"""The value rule of sysbench options (benchfleet.sysbench.OPTION_VALUES, issue 28's leftover): values
+"""The value rule of sysbench options (benchfleet.workload.sysbench.OPTION_VALUES, issue 28's leftover): values
 sysbench 1.0.20 refuses mid-run or misreads (``rate: -5``, ``point_selects: 1e308``, ``skip_trx: 1``)
 are refused by validate, the API, Plan (one rule: benchfleet.spec.check_workload_options) and the agent,
 naming the option and the accepted values; and every extreme the rule accepts runs on the real binary
@@ -15,10 +15,10 @@ import pytest
 from tests.conftest import REPO
 from tests.unit.test_spec_integrity import INLINE, agent_refusal, refusal, spec
 
-from benchfleet import sysbench
 from benchfleet.api_service import ApiError, validate_submission
 from benchfleet.spec import Workload
-from benchfleet.sysbench import OPTION_VALUES, OptionValue
+from benchfleet.workload import sysbench
+from benchfleet.workload.sysbench import OPTION_VALUES, OptionValue
 
 LUA = REPO / "workloads" / "lua"
 

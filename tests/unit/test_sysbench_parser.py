@@ -10,7 +10,7 @@ from tests.conftest import FIXTURES, SHARED_FIXTURES, needs_shared_fixtures
 from tests.sysbench_logs import LOADED_SECONDS, run_log
 
 from benchfleet.stats.figures import weighted_mean
-from benchfleet.sysbench import (
+from benchfleet.workload.sysbench import (
     LATENCY_DISTRIBUTION_KEYS,
     MAX_LINE_CHARS,
     SysbenchParseError,

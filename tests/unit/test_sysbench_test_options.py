@@ -1,4 +1,4 @@
-"""The options each sysbench test reads (benchfleet.sysbench.TEST_OPTIONS), proved against the installed
+"""The options each sysbench test reads (benchfleet.workload.sysbench.TEST_OPTIONS), proved against the installed
 scripts, and the spec's one option rule refusing an option the chosen test does not read, for a
 workload's ``options`` and a variant's (sysbench takes --range-size on oltp_insert, every script that
 requires oltp_common defines it, and ignores it: the run would not measure what the spec says)."""
@@ -13,7 +13,7 @@ import pytest
 from benchfleet import api_service
 from benchfleet.api_service import ApiError
 from benchfleet.spec import SpecError, inline_loaded, parse_spec
-from benchfleet.sysbench import BUILTIN_TESTS, OPTION_VALUES, SCRIPT_OPTIONS, TEST_OPTIONS
+from benchfleet.workload.sysbench import BUILTIN_TESTS, OPTION_VALUES, SCRIPT_OPTIONS, TEST_OPTIONS
 
 SYSBENCH = Path("/usr/share/sysbench")  # Debian's sysbench package (make system-deps)
 OURS = Path(__file__).resolve().parents[2] / "workloads" / "lua"

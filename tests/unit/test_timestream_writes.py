@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchfleet.aws.store import timestream as ts
-from benchfleet.records import parse_agent_lines
+from benchfleet.workload.records import parse_agent_lines
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "agent" / "t0001.jsonl"
 T0 = datetime(2026, 11, 22, tzinfo=UTC)

@@ -15,8 +15,8 @@ from tests.unit.test_dataset_sql import athena_to_duckdb
 
 from benchfleet.aws.store import timestream
 from benchfleet.local.store import DuckDBStore
-from benchfleet.records import AgentOutput, StepSummary, parse_agent_lines
 from benchfleet.stats import comparison
+from benchfleet.workload.records import AgentOutput, StepSummary, parse_agent_lines
 
 T0 = datetime(2026, 11, 2, 10, 0, tzinfo=UTC)
 RUN = "vars-20261102t100000-ab12"

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from benchfleet import serverparams
 from benchfleet.plan import make_plan
 from benchfleet.spec import SpecError, parse_spec, resolve
+from benchfleet.workload import serverparams
 
 W = {"name": "w", "test": "oltp_write_only", "threads": [1, 4], "duration_s": 8, "warmup_s": 3, "cooldown_s": 1,
      "tables": 1, "table_size": 100}

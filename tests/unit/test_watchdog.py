@@ -12,14 +12,14 @@ from tests.conftest import FIXTURES
 
 from benchfleet.local.watchdog import StepWatchdog, deadline_s, kill_group, process_state
 from benchfleet.plan import PlanStep
-from benchfleet.records import AgentOutput, parse_agent_lines
-from benchfleet.validation import plan_problem
+from benchfleet.workload.records import AgentOutput, parse_agent_lines
+from benchfleet.workload.validation import plan_problem
 
 OUTPUT = parse_agent_lines((FIXTURES / "agent" / "t0001.jsonl").read_text())
 
 
 def plan_mismatch(step: PlanStep, output: AgentOutput, every: int) -> str | None:
-    """The plan check local runs and cloud collect share (benchfleet.validation)."""
+    """The plan check local runs and cloud collect share (benchfleet.workload.validation)."""
     return plan_problem(output, kind=step.kind, duration_s=step.duration_s, report_interval_s=every, step=step.name)
 
 

@@ -21,7 +21,6 @@ import yaml
 from pydantic import BaseModel
 from tests.conftest import REPO
 
-from benchfleet import mysqlcnf
 from benchfleet import spec as spec_module
 from benchfleet.plan import make_plan
 from benchfleet.scale import (
@@ -44,6 +43,7 @@ from benchfleet.spec import (
     load_spec,
     load_workload,
 )
+from benchfleet.workload import mysqlcnf
 
 WORKLOADS = REPO / "workloads"
 SPECS = sorted((WORKLOADS / "comparisons").glob("*.yaml"))

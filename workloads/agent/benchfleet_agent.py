@@ -54,8 +54,8 @@ import benchfleet_placement  # noqa: E402
 import benchfleet_rows  # noqa: E402
 import benchfleet_status  # noqa: E402
 import benchfleet_storage  # noqa: E402
-from benchfleet import gotpc  # noqa: E402
-from benchfleet.sysbench import (  # noqa: E402
+from benchfleet.workload import gotpc  # noqa: E402
+from benchfleet.workload.sysbench import (  # noqa: E402
     BUILTIN_TESTS,
     MAX_LINE_CHARS,
     Interval,
@@ -259,7 +259,7 @@ def gotpc_binary() -> str:
 
 def gotpc_argv(job: Dict[str, Any], command: str, threads: int, conn: benchfleet_dbclient.Connection,
                time_s: Optional[int] = None) -> List[str]:
-    """go-tpc's argv for this job's database (benchfleet.gotpc.build_command)."""
+    """go-tpc's argv for this job's database (benchfleet.workload.gotpc.build_command)."""
     db = dict(job.get("db") or {}, host=conn.host, password=db_password(job))
     db.setdefault("port", 3306)
     db.setdefault("user", "sbtest")
@@ -481,7 +481,7 @@ def sysbench_argv(job: Dict[str, Any], command: str, extra: Dict[str, Any],
         if os.path.dirname(test) != folder or not os.path.isfile(test):
             raise JobError("sysbench.test: {} is not a Lua script in the agent bundle".format(bench.get("test")))
     options = dict(bench.get("options") or {})
-    # The spec's rule again (benchfleet.sysbench.option_refusal): a job, however it was made, cannot
+    # The spec's rule again (benchfleet.workload.sysbench.option_refusal): a job, however it was made, cannot
     # fake the figures (mysql-dry-run), end the step early (events) or connect elsewhere (db-driver),
     # nor give a value sysbench would refuse mid-run or misread (rate: -5, point_selects: 1e308).
     for name, value in options.items():
@@ -982,7 +982,7 @@ def _read_sysbench(job: Dict[str, Any], emit: Emitter, proc: "subprocess.Popen[s
 def _read_gotpc(job: Dict[str, Any], emit: Emitter, proc: "subprocess.Popen[str]", meters: Meters,
                 started: float, duration: int,
                 poller: Optional[benchfleet_status.StatusPoller], settings: Optional[Dict[str, Any]]) -> int:
-    """go-tpc's step, read as it prints (benchfleet.gotpc): a sample per interval with the CPU and disk
+    """go-tpc's step, read as it prints (benchfleet.workload.gotpc): a sample per interval with the CPU and disk
     read as the interval's first line arrives (its lines come together, an interval after the one
     before; go-tpc prints no time stamps), then its summary."""
     assert proc.stdout is not None

@@ -126,7 +126,7 @@ class NodeSetup:
         self.i._record("repository", started, repository=PERCONA_REPOSITORY)
 
     def write_cnf(self, setup: Dict[str, Any]) -> Dict[str, Any]:
-        from benchfleet.mysqlcnf import CnfError, render
+        from benchfleet.workload.mysqlcnf import CnfError, render
 
         started = self.i.clock()
         flavor = str(setup["flavor"])

@@ -34,8 +34,8 @@ import subprocess
 import tempfile
 from typing import Any, Dict, List, Optional, Tuple
 
-from benchfleet.mysqlcnf import plain_number
-from benchfleet.sysbench import TABLE_MARKER, tcp_host
+from benchfleet.workload.mysqlcnf import plain_number
+from benchfleet.workload.sysbench import TABLE_MARKER, tcp_host
 
 TLS_MODES = ("off", "preferred", "required")
 SYSTEM_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"

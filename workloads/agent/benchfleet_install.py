@@ -4,7 +4,7 @@ Imported by benchfleet_agent.py on the ``prepare`` step when the job carries an 
 
 - ``{"engine": "mysql-8.0", "mysql_config": "cpu-bound", "cnf": "<workloads/mysql/cpu-bound.cnf>"}``
   (an ``ec2`` target, the engine on this host): the engine package and sysbench are installed, the
-  cnf is rendered for this host's memory (``benchfleet.mysqlcnf``) and written where the engine
+  cnf is rendered for this host's memory (``benchfleet.workload.mysqlcnf``) and written where the engine
   reads it last, the service restarted, and the ``sbtest`` user (localhost and 127.0.0.1) and
   database created with a password generated here and kept in a root-only option file
   (``PASSWORD_FILE``) that every later step reads: no database password travels in the job.
@@ -211,7 +211,7 @@ class Installer:
 
     def write_cnf(self, family: str, engine: str, name: str, source: str) -> Tuple[str, Any]:
         """Render for this host's memory; returns (path, the rendered cnf)."""
-        from benchfleet.mysqlcnf import CnfError, render
+        from benchfleet.workload.mysqlcnf import CnfError, render
 
         started = self.clock()
         memory = self.memory_bytes()
@@ -319,7 +319,7 @@ class Installer:
         they are, SET GLOBAL (as root over the socket) of what differs when the plan's switch from the
         current variant says so, else the variant's cnf rendered for this host and a restart on the
         same data. Returns the method and the values the variant asks for (the agent checks them)."""
-        from benchfleet.mysqlcnf import CnfError, render, set_global_value
+        from benchfleet.workload.mysqlcnf import CnfError, render, set_global_value
 
         if self.root == "/" and hasattr(os, "geteuid") and os.geteuid() != 0:
             raise InstallError("switching a variant's settings needs root (the agent runs as root under SSM)")

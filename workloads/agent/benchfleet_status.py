@@ -1,6 +1,6 @@
 """benchfleet agent: server status per second, read over SQL while a step runs.
 
-The job's ``status`` object says what to read (``benchfleet.serverstatus``):
+The job's ``status`` object says what to read (``benchfleet.workload.serverstatus``):
 
   {"counters": ["Innodb_data_fsyncs", ...], "interval_s": 1, "cluster_nodes": 3,
    "sources": [{"name": "n1", "kind": "mysql", "host": "10.0.1.5", "port": 3306}, ...,
@@ -37,7 +37,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 import benchfleet_dbclient
 from benchfleet.cluster import galera
-from benchfleet.serverstatus import HAPROXY_FIELDS, PROXYSQL_FIELDS
+from benchfleet.workload.serverstatus import HAPROXY_FIELDS, PROXYSQL_FIELDS
 
 END = "benchfleet:end"
 # A source that has not answered by then is recorded as silent for this reading.

@@ -85,8 +85,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from benchfleet import serverstatus
 from benchfleet.cluster import galera, proxyconf
+from benchfleet.workload import serverstatus
 
 SETUP = "setup"  # the step kind of a set-up job
 ROUTES = ("direct", "proxy")

@@ -2,7 +2,7 @@
 
 benchfleet is a guest there. It works in one schema (``database``, ``benchfleet`` unless the spec
 names another), creates it when missing, and owns only the tables its prepare step created there:
-the agent comments each one (``benchfleet.sysbench.TABLE_MARKER``) right after sysbench made it.
+the agent comments each one (``benchfleet.workload.sysbench.TABLE_MARKER``) right after sysbench made it.
 Before anything is written it proves the schema is safe: a schema that holds any table without that
 comment -- another layout, or a user's own table that happens to be called ``sbtest1`` -- is refused
 naming it, so a user's data can never be a sysbench ``cleanup`` away from deletion. Afterwards it
@@ -30,7 +30,7 @@ from pathlib import Path
 from benchfleet.local.mariadb import Connection
 from benchfleet.local.sqlclient import SqlClient, SqlError, quote_name
 from benchfleet.spec import ExistingTarget, workloads_dir
-from benchfleet.sysbench import TABLE_MARKER
+from benchfleet.workload.sysbench import TABLE_MARKER
 
 _LUA_PREFIX = re.compile(r'^\s*prefix\s*=\s*"([a-z][a-z0-9_]*)"', re.MULTILINE)
 

@@ -37,7 +37,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchfleet import serverstatus
 from benchfleet.cluster import galera, proxyconf
 from benchfleet.local.mariadb import (
     PRIVATE_PREFIX,
@@ -49,7 +48,8 @@ from benchfleet.local.mariadb import (
     reap_leftovers,
     terminate_all,
 )
-from benchfleet.mysqlcnf import render, with_server_options
+from benchfleet.workload import serverstatus
+from benchfleet.workload.mysqlcnf import render, with_server_options
 
 JOIN_TIMEOUT_S = 120.0
 BOOTSTRAP_TIMEOUT_S = 90.0

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchfleet.cluster.galera import cause_line
-from benchfleet.mysqlcnf import render, with_server_options
+from benchfleet.workload.mysqlcnf import render, with_server_options
 
 _PR_SET_PDEATHSIG = 1
 _START_TIMEOUT_S = 90.0

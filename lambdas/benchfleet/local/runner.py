@@ -23,7 +23,6 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Protocol
 
-from benchfleet import serverstatus
 from benchfleet.agentjob import agent_job
 from benchfleet.cost import pricing
 from benchfleet.local.existing import ExistingServer, ExistingServerError, engine_of, table_prefixes, variables_hash
@@ -35,10 +34,11 @@ from benchfleet.local.switching import VariantFailed, VariantSettings
 from benchfleet.local.watchdog import StepWatchdog, deadline_s, kill_group
 from benchfleet.naming import new_run_id, raw_key
 from benchfleet.plan import Plan, PlanStep
-from benchfleet.records import AgentOutput, Fingerprint, RecordError, parse_agent_lines
 from benchfleet.spec import ExistingTarget, LoadedSpec, LocalTarget, cnf_source, is_cluster, repo_root
 from benchfleet.stats.caveats import overlap_words
-from benchfleet.validation import output_problem, plan_problem
+from benchfleet.workload import serverstatus
+from benchfleet.workload.records import AgentOutput, Fingerprint, RecordError, parse_agent_lines
+from benchfleet.workload.validation import output_problem, plan_problem
 
 # Fingerprint fields that describe the machine the agent runs on. For an existing server that is
 # this machine, not the server's: they are left empty rather than recorded as the server's.
@@ -372,7 +372,7 @@ def _run_step(loaded: LoadedSpec, target: LocalTarget | ExistingTarget, repetiti
     if code != 0 or output.errors:
         first = output.errors[0].message if output.errors else f"agent exited with code {code}"
         raise StepFailed(f"{where}: {first}")
-    # The checks cloud collect makes too (benchfleet.validation): this step's rows, real figures, ...
+    # The checks cloud collect makes too (benchfleet.workload.validation): this step's rows, real figures, ...
     every = loaded.workload.report_interval_s
     problem = output_problem(output, run_id=run_id, target_id=target.id, repetition=repetition, step=step.name,
                              kind=step.kind, duration_s=step.duration_s, report_interval_s=every,

@@ -14,7 +14,7 @@ import tempfile
 from dataclasses import dataclass
 
 from benchfleet.local.mariadb import find_binary
-from benchfleet.sysbench import tcp_host
+from benchfleet.workload.sysbench import tcp_host
 
 _TIMEOUT_S = 60
 # The server's own refusal of an unencrypted connection: MySQL 3159, MariaDB 4151 (and, for an
@@ -35,7 +35,7 @@ class SqlClient:
     tls: bool = False
 
     def _option_file(self, directory: str) -> str:
-        # TCP to the address sysbench is given (benchfleet.sysbench.tcp_host: localhost is 127.0.0.1).
+        # TCP to the address sysbench is given (benchfleet.workload.sysbench.tcp_host: localhost is 127.0.0.1).
         lines = ["[client]", f"host={tcp_host(self.host)}", f"port={self.port}", f"user={self.user}",
                  "protocol=tcp", "connect-timeout=15"]
         if self.password is not None:

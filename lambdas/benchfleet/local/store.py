@@ -19,7 +19,7 @@ from typing import Any
 
 import duckdb
 
-from benchfleet.records import AgentOutput, Fingerprint, Sample, StatusSample, StepSummary
+from benchfleet.workload.records import AgentOutput, Fingerprint, Sample, StatusSample, StepSummary
 
 _SAMPLE_COLUMNS = [
     "time", "run_id", "target_id", "repetition", "workload", "step", "threads", "phase", "second",
@@ -70,7 +70,7 @@ CREATE TABLE IF NOT EXISTS step_summaries (
     latency_max_ms DOUBLE, latency_pct INTEGER, latency_pct_ms DOUBLE, sysbench_version VARCHAR,
     samples INTEGER, tps_cv DOUBLE, steal_mean_pct DOUBLE,
     PRIMARY KEY (run_id, target_id, repetition, step));
--- SHOW GLOBAL STATUS per second, per source (server, cluster node, proxy backend): benchfleet.serverstatus.
+-- SHOW GLOBAL STATUS per second, per source (server, cluster node, proxy backend): benchfleet.workload.serverstatus.
 CREATE TABLE IF NOT EXISTS status_samples (
     time TIMESTAMPTZ NOT NULL, run_id VARCHAR NOT NULL, target_id VARCHAR NOT NULL,
     variant VARCHAR DEFAULT '', block INTEGER, repetition INTEGER NOT NULL, workload VARCHAR,

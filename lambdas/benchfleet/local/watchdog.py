@@ -5,7 +5,7 @@ debugger), or whose server reports a full disk is ended: the agent's process gro
 then SIGKILL, and the step fails with the reason. Without it a stalled server kept a 10 s step going
 for minutes and, once resumed, the step was stored as a success; a full disk made MariaDB wait on
 its binlog forever and the run hang. A step that ends by itself is still checked against its plan,
-by the check cloud collect makes too (benchfleet.validation).
+by the check cloud collect makes too (benchfleet.workload.validation).
 """
 
 from __future__ import annotations

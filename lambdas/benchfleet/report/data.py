@@ -115,7 +115,7 @@ def label_series(series: list[dict[str, Any]], rows: list[dict[str, Any]]) -> No
         s["label"] = names.get((s["target_id"], s.get("variant") or ""), s["target_id"])
 
 
-# Status series (benchfleet.serverstatus): per target x repetition x source x counter, bucketed on the
+# Status series (benchfleet.workload.serverstatus): per target x repetition x source x counter, bucketed on the
 # throughput timeline's own axis (the same t0 per target x repetition, the same width), the mean per
 # second of a running total or the mean of a level; flow-control pause as % of the time.
 STATUS_POINTS_TOTAL = 40_000

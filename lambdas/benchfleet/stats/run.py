@@ -24,7 +24,7 @@ from benchfleet.stats.cost import (
 from benchfleet.stats.figures import mean_spread, percentile_spread, step_stats
 from benchfleet.stats.step_sql import step_stats_in_store
 from benchfleet.stats.verdict import CONFIDENCE, DEFAULT_MARGIN_PCT, compare_units, multiplicity
-from benchfleet.sysbench import LATENCY_DISTRIBUTION_KEYS
+from benchfleet.workload.sysbench import LATENCY_DISTRIBUTION_KEYS
 
 # ---- a whole run ----------------------------------------------------------------------------------
 

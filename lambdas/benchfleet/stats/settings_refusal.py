@@ -2,7 +2,7 @@
 that ran alike is refused. Standard library only (Lambdas import benchfleet.stats).
 
 Each measured step of a variant records the settings the spec varies (``requested``) beside the values
-the server reported it ran with (``effective``, read back before the step; benchfleet.records
+the server reported it ran with (``effective``, read back before the step; benchfleet.workload.records
 StepSummary.settings). A server may not take a value: MariaDB raises innodb_io_capacity = 50 to its
 minimum of 100, so variants ``io100`` and ``io50`` ran two identical servers, and the paired verdict
 ("inconclusive +9.6%") compared noise with noise under the spec's labels. A caveat does not cover that:
@@ -10,7 +10,7 @@ the question the verdict answers was never measured. So the verdict carries ``re
 words, which stay the statistics' own) and every view shows the refusal instead of the verdict.
 
 The rule, per setting the two variants ask different values of: when the values the server ran with on
-the two sides share one (the sides' steps, normalised as benchfleet.mysqlcnf compares settings), the
+the two sides share one (the sides' steps, normalised as benchfleet.workload.mysqlcnf compares settings), the
 variants did not differ as the spec says. A setting no server variable shows (``effective`` null) is
 not judged: nothing reads back what it did (the step says so as ``unverified``).
 """
@@ -21,7 +21,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from benchfleet.mysqlcnf import normalised
+from benchfleet.workload.mysqlcnf import normalised
 
 
 def _ran(summaries: Iterable[Mapping[str, Any]]) -> dict[str, tuple[set[str], set[str] | None]]:

@@ -1,6 +1,6 @@
 """Server status per step, for the tables and the report: what the per-second counters say.
 
-Read from the ``status_samples`` rows (``benchfleet.records.StatusSample``) of the measured steps,
+Read from the ``status_samples`` rows (``benchfleet.workload.records.StatusSample``) of the measured steps,
 after the step's first reading (the baseline of the rates):
 
 - ``counter_table``: per target x variant x threads x source x counter, the mean over the step's

@@ -3,7 +3,7 @@ mysql_config and server_options say, on the server.
 
 Per repetition of an ``rds`` target one DB parameter group; of an ``aurora`` target one DB cluster
 parameter group (cluster-level parameters) and one DB parameter group (the writer's, instance-level
-ones). Plan decides their entries (``benchfleet.serverparams.db_parameters``: a setting RDS does not
+ones). Plan decides their entries (``benchfleet.workload.serverparams.db_parameters``: a setting RDS does not
 let a parameter group set is refused there, naming it); provision creates them, tagged like every
 other resource of the run and named from the run, target, repetition and role as the databases are
 (``naming.db_identifier``: ``-pg``, ``-cpg``), before the database that names them, so it boots with
@@ -33,7 +33,7 @@ from botocore.exceptions import ClientError
 from benchfleet import naming
 from benchfleet.aws.errors import TargetFailed, aws_errors, error_code
 from benchfleet.plan import PARAMETER_GROUPS_SETTLE_S
-from benchfleet.serverparams import RDS_PARAMETERS_PER_CALL
+from benchfleet.workload.serverparams import RDS_PARAMETERS_PER_CALL
 
 INSTANCE, CLUSTER = "instance", "cluster"
 # Between creating the run's groups and creating the database that boots with them (AWS asks for 5

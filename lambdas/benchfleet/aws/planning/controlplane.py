@@ -27,16 +27,17 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from benchfleet import naming, records, serverstatus
+from benchfleet import naming
 from benchfleet.aws.planning import asl_walk, readywait
 from benchfleet.aws.settings import DEFAULT_RESULTS_STORE
 from benchfleet.aws.steps import cloudwatch
 from benchfleet.aws.store import timestream
 from benchfleet.cost.pricing import pricing_dir
 from benchfleet.plan import Plan, PlanStep, RunCharge, TargetPlan
-from benchfleet.records import Sample, StatusSample, StepSummary
 from benchfleet.stats.verdict import DEFAULT_MARGIN_PCT
-from benchfleet.sysbench import LATENCY_DISTRIBUTION_KEYS
+from benchfleet.workload import records, serverstatus
+from benchfleet.workload.records import Sample, StatusSample, StepSummary
+from benchfleet.workload.sysbench import LATENCY_DISTRIBUTION_KEYS
 
 PRICES_FILE = "control-plane.json"
 # The Lambda EventBridge invokes when a step's Run Command ends (one per step).

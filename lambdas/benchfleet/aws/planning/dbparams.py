@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchfleet import serverparams
 from benchfleet.spec import LoadedSpec, server_settings
 from benchfleet.variants import PARAMETER_GROUP_KINDS, setting_field
+from benchfleet.workload import serverparams
 
 FieldProblem = tuple[str, str]
 

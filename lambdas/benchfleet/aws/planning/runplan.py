@@ -29,7 +29,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from benchfleet import naming, serverstatus, variants, waves
+from benchfleet import naming, variants, waves
 from benchfleet.aws import clients
 from benchfleet.aws.errors import PlanRejected, TargetFailed, aws_errors
 from benchfleet.aws.fleet import cluster, lifecycle
@@ -42,7 +42,6 @@ from benchfleet.cluster import galera
 from benchfleet.cluster.jobs import SETUP
 from benchfleet.cost import catalogue
 from benchfleet.cost import ceiling as cost_ceiling
-from benchfleet.mysqlcnf import CnfError, render, with_server_options
 from benchfleet.plan import Plan, PriceLookup, TargetPlan, cluster_setup_hosts, make_plan, spacing_problem
 from benchfleet.spec import (
     SLUG,
@@ -60,6 +59,8 @@ from benchfleet.spec import (
     is_cluster,
     parse_spec,
 )
+from benchfleet.workload import serverstatus
+from benchfleet.workload.mysqlcnf import CnfError, render, with_server_options
 
 # Above this many targets the targets Map runs Distributed (each target its own child history).
 INLINE_MAX_TARGETS = 40
@@ -344,7 +345,7 @@ def _steps(target: TargetPlan, o: Timing, install: dict[str, Any] | None,
     out = []
     cache: dict[str, Any] = {}
     for step in target.steps:
-        # report_interval_s: collect checks the step's samples against it (benchfleet.validation): the
+        # report_interval_s: collect checks the step's samples against it (benchfleet.workload.validation): the
         # interval of the workload the step runs (a variant's own, when it has one).
         interval = loaded.workload_of(step.variant).report_interval_s
         item = {**step.model_dump(), "setup_s": setup_s(step.duration_s, step.kind), "report_interval_s": interval,

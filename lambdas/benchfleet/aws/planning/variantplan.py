@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchfleet import serverparams
-from benchfleet.mysqlcnf import normalised
 from benchfleet.plan import PlanStep
 from benchfleet.spec import LoadedSpec, cnf_source, server_settings
 from benchfleet.variants import PARAMETER_GROUP_KINDS
+from benchfleet.workload import serverparams
+from benchfleet.workload.mysqlcnf import normalised
 
 # How long the agent waits for the server to report a variant's parameters after start_step
 # changed the parameter group (RDS applies immediate changes in seconds; a minute or two is slow).

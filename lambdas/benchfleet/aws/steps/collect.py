@@ -3,7 +3,7 @@
 Run Command writes the invocation's stdout under the step's output prefix
 (``.../<step>/ssm/<command-id>/<instance-id>/<plugin>/stdout``, in full: S3 output has no 24,000
 character cap). The agent's JSON lines are copied to the step's canonical raw key first, so any
-store can be rebuilt from raw; then ``benchfleet.records.parse_agent_lines`` -- the reader local
+store can be rebuilt from raw; then ``benchfleet.workload.records.parse_agent_lines`` -- the reader local
 mode uses -- makes the rows.
 
 The prepare step's fingerprint becomes the repetition's ``targets`` row (what it ran on, where it
@@ -25,8 +25,8 @@ from benchfleet.aws.steps import cloudwatch as cw
 from benchfleet.aws.store.results_store import ResultsStore
 from benchfleet.cluster.jobs import SETUP
 from benchfleet.cost import pricing
-from benchfleet.records import AgentOutput, Fingerprint, RecordError, parse_agent_lines
-from benchfleet.validation import output_problem
+from benchfleet.workload.records import AgentOutput, Fingerprint, RecordError, parse_agent_lines
+from benchfleet.workload.validation import output_problem
 
 FINGERPRINT_FIELDS = ("cpu_model", "vcpus", "cpus_usable", "memory_mb", "arch", "kernel", "os",
                       "sysbench_version", "engine_version", "config_hash")
@@ -202,7 +202,7 @@ def collect_step(s3: Any, cloudwatch: Any, store: ResultsStore, bucket: str, *, 
         raise CollectFailed(f"agent reported an error in {first.stage}: {first.message}")
     if step["kind"] != "prepare" and not out.summaries:
         raise CollectFailed(f"{source}: no step summary (the agent did not finish the step)")
-    # What local mode refuses, refused here by the same check (benchfleet.validation).
+    # What local mode refuses, refused here by the same check (benchfleet.workload.validation).
     problem = output_problem(out, run_id=run_id, target_id=target_id, repetition=repetition, step=name,
                              kind=step["kind"], duration_s=int(step.get("duration_s") or 0),
                              report_interval_s=int(step.get("report_interval_s") or 1),

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import boto3
 from pydantic import BaseModel
 
-from benchfleet.records import Sample, StatusSample, StepSummary
+from benchfleet.workload.records import Sample, StatusSample, StepSummary
 
 if TYPE_CHECKING:
     from benchfleet.aws.settings import Settings

@@ -30,7 +30,7 @@ from benchfleet.aws.store.timestream import (
     summary_record,
     write_requests,
 )
-from benchfleet.records import Sample, StatusSample, StepSummary
+from benchfleet.workload.records import Sample, StatusSample, StepSummary
 
 ClientFactory = Callable[[str], Any]
 

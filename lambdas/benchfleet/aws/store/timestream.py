@@ -29,7 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from benchfleet.records import Sample, StatusSample, StepSummary
+from benchfleet.workload.records import Sample, StatusSample, StepSummary
 
 MAX_RECORDS_PER_WRITE = 100  # WriteRecords' limit (moto accepts more: checked here)
 # Timestream for LiveAnalytics quotas (developer guide, "Quotas" > "Service limits",

@@ -3,7 +3,7 @@
 Every target kind: during warm-up and measured steps the agent reads the chosen counters from every
 server it measures (a cluster: every node; a proxy: its per-backend statistics) once per report
 interval, over SQL, and writes them raw (``{"type": "status", ...}`` lines). The one reader
-(``benchfleet.records``) turns cumulative counters into per-second rates; gauges stay values.
+(``benchfleet.workload.records``) turns cumulative counters into per-second rates; gauges stay values.
 
 A spec chooses the counters with ``status_counters`` (a list of names; ``[]`` samples none); without
 it, ``DEFAULT_COUNTERS``. Cluster targets always add ``CLUSTER_COUNTERS``: the health check and the

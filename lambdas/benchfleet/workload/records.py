@@ -16,9 +16,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from benchfleet import serverstatus
 from benchfleet.stats.figures import weighted_cv
-from benchfleet.sysbench import LATENCY_DISTRIBUTION_KEYS, interval_lengths, step_accounting
+from benchfleet.workload import serverstatus
+from benchfleet.workload.sysbench import LATENCY_DISTRIBUTION_KEYS, interval_lengths, step_accounting
 
 Phase = Literal["prepare", "warmup", "measure", "ramp"]
 # Every measure step starts a fresh sysbench: its threads connect and prepare their statements during
@@ -101,7 +101,7 @@ class Sample(_Row):
 
 class StatusSample(_Row):
     """One ``SHOW GLOBAL STATUS`` counter of one source (a server, a cluster node ``n1``..., a proxy's
-    backend ``proxy/n1``) at one reading of a step (``benchfleet.serverstatus``). ``counter`` is
+    backend ``proxy/n1``) at one reading of a step (``benchfleet.workload.serverstatus``). ``counter`` is
     ``answered`` (1 or 0) for whether the source answered that reading at all."""
 
     time: datetime
@@ -119,7 +119,7 @@ class StepSummary(_Row):
     time: datetime
     # go-tpc steps: transactions / tps are New-Order's (tps = tpmc / 60), events every type's completed
     # transactions, ignored_errors the failed ones; the latencies New-Order's; None what go-tpc does not
-    # measure (benchfleet.gotpc.summary_fields).
+    # measure (benchfleet.workload.gotpc.summary_fields).
     total_time_s: float
     transactions: int
     tps: float
@@ -361,7 +361,7 @@ def _summary(record: dict[str, Any], samples: list[Sample], source: str) -> Step
                                      float(every) if isinstance(every, int | float) and every > 0 else None)
     except (ArithmeticError, ValueError):
         # Samples no run prints (times going back, figures that are not numbers): nothing can be
-        # derived from them, and benchfleet.validation refuses the output, saying why.
+        # derived from them, and benchfleet.workload.validation refuses the output, saying why.
         derived = {}
     try:
         return StepSummary.model_validate({**record, **derived})

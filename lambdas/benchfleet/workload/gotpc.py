@@ -1,7 +1,7 @@
 """go-tpc (github.com/pingcap/go-tpc, pinned in workloads/gotpc/go.mod): the command builder and the one
 output parser for its TPC-C workload.
 
-Shipped next to the agent like benchfleet/sysbench.py, so it is standard library only and Python 3.8
+Shipped next to the agent like benchfleet/workload/sysbench.py, so it is standard library only and Python 3.8
 compatible. go-tpc 1.0.7 prints, every ``--interval``, one ``[Current]`` line per transaction type that
 completed any (DELIVERY, NEW_ORDER, ORDER_STATUS, PAYMENT, STOCK_LEVEL, and ``<TYPE>_ERR`` for those that
 failed), in that sorted order; at the end ``Finished``, one ``[Summary]`` line per type over the whole

@@ -21,9 +21,9 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from benchfleet import serverstatus
-from benchfleet.records import AgentOutput
 from benchfleet.spec import MAX_STEP_SECONDS
+from benchfleet.workload import serverstatus
+from benchfleet.workload.records import AgentOutput
 
 # Above these no figure can be real: 100 million transactions or queries per second is two orders of
 # magnitude past the largest published sysbench results; a latency of a day, a run of three step-lengths.

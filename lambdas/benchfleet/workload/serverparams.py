@@ -23,7 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from benchfleet.mysqlcnf import bytes_of, normalised
+from benchfleet.workload.mysqlcnf import bytes_of, normalised
 
 Switch = Literal["none", "set-global", "restart"]
 _PERCENT = re.compile(r"^([0-9]+(?:\.[0-9]+)?)%$")

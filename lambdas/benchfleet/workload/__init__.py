@@ -1,0 +1,1 @@
+"""benchfleet.workload (docstring to be written)."""
