@@ -71,7 +71,7 @@ export const ASL_PATH = 'statemachines/benchmark-run.asl.json';
 export const RUNS_PREFIX = 'runs/';
 /**
  * Where each host's Run Command output lands: hosts/<its instance ARN>/<run>/<target>/rep-<n>/<step>/
- * (lambdas/benchfleet/naming.py host_output_prefix). A host may write under its own ARN only
+ * (lambdas/benchfleet/plan/naming.py host_output_prefix). A host may write under its own ARN only
  * (`${ec2:SourceInstanceARN}`), so no host can touch another run's raw results; collect copies the
  * agent's lines to runs/, which only the Lambdas write.
  */

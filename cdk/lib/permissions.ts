@@ -581,7 +581,7 @@ const RDS_SECRET_KINDS = [
 ];
 
 /**
- * ARNs of the databases provision creates (lambdas/benchfleet/naming.py db_identifier): the stack's
+ * ARNs of the databases provision creates (lambdas/benchfleet/plan/naming.py db_identifier): the stack's
  * prefix, a readable target id and a digest, then `-r<repetition>-<role>`; instances are `db` (RDS) or
  * `writer` (an Aurora cluster's), clusters `cluster`.
  */
@@ -715,7 +715,7 @@ export function grantRdsSecretBinding(role: iam.IRole & Construct): void {
 }
 
 /**
- * A cluster target's password secrets (benchfleet.naming.cluster_secret_name:
+ * A cluster target's password secrets (benchfleet.plan.naming.cluster_secret_name:
  * benchfleet/<run>/<target>/rep-<n>/<host>), in any region a target may run in; every statement on
  * them is conditioned on this stack's tags.
  */

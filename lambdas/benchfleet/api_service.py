@@ -3,7 +3,7 @@
 ``handlers/api.py`` routes requests here and turns :class:`ApiError` into responses; nothing in this
 module knows about HTTP events. Every refusal names the field it is about.
 
-- A run is one Step Functions execution; its **name is the run id** (``benchfleet.naming.RUN_ID``),
+- A run is one Step Functions execution; its **name is the run id** (``benchfleet.plan.naming.RUN_ID``),
   and its input is ``{"spec": <canonical spec, workload inline>, "run_id": <id>}`` (the Plan state's
   ``RunRequest``). Scheduled executions carry ``"schedule": <name>`` and may have any name; their
   run id is the input's ``run_id`` when present, else the execution name.
@@ -32,14 +32,14 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import ValidationError
 
-from benchfleet import naming
 from benchfleet.aws.errors import PlanRejected, error_code
 from benchfleet.aws.planning import runplan
 from benchfleet.aws.regions import TargetRegions
 from benchfleet.aws.settings import DEFAULT_RESULTS_STORE
 from benchfleet.cost import catalogue
 from benchfleet.cost.ceiling import DEFAULT_MAX_RUN_COST_USD, request_price_problems
-from benchfleet.plan import Plan, PriceLookup
+from benchfleet.plan import naming
+from benchfleet.plan.model import Plan, PriceLookup
 from benchfleet.spec import (
     MAX_DEPTH,
     REGION,

@@ -19,7 +19,7 @@ from typing import Any
 
 from benchfleet.cost.pricing import plan_breakdowns, price_per_hour
 from benchfleet.local.store import StoreError
-from benchfleet.plan import Plan, make_plan
+from benchfleet.plan.model import Plan, make_plan
 from benchfleet.remote import RemoteError
 from benchfleet.spec import LoadedSpec, SpecError, json_schema, load_spec
 
@@ -40,7 +40,7 @@ def home() -> Path:
 
 
 def _load(path: str, scale: str = "full", local: bool = False) -> tuple[LoadedSpec, Plan]:
-    from benchfleet.scale import apply_scale, as_local
+    from benchfleet.plan.scale import apply_scale, as_local
 
     loaded = apply_scale(load_spec(path), scale)
     if local and not loaded.spec.is_local:
@@ -126,7 +126,7 @@ def _fit_problem(plan: Plan) -> str | None:
     """Why the deployed state machine would refuse a cloud plan (its caps: ``_caps``), or the local
     runner a local one (a spacing it would not keep: it went by silently, repetitions back to back)."""
     if plan.mode == "local":
-        from benchfleet.plan import spacing_problem
+        from benchfleet.plan.model import spacing_problem
 
         return spacing_problem(plan, "the local runner")
     from benchfleet.aws.planning import runplan
@@ -309,10 +309,10 @@ def _run_here(args: argparse.Namespace, loaded: LoadedSpec, plan: Plan, checked:
 
 
 def _trial(args: argparse.Namespace) -> dict[str, Any] | None:
-    """The mark of a smoke or --local run (benchfleet.scale.trial), from the spec as written."""
+    """The mark of a smoke or --local run (benchfleet.plan.scale.trial), from the spec as written."""
     if args.scale == "full" and not args.local:
         return None
-    from benchfleet.scale import trial
+    from benchfleet.plan.scale import trial
 
     return trial(load_spec(args.spec).spec, args.scale, args.local)
 

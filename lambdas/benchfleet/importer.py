@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from benchfleet.local.store import DuckDBStore, RunNotFound
-from benchfleet.naming import new_run_id
+from benchfleet.plan.naming import new_run_id
 from benchfleet.spec import SLUG
 from benchfleet.stats.figures import weighted_cv
 from benchfleet.workload.records import AgentOutput, Sample, StepSummary, sample_phase

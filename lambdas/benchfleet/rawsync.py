@@ -23,7 +23,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from benchfleet.local.store import CloudCopy, DuckDBStore
-from benchfleet.naming import RUN_ID
+from benchfleet.plan.naming import RUN_ID
 from benchfleet.remote import TERMINAL
 from benchfleet.workload.records import AgentOutput, parse_agent_lines
 

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from benchfleet import naming
+from benchfleet.plan import naming
 
 DEFAULT_STACK = "Benchfleet"
 OUTPUT_NAME = "ApiUrl"

@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from benchfleet import summary
-from benchfleet.plan import Plan, PlanStep, TargetPlan
+from benchfleet.plan.model import Plan, PlanStep, TargetPlan
 from benchfleet.stats.caveats import words as caveat_words
 from benchfleet.stats.figures import percentile_of
 from benchfleet.stats.run import step_tps

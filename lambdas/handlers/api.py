@@ -39,7 +39,7 @@ from benchfleet.api_service import IDEMPOTENCY_KEY, MAX_BODY_BYTES, MAX_PAGE, Ap
 from benchfleet.aws import clients
 from benchfleet.aws.settings import Settings
 from benchfleet.cost.ceiling import max_run_cost
-from benchfleet.naming import RUN_ID
+from benchfleet.plan.naming import RUN_ID
 from benchfleet.spec import ComparisonSpec
 
 logger = Logger()

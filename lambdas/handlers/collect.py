@@ -9,13 +9,13 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.parser import BaseModel, event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from benchfleet import naming
 from benchfleet.aws import clients
 from benchfleet.aws.events import Resources, Step
 from benchfleet.aws.settings import Settings
 from benchfleet.aws.steps import jobs
 from benchfleet.aws.steps.collect import collect_step
 from benchfleet.aws.store.results_store import store_from_settings
+from benchfleet.plan import naming
 
 logger = Logger()
 tracer = Tracer()

@@ -11,13 +11,13 @@ from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import ClientError
 
-from benchfleet import naming
 from benchfleet.aws import clients
 from benchfleet.aws.errors import VariantNotApplied
 from benchfleet.aws.events import StepState
 from benchfleet.aws.fleet import paramgroups, regional, targets
 from benchfleet.aws.settings import Settings
 from benchfleet.aws.steps import callbacks, commands, jobs
+from benchfleet.plan import naming
 
 logger = Logger()
 tracer = Tracer()

@@ -18,10 +18,10 @@ from aws_lambda_powertools.utilities.parser import BaseModel
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import ConfigDict, Field
 
-from benchfleet import naming
 from benchfleet.aws import clients
 from benchfleet.aws.settings import Settings
 from benchfleet.aws.steps import callbacks
+from benchfleet.plan import naming
 
 logger = Logger()
 tracer = Tracer()

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from benchfleet.aws import clients
 from benchfleet.aws.fleet.sweep import region_clients, run_id_of, teardown_run
 from benchfleet.aws.settings import Settings
-from benchfleet.naming import RUN_ID
+from benchfleet.plan.naming import RUN_ID
 
 logger = Logger()
 metrics = Metrics()  # namespace from POWERTOOLS_METRICS_NAMESPACE, set by the CDK app

@@ -13,7 +13,7 @@ from moto import mock_aws
 
 from benchfleet import api_service
 from benchfleet.aws.fleet.sweep import RegionClients, teardown_run
-from benchfleet.naming import tag_list, tags
+from benchfleet.plan.naming import tag_list, tags
 
 OWNER = "Benchfleet@us-east-1"  # BENCHFLEET_STACK (cdk/lib/ownership.ts)
 REGION = "us-east-1"
@@ -123,7 +123,7 @@ def test_post_starts_an_execution_named_by_the_key(api):
 def test_a_cluster_with_a_proxy_host_of_its_own_is_accepted_and_its_host_priced(api, monkeypatch):
     """proxy.instance_type was refused with a 400 ("does not run on AWS yet"): now accepted (202), and
     the estimate counts the proxy's host (c6i.large beside the nodes and the client)."""
-    from benchfleet.scale import apply_scale
+    from benchfleet.plan.scale import apply_scale
     from benchfleet.spec import load_spec
 
     monkeypatch.setenv("SUBNET_ZONES", "us-east-1a,us-east-1b,us-east-1c")

@@ -30,13 +30,13 @@ from sm_harness import (
 )
 from timestream_requests import TABLE_DIMENSIONS, stored_records
 
-from benchfleet import naming
 from benchfleet.aws import clients, errors
 from benchfleet.aws.fleet import lifecycle, paramgroups
 from benchfleet.aws.planning import controlplane, runplan
 from benchfleet.aws.steps import callbacks
 from benchfleet.aws.store import timestream
 from benchfleet.cost.pricing import price_per_hour
+from benchfleet.plan import naming
 from benchfleet.spec import load_spec, parse_spec, resolve
 
 REPO = Path(__file__).resolve().parents[2]

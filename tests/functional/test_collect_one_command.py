@@ -9,9 +9,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from benchfleet import naming
 from benchfleet.aws.errors import CollectFailed
 from benchfleet.aws.steps.collect import keep_raw, read_raw
+from benchfleet.plan import naming
 
 BUCKET = "bf-results"
 FIXTURE = naming.host_output_prefix("arn:aws:ec2:us-east-1:123456789012:instance/i-0abc", "run-1", "m6g", 1, "t0001")

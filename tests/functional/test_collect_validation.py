@@ -20,11 +20,11 @@ from moto.core import DEFAULT_ACCOUNT_ID
 from sm_harness import BUCKET, FIXTURES, REGION
 from tests.functional.test_cloud_handlers import RUN, aws, call  # noqa: F401 - aws is a fixture
 
-from benchfleet import naming
 from benchfleet.aws import errors
 from benchfleet.local import runner
 from benchfleet.local.mariadb import Connection
-from benchfleet.plan import PlanStep
+from benchfleet.plan import naming
+from benchfleet.plan.model import PlanStep
 from benchfleet.spec import inline_loaded, parse_spec
 
 TARGET = "ec2-m6g"

@@ -11,9 +11,9 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from benchfleet import naming
 from benchfleet.aws.fleet import sweep
-from benchfleet.naming import TAG_AGENT_HOST, TAG_EXPIRES_AT, TAG_RUN_ID, TAG_STACK, TAG_TARGET_ID
+from benchfleet.plan import naming
+from benchfleet.plan.naming import TAG_AGENT_HOST, TAG_EXPIRES_AT, TAG_RUN_ID, TAG_STACK, TAG_TARGET_ID
 
 REGION = "us-east-1"
 OWNER = "Benchfleet@us-east-1"  # BENCHFLEET_STACK as cdk/lib/ownership.ts builds it

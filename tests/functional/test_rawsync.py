@@ -13,7 +13,7 @@ from tests.conftest import FIXTURES
 from benchfleet import rawsync
 from benchfleet.cli import main
 from benchfleet.local.store import DuckDBStore
-from benchfleet.naming import raw_key
+from benchfleet.plan.naming import raw_key
 
 RUN_ID = "cloudy-20261122t030000-ab12"
 

@@ -13,11 +13,11 @@ import pytest
 from moto import mock_aws
 from tests.glue_tables import create_glue_tables
 
-from benchfleet import naming
 from benchfleet.aws.steps.collect import collect_step
 from benchfleet.aws.store.athena_store import AthenaStore
 from benchfleet.aws.store.results_store import TimestreamStore
 from benchfleet.aws.store.summary import summarize
+from benchfleet.plan import naming
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests/fixtures/agent/prepare.jsonl"

@@ -18,9 +18,9 @@ from moto import mock_aws
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "statemachine"))
 from sm_harness import BUCKET, ENV, REGION, Context, ssm_invocation_event
 
-from benchfleet import naming
 from benchfleet.aws import clients
 from benchfleet.aws.steps import callbacks
+from benchfleet.plan import naming
 
 RUN = "fn-20261122t000000-abcd"
 HOST = "i-0123456789abcdef0"

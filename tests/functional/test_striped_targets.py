@@ -18,9 +18,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "statemachine"))
 from sm_harness import OWNER, REGION, Context, leftovers, spec
 
-from benchfleet import naming
 from benchfleet.aws import clients, errors
 from benchfleet.aws.fleet import sweep, targets
+from benchfleet.plan import naming
 
 RUN = "stripe-20261124t000000-abcd"
 EXPIRES = "2026-11-25T00:00:00Z"

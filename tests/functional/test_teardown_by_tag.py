@@ -10,7 +10,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from benchfleet.naming import tags
+from benchfleet.plan.naming import tags
 
 REGION = "us-east-1"
 OTHER_REGION = "eu-west-1"

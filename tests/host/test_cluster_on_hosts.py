@@ -40,14 +40,14 @@ from secrets_standin import serve_in
 from sm_harness import BUCKET, REGION, FaultProxy, Harness, leftovers, offline_world, recording
 from timestream_requests import dimensions, stored_records
 
-from benchfleet import naming
-from benchfleet.agentjob import agent_job
 from benchfleet.aws import clients
 from benchfleet.aws.fleet.cluster import TAG_NODE
 from benchfleet.aws.steps import commands
 from benchfleet.cluster import jobs as clusterjob
 from benchfleet.cluster import proxyconf
-from benchfleet.plan import PlanStep
+from benchfleet.plan import naming
+from benchfleet.plan.agentjob import agent_job
+from benchfleet.plan.model import PlanStep
 from benchfleet.spec import Workload
 from benchfleet.workload.records import parse_agent_lines
 

@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "statemachine"))
 
 from sm_harness import BUCKET, ENV, REGION, Harness, leftovers, setup_account
 
-from benchfleet import naming
 from benchfleet.aws import clients
+from benchfleet.plan import naming
 
 pytestmark = pytest.mark.long(2)  # four booted hosts and the canary
 DURATION_S = 5
@@ -191,7 +191,7 @@ def test_everything_is_torn_down(e2e: Any) -> None:
 def canary(e2e: Any) -> Any:
     """The canary (workloads/comparisons/canary.yaml) at smoke scale, on a fresh booted host of its own,
     in the same offline world once the two-target run is done."""
-    from benchfleet.scale import apply_scale
+    from benchfleet.plan.scale import apply_scale
     from benchfleet.spec import load_spec
 
     h, _ = e2e

@@ -27,11 +27,11 @@ import pytest
 from tests.conftest import REPO
 from tests.per_second import assert_per_second
 
-from benchfleet.agentjob import agent_job
 from benchfleet.local.mariadb import Connection, LocalServer
 from benchfleet.local.runner import state_dir as run_state_dir
-from benchfleet.plan import make_plan, workload_steps
-from benchfleet.scale import smoke_workload
+from benchfleet.plan.agentjob import agent_job
+from benchfleet.plan.model import make_plan, workload_steps
+from benchfleet.plan.scale import smoke_workload
 from benchfleet.spec import LocalTarget, Workload, load_spec, load_workload
 from benchfleet.workload.records import AgentOutput, StepSummary, parse_agent_lines, sample_phase
 

@@ -31,9 +31,9 @@ from typing import NamedTuple
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "lambdas"))
 
-from benchfleet.agentjob import agent_job  # noqa: E402
 from benchfleet.local.mariadb import LocalServer  # noqa: E402
-from benchfleet.plan import PlanStep  # noqa: E402
+from benchfleet.plan.agentjob import agent_job  # noqa: E402
+from benchfleet.plan.model import PlanStep  # noqa: E402
 from benchfleet.spec import Workload  # noqa: E402
 from benchfleet.workload.sysbench import build_command, parse_output  # noqa: E402
 

@@ -4,7 +4,7 @@
 Runs a spec locally (the demo by default; ``--scale smoke`` for a smoke run) with an observer that
 times every phase, and prints ``name=value`` lines: the plan's estimate, the actual wall time and
 their ratio (the target is 0.75..1.25), then the measured phase figures the plan's model of local
-overheads is calibrated from (benchfleet.plan LOCAL_*): server setup, teardown, each step's overhead
+overheads is calibrated from (benchfleet.plan.model LOCAL_*): server setup, teardown, each step's overhead
 over its planned seconds, and the prepare step's load rate.
 
     .venv/bin/python tests/perf/local_estimate.py [SPEC] [--scale smoke]
@@ -25,8 +25,8 @@ sys.path.insert(0, str(REPO / "lambdas"))
 from benchfleet.cost.pricing import price_per_hour  # noqa: E402
 from benchfleet.local.runner import run_local  # noqa: E402
 from benchfleet.local.store import open_store  # noqa: E402
-from benchfleet.plan import PlanStep, make_plan  # noqa: E402
-from benchfleet.scale import apply_scale  # noqa: E402
+from benchfleet.plan.model import PlanStep, make_plan  # noqa: E402
+from benchfleet.plan.scale import apply_scale  # noqa: E402
 from benchfleet.spec import load_spec  # noqa: E402
 from benchfleet.workload.records import AgentOutput  # noqa: E402
 

@@ -75,9 +75,9 @@ from moto.timestreamwrite.models import TimestreamTable
 from moto.timestreamwrite.responses import TimestreamWriteResponse
 from sfn_limits import Payloads, as_strict_as_aws, size_of
 
-from benchfleet import naming
 from benchfleet.aws import clients
 from benchfleet.aws.steps import commands
+from benchfleet.plan import naming
 from benchfleet.workload import serverparams
 
 REGION = "us-east-1"

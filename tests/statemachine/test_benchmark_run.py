@@ -7,7 +7,7 @@ import json
 import boto3
 from sm_harness import BUCKET, REGION, leftovers, spec
 
-from benchfleet import naming
+from benchfleet.plan import naming
 
 
 def test_happy_path_runs_every_step_and_tears_everything_down(harness):

@@ -13,9 +13,9 @@ import pytest
 from sfn_limits import MAX_PAYLOAD_BYTES
 from sm_harness import BUCKET, client_error, leftovers, spec
 
-from benchfleet import naming
 from benchfleet.aws.errors import PlanRejected
 from benchfleet.aws.planning import runplan
+from benchfleet.plan import naming
 
 PEAK_KIB = 200
 

@@ -34,8 +34,8 @@ from sm_harness import (
 )
 from tests.conftest import HOME_REGION, TARGET_REGIONS
 
-from benchfleet import naming
 from benchfleet.aws import clients
+from benchfleet.plan import naming
 from benchfleet.spec import load_spec
 
 REPO = Path(__file__).resolve().parents[2]

@@ -20,11 +20,11 @@ from sm_harness import BUCKET, REGION, FaultProxy, leftovers, recording
 from timestream_requests import dimensions, stored_records
 
 from agent_modules import load
-from benchfleet import naming
 from benchfleet.aws import clients
 from benchfleet.aws.planning import asl_walk, runplan
 from benchfleet.aws.planning.controlplane import CALLBACK_HANDLER, expected_scope
-from benchfleet.scale import apply_scale
+from benchfleet.plan import naming
+from benchfleet.plan.scale import apply_scale
 from benchfleet.spec import load_spec, parse_spec, resolve
 
 AGENT = load("benchfleet_agent")

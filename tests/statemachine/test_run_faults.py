@@ -10,7 +10,7 @@ import pytest
 from sm_harness import BUCKET, REGION, client_error, leftovers, spec
 from timestream_requests import dimensions, stored_records
 
-from benchfleet import naming
+from benchfleet.plan import naming
 
 TARGETS = {"ec2-m6g", "rds-m6g", "aurora-r6g"}
 

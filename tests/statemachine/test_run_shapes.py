@@ -10,7 +10,7 @@ from collections import Counter
 import boto3
 from sm_harness import BUCKET, REGION, leftovers, spec
 
-from benchfleet import naming
+from benchfleet.plan import naming
 
 EC2 = {"id": "ec2-m6g", "kind": "ec2", "instance_type": "m6g.large"}
 RDS = {"id": "rds-m6g", "kind": "rds", "instance_class": "db.m6g.large", "client": {"instance_type": "c6i.large"}}

@@ -14,10 +14,10 @@ import boto3
 from sm_harness import BUCKET, OWNER, REGION, client_error, leftovers, parameter_groups, recording, spec
 from timestream_requests import dimensions, stored_records
 
-from benchfleet import naming
 from benchfleet.aws.fleet import sweep
 from benchfleet.aws.planning import variantplan
-from benchfleet.plan import PARAMETER_GROUPS_SETTLE_S
+from benchfleet.plan import naming
+from benchfleet.plan.model import PARAMETER_GROUPS_SETTLE_S
 
 EC2 = {"id": "ec2-m6g", "kind": "ec2", "instance_type": "m6g.large", "engine": "mariadb", "mysql_config": "durable"}
 VARIANTS = [{"id": "durable"},

@@ -76,8 +76,8 @@ def test_the_secret_binding_readiness_writes_is_the_one_the_deployed_policies_re
     host role reads a secret only when that tag equals the caller's ec2:SourceInstanceARN, and the
     readiness role may set only that key, to an instance ARN. Moto checks none of it: the tag key,
     the ARN's form and the conditions are compared here with the template's own statements."""
-    from benchfleet import naming
     from benchfleet.aws.fleet.secret_binding import host_arn
+    from benchfleet.plan import naming
 
     secret = f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:rds!db-3f1c0c8e-0000-4000-8000-00000000000a-AbCdEf"
     host = host_arn(secret, "i-0123456789abcdef0")
@@ -168,7 +168,7 @@ def test_a_clusters_secrets_are_made_bound_read_and_deleted_only_as_the_fleet_do
     """A cluster's password secrets (benchfleet.aws.fleet.cluster): provision creates them (tagged with the
     run and this stack), readiness binds each to its host, the host whose ARN the tag names reads it,
     teardown and the sweepers list and delete them; no other role may do any of it."""
-    from benchfleet import naming
+    from benchfleet.plan import naming
 
     name = naming.cluster_secret_name("run-20261127t000000-abcd", "gp3", 1, "client")
     secret = f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:{name}-AbCdEf"

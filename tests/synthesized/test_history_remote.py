@@ -25,7 +25,7 @@ from benchfleet.aws.planning import runplan
 from benchfleet.aws.store.summary import summarize
 from benchfleet.cli import main
 from benchfleet.local.store import DuckDBStore
-from benchfleet.naming import raw_key
+from benchfleet.plan.naming import raw_key
 
 API_URL = "https://abc123.execute-api.us-east-1.amazonaws.com/prod"
 NAME = "nightly-ro"

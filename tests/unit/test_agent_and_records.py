@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from tests.conftest import REPO
 
-from benchfleet.agentjob import agent_job
-from benchfleet.plan import PlanStep
+from benchfleet.plan.agentjob import agent_job
+from benchfleet.plan.model import PlanStep
 from benchfleet.spec import Workload
 from benchfleet.workload.mysqlcnf import CnfError, render
 from benchfleet.workload.records import RecordError, parse_agent_lines

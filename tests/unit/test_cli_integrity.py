@@ -190,7 +190,7 @@ def test_history_of_trial_runs_only_says_so(imported: Path, capsys: pytest.Captu
     stand-ins) said "no succeeded runs named NAME here" beside `runs` listing them succeeded."""
     with store_module.open_store(imported) as store:
         run = next(r for r in store.runs() if r["name"] == "first")
-        trial = {"scale": "smoke", "substituted": [], "label": "smoke scale"}  # as benchfleet.scale.trial
+        trial = {"scale": "smoke", "substituted": [], "label": "smoke scale"}  # as benchfleet.plan.scale.trial
         store.set_spec(run["run_id"], {**store.run(run["run_id"])["spec"], "trial": trial})
     assert main(["results", "--history", "first"]) == 2
     err = capsys.readouterr().err

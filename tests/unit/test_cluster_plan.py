@@ -15,7 +15,7 @@ from benchfleet.aws.errors import PlanRejected
 from benchfleet.aws.planning import runplan
 from benchfleet.aws.regions import TargetRegions
 from benchfleet.cli import main
-from benchfleet.scale import apply_scale
+from benchfleet.plan.scale import apply_scale
 from benchfleet.spec import load_spec
 
 SEED = Path(__file__).resolve().parents[2] / "workloads" / "comparisons" / "pxc-on-aws.yaml"
@@ -110,7 +110,7 @@ def test_the_planned_wall_time_has_the_clusters_serial_set_up(tmp_path: Path,
     """Bootstrap, then each join, then the proxy, one after another, in every repetition: the plan's
     wall time and each repetition's (which its deadline and its hosts' hours follow) include them (they
     were left out: a 3-node cluster planned as if its nodes were ready the moment they booted)."""
-    from benchfleet import plan as plans
+    from benchfleet.plan import model as plans
 
     body = pxc(proxy={"software": "haproxy", "instance_type": "c6i.large"})
     path = tmp_path / "pxc.json"

@@ -19,7 +19,7 @@ from benchfleet.aws.planning import runplan
 from benchfleet.aws.regions import TargetRegions
 from benchfleet.cli import main
 from benchfleet.local.preflight import preflight
-from benchfleet.scale import apply_scale
+from benchfleet.plan.scale import apply_scale
 from benchfleet.spec import SpecError, load_spec
 
 REPO = Path(__file__).resolve().parents[2]

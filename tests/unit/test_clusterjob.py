@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 from tests.unit.test_agent_cluster import agent  # the agent as its own tests load it
 
-from benchfleet import naming
-from benchfleet.agentjob import agent_job
 from benchfleet.aws.fleet import cluster
 from benchfleet.cluster import galera, proxyconf
 from benchfleet.cluster import jobs as clusterjob
-from benchfleet.plan import PlanStep, cluster_setup_hosts, hosts_of
+from benchfleet.plan import naming
+from benchfleet.plan.agentjob import agent_job
+from benchfleet.plan.model import PlanStep, cluster_setup_hosts, hosts_of
 from benchfleet.spec import Workload, parse_spec
 from benchfleet.workload import serverstatus
 

@@ -15,8 +15,8 @@ import pytest
 from tests.agent_modules import AGENT_DIR, load
 from tests.conftest import REPO
 
-from benchfleet.agentjob import agent_job
-from benchfleet.plan import PlanStep
+from benchfleet.plan.agentjob import agent_job
+from benchfleet.plan.model import PlanStep
 from benchfleet.spec import ONE_ROW_PER_EVENT, Workload
 from benchfleet.workload.records import parse_agent_lines
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from tests.conftest import REPO
 
-from benchfleet.plan import (
+from benchfleet.plan.model import (
     EXPIRY_MARGIN,
     PARAMETER_GROUPS_SETTLE_S,
     PREPARE_MIN_SECONDS,
@@ -34,7 +34,7 @@ def test_steps_are_prepare_warmup_then_the_sorted_sweep() -> None:
         ("prepare", "prepare", 2), ("warmup", "warmup", 4), ("t0001", "measure", 1), ("t0002", "measure", 2),
         ("t0004", "measure", 4)]
     # 200k rows at 13k rows/s/thread with 2 threads (a local target on every CPU: no pinning): 7.7 s,
-    # rounded up, never under the fixed cost (benchfleet.plan.prepare_seconds).
+    # rounded up, never under the fixed cost (benchfleet.plan.model.prepare_seconds).
     assert steps[0].duration_s == max(8, PREPARE_MIN_SECONDS)
     assert sum(s.estimated_s for s in steps) == steps[0].duration_s + 30 + 3 * (60 + 10)
 
@@ -78,7 +78,7 @@ def test_expiry_covers_the_whole_plan_plus_margin() -> None:
 
 
 def test_smoke_and_stand_in_runs_are_marked_as_not_the_spec() -> None:
-    from benchfleet.scale import trial
+    from benchfleet.plan.scale import trial
 
     spec = load_spec(str(REPO / "workloads" / "comparisons" / "aurora-pk-order.yaml")).spec
     assert trial(spec, "full", False) is None
@@ -92,7 +92,7 @@ def test_an_aurora_plan_prices_its_io_requests_as_their_own_line_in_the_total_an
     $4.81 against a $5 budget, though its random-key load and inserts read a page beyond the buffer
     pool for nearly every row. The plan now estimates them from the workload, at the tables' rate."""
     from benchfleet.cost.pricing import aurora_io_rate, price_per_hour
-    from benchfleet.plan import AURORA_TPS_PER_THREAD, ROW_BYTES, aurora_io_requests
+    from benchfleet.plan.model import AURORA_TPS_PER_THREAD, ROW_BYTES, aurora_io_requests
 
     shipped = load_spec(str(REPO / "workloads" / "comparisons" / "aurora-pk-order.yaml"))
     doc = shipped.inline() | {"budget_usd": 5}
@@ -120,7 +120,7 @@ def test_an_aurora_plan_prices_its_io_requests_as_their_own_line_in_the_total_an
 
 
 def test_io_is_not_charged_for_reads_a_buffer_pool_holds_nor_writes_of_a_test_that_only_reads() -> None:
-    from benchfleet.plan import aurora_io_requests
+    from benchfleet.plan.model import aurora_io_requests
 
     plan = make_plan(loaded([AURORA]))
     measure = next(s for s in plan.targets[0].steps if s.kind == "measure")

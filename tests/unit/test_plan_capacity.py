@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from benchfleet import waves
 from benchfleet.aws.errors import PlanRejected
 from benchfleet.aws.planning import asl_walk, runplan
 from benchfleet.cli import main
 from benchfleet.cost.pricing import price_per_hour
-from benchfleet.plan import Host, make_plan, vcpus_of
+from benchfleet.plan import waves
+from benchfleet.plan.model import Host, make_plan, vcpus_of
 from benchfleet.spec import load_spec, parse_spec, resolve
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from benchfleet import plan as planning
 from benchfleet.aws.errors import PlanRejected
 from benchfleet.aws.planning import runplan
 from benchfleet.aws.steps import commands
+from benchfleet.plan import model as planning
 from benchfleet.spec import LoadedSpec, load_spec, parse_spec
 
 REPO = Path(__file__).resolve().parents[2]

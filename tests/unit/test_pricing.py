@@ -12,7 +12,7 @@ import pytest
 
 from benchfleet.cost import pricing
 from benchfleet.local.store import DuckDBStore
-from benchfleet.plan import make_plan
+from benchfleet.plan.model import make_plan
 from benchfleet.spec import LoadedSpec, Workload, parse_spec
 from benchfleet.workload.records import AgentOutput, Sample
 

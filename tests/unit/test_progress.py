@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchfleet.plan import make_plan
+from benchfleet.plan.model import make_plan
 from benchfleet.spec import parse_spec, resolve
 from benchfleet.ui import RunProgress
 

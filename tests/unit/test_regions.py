@@ -18,7 +18,7 @@ from benchfleet.aws.planning import runplan
 from benchfleet.aws.regions import CONTEXT_KEY, TargetRegions
 from benchfleet.cli import main
 from benchfleet.cost import pricing
-from benchfleet.plan import make_plan
+from benchfleet.plan.model import make_plan
 from benchfleet.spec import load_spec
 
 REPO = Path(__file__).resolve().parents[2]

@@ -125,7 +125,7 @@ def test_an_aborted_or_smoke_run_says_so_before_any_figure(case: str, tmp_path: 
             store.finish_run(run_id, "aborted", "interrupted; servers stopped and removed")
             expected = ("This run ended aborted: interrupted; servers stopped and removed; its figures are of the "
                         "steps it finished.")
-        else:  # as benchfleet.scale.trial records a --scale smoke run
+        else:  # as benchfleet.plan.scale.trial records a --scale smoke run
             trial = {"scale": "smoke", "substituted": [], "label": "smoke scale: 1 repetition of short steps"}
             store.set_spec(run_id, {**store.run(run_id)["spec"], "trial": trial})
             expected = "Not the spec's result: smoke scale: 1 repetition of short steps."

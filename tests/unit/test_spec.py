@@ -152,7 +152,7 @@ def test_one_existing_model_serves_both_backends() -> None:
 
 
 def test_server_options_are_one_spelling_and_reach_the_plan() -> None:
-    from benchfleet.plan import make_plan
+    from benchfleet.plan.model import make_plan
     from benchfleet.spec import resolve
 
     parsed = parse_spec(spec(targets=[{"id": "a", "kind": "local",

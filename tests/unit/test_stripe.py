@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from tests.conftest import REPO
 
-from benchfleet import stripe
 from benchfleet.cli import main
 from benchfleet.cost import catalogue, pricing
-from benchfleet.plan import make_plan
+from benchfleet.plan import stripe
+from benchfleet.plan.model import make_plan
 from benchfleet.spec import LoadedSpec, SpecError, parse_spec
 
 WORKLOAD = {"name": "w", "test": "oltp_read_only", "threads": [1]}

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from benchfleet.plan import make_plan
+from benchfleet.plan.model import make_plan
 from benchfleet.spec import SpecError, parse_spec, resolve
 from benchfleet.workload import serverparams
 
@@ -237,7 +237,7 @@ def test_rds_and_aurora_measure_variants_that_switch_dynamic_parameters_or_only_
 def test_smoke_scale_shrinks_every_variants_workload_alike_and_keeps_the_blocks() -> None:
     from pathlib import Path
 
-    from benchfleet.scale import apply_scale
+    from benchfleet.plan.scale import apply_scale
     from benchfleet.spec import load_spec
 
     comparisons = Path(__file__).resolve().parents[2] / "workloads" / "comparisons"

@@ -11,7 +11,7 @@ from pathlib import Path
 from tests.conftest import FIXTURES
 
 from benchfleet.local.watchdog import StepWatchdog, deadline_s, kill_group, process_state
-from benchfleet.plan import PlanStep
+from benchfleet.plan.model import PlanStep
 from benchfleet.workload.records import AgentOutput, parse_agent_lines
 from benchfleet.workload.validation import plan_problem
 

@@ -22,8 +22,8 @@ from pydantic import BaseModel
 from tests.conftest import REPO
 
 from benchfleet import spec as spec_module
-from benchfleet.plan import make_plan
-from benchfleet.scale import (
+from benchfleet.plan.model import make_plan
+from benchfleet.plan.scale import (
     LOCAL_STAND_IN_MEMORY_MB,
     SMOKE_DURATION_S,
     apply_scale,

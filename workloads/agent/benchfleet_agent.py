@@ -235,7 +235,7 @@ def _check_sysbench(job: Dict[str, Any]) -> None:
 
 
 def _check_gotpc(job: Dict[str, Any]) -> None:
-    """A go-tpc job (benchfleet.agentjob): TPC-C, its warehouses, and a percentile go-tpc prints."""
+    """A go-tpc job (benchfleet.plan.agentjob): TPC-C, its warehouses, and a percentile go-tpc prints."""
     bench = job.get("gotpc")
     if not isinstance(bench, dict) or bench.get("test") != "tpcc":
         raise JobError("gotpc.test must be tpcc")

@@ -37,7 +37,7 @@ class Step(_In):
     # First step only: how the agent holds the server to what was requested before anything is
     # measured (variantplan.verify: the variants' own settings apart, a parameter group's settle time).
     verify: dict[str, Any] | None = None
-    # Variants (benchfleet.plan.PlanStep, benchfleet.aws.planning.variantplan): whose workload and data
+    # Variants (benchfleet.plan.model.PlanStep, benchfleet.aws.planning.variantplan): whose workload and data
     # set, which block, whose settings and how to switch to them, the variant's workload where it is not
     # the spec's, and its settings in the form the target's kind applies them.
     variant: str | None = None

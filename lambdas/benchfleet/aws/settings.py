@@ -6,9 +6,9 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from benchfleet import naming
 from benchfleet.aws.regions import TargetRegions
 from benchfleet.cost.ceiling import DEFAULT_MAX_RUN_COST_USD, max_run_cost
+from benchfleet.plan import naming
 
 # The record store a deployment has unless told otherwise (cdk.json's resultsStore): Athena works in
 # every account; Timestream for LiveAnalytics is closed to accounts new since 2025-06-20.
@@ -47,7 +47,7 @@ class Settings:
     max_run_hours: int = 48
     # The most a run without budget_usd may cost (MAX_RUN_COST_USD, CDK context key maxRunCostUsd).
     max_run_cost_usd: float = DEFAULT_MAX_RUN_COST_USD
-    # Ownership (benchfleet.naming.TAG_STACK): the stack's identity and its DB identifier prefix.
+    # Ownership (benchfleet.plan.naming.TAG_STACK): the stack's identity and its DB identifier prefix.
     stack: str = ""
     db_identifier_prefix: str = "bf"
     # Per-region caps of one run (cdk context maxVcpusPerRegion / maxHostsPerRegion); None: the

@@ -11,7 +11,7 @@ recording refuses nothing. DB instance classes per region are not recorded (AWS 
 the RDS pricing pages and DescribeOrderableDBInstanceOptions are the sources).
 Per instance type, what its storage can do (``workloads/catalogue/ec2-storage.json``, from EC2's
 DescribeInstanceTypes): EBS baseline and maximum IOPS and throughput (the plan warns when a stripe
-asks for more, ``benchfleet.stripe``), how many volumes it attaches, and its instance-store disks
+asks for more, ``benchfleet.plan.stripe``), how many volumes it attaches, and its instance-store disks
 (a stripe of instance-store disks cannot use more disks than the type has).
 A spec that fails here would otherwise start an execution and fail at provision, minutes later.
 

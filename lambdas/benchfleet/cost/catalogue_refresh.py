@@ -69,7 +69,7 @@ def _live_types(names: list[str], region: str) -> dict[str, Any]:
 
 def storage_of(described: dict[str, Any]) -> dict[str, Any]:
     """One DescribeInstanceTypes answer -> its ec2-storage.json entry. EC2 states throughput in MB/s
-    (its bandwidth in Mbps / 8); volumes are sized in MiB/s (benchfleet.stripe converts)."""
+    (its bandwidth in Mbps / 8); volumes are sized in MiB/s (benchfleet.plan.stripe converts)."""
     ebs = (described.get("EbsInfo") or {})
     optimized = ebs.get("EbsOptimizedInfo") or {}
     entry: dict[str, Any] = {"hypervisor": described.get("Hypervisor") or None,

@@ -22,7 +22,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from benchfleet.plan import Plan
+from benchfleet.plan.model import Plan
 
 DEFAULT_MAX_RUN_COST_USD = 100.0
 ENV_KEY = "MAX_RUN_COST_USD"

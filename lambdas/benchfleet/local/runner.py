@@ -23,7 +23,6 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Protocol
 
-from benchfleet.agentjob import agent_job
 from benchfleet.cost import pricing
 from benchfleet.local.existing import ExistingServer, ExistingServerError, engine_of, table_prefixes, variables_hash
 from benchfleet.local.galera import LocalCluster
@@ -32,8 +31,9 @@ from benchfleet.local.mariadb import Connection, LocalServer, LocalServerError
 from benchfleet.local.store import DuckDBStore
 from benchfleet.local.switching import VariantFailed, VariantSettings
 from benchfleet.local.watchdog import StepWatchdog, deadline_s, kill_group
-from benchfleet.naming import new_run_id, raw_key
-from benchfleet.plan import Plan, PlanStep
+from benchfleet.plan.agentjob import agent_job
+from benchfleet.plan.model import Plan, PlanStep
+from benchfleet.plan.naming import new_run_id, raw_key
 from benchfleet.spec import ExistingTarget, LoadedSpec, LocalTarget, cnf_source, is_cluster, repo_root
 from benchfleet.stats.caveats import overlap_words
 from benchfleet.workload import serverstatus

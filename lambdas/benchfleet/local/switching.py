@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchfleet.local.mariadb import LocalServer, LocalServerError
-from benchfleet.plan import PlanStep
+from benchfleet.plan.model import PlanStep
 from benchfleet.spec import LoadedSpec, LocalTarget, cnf_source
 from benchfleet.workload.mysqlcnf import normalised, render, set_global_value
 

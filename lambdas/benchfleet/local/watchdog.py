@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 
-from benchfleet.plan import PlanStep
+from benchfleet.plan.model import PlanStep
 
 # A process stopped this long is stalled, not scheduled out (a loaded 2-core box never stops one).
 STOPPED_AFTER_S = 5.0

@@ -182,7 +182,7 @@ def spec_resolution(repetitions: int, margin_pct: float, kinds: Sequence[str], h
 
 
 def plan_resolution(spec: Any, plan: Any, calibration: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """``spec_resolution`` of a ComparisonSpec as planned (a benchfleet.plan.Plan): what `benchfleet
+    """``spec_resolution`` of a ComparisonSpec as planned (a benchfleet.plan.model.Plan): what `benchfleet
     plan` prints and the API's answer to a run carries, one rule for both."""
     per_repetition = plan.estimated_cost_usd / spec.repetitions if plan.mode == "aws" else None
     return spec_resolution(spec.repetitions, spec.margin_pct, [t.kind for t in spec.targets], bool(spec.variants),

@@ -427,7 +427,7 @@ def order_run(summaries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def _trial(spec: Any) -> Any:
-    """The mark of a smoke or --local run (``benchfleet.scale.trial``); runs stored before it had its
+    """The mark of a smoke or --local run (``benchfleet.plan.scale.trial``); runs stored before it had its
     name kept it under ``variant``."""
     if not isinstance(spec, dict):
         return None

@@ -22,13 +22,13 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from benchfleet import naming
 from benchfleet.aws.errors import TargetFailed, aws_errors, error_code
 from benchfleet.aws.fleet import secret_binding
 from benchfleet.aws.fleet import targets as t
 from benchfleet.aws.settings import Settings
 from benchfleet.cluster import galera
 from benchfleet.cluster import jobs as clusterjob
+from benchfleet.plan import naming
 
 TAG_NODE = "benchfleet:node"
 DB_USER = "sbtest"

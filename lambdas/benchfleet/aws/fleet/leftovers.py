@@ -14,7 +14,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from benchfleet.naming import TAG_RUN_ID
+from benchfleet.plan.naming import TAG_RUN_ID
 
 _GONE_EC2 = {"shutting-down", "terminated"}
 _GONE_DB = {"deleting"}

@@ -8,12 +8,12 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from benchfleet import naming
 from benchfleet.aws.errors import TargetFailed
 from benchfleet.aws.fleet import cluster, paramgroups, secret_binding
 from benchfleet.aws.fleet import targets as t
 from benchfleet.aws.planning import readywait
 from benchfleet.aws.settings import Settings
+from benchfleet.plan import naming
 from benchfleet.spec import Target
 
 log = logging.getLogger(__name__)

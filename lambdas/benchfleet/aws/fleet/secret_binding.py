@@ -15,8 +15,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from benchfleet import naming
 from benchfleet.aws.errors import TargetFailed, aws_errors, error_code
+from benchfleet.plan import naming
 
 
 def host_arn(secret_arn: str, instance_id: str) -> str:

@@ -1,7 +1,7 @@
 """Find and remove what a run left behind, by tag: the failure handler and the hourly janitor.
 
 Every resource a run creates carries ``benchfleet:run-id``, ``benchfleet:expires-at`` and the
-owning stack's ``benchfleet:stack`` (``benchfleet.naming``). Two callers remove them:
+owning stack's ``benchfleet:stack`` (``benchfleet.plan.naming``). Two callers remove them:
 
 - ``teardown_run``: everything of one run, whatever its expiry (the run failed, timed out or was
   cancelled; StopExecution skips the state machine's Catch, so its Teardown never ran);
@@ -48,7 +48,7 @@ from botocore.exceptions import ClientError
 from benchfleet.aws.clients import client
 from benchfleet.aws.fleet import paramgroups
 from benchfleet.aws.fleet.cluster import secret_named as cluster_secret_named
-from benchfleet.naming import TAG_EXPIRES_AT, TAG_RUN_ID, TAG_STACK, TAG_TARGET_ID, db_identifier
+from benchfleet.plan.naming import TAG_EXPIRES_AT, TAG_RUN_ID, TAG_STACK, TAG_TARGET_ID, db_identifier
 
 Kind = Literal["ec2-instance", "db-instance", "db-cluster", "ec2-volume", "db-parameter-group",
                "db-cluster-parameter-group", "secret"]

@@ -1,7 +1,7 @@
 """Target lifecycle on AWS: EC2 hosts, RDS MySQL, Aurora MySQL (+ an EC2 client in the same zone).
 
 Every resource is tagged at creation with the run, the target and the expiry; names come from
-benchfleet.naming. Clients (ec2, rds, ssm) are passed in.
+benchfleet.plan.naming. Clients (ec2, rds, ssm) are passed in.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from benchfleet import naming
 from benchfleet.aws.errors import TargetFailed, aws_errors, error_code
 from benchfleet.aws.fleet import paramgroups
 from benchfleet.aws.settings import Settings
+from benchfleet.plan import naming
 
 UBUNTU_AMI_PARAMETER = "/aws/service/canonical/ubuntu/server/24.04/stable/current/{arch}/hvm/ebs-gp3/ami-id"
 # The root volume, as the launch template gives it (cdk/lib/target-fleet.ts; tests/synthesized checks

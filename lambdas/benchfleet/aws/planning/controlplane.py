@@ -27,13 +27,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from benchfleet import naming
 from benchfleet.aws.planning import asl_walk, readywait
 from benchfleet.aws.settings import DEFAULT_RESULTS_STORE
 from benchfleet.aws.steps import cloudwatch
 from benchfleet.aws.store import timestream
 from benchfleet.cost.pricing import pricing_dir
-from benchfleet.plan import Plan, PlanStep, RunCharge, TargetPlan
+from benchfleet.plan import naming
+from benchfleet.plan.model import Plan, PlanStep, RunCharge, TargetPlan
 from benchfleet.stats.verdict import DEFAULT_MARGIN_PCT
 from benchfleet.workload import records, serverstatus
 from benchfleet.workload.records import Sample, StatusSample, StepSummary

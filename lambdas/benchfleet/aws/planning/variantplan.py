@@ -1,4 +1,4 @@
-"""What a cloud step of a variant carries beyond the plan's step (``benchfleet.plan.variant_steps``):
+"""What a cloud step of a variant carries beyond the plan's step (``benchfleet.plan.model.variant_steps``):
 the variant's workload where it is not the spec's, and what the variant's settings are, in the form
 the step's kind applies them:
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchfleet.plan import PlanStep
+from benchfleet.plan.model import PlanStep
 from benchfleet.spec import LoadedSpec, cnf_source, server_settings
 from benchfleet.variants import PARAMETER_GROUP_KINDS
 from benchfleet.workload import serverparams
@@ -37,7 +37,7 @@ def varying(loaded: LoadedSpec, target: Any) -> tuple[list[str], dict[str, dict[
 
 
 def verify(loaded: LoadedSpec, target: Any) -> dict[str, Any] | None:
-    """The prepare job's ``verify`` (benchfleet.agentjob): the settings the variants set apart, which
+    """The prepare job's ``verify`` (benchfleet.plan.agentjob): the settings the variants set apart, which
     fail no target (each variant's step reads them back), and on rds / aurora how long the agent reads
     the server again before a parameter group's value that has not arrived fails the target."""
     out: dict[str, Any] = {}

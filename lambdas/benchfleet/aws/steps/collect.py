@@ -19,12 +19,12 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from benchfleet import naming
 from benchfleet.aws.errors import CollectFailed, aws_errors, error_code
 from benchfleet.aws.steps import cloudwatch as cw
 from benchfleet.aws.store.results_store import ResultsStore
 from benchfleet.cluster.jobs import SETUP
 from benchfleet.cost import pricing
+from benchfleet.plan import naming
 from benchfleet.workload.records import AgentOutput, Fingerprint, RecordError, parse_agent_lines
 from benchfleet.workload.validation import output_problem
 

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchfleet import naming
-from benchfleet.agentjob import agent_job
 from benchfleet.aws.events import Resources, Step, StepState
 from benchfleet.aws.planning import dbparams
 from benchfleet.cluster import galera
 from benchfleet.cluster import jobs as clusterjob
-from benchfleet.plan import PlanStep
+from benchfleet.plan import naming
+from benchfleet.plan.agentjob import agent_job
+from benchfleet.plan.model import PlanStep
 from benchfleet.spec import ExistingTarget, Workload
 
 # workloads/agent/benchfleet_install.py PASSWORD_FILE: where the install step keeps the password.

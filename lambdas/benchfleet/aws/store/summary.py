@@ -22,9 +22,9 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from benchfleet import naming
 from benchfleet.aws.errors import aws_errors, error_code
 from benchfleet.aws.store.results_store import ResultsStore
+from benchfleet.plan import naming
 
 SUCCEEDED = "SUCCEEDED"
 FAILED = "FAILED"

@@ -21,10 +21,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from benchfleet import waves
 from benchfleet.cluster import galera
 from benchfleet.cluster import jobs as clusterjob
 from benchfleet.cost.pricing import DEFAULT_REGION, aurora_io_rate
+from benchfleet.plan import waves
 from benchfleet.spec import (
     ONE_ROW_PER_EVENT,
     ComparisonSpec,
@@ -230,7 +230,7 @@ class TargetPlan(BaseModel):
     # bandwidth; warnings say, with the figures, what the target will not get.
     storage: dict[str, Any] | None = None
     warnings: list[str] = []
-    # Each repetition's planned start, from the run's start (AWS: the schedule of benchfleet.waves;
+    # Each repetition's planned start, from the run's start (AWS: the schedule of benchfleet.plan.waves;
     # empty: as ``at_once`` and ``spacing_s`` say).
     starts_s: list[int] = []
     # (source, counter) of the server status rows each reading makes (benchfleet.workload.serverstatus.series):
@@ -342,7 +342,7 @@ class Plan(BaseModel):
     counts_rows: bool = False
     # A workload of the run is go-tpc's TPC-C: its samples and summaries carry tpmc and per-type rates.
     tpcc: bool = False
-    # AWS: the repetitions that start together (benchfleet.waves.waves), and each region's peak.
+    # AWS: the repetitions that start together (benchfleet.plan.waves.waves), and each region's peak.
     waves: list[dict[str, Any]] = []
     peaks: list[dict[str, Any]] = []
     # Where the wall time goes (WALL_PARTS and "waiting"): along the repetitions that decide when
@@ -497,7 +497,7 @@ def storage_rates(target: Any) -> tuple[float, float] | None:
         return None
     if target.kind == "aurora":
         return float(AURORA_IOPS), float(AURORA_MBPS)
-    from benchfleet import stripe
+    from benchfleet.plan import stripe
 
     storage = target.storage
     if storage.type == "instance-store":
@@ -710,12 +710,12 @@ def hosts_of(target: Any) -> list[Host]:
 
 def storage_plan(target: Any) -> dict[str, Any] | None:
     """The data storage of one host of ``target`` (ec2: the stripe's figures against the instance's
-    EBS bandwidth, ``benchfleet.stripe``; rds: its allocated volume), with ``warnings`` and every
+    EBS bandwidth, ``benchfleet.plan.stripe``; rds: its allocated volume), with ``warnings`` and every
     volume priced on demand (``usd_per_hour``: the pricing's lines for all ``volumes`` together,
     ``pricing.volume_lines``, and their ``total``; None when the tables do not know the type). None
     for kinds without a ``storage`` of their own."""
-    from benchfleet import stripe
     from benchfleet.cost import catalogue, pricing
+    from benchfleet.plan import stripe
 
     storage = getattr(target, "storage", None)
     if storage is None or target.kind not in ("ec2", "rds"):
@@ -786,7 +786,7 @@ def make_plan(loaded: LoadedSpec, price_lookup: PriceLookup | None = None, *, at
     """Expand a resolved spec. ``price_lookup(target)`` gives $/hour (target plus its client);
     ``at_once``: how many repetitions of a target the backend runs at the same time (0: all);
     ``caps``: what a cloud run may have running at once per region (None: no cap): its repetitions
-    are scheduled in waves within them (``benchfleet.waves``; TooLarge when one alone cannot fit)."""
+    are scheduled in waves within them (``benchfleet.plan.waves``; TooLarge when one alone cannot fit)."""
     spec: ComparisonSpec = loaded.spec
     targets = []
     for target in spec.targets:
@@ -841,7 +841,7 @@ def make_plan(loaded: LoadedSpec, price_lookup: PriceLookup | None = None, *, at
 
 
 def scheduled(plan: Plan, caps: waves.Caps | None) -> Plan:
-    """A cloud plan with its repetitions placed in time (benchfleet.waves): each repetition's start,
+    """A cloud plan with its repetitions placed in time (benchfleet.plan.waves): each repetition's start,
     the waves, each region's peak and where the wall time goes along the repetitions that decide it."""
     items = []
     for r in range(1, plan.repetitions + 1):  # every target's first repetition, then every second one

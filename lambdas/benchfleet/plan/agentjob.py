@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchfleet.plan import PlanStep
+from benchfleet.plan.model import PlanStep
 from benchfleet.spec import ONE_ROW_PER_EVENT, Workload
 
 

@@ -1,0 +1,1 @@
+"""benchfleet.plan.model (docstring to be written)."""
