@@ -40,7 +40,7 @@ from benchfleet.cost import catalogue
 from benchfleet.cost.ceiling import DEFAULT_MAX_RUN_COST_USD, request_price_problems
 from benchfleet.plan import naming
 from benchfleet.plan.model import Plan, PriceLookup
-from benchfleet.spec import (
+from benchfleet.spec.model import (
     MAX_DEPTH,
     REGION,
     ComparisonSpec,

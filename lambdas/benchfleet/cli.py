@@ -21,7 +21,7 @@ from benchfleet.cost.pricing import plan_breakdowns, price_per_hour
 from benchfleet.local.store import StoreError
 from benchfleet.plan.model import Plan, make_plan
 from benchfleet.remote import RemoteError
-from benchfleet.spec import LoadedSpec, SpecError, json_schema, load_spec
+from benchfleet.spec.model import LoadedSpec, SpecError, json_schema, load_spec
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_PIPE = 0, 1, 2, 130, 141
 

@@ -40,7 +40,7 @@ from benchfleet.aws import clients
 from benchfleet.aws.settings import Settings
 from benchfleet.cost.ceiling import max_run_cost
 from benchfleet.plan.naming import RUN_ID
-from benchfleet.spec import ComparisonSpec
+from benchfleet.spec.model import ComparisonSpec
 
 logger = Logger()
 app = APIGatewayRestResolver(enable_validation=True)

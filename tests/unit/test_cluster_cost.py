@@ -20,7 +20,7 @@ from rich.console import Console
 from benchfleet import stats, ui_cost
 from benchfleet.cost import pricing
 from benchfleet.local.store import DuckDBStore
-from benchfleet.spec import parse_spec
+from benchfleet.spec.model import parse_spec
 from benchfleet.stats.cost import cross_zone_bytes_per_s
 from benchfleet.workload import serverstatus
 

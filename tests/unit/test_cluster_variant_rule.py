@@ -1,4 +1,4 @@
-"""One rule for a cluster's variants and its nodes' settings (benchfleet.spec.cluster_settings_problems),
+"""One rule for a cluster's variants and its nodes' settings (benchfleet.spec.model.cluster_settings_problems),
 the same everywhere: ``benchfleet validate``, the local runner (``benchfleet run``, its preflight), the
 API and Plan. The nodes run the target's settings, configured once: a variant that restates them
 changes nothing and runs (locally and on AWS alike; AWS refused it before), one that changes a
@@ -20,7 +20,7 @@ from benchfleet.aws.regions import TargetRegions
 from benchfleet.cli import main
 from benchfleet.local.preflight import preflight
 from benchfleet.plan.scale import apply_scale
-from benchfleet.spec import SpecError, load_spec
+from benchfleet.spec.model import SpecError, load_spec
 
 REPO = Path(__file__).resolve().parents[2]
 LOCAL = REPO / "workloads" / "comparisons" / "local-galera.yaml"

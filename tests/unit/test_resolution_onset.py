@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from benchfleet.spec import Workload, load_spec
+from benchfleet.spec.model import Workload, load_spec
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -9,7 +9,7 @@ import pytest
 from tests.conftest import REPO
 
 from benchfleet.cli import main
-from benchfleet.spec import SpecError, json_schema, load_spec, parse_spec
+from benchfleet.spec.model import SpecError, json_schema, load_spec, parse_spec
 
 DEMO = REPO / "workloads" / "comparisons" / "demo-durability.yaml"
 INLINE = {"name": "w", "test": "oltp_read_only", "threads": [1]}
@@ -153,7 +153,7 @@ def test_one_existing_model_serves_both_backends() -> None:
 
 def test_server_options_are_one_spelling_and_reach_the_plan() -> None:
     from benchfleet.plan.model import make_plan
-    from benchfleet.spec import resolve
+    from benchfleet.spec.model import resolve
 
     parsed = parse_spec(spec(targets=[{"id": "a", "kind": "local",
                                        "server_options": {"innodb-buffer-pool-size": "64M", "sync_binlog": 0}}]))

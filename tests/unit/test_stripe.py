@@ -14,7 +14,7 @@ from benchfleet.cli import main
 from benchfleet.cost import catalogue, pricing
 from benchfleet.plan import stripe
 from benchfleet.plan.model import make_plan
-from benchfleet.spec import LoadedSpec, SpecError, parse_spec
+from benchfleet.spec.model import LoadedSpec, SpecError, parse_spec
 
 WORKLOAD = {"name": "w", "test": "oltp_read_only", "threads": [1]}
 

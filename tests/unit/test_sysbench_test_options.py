@@ -12,7 +12,7 @@ import pytest
 
 from benchfleet import api_service
 from benchfleet.api_service import ApiError
-from benchfleet.spec import SpecError, inline_loaded, parse_spec
+from benchfleet.spec.model import SpecError, inline_loaded, parse_spec
 from benchfleet.workload.sysbench import BUILTIN_TESTS, OPTION_VALUES, SCRIPT_OPTIONS, TEST_OPTIONS
 
 SYSBENCH = Path("/usr/share/sysbench")  # Debian's sysbench package (make system-deps)

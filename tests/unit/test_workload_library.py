@@ -21,7 +21,6 @@ import yaml
 from pydantic import BaseModel
 from tests.conftest import REPO
 
-from benchfleet import spec as spec_module
 from benchfleet.plan.model import make_plan
 from benchfleet.plan.scale import (
     LOCAL_STAND_IN_MEMORY_MB,
@@ -30,7 +29,8 @@ from benchfleet.plan.scale import (
     as_local,
     smoke_threads,
 )
-from benchfleet.spec import (
+from benchfleet.spec import model as spec_module
+from benchfleet.spec.model import (
     AuroraTarget,
     Client,
     ComparisonSpec,

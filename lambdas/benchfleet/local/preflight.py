@@ -27,7 +27,7 @@ from benchfleet.cluster import galera
 from benchfleet.local.existing import ExistingServer, ExistingServerError, password_of
 from benchfleet.local.galera import proxy_available
 from benchfleet.local.mariadb import LocalServerError, find_binary
-from benchfleet.spec import ExistingTarget, LoadedSpec, LocalTarget, SpecError, cnf_source
+from benchfleet.spec.model import ExistingTarget, LoadedSpec, LocalTarget, SpecError, cnf_source
 from benchfleet.workload.mysqlcnf import CnfError, render
 
 
@@ -61,7 +61,7 @@ def preflight(loaded: LoadedSpec) -> Preflight:
                                  message))
         elif isinstance(target, LocalTarget):
             # (A cluster's variants may not change its nodes' settings: the spec's rule,
-            # benchfleet.spec.cluster_settings_problems, refused that when the spec was loaded.)
+            # benchfleet.spec.model.cluster_settings_problems, refused that when the spec was loaded.)
             problems += cluster_problems(target, i)
             problems += engine_problems(target, i)
     if problems:

@@ -34,7 +34,7 @@ from benchfleet.local.watchdog import StepWatchdog, deadline_s, kill_group
 from benchfleet.plan.agentjob import agent_job
 from benchfleet.plan.model import Plan, PlanStep
 from benchfleet.plan.naming import new_run_id, raw_key
-from benchfleet.spec import ExistingTarget, LoadedSpec, LocalTarget, cnf_source, is_cluster, repo_root
+from benchfleet.spec.model import ExistingTarget, LoadedSpec, LocalTarget, cnf_source, is_cluster, repo_root
 from benchfleet.stats.caveats import overlap_words
 from benchfleet.workload import serverstatus
 from benchfleet.workload.records import AgentOutput, Fingerprint, RecordError, parse_agent_lines
@@ -184,7 +184,7 @@ def _server_for(loaded: LoadedSpec, target: LocalTarget | ExistingTarget, repeti
         return ExistingServer(target, table_prefixes())
     # With variants the server starts with the first variant's settings (the plan counts on it). A
     # cluster's nodes run the target's own, as on AWS: its variants may restate them, never change
-    # them (benchfleet.spec.cluster_settings_problems).
+    # them (benchfleet.spec.model.cluster_settings_problems).
     first = loaded.variants[0] if loaded.variants and target.cluster is None else None
     config, source = cnf_source(target, first)
     server: LocalServer | LocalCluster

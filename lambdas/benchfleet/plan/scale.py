@@ -15,7 +15,7 @@ spec here before it costs anything.
 
 from __future__ import annotations
 
-from benchfleet.spec import (
+from benchfleet.spec.model import (
     ClusterTarget,
     ComparisonSpec,
     ExistingTarget,

@@ -19,8 +19,8 @@ from __future__ import annotations
 from typing import Any
 
 from benchfleet.plan.model import PlanStep
-from benchfleet.spec import LoadedSpec, cnf_source, server_settings
-from benchfleet.variants import PARAMETER_GROUP_KINDS
+from benchfleet.spec.model import LoadedSpec, cnf_source, server_settings
+from benchfleet.spec.variants import PARAMETER_GROUP_KINDS
 from benchfleet.workload import serverparams
 from benchfleet.workload.mysqlcnf import normalised
 

@@ -1086,7 +1086,7 @@ def cnf_source(target: Any, variant: ResolvedVariant | None, root: Path | None =
 
 def server_settings(target: Any, variant: ResolvedVariant | None, root: Path | None = None) -> dict[str, str]:
     """option -> value a server of ``target`` runs with for ``variant`` (memory shares kept as NN%):
-    what variants compare and switch between (benchfleet.variants), and what a cluster's variants may
+    what variants compare and switch between (benchfleet.spec.variants), and what a cluster's variants may
     not change (``cluster_settings_problems``). CnfError / SpecError when its cnf does not render."""
     config, source = cnf_source(target, variant, root)
     return dict(render(source, family_of(target), None, f"{config}.cnf").options)

@@ -1,0 +1,1 @@
+"""benchfleet.spec.model (docstring to be written)."""
