@@ -28,9 +28,9 @@ from moto import mock_aws
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "statemachine"))
 from sm_harness import ENV, MotoGaps, for_moto
 
-from benchfleet import doctor
 from benchfleet.aws import clients
-from benchfleet.cli import main
+from benchfleet.cli import doctor
+from benchfleet.cli.main import main
 from benchfleet.spec.model import parse_spec
 
 REGION = "us-east-1"

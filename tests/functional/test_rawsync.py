@@ -11,7 +11,7 @@ from moto import mock_aws
 from tests.conftest import FIXTURES
 
 from benchfleet import rawsync
-from benchfleet.cli import main
+from benchfleet.cli.main import main
 from benchfleet.local.store import DuckDBStore
 from benchfleet.plan.naming import raw_key
 
@@ -62,7 +62,7 @@ def test_sync_loads_every_raw_file_once(bucket, tmp_path: Path) -> None:
 
 def test_results_remote_goes_through_the_api_then_s3(bucket, bf_home: Path, monkeypatch: pytest.MonkeyPatch,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    from benchfleet import remote
+    from benchfleet.cli import remote
 
     monkeypatch.setenv("BENCHFLEET_BUCKET", "results")
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
@@ -80,7 +80,7 @@ def test_results_remote_judge_verdicts_by_the_runs_own_margin_and_baseline(
     """The API's run carries no spec: the spec.json Summarize stored beside the raw output does. Before,
     the verdicts of a margin_pct 2 run said "within ±5%" (the default) and took the first target as
     the baseline; locally the same run said ±2% against its own baseline."""
-    from benchfleet import remote
+    from benchfleet.cli import remote
 
     s3, _ = bucket
     spec = {"name": "cloudy", "margin_pct": 2.0, "baseline": "m6i",
@@ -144,7 +144,7 @@ def test_run_remote_reads_back_and_lists_what_the_run_left(bucket, bf_home: Path
     """After the run ends, `run --remote` reads the results back and lists the run's tags: one host still
     running is named and the exit is 1 although the run SUCCEEDED; a run whose results cannot be read
     back still has its tags listed (and exits 1), never a traceback that skips the check."""
-    from benchfleet import remote
+    from benchfleet.cli import remote
 
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     monkeypatch.setenv("BENCHFLEET_BUCKET", "results")

@@ -339,8 +339,8 @@ def value_of(record: dict[str, Any]) -> float:
 
 def test_results_give_the_paired_route_verdict(execution: Execution, bf_home: Path, monkeypatch: pytest.MonkeyPatch,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    from benchfleet import remote
-    from benchfleet.cli import main
+    from benchfleet.cli import remote
+    from benchfleet.cli.main import main
 
     e = execution
     monkeypatch.setenv("BENCHFLEET_BUCKET", BUCKET)

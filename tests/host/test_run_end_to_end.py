@@ -105,8 +105,8 @@ def test_collect_stored_real_per_second_samples_and_summarize_the_run(e2e: Any) 
 
 def test_results_and_report_read_the_run_back_from_s3(e2e: Any, bf_home: Path, monkeypatch: pytest.MonkeyPatch,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    from benchfleet import remote
-    from benchfleet.cli import main
+    from benchfleet.cli import remote
+    from benchfleet.cli.main import main
     from benchfleet.local.store import DuckDBStore
 
     _h, result = e2e
@@ -205,7 +205,7 @@ def canary(e2e: Any) -> Any:
 
 def test_the_canary_runs_on_a_booted_host_and_leaves_nothing(canary: Any, bf_home: Path) -> None:
     from benchfleet.aws.fleet.leftovers import left_behind
-    from benchfleet.cli import _results
+    from benchfleet.cli.main import _results
     from benchfleet.local.store import open_store
     from benchfleet.rawsync import sync_run
 

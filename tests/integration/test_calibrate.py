@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from benchfleet.cli import main
+from benchfleet.cli.main import main
 from benchfleet.local import calibration as cal
 from benchfleet.local.store import open_store
 

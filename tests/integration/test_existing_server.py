@@ -21,7 +21,7 @@ import pytest
 import yaml
 from tests.per_second import assert_per_second
 
-from benchfleet.cli import main
+from benchfleet.cli.main import main
 from benchfleet.local.mariadb import free_port
 
 pytestmark = pytest.mark.integration

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from tests.conftest import REPO
 
-from benchfleet.cli import main
+from benchfleet.cli.main import main
 
 pytestmark = [pytest.mark.integration, pytest.mark.long(5)]
 GOTPC = REPO / "workloads" / "gotpc" / "bin" / "go-tpc-amd64"

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from benchfleet.cli import main
+from benchfleet.cli.main import main
 from benchfleet.local import mariadb
 from benchfleet.local.mariadb import LocalServer, LocalServerError
 from benchfleet.local.sqlclient import SqlClient
@@ -123,7 +123,7 @@ def _captured(argv: list[str], may_stall: bool = False) -> str:
     from contextlib import redirect_stdout
     from io import StringIO
 
-    from benchfleet import ui
+    from benchfleet.cli import ui
 
     out = StringIO()
     ui.console.file = out

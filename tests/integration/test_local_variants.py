@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from benchfleet.cli import main
+from benchfleet.cli.main import main
 
 pytestmark = pytest.mark.integration
 

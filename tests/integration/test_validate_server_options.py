@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from benchfleet.cli import main
+from benchfleet.cli.main import main
 
 pytestmark = pytest.mark.integration
 

@@ -204,7 +204,7 @@ def test_random_primary_keys_insert_slower_than_sequential_ones(
 
 def test_a_cloud_spec_with_a_lua_workload_runs_locally_at_smoke_scale(
         bf_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from benchfleet.cli import main
+    from benchfleet.cli.main import main
     from benchfleet.local.store import open_store
 
     code = main(["run", str(WORKLOADS / "comparisons" / "aurora-pk-order.yaml"), "--scale", "smoke",

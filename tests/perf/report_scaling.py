@@ -126,7 +126,7 @@ def results(path: Path) -> None:
 
     os.environ["BENCHFLEET_HOME"] = str(path.parent)
     start = time.perf_counter()
-    from benchfleet.cli import main as cli
+    from benchfleet.cli.main import main as cli
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out):

@@ -14,7 +14,7 @@ import pytest
 from sm_harness import BUCKET, REGION, leftovers
 from tests.glue_tables import create_glue_tables
 
-from benchfleet.cli import _results, main
+from benchfleet.cli.main import _results, main
 from benchfleet.local.store import open_store
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,7 +37,7 @@ def test_the_canary_crosses_every_data_path(harness: Any, athena: None, bf_home:
                                             capsys: pytest.CaptureFixture[str]) -> None:
     """`benchfleet run canary.yaml --remote` as a user runs it after deploying: the API's submit and
     status played by the offline execution, everything after it (read back, tags listed) real."""
-    from benchfleet import remote
+    from benchfleet.cli import remote
 
     harness.agent.steal = True
     executed: dict[str, Any] = {}

@@ -78,8 +78,8 @@ def test_a_tpcc_run_sends_go_tpc_jobs_and_stores_tpmc_and_the_latency_distributi
     assert float(figures["latency_pct_ms"]) == distribution["99"]
 
     # The run read back from S3 as `results --remote` reads it: tpmC per step and the distribution.
-    from benchfleet import remote
-    from benchfleet.cli import main
+    from benchfleet.cli import remote
+    from benchfleet.cli.main import main
 
     monkeypatch.setenv("BENCHFLEET_BUCKET", BUCKET)
     monkeypatch.setattr(remote, "get_run", lambda run, api_url=None: {

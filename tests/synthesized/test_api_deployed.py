@@ -26,7 +26,7 @@ from tests.functional.test_api import event
 from benchfleet.aws import clients
 from benchfleet.aws.planning import runplan
 from benchfleet.aws.store.summary import summarize
-from benchfleet.remote import inline_spec
+from benchfleet.cli.remote import inline_spec
 
 WORKLOAD = {"name": "ro", "test": "oltp_read_only", "threads": [1, 4], "duration_s": 30, "warmup_s": 0}
 SPEC = {"name": "deployed-api", "workload": WORKLOAD, "repetitions": 2, "budget_usd": 50,

@@ -20,10 +20,10 @@ from tests.conftest import FIXTURES
 from tests.functional.test_api import event
 from tests.synthesized.test_api_deployed import SPEC, deployed  # noqa: F401 - the fixture
 
-from benchfleet import remote
 from benchfleet.aws.planning import runplan
 from benchfleet.aws.store.summary import summarize
-from benchfleet.cli import main
+from benchfleet.cli import remote
+from benchfleet.cli.main import main
 from benchfleet.local.store import DuckDBStore
 from benchfleet.plan.naming import raw_key
 
@@ -196,7 +196,7 @@ def test_history_remote_skips_runs_it_cannot_judge_and_loads_a_run_once(
         assert stored.cloud_copy("nightly-4")["cloud_status"] == "RUNNING"
         stored.close()
     # The next command is another process (the one that loaded it has ended): still running there.
-    listed = subprocess.run([sys.executable, "-m", "benchfleet.cli", "runs", "--format", "json"],
+    listed = subprocess.run([sys.executable, "-m", "benchfleet.cli.main", "runs", "--format", "json"],
                             capture_output=True, text=True, check=True, timeout=120).stdout
     assert {r["run_id"]: r["status"] for r in json.loads(listed)}["nightly-4"] == "running"
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from synth import REPO, Template, synthesize
 
-from benchfleet.remote import inline_spec
+from benchfleet.cli.remote import inline_spec
 from benchfleet.spec.model import inline_loaded, load_spec, parse_spec
 
 COMPARISONS = REPO / "workloads" / "comparisons"

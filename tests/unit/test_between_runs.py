@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from benchfleet.cli import main
+from benchfleet.cli.main import main
 from benchfleet.history import history, point_from_row, render_text
 from benchfleet.local import calibration
 from benchfleet.local.store import DuckDBStore, open_store

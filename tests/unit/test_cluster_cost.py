@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from benchfleet import stats, ui_cost
+from benchfleet import stats
+from benchfleet.cli import ui_cost
 from benchfleet.cost import pricing
 from benchfleet.local.store import DuckDBStore
 from benchfleet.spec.model import parse_spec

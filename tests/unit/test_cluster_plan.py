@@ -14,7 +14,7 @@ from benchfleet import api_service
 from benchfleet.aws.errors import PlanRejected
 from benchfleet.aws.planning import runplan
 from benchfleet.aws.regions import TargetRegions
-from benchfleet.cli import main
+from benchfleet.cli.main import main
 from benchfleet.plan.scale import apply_scale
 from benchfleet.spec.model import load_spec
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from benchfleet.cli import main
+from benchfleet.cli.main import main
 from benchfleet.local.store import DuckDBStore
 from benchfleet.report import charts, html
 

@@ -17,7 +17,7 @@ from benchfleet.api_service import ApiError
 from benchfleet.aws.errors import PlanRejected
 from benchfleet.aws.planning import runplan
 from benchfleet.aws.regions import TargetRegions
-from benchfleet.cli import main
+from benchfleet.cli.main import main
 from benchfleet.local.preflight import preflight
 from benchfleet.plan.scale import apply_scale
 from benchfleet.spec.model import SpecError, load_spec

@@ -16,7 +16,7 @@ import pytest
 from tests.conftest import SHARED_FIXTURES
 
 from benchfleet import stats
-from benchfleet.cli import main
+from benchfleet.cli.main import main
 from benchfleet.cost import pricing
 from benchfleet.local.store import DuckDBStore
 from benchfleet.spec.model import parse_spec
@@ -173,7 +173,7 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, str, Path]:
             assert main(["results", "study", "--format", "json"]) == 0
         doc = json.loads(out.getvalue())
         table = StringIO()
-        from benchfleet import ui
+        from benchfleet.cli import ui
 
         ui.console.file = table
         try:
@@ -263,7 +263,7 @@ def test_every_pricing_view_fits_100_columns_naming_every_target_and_thread_coun
     tables as fit (one per model at 100 columns), each row naming its target and thread count; a model
     no target has a price under is said, not drawn as dashes, and spot says why: no snapshot ships (it
     said 'no target is priced (a local server is free...)' of priced EC2 targets)."""
-    from benchfleet import ui
+    from benchfleet.cli import ui
 
     monkeypatch.setenv("BENCHFLEET_HOME", str(tmp_path))
     store = DuckDBStore(tmp_path / "benchfleet.duckdb")

@@ -153,7 +153,7 @@ def test_the_final_report_sysbench_silences_is_labelled_and_no_gap(tmp_path: Pat
 
 
 def test_the_step_output_line_calls_the_silenced_report_normal() -> None:
-    from benchfleet.ui import step_line
+    from benchfleet.cli.ui import step_line
 
     out = parse_agent_lines("\n".join([sample(1, 80, 1.0), sample(2, 100, 2.0), summary(3.0005, 280)]))
     line = step_line("a", 1, "t0002", out.summaries[0])
@@ -163,7 +163,7 @@ def test_the_step_output_line_calls_the_silenced_report_normal() -> None:
 def test_the_silenced_final_report_is_said_once_per_run_not_on_every_step_line(monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 38 item 7: 'final report silenced (sysbench's normal end)' was printed on most step lines of a
     run (sysbench silences it as most steps end). A run's progress says it on the first step it ends."""
-    from benchfleet import ui
+    from benchfleet.cli import ui
     from benchfleet.plan.model import make_plan
     from benchfleet.spec.model import parse_spec, resolve
     from benchfleet.workload.records import AgentOutput
@@ -204,13 +204,13 @@ def test_the_ramp_is_left_out_of_the_steps_tps_and_its_per_second_figures(tmp_pa
     assert step["seconds"] == 9 and step["tps_min"] == 1000  # the ramp's 790 is in no per-second figure
     assert "ramp" in NOTES["tps"]
     # The line a finished step prints shows the figure the results store; sysbench's, labelled, beside it.
-    from benchfleet.ui import step_line
+    from benchfleet.cli.ui import step_line
 
     assert f"{step['tps']:,.1f} tps (987.0 incl. ramp)," in step_line("a", 1, "t0002", s, out.samples)
 
 
 def test_the_live_progress_labels_the_ramps_report() -> None:
-    from benchfleet import ui
+    from benchfleet.cli import ui
     from benchfleet.plan.model import make_plan
     from benchfleet.spec.model import parse_spec, resolve
 

@@ -148,7 +148,7 @@ def test_a_go_tpc_step_matches_its_plan_though_its_clock_starts_at_its_first_new
 def test_cost_of_a_tpcc_row_is_per_1000_new_orders_per_minute() -> None:
     from rich.console import Console
 
-    from benchfleet import ui_cost
+    from benchfleet.cli import ui_cost
 
     stats = {"targets": [{"target_id": "m6i", "prices": {"serving": {"on_demand": 1.2}}}],
              "rows": [{"target_id": "m6i", "threads": 4, "tps": {"mean": 150.0},

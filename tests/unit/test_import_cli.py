@@ -10,7 +10,7 @@ import pytest
 from tests.conftest import SHARED_FIXTURES, needs_shared_fixtures
 from tests.sysbench_logs import LOADED_SECONDS, run_log
 
-from benchfleet.cli import main
+from benchfleet.cli.main import main
 
 STUDY = SHARED_FIXTURES / "percona-2021-arm-m6"
 
@@ -231,7 +231,7 @@ def test_the_terminal_says_who_wins_at_100_columns(bf_home: Path, monkeypatch: p
 
     from rich.console import Console
 
-    from benchfleet import ui
+    from benchfleet.cli import ui
 
     assert main(["import", str(STUDY / "c6g.large"), "--target", "c6g-large", "--run", "study"]) == 0
     run_id = str(_runs(capsys)[0]["run_id"])

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from tests.sysbench_logs import LOADED_SECONDS, run_log
 
-from benchfleet.cli import main
+from benchfleet.cli.main import main
 
 LOG = run_log(LOADED_SECONDS, [900.0] * 9)
 

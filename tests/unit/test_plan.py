@@ -137,7 +137,7 @@ def _aurora():
 
 
 def test_benchfleet_plan_prints_the_aurora_io_line_with_its_assumption_and_counts_it(capsys) -> None:
-    from benchfleet.cli import main
+    from benchfleet.cli.main import main
 
     path = str(REPO / "workloads" / "comparisons" / "aurora-pk-order.yaml")
     assert main(["plan", path, "--format", "json"]) == 0
@@ -155,7 +155,7 @@ def test_benchfleet_plan_shows_the_wait_for_new_parameter_groups(capsys) -> None
     """Issue 41 item 11: each repetition of an rds / aurora target waits 5 minutes between creating its
     parameter groups and the database that uses them (AWS's advice); `plan` shows that time in the
     wall time's items and counts it in the estimate."""
-    from benchfleet.cli import main
+    from benchfleet.cli.main import main
 
     path = str(REPO / "workloads" / "comparisons" / "aurora-pk-order.yaml")
     assert main(["plan", path, "--format", "json"]) == 0

@@ -13,7 +13,7 @@ import pytest
 
 from benchfleet.aws.errors import PlanRejected
 from benchfleet.aws.planning import asl_walk, runplan
-from benchfleet.cli import main
+from benchfleet.cli.main import main
 from benchfleet.cost.pricing import price_per_hour
 from benchfleet.plan import waves
 from benchfleet.plan.model import Host, make_plan, vcpus_of

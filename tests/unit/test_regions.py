@@ -16,7 +16,7 @@ from benchfleet.aws import clients
 from benchfleet.aws.errors import PlanRejected
 from benchfleet.aws.planning import runplan
 from benchfleet.aws.regions import CONTEXT_KEY, TargetRegions
-from benchfleet.cli import main
+from benchfleet.cli.main import main
 from benchfleet.cost import pricing
 from benchfleet.plan.model import make_plan
 from benchfleet.spec.model import load_spec

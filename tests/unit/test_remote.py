@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from botocore.credentials import Credentials
 
-from benchfleet import remote
+from benchfleet.cli import remote
 
 REPO = Path(__file__).resolve().parents[2]
 CREDS = Credentials("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "session-token")

@@ -251,7 +251,7 @@ def test_caveats_reach_results_compare_and_the_terminal(stores: dict, capsys: py
     assert rows and all(r["caveats"][-1]["kind"] == "workload" for r in rows)
     step = doc["workload"]["duration_s"]
     assert rows[0]["caveats"][-1]["words"] == f"workload duration_s {step * 10} vs {step}"
-    from benchfleet.ui import console, print_comparison
+    from benchfleet.cli.ui import console, print_comparison
 
     with console.capture() as captured:
         print_comparison(run_id, {"statistics": doc, "targets": []})

@@ -16,7 +16,7 @@ from pathlib import Path
 import plotly.graph_objects as go
 import pytest
 
-from benchfleet.cli import main
+from benchfleet.cli.main import main
 from benchfleet.local.store import DuckDBStore
 from benchfleet.report import html, pair
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from benchfleet import summary
-from benchfleet.cli import main
+from benchfleet.cli.main import main
 from benchfleet.local.store import DuckDBStore
 from benchfleet.stats.verdict import paired_difference, relative_difference
 

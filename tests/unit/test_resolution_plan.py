@@ -13,7 +13,7 @@ import pytest
 from scipy import stats as sp
 from tests.conftest import REPO
 
-from benchfleet import cli
+from benchfleet.cli import main as cli
 from benchfleet.local import calibration as cal
 from benchfleet.local.store import open_store
 from benchfleet.spec.model import load_spec, parse_spec, resolve

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from tests.conftest import REPO
 
-from benchfleet.cli import main
+from benchfleet.cli.main import main
 from benchfleet.spec.model import SpecError, json_schema, load_spec, parse_spec
 
 DEMO = REPO / "workloads" / "comparisons" / "demo-durability.yaml"

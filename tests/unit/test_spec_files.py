@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from benchfleet.cli import main
+from benchfleet.cli.main import main
 
 VALID = {"name": "s", "workload": {"name": "w", "test": "oltp_read_only", "threads": [1]},
          "targets": [{"id": "a", "kind": "local"}]}
@@ -99,7 +99,7 @@ def test_a_50_mb_yaml_is_refused_by_its_size_quickly(tmp_path: Path, capsys: pyt
 
 def _validate_in_a_process(path: str) -> subprocess.CompletedProcess[str]:
     # A separate process with a timeout: a spec reader that blocks must fail this test, not hang it.
-    return subprocess.run([sys.executable, "-m", "benchfleet.cli", "validate", path], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "benchfleet.cli.main", "validate", path], capture_output=True,
                           text=True, timeout=60, check=False)
 
 

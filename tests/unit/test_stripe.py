@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from tests.conftest import REPO
 
-from benchfleet.cli import main
+from benchfleet.cli.main import main
 from benchfleet.cost import catalogue, pricing
 from benchfleet.plan import stripe
 from benchfleet.plan.model import make_plan

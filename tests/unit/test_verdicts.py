@@ -223,8 +223,8 @@ def test_compare_of_two_runs_with_variants_compares_each_variant_with_itself() -
     Each variant is now compared with the same variant of the other run and named; a variant only one
     run measured is listed as unmatched, and a run without variants has nothing in common with one
     with (it was compared with the other run's last variant)."""
+    from benchfleet.cli.ui import console, print_run_comparison
     from benchfleet.stats.compare import compare_runs
-    from benchfleet.ui import console, print_run_comparison
 
     def doc(run_id: str, tps: dict[str, list[float]]) -> dict:
         rows = [{"target_id": "a", "variant": variant, "threads": 1, "repetitions": len(values),

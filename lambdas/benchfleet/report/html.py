@@ -449,7 +449,7 @@ def _storage_table(comparison: dict[str, Any]) -> str:
 
 
 def _summary_table(comparison: dict[str, Any]) -> str:
-    from benchfleet.ui import verdict_text
+    from benchfleet.cli.ui import verdict_text
 
     rows = []
     pct = percentile_of(comparison["rows"])
@@ -597,7 +597,7 @@ def _cross_zone_table(comparison: dict[str, Any]) -> str:
 
 
 def _speedup_tables(comparison: dict[str, Any]) -> str:
-    from benchfleet.ui_cost import speedup_title
+    from benchfleet.cli.ui_cost import speedup_title
 
     groups = comparison.get("speedup") or []
     out = ["<h2>Speedup by size</h2>"]

@@ -220,7 +220,7 @@ def _header(runs: list[dict[str, Any]], labels: tuple[str, str], pair: dict[str,
 
 
 def _verdict_table(pair: dict[str, Any], labels: tuple[str, str]) -> str:
-    from benchfleet.ui import verdict_text
+    from benchfleet.cli.ui import verdict_text
 
     rows = []
     for r in pair["rows"]:

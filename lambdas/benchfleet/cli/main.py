@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchfleet.cli.remote import RemoteError
 from benchfleet.cost.pricing import plan_breakdowns, price_per_hour
 from benchfleet.local.store import StoreError
 from benchfleet.plan.model import Plan, make_plan
-from benchfleet.remote import RemoteError
 from benchfleet.spec.model import LoadedSpec, SpecError, json_schema, load_spec
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_PIPE = 0, 1, 2, 130, 141
@@ -169,7 +169,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(summary, indent=2))
     else:
-        from benchfleet.ui import print_plan
+        from benchfleet.cli.ui import print_plan
 
         print_plan(summary)
     if problem:
@@ -199,13 +199,13 @@ def _resolution(loaded: LoadedSpec, plan: Plan) -> dict[str, Any]:
 def cmd_calibrate(args: argparse.Namespace) -> int:
     """The spec's baseline as an A/A experiment, ``--runs`` times (benchfleet.local.calibration); the
     variance components are stored for the spec and this machine, and ``plan`` uses them."""
+    from benchfleet.cli.ui import RichObserver, console, print_calibration
     from benchfleet.local import calibration as cal
     from benchfleet.local.mariadb import reap_leftovers
     from benchfleet.local.preflight import preflight
     from benchfleet.local.runner import run_local
     from benchfleet.local.store import open_store
     from benchfleet.stats.resolution import components
-    from benchfleet.ui import RichObserver, console, print_calibration
 
     loaded = load_spec(args.spec)
     if not loaded.spec.is_local:
@@ -262,9 +262,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     problem = _fit_problem(plan)
     if problem:
         raise CliError(f"{args.spec}: {problem}", EXIT_USAGE)
+    from benchfleet.cli.ui import console
     from benchfleet.local.machine import EXIT_BUSY, MachineBusy, machine_lock
     from benchfleet.local.preflight import preflight
-    from benchfleet.ui import console
 
     checked = preflight(loaded)
     data = home()
@@ -278,10 +278,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _run_here(args: argparse.Namespace, loaded: LoadedSpec, plan: Plan, checked: Any, data: Path) -> int:
+    from benchfleet.cli.ui import RichObserver, console, print_comparison
     from benchfleet.local.mariadb import reap_leftovers
     from benchfleet.local.runner import run_local
     from benchfleet.local.store import open_store
-    from benchfleet.ui import RichObserver, console, print_comparison
 
     removed = reap_leftovers(data)
     if removed:
@@ -318,8 +318,8 @@ def _trial(args: argparse.Namespace) -> dict[str, Any] | None:
 
 
 def _run_remote(args: argparse.Namespace) -> int:
-    from benchfleet import remote
-    from benchfleet.ui import console, print_remote_run
+    from benchfleet.cli import remote
+    from benchfleet.cli.ui import console, print_remote_run
 
     loaded, plan = _load(args.spec, args.scale)
     if loaded.spec.is_local or any(t.kind == "local" for t in loaded.spec.targets):
@@ -352,8 +352,8 @@ def _read_back(run_id: str, api_url: str | None) -> bool:
     (said why) when they cannot be read back, so the leftovers are still listed after it."""
     from botocore.exceptions import BotoCoreError, ClientError
 
+    from benchfleet.cli.ui import console, print_comparison
     from benchfleet.local.store import open_store
-    from benchfleet.ui import console, print_comparison
 
     try:
         with open_store(home()) as store:
@@ -372,7 +372,7 @@ def _left_behind(run_id: str, regions: list[str]) -> list[Any]:
     import boto3
 
     from benchfleet.aws.fleet.leftovers import left_behind
-    from benchfleet.ui import console
+    from benchfleet.cli.ui import console
 
     left = left_behind(run_id, regions, lambda service, region: boto3.client(service, region_name=region))
     for item in left:
@@ -388,7 +388,8 @@ def _sync_remote(run_id: str, api_url: str | None, store: Any) -> str:
     already); results and report then work as for a local run."""
     import boto3
 
-    from benchfleet import rawsync, remote
+    from benchfleet import rawsync
+    from benchfleet.cli import remote
 
     return rawsync.load_run(boto3.client("s3"), _results_bucket(), run_id,
                             lambda run: remote.get_run(run, api_url), store, home())
@@ -398,14 +399,15 @@ def _results_bucket() -> str:
     """The deployment's results bucket: $BENCHFLEET_BUCKET, else the stack's output."""
     import boto3
 
-    from benchfleet import rawsync, remote
+    from benchfleet import rawsync
+    from benchfleet.cli import remote
 
     stack = os.environ.get("BENCHFLEET_STACK") or remote.DEFAULT_STACK
     return os.environ.get("BENCHFLEET_BUCKET") or rawsync.bucket_from_stack(boto3.client("cloudformation"), stack)
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    from benchfleet import remote
+    from benchfleet.cli import remote
 
     doc = remote.cancel(args.run, args.api_url)
     print(f"{args.run}: {doc.get('status', 'cancelled')}; its resources are being torn down")
@@ -471,13 +473,13 @@ def cmd_runs(args: argparse.Namespace) -> int:
     from benchfleet.local.store import open_store
 
     if args.remote:
-        from benchfleet import remote
+        from benchfleet.cli import remote
 
         runs = remote.list_runs(args.api_url, limit=args.limit)
         if args.format == "json":
             print(json.dumps(runs, indent=2, default=str))
         else:
-            from benchfleet.ui import print_remote_runs
+            from benchfleet.cli.ui import print_remote_runs
 
             print_remote_runs(runs)
         return EXIT_OK
@@ -486,7 +488,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(runs, indent=2, default=str))
         return EXIT_OK
-    from benchfleet.ui import print_runs
+    from benchfleet.cli.ui import print_runs
 
     print_runs(runs)
     return EXIT_OK
@@ -519,7 +521,7 @@ def cmd_results(args: argparse.Namespace) -> int:
     elif args.format == "csv":
         print(_csv(doc["steps"]), end="")
     else:
-        from benchfleet.ui import print_comparison
+        from benchfleet.cli.ui import print_comparison
 
         print_comparison(doc["run"]["run_id"], {**doc, "pricing_models": models}, percentiles=args.percentiles)
     return EXIT_OK
@@ -576,7 +578,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(doc, indent=2, default=str))
     else:
-        from benchfleet.ui import print_run_comparison
+        from benchfleet.cli.ui import print_run_comparison
 
         print_run_comparison({**doc, "pricing_models": models})
     if args.report:
@@ -625,7 +627,8 @@ def _history(args: argparse.Namespace) -> int:
         if args.remote:
             import boto3
 
-            from benchfleet import rawsync, remote
+            from benchfleet import rawsync
+            from benchfleet.cli import remote
 
             # When the run started in the cloud (the API's), not when it was loaded here: the order.
             loaded = rawsync.load_history(boto3.client("s3"), _results_bucket(),
@@ -693,9 +696,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    from benchfleet.cli.ui import print_comparison
     from benchfleet.importer import ImportRefused, import_logs
     from benchfleet.local.store import open_store
-    from benchfleet.ui import print_comparison
 
     with open_store(home()) as store:
         try:
@@ -710,7 +713,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     """What would fail, before anything is spent: here, or (--remote) the deployed stack and its account."""
-    from benchfleet import doctor, remote
+    from benchfleet.cli import doctor, remote
 
     checks = doctor.local_checks(home())
     if args.spec and not args.remote:
@@ -729,7 +732,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps([c.as_dict() for c in checks], indent=2))
     else:
-        from benchfleet.ui import print_checks
+        from benchfleet.cli.ui import print_checks
 
         print_checks(checks)
     return EXIT_FAILED if doctor.failed(checks) else EXIT_OK
@@ -740,7 +743,7 @@ def _local_spec_check(path: str) -> Any:
     naming the file and field, as everywhere), then what only this machine can tell about its local
     targets (``preflight``: server options the server refuses, an existing server that does not answer),
     a failed check. Without this the SPEC was read only with --remote and silently ignored here."""
-    from benchfleet.doctor import Check
+    from benchfleet.cli.doctor import Check
     from benchfleet.local.preflight import preflight
 
     loaded, _ = _load(path)
@@ -882,7 +885,7 @@ def _pricing_arg(p: argparse.ArgumentParser) -> None:
 
 
 def _models(args: argparse.Namespace) -> tuple[str, ...]:
-    from benchfleet.ui_cost import models_from
+    from benchfleet.cli.ui_cost import models_from
 
     try:
         return models_from(getattr(args, "pricing", None))

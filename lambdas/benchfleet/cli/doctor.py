@@ -225,7 +225,7 @@ def _store(client: ClientFactory, d: Deployment) -> Check:
 
 
 def _api(d: Deployment, api_url: str | None, credentials: Any) -> Check:
-    from benchfleet import remote
+    from benchfleet.cli import remote
 
     try:
         url = remote.resolve_api_url(api_url or d.outputs.get("ApiUrl"))

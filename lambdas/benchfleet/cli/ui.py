@@ -28,7 +28,7 @@ from benchfleet.workload.records import AgentOutput, Sample, StepSummary, sample
 
 class _Console(Console):
     """rich's Console, except when the reader of stdout goes away (``benchfleet runs | head -1``): rich
-    would exit 1 itself; the CLI ends every command the same way then (benchfleet.cli.main)."""
+    would exit 1 itself; the CLI ends every command the same way then (benchfleet.cli.main.main)."""
 
     def on_broken_pipe(self) -> None:
         self.quiet = True  # nothing more to draw
@@ -211,7 +211,7 @@ def print_plan(summary: dict[str, Any]) -> None:
                       "unpriced" if no_price else _fmt(t["price_per_hour"], 3),
                       "unpriced" if no_price else f"${_fmt(t['estimated_cost_usd'], 2)}")
     console.print(table)
-    from benchfleet import ui_cost
+    from benchfleet.cli import ui_cost
 
     ui_cost.print_plan_breakdown(console, summary)
     _print_order(summary)
@@ -551,7 +551,7 @@ def print_comparison(run_id: str, doc: dict[str, Any], percentiles: bool = False
     busy = machine_note((stats.get("run") or {}).get("machine"))
     if busy:
         console.print(Text(f"caveat: {busy}", style="yellow"))
-    from benchfleet import ui_cost
+    from benchfleet.cli import ui_cost
     from benchfleet.cost import pricing
 
     models = tuple(doc.get("pricing_models") or pricing.HEADLINE_MODELS)
@@ -640,7 +640,7 @@ def print_run_comparison(doc: dict[str, Any]) -> None:
         console.print(multiplicity_text(doc))
     if doc["unmatched"]:
         console.print(f"[yellow]not in both runs: {', '.join(doc['unmatched'])}")
-    from benchfleet import ui_cost
+    from benchfleet.cli import ui_cost
     from benchfleet.cost import pricing
 
     ui_cost.print_cost_comparison(console, doc, tuple(doc.get("pricing_models") or pricing.HEADLINE_MODELS))

@@ -1,0 +1,1 @@
+"""benchfleet.cli.main (docstring to be written)."""
