@@ -20,7 +20,7 @@ import pytest
 from synthetic import DEMO_TARGETS, TARGETS, fill_cluster_run, fill_demo_pair, fill_store
 from tests.sysbench_logs import run_log
 
-from benchfleet.importer import import_logs
+from benchfleet.local.importer import import_logs
 from benchfleet.local.store import DuckDBStore
 from benchfleet.report import write_report
 from benchfleet.report.charts import _PALETTE

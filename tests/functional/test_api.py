@@ -11,7 +11,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from benchfleet import api_service
+from benchfleet.aws import api_service
 from benchfleet.aws.fleet.sweep import RegionClients, teardown_run
 from benchfleet.plan.naming import tag_list, tags
 

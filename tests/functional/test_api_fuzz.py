@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
 
-from benchfleet import api_service
+from benchfleet.aws import api_service
 
 REGION = "us-east-1"
 BUCKET = "bf-fuzz"

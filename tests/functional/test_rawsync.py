@@ -10,8 +10,8 @@ import pytest
 from moto import mock_aws
 from tests.conftest import FIXTURES
 
-from benchfleet import rawsync
 from benchfleet.cli.main import main
+from benchfleet.local import rawsync
 from benchfleet.local.store import DuckDBStore
 from benchfleet.plan.naming import raw_key
 

@@ -204,7 +204,7 @@ def test_a_volume_attached_to_a_terminating_instance_goes_with_it() -> None:
 
 
 def test_the_api_answers_with_the_plans_storage_warnings(aws: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from benchfleet import api_service
+    from benchfleet.aws import api_service
 
     sfn = boto3.client("stepfunctions", region_name=REGION)
     role = boto3.client("iam").create_role(RoleName="sfn", AssumeRolePolicyDocument="{}")["Role"]["Arn"]

@@ -206,8 +206,8 @@ def canary(e2e: Any) -> Any:
 def test_the_canary_runs_on_a_booted_host_and_leaves_nothing(canary: Any, bf_home: Path) -> None:
     from benchfleet.aws.fleet.leftovers import left_behind
     from benchfleet.cli.main import _results
+    from benchfleet.local.rawsync import sync_run
     from benchfleet.local.store import open_store
-    from benchfleet.rawsync import sync_run
 
     h, result, loaded, before = canary
     assert result["status"] == "SUCCEEDED", h.explain(result)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How fine a difference can a verdict resolve, and how often does it cry wolf? (Benchmark, not a test:
 prints ``name=value`` figures.) Everything is judged by benchfleet's own code (benchfleet.stats.verdict,
-benchfleet.history), on noise measured here rather than assumed.
+benchfleet.stats.history), on noise measured here rather than assumed.
 
 1. **A local A/A run of at least 8 repetitions** (``--repetitions``, default 8): the spec
    workloads/comparisons/aa-resolution.yaml (two identical variants on one pinned server, interleaved in 2
@@ -26,7 +26,7 @@ benchfleet.history), on noise measured here rather than assumed.
    repetitions 1.8% median, 3.8% p90; each simulated history draws its CV from a lognormal through those
    two) **plus the between-run noise** measured here (``sd_run`` of the home's A/A runs, which needs two
    of them; else 0, said in ``history_run_sd_pct=``; ``--run-sd-pct`` sets it): 20 runs of 3
-   repetitions, judged by the product's own ``benchfleet.history.history`` (threshold 10%) as a
+   repetitions, judged by the product's own ``benchfleet.stats.history.history`` (threshold 10%) as a
    scheduled history grows, after each run, as ``results --history`` would be run. The signal counted
    is the user-facing one, its exit code: exit 1 (``latest_regressions``: the newest run lies after a
    change flagged ``regression`` or ``possible regression`` by the newest-runs test of
@@ -97,7 +97,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, os.environ.get("BENCHFLEET_LAMBDAS") or str(REPO / "lambdas"))
 
-from benchfleet.history import Point, history  # noqa: E402
+from benchfleet.stats.history import Point, history  # noqa: E402
 from benchfleet.stats.verdict import compare_units, relative_difference  # noqa: E402
 
 # The published study (Percona, 2021, 3 repetitions on separate EC2 hosts): CV between repetitions.

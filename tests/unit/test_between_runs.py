@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from benchfleet.cli.main import main
-from benchfleet.history import history, point_from_row, render_text
 from benchfleet.local import calibration
 from benchfleet.local.store import DuckDBStore, open_store
+from benchfleet.stats.history import history, point_from_row, render_text
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "browser"))
@@ -280,7 +280,7 @@ def test_a_longer_thread_sweep_is_no_break_of_the_thread_counts_both_measured(
 def test_compare_reads_the_noise_of_the_newest_runs_up_to_the_later_one(
         bf_home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """Runs after the compared one are not read, and at most NOISE_RUNS before it."""
-    from benchfleet import history as hist
+    from benchfleet.stats import history as hist
 
     runs = _runs(bf_home, [2400.0, 2300.0, 2450.0, 2350.0, 2260.0, 2400.0])
     _, doc = _json(capsys, "compare", runs[3], runs[4])

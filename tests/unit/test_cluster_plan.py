@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from benchfleet import api_service
+from benchfleet.aws import api_service
 from benchfleet.aws.errors import PlanRejected
 from benchfleet.aws.planning import runplan
 from benchfleet.aws.regions import TargetRegions

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from benchfleet import api_service
-from benchfleet.api_service import ApiError
+from benchfleet.aws import api_service
+from benchfleet.aws.api_service import ApiError
 from benchfleet.aws.errors import PlanRejected
 from benchfleet.aws.planning import runplan
 from benchfleet.aws.regions import TargetRegions

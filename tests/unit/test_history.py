@@ -7,8 +7,8 @@ from dataclasses import asdict
 
 import pytest
 
-from benchfleet.history import Point, history, point_from_row, points_from_comparison, render_text, trend
 from benchfleet.stats import mean_ci, relative_difference
+from benchfleet.stats.history import Point, history, point_from_row, points_from_comparison, render_text, trend
 from benchfleet.stats.verdict import change_of
 
 

@@ -1,6 +1,6 @@
 """A history's newest runs against the stable runs before them (issue 37, items 4 and 7): a true 10 %
 drop fails `results --history` the run it happens and the run after, and a history where nothing
-changed stays quiet however often it is looked at (benchfleet.stats.newest, benchfleet.history)."""
+changed stays quiet however often it is looked at (benchfleet.stats.newest, benchfleet.stats.history)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import random
 import pytest
 from scipy import stats
 
-from benchfleet.changepoints import find
-from benchfleet.history import FLAGGED, Point, history, point_from_row, render_text
+from benchfleet.stats.changepoints import find
+from benchfleet.stats.history import FLAGGED, Point, history, point_from_row, render_text
 from benchfleet.stats.newest import LOOKS, TESTS_PER_LOOK, look_confidence, newest_against
 
 

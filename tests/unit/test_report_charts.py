@@ -22,7 +22,7 @@ from plotly.offline import get_plotlyjs_version
 from tests.sysbench_logs import run_log
 
 from benchfleet import stats
-from benchfleet.importer import import_logs
+from benchfleet.local.importer import import_logs
 from benchfleet.local.store import DuckDBStore
 from benchfleet.report import charts, html
 from benchfleet.report.data import timeline

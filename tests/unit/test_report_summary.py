@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from benchfleet import summary
 from benchfleet.cli.main import main
 from benchfleet.local.store import DuckDBStore
+from benchfleet.report import summary
 from benchfleet.stats.verdict import paired_difference, relative_difference
 
 REPO = Path(__file__).resolve().parents[2]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from tests.conftest import REPO
 
-from benchfleet.api_service import ApiError, parse_json_body, validate_submission
+from benchfleet.aws.api_service import ApiError, parse_json_body, validate_submission
 from benchfleet.spec.model import SpecError, load_spec, parse_spec
 from benchfleet.workload import sysbench
 

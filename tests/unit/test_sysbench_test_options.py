@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from benchfleet import api_service
-from benchfleet.api_service import ApiError
+from benchfleet.aws import api_service
+from benchfleet.aws.api_service import ApiError
 from benchfleet.spec.model import SpecError, inline_loaded, parse_spec
 from benchfleet.workload.sysbench import BUILTIN_TESTS, OPTION_VALUES, SCRIPT_OPTIONS, TEST_OPTIONS
 

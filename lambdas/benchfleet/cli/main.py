@@ -388,8 +388,8 @@ def _sync_remote(run_id: str, api_url: str | None, store: Any) -> str:
     already); results and report then work as for a local run."""
     import boto3
 
-    from benchfleet import rawsync
     from benchfleet.cli import remote
+    from benchfleet.local import rawsync
 
     return rawsync.load_run(boto3.client("s3"), _results_bucket(), run_id,
                             lambda run: remote.get_run(run, api_url), store, home())
@@ -399,8 +399,8 @@ def _results_bucket() -> str:
     """The deployment's results bucket: $BENCHFLEET_BUCKET, else the stack's output."""
     import boto3
 
-    from benchfleet import rawsync
     from benchfleet.cli import remote
+    from benchfleet.local import rawsync
 
     stack = os.environ.get("BENCHFLEET_STACK") or remote.DEFAULT_STACK
     return os.environ.get("BENCHFLEET_BUCKET") or rawsync.bucket_from_stack(boto3.client("cloudformation"), stack)
@@ -561,9 +561,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from benchfleet.local.store import RunNotFound, open_store
 
     models = _models(args)
-    from benchfleet.history import noise_from_store
     from benchfleet.stats import run_comparison
     from benchfleet.stats.compare import compare_runs
+    from benchfleet.stats.history import noise_from_store
 
     with open_store(home(), write=False) as store:  # reads only: a read-only home is fine
         try:
@@ -617,8 +617,8 @@ def _history(args: argparse.Namespace) -> int:
     summary.json holds per-step outcomes, not the comparison. A run still running or without raw
     output is skipped, one line each on stderr. Either way every run's points are its
     ``run_comparison`` from the local store: one definition of a run's figures for both."""
-    from benchfleet import history as hist
     from benchfleet.local.store import open_store
+    from benchfleet.stats import history as hist
     from benchfleet.stats import run_comparison
 
     points, trials = [], 0
@@ -627,8 +627,8 @@ def _history(args: argparse.Namespace) -> int:
         if args.remote:
             import boto3
 
-            from benchfleet import rawsync
             from benchfleet.cli import remote
+            from benchfleet.local import rawsync
 
             # When the run started in the cloud (the API's), not when it was loaded here: the order.
             loaded = rawsync.load_history(boto3.client("s3"), _results_bucket(),
@@ -697,7 +697,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_import(args: argparse.Namespace) -> int:
     from benchfleet.cli.ui import print_comparison
-    from benchfleet.importer import ImportRefused, import_logs
+    from benchfleet.local.importer import ImportRefused, import_logs
     from benchfleet.local.store import open_store
 
     with open_store(home()) as store:

@@ -17,8 +17,8 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 from rich.table import Table
 from rich.text import Text
 
-from benchfleet import summary
 from benchfleet.plan.model import Plan, PlanStep, TargetPlan
+from benchfleet.report import summary
 from benchfleet.stats.caveats import words as caveat_words
 from benchfleet.stats.figures import percentile_of
 from benchfleet.stats.run import step_tps
@@ -562,7 +562,7 @@ def print_comparison(run_id: str, doc: dict[str, Any], percentiles: bool = False
 
 
 def print_answer(sentences: list[str]) -> None:
-    """The table's answer in plain sentences (benchfleet.summary, as the report's summary says them)."""
+    """The table's answer in plain sentences (benchfleet.report.summary, as the report's summary says them)."""
     for sentence in sentences:
         console.print(f"- {sentence}", markup=False, highlight=False)
 

@@ -128,7 +128,7 @@ ALTER TABLE step_summaries ADD COLUMN IF NOT EXISTS tx_per_s JSON;
 
 # Local bookkeeping, not part of the data model (the Athena store has no such tables): which
 # process on which host is writing a run, so a run whose process is gone can be told from a live one;
-# and which runs are copies of cloud runs loaded from their raw output (benchfleet.rawsync): from where,
+# and which runs are copies of cloud runs loaded from their raw output (benchfleet.local.rawsync): from where,
 # as of which status of the execution, how many raw files. A copy of a run that had ended is final (its
 # raw output never changes again): it is not downloaded again. A copy of a running run is partial.
 # calibrations: the variance components `benchfleet calibrate` measured for a spec on this machine

@@ -19,9 +19,9 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from benchfleet import stats, summary
+from benchfleet import stats
 from benchfleet.local.store import DuckDBStore
-from benchfleet.report import charts
+from benchfleet.report import charts, summary
 from benchfleet.report.data import (
     blocks,
     fingerprint_values,
@@ -362,7 +362,7 @@ def _subtitle(comparison: dict[str, Any]) -> str:
 def summary_section(title: str, subtitle: str, banner: str | None, sentences: list[str], caveats: list[str]) -> str:
     """The first thing a report shows (``<section id="summary">``): its title, what a reader must know before
     any figure (a run that did not finish, a smoke run), the answer in one sentence per comparison
-    (benchfleet.summary, as the terminal prints them) and the caveats that apply."""
+    (benchfleet.report.summary, as the terminal prints them) and the caveats that apply."""
     found = "".join(f"<li>{escape(s)}</li>" for s in sentences) or (
         "<li class='muted'>Nothing is compared: one series only, or no verdict could be reached.</li>")
     notes = (f"<p class='note'>Caveats:</p><ul class='caveats'>{''.join(f'<li>{escape(c)}</li>' for c in caveats)}</ul>"

@@ -16,14 +16,14 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from benchfleet import stats, summary
-from benchfleet.history import noise_from_store
+from benchfleet import stats
 from benchfleet.local.store import DuckDBStore
-from benchfleet.report import charts, html
+from benchfleet.report import charts, html, summary
 from benchfleet.report.data import blocks, label_series, status_timeline, timeline
 from benchfleet.stats.caveats import words as caveat_words
 from benchfleet.stats.compare import compare_runs, compared_label
 from benchfleet.stats.figures import percentile_of
+from benchfleet.stats.history import noise_from_store
 
 
 class NothingInCommon(ValueError):

@@ -1,10 +1,10 @@
 """The newest runs of a history against the stable runs before them: the test that lets ``results
 --history`` see a drop one or two runs after it happened.
 
-E-Divisive (:mod:`benchfleet.changepoints`) finds a level shift from the runs on both sides of it; its
+E-Divisive (:mod:`benchfleet.stats.changepoints`) finds a level shift from the runs on both sides of it; its
 permutation test cannot find a change in a lone last run (p >= ~2/11 after 10 runs), so a scheduled
 history learnt of a true 10 % drop two runs after it in 0.39 of simulated histories. Here the newest
-``m`` runs (1, 2, or those since E-Divisive's last change: benchfleet.history) are judged against the
+``m`` runs (1, 2, or those since E-Divisive's last change: benchfleet.stats.history) are judged against the
 **reference**: the runs before them since the last change E-Divisive finds among those runs. The
 reference's own scatter is the measured between-run noise (run means differ by their repetitions' spread
 and by whatever moves a whole run): under a stable level the mean of ``m`` new runs minus the
@@ -36,7 +36,7 @@ FAMILY_ALPHA = 0.05
 # horizon the product's false-alarm rate is measured over (tests/perf/resolution.py: 20-run histories).
 LOOKS = 20
 # The newest runs tested: a drop is seen the run it happens and, with twice the runs, the run after; the
-# runs since the last change E-Divisive finds are a third test of each look (benchfleet.history).
+# runs since the last change E-Divisive finds are a third test of each look (benchfleet.stats.history).
 TAIL_RUNS = (1, 2)
 TESTS_PER_LOOK = len(TAIL_RUNS) + 1
 # Reference runs needed before a test: the run-to-run noise counts as measured from as many (runnoise).

@@ -33,7 +33,7 @@ a new segment, said so with both values (``verdict: break``), never judged again
 point_select -> read_only history was "REGRESSION -95.1%"; a p95 -> p99 import "latency +59.8%").
 
 **Change points** (``change_points``) are found in each segment's run means by E-Divisive
-(:mod:`benchfleet.changepoints`), each reported with the first run after it, its size and its interval
+(:mod:`benchfleet.stats.changepoints`), each reported with the first run after it, its size and its interval
 (Welch over the runs' means on either side, up to the neighbouring change points: the run-to-run
 spread is in it). E-Divisive needs runs on both sides of a change (a drop was found in 0.005 of
 simulated histories one run after it), so the newest runs of each series' newest segment are also
@@ -332,7 +332,7 @@ def noise_for(points: Iterable[Point], run_id: str) -> dict[SeriesKey, RunNoise]
 
 def _noise(segment: Sequence[Point]) -> RunNoise:
     """The run-to-run noise of one segment of a series, the differences across its change points left out."""
-    from benchfleet.changepoints import find
+    from benchfleet.stats.changepoints import find
 
     figures = [p for p in segment if _values(p)]
     return estimate([_values(p) for p in figures], cuts=find([statistics.fmean(_values(p)) for p in figures]))
@@ -421,7 +421,7 @@ def _newest(seg: Sequence[Point], confidence: float, threshold_pct: float) -> tu
     run the change starts at and its verdict, when one of the tails differs at ``confidence``: the newest
     1 and 2 runs (a change too recent for E-Divisive) and the runs since the last change E-Divisive finds
     (a change it sees, judged by the same test while the newest run lies after it)."""
-    from benchfleet.changepoints import find
+    from benchfleet.stats.changepoints import find
 
     means = [p.tps_mean for p in seg if p.tps_mean is not None]
     cuts = find(means)
@@ -457,7 +457,7 @@ def change_points(points: Iterable[Point], threshold_pct: float = DEFAULT_THRESH
     ``drop``...), ``flagged`` (a regression or possible regression), ``runs_before``/``runs_after``,
     ``last_run_after``, ``drop_beyond_threshold`` (the point estimate beyond -threshold and the
     interval below 0)."""
-    from benchfleet.changepoints import find
+    from benchfleet.stats.changepoints import find
 
     series: dict[SeriesKey, list[Point]] = {}
     for p in points:
