@@ -26,15 +26,21 @@ import {
 import { ownershipEnvironment } from './ownership';
 import { FleetResources, grantRdsManagedSecretsRead } from './permissions';
 
-/** Domain modules the agent imports, shipped next to workloads/ at the same relative paths. */
+/**
+ * Domain modules the agent imports, shipped next to workloads/ at the same relative paths: the
+ * standard-library-only modules of benchfleet.workload and benchfleet.cluster, with the __init__.py
+ * of each package on the way (docstrings only, so importing them runs nothing else).
+ */
 export const AGENT_LAMBDA_MODULES = [
   '__init__.py',
-  'sysbench.py',
-  'gotpc.py',
-  'mysqlcnf.py',
-  'galera.py',
-  'proxyconf.py',
-  'serverstatus.py',
+  'workload/__init__.py',
+  'workload/sysbench.py',
+  'workload/gotpc.py',
+  'workload/mysqlcnf.py',
+  'workload/serverstatus.py',
+  'cluster/__init__.py',
+  'cluster/galera.py',
+  'cluster/proxyconf.py',
 ];
 /** Where the bundle is unpacked on a target; the agent runs from here. */
 export const AGENT_HOME = '/opt/benchfleet';
@@ -72,8 +78,12 @@ class AgentBundle {
     fs.mkdirSync(target, { recursive: true });
     for (const module of AGENT_LAMBDA_MODULES) {
       const src = path.join(REPO_ROOT, 'lambdas', 'benchfleet', module);
-      if (fs.existsSync(src)) fs.copyFileSync(src, path.join(target, module));
-      else this.missing.push(`lambdas/benchfleet/${module}`);
+      if (!fs.existsSync(src)) {
+        this.missing.push(`lambdas/benchfleet/${module}`);
+        continue;
+      }
+      fs.mkdirSync(path.dirname(path.join(target, module)), { recursive: true });
+      fs.copyFileSync(src, path.join(target, module));
     }
   }
 }

@@ -35,7 +35,7 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path: Path, args: 
     fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, 4096)  # the smallest pipe: the CSV is 20 times more
     env = {**os.environ, "BENCHFLEET_HOME": str(tmp_path)}
     env.pop("BENCHFLEET_DEBUG", None)
-    with subprocess.Popen([sys.executable, "-m", "benchfleet.cli.main", "results", RUN, *args],
+    with subprocess.Popen([sys.executable, "-m", "benchfleet.cli", "results", RUN, *args],
                           stdout=write_end, stderr=subprocess.PIPE, env=env) as cli:
         os.close(write_end)
         with os.fdopen(read_end) as reader:  # `head -5`

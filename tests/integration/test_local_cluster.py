@@ -70,7 +70,7 @@ def env(home: Path, tmp: Path) -> dict[str, str]:
 
 
 def cli(home: Path, tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "benchfleet.cli.main", *args], env=env(home, tmp),
+    return subprocess.run([sys.executable, "-m", "benchfleet.cli", *args], env=env(home, tmp),
                           capture_output=True, text=True, timeout=300, check=False)
 
 
@@ -195,7 +195,7 @@ def test_a_node_that_never_joins_fails_the_target_naming_it(tmp_path: Path, monk
 
 def test_one_node_stopped_mid_step_fails_the_step_with_the_reason(tmp_path: Path, tmpdir_of_run: Path) -> None:
     home = tmp_path / "home"
-    proc = subprocess.Popen([sys.executable, "-m", "benchfleet.cli.main", "run",
+    proc = subprocess.Popen([sys.executable, "-m", "benchfleet.cli", "run",
                              str(write_spec(tmp_path, "node-stopped", [2], duration=20))], env=env(home, tmpdir_of_run),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     deadline = time.monotonic() + 180
@@ -245,7 +245,7 @@ def test_an_abort_during_state_transfer_leaves_nothing(tmp_path: Path, tmpdir_of
     # SIGINT at its default, as in a terminal (test_local_run does the same): a shell's `&` job (no job
     # control) inherits it ignored, and Python then never turns it into KeyboardInterrupt, so the run
     # went on and succeeded when the suite was started in the background.
-    proc = subprocess.Popen([sys.executable, "-m", "benchfleet.cli.main", "run", str(spec)], env=env(home, tmpdir_of_run),
+    proc = subprocess.Popen([sys.executable, "-m", "benchfleet.cli", "run", str(spec)], env=env(home, tmpdir_of_run),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120

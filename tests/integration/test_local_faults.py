@@ -37,7 +37,7 @@ def write_spec(tmp_path: Path, duration: int = 10, tables: int = 1, table_size: 
 
 def start_run(home: Path, spec: Path) -> subprocess.Popen[str]:
     env = dict(os.environ, BENCHFLEET_HOME=str(home), PYTHONPATH=str(REPO / "lambdas"))
-    return subprocess.Popen([sys.executable, "-m", "benchfleet.cli.main", "run", str(spec)], env=env,
+    return subprocess.Popen([sys.executable, "-m", "benchfleet.cli", "run", str(spec)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
 
 
@@ -65,7 +65,7 @@ def samples_in(home: Path, step: str) -> int:
 
 def cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, BENCHFLEET_HOME=str(home), PYTHONPATH=str(REPO / "lambdas"))
-    return subprocess.run([sys.executable, "-m", "benchfleet.cli.main", *args], env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "benchfleet.cli", *args], env=env, capture_output=True,
                           text=True, timeout=120, check=False)
 
 

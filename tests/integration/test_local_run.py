@@ -82,7 +82,7 @@ def test_killing_a_run_midway_cleans_up(bf_home: Path, tmp_path: Path, how: str)
     env = dict(os.environ, BENCHFLEET_HOME=str(bf_home), PYTHONPATH=str(REPO / "lambdas"))
     # SIGINT at its default, as in a terminal: a shell's `&` job (no job control) inherits it ignored,
     # and the CLI, like any Unix program, then keeps ignoring Ctrl-C.
-    proc = subprocess.Popen([sys.executable, "-m", "benchfleet.cli.main", "run", str(spec)], env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "benchfleet.cli", "run", str(spec)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     raw = bf_home / "raw"

@@ -196,7 +196,7 @@ def test_history_remote_skips_runs_it_cannot_judge_and_loads_a_run_once(
         assert stored.cloud_copy("nightly-4")["cloud_status"] == "RUNNING"
         stored.close()
     # The next command is another process (the one that loaded it has ended): still running there.
-    listed = subprocess.run([sys.executable, "-m", "benchfleet.cli.main", "runs", "--format", "json"],
+    listed = subprocess.run([sys.executable, "-m", "benchfleet.cli", "runs", "--format", "json"],
                             capture_output=True, text=True, check=True, timeout=120).stdout
     assert {r["run_id"]: r["status"] for r in json.loads(listed)}["nightly-4"] == "running"
 

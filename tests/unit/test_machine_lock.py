@@ -44,7 +44,7 @@ def test_a_second_run_refuses_with_no_wait_naming_the_holder(tmp_path: Path) -> 
     env = _env(tmp_path / "machine.lock", tmp_path / "home")
     holder = _holder(env, 60)
     try:
-        done = subprocess.run([sys.executable, "-m", "benchfleet.cli.main", "run", "--no-wait",
+        done = subprocess.run([sys.executable, "-m", "benchfleet.cli", "run", "--no-wait",
                                str(REPO / "workloads" / "comparisons" / "demo-durability.yaml")],
                               env=env, capture_output=True, text=True, timeout=120)
     finally:

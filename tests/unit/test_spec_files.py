@@ -99,7 +99,7 @@ def test_a_50_mb_yaml_is_refused_by_its_size_quickly(tmp_path: Path, capsys: pyt
 
 def _validate_in_a_process(path: str) -> subprocess.CompletedProcess[str]:
     # A separate process with a timeout: a spec reader that blocks must fail this test, not hang it.
-    return subprocess.run([sys.executable, "-m", "benchfleet.cli.main", "validate", path], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "benchfleet.cli", "validate", path], capture_output=True,
                           text=True, timeout=60, check=False)
 
 

@@ -26,7 +26,7 @@ RUN = OUTPUT.samples[0].run_id
 
 def cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, BENCHFLEET_HOME=str(home), PYTHONPATH=str(REPO / "lambdas"))
-    return subprocess.run([sys.executable, "-m", "benchfleet.cli.main", *args], env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "benchfleet.cli", *args], env=env, capture_output=True,
                           text=True, timeout=120, check=False)
 
 

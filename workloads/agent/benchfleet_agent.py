@@ -40,7 +40,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BUNDLE = os.path.dirname(HERE)  # workloads/
 # The parser is benchfleet's: in a checkout it is in lambdas/, in the agent bundle beside this file.
 for candidate in (HERE, os.path.join(os.path.dirname(BUNDLE), "lambdas")):
-    if os.path.exists(os.path.join(candidate, "benchfleet", "sysbench.py")):
+    if os.path.exists(os.path.join(candidate, "benchfleet", "workload", "sysbench.py")):
         sys.path.insert(0, candidate)
         break
 if HERE not in sys.path:
