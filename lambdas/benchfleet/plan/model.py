@@ -175,7 +175,7 @@ class PlanStep(BaseModel):
     """One agent invocation. With variants: ``variant`` is whose workload (and data set, in
     ``database``) the step runs; ``settings`` whose server settings it needs in effect (None: any,
     for loading and warming data sets), ``switch`` how to bring them in from each other variant's
-    (``benchfleet.spec.variants``); ``block`` the block of a measured step split by the spec's blocks."""
+    (``benchfleet.spec.switching``); ``block`` the block of a measured step split by the spec's blocks."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -792,7 +792,7 @@ def make_plan(loaded: LoadedSpec, price_lookup: PriceLookup | None = None, *, at
     for target in spec.targets:
         steps, sequence = workload_steps(loaded.workload, target), list[list[int]]()
         if loaded.variants:
-            from benchfleet.spec.variants import switches
+            from benchfleet.spec.switching import switches
 
             steps, sequence = variant_steps(loaded, switches(loaded, target), spec.repetitions, target)
         price = target.price_per_hour

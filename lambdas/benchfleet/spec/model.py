@@ -41,21 +41,21 @@ from benchfleet.workload.mysqlcnf import CnfError, engine_family, normalised, re
 from benchfleet.workload.sysbench import BUILTIN_TESTS, option_refusal, script_option_refusal
 
 SLUG = r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"
-_OPTION_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
+OPTION_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 # A workload's test is a sysbench built-in or a Lua file under workloads/lua/; never a path elsewhere.
-_TEST = re.compile(r"^(?:[a-z][a-z0-9_]{0,63}|lua/[a-z0-9][a-z0-9_-]{0,62}\.lua)$")
-_INSTANCE_TYPE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9]+$")
-_DB_CLASS = re.compile(r"^db\.[a-z0-9-]+\.[a-z0-9]+$")
+TEST_NAME = re.compile(r"^(?:[a-z][a-z0-9_]{0,63}|lua/[a-z0-9][a-z0-9_-]{0,62}\.lua)$")
+INSTANCE_TYPE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9]+$")
+DB_CLASS = re.compile(r"^db\.[a-z0-9-]+\.[a-z0-9]+$")
 # [0-9], never \d: pydantic-core's regex engine takes \d as any Unicode digit, and "us-east-\u0661"
 # or "mysql-\uff18.0" would start runs no AWS SDK or package manager can act on.
 REGION = re.compile(r"^[a-z]{2}(?:-gov)?-[a-z]+-[0-9]$")
-_ENGINE = re.compile(r"^(?:mysql|mariadb)(?:-[0-9]+(?:\.[0-9]+){0,2})?$")
-_HOST = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$")
-_SAFE_VALUE = re.compile(r"^[A-Za-z0-9_.,:/+%@-]{0,256}$")
-_SERVER_OPTION = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
-_DB_USER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@-]{0,79}$")
-_SCHEMA = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+ENGINE = re.compile(r"^(?:mysql|mariadb)(?:-[0-9]+(?:\.[0-9]+){0,2})?$")
+HOST = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$")
+SAFE_VALUE = re.compile(r"^[A-Za-z0-9_.,:/+%@-]{0,256}$")
+SERVER_OPTION = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+DB_USER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@-]{0,79}$")
+SCHEMA = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 MAX_STEP_SECONDS = 48 * 3600
 # Tests whose every sysbench event inserts exactly one row (workloads/lua/benchfleet_common.lua): the
@@ -149,7 +149,7 @@ class FieldProblem(ValueError):
         self.path = path
 
 
-class _Model(BaseModel):
+class StrictModel(BaseModel):
     # strict: `repetitions: true` or `threads: ["4"]` are mistakes to report, not values to coerce.
     model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True, strict=True)
 
@@ -174,10 +174,10 @@ def check_workload_options(options: dict[str, OptionValue], test: str | None = N
     test's script does not read it (``benchfleet.workload.sysbench.TEST_OPTIONS``: --range-size on oltp_insert
     would be taken and ignored)."""
     for name, value in options.items():
-        if not _OPTION_NAME.match(name):
+        if not OPTION_NAME.match(name):
             raise ValueError(f"option name {name!r} is not a sysbench option name ([a-z][a-z0-9_-]*)")
         # Named down to the option (workload.options.rate), as a value no JSON reader holds is.
-        if isinstance(value, str) and not _SAFE_VALUE.match(value):
+        if isinstance(value, str) and not SAFE_VALUE.match(value):
             raise FieldProblem(name, f"value {value!r} has characters sysbench options never need")
         refusal = option_refusal(name, value=value) or (script_option_refusal(test, name) if test else None)
         if refusal:
@@ -238,7 +238,7 @@ def _first(items: list[str], count: int) -> str:
 
 # Options that say where a server benchfleet starts keeps its files, listens, runs as or what it loads
 # and executes at start: benchfleet sets them (local/mariadb.py, the agent's install), a spec never does.
-_MANAGED_SERVER_OPTIONS = frozenset({
+MANAGED_SERVER_OPTIONS = frozenset({
     "datadir", "basedir", "socket", "port", "bind_address", "pid_file", "log_error", "tmpdir", "user",
     "networking", "grant_tables", "plugin_dir", "plugin_load", "plugin_load_add", "init_file",
     "secure_file_priv", "character_sets_dir", "lc_messages_dir", "defaults_file", "defaults_extra_file",
@@ -249,13 +249,13 @@ def check_server_options(options: dict[str, OptionValue]) -> dict[str, OptionVal
     """Server options layered over a cnf (a target's or a variant's ``server_options``): names and
     values a cnf line can carry, one spelling per option (returned with underscores)."""
     for name, value in options.items():
-        if not _SERVER_OPTION.match(name):
+        if not SERVER_OPTION.match(name):
             raise ValueError(f"{name!r} is not a server option name ([a-z][a-z0-9_-]*)")
-        if isinstance(value, float) or (isinstance(value, str) and not _SAFE_VALUE.match(value)):
+        if isinstance(value, float) or (isinstance(value, str) and not SAFE_VALUE.match(value)):
             raise ValueError(f"{name}: {value!r} is not a value a server option takes "
                              "(a number, a size like 64M, a word, true/false)")
         bare = re.sub(r"^(?:loose|maximum|enable|disable|skip)_", "", name.replace("-", "_"))
-        if bare in _MANAGED_SERVER_OPTIONS:
+        if bare in MANAGED_SERVER_OPTIONS:
             raise ValueError(f"{name}: set by benchfleet on the servers it starts (where the server keeps "
                              "its files, listens and runs as); it is not a setting under test")
         if isinstance(value, str) and ("/" in value or (value and value.strip(".") == "") or value.startswith("..")):
@@ -273,7 +273,7 @@ def check_server_options(options: dict[str, OptionValue]) -> dict[str, OptionVal
 SYSBENCH_ONLY_KEYS = ("tables", "table_size", "rand_type", "options")
 
 
-class Workload(_Model):
+class Workload(StrictModel):
     """A sysbench (or go-tpc TPC-C) workload: the data set, the warm-up and the thread sweep. Documented
     key by key in workloads/README.md."""
 
@@ -306,7 +306,7 @@ class Workload(_Model):
             if v != "tpcc":
                 raise ValueError(f"go-tpc runs test tpcc (TPC-C), not {v!r}")
             return v
-        if not _TEST.match(v):
+        if not TEST_NAME.match(v):
             raise ValueError("must be a sysbench built-in test name or lua/<name>.lua")
         if not v.startswith("lua/") and v not in BUILTIN_TESTS:
             close = difflib.get_close_matches(v, BUILTIN_TESTS, n=1)
@@ -357,15 +357,15 @@ class Workload(_Model):
 
 
 # One mount option: a word, or word=value (fstab syntax); the list is comma separated.
-_MOUNT_OPTION = re.compile(r"^[a-z][a-z0-9_.-]{0,47}(?:=[A-Za-z0-9_.:/+-]{1,64})?$")
+MOUNT_OPTION = re.compile(r"^[a-z][a-z0-9_.-]{0,47}(?:=[A-Za-z0-9_.:/+-]{1,64})?$")
 # Options that would not give the benchmark a writable data directory on the array, or would put it
 # somewhere else: refused, named, before anything is created. `nofail` is always added.
-_REFUSED_MOUNT_OPTIONS = ("ro", "remount", "bind", "rbind", "move", "loop", "noauto", "user", "users",
+REFUSED_MOUNT_OPTIONS = ("ro", "remount", "bind", "rbind", "move", "loop", "noauto", "user", "users",
                           "owner", "group", "x-systemd.automount")
 STORAGE_LAYOUT_KEYS = ("volumes", "raid", "filesystem", "mount_options")
 
 
-class Storage(_Model):
+class Storage(StrictModel):
     """The data volume(s) of a server benchfleet installs (ec2; the same model per node of a cluster)."""
 
     type: Literal["gp2", "gp3", "io1", "io2", "instance-store"] = Field(
@@ -388,11 +388,11 @@ class Storage(_Model):
     def _mount_options(cls, v: str) -> str:
         options = [o.strip() for o in v.split(",")]
         for option in options:
-            if not _MOUNT_OPTION.match(option):
+            if not MOUNT_OPTION.match(option):
                 raise ValueError(f"{option!r} is not a mount option (word or word=value, comma separated)")
-            if option.split("=", 1)[0] in _REFUSED_MOUNT_OPTIONS:
+            if option.split("=", 1)[0] in REFUSED_MOUNT_OPTIONS:
                 raise ValueError(f"{option}: the data directory must be mounted read-write on the array "
-                                 f"itself; {', '.join(_REFUSED_MOUNT_OPTIONS)} are refused")
+                                 f"itself; {', '.join(REFUSED_MOUNT_OPTIONS)} are refused")
         if len(set(options)) != len(options):
             raise ValueError("an option is given twice")
         return ",".join(options)
@@ -413,15 +413,15 @@ class Storage(_Model):
         return self.volumes // 2 if self.raid == 10 else self.volumes
 
 
-class Client(_Model):
-    instance_type: str = Field("c6i.xlarge", pattern=_INSTANCE_TYPE.pattern, max_length=32)
+class Client(StrictModel):
+    instance_type: str = Field("c6i.xlarge", pattern=INSTANCE_TYPE.pattern, max_length=32)
 
 
 ProxySoftware = Literal["proxysql", "haproxy", "none"]
 CLUSTER_NODES = (3, 5, 7, 9)
 
 
-def _cluster_nodes(v: int) -> int:
+def cluster_nodes(v: int) -> int:
     # An even number of nodes can split into two halves, neither of which keeps quorum.
     if v not in CLUSTER_NODES:
         raise ValueError(f"a cluster has an odd number of nodes, 3 to 9 (not {v}): an even cluster can split "
@@ -429,12 +429,12 @@ def _cluster_nodes(v: int) -> int:
     return v
 
 
-class Proxy(_Model):
+class Proxy(StrictModel):
     """The proxy in front of a cluster: ``proxy: proxysql`` (on the client host) or
     ``proxy: {software: proxysql, instance_type: c6i.xlarge}`` (a host of its own)."""
 
     software: ProxySoftware = Field("none", description="proxysql, haproxy or none")
-    instance_type: str | None = Field(None, pattern=_INSTANCE_TYPE.pattern, max_length=32,
+    instance_type: str | None = Field(None, pattern=INSTANCE_TYPE.pattern, max_length=32,
                                       description="A host of its own; unset: on the client host")
 
     @model_validator(mode="before")
@@ -449,16 +449,16 @@ class Proxy(_Model):
         return self
 
 
-class LocalCluster(_Model):
+class LocalCluster(StrictModel):
     """A Galera cluster of local MariaDB nodes (Debian's galera-4) with a proxy, on this machine."""
 
     nodes: int = Field(3, description="Nodes: odd, 3 to 9")
     proxy: ProxySoftware = Field("haproxy", description="haproxy (Debian's), proxysql (when on the PATH) or none")
 
-    _nodes = field_validator("nodes")(classmethod(lambda cls, v: _cluster_nodes(v)))
+    _nodes = field_validator("nodes")(classmethod(lambda cls, v: cluster_nodes(v)))
 
 
-class _TargetBase(_Model):
+class TargetBase(StrictModel):
     id: str = Field(pattern=SLUG, max_length=32, description="Unique target id, [a-z0-9-]")
     mysql_config: str = Field("default", pattern=SLUG, description="workloads/mysql/<name>.cnf")
     server_options: dict[str, OptionValue] = Field(
@@ -473,18 +473,18 @@ class _TargetBase(_Model):
         return check_server_options(v)
 
 
-class Ec2Target(_TargetBase):
+class Ec2Target(TargetBase):
     kind: Literal["ec2"]
-    instance_type: str = Field(pattern=_INSTANCE_TYPE.pattern, max_length=32)
-    engine: str = Field("mysql-8.0", pattern=_ENGINE.pattern)
+    instance_type: str = Field(pattern=INSTANCE_TYPE.pattern, max_length=32)
+    engine: str = Field("mysql-8.0", pattern=ENGINE.pattern)
     storage: Storage = Storage()
     region: str | None = Field(None, pattern=REGION.pattern)
 
 
-class RdsTarget(_TargetBase):
+class RdsTarget(TargetBase):
     kind: Literal["rds"]
-    instance_class: str = Field(pattern=_DB_CLASS.pattern, max_length=40)
-    engine: str = Field("mysql-8.0", pattern=_ENGINE.pattern)
+    instance_class: str = Field(pattern=DB_CLASS.pattern, max_length=40)
+    engine: str = Field("mysql-8.0", pattern=ENGINE.pattern)
     storage: Storage = Storage()
     region: str | None = Field(None, pattern=REGION.pattern)
     client: Client = Client()
@@ -501,15 +501,15 @@ class RdsTarget(_TargetBase):
         return self
 
 
-class AuroraTarget(_TargetBase):
+class AuroraTarget(TargetBase):
     kind: Literal["aurora"]
-    instance_class: str = Field(pattern=_DB_CLASS.pattern, max_length=40)
-    engine: str = Field("mysql-8.0", pattern=_ENGINE.pattern)
+    instance_class: str = Field(pattern=DB_CLASS.pattern, max_length=40)
+    engine: str = Field("mysql-8.0", pattern=ENGINE.pattern)
     region: str | None = Field(None, pattern=REGION.pattern)
     client: Client = Client()
 
 
-class LocalTarget(_TargetBase):
+class LocalTarget(TargetBase):
     kind: Literal["local"]
     engine: str = Field("mariadb", pattern=r"^mariadb(?:-[0-9]+(?:\.[0-9]+){0,2})?$")
     memory_mb: int = Field(1024, ge=64, le=1_048_576, description="Memory the server (each node) is sized for")
@@ -532,7 +532,7 @@ class LocalTarget(_TargetBase):
         return v
 
 
-class ClusterTarget(_TargetBase):
+class ClusterTarget(TargetBase):
     """A Galera cluster on EC2: ``nodes`` hosts of ``instance_type``, one per availability zone, writes
     to the first node, a proxy, and a client host (benchfleet.cluster.galera, benchfleet.cluster.proxyconf)."""
 
@@ -540,13 +540,13 @@ class ClusterTarget(_TargetBase):
     flavor: Literal["mariadb-galera", "pxc-8.0"] = Field(
         "mariadb-galera", description="mariadb-galera (the distribution's) or pxc-8.0 (Percona's repository)")
     nodes: int = Field(3, description="Nodes, one per availability zone: odd, 3 to 9")
-    instance_type: str = Field(pattern=_INSTANCE_TYPE.pattern, max_length=32, description="Each node's")
+    instance_type: str = Field(pattern=INSTANCE_TYPE.pattern, max_length=32, description="Each node's")
     storage: Storage = Field(Storage(), description="Each node's")
     region: str | None = Field(None, pattern=REGION.pattern)
     proxy: Proxy = Field(Proxy(), description="proxysql, haproxy or none (default), on the client host or its own")
     client: Client = Client()
 
-    _nodes = field_validator("nodes")(classmethod(lambda cls, v: _cluster_nodes(v)))
+    _nodes = field_validator("nodes")(classmethod(lambda cls, v: cluster_nodes(v)))
 
     @property
     def engine(self) -> str:
@@ -554,21 +554,21 @@ class ClusterTarget(_TargetBase):
         return "mysql-8.0" if self.flavor == "pxc-8.0" else "mariadb"
 
 
-class ExistingTarget(_TargetBase):
+class ExistingTarget(TargetBase):
     """A server the user already runs. One model for both backends: locally (``run --local``) the agent
     runs here and reads the password from ``password_env`` or ``password_file``; on AWS it runs on
     ``instance_id`` and reads ``password_secret_arn``. Which keys each backend needs is checked by
     that backend (``existing_problems`` here, the plan Lambda for AWS)."""
 
     kind: Literal["existing"]
-    host: str = Field(pattern=_HOST.pattern)
+    host: str = Field(pattern=HOST.pattern)
     port: int = Field(3306, ge=1, le=65535)
-    engine: str = Field("mysql-8.0", pattern=_ENGINE.pattern)
-    user: str = Field("sbtest", pattern=_DB_USER.pattern, description="Account benchfleet logs in as")
-    database: str = Field("benchfleet", pattern=_SCHEMA.pattern,
+    engine: str = Field("mysql-8.0", pattern=ENGINE.pattern)
+    user: str = Field("sbtest", pattern=DB_USER.pattern, description="Account benchfleet logs in as")
+    database: str = Field("benchfleet", pattern=SCHEMA.pattern,
                           description="The one schema benchfleet works in (created if missing)")
     keep_tables: bool = Field(False, description="Leave benchfleet's tables in the schema after the run")
-    password_env: str | None = Field(None, pattern=_ENV_NAME.pattern,
+    password_env: str | None = Field(None, pattern=ENV_NAME.pattern,
                                      description="Environment variable holding the password (locally)")
     password_file: str | None = Field(None, min_length=1, max_length=4096,
                                       description="File holding the password (locally); its first line")
@@ -614,7 +614,7 @@ Target = Annotated[Ec2Target | RdsTarget | AuroraTarget | ClusterTarget | LocalT
 TARGET_KINDS = ("ec2", "rds", "aurora", "cluster", "local", "existing")
 
 
-def _check_route(index: int, route: str, targets: list[Any]) -> None:
+def check_route(index: int, route: str, targets: list[Any]) -> None:
     """A route applies to every target of the spec, so every target must be a cluster, and the proxy
     route needs a proxy in front of each."""
     for j, target in enumerate(targets):
@@ -646,7 +646,7 @@ MAX_BLOCKS = 20
 Route = Literal["direct", "proxy"]
 
 
-class Variant(_Model):
+class Variant(StrictModel):
     """One side of what a spec compares on the same target: every repetition host measures every
     variant, interleaved. Each key overrides the target's (``server_options`` are layered over the
     target's) or the spec's workload; what a variant does not name is the target's."""
@@ -679,7 +679,7 @@ class Variant(_Model):
         return self.mysql_config is not None or bool(self.server_options)
 
 
-def _unique_ids(field: str, what: str, ids: list[str]) -> dict[str, int]:
+def unique_ids(field: str, what: str, ids: list[str]) -> dict[str, int]:
     """id -> its index; FieldProblem naming the second use of an id."""
     seen: dict[str, int] = {}
     for i, item in enumerate(ids):
@@ -690,7 +690,7 @@ def _unique_ids(field: str, what: str, ids: list[str]) -> dict[str, int]:
     return seen
 
 
-class ComparisonSpec(_Model):
+class ComparisonSpec(StrictModel):
     """targets x workload x repetitions (x variants). Documented key by key in workloads/README.md."""
 
     name: str = Field(pattern=SLUG, description="Comparison name, [a-z0-9-]; runs are grouped by it")
@@ -734,8 +734,8 @@ class ComparisonSpec(_Model):
 
     @model_validator(mode="after")
     def _cross_fields(self) -> ComparisonSpec:
-        seen = _unique_ids("targets", "target", [t.id for t in self.targets])
-        variants = _unique_ids("variants", "variant", [v.id for v in self.variants])
+        seen = unique_ids("targets", "target", [t.id for t in self.targets])
+        variants = unique_ids("variants", "variant", [v.id for v in self.variants])
         self._one_target_per_agent_host()
         self._check_variants()
         if self.baseline is not None:
@@ -776,7 +776,7 @@ class ComparisonSpec(_Model):
                                          "interleaved")
         for i, variant in enumerate(self.variants):
             if variant.route is not None:
-                _check_route(i, variant.route, self.targets)
+                check_route(i, variant.route, self.targets)
             if not variant.changes_server:
                 continue
             for j, target in enumerate(self.targets):
@@ -897,7 +897,7 @@ def read_text(path: Path, limit: int = MAX_FILE_BYTES) -> str:
                                      "save it as UTF-8")]) from None
 
 
-def _yaml_loader() -> type:
+def yaml_loader() -> type:
     """SafeLoader whose integers are bounded like JSON's (``bounded_int``)."""
     import yaml
 
@@ -956,7 +956,7 @@ def read_document(path: Path) -> Any:
         if path.suffix == ".json":
             data = json.loads(text, parse_int=bounded_int, object_pairs_hook=unique_keys)
         else:
-            data = yaml.load(text, Loader=_yaml_loader())  # noqa: S506 - a SafeLoader subclass
+            data = yaml.load(text, Loader=yaml_loader())  # noqa: S506 - a SafeLoader subclass
     except DuplicateKey as e:
         raise SpecError(str(path), [("", str(e))]) from None
     except RecursionError:
@@ -1086,7 +1086,7 @@ def cnf_source(target: Any, variant: ResolvedVariant | None, root: Path | None =
 
 def server_settings(target: Any, variant: ResolvedVariant | None, root: Path | None = None) -> dict[str, str]:
     """option -> value a server of ``target`` runs with for ``variant`` (memory shares kept as NN%):
-    what variants compare and switch between (benchfleet.spec.variants), and what a cluster's variants may
+    what variants compare and switch between (benchfleet.spec.switching), and what a cluster's variants may
     not change (``cluster_settings_problems``). CnfError / SpecError when its cnf does not render."""
     config, source = cnf_source(target, variant, root)
     return dict(render(source, family_of(target), None, f"{config}.cnf").options)

@@ -3,7 +3,7 @@ by Plan and the API before anything is created: the target's mysql_config with i
 (the first variant's settings in a spec with variants: the server starts with them, as on ec2),
 rendered as the engine reads them and written as RDS parameters. A setting RDS or Aurora does not let
 a parameter group set refuses the spec, naming the field it came from; so does a setting that differs
-between variants and cannot change while the server runs (``benchfleet.spec.variants.switch_problems``).
+between variants and cannot change while the server runs (``benchfleet.spec.switching.switch_problems``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchfleet.spec.model import LoadedSpec, server_settings
-from benchfleet.spec.variants import PARAMETER_GROUP_KINDS, setting_field
+from benchfleet.spec.switching import PARAMETER_GROUP_KINDS, setting_field
 from benchfleet.workload import serverparams
 
 FieldProblem = tuple[str, str]

@@ -43,7 +43,7 @@ from benchfleet.cost import catalogue
 from benchfleet.cost import ceiling as cost_ceiling
 from benchfleet.plan import naming, waves
 from benchfleet.plan.model import Plan, PriceLookup, TargetPlan, cluster_setup_hosts, make_plan, spacing_problem
-from benchfleet.spec import variants
+from benchfleet.spec import switching
 from benchfleet.spec.model import (
     SLUG,
     AuroraTarget,
@@ -226,7 +226,7 @@ def _parameter_problems(loaded: LoadedSpec) -> list[tuple[str, str]]:
     problems: list[tuple[str, str]] = []
     for i, target in enumerate(loaded.spec.targets):
         problems += dbparams.target_parameters(loaded, i)[1]
-        problems += variants.switch_problems(loaded, target, i)
+        problems += switching.switch_problems(loaded, target, i)
     return problems
 
 

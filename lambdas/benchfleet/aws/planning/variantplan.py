@@ -20,7 +20,7 @@ from typing import Any
 
 from benchfleet.plan.model import PlanStep
 from benchfleet.spec.model import LoadedSpec, cnf_source, server_settings
-from benchfleet.spec.variants import PARAMETER_GROUP_KINDS
+from benchfleet.spec.switching import PARAMETER_GROUP_KINDS
 from benchfleet.workload import serverparams
 from benchfleet.workload.mysqlcnf import normalised
 
