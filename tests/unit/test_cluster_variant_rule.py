@@ -20,7 +20,8 @@ from benchfleet.aws.regions import TargetRegions
 from benchfleet.cli.main import main
 from benchfleet.local.preflight import preflight
 from benchfleet.plan.scale import apply_scale
-from benchfleet.spec.model import SpecError, load_spec
+from benchfleet.spec.documents import SpecError
+from benchfleet.spec.model import load_spec
 
 REPO = Path(__file__).resolve().parents[2]
 LOCAL = REPO / "workloads" / "comparisons" / "local-galera.yaml"

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from benchfleet.cli import doctor
-from benchfleet.spec.model import repo_root
+from benchfleet.spec.documents import repo_root
 
 RECORDED = "# comment line\nmariadb-server 1:10.11.19-0+deb12u1\nsysbench 1.0.20+ds-5\nhaproxy 2.6.12-1+deb12u4\n"
 

@@ -9,7 +9,8 @@ import pytest
 from tests.conftest import REPO
 
 from benchfleet.cli.main import main
-from benchfleet.spec.model import SpecError, json_schema, load_spec, parse_spec
+from benchfleet.spec.documents import SpecError
+from benchfleet.spec.model import json_schema, load_spec, parse_spec
 
 DEMO = REPO / "workloads" / "comparisons" / "demo-durability.yaml"
 INLINE = {"name": "w", "test": "oltp_read_only", "threads": [1]}

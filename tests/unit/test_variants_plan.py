@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from benchfleet.plan.model import make_plan
-from benchfleet.spec.model import SpecError, parse_spec, resolve
+from benchfleet.spec.documents import SpecError
+from benchfleet.spec.model import parse_spec, resolve
 from benchfleet.workload import serverparams
 
 W = {"name": "w", "test": "oltp_write_only", "threads": [1, 4], "duration_s": 8, "warmup_s": 3, "cooldown_s": 1,

@@ -12,7 +12,8 @@ from datetime import UTC, datetime
 import pytest
 from scipy import stats as sp
 
-from benchfleet.spec.model import SpecError, load_spec
+from benchfleet.spec.documents import SpecError
+from benchfleet.spec.model import load_spec
 from benchfleet.stats import comparison
 from benchfleet.stats.run import ran_in_rounds
 from benchfleet.stats.verdict import (

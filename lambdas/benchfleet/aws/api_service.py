@@ -40,21 +40,16 @@ from benchfleet.cost import catalogue
 from benchfleet.cost.ceiling import DEFAULT_MAX_RUN_COST_USD, request_price_problems
 from benchfleet.plan import naming
 from benchfleet.plan.model import Plan, PriceLookup
-from benchfleet.spec.model import (
+from benchfleet.spec.documents import (
     MAX_DEPTH,
-    REGION,
-    ComparisonSpec,
     DuplicateKey,
-    LoadedSpec,
     SpecError,
-    Workload,
     bounded_int,
     document_problems,
-    inline_loaded,
     join_path,
-    problems_of,
     unique_keys,
 )
+from benchfleet.spec.model import REGION, ComparisonSpec, LoadedSpec, Workload, inline_loaded, problems_of
 from benchfleet.stats.resolution import plan_resolution
 
 IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9_-]{1,80}$")

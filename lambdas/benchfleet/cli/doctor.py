@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from benchfleet.spec.model import repo_root
+from benchfleet.spec.documents import repo_root
 
 Status = Literal["ok", "warn", "fail"]
 ClientFactory = Callable[[str, str | None], Any]

@@ -137,7 +137,7 @@ class Catalogue(_Data):
 
 
 def catalogue_path() -> Path:
-    from benchfleet.spec.model import workloads_dir
+    from benchfleet.spec.documents import workloads_dir
 
     return workloads_dir() / "catalogue" / "aws.json"
 

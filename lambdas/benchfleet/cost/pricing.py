@@ -206,7 +206,7 @@ def pricing_dir() -> Path:
     env = os.environ.get("BENCHFLEET_PRICING")
     if env:
         return Path(env)
-    from benchfleet.spec.model import workloads_dir
+    from benchfleet.spec.documents import workloads_dir
 
     return workloads_dir() / "pricing"
 

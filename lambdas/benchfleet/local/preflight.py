@@ -27,7 +27,8 @@ from benchfleet.cluster import galera
 from benchfleet.local.existing import ExistingServer, ExistingServerError, password_of
 from benchfleet.local.galera import proxy_available
 from benchfleet.local.mariadb import LocalServerError, find_binary
-from benchfleet.spec.model import ExistingTarget, LoadedSpec, LocalTarget, SpecError, cnf_source
+from benchfleet.spec.documents import SpecError
+from benchfleet.spec.model import ExistingTarget, LoadedSpec, LocalTarget, cnf_source
 from benchfleet.workload.mysqlcnf import CnfError, render
 
 

@@ -52,7 +52,7 @@ class Catalogue:
 
 
 def catalogue_path() -> Path:
-    from benchfleet.spec.model import workloads_dir
+    from benchfleet.spec.documents import workloads_dir
 
     return workloads_dir() / "catalogue" / "server-parameters.json"
 

@@ -172,7 +172,7 @@ def definitions_dir() -> Path:
     env = os.environ.get("BENCHFLEET_STATEMACHINES")
     if env:
         return Path(env)
-    from benchfleet.spec.model import repo_root
+    from benchfleet.spec.documents import repo_root
 
     return repo_root() / "statemachines"
 

@@ -13,7 +13,7 @@ after its schedule, so ``results --history <schedule>`` lists every night's run.
 
 The prepare step of each repetition carries ``install``, what the agent sets up on the fresh host:
 for an ``ec2`` target the engine, sysbench, the text of ``workloads/mysql/<mysql_config>.cnf``
-(read here, from the copy shipped with the Lambda: ``benchfleet.spec.model.workloads_dir()``) and the
+(read here, from the copy shipped with the Lambda: ``benchfleet.spec.documents.workloads_dir()``) and the
 storage its data directory goes on (``storage_job``); for the
 client of an ``rds`` / ``aurora`` target sysbench, the mysql client and python3-boto3.
 """
@@ -44,6 +44,7 @@ from benchfleet.cost import ceiling as cost_ceiling
 from benchfleet.plan import naming, waves
 from benchfleet.plan.model import Plan, PriceLookup, TargetPlan, cluster_setup_hosts, make_plan, spacing_problem
 from benchfleet.spec import switching
+from benchfleet.spec.documents import SpecError
 from benchfleet.spec.model import (
     SLUG,
     AuroraTarget,
@@ -53,7 +54,6 @@ from benchfleet.spec.model import (
     ExistingTarget,
     LoadedSpec,
     RdsTarget,
-    SpecError,
     Workload,
     cnf_text,
     inline_loaded,
