@@ -1,7 +1,7 @@
 """What a spec may say (issue 28): options that cannot change what is measured (item 4), tests that exist
 (item 8), server options that stay inside the server's directory, one value per key, cnf files that are
 files. Each refusal names the file and field; the agent refuses the same options (one rule,
-benchfleet.workload.sysbench.option_refusal, used by benchfleet.spec.model.check_workload_options)."""
+benchfleet.workload.sysbench.option_refusal, used by benchfleet.spec.fields.check_workload_options)."""
 
 from __future__ import annotations
 

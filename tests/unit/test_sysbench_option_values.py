@@ -1,6 +1,6 @@
 """The value rule of sysbench options (benchfleet.workload.sysbench.OPTION_VALUES, issue 28's leftover): values
 sysbench 1.0.20 refuses mid-run or misreads (``rate: -5``, ``point_selects: 1e308``, ``skip_trx: 1``)
-are refused by validate, the API, Plan (one rule: benchfleet.spec.model.check_workload_options) and the agent,
+are refused by validate, the API, Plan (one rule: benchfleet.spec.fields.check_workload_options) and the agent,
 naming the option and the accepted values; and every extreme the rule accepts runs on the real binary
 (``--mysql-dry-run``: sysbench parses every option and runs its scripts' transactions without a server)."""
 

@@ -49,7 +49,8 @@ from benchfleet.spec.documents import (
     join_path,
     unique_keys,
 )
-from benchfleet.spec.model import REGION, ComparisonSpec, LoadedSpec, Workload, inline_loaded, problems_of
+from benchfleet.spec.fields import REGION
+from benchfleet.spec.model import ComparisonSpec, LoadedSpec, Workload, inline_loaded, problems_of
 from benchfleet.stats.resolution import plan_resolution
 
 IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9_-]{1,80}$")

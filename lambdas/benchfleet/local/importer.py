@@ -22,7 +22,7 @@ from typing import Any
 
 from benchfleet.local.store import DuckDBStore, RunNotFound
 from benchfleet.plan.naming import new_run_id
-from benchfleet.spec.model import SLUG
+from benchfleet.spec.fields import SLUG
 from benchfleet.stats.figures import weighted_cv
 from benchfleet.workload.records import AgentOutput, Sample, StepSummary, sample_phase
 from benchfleet.workload.sysbench import (

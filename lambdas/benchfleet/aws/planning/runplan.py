@@ -45,8 +45,8 @@ from benchfleet.plan import naming, waves
 from benchfleet.plan.model import Plan, PriceLookup, TargetPlan, cluster_setup_hosts, make_plan, spacing_problem
 from benchfleet.spec import switching
 from benchfleet.spec.documents import SpecError
+from benchfleet.spec.fields import SLUG
 from benchfleet.spec.model import (
-    SLUG,
     AuroraTarget,
     ClusterTarget,
     ComparisonSpec,
