@@ -48,7 +48,7 @@ from benchfleet.cluster import proxyconf
 from benchfleet.plan import naming
 from benchfleet.plan.agentjob import agent_job
 from benchfleet.plan.model import PlanStep
-from benchfleet.spec.model import Workload
+from benchfleet.spec.workload import Workload
 from benchfleet.workload.records import parse_agent_lines
 
 # Every test here builds a Lan (conftest skips them, naming why, without one).

@@ -34,7 +34,7 @@ sys.path.insert(0, str(REPO / "lambdas"))
 from benchfleet.local.mariadb import LocalServer  # noqa: E402
 from benchfleet.plan.agentjob import agent_job  # noqa: E402
 from benchfleet.plan.model import PlanStep  # noqa: E402
-from benchfleet.spec.model import Workload  # noqa: E402
+from benchfleet.spec.workload import Workload  # noqa: E402
 from benchfleet.workload.sysbench import build_command, parse_output  # noqa: E402
 
 AGENT = REPO / "workloads" / "agent" / "benchfleet_agent.py"

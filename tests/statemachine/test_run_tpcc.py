@@ -16,7 +16,7 @@ from tests.agent_modules import load
 from timestream_requests import dimensions, stored_records
 
 from benchfleet.plan.model import prepare_seconds
-from benchfleet.spec.model import Workload
+from benchfleet.spec.workload import Workload
 from benchfleet.workload.records import LATENCY_DISTRIBUTION_KEYS
 
 # Two threads, as the captured step ran (the harness replays its records as they are).

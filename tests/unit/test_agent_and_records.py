@@ -15,7 +15,7 @@ from tests.conftest import REPO
 
 from benchfleet.plan.agentjob import agent_job
 from benchfleet.plan.model import PlanStep
-from benchfleet.spec.model import Workload
+from benchfleet.spec.workload import Workload
 from benchfleet.workload.mysqlcnf import CnfError, render
 from benchfleet.workload.records import RecordError, parse_agent_lines
 from benchfleet.workload.sysbench import parse_output

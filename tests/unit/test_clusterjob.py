@@ -14,7 +14,8 @@ from benchfleet.cluster import jobs as clusterjob
 from benchfleet.plan import naming
 from benchfleet.plan.agentjob import agent_job
 from benchfleet.plan.model import PlanStep, cluster_setup_hosts, hosts_of
-from benchfleet.spec.model import Workload, parse_spec
+from benchfleet.spec.model import parse_spec
+from benchfleet.spec.workload import Workload
 from benchfleet.workload import serverstatus
 
 NODES = [("n1", "10.0.1.5"), ("n2", "10.0.2.6"), ("n3", "10.0.3.7")]

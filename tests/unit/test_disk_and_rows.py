@@ -17,7 +17,7 @@ from tests.conftest import REPO
 
 from benchfleet.plan.agentjob import agent_job
 from benchfleet.plan.model import PlanStep
-from benchfleet.spec.model import ONE_ROW_PER_EVENT, Workload
+from benchfleet.spec.workload import ONE_ROW_PER_EVENT, Workload
 from benchfleet.workload.records import parse_agent_lines
 
 diskstats: Any = load("benchfleet_diskstats")

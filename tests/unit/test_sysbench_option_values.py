@@ -16,7 +16,7 @@ from tests.conftest import REPO
 from tests.unit.test_spec_integrity import INLINE, agent_refusal, refusal, spec
 
 from benchfleet.aws.api_service import ApiError, validate_submission
-from benchfleet.spec.model import Workload
+from benchfleet.spec.workload import Workload
 from benchfleet.workload import sysbench
 from benchfleet.workload.sysbench import OPTION_VALUES, OptionValue
 

@@ -39,10 +39,10 @@ from benchfleet.spec.model import (
     LocalTarget,
     RdsTarget,
     Storage,
-    Workload,
     load_spec,
     load_workload,
 )
+from benchfleet.spec.workload import Workload
 from benchfleet.workload import mysqlcnf
 
 WORKLOADS = REPO / "workloads"

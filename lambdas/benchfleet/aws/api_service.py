@@ -50,7 +50,8 @@ from benchfleet.spec.documents import (
     unique_keys,
 )
 from benchfleet.spec.fields import REGION
-from benchfleet.spec.model import ComparisonSpec, LoadedSpec, Workload, inline_loaded, problems_of
+from benchfleet.spec.model import ComparisonSpec, LoadedSpec, inline_loaded, problems_of
+from benchfleet.spec.workload import Workload
 from benchfleet.stats.resolution import plan_resolution
 
 IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9_-]{1,80}$")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchfleet.plan.model import PlanStep
-from benchfleet.spec.model import ONE_ROW_PER_EVENT, Workload
+from benchfleet.spec.workload import ONE_ROW_PER_EVENT, Workload
 
 
 def rows_of(workload: Workload, state_dir: str | None) -> dict[str, Any] | None:

@@ -15,15 +15,8 @@ spec here before it costs anything.
 
 from __future__ import annotations
 
-from benchfleet.spec.model import (
-    ClusterTarget,
-    ComparisonSpec,
-    ExistingTarget,
-    LoadedSpec,
-    LocalCluster,
-    LocalTarget,
-    Workload,
-)
+from benchfleet.spec.model import ClusterTarget, ComparisonSpec, ExistingTarget, LoadedSpec, LocalCluster, LocalTarget
+from benchfleet.spec.workload import Workload
 
 SCALES = ("full", "smoke")
 

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from benchfleet.spec.model import MAX_STEP_SECONDS
+from benchfleet.spec.workload import MAX_STEP_SECONDS
 from benchfleet.workload import serverstatus
 from benchfleet.workload.records import AgentOutput
 

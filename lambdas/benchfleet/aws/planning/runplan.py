@@ -54,12 +54,12 @@ from benchfleet.spec.model import (
     ExistingTarget,
     LoadedSpec,
     RdsTarget,
-    Workload,
     cnf_text,
     inline_loaded,
     is_cluster,
     parse_spec,
 )
+from benchfleet.spec.workload import Workload
 from benchfleet.workload import serverstatus
 from benchfleet.workload.mysqlcnf import CnfError, render, with_server_options
 
