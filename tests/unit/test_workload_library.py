@@ -38,10 +38,10 @@ from benchfleet.spec.model import (
     ExistingTarget,
     LocalTarget,
     RdsTarget,
-    Storage,
     load_spec,
     load_workload,
 )
+from benchfleet.spec.storage import Storage
 from benchfleet.spec.workload import Workload
 from benchfleet.workload import mysqlcnf
 

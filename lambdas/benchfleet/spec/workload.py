@@ -20,14 +20,7 @@ from pydantic import (
     model_validator,
 )
 
-from benchfleet.spec.fields import (
-    SLUG,
-    TEST_NAME,
-    FieldProblem,
-    OptionValue,
-    StrictModel,
-    check_workload_options,
-)
+from benchfleet.spec.fields import SLUG, TEST_NAME, FieldProblem, OptionValue, StrictModel, check_workload_options
 from benchfleet.workload.gotpc import MAX_WAREHOUSES
 from benchfleet.workload.gotpc import WORKLOAD_PERCENTILES as GOTPC_PERCENTILES
 from benchfleet.workload.sysbench import BUILTIN_TESTS
