@@ -30,18 +30,10 @@ from benchfleet.plan.scale import (
     smoke_threads,
 )
 from benchfleet.spec import model as spec_module
-from benchfleet.spec.model import (
-    AuroraTarget,
-    Client,
-    ComparisonSpec,
-    Ec2Target,
-    ExistingTarget,
-    LocalTarget,
-    RdsTarget,
-    load_spec,
-    load_workload,
-)
+from benchfleet.spec import targets
+from benchfleet.spec.model import ComparisonSpec, load_spec, load_workload
 from benchfleet.spec.storage import Storage
+from benchfleet.spec.targets import AuroraTarget, Client, Ec2Target, ExistingTarget, LocalTarget, RdsTarget
 from benchfleet.spec.workload import Workload
 from benchfleet.workload import mysqlcnf
 
@@ -240,9 +232,9 @@ _README_MODELS: dict[str, tuple[type[BaseModel], type[BaseModel] | None]] = {
     "RdsTarget": (RdsTarget, spec_module._TargetBase),
     "AuroraTarget": (AuroraTarget, spec_module._TargetBase),
     "LocalTarget": (LocalTarget, spec_module._TargetBase),
-    "LocalCluster": (spec_module.LocalCluster, None),
-    "ClusterTarget": (spec_module.ClusterTarget, spec_module._TargetBase),
-    "Proxy": (spec_module.Proxy, None),
+    "LocalCluster": (targets.LocalCluster, None),
+    "ClusterTarget": (targets.ClusterTarget, spec_module._TargetBase),
+    "Proxy": (targets.Proxy, None),
     "ExistingTarget": (ExistingTarget, spec_module._TargetBase),
     "Storage": (Storage, None),
     "Client": (Client, None),

@@ -679,7 +679,7 @@ def _target_adapter() -> Any:
     """The spec's Target validator, built once per process: building one compiles the whole target
     union's schema, and every collected step and imported or local run records a target's prices.
     The spec's models are imported on first use, as before: what only prices need not load them."""
-    from benchfleet.spec.model import Target
+    from benchfleet.spec.targets import Target
 
     return TypeAdapter(Target)
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from benchfleet.local.mariadb import Connection
 from benchfleet.local.sqlclient import SqlClient, SqlError, quote_name
 from benchfleet.spec.documents import workloads_dir
-from benchfleet.spec.model import ExistingTarget
+from benchfleet.spec.targets import ExistingTarget
 from benchfleet.workload.sysbench import TABLE_MARKER
 
 _LUA_PREFIX = re.compile(r'^\s*prefix\s*=\s*"([a-z][a-z0-9_]*)"', re.MULTILINE)

@@ -35,7 +35,8 @@ from benchfleet.plan.agentjob import agent_job
 from benchfleet.plan.model import Plan, PlanStep
 from benchfleet.plan.naming import new_run_id, raw_key
 from benchfleet.spec.documents import repo_root
-from benchfleet.spec.model import ExistingTarget, LoadedSpec, LocalTarget, cnf_source, is_cluster
+from benchfleet.spec.model import LoadedSpec, cnf_source
+from benchfleet.spec.targets import ExistingTarget, LocalTarget, is_cluster
 from benchfleet.stats.caveats import overlap_words
 from benchfleet.workload import serverstatus
 from benchfleet.workload.records import AgentOutput, Fingerprint, RecordError, parse_agent_lines

@@ -15,7 +15,8 @@ spec here before it costs anything.
 
 from __future__ import annotations
 
-from benchfleet.spec.model import ClusterTarget, ComparisonSpec, ExistingTarget, LoadedSpec, LocalCluster, LocalTarget
+from benchfleet.spec.model import ComparisonSpec, LoadedSpec
+from benchfleet.spec.targets import ClusterTarget, ExistingTarget, LocalCluster, LocalTarget
 from benchfleet.spec.workload import Workload
 
 SCALES = ("full", "smoke")

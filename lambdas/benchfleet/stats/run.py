@@ -162,7 +162,7 @@ def _target_adapter() -> Any:
     200-target run's report paid per target (0.4 s of its CPU)."""
     from pydantic import TypeAdapter
 
-    from benchfleet.spec.model import Target
+    from benchfleet.spec.targets import Target
 
     return TypeAdapter(Target)
 

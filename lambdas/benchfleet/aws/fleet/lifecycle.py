@@ -14,7 +14,7 @@ from benchfleet.aws.fleet import targets as t
 from benchfleet.aws.planning import readywait
 from benchfleet.aws.settings import Settings
 from benchfleet.plan import naming
-from benchfleet.spec.model import Target
+from benchfleet.spec.targets import Target
 
 log = logging.getLogger(__name__)
 _ISO = "%Y-%m-%dT%H:%M:%SZ"

@@ -46,19 +46,8 @@ from benchfleet.plan.model import Plan, PriceLookup, TargetPlan, cluster_setup_h
 from benchfleet.spec import switching
 from benchfleet.spec.documents import SpecError
 from benchfleet.spec.fields import SLUG
-from benchfleet.spec.model import (
-    AuroraTarget,
-    ClusterTarget,
-    ComparisonSpec,
-    Ec2Target,
-    ExistingTarget,
-    LoadedSpec,
-    RdsTarget,
-    cnf_text,
-    inline_loaded,
-    is_cluster,
-    parse_spec,
-)
+from benchfleet.spec.model import ComparisonSpec, LoadedSpec, cnf_text, inline_loaded, parse_spec
+from benchfleet.spec.targets import AuroraTarget, ClusterTarget, Ec2Target, ExistingTarget, RdsTarget, is_cluster
 from benchfleet.spec.workload import Workload
 from benchfleet.workload import serverstatus
 from benchfleet.workload.mysqlcnf import CnfError, render, with_server_options

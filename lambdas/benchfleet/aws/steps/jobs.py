@@ -28,7 +28,7 @@ from benchfleet.cluster import jobs as clusterjob
 from benchfleet.plan import naming
 from benchfleet.plan.agentjob import agent_job
 from benchfleet.plan.model import PlanStep
-from benchfleet.spec.model import ExistingTarget
+from benchfleet.spec.targets import ExistingTarget
 from benchfleet.spec.workload import Workload
 
 # workloads/agent/benchfleet_install.py PASSWORD_FILE: where the install step keeps the password.
