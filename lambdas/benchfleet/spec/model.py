@@ -17,9 +17,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import (
     BaseModel,
     ConfigDict,
-    Discriminator,
     Field,
-    Tag,
     ValidationError,
     field_validator,
     model_validator,
@@ -36,7 +34,7 @@ from benchfleet.spec.fields import (
     check_workload_options,
 )
 from benchfleet.spec.targets import TARGET_KINDS, ClusterTarget, ExistingTarget, Target, is_cluster
-from benchfleet.spec.workload import Workload, data_set_key
+from benchfleet.spec.workload import Workload, WorkloadRef, data_set_key
 from benchfleet.workload import serverstatus
 from benchfleet.workload.mysqlcnf import CnfError, engine_family, normalised, render, with_server_options
 
@@ -108,13 +106,6 @@ def check_route(index: int, route: str, targets: list[Any]) -> None:
             raise FieldProblem(f"variants[{index}].route", f"route proxy needs a proxy, and targets[{j}].{where} "
                                                            f"is none ({target.id})")
 
-
-# A string names a workload file, a mapping is an inline workload; the discriminator keeps the
-# errors of the branch the user meant instead of both.
-WorkloadRef = Annotated[
-    Annotated[Annotated[str, Field(pattern=SLUG)], Tag("by-name")] | Annotated[Workload, Tag("inline")],
-    Discriminator(lambda v: "by-name" if isinstance(v, str) else "inline"),
-]
 
 MAX_VARIANTS = 16
 MAX_BLOCKS = 20

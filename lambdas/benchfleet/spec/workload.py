@@ -12,8 +12,10 @@ import json
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    Discriminator,
     Field,
     SerializerFunctionWrapHandler,
+    Tag,
     ValidationInfo,
     field_validator,
     model_serializer,
@@ -127,3 +129,11 @@ def data_set_key(workload: Workload) -> str:
     options = {k.replace("_", "-"): v for k, v in workload.options.items()}
     key: list[Any] = [workload.test, workload.tables, workload.table_size, options]
     return json.dumps([*key, workload.warehouses] if workload.tool == "go-tpc" else key, sort_keys=True)
+
+
+# A string names a workload file, a mapping is an inline workload; the discriminator keeps the
+# errors of the branch the user meant instead of both.
+WorkloadRef = Annotated[
+    Annotated[Annotated[str, Field(pattern=SLUG)], Tag("by-name")] | Annotated[Workload, Tag("inline")],
+    Discriminator(lambda v: "by-name" if isinstance(v, str) else "inline"),
+]
