@@ -30,7 +30,7 @@ from benchfleet.plan.scale import (
     smoke_threads,
 )
 from benchfleet.spec import model as spec_module
-from benchfleet.spec import targets
+from benchfleet.spec import targets, variants
 from benchfleet.spec.model import ComparisonSpec, load_spec, load_workload
 from benchfleet.spec.storage import Storage
 from benchfleet.spec.targets import AuroraTarget, Client, Ec2Target, ExistingTarget, LocalTarget, RdsTarget
@@ -238,7 +238,7 @@ _README_MODELS: dict[str, tuple[type[BaseModel], type[BaseModel] | None]] = {
     "ExistingTarget": (ExistingTarget, spec_module._TargetBase),
     "Storage": (Storage, None),
     "Client": (Client, None),
-    "Variant": (spec_module.Variant, None),
+    "Variant": (variants.Variant, None),
 }
 
 

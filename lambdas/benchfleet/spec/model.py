@@ -14,26 +14,13 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from benchfleet.cluster import galera
 from benchfleet.spec.documents import SpecError, read_document, read_text, workloads_dir
-from benchfleet.spec.fields import (
-    SLUG,
-    FieldProblem,
-    OptionValue,
-    StrictModel,
-    check_server_options,
-    check_workload_options,
-)
+from benchfleet.spec.fields import SLUG, FieldProblem, OptionValue, StrictModel, check_workload_options
 from benchfleet.spec.targets import TARGET_KINDS, ClusterTarget, ExistingTarget, Target, is_cluster
+from benchfleet.spec.variants import MAX_BLOCKS, MAX_VARIANTS, ResolvedVariant, Variant, resolve_variant
 from benchfleet.spec.workload import Workload, WorkloadRef, data_set_key
 from benchfleet.workload import serverstatus
 from benchfleet.workload.mysqlcnf import CnfError, engine_family, normalised, render, with_server_options
@@ -90,8 +77,6 @@ def _first(items: list[str], count: int) -> str:
     return ", ".join(items[:count]) + (f" and {len(items) - count} more" if len(items) > count else "")
 
 
-
-
 def check_route(index: int, route: str, targets: list[Any]) -> None:
     """A route applies to every target of the spec, so every target must be a cluster, and the proxy
     route needs a proxy in front of each."""
@@ -105,44 +90,6 @@ def check_route(index: int, route: str, targets: list[Any]) -> None:
             where = "proxy" if isinstance(target, ClusterTarget) else "cluster.proxy"
             raise FieldProblem(f"variants[{index}].route", f"route proxy needs a proxy, and targets[{j}].{where} "
                                                            f"is none ({target.id})")
-
-
-MAX_VARIANTS = 16
-MAX_BLOCKS = 20
-Route = Literal["direct", "proxy"]
-
-
-class Variant(StrictModel):
-    """One side of what a spec compares on the same target: every repetition host measures every
-    variant, interleaved. Each key overrides the target's (``server_options`` are layered over the
-    target's) or the spec's workload; what a variant does not name is the target's."""
-
-    id: str = Field(pattern=SLUG, max_length=32, description="Unique variant id, [a-z0-9-]")
-    workload: WorkloadRef | None = Field(
-        None, description="This variant's workload (a file in workloads/ by name, or inline) instead of "
-                          "the spec's; its thread sweep, step duration and report interval must be the same")
-    mysql_config: str | None = Field(None, pattern=SLUG,
-                                     description="workloads/mysql/<name>.cnf instead of the target's")
-    server_options: dict[str, OptionValue] = Field(
-        default_factory=dict, max_length=64,
-        description="Server options layered over the target's (and its mysql_config's), name: value")
-    options: dict[str, OptionValue] = Field(
-        default_factory=dict, description="sysbench options overriding the workload's, name: value")
-    route: Route | None = Field(None, description="direct | proxy: how sysbench reaches a cluster target")
-
-    @field_validator("server_options")
-    @classmethod
-    def _server_options(cls, v: dict[str, OptionValue]) -> dict[str, OptionValue]:
-        return check_server_options(v)
-
-    @field_validator("options")
-    @classmethod
-    def _options(cls, v: dict[str, OptionValue]) -> dict[str, OptionValue]:
-        return check_workload_options(v)
-
-    @property
-    def changes_server(self) -> bool:
-        return self.mysql_config is not None or bool(self.server_options)
 
 
 def unique_ids(field: str, what: str, ids: list[str]) -> dict[str, int]:
@@ -349,18 +296,6 @@ def load_workload(name: str, root: Path | None = None) -> Workload:
     raise SpecError("spec", [("workload", f"no workload named {name!r} in {root}")])
 
 
-class ResolvedVariant(BaseModel):
-    """A variant with its workload resolved: the spec's (or its own), its ``options`` merged in."""
-
-    model_config = ConfigDict(frozen=True)
-
-    id: str
-    workload: Workload
-    mysql_config: str | None = None
-    server_options: dict[str, OptionValue] = {}
-    route: str | None = None
-
-
 class LoadedSpec(BaseModel):
     """A spec with its workload(s) resolved and its files checked."""
 
@@ -535,16 +470,6 @@ def resolve(spec: ComparisonSpec, source: str, root: Path | None = None) -> Load
     if problems:
         raise SpecError(source, problems)
     return LoadedSpec(spec=spec, workload=workload, source=source, variants=variants)
-
-
-def resolve_variant(variant: Variant, workload: Workload) -> ResolvedVariant:
-    """``variant`` with its workload: ``workload`` with the variant's sysbench options over its own."""
-    if variant.options:
-        merged = {**{k.replace("_", "-"): v for k, v in workload.options.items()},
-                  **{k.replace("_", "-"): v for k, v in variant.options.items()}}
-        workload = workload.model_copy(update={"options": check_workload_options(merged)})
-    return ResolvedVariant(id=variant.id, workload=workload, mysql_config=variant.mysql_config,
-                           server_options=variant.server_options, route=variant.route)
 
 
 def variant_problems(spec: ComparisonSpec, workload: Workload, variants: list[ResolvedVariant],
