@@ -39,7 +39,7 @@ from benchfleet.aws.api_service import IDEMPOTENCY_KEY, MAX_BODY_BYTES, MAX_PAGE
 from benchfleet.aws.settings import Settings
 from benchfleet.cost.ceiling import max_run_cost
 from benchfleet.plan.naming import RUN_ID
-from benchfleet.spec.model import ComparisonSpec
+from benchfleet.spec.comparison import ComparisonSpec
 
 logger = Logger()
 app = APIGatewayRestResolver(enable_validation=True)

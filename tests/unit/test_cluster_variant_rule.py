@@ -1,4 +1,4 @@
-"""One rule for a cluster's variants and its nodes' settings (benchfleet.spec.model.cluster_settings_problems),
+"""One rule for a cluster's variants and its nodes' settings (benchfleet.spec.rules.cluster_settings_problems),
 the same everywhere: ``benchfleet validate``, the local runner (``benchfleet run``, its preflight), the
 API and Plan. The nodes run the target's settings, configured once: a variant that restates them
 changes nothing and runs (locally and on AWS alike; AWS refused it before), one that changes a

@@ -31,7 +31,8 @@ from benchfleet.plan.scale import (
 )
 from benchfleet.spec import model as spec_module
 from benchfleet.spec import targets, variants
-from benchfleet.spec.model import ComparisonSpec, load_spec, load_workload
+from benchfleet.spec.comparison import ComparisonSpec
+from benchfleet.spec.model import load_spec, load_workload
 from benchfleet.spec.storage import Storage
 from benchfleet.spec.targets import AuroraTarget, Client, Ec2Target, ExistingTarget, LocalTarget, RdsTarget
 from benchfleet.spec.workload import Workload

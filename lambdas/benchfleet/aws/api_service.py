@@ -40,6 +40,7 @@ from benchfleet.cost import catalogue
 from benchfleet.cost.ceiling import DEFAULT_MAX_RUN_COST_USD, request_price_problems
 from benchfleet.plan import naming
 from benchfleet.plan.model import Plan, PriceLookup
+from benchfleet.spec.comparison import ComparisonSpec
 from benchfleet.spec.documents import (
     MAX_DEPTH,
     DuplicateKey,
@@ -50,7 +51,7 @@ from benchfleet.spec.documents import (
     unique_keys,
 )
 from benchfleet.spec.fields import REGION
-from benchfleet.spec.model import ComparisonSpec, LoadedSpec, inline_loaded, problems_of
+from benchfleet.spec.model import LoadedSpec, inline_loaded, problems_of
 from benchfleet.spec.workload import Workload
 from benchfleet.stats.resolution import plan_resolution
 

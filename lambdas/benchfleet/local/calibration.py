@@ -19,7 +19,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from benchfleet.spec.model import ComparisonSpec, LoadedSpec, resolve
+from benchfleet.spec.comparison import ComparisonSpec
+from benchfleet.spec.model import LoadedSpec, resolve
 from benchfleet.spec.variants import Variant
 from benchfleet.stats.run import step_tps
 from benchfleet.stats.step_sql import step_stats_in_store

@@ -28,7 +28,8 @@ from benchfleet.local.existing import ExistingServer, ExistingServerError, passw
 from benchfleet.local.galera import proxy_available
 from benchfleet.local.mariadb import LocalServerError, find_binary
 from benchfleet.spec.documents import SpecError
-from benchfleet.spec.model import LoadedSpec, cnf_source
+from benchfleet.spec.model import LoadedSpec
+from benchfleet.spec.settings import cnf_source
 from benchfleet.spec.targets import ExistingTarget, LocalTarget
 from benchfleet.workload.mysqlcnf import CnfError, render
 
@@ -63,7 +64,7 @@ def preflight(loaded: LoadedSpec) -> Preflight:
                                  message))
         elif isinstance(target, LocalTarget):
             # (A cluster's variants may not change its nodes' settings: the spec's rule,
-            # benchfleet.spec.model.cluster_settings_problems, refused that when the spec was loaded.)
+            # benchfleet.spec.rules.cluster_settings_problems, refused that when the spec was loaded.)
             problems += cluster_problems(target, i)
             problems += engine_problems(target, i)
     if problems:

@@ -35,7 +35,8 @@ from benchfleet.plan.agentjob import agent_job
 from benchfleet.plan.model import Plan, PlanStep
 from benchfleet.plan.naming import new_run_id, raw_key
 from benchfleet.spec.documents import repo_root
-from benchfleet.spec.model import LoadedSpec, cnf_source
+from benchfleet.spec.model import LoadedSpec
+from benchfleet.spec.settings import cnf_source
 from benchfleet.spec.targets import ExistingTarget, LocalTarget, is_cluster
 from benchfleet.stats.caveats import overlap_words
 from benchfleet.workload import serverstatus
@@ -186,7 +187,7 @@ def _server_for(loaded: LoadedSpec, target: LocalTarget | ExistingTarget, repeti
         return ExistingServer(target, table_prefixes())
     # With variants the server starts with the first variant's settings (the plan counts on it). A
     # cluster's nodes run the target's own, as on AWS: its variants may restate them, never change
-    # them (benchfleet.spec.model.cluster_settings_problems).
+    # them (benchfleet.spec.rules.cluster_settings_problems).
     first = loaded.variants[0] if loaded.variants and target.cluster is None else None
     config, source = cnf_source(target, first)
     server: LocalServer | LocalCluster

@@ -15,7 +15,8 @@ spec here before it costs anything.
 
 from __future__ import annotations
 
-from benchfleet.spec.model import ComparisonSpec, LoadedSpec
+from benchfleet.spec.comparison import ComparisonSpec
+from benchfleet.spec.model import LoadedSpec
 from benchfleet.spec.targets import ClusterTarget, ExistingTarget, LocalCluster, LocalTarget
 from benchfleet.spec.workload import Workload
 

@@ -44,9 +44,11 @@ from benchfleet.cost import ceiling as cost_ceiling
 from benchfleet.plan import naming, waves
 from benchfleet.plan.model import Plan, PriceLookup, TargetPlan, cluster_setup_hosts, make_plan, spacing_problem
 from benchfleet.spec import switching
+from benchfleet.spec.comparison import ComparisonSpec
 from benchfleet.spec.documents import SpecError
 from benchfleet.spec.fields import SLUG
-from benchfleet.spec.model import ComparisonSpec, LoadedSpec, cnf_text, inline_loaded, parse_spec
+from benchfleet.spec.model import LoadedSpec, inline_loaded, parse_spec
+from benchfleet.spec.settings import cnf_text
 from benchfleet.spec.targets import AuroraTarget, ClusterTarget, Ec2Target, ExistingTarget, RdsTarget, is_cluster
 from benchfleet.spec.workload import Workload
 from benchfleet.workload import serverstatus
