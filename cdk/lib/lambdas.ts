@@ -56,7 +56,7 @@ export const LAMBDA_EXCLUDES = ['benchfleet/local', 'benchfleet/report', 'benchf
  *  the agent bundle does not ship, or a helper module). Not the agent. */
 export const LAMBDA_WORKLOAD_DIRS = ['pricing', 'mysql', 'catalogue', 'lua'];
 
-/** Where benchfleet.spec.model.workloads_dir() and benchfleet.cost.pricing.pricing_dir() look in Lambda, and
+/** Where benchfleet.spec.documents.workloads_dir() and benchfleet.cost.pricing.pricing_dir() look in Lambda, and
  *  where benchfleet.aws.planning.asl_walk finds the definitions (plan counts the run's state transitions). */
 export const LAMBDA_DATA_ENVIRONMENT = {
   BENCHFLEET_WORKLOADS: `${TASK_ROOT}/workloads`,

@@ -4,7 +4,7 @@
  * (benchfleet.aws.planning.runplan.RunRequest, schema in statemachines/benchmark-run.input.schema.json):
  * `{"spec": <the entry's spec, workloads inline>, "schedule": <name>}`. The spec file is read, its
  * named workloads (the spec's and each variant's) inlined from workloads/ and checked at synth: the
- * Lambdas ship no workload library. The rule is the CLI's (benchfleet.spec.model.LoadedSpec.inline, what
+ * Lambdas ship no workload library. The rule is the CLI's (benchfleet.spec.loading.LoadedSpec.inline, what
  * `run --remote` sends); tests/synthesized/test_schedule_specs.py holds every shipped spec to it.
  * All schedules share one role that may only start executions of this state machine.
  */
@@ -40,7 +40,7 @@ export function readSpec(specPath: string, repoRoot: string = REPO_ROOT): Record
   return readMapping(specPath, 'schedule spec', repoRoot);
 }
 
-/** A workload given by name: workloads/<name>.{yaml,yml,json} (as benchfleet.spec.model.load_workload finds it). */
+/** A workload given by name: workloads/<name>.{yaml,yml,json} (as benchfleet.spec.loading.load_workload finds it). */
 function namedWorkload(name: string, where: string, specPath: string, repoRoot: string): Record<string, unknown> {
   const file = ['.yaml', '.yml', '.json']
     .map((suffix) => `workloads/${name}${suffix}`)

@@ -124,7 +124,7 @@ def test_a_cluster_with_a_proxy_host_of_its_own_is_accepted_and_its_host_priced(
     """proxy.instance_type was refused with a 400 ("does not run on AWS yet"): now accepted (202), and
     the estimate counts the proxy's host (c6i.large beside the nodes and the client)."""
     from benchfleet.plan.scale import apply_scale
-    from benchfleet.spec.model import load_spec
+    from benchfleet.spec.loading import load_spec
 
     monkeypatch.setenv("SUBNET_ZONES", "us-east-1a,us-east-1b,us-east-1c")
     seed = Path(__file__).resolve().parents[2] / "workloads" / "comparisons" / "pxc-on-aws.yaml"

@@ -37,7 +37,7 @@ from benchfleet.aws.steps import callbacks
 from benchfleet.aws.store import timestream
 from benchfleet.cost.pricing import price_per_hour
 from benchfleet.plan import naming
-from benchfleet.spec.model import load_spec, parse_spec, resolve
+from benchfleet.spec.loading import load_spec, parse_spec, resolve
 
 REPO = Path(__file__).resolve().parents[2]
 RUN = "fn-20261122t000000-abcd"

@@ -25,7 +25,7 @@ from benchfleet.local import runner
 from benchfleet.local.mariadb import Connection
 from benchfleet.plan import naming
 from benchfleet.plan.model import PlanStep
-from benchfleet.spec.model import inline_loaded, parse_spec
+from benchfleet.spec.loading import inline_loaded, parse_spec
 
 TARGET = "ec2-m6g"
 INSTANCE = "i-0123456789abcdef0"

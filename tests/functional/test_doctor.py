@@ -31,7 +31,7 @@ from sm_harness import ENV, MotoGaps, for_moto
 from benchfleet.aws import clients
 from benchfleet.cli import doctor
 from benchfleet.cli.main import main
-from benchfleet.spec.model import parse_spec
+from benchfleet.spec.loading import parse_spec
 
 REGION = "us-east-1"
 QUOTA = {"value": 128.0}  # the account's On-Demand Standard vCPUs (ServiceQuotas, below)

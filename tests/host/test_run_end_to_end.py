@@ -192,7 +192,7 @@ def canary(e2e: Any) -> Any:
     """The canary (workloads/comparisons/canary.yaml) at smoke scale, on a fresh booted host of its own,
     in the same offline world once the two-target run is done."""
     from benchfleet.plan.scale import apply_scale
-    from benchfleet.spec.model import load_spec
+    from benchfleet.spec.loading import load_spec
 
     h, _ = e2e
     loaded = apply_scale(load_spec(Path(__file__).resolve().parents[2] / "workloads/comparisons/canary.yaml"), "smoke")

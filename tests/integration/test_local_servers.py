@@ -112,7 +112,7 @@ def opts_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, s
         yield home, ran, doc, table
 
 
-# What a run says when this machine stalled a step past its plan (benchfleet.local.watchdog.plan_mismatch):
+# What a run says when this machine stalled a step past its plan (benchfleet.workload.validation.plan_problem):
 # the run is right to refuse the step, and the test runs once more rather than measure nothing.
 STALLED = "the host or server stalled; not stored as a result"
 

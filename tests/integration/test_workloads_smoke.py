@@ -32,7 +32,7 @@ from benchfleet.local.runner import state_dir as run_state_dir
 from benchfleet.plan.agentjob import agent_job
 from benchfleet.plan.model import make_plan, workload_steps
 from benchfleet.plan.scale import smoke_workload
-from benchfleet.spec.model import load_spec, load_workload
+from benchfleet.spec.loading import load_spec, load_workload
 from benchfleet.spec.targets import LocalTarget
 from benchfleet.spec.workload import Workload
 from benchfleet.workload.records import AgentOutput, StepSummary, parse_agent_lines, sample_phase

@@ -41,7 +41,7 @@ import yaml  # noqa: E402
 
 from benchfleet.aws.planning import controlplane, runplan  # noqa: E402
 from benchfleet.cost.pricing import price_per_hour  # noqa: E402
-from benchfleet.spec.model import load_spec, resolve  # noqa: E402
+from benchfleet.spec.loading import load_spec, resolve  # noqa: E402
 
 GRAVITON = REPO / "workloads" / "comparisons" / "graviton-vs-intel-vs-amd.yaml"
 

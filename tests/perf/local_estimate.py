@@ -27,7 +27,7 @@ from benchfleet.local.runner import run_local  # noqa: E402
 from benchfleet.local.store import open_store  # noqa: E402
 from benchfleet.plan.model import PlanStep, make_plan  # noqa: E402
 from benchfleet.plan.scale import apply_scale  # noqa: E402
-from benchfleet.spec.model import load_spec  # noqa: E402
+from benchfleet.spec.loading import load_spec  # noqa: E402
 from benchfleet.workload.records import AgentOutput  # noqa: E402
 
 

@@ -13,7 +13,7 @@ from sm_harness import slow_start, spec
 from benchfleet.aws.fleet import lifecycle
 from benchfleet.aws.planning import asl_walk, runplan
 from benchfleet.aws.planning.controlplane import RepetitionScope, RunScope, StepScope, TargetScope, expected_scope
-from benchfleet.spec.model import parse_spec, resolve
+from benchfleet.spec.loading import parse_spec, resolve
 
 TWO_TARGETS = [{"id": "ec2-m6g", "kind": "ec2", "instance_type": "m6g.large"},
                {"id": "ec2-m6i", "kind": "ec2", "instance_type": "m6i.large"}]

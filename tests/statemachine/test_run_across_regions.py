@@ -36,7 +36,7 @@ from tests.conftest import HOME_REGION, TARGET_REGIONS
 
 from benchfleet.aws import clients
 from benchfleet.plan import naming
-from benchfleet.spec.model import load_spec
+from benchfleet.spec.loading import load_spec
 
 REPO = Path(__file__).resolve().parents[2]
 ALL_REGIONS = (REGION, *TARGET_REGIONS)

@@ -25,7 +25,7 @@ from benchfleet.aws.planning import asl_walk, runplan
 from benchfleet.aws.planning.controlplane import CALLBACK_HANDLER, expected_scope
 from benchfleet.plan import naming
 from benchfleet.plan.scale import apply_scale
-from benchfleet.spec.model import load_spec, parse_spec, resolve
+from benchfleet.spec.loading import load_spec, parse_spec, resolve
 
 AGENT = load("benchfleet_agent")
 SEED = Path(__file__).resolve().parents[2] / "workloads" / "comparisons" / "pxc-on-aws.yaml"

@@ -2,7 +2,7 @@
 schedule's Input carries is the spec ``benchfleet run --remote`` sends, read the way Plan reads it.
 
 cdk/lib/schedules.ts inlines named workloads in TypeScript at synth; the CLI inlines them with
-``benchfleet.spec.model.LoadedSpec.inline``. A variant's workload left by name made Plan refuse the input at
+``benchfleet.spec.loading.LoadedSpec.inline``. A variant's workload left by name made Plan refuse the input at
 every firing (``variants[1].workload: 'insert-pk-order-random' is a name``) while ``run --remote`` of
 the same file ran.
 """
@@ -17,7 +17,7 @@ import pytest
 from synth import REPO, Template, synthesize
 
 from benchfleet.cli.remote import inline_spec
-from benchfleet.spec.model import inline_loaded, load_spec, parse_spec
+from benchfleet.spec.loading import inline_loaded, load_spec, parse_spec
 
 COMPARISONS = REPO / "workloads" / "comparisons"
 CLOUD_SPECS = [p for p in sorted(COMPARISONS.glob("*.yaml"))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from benchfleet.cost.catalogue import load_catalogue, spec_problems
-from benchfleet.spec.model import load_spec, parse_spec
+from benchfleet.spec.loading import load_spec, parse_spec
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = sorted((REPO / "workloads" / "comparisons").glob("*.yaml"))

@@ -14,7 +14,7 @@ from benchfleet.cost.pricing import target_prices
 from benchfleet.plan.model import LOCAL_CLUSTER_PROVISION_S, hosts_of, make_plan
 from benchfleet.plan.scale import as_local
 from benchfleet.spec.documents import SpecError
-from benchfleet.spec.model import parse_spec, resolve
+from benchfleet.spec.loading import parse_spec, resolve
 from benchfleet.spec.targets import is_cluster
 from benchfleet.stats.status import cluster_table, counter_table
 from benchfleet.workload import serverstatus

@@ -21,7 +21,7 @@ from benchfleet import stats
 from benchfleet.cli import ui_cost
 from benchfleet.cost import pricing
 from benchfleet.local.store import DuckDBStore
-from benchfleet.spec.model import parse_spec
+from benchfleet.spec.loading import parse_spec
 from benchfleet.stats.cost import cross_zone_bytes_per_s
 from benchfleet.workload import serverstatus
 

@@ -16,7 +16,7 @@ from benchfleet.aws.planning import runplan
 from benchfleet.aws.regions import TargetRegions
 from benchfleet.cli.main import main
 from benchfleet.plan.scale import apply_scale
-from benchfleet.spec.model import load_spec
+from benchfleet.spec.loading import load_spec
 
 SEED = Path(__file__).resolve().parents[2] / "workloads" / "comparisons" / "pxc-on-aws.yaml"
 HOME = TargetRegions.of("us-east-1")

@@ -21,7 +21,7 @@ from benchfleet.cli.main import main
 from benchfleet.local.preflight import preflight
 from benchfleet.plan.scale import apply_scale
 from benchfleet.spec.documents import SpecError
-from benchfleet.spec.model import load_spec
+from benchfleet.spec.loading import load_spec
 
 REPO = Path(__file__).resolve().parents[2]
 LOCAL = REPO / "workloads" / "comparisons" / "local-galera.yaml"

@@ -19,7 +19,7 @@ from benchfleet import stats
 from benchfleet.cli.main import main
 from benchfleet.cost import pricing
 from benchfleet.local.store import DuckDBStore
-from benchfleet.spec.model import parse_spec
+from benchfleet.spec.loading import parse_spec
 from benchfleet.stats.tdist import t_quantile
 
 REPO = Path(__file__).resolve().parents[2]

@@ -165,7 +165,7 @@ def test_the_silenced_final_report_is_said_once_per_run_not_on_every_step_line(m
     run (sysbench silences it as most steps end). A run's progress says it on the first step it ends."""
     from benchfleet.cli import ui
     from benchfleet.plan.model import make_plan
-    from benchfleet.spec.model import parse_spec, resolve
+    from benchfleet.spec.loading import parse_spec, resolve
     from benchfleet.workload.records import AgentOutput
 
     data = {"name": "s", "targets": [{"id": "a", "kind": "local"}],
@@ -212,7 +212,7 @@ def test_the_ramp_is_left_out_of_the_steps_tps_and_its_per_second_figures(tmp_pa
 def test_the_live_progress_labels_the_ramps_report() -> None:
     from benchfleet.cli import ui
     from benchfleet.plan.model import make_plan
-    from benchfleet.spec.model import parse_spec, resolve
+    from benchfleet.spec.loading import parse_spec, resolve
 
     data = {"name": "s", "targets": [{"id": "a", "kind": "local"}],
             "workload": {"name": "w", "test": "oltp_read_only", "threads": [1], "duration_s": 3, "warmup_s": 2}}

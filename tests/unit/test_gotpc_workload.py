@@ -11,7 +11,7 @@ from benchfleet.plan.agentjob import agent_job
 from benchfleet.plan.model import GOTPC_PREPARE_S_PER_WAREHOUSE, make_plan, prepare_seconds
 from benchfleet.plan.scale import apply_scale
 from benchfleet.spec.documents import SpecError
-from benchfleet.spec.model import inline_loaded, load_spec, parse_spec, resolve
+from benchfleet.spec.loading import inline_loaded, load_spec, parse_spec, resolve
 from benchfleet.spec.workload import Workload, data_set_key
 from benchfleet.workload.records import parse_agent_lines
 from benchfleet.workload.validation import plan_problem

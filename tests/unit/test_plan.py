@@ -17,7 +17,7 @@ from benchfleet.plan.model import (
     TEARDOWN_SECONDS,
     make_plan,
 )
-from benchfleet.spec.model import load_spec, parse_spec, resolve
+from benchfleet.spec.loading import load_spec, parse_spec, resolve
 
 WORKLOAD = {"name": "w", "test": "oltp_read_only", "threads": [4, 1, 2], "duration_s": 60,
             "cooldown_s": 10, "warmup_s": 30, "tables": 2, "table_size": 100_000, "prepare_threads": 2}

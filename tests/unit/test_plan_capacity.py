@@ -17,7 +17,7 @@ from benchfleet.cli.main import main
 from benchfleet.cost.pricing import price_per_hour
 from benchfleet.plan import waves
 from benchfleet.plan.model import Host, make_plan, vcpus_of
-from benchfleet.spec.model import load_spec, parse_spec, resolve
+from benchfleet.spec.loading import load_spec, parse_spec, resolve
 
 REPO = Path(__file__).resolve().parents[2]
 GRAVITON = REPO / "workloads" / "comparisons" / "graviton-vs-intel-vs-amd.yaml"

@@ -14,7 +14,7 @@ from benchfleet.aws.errors import PlanRejected
 from benchfleet.aws.planning import runplan
 from benchfleet.aws.steps import commands
 from benchfleet.plan import model as planning
-from benchfleet.spec.model import LoadedSpec, load_spec, parse_spec
+from benchfleet.spec.loading import LoadedSpec, load_spec, parse_spec
 
 REPO = Path(__file__).resolve().parents[2]
 COMPARISONS = REPO / "workloads" / "comparisons"

@@ -16,7 +16,7 @@ from botocore.stub import ANY, Stubber
 
 from benchfleet.cost import catalogue_refresh, pricing
 from benchfleet.cost.catalogue import load_catalogue
-from benchfleet.spec.model import parse_spec
+from benchfleet.spec.loading import parse_spec
 
 REGION = "eu-west-1"
 NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)

@@ -13,7 +13,7 @@ import pytest
 from benchfleet.cost import pricing
 from benchfleet.local.store import DuckDBStore
 from benchfleet.plan.model import make_plan
-from benchfleet.spec.model import LoadedSpec, parse_spec
+from benchfleet.spec.loading import LoadedSpec, parse_spec
 from benchfleet.spec.workload import Workload
 from benchfleet.workload.records import AgentOutput, Sample
 

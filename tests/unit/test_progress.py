@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from benchfleet.cli.ui import RunProgress
 from benchfleet.plan.model import make_plan
-from benchfleet.spec.model import parse_spec, resolve
+from benchfleet.spec.loading import parse_spec, resolve
 
 WORKLOAD = {"name": "w", "test": "oltp_read_only", "threads": [1, 2], "duration_s": 10, "warmup_s": 5}
 

@@ -19,7 +19,7 @@ from benchfleet.aws.regions import CONTEXT_KEY, TargetRegions
 from benchfleet.cli.main import main
 from benchfleet.cost import pricing
 from benchfleet.plan.model import make_plan
-from benchfleet.spec.model import load_spec
+from benchfleet.spec.loading import load_spec
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "statemachine"))

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from benchfleet.spec.model import load_spec
+from benchfleet.spec.loading import load_spec
 from benchfleet.spec.workload import Workload
 
 REPO = Path(__file__).resolve().parents[2]

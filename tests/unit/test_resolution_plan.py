@@ -16,7 +16,7 @@ from tests.conftest import REPO
 from benchfleet.cli import main as cli
 from benchfleet.local import calibration as cal
 from benchfleet.local.store import open_store
-from benchfleet.spec.model import load_spec, parse_spec, resolve
+from benchfleet.spec.loading import load_spec, parse_spec, resolve
 from benchfleet.stats.resolution import components, halfwidth_pct, repetitions_to_resolve, spec_resolution
 
 COMPARISONS = REPO / "workloads" / "comparisons"

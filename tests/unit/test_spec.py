@@ -10,7 +10,7 @@ from tests.conftest import REPO
 
 from benchfleet.cli.main import main
 from benchfleet.spec.documents import SpecError
-from benchfleet.spec.model import json_schema, load_spec, parse_spec
+from benchfleet.spec.loading import json_schema, load_spec, parse_spec
 
 DEMO = REPO / "workloads" / "comparisons" / "demo-durability.yaml"
 INLINE = {"name": "w", "test": "oltp_read_only", "threads": [1]}
@@ -154,7 +154,7 @@ def test_one_existing_model_serves_both_backends() -> None:
 
 def test_server_options_are_one_spelling_and_reach_the_plan() -> None:
     from benchfleet.plan.model import make_plan
-    from benchfleet.spec.model import resolve
+    from benchfleet.spec.loading import resolve
 
     parsed = parse_spec(spec(targets=[{"id": "a", "kind": "local",
                                        "server_options": {"innodb-buffer-pool-size": "64M", "sync_binlog": 0}}]))

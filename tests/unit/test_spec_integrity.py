@@ -16,7 +16,7 @@ from tests.conftest import REPO
 
 from benchfleet.aws.api_service import ApiError, parse_json_body, validate_submission
 from benchfleet.spec.documents import SpecError
-from benchfleet.spec.model import load_spec, parse_spec
+from benchfleet.spec.loading import load_spec, parse_spec
 from benchfleet.workload import sysbench
 
 INLINE = {"name": "w", "test": "oltp_read_only", "threads": [1], "duration_s": 5, "warmup_s": 0}

@@ -15,7 +15,7 @@ from benchfleet.cost import catalogue, pricing
 from benchfleet.plan import stripe
 from benchfleet.plan.model import make_plan
 from benchfleet.spec.documents import SpecError
-from benchfleet.spec.model import LoadedSpec, parse_spec
+from benchfleet.spec.loading import LoadedSpec, parse_spec
 
 WORKLOAD = {"name": "w", "test": "oltp_read_only", "threads": [1]}
 

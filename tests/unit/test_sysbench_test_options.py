@@ -13,7 +13,7 @@ import pytest
 from benchfleet.aws import api_service
 from benchfleet.aws.api_service import ApiError
 from benchfleet.spec.documents import SpecError
-from benchfleet.spec.model import inline_loaded, parse_spec
+from benchfleet.spec.loading import inline_loaded, parse_spec
 from benchfleet.workload.sysbench import BUILTIN_TESTS, OPTION_VALUES, SCRIPT_OPTIONS, TEST_OPTIONS
 
 SYSBENCH = Path("/usr/share/sysbench")  # Debian's sysbench package (make system-deps)

@@ -11,7 +11,7 @@ import pytest
 
 from benchfleet.plan.model import make_plan
 from benchfleet.spec.documents import SpecError
-from benchfleet.spec.model import parse_spec, resolve
+from benchfleet.spec.loading import parse_spec, resolve
 from benchfleet.workload import serverparams
 
 W = {"name": "w", "test": "oltp_write_only", "threads": [1, 4], "duration_s": 8, "warmup_s": 3, "cooldown_s": 1,
@@ -239,7 +239,7 @@ def test_smoke_scale_shrinks_every_variants_workload_alike_and_keeps_the_blocks(
     from pathlib import Path
 
     from benchfleet.plan.scale import apply_scale
-    from benchfleet.spec.model import load_spec
+    from benchfleet.spec.loading import load_spec
 
     comparisons = Path(__file__).resolve().parents[2] / "workloads" / "comparisons"
     smoke = apply_scale(load_spec(comparisons / "local-pk-order.yaml"), "smoke")

@@ -13,7 +13,7 @@ import pytest
 from scipy import stats as sp
 
 from benchfleet.spec.documents import SpecError
-from benchfleet.spec.model import load_spec
+from benchfleet.spec.loading import load_spec
 from benchfleet.stats import comparison
 from benchfleet.stats.run import ran_in_rounds
 from benchfleet.stats.verdict import (

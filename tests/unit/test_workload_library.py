@@ -29,10 +29,10 @@ from benchfleet.plan.scale import (
     as_local,
     smoke_threads,
 )
-from benchfleet.spec import model as spec_module
+from benchfleet.spec import loading as spec_module
 from benchfleet.spec import targets, variants
 from benchfleet.spec.comparison import ComparisonSpec
-from benchfleet.spec.model import load_spec, load_workload
+from benchfleet.spec.loading import load_spec, load_workload
 from benchfleet.spec.storage import Storage
 from benchfleet.spec.targets import AuroraTarget, Client, Ec2Target, ExistingTarget, LocalTarget, RdsTarget
 from benchfleet.spec.workload import Workload

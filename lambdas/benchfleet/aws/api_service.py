@@ -51,7 +51,7 @@ from benchfleet.spec.documents import (
     unique_keys,
 )
 from benchfleet.spec.fields import REGION
-from benchfleet.spec.model import LoadedSpec, inline_loaded, problems_of
+from benchfleet.spec.loading import LoadedSpec, inline_loaded, problems_of
 from benchfleet.spec.workload import Workload
 from benchfleet.stats.resolution import plan_resolution
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from benchfleet.spec.model import LoadedSpec
+from benchfleet.spec.loading import LoadedSpec
 
 CONTEXT_KEY = "targetRegions"
 REGIONAL_KINDS = ("ec2", "rds", "aurora")

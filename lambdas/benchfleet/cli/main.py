@@ -22,7 +22,7 @@ from benchfleet.cost.pricing import plan_breakdowns, price_per_hour
 from benchfleet.local.store import StoreError
 from benchfleet.plan.model import Plan, make_plan
 from benchfleet.spec.documents import SpecError
-from benchfleet.spec.model import LoadedSpec, json_schema, load_spec
+from benchfleet.spec.loading import LoadedSpec, json_schema, load_spec
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_PIPE = 0, 1, 2, 130, 141
 

@@ -153,7 +153,7 @@ def inline_spec(spec_path_or_loaded: Any) -> dict[str, Any]:
     """A spec as the API wants it: JSON with the workload inline. Takes a path (YAML or JSON; the
     workload and mysql configs are resolved and checked here), a ``LoadedSpec`` or a mapping."""
     from benchfleet.spec.comparison import ComparisonSpec
-    from benchfleet.spec.model import LoadedSpec, load_spec
+    from benchfleet.spec.loading import LoadedSpec, load_spec
 
     loaded = spec_path_or_loaded
     if isinstance(loaded, str | Path):

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from benchfleet.spec.comparison import ComparisonSpec
-from benchfleet.spec.model import LoadedSpec, resolve
+from benchfleet.spec.loading import LoadedSpec, resolve
 from benchfleet.spec.variants import Variant
 from benchfleet.stats.run import step_tps
 from benchfleet.stats.step_sql import step_stats_in_store

@@ -28,7 +28,7 @@ from benchfleet.local.existing import ExistingServer, ExistingServerError, passw
 from benchfleet.local.galera import proxy_available
 from benchfleet.local.mariadb import LocalServerError, find_binary
 from benchfleet.spec.documents import SpecError
-from benchfleet.spec.model import LoadedSpec
+from benchfleet.spec.loading import LoadedSpec
 from benchfleet.spec.settings import cnf_source
 from benchfleet.spec.targets import ExistingTarget, LocalTarget
 from benchfleet.workload.mysqlcnf import CnfError, render

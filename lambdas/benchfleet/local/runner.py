@@ -35,7 +35,7 @@ from benchfleet.plan.agentjob import agent_job
 from benchfleet.plan.model import Plan, PlanStep
 from benchfleet.plan.naming import new_run_id, raw_key
 from benchfleet.spec.documents import repo_root
-from benchfleet.spec.model import LoadedSpec
+from benchfleet.spec.loading import LoadedSpec
 from benchfleet.spec.settings import cnf_source
 from benchfleet.spec.targets import ExistingTarget, LocalTarget, is_cluster
 from benchfleet.stats.caveats import overlap_words

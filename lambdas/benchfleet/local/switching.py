@@ -15,7 +15,7 @@ from typing import Any
 
 from benchfleet.local.mariadb import LocalServer, LocalServerError
 from benchfleet.plan.model import PlanStep
-from benchfleet.spec.model import LoadedSpec
+from benchfleet.spec.loading import LoadedSpec
 from benchfleet.spec.settings import cnf_source
 from benchfleet.spec.targets import LocalTarget
 from benchfleet.workload.mysqlcnf import normalised, render, set_global_value

@@ -26,7 +26,7 @@ from benchfleet.cluster import jobs as clusterjob
 from benchfleet.cost.pricing import DEFAULT_REGION, aurora_io_rate
 from benchfleet.plan import waves
 from benchfleet.spec.comparison import ComparisonSpec
-from benchfleet.spec.model import LoadedSpec
+from benchfleet.spec.loading import LoadedSpec
 from benchfleet.spec.targets import is_cluster
 from benchfleet.spec.variants import ResolvedVariant
 from benchfleet.spec.workload import ONE_ROW_PER_EVENT, Workload, data_set_key

@@ -16,7 +16,7 @@ spec here before it costs anything.
 from __future__ import annotations
 
 from benchfleet.spec.comparison import ComparisonSpec
-from benchfleet.spec.model import LoadedSpec
+from benchfleet.spec.loading import LoadedSpec
 from benchfleet.spec.targets import ClusterTarget, ExistingTarget, LocalCluster, LocalTarget
 from benchfleet.spec.workload import Workload
 

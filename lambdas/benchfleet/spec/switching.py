@@ -20,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from benchfleet.spec.model import LoadedSpec
+from benchfleet.spec.loading import LoadedSpec
 from benchfleet.spec.settings import family_of, server_settings
 from benchfleet.spec.variants import ResolvedVariant
 from benchfleet.workload import serverparams

@@ -54,7 +54,7 @@ BUILTIN_TESTS = ("bulk_insert", "oltp_delete", "oltp_insert", "oltp_point_select
                  "oltp_read_write", "oltp_update_index", "oltp_update_non_index", "oltp_write_only",
                  "select_random_points", "select_random_ranges")
 
-# The rule for sysbench options a workload (or a variant) may give, shared by benchfleet.spec.model (validate,
+# The rule for sysbench options a workload (or a variant) may give, shared by benchfleet.spec.loading (validate,
 # the API, Plan) and the agent, which enforces it again on every job. Names are compared with dashes
 # (sysbench reads table_size and table-size alike).
 #

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchfleet.spec.model import LoadedSpec
+from benchfleet.spec.loading import LoadedSpec
 from benchfleet.spec.settings import server_settings
 from benchfleet.spec.switching import PARAMETER_GROUP_KINDS, setting_field
 from benchfleet.workload import serverparams

@@ -47,7 +47,7 @@ from benchfleet.spec import switching
 from benchfleet.spec.comparison import ComparisonSpec
 from benchfleet.spec.documents import SpecError
 from benchfleet.spec.fields import SLUG
-from benchfleet.spec.model import LoadedSpec, inline_loaded, parse_spec
+from benchfleet.spec.loading import LoadedSpec, inline_loaded, parse_spec
 from benchfleet.spec.settings import cnf_text
 from benchfleet.spec.targets import AuroraTarget, ClusterTarget, Ec2Target, ExistingTarget, RdsTarget, is_cluster
 from benchfleet.spec.workload import Workload
@@ -365,7 +365,7 @@ def _steps(target: TargetPlan, o: Timing, install: dict[str, Any] | None,
 
 def status_of(spec: ComparisonSpec, target: Any, workload: Workload) -> dict[str, Any] | None:
     """The agent's ``status`` job for ``target``'s steps (its sources are added per step, where they are
-    known: benchfleet.aws.jobs)."""
+    known: benchfleet.aws.steps.jobs)."""
     counters = serverstatus.counters_for(spec.status_counters, is_cluster(target))
     return {"counters": counters, "interval_s": workload.report_interval_s} if counters else None
 

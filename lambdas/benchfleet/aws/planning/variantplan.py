@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchfleet.plan.model import PlanStep
-from benchfleet.spec.model import LoadedSpec
+from benchfleet.spec.loading import LoadedSpec
 from benchfleet.spec.settings import cnf_source, server_settings
 from benchfleet.spec.switching import PARAMETER_GROUP_KINDS
 from benchfleet.workload import serverparams

@@ -1,7 +1,9 @@
-"""The comparison spec and the workload: what a user writes, validated before anything starts.
+"""A spec or workload, loaded: parsed into its models, resolved against workloads/ and checked whole.
 
-A spec names targets x a workload x repetitions. Specs and workloads are YAML or JSON files (or, in
-the API, a JSON body); errors name the file, the field path and the problem.
+``load_spec`` (a file), ``parse_spec`` / ``inline_loaded`` (a JSON body: the API, Plan) and
+``resolve`` give a ``LoadedSpec``: the spec, its workload and its variants resolved, or one
+SpecError naming the file, each field and its problem. ``json_schema`` is the published schema
+(workloads/spec.schema.json, ``benchfleet validate --schema``).
 """
 
 from __future__ import annotations
