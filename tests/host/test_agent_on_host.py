@@ -56,7 +56,7 @@ def test_the_prepare_step_ends_within_the_bound_its_plan_gives_it(host: Any) -> 
     floor for its rows."""
     from hostfleet import TIMINGS
 
-    from benchfleet.plan.model import PREPARE_MIN_SECONDS
+    from benchfleet.plan.estimates import PREPARE_MIN_SECONDS
 
     (prepare,) = [s for s in host.planned["targets"][0]["steps"] if s["kind"] == "prepare"]
     assert prepare["duration_s"] >= PREPARE_MIN_SECONDS

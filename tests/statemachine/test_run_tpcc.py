@@ -15,7 +15,7 @@ from sm_harness import BUCKET, leftovers, recording, spec
 from tests.agent_modules import load
 from timestream_requests import dimensions, stored_records
 
-from benchfleet.plan.model import prepare_seconds
+from benchfleet.plan.estimates import prepare_seconds
 from benchfleet.spec.workload import Workload
 from benchfleet.workload.records import LATENCY_DISTRIBUTION_KEYS
 

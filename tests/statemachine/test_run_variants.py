@@ -17,7 +17,7 @@ from timestream_requests import dimensions, stored_records
 from benchfleet.aws.fleet import sweep
 from benchfleet.aws.planning import variantplan
 from benchfleet.plan import naming
-from benchfleet.plan.model import PARAMETER_GROUPS_SETTLE_S
+from benchfleet.plan.estimates import PARAMETER_GROUPS_SETTLE_S
 
 EC2 = {"id": "ec2-m6g", "kind": "ec2", "instance_type": "m6g.large", "engine": "mariadb", "mysql_config": "durable"}
 VARIANTS = [{"id": "durable"},

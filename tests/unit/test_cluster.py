@@ -11,7 +11,8 @@ from tests.conftest import REPO
 
 from benchfleet.cluster import galera, proxyconf
 from benchfleet.cost.pricing import target_prices
-from benchfleet.plan.model import LOCAL_CLUSTER_PROVISION_S, hosts_of, make_plan
+from benchfleet.plan.estimates import LOCAL_CLUSTER_PROVISION_S
+from benchfleet.plan.model import hosts_of, make_plan
 from benchfleet.plan.scale import as_local
 from benchfleet.spec.documents import SpecError
 from benchfleet.spec.loading import parse_spec, resolve

@@ -110,14 +110,14 @@ def test_the_planned_wall_time_has_the_clusters_serial_set_up(tmp_path: Path,
     """Bootstrap, then each join, then the proxy, one after another, in every repetition: the plan's
     wall time and each repetition's (which its deadline and its hosts' hours follow) include them (they
     were left out: a 3-node cluster planned as if its nodes were ready the moment they booted)."""
-    from benchfleet.plan import model as plans
+    from benchfleet.plan import estimates
 
     body = pxc(proxy={"software": "haproxy", "instance_type": "c6i.large"})
     path = tmp_path / "pxc.json"
     path.write_text(json.dumps(body))
     assert main(["plan", str(path), "--format", "json"]) == 0
     summary = json.loads(capsys.readouterr().out)
-    serial = 3 * plans.CLUSTER_NODE_SETUP_S + plans.CLUSTER_PROXY_SETUP_S
+    serial = 3 * estimates.CLUSTER_NODE_SETUP_S + estimates.CLUSTER_PROXY_SETUP_S
     assert summary["wall_parts"]["set-up"] == serial
     assert summary["wall_s"] == sum(summary["wall_parts"].values())
     (target,) = summary["targets"]
@@ -126,6 +126,6 @@ def test_the_planned_wall_time_has_the_clusters_serial_set_up(tmp_path: Path,
     del without["variants"]
     path.write_text(json.dumps(without))
     assert main(["plan", str(path), "--format", "json"]) == 0
-    assert json.loads(capsys.readouterr().out)["wall_parts"]["set-up"] == 3 * plans.CLUSTER_NODE_SETUP_S
+    assert json.loads(capsys.readouterr().out)["wall_parts"]["set-up"] == 3 * estimates.CLUSTER_NODE_SETUP_S
     assert main(["plan", str(path)]) == 0
-    assert f"set-up {3 * plans.CLUSTER_NODE_SETUP_S // 60}m00s" in capsys.readouterr().out
+    assert f"set-up {3 * estimates.CLUSTER_NODE_SETUP_S // 60}m00s" in capsys.readouterr().out

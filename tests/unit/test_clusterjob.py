@@ -13,7 +13,8 @@ from benchfleet.cluster import galera, proxyconf
 from benchfleet.cluster import jobs as clusterjob
 from benchfleet.plan import naming
 from benchfleet.plan.agentjob import agent_job
-from benchfleet.plan.model import PlanStep, cluster_setup_hosts, hosts_of
+from benchfleet.plan.estimates import cluster_setup_hosts
+from benchfleet.plan.model import PlanStep, hosts_of
 from benchfleet.spec.loading import parse_spec
 from benchfleet.spec.workload import Workload
 from benchfleet.workload import serverstatus

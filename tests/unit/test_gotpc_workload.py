@@ -8,7 +8,8 @@ from tests.agent_modules import load
 from tests.conftest import FIXTURES, REPO
 
 from benchfleet.plan.agentjob import agent_job
-from benchfleet.plan.model import GOTPC_PREPARE_S_PER_WAREHOUSE, make_plan, prepare_seconds
+from benchfleet.plan.estimates import GOTPC_PREPARE_S_PER_WAREHOUSE, prepare_seconds
+from benchfleet.plan.model import make_plan
 from benchfleet.plan.scale import apply_scale
 from benchfleet.spec.documents import SpecError
 from benchfleet.spec.loading import inline_loaded, load_spec, parse_spec, resolve

@@ -8,15 +8,14 @@ from datetime import UTC, datetime, timedelta
 
 from tests.conftest import REPO
 
-from benchfleet.plan.model import (
-    EXPIRY_MARGIN,
+from benchfleet.plan.estimates import (
     PARAMETER_GROUPS_SETTLE_S,
     PREPARE_MIN_SECONDS,
     PROVISION_SECONDS,
     STEP_OVERHEAD_SECONDS,
     TEARDOWN_SECONDS,
-    make_plan,
 )
+from benchfleet.plan.model import EXPIRY_MARGIN, make_plan
 from benchfleet.spec.loading import load_spec, parse_spec, resolve
 
 WORKLOAD = {"name": "w", "test": "oltp_read_only", "threads": [4, 1, 2], "duration_s": 60,
@@ -34,7 +33,7 @@ def test_steps_are_prepare_warmup_then_the_sorted_sweep() -> None:
         ("prepare", "prepare", 2), ("warmup", "warmup", 4), ("t0001", "measure", 1), ("t0002", "measure", 2),
         ("t0004", "measure", 4)]
     # 200k rows at 13k rows/s/thread with 2 threads (a local target on every CPU: no pinning): 7.7 s,
-    # rounded up, never under the fixed cost (benchfleet.plan.model.prepare_seconds).
+    # rounded up, never under the fixed cost (benchfleet.plan.estimates.prepare_seconds).
     assert steps[0].duration_s == max(8, PREPARE_MIN_SECONDS)
     assert sum(s.estimated_s for s in steps) == steps[0].duration_s + 30 + 3 * (60 + 10)
 
@@ -92,7 +91,8 @@ def test_an_aurora_plan_prices_its_io_requests_as_their_own_line_in_the_total_an
     $4.81 against a $5 budget, though its random-key load and inserts read a page beyond the buffer
     pool for nearly every row. The plan now estimates them from the workload, at the tables' rate."""
     from benchfleet.cost.pricing import aurora_io_rate, price_per_hour
-    from benchfleet.plan.model import AURORA_TPS_PER_THREAD, ROW_BYTES, aurora_io_requests
+    from benchfleet.plan.estimates import AURORA_TPS_PER_THREAD, ROW_BYTES
+    from benchfleet.plan.model import aurora_io_requests
 
     shipped = load_spec(str(REPO / "workloads" / "comparisons" / "aurora-pk-order.yaml"))
     doc = shipped.inline() | {"budget_usd": 5}

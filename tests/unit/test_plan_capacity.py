@@ -16,7 +16,8 @@ from benchfleet.aws.planning import asl_walk, runplan
 from benchfleet.cli.main import main
 from benchfleet.cost.pricing import price_per_hour
 from benchfleet.plan import waves
-from benchfleet.plan.model import Host, make_plan, vcpus_of
+from benchfleet.plan.estimates import vcpus_of
+from benchfleet.plan.model import Host, make_plan
 from benchfleet.spec.loading import load_spec, parse_spec, resolve
 
 REPO = Path(__file__).resolve().parents[2]

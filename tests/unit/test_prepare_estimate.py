@@ -13,7 +13,7 @@ import pytest
 from benchfleet.aws.errors import PlanRejected
 from benchfleet.aws.planning import runplan
 from benchfleet.aws.steps import commands
-from benchfleet.plan import model as planning
+from benchfleet.plan import estimates
 from benchfleet.spec.loading import LoadedSpec, load_spec, parse_spec
 
 REPO = Path(__file__).resolve().parents[2]
@@ -39,9 +39,9 @@ def test_a_random_key_load_past_the_buffer_pool_is_planned_at_what_its_storage_s
     # the rest of the rows read and write a random page each, on storage taken at 30,000 IOPS.
     fitting = int(16 * 1024**3 * 0.75 / 250)
     expected = math.ceil(fitting / (13_000 * 2) + (rows - fitting) * 2 / 30_000)
-    assert planning.prepare_seconds(random, writer) == expected > 3 * 3600
+    assert estimates.prepare_seconds(random, writer) == expected > 3 * 3600
     # The same rows in key order, on the same writer: bound by its two threads, not its storage.
-    assert planning.prepare_seconds(sequential, writer) == math.ceil(rows / 26_000) < expected
+    assert estimates.prepare_seconds(sequential, writer) == math.ceil(rows / 26_000) < expected
     # The old flat rate gave 625 s to both, on any target.
     assert rows // (40_000 * 8) == 625
 
@@ -57,7 +57,7 @@ def test_storage_and_instance_size_change_the_estimate():
         "big": {"id": "big", "kind": "ec2", "instance_type": "r6i.4xlarge", "storage": {"type": "gp3", "size_gb": 200}},
     }
     parsed = parse_spec({**spec, "targets": list(targets.values())}, "s")
-    seconds = {t.id: planning.prepare_seconds(parsed.workload, t) for t in parsed.targets}
+    seconds = {t.id: estimates.prepare_seconds(parsed.workload, t) for t in parsed.targets}
     assert seconds["io2"] < seconds["gp3"]  # more IOPS past the pool
     assert seconds["big"] < seconds["io2"]  # 128 GiB: every row fits, 4 threads
     assert seconds["big"] == math.ceil(100_000_000 / (13_000 * 4))
@@ -69,7 +69,7 @@ def test_the_local_figure_is_the_measured_one():
                                                   "table_size": 400_000, "prepare_threads": 2, "threads": [1],
                                                   "duration_s": 2, "warmup_s": 0},
                         "targets": [{"id": "l", "kind": "local", "memory_mb": 1024, "cpus": [0, 1]}]}, "l")
-    assert planning.prepare_seconds(local.workload, local.targets[0]) == pytest.approx(30.6, abs=1)
+    assert estimates.prepare_seconds(local.workload, local.targets[0]) == pytest.approx(30.6, abs=1)
 
 
 def test_the_remote_prepare_timeout_is_three_times_the_load_plus_its_installs():

@@ -32,12 +32,12 @@ from botocore.exceptions import ClientError
 
 from benchfleet.aws.errors import TargetFailed, aws_errors, error_code
 from benchfleet.plan import naming
-from benchfleet.plan.model import PARAMETER_GROUPS_SETTLE_S
+from benchfleet.plan.estimates import PARAMETER_GROUPS_SETTLE_S
 from benchfleet.workload.serverparams import RDS_PARAMETERS_PER_CALL
 
 INSTANCE, CLUSTER = "instance", "cluster"
 # Between creating the run's groups and creating the database that boots with them (AWS asks for 5
-# minutes: benchfleet.plan.model.PARAMETER_GROUPS_SETTLE_S, which the plan's wall time shows).
+# minutes: benchfleet.plan.estimates.PARAMETER_GROUPS_SETTLE_S, which the plan's wall time shows).
 SETTLE_S = PARAMETER_GROUPS_SETTLE_S
 # naming.db_identifier roles: the DB parameter group, the DB cluster parameter group.
 ROLE = {INSTANCE: "pg", CLUSTER: "cpg"}

@@ -42,7 +42,8 @@ from benchfleet.cluster.jobs import SETUP
 from benchfleet.cost import catalogue
 from benchfleet.cost import ceiling as cost_ceiling
 from benchfleet.plan import naming, waves
-from benchfleet.plan.model import Plan, PriceLookup, TargetPlan, cluster_setup_hosts, make_plan, spacing_problem
+from benchfleet.plan.estimates import cluster_setup_hosts
+from benchfleet.plan.model import Plan, PriceLookup, TargetPlan, make_plan, spacing_problem
 from benchfleet.spec import switching
 from benchfleet.spec.comparison import ComparisonSpec
 from benchfleet.spec.documents import SpecError
@@ -64,7 +65,7 @@ READY_POLL_S = {"ec2": 15, "existing": 15, "rds": 60, "aurora": 60, "cluster": 1
 # Seconds a step may run past its planned duration: the first step installs the engine and sysbench.
 SETUP_S = {"prepare": 1800, "warmup": 300, "measure": 300, "setup": 1800}
 # A load may take this many times its planned seconds before its step times out: the plan's rate is a
-# model (benchfleet.plan.model.prepare_seconds), and a long load must never time out a run that would have
+# model (benchfleet.plan.estimates.prepare_seconds), and a long load must never time out a run that would have
 # finished (the prepare's setup allowance grows with the load: its Run Command execution timeout too).
 PREPARE_TIMEOUT_FACTOR = 3
 # After Run Command's bounds, how long the step's status change may take to complete its task.
