@@ -205,7 +205,7 @@ def canary(e2e: Any) -> Any:
 
 def test_the_canary_runs_on_a_booted_host_and_leaves_nothing(canary: Any, bf_home: Path) -> None:
     from benchfleet.aws.fleet.leftovers import left_behind
-    from benchfleet.cli.main import _results
+    from benchfleet.cli.reading import run_results
     from benchfleet.local.rawsync import sync_run
     from benchfleet.local.store import open_store
 
@@ -218,7 +218,7 @@ def test_the_canary_runs_on_a_booted_host_and_leaves_nothing(canary: Any, bf_hom
            "estimated_cost_usd": None}
     with open_store(bf_home) as store:
         sync_run(boto3.client("s3", region_name=REGION), BUCKET, run, store, bf_home)
-        (step,) = _results(store, "canary-host")["steps"]
+        (step,) = run_results(store, "canary-host")["steps"]
     assert step["target_id"] == "graviton" and step["tps"] > 0
     assert loaded.workload.duration_s - 1 <= step["samples"] <= loaded.workload.duration_s
     assert left_behind("canary-host", [REGION], lambda s, r: boto3.client(s, region_name=r)) == []

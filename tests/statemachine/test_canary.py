@@ -14,7 +14,8 @@ import pytest
 from sm_harness import BUCKET, REGION, leftovers
 from tests.glue_tables import create_glue_tables
 
-from benchfleet.cli.main import _results, main
+from benchfleet.cli.main import main
+from benchfleet.cli.reading import run_results
 from benchfleet.local.store import open_store
 
 REPO = Path(__file__).resolve().parents[2]
@@ -74,7 +75,7 @@ def test_the_canary_crosses_every_data_path(harness: Any, athena: None, bf_home:
     out = capsys.readouterr().out
     assert "graviton" in out
     with open_store(bf_home) as store:
-        (step,) = _results(store, "canary-offline")["steps"]
+        (step,) = run_results(store, "canary-offline")["steps"]
     assert (step["target_id"], step["step"], step["samples"]) == ("graviton", "t0001", 60) and step["tps"] > 0
     # ...and listed the run's tags: the host is listed, terminated, so nothing is left.
     assert f"nothing of run canary-offline is left (its tags listed in {REGION})" in " ".join(out.split())

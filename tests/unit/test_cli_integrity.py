@@ -145,7 +145,7 @@ def test_a_closed_terminal_stops_a_run_as_ctrl_c_does() -> None:
 def test_a_relative_home_is_made_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A relative BENCHFLEET_HOME failed every local run: mariadb-install-db resolved the data directory
     from elsewhere, and the agent takes only absolute paths (data_dir, rows.state_dir)."""
-    from benchfleet.cli.main import home
+    from benchfleet.cli.base import home
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("BENCHFLEET_HOME", "relhome")
