@@ -66,7 +66,7 @@ def test_the_cluster_report_draws_each_nodes_figures_per_second(home: Path, monk
     palette = charts.colors(["direct", "proxy"])
     rects = [s for s in nodes["layout"]["shapes"] if s["type"] == "rect"]
     assert len(rects) == 3 * 2 * 9
-    assert {s["fillcolor"] for s in rects} == {charts._rgba(palette[v], 0.10) for v in ("direct", "proxy")}
+    assert {s["fillcolor"] for s in rects} == {charts.rgba_of(palette[v], 0.10) for v in ("direct", "proxy")}
     assert "Cluster nodes per second" in page and html.escape(html.NODES_NOTE[:40]) in page
 
 

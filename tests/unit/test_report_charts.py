@@ -24,7 +24,7 @@ from tests.sysbench_logs import run_log
 from benchfleet import stats
 from benchfleet.local.importer import import_logs
 from benchfleet.local.store import DuckDBStore
-from benchfleet.report import charts, html
+from benchfleet.report import charts, html, timecharts
 from benchfleet.report.data import timeline
 from benchfleet.stats import caveats
 from benchfleet.stats.compare import compare_runs
@@ -77,8 +77,8 @@ def _figures(store: DuckDBStore, run_id: str) -> tuple[dict, dict[str, charts.Fi
             "cost": charts.cost(doc, palette)}
     series = timeline(store, doc["run"]["run_id"])
     if series["series"]:
-        figs["timeline"] = charts.timeline(series, palette)
-        figs["rows"] = charts.insert_rate(series, palette)
+        figs["timeline"] = timecharts.timeline(series, palette)
+        figs["rows"] = timecharts.insert_rate(series, palette)
     return doc, figs
 
 
@@ -100,10 +100,10 @@ def test_a_long_insert_curve_stays_on_the_bundles_traces() -> None:
         "rows": [1000 + 500 * i for i in range(n)], "threads": [1] * n, "steal": [0.1] * n, "iowait": [0.2] * n,
         "disk_iops": [90.0] * n, "disk_mib_s": [1.5] * n, "disk_await_ms": [0.6] * n, "steps": []}]}
     palette = charts.colors(["a"])
-    rows = charts.insert_rate(series, palette)
+    rows = timecharts.insert_rate(series, palette)
     assert {t["type"] for t in rows["data"]} <= html.BUNDLE_TRACES and len(rows["data"][0]["x"]) == n
     go.Figure(rows)
-    timeline = charts.timeline(series, palette)
+    timeline = timecharts.timeline(series, palette)
     go.Figure(timeline)
     assert {t["yaxis"] for t in timeline["data"] if "yaxis" in t} == {"y2", "y3", "y4", "y5", "y6"}
     assert [timeline["layout"][f"yaxis{i}"]["title"]["text"] for i in (4, 5, 6)] == [

@@ -54,7 +54,7 @@ def test_timeline_buckets_are_the_samples_they_hold(tmp_path: Path, monkeypatch:
 
 
 def test_evenly_spaced_points_are_drawn_from_x0_and_dx_and_a_gap_keeps_its_times() -> None:
-    from benchfleet.report import charts
+    from benchfleet.report import timecharts
 
     def series(target: str, t: list[int]) -> dict[str, object]:
         n = len(t)
@@ -62,7 +62,7 @@ def test_evenly_spaced_points_are_drawn_from_x0_and_dx_and_a_gap_keeps_its_times
                 "tps_max": [2.0] * n, "steal": [0.1] * n, "iowait": [None] * n, "qps": [9.0] * n,
                 "threads": [4] * n}
 
-    fig = charts.timeline({"width_s": 5, "series": [series("a", [0, 5, 10, 15]), series("b", [0, 5, 20])]},
+    fig = timecharts.timeline({"width_s": 5, "series": [series("a", [0, 5, 10, 15]), series("b", [0, 5, 20])]},
                           {"a": "#1f77b4", "b": "#d62728"})
     lines = {t["name"]: t for t in fig["data"] if "min-max" not in t["name"]}
     assert {k: lines["a rep 1"].get(k) for k in ("x", "x0", "dx")} == {"x": None, "x0": 0, "dx": 5}
@@ -105,7 +105,7 @@ def test_the_variants_alternating_are_drawn_block_by_block_in_their_colours(tmp_
     assert len(rects) == len(rows) == 3 * 2 * 2 * 2  # repetitions x thread counts x blocks x variants
     for shape, row in zip(rects, rows, strict=True):
         assert shape["yref"] == f"{'y' if row['repetition'] == 1 else 'y' + str(row['repetition'])} domain"
-        assert shape["fillcolor"] == charts._rgba(palette[row["variant"]], 0.13)
+        assert shape["fillcolor"] == charts.rgba_of(palette[row["variant"]], 0.13)
         start = row["t"] - spans[row["repetition"]]
         assert shape["x0"] < start < shape["x1"], (shape, row)
     labels = [a["text"] for a in blocks["layout"]["annotations"] if a["text"] in ("b1", "b2")]

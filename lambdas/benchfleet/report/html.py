@@ -21,7 +21,7 @@ from typing import Any
 
 from benchfleet import stats
 from benchfleet.local.store import DuckDBStore
-from benchfleet.report import charts, summary
+from benchfleet.report import charts, summary, timecharts
 from benchfleet.report.data import (
     blocks,
     fingerprint_values,
@@ -73,7 +73,7 @@ RELATIVE_NOTE = (
     "decide. The words beside each bar are the verdict's: 'paired' when both sides were measured together (per "
     "repetition, block or round: what they shared cancels), 'Welch' when they ran apart.")
 
-# What the chart of blocks (charts.blocks) shows, in the run report and the report of two runs.
+# What the chart of blocks (timecharts.blocks) shows, in the run report and the report of two runs.
 BLOCKS_NOTE = ("The design that makes a variant's verdict paired: on one server, the variants (settings, or a "
                "cluster's routes) measured in turns, block by block, the order turning from one block and "
                "repetition to the next. One panel per target and repetition; each variant's tps per second in its "
@@ -81,7 +81,7 @@ BLOCKS_NOTE = ("The design that makes a variant's verdict paired: on one server,
                "its block of the step), the thread count above where it changes. Each block's first report is its "
                "ramp, left out of the figures.")
 
-# What the cluster's node panels (charts.node_panels) show.
+# What the cluster's node panels (timecharts.node_panels) show.
 NODES_NOTE = ("Every node's wsrep counters, read every second, one panel per figure and one line per node: the "
               "share of the time flow control paused its replication (the whole cluster waits for the slowest "
               "node), the bytes it replicated (write-sets it originated) and received (from the others), its "
@@ -89,7 +89,7 @@ NODES_NOTE = ("Every node's wsrep counters, read every second, one panel per fig
               "the sessions the proxy held open to it. Means per node: benchfleet results RUN (the table 'cluster "
               "status per node'); every reading: benchfleet results RUN --status --format csv.")
 
-# What the status chart (charts.status) shows, in the run report and the report of two runs.
+# What the status chart (timecharts.status) shows, in the run report and the report of two runs.
 STATUS_NOTE = ("SHOW GLOBAL STATUS counters read every second from every server (a cluster's nodes; a proxy's "
                "backends as proxy/<node>), under the throughput on the same time axis: running totals as a rate "
                "per second, levels as they are, flow-control pause as % of the time.")
@@ -220,10 +220,10 @@ def render_report(store: DuckDBStore, run_id: str) -> str:
     # Only a run with variants has blocks to find (a soak's 17M samples are not scanned for none).
     found_blocks = blocks(store, run["run_id"], series["spans"]) if comparison.get("variants") else []
     if found_blocks:
-        figures.append(("blocks", "How the variants alternated, block by block", charts.blocks(
+        figures.append(("blocks", "How the variants alternated, block by block", timecharts.blocks(
             series, found_blocks, palette), BLOCKS_NOTE))
     figures.append(("timeline", "Throughput over time, CPU steal, iowait and the disk",
-                    charts.timeline(series, palette) if series["series"] else None,
+                    timecharts.timeline(series, palette) if series["series"] else None,
                     "Warm-up and every measure step of each repetition (one dash style per repetition), "
                     "step boundaries dotted. Steal is the share of CPU time the hypervisor gave to someone "
                     "else: when it rises, throughput falls for reasons that are not the database's. iowait "
@@ -233,17 +233,17 @@ def render_report(store: DuckDBStore, run_id: str) -> str:
                     "seconds. Every sample: "
                     f"benchfleet results {run['run_id']} --per-second --format csv"))
     if any(r is not None for s in series["series"] for r in s.get("rows") or []):
-        figures.append(("rows", "Insert rate vs rows in the table", charts.insert_rate(series, palette),
+        figures.append(("rows", "Insert rate vs rows in the table", timecharts.insert_rate(series, palette),
                         "iiBench's view (seed 001): each second's inserts against the rows already in the "
                         "table, the prepared rows plus every insert so far (one sysbench event inserts one "
                         "row). Where the curve bends, the indexes have outgrown the buffer pool."))
     status_series = status_timeline(store, run["run_id"], series["spans"])
     label_series(status_series["series"], comparison["rows"])
-    found_nodes = charts.node_panels(status_series, found_blocks, palette) if status_series["series"] else None
+    found_nodes = timecharts.node_panels(status_series, found_blocks, palette) if status_series["series"] else None
     if found_nodes is not None:
         figures.append(("nodes", "Cluster nodes per second", found_nodes, NODES_NOTE))
     figures.append(("status", "Server status per second",
-                    charts.status(series, status_series, palette) if status_series["series"] else None,
+                    timecharts.status(series, status_series, palette) if status_series["series"] else None,
                     f"{STATUS_NOTE} Every reading: benchfleet results {run['run_id']} --status --format csv"))
     cost_fig = charts.cost(comparison, palette)
     figures.append(("cost", "Cost per 1000 TPS", cost_fig if cost_fig["data"] else None,

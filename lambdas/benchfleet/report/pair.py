@@ -18,7 +18,7 @@ from typing import Any
 
 from benchfleet import stats
 from benchfleet.local.store import DuckDBStore
-from benchfleet.report import charts, html, summary
+from benchfleet.report import charts, html, summary, timecharts
 from benchfleet.report.data import blocks, label_series, status_timeline, timeline
 from benchfleet.stats.caveats import words as caveat_words
 from benchfleet.stats.compare import compare_runs, compared_label
@@ -114,18 +114,18 @@ def render_pair_report(store: DuckDBStore, baseline_run: str, run: str) -> str:
         found_blocks = blocks(store, doc["run"]["run_id"], series["spans"]) if doc.get("variants") else []
         if found_blocks:
             sections.append((f"blocks-{i}", f"How the variants alternated, block by block: {label}",
-                             charts.blocks(series, found_blocks, run_palette), html.BLOCKS_NOTE))
+                             timecharts.blocks(series, found_blocks, run_palette), html.BLOCKS_NOTE))
         sections.append((f"timeline-{i}", f"Throughput over time, CPU steal and iowait: {label}",
-                         charts.timeline(series, run_palette) if series["series"] else None,
+                         timecharts.timeline(series, run_palette) if series["series"] else None,
                          "Warm-up and every measure step of each repetition (one dash style per repetition; "
                          "a variant in its colour, its line broken between its blocks)."))
-        # The run report's status chart (report.data.status_timeline, charts.status): the counters under
+        # The run report's status chart (report.data.status_timeline, timecharts.status): the counters under
         # the run's own throughput, on its time axis, one counter at a time.
         found = status_timeline(store, doc["run"]["run_id"], series["spans"])
         label_series(found["series"], doc["rows"])
         if found["series"]:
             statuses.append((f"status-{i}", f"Server status per second: {label}",
-                             charts.status(series, found, run_palette), html.STATUS_NOTE))
+                             timecharts.status(series, found, run_palette), html.STATUS_NOTE))
     counted = [label for series, label in zip(timelines, labels, strict=True) if _has_rows(series)]
     if counted:  # one run alone: said in place of the chart, since the curves cannot be compared
         sections.append(("rows", "Insert rate vs rows in the table, both runs",
@@ -184,12 +184,12 @@ def _has_rows(series: dict[str, Any]) -> bool:
 
 def _insert_rates(timelines: list[dict[str, Any]], labels: tuple[str, str], palette: dict[str, str],
                   rows: list[dict[str, Any]], versus: Any) -> charts.Figure:
-    """Both runs' insert rate against rows in the table (charts.insert_rate over the series of both, each
+    """Both runs' insert rate against rows in the table (timecharts.insert_rate over the series of both, each
     named "<run>: <target>"), with the verdict of every compared target x threads written above."""
     both = [{**s, "target_id": f"{label}: {s['target_id']}"}
             for series, label in zip(timelines, labels, strict=True) for s in series["series"]]
     widths = {series["width_s"] for series in timelines}
-    fig = charts.insert_rate({"width_s": max(widths), "series": both}, palette)
+    fig = timecharts.insert_rate({"width_s": max(widths), "series": both}, palette)
     if len(widths) > 1:  # the title names one bucket width: say that each run has its own
         fig["layout"]["title"]["text"] = fig["layout"]["title"]["text"].split(" (")[0] + (
             " (" + " and ".join(f"{label}: " + ("per second" if w == 1 else f"mean of {w} s buckets")
@@ -279,4 +279,4 @@ def _over_time(series: list[dict[str, Any]], palette: dict[str, str], title: str
              "x": s["t"], "y": s["y"], "line": {"color": palette.get(s["series"], "#555"), "width": 1.5},
              "marker": {"size": 4, "color": palette.get(s["series"], "#555")},
              "hovertemplate": "%{fullData.name}<br>t=%{x}s: %{y:,.3f}<extra></extra>"} for s in series]
-    return {"data": data, "layout": charts._layout(title, "seconds since the run's first sample", title)}
+    return {"data": data, "layout": charts.base_layout(title, "seconds since the run's first sample", title)}
