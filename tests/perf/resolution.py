@@ -193,8 +193,8 @@ def block_units(store: Any, run_id: str) -> list[dict[str, Any]]:
     """Every measured block: threads, repetition, block, variant, tps (as every verdict computes a step's
     tps, its ramp left out). Only what the store and stats had before issue 37, so BENCHFLEET_LAMBDAS can
     point at older code."""
-    from benchfleet.stats.run import step_tps
     from benchfleet.stats.step_sql import step_stats_in_store
+    from benchfleet.stats.steps import step_tps
 
     steps = {(s["target_id"], int(s["repetition"]), s["step"]): s for s in step_stats_in_store(store, run_id)}
     return [{"run": run_id, "threads": int(s["threads"]), "repetition": int(s["repetition"]), "block": s.get("block"),

@@ -56,8 +56,8 @@ def write_run_report(store: Any, run_id: str, path: Path | None) -> Path:
 
 def run_results(store: Any, run_id: str) -> dict[str, Any]:
     from benchfleet.stats import comparison_table, run_comparison, status
-    from benchfleet.stats.run import step_tps
     from benchfleet.stats.step_sql import step_stats_in_store
+    from benchfleet.stats.steps import step_tps
 
     run = store.run(run_id)
     summaries = store.summaries(run["run_id"])

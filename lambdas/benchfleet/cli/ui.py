@@ -21,7 +21,7 @@ from benchfleet.plan.model import Plan, PlanStep, TargetPlan
 from benchfleet.report import summary
 from benchfleet.stats.caveats import words as caveat_words
 from benchfleet.stats.figures import percentile_of
-from benchfleet.stats.run import step_tps
+from benchfleet.stats.steps import step_tps
 from benchfleet.stats.verdict import design_words
 from benchfleet.workload.records import AgentOutput, Sample, StepSummary, sample_phase
 
@@ -161,7 +161,7 @@ class RichObserver:
 def step_line(target_id: str, repetition: int, step: str, s: StepSummary, samples: Sequence[Sample] = (),
               explain_final: bool = True) -> str:
     """The line a finished step prints: its tps as the results will store it (the ramp's reports left
-    out, :func:`benchfleet.stats.run.step_tps`; sysbench's whole-step figure beside it, labelled), sysbench's
+    out, :func:`benchfleet.stats.steps.step_tps`; sysbench's whole-step figure beside it, labelled), sysbench's
     other figures, the samples present of expected (under load sysbench reports late and one line covers
     seconds) and, when it happened, the final report sysbench silences as its run ends, called what it
     is: normal. ``samples``: the step's per-second samples (none: sysbench's figure alone).

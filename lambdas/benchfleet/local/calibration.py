@@ -22,8 +22,8 @@ from typing import Any
 from benchfleet.spec.comparison import ComparisonSpec
 from benchfleet.spec.loading import LoadedSpec, resolve
 from benchfleet.spec.variants import Variant
-from benchfleet.stats.run import step_tps
 from benchfleet.stats.step_sql import step_stats_in_store
+from benchfleet.stats.steps import step_tps
 
 # Two identical variants: an A/A experiment (two identical variants measure the noise, as the spec
 # model's own refusal of a single variant says).

@@ -24,14 +24,7 @@ from benchfleet.stats.cost import (
     transactions_per_usd,
     vcpus_from_size,
 )
-from benchfleet.stats.figures import (
-    cv,
-    mean_ci,
-    mean_spread,
-    percentile,
-    percentile_spread,
-    step_stats,
-)
+from benchfleet.stats.figures import cv, mean_ci, mean_spread, percentile, percentile_spread, step_stats
 from benchfleet.stats.run import (
     NOTES,
     QueryStore,
