@@ -17,6 +17,7 @@ Pure Python and the standard library only (Lambdas import this module). Conventi
   "no difference", and "too few repetitions" (with how many would decide) below MIN_REPETITIONS.
 """
 
+from benchfleet.cost.run_prices import spec_target_price
 from benchfleet.stats.cost import (
     cost_per_1000_tps,
     speedup_table,
@@ -31,7 +32,6 @@ from benchfleet.stats.run import (
     comparison,
     comparison_table,
     run_comparison,
-    spec_target_price,
     step_stats_from_samples,
 )
 from benchfleet.stats.step_sql import step_stats_in_store

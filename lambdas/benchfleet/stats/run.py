@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import math
 import statistics
 from collections import defaultdict
@@ -11,6 +10,7 @@ from dataclasses import asdict
 from datetime import date, datetime
 from typing import Any, Protocol
 
+from benchfleet.cost.run_prices import cross_zone_prices, row_cross_zone, spec_target_price, target_prices
 from benchfleet.stats import caveats, settings_refusal
 from benchfleet.stats.cost import (
     CROSS_ZONE_SQL,
@@ -143,70 +143,6 @@ def _iowait(store: QueryStore, run_id: str) -> dict[tuple[str, str, int], float]
     return caveats.iowait_by_row(store.query(caveats.IOWAIT_SQL.format(variant=variant), [run_id]))
 
 
-def spec_target_price(spec_target: Mapping[str, Any]) -> float | None:
-    """$/hour of a target as the spec wrote it, from the price tables (for runs whose targets rows
-    carry no price_per_hour). None when the target does not validate here or is unpriced."""
-    from pydantic import ValidationError
-
-    from benchfleet.cost import pricing
-
-    try:
-        target = _target_adapter().validate_python(dict(spec_target))
-        return pricing.price_per_hour(target)
-    except (ValidationError, OSError, ValueError):
-        return None
-
-
-@functools.cache
-def _target_adapter() -> Any:
-    """The spec's Target validator, built once: building it is ~2 ms of schema work, which a
-    200-target run's report paid per target (0.4 s of its CPU)."""
-    from pydantic import TypeAdapter
-
-    from benchfleet.spec.targets import Target
-
-    return TypeAdapter(Target)
-
-
-def target_prices(meta: Mapping[str, Any], spec_target: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """Every line of a target's price under every pricing model (``benchfleet.cost.pricing.target_prices``),
-    from today's tables, for the region the target ran in (its targets rows), else its spec's: the spec
-    target as validated (so its defaults, a gp3 100 GB volume, count), else what the rows say (an
-    imported target with an instance type). A local target is priced by the price it recorded. None
-    when nothing can be said (no tables, no kind)."""
-    from pydantic import ValidationError
-
-    from benchfleet.cost import pricing
-
-    kind = meta.get("kind")
-    given = dict(spec_target or {})
-    region = meta.get("region") or given.get("region")
-    subject: Any
-    if kind == "local":
-        recorded = meta.get("price_per_hour")
-        subject = {"kind": "local", "price_per_hour": recorded if recorded else None}
-    else:
-        try:
-            subject = _target_adapter().validate_python({**given, **({"region": region} if region else {})})
-        except ValidationError:
-            subject = {"kind": kind, "instance_type": meta.get("instance_type"), "region": region,
-                       "price_per_hour": given.get("price_per_hour")}
-    try:
-        prices = pricing.load_prices()
-        found = pricing.target_prices(subject, prices)
-    except (OSError, ValueError):
-        return None
-    out = found.as_dict()
-    used = _TABLES_OF_KIND.get(str(kind), ())
-    out["sources"] = {k: v for k, v in prices.sources().items() if k in used and not found.free}
-    return out
-
-
-# The price tables a target of each kind is priced from (its instance, storage and client).
-_TABLES_OF_KIND = {"ec2": ("ec2", "ebs"), "existing": ("ec2",), "rds": ("rds", "ec2"), "aurora": ("aurora", "ec2"),
-                   "cluster": ("ec2", "ebs")}
-
-
 def comparison(run: Mapping[str, Any], targets: Sequence[Mapping[str, Any]],
                summaries: Sequence[Mapping[str, Any]], steps: Sequence[Mapping[str, Any]],
                confidence: float = CONFIDENCE,
@@ -246,7 +182,7 @@ def comparison(run: Mapping[str, Any], targets: Sequence[Mapping[str, Any]],
     if prices_of is not None:
         for meta in target_meta.values():
             meta["prices"] = prices_of(meta, spec_targets.get(meta["target_id"]))
-    traffic = _cross_zone_prices(target_meta, cross_zone or {})
+    traffic = cross_zone_prices(target_meta, cross_zone or {})
 
     # One row per target x variant ("" without variants) x threads.
     by_key: dict[tuple[str, str, int], dict[str, Any]] = {}
@@ -278,7 +214,7 @@ def comparison(run: Mapping[str, Any], targets: Sequence[Mapping[str, Any]],
         block_units[key] = tps_by_block(entry["summaries"], entry["steps"])
         serving = (traffic.get(target_id) or {}).get("serving") or \
             (target_meta[target_id].get("prices") or {}).get("serving") or {}
-        crossing = _row_cross_zone(traffic.get(target_id), (cross_zone or {}).get(key))
+        crossing = row_cross_zone(traffic.get(target_id), (cross_zone or {}).get(key))
         if crossing is not None and crossing["basis"] == "measured":
             serving = {m: None if v is None else v + crossing["usd_per_hour"] for m, v in serving.items()}
         row = _row(target_id, threads, merge_blocks(entry["summaries"]), merge_blocks(entry["steps"]),
@@ -492,43 +428,6 @@ def ran_in_rounds(ran: Mapping[str, Any], targets: Sequence[str]) -> bool:
         return False
     numbers = [r for _, r in started]
     return numbers == sorted(numbers)
-
-
-def _cross_zone_prices(target_meta: Mapping[str, dict[str, Any]],
-                       cross_zone: Mapping[tuple[str, str, int], Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per target with measured cross-zone traffic: its ``serving`` $/hour without the traffic (each row
-    adds its own), its ``rate`` (USD per GB crossing, both ways) and ``basis`` (``measured`` for a cloud
-    cluster, ``would`` for a local one); the target's ``prices`` get the line at the mean GB/hour of
-    its rows (:func:`benchfleet.cost.pricing.with_cross_zone`)."""
-    from benchfleet.cost import pricing
-
-    by_target: dict[str, list[float]] = defaultdict(list)
-    for (target_id, _, _), figures in cross_zone.items():
-        by_target[target_id].append(float(figures["gb_per_hour"]))
-    out: dict[str, dict[str, Any]] = {}
-    for target_id, values in by_target.items():
-        meta = target_meta.get(target_id)
-        doc = (meta or {}).get("prices")
-        if meta is None or doc is None or meta.get("kind") not in ("cluster", "local"):
-            continue
-        would = meta.get("kind") == "local"
-        try:
-            prices = pricing.load_prices()
-        except (OSError, ValueError):
-            continue
-        out[target_id] = {"serving": doc.get("serving") or {}, "rate": 2 * pricing.cross_zone_rate(prices),
-                          "basis": "would" if would else "measured"}
-        meta["prices"] = pricing.with_cross_zone(doc, statistics.fmean(values), prices, would=would)
-    return out
-
-
-def _row_cross_zone(traffic: Mapping[str, Any] | None, figures: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """A row's cross-zone traffic: GB/hour (replication, client, total), its $/hour (both ways, the
-    same under every pricing model) and its basis (``would``: a local cluster's, in no total)."""
-    if traffic is None or figures is None:
-        return None
-    return {**figures, "usd_per_hour": float(figures["gb_per_hour"]) * float(traffic["rate"]),
-            "basis": traffic["basis"]}
 
 
 def _row(target_id: str, threads: int, summaries: Sequence[Mapping[str, Any]],
