@@ -1,4 +1,9 @@
-"""Every state machine handler against moto (botocore Stubber where moto lacks the behaviour)."""
+"""Every state machine handler against moto (botocore Stubber where moto lacks the behaviour).
+
+Why one module: every handler is called in one moto account set up as the stack deploys it, with
+the handlers' environment (one fixture), so that a change to one handler's contract shows beside the
+handlers it hands its output to.
+"""
 
 from __future__ import annotations
 

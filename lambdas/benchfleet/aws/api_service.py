@@ -14,6 +14,9 @@ module knows about HTTP events. Every refusal names the field it is about.
   with another spec is a 409.
 - Workloads must be inline: the Lambda ships only ``lambdas/``, not the workload library
   (``benchfleet run --remote`` inlines a named workload before posting).
+
+Why one module: each route's refusals and its answer are one method of RunService over the same
+injected clients; the routes share the idempotency, ownership and paging rules above.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""What the CLI draws: live progress of a local run and the tables it prints (rich)."""
+"""What the CLI draws: live progress of a local run and the tables it prints (rich).
+
+Why one module: the live progress and the tables share one console, one set of column rules and the
+verdict words, so that a run's progress and its results read alike.
+"""
 
 from __future__ import annotations
 

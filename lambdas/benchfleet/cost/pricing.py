@@ -33,6 +33,10 @@ Standard library and pydantic only (Lambdas import this module). The tables are 
 ``$BENCHFLEET_PRICING`` or ``<workloads>/pricing``; each section is stamped with its ``as_of`` date
 and its source (``python -m benchfleet.cost.catalogue_refresh --live`` rebuilds them from the AWS Price List
 API and EC2's spot price history).
+
+Why one module: a target's price is one walk over its parts with one set of tables, one Line type
+and one list of models; the builders per kind (LINE_BUILDERS) call the same storage, I/O and traffic
+lines, and split apart they would pass the tables and the models between modules for nothing.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""The local results store: DuckDB at ``<home>/benchfleet.duckdb``, the data model's tables."""
+"""The local results store: DuckDB at ``<home>/benchfleet.duckdb``, the data model's tables.
+
+Why one module: the schema of every table, its migrations and the queries that write and read it
+stay together, so that a column is added in one place.
+"""
 
 from __future__ import annotations
 

@@ -10,6 +10,10 @@ machine's concurrency (``benchfleet.aws.planning.runplan.aws_plan`` reads it fro
 peak hosts and vCPUs per region follow from it; cost does not (each repetition's host exists for one
 repetition either way). In AWS the plan also carries the run's control-plane charges (Step Functions,
 Lambda, CloudWatch, store writes: ``benchfleet.aws.planning.controlplane``), listed apart from the hosts.
+
+Why one module: the Plan's models and make_plan, which fills every field of them (steps per target,
+repetition and variant, hosts, waves, wall time and cost), are one definition: a field is declared
+and filled in the same file. The estimates they use are plan.estimates.
 """
 
 from __future__ import annotations

@@ -4,6 +4,10 @@ The Plotly bundle is plotly.js's "basic" distribution (bar, pie and scatter trac
 component the charts use: error bars, patterns, shapes, annotations, menus, log axes), vendored from
 npm's plotly.js-basic-dist-min at the version plotly.py validates against (tests/unit/test_report_charts.py
 checks both): about 1.2 MB instead of the full bundle's 4.8 MB, so a report grows with its data.
+
+Why one module: it lays out every section of the one file in the order a reader meets them (the
+summary, the run, the results with their charts, jitter, speedup, fingerprints, what the figures
+are); the figures themselves are report.charts and report.timecharts.
 """
 
 from __future__ import annotations

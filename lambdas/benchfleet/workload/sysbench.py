@@ -11,6 +11,9 @@ The parser understands what sysbench 1.0.x prints for ``run``:
 
 It reads line by line (a file object streams; a multi-gigabyte log is never held whole), every pattern
 is linear in the length of a line, and a number it cannot read is a SysbenchParseError naming the line.
+
+Why one module: it is shipped to the hosts as one file next to the agent, and the command builder
+and the parser share the tables of tests, options and output patterns of one sysbench version.
 """
 
 from __future__ import annotations

@@ -16,6 +16,10 @@ for an ``ec2`` target the engine, sysbench, the text of ``workloads/mysql/<mysql
 (read here, from the copy shipped with the Lambda: ``benchfleet.spec.documents.workloads_dir()``) and the
 storage its data directory goes on (``storage_job``); for the
 client of an ``rds`` / ``aurora`` target sysbench, the mysql client and python3-boto3.
+
+Why one module: it is the one producer of the state machine's input (RunRequest in, the Plan state's
+output out), checked against statemachines/benchmark-run.input.schema.json; every part of that
+contract is built here so that the schema and its producer are read side by side.
 """
 
 from __future__ import annotations
