@@ -168,16 +168,16 @@ def test_cost_of_a_tpcc_row_is_per_1000_new_orders_per_minute() -> None:
 def test_a_step_in_blocks_has_the_highest_of_its_blocks_percentiles() -> None:
     # The local TPC-C smoke run's durable 1-thread blocks: p95 16.3 and 19.9 ms. The table's p95 is the
     # higher (latency_pct_ms); the distribution was block 1's alone, 16.3, beside it.
-    from benchfleet.stats.run import _merge_blocks
+    from benchfleet.stats.steps import merge_blocks
 
     def block(n: int, p95: float) -> dict[str, object]:
         return {"repetition": 1, "threads": 1, "block": n, "latency_pct_ms": p95,
                 "latency_percentiles_ms": {"50": 12.1, "90": 16.3, "95": p95, "99": 21.0 + n, "99.9": 22.0 + n,
                                            "max": 22.0 + n}}
 
-    (merged,) = _merge_blocks([block(1, 16.3), block(2, 19.9)])
+    (merged,) = merge_blocks([block(1, 16.3), block(2, 19.9)])
     assert merged["latency_pct_ms"] == 19.9
     assert merged["latency_percentiles_ms"] == {"50": 12.1, "90": 16.3, "95": 19.9, "99": 23.0, "99.9": 24.0,
                                                 "max": 24.0}
-    (partial,) = _merge_blocks([block(1, 16.3), {**block(2, 19.9), "latency_percentiles_ms": None}])
+    (partial,) = merge_blocks([block(1, 16.3), {**block(2, 19.9), "latency_percentiles_ms": None}])
     assert partial["latency_percentiles_ms"] is None
