@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.agent_modules import imported
 from tests.conftest import REPO
 
 from benchfleet.agentjob import agent_job
@@ -26,6 +27,7 @@ spec = importlib.util.spec_from_file_location("benchfleet_agent", AGENT)
 assert spec and spec.loader
 agent = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(agent)
+jobcheck = imported("benchfleet_job")  # the JobError the agent's own modules raise
 
 BASE = {"run_id": "r", "target_id": "a", "repetition": 1, "workload": "w", "step": "t0002", "phase": "measure",
         "threads": 2}
@@ -151,7 +153,7 @@ def test_job_carries_workload_options_and_nothing_reserved() -> None:
         # Options the agent sets are never taken from a job: refused, not silently overridden.
         for smuggled in ("config-file", "mysql-password", "mysql_host"):
             bad = {**job, "sysbench": {**job["sysbench"], "options": {**opts, smuggled: "x"}}}
-            with pytest.raises(agent.JobError, match=smuggled):
+            with pytest.raises(jobcheck.JobError, match=smuggled):
                 agent.sysbench_argv(bad, "run", {}, conn)
     finally:
         conn.close()

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.agent_modules import load
 
 from benchfleet import clusterjob, proxyconf
 
@@ -28,6 +29,7 @@ agent = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(agent)
 # The modules the agent itself imported (one InstallError class for the agent, the set-up and the test).
 install, cluster = agent.benchfleet_install, agent.benchfleet_cluster
+jobcheck = load("benchfleet_job")
 
 ARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:bf-r1-c1-1-AbCdEf"
 SECRET = "s3cret-from-the-secret"
@@ -112,7 +114,7 @@ def node_setup(name: str, flavor: str = "mariadb-galera", **extra: Any) -> dict[
     job = clusterjob.node_job(**IDS, flavor=flavor, cluster_name="bf-r1-c1-1", node=name, host=dict(NODES)[name],
                               nodes=NODES, mysql_config="cpu-bound", cnf=CNF, password_secret_arn=ARN,
                               synced_timeout_s=5, **extra)
-    assert agent.check_job(job) == "setup"  # what the agent accepts is what the contract builds
+    assert jobcheck.check_job(job) == "setup"  # what the agent accepts is what the contract builds
     setup: dict[str, Any] = job["setup"]
     return setup
 
@@ -251,7 +253,7 @@ def proxy_setup(software: str, listen: int = 1, admin: int = 2, timeout_s: int =
     job = clusterjob.proxy_job(**IDS, software=software, nodes=NODES, password_secret_arn=ARN, timeout_s=timeout_s,
                                own_host=own_host)
     job["setup"].update(listen_port=listen, admin_port=admin)
-    assert agent.check_job(job) == "setup"
+    assert jobcheck.check_job(job) == "setup"
     setup: dict[str, Any] = job["setup"]
     return setup
 
@@ -329,9 +331,9 @@ def test_proxysql_on_a_host_of_its_own_binds_that_address_and_its_stats_user_has
     assert "127.0.0.1" not in config
     assert "systemctl restart proxysql" in host.calls()
     bad = proxy_setup("proxysql", port, own_host=OWN_HOST)
-    with pytest.raises(agent.JobError, match=r"setup\.stats_password must be generated or secret"):
-        agent.check_job({**IDS, "step": {"name": "setup-proxy", "kind": "setup", "threads": 1, "duration_s": 0},
-                         "setup": {**bad, "stats_password": "plain"}})
+    with pytest.raises(jobcheck.JobError, match=r"setup\.stats_password must be generated or secret"):
+        jobcheck.check_job({**IDS, "step": {"name": "setup-proxy", "kind": "setup", "threads": 1, "duration_s": 0},
+                            "setup": {**bad, "stats_password": "plain"}})
 
 
 def test_the_nodes_proxy_users_accept_a_proxy_host_of_its_own(host: Host) -> None:
@@ -385,8 +387,8 @@ def test_a_node_job_the_agent_cannot_use_is_refused_naming_the_field(change: dic
     job = clusterjob.node_job(**IDS, flavor="mariadb-galera", cluster_name="c", node="n1", host="10.0.1.5",
                               nodes=NODES, mysql_config="x", cnf=CNF, password_secret_arn=ARN)
     job["setup"].update(change)
-    with pytest.raises(agent.JobError, match=said):
-        agent.check_job(job)
+    with pytest.raises(jobcheck.JobError, match=said):
+        jobcheck.check_job(job)
 
 
 def test_the_set_up_jobs_records_are_read_back_by_benchfleets_reader(host: Host) -> None:
@@ -413,8 +415,8 @@ def test_a_status_source_password_file_must_be_an_absolute_path() -> None:
     status["sources"][-1]["password_file"] = "../proxy.json"
     job = {**IDS, "workload": "w", "step": {"name": "t1", "kind": "measure", "threads": 1, "duration_s": 5},
            "sysbench": {"test": "oltp_read_only"}, "status": status}
-    with pytest.raises(agent.JobError, match=r"status.sources\[3\].password_file must be an absolute path"):
-        agent.check_job(job)
+    with pytest.raises(jobcheck.JobError, match=r"status.sources\[3\].password_file must be an absolute path"):
+        jobcheck.check_job(job)
 
 
 def test_the_proxysql_status_source_logs_in_with_the_password_kept_on_the_client(tmp_path: Path) -> None:

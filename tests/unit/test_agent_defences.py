@@ -135,9 +135,9 @@ def test_the_hosts_state_folder_is_the_one_the_cloud_jobs_name() -> None:
     from benchfleet.aws.steps import jobs
 
     sys.path.insert(0, str(AGENT.parent))
-    import benchfleet_agent
+    import benchfleet_job
 
-    assert benchfleet_agent.HOST_STATE_DIR == jobs.STATE_DIR
+    assert benchfleet_job.HOST_STATE_DIR == jobs.STATE_DIR
 
 
 @pytest.mark.parametrize("where", ["out", "keep", "lock", "full"])
