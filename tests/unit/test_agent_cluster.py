@@ -29,7 +29,7 @@ agent = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(agent)
 # The modules the agent itself imported (one InstallError class for the agent, the set-up and the test).
 install, cluster = agent.benchfleet_install, agent.benchfleet_cluster
-jobcheck = load("benchfleet_job")
+jobcheck, emitting = load("benchfleet_job"), load("benchfleet_emit")
 
 ARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:bf-r1-c1-1-AbCdEf"
 SECRET = "s3cret-from-the-secret"
@@ -361,12 +361,12 @@ def test_proxy_install_fails_naming_the_package_and_stage(host: Host, tmp_path: 
 
         def error(self, stage: str, message: str, **fields: Any) -> int:
             self.emit("error", stage=stage, message=message, **fields)
-            return int(agent.EXIT_FAILED)
+            return int(emitting.EXIT_FAILED)
 
     original = cluster.run
     agent.benchfleet_cluster.run = lambda setup, emit, read: original(setup, emit, read, host.installer())
     try:
-        assert agent.run_setup(job, Emit()) == agent.EXIT_FAILED
+        assert agent.run_setup(job, Emit()) == emitting.EXIT_FAILED
     finally:
         agent.benchfleet_cluster.run = original
     error = emitted[-1]

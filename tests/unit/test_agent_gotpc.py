@@ -13,7 +13,7 @@ from tests.conftest import FIXTURES
 
 from benchfleet.records import parse_agent_lines
 
-agent = load("benchfleet_agent")
+agent, emitting = load("benchfleet_agent"), load("benchfleet_emit")
 OURS = FIXTURES / "go-tpc-1.0.7"
 JOB = {"run_id": "r", "target_id": "a", "repetition": 1, "workload": "tpcc",
        "step": {"name": "t0001", "kind": "measure", "threads": 2, "duration_s": 6}, "report_interval_s": 2,
@@ -59,7 +59,7 @@ def test_a_stopped_or_failed_run_is_a_failed_step(log: str, fragment: str, tmp_p
                                                   monkeypatch: pytest.MonkeyPatch,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     code, records, _ = replay(tmp_path, monkeypatch, capsys, (OURS / log).read_text())
-    assert code == agent.EXIT_FAILED
+    assert code == emitting.EXIT_FAILED
     assert records[-1]["type"] == "error" and fragment in records[-1]["message"]
     assert not any(r["type"] == "summary" for r in records)
 

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.agent_modules import load
 
 REPO = Path(__file__).resolve().parents[2]
 AGENT_DIR = REPO / "workloads" / "agent"
@@ -24,6 +25,7 @@ _aspec = importlib.util.spec_from_file_location("benchfleet_agent_for_install", 
 assert _aspec and _aspec.loader
 agent = importlib.util.module_from_spec(_aspec)
 _aspec.loader.exec_module(agent)
+emitting = load("benchfleet_emit")
 
 CNF = """[mysqld]
 innodb_buffer_pool_size = 50%
@@ -248,7 +250,7 @@ def test_the_agent_reports_an_install_failure_as_an_error_record_and_exits_non_z
            "install": {"engine": "mysql-8.0", "mysql_config": "default", "cnf": CNF}}
     code = agent.main(["--job-json", json.dumps(job)])
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert code == agent.EXIT_FAILED
+    assert code == emitting.EXIT_FAILED
     assert lines[-1]["type"] == "error" and lines[-1]["stage"] == "install"
     assert "Unable to locate package" in lines[-1]["output_tail"]
 
@@ -368,7 +370,7 @@ def test_a_storage_failure_is_the_prepare_steps_error_naming_the_device(monkeypa
            "step": {"name": "prepare", "kind": "prepare", "threads": 1, "duration_s": 1},
            "install": {"engine": "mariadb", "cnf": CNF}, "db": {"host": "127.0.0.1"},
            "sysbench": {"test": "oltp_read_only", "options": {}}}  # a whole job: the agent refuses less
-    assert agent.main(["--job-json", json.dumps(job)]) == agent.EXIT_FAILED
+    assert agent.main(["--job-json", json.dumps(job)]) == emitting.EXIT_FAILED
     (record,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert (record["type"], record["stage"], record["device"]) == ("error", "storage", "volume vol-9 (/dev/sdm)")
     assert record["message"].startswith("volume vol-9 (/dev/sdm) did not appear")
