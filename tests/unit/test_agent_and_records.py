@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.agent_modules import imported
+from tests.agent_modules import imported, load
 from tests.conftest import REPO
 
 from benchfleet.agentjob import agent_job
@@ -28,6 +28,7 @@ assert spec and spec.loader
 agent = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(agent)
 jobcheck = imported("benchfleet_job")  # the JobError the agent's own modules raise
+sampling = load("benchfleet_sample")
 
 BASE = {"run_id": "r", "target_id": "a", "repetition": 1, "workload": "w", "step": "t0002", "phase": "measure",
         "threads": 2}
@@ -49,20 +50,20 @@ SUMMARY = json.dumps({"type": "summary", **BASE, "time": 1_700_000_010, "total_t
 def test_cpu_percentages_from_proc_stat_deltas() -> None:
     before = [100, 0, 50, 800, 10, 0, 0, 40]
     after = [160, 0, 70, 880, 20, 0, 0, 50]  # +60 user, +20 system, +80 idle, +10 iowait, +10 steal = 180
-    pct = agent.cpu_percentages(before, after)
+    pct = sampling.cpu_percentages(before, after)
     assert pct == {"cpu_steal_pct": round(1000 / 180, 3), "cpu_user_pct": round(6000 / 180, 3),
                    "cpu_system_pct": round(2000 / 180, 3), "cpu_iowait_pct": round(1000 / 180, 3)}
-    assert agent.cpu_percentages(None, after)["cpu_steal_pct"] is None
-    assert agent.cpu_percentages(after, after)["cpu_user_pct"] is None
+    assert sampling.cpu_percentages(None, after)["cpu_steal_pct"] is None
+    assert sampling.cpu_percentages(after, after)["cpu_user_pct"] is None
 
 
 def test_proc_stat_is_read_here() -> None:
-    values = agent.read_cpu_times()
+    values = sampling.read_cpu_times()
     assert values is not None and len(values) == 8 and sum(values) > 0
 
 
 def test_cpu_times_reads_the_open_file_again_each_time() -> None:
-    cpu = agent.CpuTimes()
+    cpu = sampling.CpuTimes()
     try:
         first = cpu.read()
         sum(range(200_000))  # let a tick pass on some CPU
@@ -72,7 +73,7 @@ def test_cpu_times_reads_the_open_file_again_each_time() -> None:
     assert first is not None and second is not None and len(second) == 8
     assert all(b >= a for a, b in zip(first, second, strict=True)) and sum(second) >= sum(first)
     assert cpu.read() is None  # closed
-    assert agent.CpuTimes("/nonexistent/stat").read() is None
+    assert sampling.CpuTimes("/nonexistent/stat").read() is None
 
 
 def test_summary_gets_jitter_and_mean_steal_from_its_seconds() -> None:
