@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import os
@@ -23,12 +22,8 @@ from benchfleet.sysbench import parse_output
 
 AGENT = REPO / "workloads" / "agent" / "benchfleet_agent.py"
 FIXTURES = REPO / "tests" / "fixtures" / "sysbench-1.0.20"
-spec = importlib.util.spec_from_file_location("benchfleet_agent", AGENT)
-assert spec and spec.loader
-agent = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(agent)
 jobcheck = imported("benchfleet_job")  # the JobError the agent's own modules raise
-sampling = load("benchfleet_sample")
+sampling, running = load("benchfleet_sample"), load("benchfleet_run")
 
 BASE = {"run_id": "r", "target_id": "a", "repetition": 1, "workload": "w", "step": "t0002", "phase": "measure",
         "threads": 2}
@@ -148,14 +143,14 @@ def test_job_carries_workload_options_and_nothing_reserved() -> None:
     assert job["step"] == {"name": "t0008", "kind": "measure", "threads": 8, "duration_s": 30}
     opts = job["sysbench"]["options"]
     assert opts["db-ps-mode"] == "disable" and opts["rand-type"] == "pareto" and opts["percentile"] == 95
-    conn = agent.connect(job)
+    conn = running.connect(job)
     try:
-        argv = agent.sysbench_argv(job, "run", {"threads": 8, "time": 30}, conn)
+        argv = running.sysbench_argv(job, "run", {"threads": 8, "time": 30}, conn)
         # Options the agent sets are never taken from a job: refused, not silently overridden.
         for smuggled in ("config-file", "mysql-password", "mysql_host"):
             bad = {**job, "sysbench": {**job["sysbench"], "options": {**opts, smuggled: "x"}}}
             with pytest.raises(jobcheck.JobError, match=smuggled):
-                agent.sysbench_argv(bad, "run", {}, conn)
+                running.sysbench_argv(bad, "run", {}, conn)
     finally:
         conn.close()
     assert argv[:2] == ["sysbench", "oltp_read_only"] and argv[-1] == "run"
@@ -255,11 +250,11 @@ def test_a_variant_setting_no_server_variable_shows_is_recorded_and_said_unverif
     settings recorded its effective value as a plain null, never saying it went unverified."""
     job = {"settings": {"variant": "nobinlog", "method": "restart",
                         "requested": {"innodb_flush_log_at_trx_commit": "2", "skip_log_bin": ""}}}
-    settings = agent.step_settings(job, _Variables([["innodb_flush_log_at_trx_commit", "2"],
-                                                    ["version", "10.11.19-MariaDB"]]))
+    settings = running.step_settings(job, _Variables([["innodb_flush_log_at_trx_commit", "2"],
+                                                      ["version", "10.11.19-MariaDB"]]))
     assert settings["differences"] == [] and settings["unverified"] == ["skip_log_bin"]
-    assert agent.settings_notice(settings) == ("variant nobinlog: no server variable shows skip_log_bin: applied "
-                                               "as asked, its effect not verified")
-    verified = agent.step_settings({"settings": {**job["settings"], "requested": {"sync_binlog": "0"}}},
-                                   _Variables([["sync_binlog", "0"]]))
-    assert verified["unverified"] == [] and agent.settings_notice(verified) is None
+    assert running.settings_notice(settings) == ("variant nobinlog: no server variable shows skip_log_bin: applied "
+                                                 "as asked, its effect not verified")
+    verified = running.step_settings({"settings": {**job["settings"], "requested": {"sync_binlog": "0"}}},
+                                     _Variables([["sync_binlog", "0"]]))
+    assert verified["unverified"] == [] and running.settings_notice(verified) is None

@@ -5,30 +5,24 @@ every failure naming the node (or the package and stage) and the reason."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import socket
 import socketserver
 import stat
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.agent_modules import load
+from tests.agent_modules import imported, load
 
 from benchfleet import clusterjob, proxyconf
 
-AGENT_DIR = Path(__file__).resolve().parents[2] / "workloads" / "agent"
-sys.path.insert(0, str(AGENT_DIR))
-_spec = importlib.util.spec_from_file_location("benchfleet_agent_for_cluster", AGENT_DIR / "benchfleet_agent.py")
-assert _spec and _spec.loader
-agent = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(agent)
-# The modules the agent itself imported (one InstallError class for the agent, the set-up and the test).
-install, cluster = agent.benchfleet_install, agent.benchfleet_cluster
+# The agent's run (its set-up step) and the modules it imported, as the agent imports them (one
+# InstallError class for the agent, the set-up and the test).
+running = imported("benchfleet_run")
+install, cluster = running.benchfleet_install, running.benchfleet_cluster
 jobcheck, emitting = load("benchfleet_job"), load("benchfleet_emit")
 
 ARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:bf-r1-c1-1-AbCdEf"
@@ -364,11 +358,11 @@ def test_proxy_install_fails_naming_the_package_and_stage(host: Host, tmp_path: 
             return int(emitting.EXIT_FAILED)
 
     original = cluster.run
-    agent.benchfleet_cluster.run = lambda setup, emit, read: original(setup, emit, read, host.installer())
+    cluster.run = lambda setup, emit, read: original(setup, emit, read, host.installer())
     try:
-        assert agent.run_setup(job, Emit()) == emitting.EXIT_FAILED
+        assert running.run_setup(job, Emit()) == emitting.EXIT_FAILED
     finally:
-        agent.benchfleet_cluster.run = original
+        cluster.run = original
     error = emitted[-1]
     assert (error["type"], error["stage"], error["package"]) == ("error", "proxy-install", software)
     assert error["message"].startswith(f"proxy install failed: package {software} at stage {stage}")
@@ -422,7 +416,7 @@ def test_a_status_source_password_file_must_be_an_absolute_path() -> None:
 def test_the_proxysql_status_source_logs_in_with_the_password_kept_on_the_client(tmp_path: Path) -> None:
     kept = tmp_path / "proxy.json"
     kept.write_text(json.dumps({"admin": "a-pw", "stats": "s-pw"}))
-    status = agent.benchfleet_status
+    status = running.benchfleet_status
     assert status._kept_password(str(kept), "stats") == "s-pw"
     assert status._kept_password(str(tmp_path / "missing.json"), "stats") == ""  # the reading then says why
     assert status._kept_password(None, "stats") is None
@@ -435,8 +429,8 @@ def test_the_proxysql_status_source_of_a_proxy_host_logs_in_with_the_steps_own_p
     source = spec["sources"][-1]
     assert (source["host"], source["port"], source["user"]) == ("10.0.1.9", 6032, proxyconf.STATS_USER)
     assert "password_file" not in source and "password" not in source
-    conn = agent.benchfleet_dbclient.Connection({"host": "10.0.1.9", "port": 6033, "user": "sbtest"}, SECRET)
-    reader = agent.benchfleet_status._ProxysqlSource("proxy", conn, source)
+    conn = running.benchfleet_dbclient.Connection({"host": "10.0.1.9", "port": 6033, "user": "sbtest"}, SECRET)
+    reader = running.benchfleet_status._ProxysqlSource("proxy", conn, source)
     assert reader.where["password"] is None  # None: the option file takes the connection's own password
     try:
         text = Path(conn.option_file("mysql", **reader.where)).read_text()
