@@ -20,12 +20,14 @@ from typing import IO, Any, Dict, Optional
 
 from benchfleet_job import SAFE_COMPONENT, JobError
 
+# The agent's exit codes beside its error record: the step failed; the job (or --out, --keep-dir,
+# --lock) cannot be used; another agent holds the host's lock. An interrupted agent exits 130.
 EXIT_FAILED = 3
 EXIT_BAD_JOB = 2
 EXIT_BUSY = 4
 # Each record the agent writes is one line of at most this many characters: a string field longer
 # than MAX_FIELD_CHARS is cut (its end kept, where the cause usually is). sysbench's own lines above
-# MAX_LINE_CHARS are not sysbench output and end the step.
+# MAX_LINE_CHARS (benchfleet.sysbench) are not sysbench output and end the step (benchfleet_sample).
 MAX_FIELD_CHARS = 8000
 MAX_RECORD_CHARS = 64 * 1024
 
