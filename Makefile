@@ -40,7 +40,7 @@ browser-deps:
 # workloads/gotpc/go.mod and go.sum (a tools module), built with this machine's Go toolchain from the Go
 # module proxy only (GOTOOLCHAIN=local: no toolchain download; the proxy list without its "direct"
 # fallback: never from a repository), for both EC2 architectures. Static binaries: the agent bundle ships
-# them and each host runs the one for its architecture (benchfleet_agent.gotpc_binary), so every host of
+# them and each host runs the one for its architecture (benchfleet_run.gotpc_binary), so every host of
 # either architecture runs the same version without a Go toolchain or the network.
 GOTPC_DIR := workloads/gotpc
 GOTPC_VERSION := $(shell sed -n 's|^[[:space:]]*github.com/pingcap/go-tpc \(v[^ ]*\).*|\1|p' $(GOTPC_DIR)/go.mod)

@@ -18,3 +18,10 @@ def load(name: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def imported(name: str) -> ModuleType:
+    """workloads/agent/<name>.py as the agent's own modules import it (sys.modules' one copy): the copy
+    to patch when a test runs the agent's main() in-process, and the one whose exceptions (JobError,
+    InstallError) the agent's code raises."""
+    return importlib.import_module(name)

@@ -27,7 +27,7 @@ from benchfleet.plan import naming
 from benchfleet.plan.scale import apply_scale
 from benchfleet.spec.loading import load_spec, parse_spec, resolve
 
-AGENT = load("benchfleet_agent")
+JOBCHECK = load("benchfleet_job")
 SEED = Path(__file__).resolve().parents[2] / "workloads" / "comparisons" / "pxc-on-aws.yaml"
 FAST = {"ready_poll_s": 0, "cooldown_s": 0}
 
@@ -92,7 +92,7 @@ def test_a_cluster_runs_with_every_node_in_its_own_zone_and_status_from_each(har
         h: {os.environ["CLUSTER_SECURITY_GROUP_ID"]} for h in ("n1", "n2", "n3")}
     jobs = [json.loads(kw["Parameters"]["JobJson"][0].replace("\\u0027", "'")) for kw in sent]
     # Every job start_step sent passes the agent's own check (workloads/agent: the contract's consumer).
-    assert [AGENT.check_job(j) for j in jobs] == [j["step"]["kind"] for j in jobs]
+    assert [JOBCHECK.check_job(j) for j in jobs] == [j["step"]["kind"] for j in jobs]
     instance_of = [kw["InstanceIds"][0] for kw in sent]
     names = [j["step"]["name"] for j in jobs]
     assert names[:4] == ["setup-n1", "setup-n2", "setup-n3", "setup-proxy"]
@@ -152,7 +152,7 @@ def test_a_proxy_on_a_host_of_its_own_listens_on_its_private_address_and_the_cli
         os.environ["CLIENT_SECURITY_GROUP_ID"], os.environ["PROXY_SECURITY_GROUP_ID"]}
     address = described["PrivateIpAddress"]
     jobs = [json.loads(kw["Parameters"]["JobJson"][0].replace("\\u0027", "'")) for kw in sent]
-    assert [AGENT.check_job(j) for j in jobs] == [j["step"]["kind"] for j in jobs]
+    assert [JOBCHECK.check_job(j) for j in jobs] == [j["step"]["kind"] for j in jobs]
     instance_of = {j["step"]["name"]: kw["InstanceIds"][0] for j, kw in zip(jobs, sent, strict=True)}
     (proxy_job,) = [j for j in jobs if j["step"]["name"] == "setup-proxy"]
     assert instance_of["setup-proxy"] == hosts["proxy"]["instance_id"]

@@ -25,7 +25,7 @@ TPCC = {"name": "tpcc-cloud", "tool": "go-tpc", "test": "tpcc", "warehouses": 2,
 EC2 = {"id": "ec2-m6i", "kind": "ec2", "instance_type": "m6i.large", "engine": "mariadb", "mysql_config": "relaxed"}
 TX_TYPES = {"DELIVERY", "NEW_ORDER", "ORDER_STATUS", "PAYMENT", "STOCK_LEVEL"}
 
-agent = load("benchfleet_agent")
+jobcheck = load("benchfleet_job")
 
 
 def measures(record: dict[str, Any]) -> dict[str, str]:
@@ -53,7 +53,7 @@ def test_a_tpcc_run_sends_go_tpc_jobs_and_stores_tpmc_and_the_latency_distributi
     for job in jobs:
         assert job["gotpc"] == {"test": "tpcc", "warehouses": 2, "percentile": 99} and "sysbench" not in job
         assert job["db"]["tls"] == "off"
-        agent.check_job(job)
+        jobcheck.check_job(job)
     assert int(requests[0]["Parameters"]["executionTimeout"][0]) >= steps["prepare"]["duration_s"]
 
     # What collect stored: a sample per report interval with tpmC and every type's rate, the summary

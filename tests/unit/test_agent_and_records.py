@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import os
@@ -11,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.agent_modules import imported, load
 from tests.conftest import REPO
 
 from benchfleet.plan.agentjob import agent_job
@@ -22,10 +22,8 @@ from benchfleet.workload.sysbench import parse_output
 
 AGENT = REPO / "workloads" / "agent" / "benchfleet_agent.py"
 FIXTURES = REPO / "tests" / "fixtures" / "sysbench-1.0.20"
-spec = importlib.util.spec_from_file_location("benchfleet_agent", AGENT)
-assert spec and spec.loader
-agent = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(agent)
+jobcheck = imported("benchfleet_job")  # the JobError the agent's own modules raise
+sampling, running = load("benchfleet_sample"), load("benchfleet_run")
 
 BASE = {"run_id": "r", "target_id": "a", "repetition": 1, "workload": "w", "step": "t0002", "phase": "measure",
         "threads": 2}
@@ -47,20 +45,20 @@ SUMMARY = json.dumps({"type": "summary", **BASE, "time": 1_700_000_010, "total_t
 def test_cpu_percentages_from_proc_stat_deltas() -> None:
     before = [100, 0, 50, 800, 10, 0, 0, 40]
     after = [160, 0, 70, 880, 20, 0, 0, 50]  # +60 user, +20 system, +80 idle, +10 iowait, +10 steal = 180
-    pct = agent.cpu_percentages(before, after)
+    pct = sampling.cpu_percentages(before, after)
     assert pct == {"cpu_steal_pct": round(1000 / 180, 3), "cpu_user_pct": round(6000 / 180, 3),
                    "cpu_system_pct": round(2000 / 180, 3), "cpu_iowait_pct": round(1000 / 180, 3)}
-    assert agent.cpu_percentages(None, after)["cpu_steal_pct"] is None
-    assert agent.cpu_percentages(after, after)["cpu_user_pct"] is None
+    assert sampling.cpu_percentages(None, after)["cpu_steal_pct"] is None
+    assert sampling.cpu_percentages(after, after)["cpu_user_pct"] is None
 
 
 def test_proc_stat_is_read_here() -> None:
-    values = agent.read_cpu_times()
+    values = sampling.read_cpu_times()
     assert values is not None and len(values) == 8 and sum(values) > 0
 
 
 def test_cpu_times_reads_the_open_file_again_each_time() -> None:
-    cpu = agent.CpuTimes()
+    cpu = sampling.CpuTimes()
     try:
         first = cpu.read()
         sum(range(200_000))  # let a tick pass on some CPU
@@ -70,7 +68,7 @@ def test_cpu_times_reads_the_open_file_again_each_time() -> None:
     assert first is not None and second is not None and len(second) == 8
     assert all(b >= a for a, b in zip(first, second, strict=True)) and sum(second) >= sum(first)
     assert cpu.read() is None  # closed
-    assert agent.CpuTimes("/nonexistent/stat").read() is None
+    assert sampling.CpuTimes("/nonexistent/stat").read() is None
 
 
 def test_summary_gets_jitter_and_mean_steal_from_its_seconds() -> None:
@@ -145,14 +143,14 @@ def test_job_carries_workload_options_and_nothing_reserved() -> None:
     assert job["step"] == {"name": "t0008", "kind": "measure", "threads": 8, "duration_s": 30}
     opts = job["sysbench"]["options"]
     assert opts["db-ps-mode"] == "disable" and opts["rand-type"] == "pareto" and opts["percentile"] == 95
-    conn = agent.connect(job)
+    conn = running.connect(job)
     try:
-        argv = agent.sysbench_argv(job, "run", {"threads": 8, "time": 30}, conn)
+        argv = running.sysbench_argv(job, "run", {"threads": 8, "time": 30}, conn)
         # Options the agent sets are never taken from a job: refused, not silently overridden.
         for smuggled in ("config-file", "mysql-password", "mysql_host"):
             bad = {**job, "sysbench": {**job["sysbench"], "options": {**opts, smuggled: "x"}}}
-            with pytest.raises(agent.JobError, match=smuggled):
-                agent.sysbench_argv(bad, "run", {}, conn)
+            with pytest.raises(jobcheck.JobError, match=smuggled):
+                running.sysbench_argv(bad, "run", {}, conn)
     finally:
         conn.close()
     assert argv[:2] == ["sysbench", "oltp_read_only"] and argv[-1] == "run"
@@ -252,11 +250,11 @@ def test_a_variant_setting_no_server_variable_shows_is_recorded_and_said_unverif
     settings recorded its effective value as a plain null, never saying it went unverified."""
     job = {"settings": {"variant": "nobinlog", "method": "restart",
                         "requested": {"innodb_flush_log_at_trx_commit": "2", "skip_log_bin": ""}}}
-    settings = agent.step_settings(job, _Variables([["innodb_flush_log_at_trx_commit", "2"],
-                                                    ["version", "10.11.19-MariaDB"]]))
+    settings = running.step_settings(job, _Variables([["innodb_flush_log_at_trx_commit", "2"],
+                                                      ["version", "10.11.19-MariaDB"]]))
     assert settings["differences"] == [] and settings["unverified"] == ["skip_log_bin"]
-    assert agent.settings_notice(settings) == ("variant nobinlog: no server variable shows skip_log_bin: applied "
-                                               "as asked, its effect not verified")
-    verified = agent.step_settings({"settings": {**job["settings"], "requested": {"sync_binlog": "0"}}},
-                                   _Variables([["sync_binlog", "0"]]))
-    assert verified["unverified"] == [] and agent.settings_notice(verified) is None
+    assert running.settings_notice(settings) == ("variant nobinlog: no server variable shows skip_log_bin: applied "
+                                                 "as asked, its effect not verified")
+    verified = running.step_settings({"settings": {**job["settings"], "requested": {"sync_binlog": "0"}}},
+                                     _Variables([["sync_binlog", "0"]]))
+    assert verified["unverified"] == [] and running.settings_notice(verified) is None

@@ -5,30 +5,26 @@ every failure naming the node (or the package and stage) and the reason."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import socket
 import socketserver
 import stat
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.agent_modules import imported, load
 
 from benchfleet.cluster import jobs as clusterjob
 from benchfleet.cluster import proxyconf
 
-AGENT_DIR = Path(__file__).resolve().parents[2] / "workloads" / "agent"
-sys.path.insert(0, str(AGENT_DIR))
-_spec = importlib.util.spec_from_file_location("benchfleet_agent_for_cluster", AGENT_DIR / "benchfleet_agent.py")
-assert _spec and _spec.loader
-agent = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(agent)
-# The modules the agent itself imported (one InstallError class for the agent, the set-up and the test).
-install, cluster = agent.benchfleet_install, agent.benchfleet_cluster
+# The agent's run (its set-up step) and the modules it imported, as the agent imports them (one
+# InstallError class for the agent, the set-up and the test).
+running = imported("benchfleet_run")
+install, cluster = running.benchfleet_install, running.benchfleet_cluster
+jobcheck, emitting = load("benchfleet_job"), load("benchfleet_emit")
 
 ARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:bf-r1-c1-1-AbCdEf"
 SECRET = "s3cret-from-the-secret"
@@ -113,7 +109,7 @@ def node_setup(name: str, flavor: str = "mariadb-galera", **extra: Any) -> dict[
     job = clusterjob.node_job(**IDS, flavor=flavor, cluster_name="bf-r1-c1-1", node=name, host=dict(NODES)[name],
                               nodes=NODES, mysql_config="cpu-bound", cnf=CNF, password_secret_arn=ARN,
                               synced_timeout_s=5, **extra)
-    assert agent.check_job(job) == "setup"  # what the agent accepts is what the contract builds
+    assert jobcheck.check_job(job) == "setup"  # what the agent accepts is what the contract builds
     setup: dict[str, Any] = job["setup"]
     return setup
 
@@ -252,7 +248,7 @@ def proxy_setup(software: str, listen: int = 1, admin: int = 2, timeout_s: int =
     job = clusterjob.proxy_job(**IDS, software=software, nodes=NODES, password_secret_arn=ARN, timeout_s=timeout_s,
                                own_host=own_host)
     job["setup"].update(listen_port=listen, admin_port=admin)
-    assert agent.check_job(job) == "setup"
+    assert jobcheck.check_job(job) == "setup"
     setup: dict[str, Any] = job["setup"]
     return setup
 
@@ -330,9 +326,9 @@ def test_proxysql_on_a_host_of_its_own_binds_that_address_and_its_stats_user_has
     assert "127.0.0.1" not in config
     assert "systemctl restart proxysql" in host.calls()
     bad = proxy_setup("proxysql", port, own_host=OWN_HOST)
-    with pytest.raises(agent.JobError, match=r"setup\.stats_password must be generated or secret"):
-        agent.check_job({**IDS, "step": {"name": "setup-proxy", "kind": "setup", "threads": 1, "duration_s": 0},
-                         "setup": {**bad, "stats_password": "plain"}})
+    with pytest.raises(jobcheck.JobError, match=r"setup\.stats_password must be generated or secret"):
+        jobcheck.check_job({**IDS, "step": {"name": "setup-proxy", "kind": "setup", "threads": 1, "duration_s": 0},
+                            "setup": {**bad, "stats_password": "plain"}})
 
 
 def test_the_nodes_proxy_users_accept_a_proxy_host_of_its_own(host: Host) -> None:
@@ -360,14 +356,14 @@ def test_proxy_install_fails_naming_the_package_and_stage(host: Host, tmp_path: 
 
         def error(self, stage: str, message: str, **fields: Any) -> int:
             self.emit("error", stage=stage, message=message, **fields)
-            return int(agent.EXIT_FAILED)
+            return int(emitting.EXIT_FAILED)
 
     original = cluster.run
-    agent.benchfleet_cluster.run = lambda setup, emit, read: original(setup, emit, read, host.installer())
+    cluster.run = lambda setup, emit, read: original(setup, emit, read, host.installer())
     try:
-        assert agent.run_setup(job, Emit()) == agent.EXIT_FAILED
+        assert running.run_setup(job, Emit()) == emitting.EXIT_FAILED
     finally:
-        agent.benchfleet_cluster.run = original
+        cluster.run = original
     error = emitted[-1]
     assert (error["type"], error["stage"], error["package"]) == ("error", "proxy-install", software)
     assert error["message"].startswith(f"proxy install failed: package {software} at stage {stage}")
@@ -386,8 +382,8 @@ def test_a_node_job_the_agent_cannot_use_is_refused_naming_the_field(change: dic
     job = clusterjob.node_job(**IDS, flavor="mariadb-galera", cluster_name="c", node="n1", host="10.0.1.5",
                               nodes=NODES, mysql_config="x", cnf=CNF, password_secret_arn=ARN)
     job["setup"].update(change)
-    with pytest.raises(agent.JobError, match=said):
-        agent.check_job(job)
+    with pytest.raises(jobcheck.JobError, match=said):
+        jobcheck.check_job(job)
 
 
 def test_the_set_up_jobs_records_are_read_back_by_benchfleets_reader(host: Host) -> None:
@@ -414,14 +410,14 @@ def test_a_status_source_password_file_must_be_an_absolute_path() -> None:
     status["sources"][-1]["password_file"] = "../proxy.json"
     job = {**IDS, "workload": "w", "step": {"name": "t1", "kind": "measure", "threads": 1, "duration_s": 5},
            "sysbench": {"test": "oltp_read_only"}, "status": status}
-    with pytest.raises(agent.JobError, match=r"status.sources\[3\].password_file must be an absolute path"):
-        agent.check_job(job)
+    with pytest.raises(jobcheck.JobError, match=r"status.sources\[3\].password_file must be an absolute path"):
+        jobcheck.check_job(job)
 
 
 def test_the_proxysql_status_source_logs_in_with_the_password_kept_on_the_client(tmp_path: Path) -> None:
     kept = tmp_path / "proxy.json"
     kept.write_text(json.dumps({"admin": "a-pw", "stats": "s-pw"}))
-    status = agent.benchfleet_status
+    status = running.benchfleet_status
     assert status._kept_password(str(kept), "stats") == "s-pw"
     assert status._kept_password(str(tmp_path / "missing.json"), "stats") == ""  # the reading then says why
     assert status._kept_password(None, "stats") is None
@@ -434,8 +430,8 @@ def test_the_proxysql_status_source_of_a_proxy_host_logs_in_with_the_steps_own_p
     source = spec["sources"][-1]
     assert (source["host"], source["port"], source["user"]) == ("10.0.1.9", 6032, proxyconf.STATS_USER)
     assert "password_file" not in source and "password" not in source
-    conn = agent.benchfleet_dbclient.Connection({"host": "10.0.1.9", "port": 6033, "user": "sbtest"}, SECRET)
-    reader = agent.benchfleet_status._ProxysqlSource("proxy", conn, source)
+    conn = running.benchfleet_dbclient.Connection({"host": "10.0.1.9", "port": 6033, "user": "sbtest"}, SECRET)
+    reader = running.benchfleet_status._ProxysqlSource("proxy", conn, source)
     assert reader.where["password"] is None  # None: the option file takes the connection's own password
     try:
         text = Path(conn.option_file("mysql", **reader.where)).read_text()

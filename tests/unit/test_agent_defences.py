@@ -135,9 +135,9 @@ def test_the_hosts_state_folder_is_the_one_the_cloud_jobs_name() -> None:
     from benchfleet.aws.steps import jobs
 
     sys.path.insert(0, str(AGENT.parent))
-    import benchfleet_agent
+    import benchfleet_job
 
-    assert benchfleet_agent.HOST_STATE_DIR == jobs.STATE_DIR
+    assert benchfleet_job.HOST_STATE_DIR == jobs.STATE_DIR
 
 
 @pytest.mark.parametrize("where", ["out", "keep", "lock", "full"])
@@ -223,16 +223,16 @@ def test_an_output_file_lost_in_the_status_readers_thread_fails_the_step(
     import threading
 
     sys.path.insert(0, str(AGENT.parent))
-    import benchfleet_agent
+    import benchfleet_emit
 
     files = [open("/dev/full", "w") for _ in range(2)]  # noqa: SIM115 - closed below (closing fails too)
-    emit = benchfleet_agent.Emitter(base_job(), files[0])
+    emit = benchfleet_emit.Emitter(base_job(), files[0])
     reader = threading.Thread(target=emit.emit, args=("status",), kwargs={"values": {}})
     reader.start()
     reader.join()
     assert emit.lost is not None and "/dev/full" in emit.lost and emit.out is None
-    with pytest.raises(benchfleet_agent.OutputLost):  # the step's own thread stops at once
-        benchfleet_agent.Emitter(base_job(), files[1]).emit("sample")
+    with pytest.raises(benchfleet_emit.OutputLost):  # the step's own thread stops at once
+        benchfleet_emit.Emitter(base_job(), files[1]).emit("sample")
     for f in files:
         with contextlib.suppress(OSError):
             f.close()

@@ -4,16 +4,19 @@ binary: the records it writes, the step it fails, and the one binary it runs (ne
 from __future__ import annotations
 
 import json
+import platform
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.agent_modules import load
+from tests.agent_modules import imported, load
 from tests.conftest import FIXTURES
 
 from benchfleet.workload.records import parse_agent_lines
 
-agent = load("benchfleet_agent")
+agent, emitting = load("benchfleet_agent"), load("benchfleet_emit")
+# The run main() calls (the one to patch) and the JobError it raises.
+running, jobcheck = imported("benchfleet_run"), imported("benchfleet_job")
 OURS = FIXTURES / "go-tpc-1.0.7"
 JOB = {"run_id": "r", "target_id": "a", "repetition": 1, "workload": "tpcc",
        "step": {"name": "t0001", "kind": "measure", "threads": 2, "duration_s": 6}, "report_interval_s": 2,
@@ -28,7 +31,7 @@ def replay(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.Captu
     fake = tmp_path / "go-tpc-amd64"
     fake.write_text(f"#!/bin/sh\necho \"$@\" > {tmp_path}/argv\ncat {out}\n")
     fake.chmod(0o755)
-    monkeypatch.setattr(agent, "gotpc_binary", lambda: str(fake))
+    monkeypatch.setattr(running, "gotpc_binary", lambda: str(fake))
     code = agent.main(["--job-json", json.dumps(JOB)])
     records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     return code, records, (tmp_path / "argv").read_text().split()
@@ -59,7 +62,7 @@ def test_a_stopped_or_failed_run_is_a_failed_step(log: str, fragment: str, tmp_p
                                                   monkeypatch: pytest.MonkeyPatch,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     code, records, _ = replay(tmp_path, monkeypatch, capsys, (OURS / log).read_text())
-    assert code == agent.EXIT_FAILED
+    assert code == emitting.EXIT_FAILED
     assert records[-1]["type"] == "error" and fragment in records[-1]["message"]
     assert not any(r["type"] == "summary" for r in records)
 
@@ -73,6 +76,6 @@ def test_a_deadlock_is_counted_and_the_step_goes_on(
 
 
 def test_the_binary_is_the_bundles_for_this_architecture(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(agent.platform, "machine", lambda: "riscv64")
-    with pytest.raises(agent.JobError, match="no go-tpc for riscv64 in the agent bundle"):
-        agent.gotpc_binary()
+    monkeypatch.setattr(platform, "machine", lambda: "riscv64")
+    with pytest.raises(jobcheck.JobError, match="no go-tpc for riscv64 in the agent bundle"):
+        running.gotpc_binary()

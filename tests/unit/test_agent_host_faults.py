@@ -190,17 +190,17 @@ def test_what_the_server_adjusts_as_it_documents_is_told_apart_from_a_setting_it
 
 
 def test_the_prepare_step_fails_on_the_targets_settings_but_not_the_variants(monkeypatch) -> None:
-    agent = load("benchfleet_agent")
+    running = load("benchfleet_run")
     found = {"config_differences": [{"option": "innodb_io_capacity", "requested": "50", "effective": "100"},
                                     {"option": "max_connections", "requested": "5", "effective": "10"},
                                     {"option": "table_open_cache", "requested": "200000", "effective": "7985"}]}
     found["config_adjusted"] = found["config_differences"][2:]
-    assert agent.target_differences({}, found) == found["config_differences"][:2]
+    assert running.target_differences({}, found) == found["config_differences"][:2]
     job = {"verify": {"varying": ["innodb-io-capacity"]}}
-    assert agent.target_differences(job, found) == found["config_differences"][1:2]
+    assert running.target_differences(job, found) == found["config_differences"][1:2]
     # A managed server's value that arrives while the agent waits (verify.settle_s) passes.
     reads = iter([{"config_differences": []}])
-    monkeypatch.setattr(agent.benchfleet_dbclient, "server_state", lambda conn, requested: next(reads))
-    monkeypatch.setattr(agent, "SETTLE_POLL_S", 0.01)
-    assert agent.unmet_settings({"verify": {"settle_s": 5}}, None, {}, found) == []
-    assert agent.unmet_settings({}, None, {}, found) == found["config_differences"][:2]
+    monkeypatch.setattr(running.benchfleet_dbclient, "server_state", lambda conn, requested: next(reads))
+    monkeypatch.setattr(running, "SETTLE_POLL_S", 0.01)
+    assert running.unmet_settings({"verify": {"settle_s": 5}}, None, {}, found) == []
+    assert running.unmet_settings({}, None, {}, found) == found["config_differences"][:2]

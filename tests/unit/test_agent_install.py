@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.agent_modules import imported, load
 
 REPO = Path(__file__).resolve().parents[2]
 AGENT_DIR = REPO / "workloads" / "agent"
@@ -24,6 +25,9 @@ _aspec = importlib.util.spec_from_file_location("benchfleet_agent_for_install", 
 assert _aspec and _aspec.loader
 agent = importlib.util.module_from_spec(_aspec)
 _aspec.loader.exec_module(agent)
+# The agent's run as main() uses it (the modules it imported are what these tests patch), and the
+# JobError it raises.
+running, jobcheck, emitting = imported("benchfleet_run"), imported("benchfleet_job"), load("benchfleet_emit")
 
 CNF = """[mysqld]
 innodb_buffer_pool_size = 50%
@@ -236,11 +240,11 @@ def test_a_refused_restart_is_reported_with_the_service_status(host):
 
 def test_the_agent_reports_an_install_failure_as_an_error_record_and_exits_non_zero(host, monkeypatch, capsys):
     (host.fake / "apt-fail").write_text("")
-    monkeypatch.setattr(agent.benchfleet_install, "Installer",
+    monkeypatch.setattr(running.benchfleet_install, "Installer",
                         lambda emit: install.Installer(emit, root=str(host.root), env=host.env,
                                                        sleep=host.sleeps.append))
     # The agent imports its own copy of the module: make it raise the class this test's copy raises.
-    monkeypatch.setattr(agent.benchfleet_install, "InstallError", install.InstallError)
+    monkeypatch.setattr(running.benchfleet_install, "InstallError", install.InstallError)
     job = {"run_id": "r", "target_id": "t", "repetition": 1, "workload": "w",
            "step": {"name": "prepare", "kind": "prepare", "threads": 1, "duration_s": 0},
            "sysbench": {"test": "oltp_read_write", "options": {}},
@@ -248,7 +252,7 @@ def test_the_agent_reports_an_install_failure_as_an_error_record_and_exits_non_z
            "install": {"engine": "mysql-8.0", "mysql_config": "default", "cnf": CNF}}
     code = agent.main(["--job-json", json.dumps(job)])
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert code == agent.EXIT_FAILED
+    assert code == emitting.EXIT_FAILED
     assert lines[-1]["type"] == "error" and lines[-1]["stage"] == "install"
     assert "Unable to locate package" in lines[-1]["output_tail"]
 
@@ -256,10 +260,10 @@ def test_the_agent_reports_an_install_failure_as_an_error_record_and_exits_non_z
 def test_the_agent_reads_the_password_from_the_file_or_the_secret_never_the_job(tmp_path, monkeypatch):
     path = tmp_path / "db.cnf"
     install.write_password_file(str(path), "sbtest", "s3cret-from-file")
-    agent._PASSWORDS.clear()
+    running._PASSWORDS.clear()
     job = {"db": {"password_file": str(path)}, "sysbench": {"test": "oltp_read_only", "options": {}}}
-    conn = agent.connect(job)
-    argv = agent.sysbench_argv(job, "run", {}, conn)
+    conn = running.connect(job)
+    argv = running.sysbench_argv(job, "run", {}, conn)
     # Never on the command line (`ps` shows argv to every user): in sysbench's own option file,
     # readable by this user only, removed when the agent is done.
     assert not any("s3cret" in a or a.startswith("--mysql-password") for a in argv)
@@ -268,8 +272,8 @@ def test_the_agent_reads_the_password_from_the_file_or_the_secret_never_the_job(
     assert oct(config.stat().st_mode & 0o777) == "0o600" and oct(config.parent.stat().st_mode & 0o777) == "0o700"
     conn.close()
     assert not config.parent.exists()
-    with pytest.raises(agent.JobError, match="prepare step"):
-        agent.db_password({"db": {"password_file": str(tmp_path / "missing.cnf")}})
+    with pytest.raises(jobcheck.JobError, match="prepare step"):
+        running.db_password({"db": {"password_file": str(tmp_path / "missing.cnf")}})
 
     seen = []
 
@@ -283,10 +287,10 @@ def test_the_agent_reads_the_password_from_the_file_or_the_secret_never_the_job(
         seen.append((service, region_name)), FakeClient())[1]
     monkeypatch.setitem(sys.modules, "boto3", fake_boto3)
     arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:rds!db-abc-123"
-    assert agent.db_password({"db": {"password_secret_arn": arn}}) == "from-secret"
-    assert agent.db_password({"db": {"password_secret_arn": arn}}) == "from-secret"
+    assert running.db_password({"db": {"password_secret_arn": arn}}) == "from-secret"
+    assert running.db_password({"db": {"password_secret_arn": arn}}) == "from-secret"
     assert seen == [("secretsmanager", "eu-west-1"), arn]  # read once per process
-    agent._PASSWORDS.clear()
+    running._PASSWORDS.clear()
 
 
 @pytest.mark.parametrize("engine", ["mysql-8.0", "mysql-8.0.36", "mysql", "mariadb", "mariadb-10.11",
@@ -360,15 +364,15 @@ def test_storage_is_built_after_its_tools_and_before_the_cnf_and_the_restart(hos
 
 def test_a_storage_failure_is_the_prepare_steps_error_naming_the_device(monkeypatch, capsys):
     def fail(self, spec):
-        raise agent.benchfleet_storage.StorageError("volume vol-9 (/dev/sdm) did not appear under /dev/disk/by-id",
-                                                    device="volume vol-9 (/dev/sdm)")
+        raise running.benchfleet_storage.StorageError("volume vol-9 (/dev/sdm) did not appear under /dev/disk/by-id",
+                                                      device="volume vol-9 (/dev/sdm)")
 
-    monkeypatch.setattr(agent.benchfleet_install.Installer, "run", fail)
+    monkeypatch.setattr(running.benchfleet_install.Installer, "run", fail)
     job = {"run_id": "r", "target_id": "t", "repetition": 1, "workload": "w",
            "step": {"name": "prepare", "kind": "prepare", "threads": 1, "duration_s": 1},
            "install": {"engine": "mariadb", "cnf": CNF}, "db": {"host": "127.0.0.1"},
            "sysbench": {"test": "oltp_read_only", "options": {}}}  # a whole job: the agent refuses less
-    assert agent.main(["--job-json", json.dumps(job)]) == agent.EXIT_FAILED
+    assert agent.main(["--job-json", json.dumps(job)]) == emitting.EXIT_FAILED
     (record,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert (record["type"], record["stage"], record["device"]) == ("error", "storage", "volume vol-9 (/dev/sdm)")
     assert record["message"].startswith("volume vol-9 (/dev/sdm) did not appear")

@@ -3,7 +3,6 @@ here over real HTTP (token first, refused without it, as EC2's is with HttpToken
 
 from __future__ import annotations
 
-import importlib.util
 import threading
 import time
 import types
@@ -11,13 +10,10 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from tests.conftest import REPO
+from tests.agent_modules import load
 
-_spec = importlib.util.spec_from_file_location("benchfleet_agent", REPO / "workloads" / "agent" / "benchfleet_agent.py")
-assert _spec and _spec.loader
-agent = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(agent)
-placement = agent.benchfleet_placement
+running = load("benchfleet_run")  # the prepare step's fingerprint
+placement = running.benchfleet_placement
 
 TOKEN = "AQAEAFake-token=="
 METADATA = {"placement/region": "eu-north-1", "placement/availability-zone": "eu-north-1b",
@@ -58,8 +54,8 @@ class Imds(BaseHTTPRequestHandler):
 
 def fingerprint(monkeypatch: pytest.MonkeyPatch) -> dict[str, object]:
     """The agent's fingerprint of this host (the database's side is not what these tests are about)."""
-    monkeypatch.setattr(agent.benchfleet_dbclient, "server_state", lambda conn, requested: {})
-    fp: dict[str, object] = agent.fingerprint({}, types.SimpleNamespace(library=None, tls="off"), {})
+    monkeypatch.setattr(running.benchfleet_dbclient, "server_state", lambda conn, requested: {})
+    fp: dict[str, object] = running.fingerprint({}, types.SimpleNamespace(library=None, tls="off"), {})
     return fp
 
 

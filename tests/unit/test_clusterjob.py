@@ -1,12 +1,12 @@
 """The cluster's agent-job contract (benchfleet.cluster.jobs): what each builder produces, and that the
-client's steps built with it pass the agent's own job check (workloads/agent/benchfleet_agent.py)."""
+client's steps built with it pass the agent's own job check (workloads/agent/benchfleet_job.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from tests.unit.test_agent_cluster import agent  # the agent as its own tests load it
+from tests.agent_modules import load
 
 from benchfleet.aws.fleet import cluster
 from benchfleet.cluster import galera, proxyconf
@@ -22,6 +22,7 @@ from benchfleet.workload import serverstatus
 NODES = [("n1", "10.0.1.5"), ("n2", "10.0.2.6"), ("n3", "10.0.3.7")]
 ARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:bf-run1-c1-r1-AbCdEf"
 IDS: dict[str, Any] = {"run_id": "run1", "target_id": "c1", "repetition": 1}
+jobcheck = load("benchfleet_job")
 
 
 def node(name: str, **extra: Any) -> dict[str, Any]:
@@ -94,7 +95,7 @@ def test_client_steps_connect_by_route_and_pass_the_agents_check(route: str, pro
     workload = Workload(name="w", test="oltp_read_write")
     step = PlanStep(index=1, name="t0004", kind="measure", threads=4, duration_s=10, variant=route)
     job = agent_job(**IDS, workload=workload, step=step, db=db, status=status)
-    assert agent.check_job(job) == "measure"
+    assert jobcheck.check_job(job) == "measure"
 
 
 def test_route_proxy_without_a_proxy_is_refused() -> None:

@@ -20,7 +20,7 @@ from benchfleet.workload.validation import plan_problem
 TPCC = {"name": "t", "tool": "go-tpc", "test": "tpcc", "warehouses": 2, "threads": [1, 4]}
 SPEC = REPO / "workloads" / "comparisons" / "local-tpcc-durability.yaml"
 
-agent = load("benchfleet_agent")
+jobcheck = load("benchfleet_job")
 
 
 def problems(workload: dict[str, object]) -> list[tuple[str, str]]:
@@ -58,13 +58,13 @@ def test_the_job_names_go_tpc_and_its_data_set_not_sysbench() -> None:
     step = next(s for s in plan.targets[0].steps if s.kind == "measure")
     job = agent_job(run_id="r", target_id="local-512mb", repetition=1, workload=loaded.workload, step=step, db={})
     assert job["gotpc"] == {"test": "tpcc", "warehouses": 1, "percentile": 95} and "sysbench" not in job
-    agent.check_job(job)  # the agent takes it
+    jobcheck.check_job(job)  # the agent takes it
     for bad, fragment in (({"warehouses": 0}, "gotpc.warehouses"), ({"percentile": 97}, "gotpc.percentile"),
                           ({"test": "tpch"}, "gotpc.test")):
-        with pytest.raises(agent.JobError, match=fragment):
-            agent.check_job({**job, "gotpc": {**job["gotpc"], **bad}})
-    with pytest.raises(agent.JobError, match="TLS"):
-        agent.check_job({**job, "db": {"tls": "required"}})
+        with pytest.raises(jobcheck.JobError, match=fragment):
+            jobcheck.check_job({**job, "gotpc": {**job["gotpc"], **bad}})
+    with pytest.raises(jobcheck.JobError, match="TLS"):
+        jobcheck.check_job({**job, "db": {"tls": "required"}})
 
 
 def test_warehouses_are_the_data_set() -> None:

@@ -194,7 +194,7 @@ class NodeSetup:
     def verify(self, setup: Dict[str, Any], requested: Dict[str, str]) -> None:
         """Every node runs what the target's cnf asks for before anything is measured (issue 41 item
         11): a setting its server runs with another value fails the set-up naming it, as the prepare
-        step of a single server does (benchfleet_agent.unmet_settings), the documented adjustments
+        step of a single server does (benchfleet_run.unmet_settings), the documented adjustments
         to the host (benchfleet_dbclient.SERVER_ADJUSTED) apart."""
         out = self.i._sql("SHOW GLOBAL VARIABLES;")
         if out.returncode != 0:
