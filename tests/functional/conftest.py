@@ -12,7 +12,9 @@ import pytest
 from moto import mock_aws
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "statemachine"))
-from sm_harness import ENV, REGION, FaultProxy, MotoGaps, setup_account
+from sm_harness import setup_account
+from sm_moto import FaultProxy, MotoGaps
+from sm_world import ENV, REGION
 
 from benchfleet.aws import clients
 

@@ -21,18 +21,10 @@ from botocore.stub import Stubber
 from moto.core import DEFAULT_ACCOUNT_ID
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "statemachine"))
-from sm_harness import (
-    BUCKET,
-    DB_PREFIX,
-    FIXTURES,
-    OWNER,
-    REGION,
-    Context,
-    FaultProxy,
-    client_error,
-    spec,
-    ssm_invocation_event,
-)
+from sm_agent import ssm_invocation_event
+from sm_harness import Context, spec
+from sm_moto import FaultProxy, client_error
+from sm_world import BUCKET, DB_PREFIX, FIXTURES, OWNER, REGION
 from timestream_requests import TABLE_DIMENSIONS, stored_records
 
 from benchfleet.aws import clients, errors

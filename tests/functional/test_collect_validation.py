@@ -17,7 +17,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "statemachine"))
 from moto.core import DEFAULT_ACCOUNT_ID
-from sm_harness import BUCKET, FIXTURES, REGION
+from sm_world import BUCKET, FIXTURES, REGION
 from tests.functional.test_cloud_handlers import RUN, aws, call  # noqa: F401 - aws is a fixture
 
 from benchfleet.aws import errors
@@ -225,7 +225,7 @@ def test_collect_refuses_a_prepare_whose_data_directory_is_not_on_the_planned_st
     when the fingerprint shows the data directory on the layout the install built, of as many devices.
     The variants branch of the plan once left storage out: the volumes were billed, the row said gp3 x2
     RAID 0, the server ran on the root volume, and collect stored it."""
-    from sm_harness import built_layout
+    from sm_agent import built_layout
 
     def prepare(layout: dict[str, Any] | None) -> list[dict[str, Any]]:
         records = []

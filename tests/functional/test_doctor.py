@@ -4,7 +4,7 @@ name (results bucket, state machine with its deployed definition, Glue database,
 document), made in moto; the API answered by the real api Lambda with the template's environment
 behind a local HTTP server that, like API Gateway with IAM auth, refuses an unsigned request.
 
-What moto lacks is answered here and said so: Canonical's public AMI parameters (sm_harness.MotoGaps),
+What moto lacks is answered here and said so: Canonical's public AMI parameters (sm_moto.MotoGaps),
 the EC2 vCPU quota (moto's Service Quotas knows VPC quotas only), the account's default EBS key
 (moto has no GetEbsDefaultKmsKeyId) and the AWS managed aws/ebs key (moto's DescribeKey calls every
 key customer managed)."""
@@ -26,7 +26,9 @@ import pytest
 from moto import mock_aws
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "statemachine"))
-from sm_harness import ENV, MotoGaps, for_moto
+from sm_harness import for_moto
+from sm_moto import MotoGaps
+from sm_world import ENV
 
 from benchfleet.aws import clients
 from benchfleet.cli import doctor

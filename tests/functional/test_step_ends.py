@@ -16,7 +16,9 @@ from botocore.stub import ANY, Stubber
 from moto import mock_aws
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "statemachine"))
-from sm_harness import BUCKET, ENV, REGION, Context, ssm_invocation_event
+from sm_agent import ssm_invocation_event
+from sm_harness import Context
+from sm_world import BUCKET, ENV, REGION
 
 from benchfleet.aws import clients
 from benchfleet.aws.steps import callbacks

@@ -16,7 +16,8 @@ import boto3
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "statemachine"))
-from sm_harness import OWNER, REGION, Context, leftovers, spec
+from sm_harness import Context, leftovers, spec
+from sm_world import OWNER, REGION
 
 from benchfleet.aws import clients, errors
 from benchfleet.aws.fleet import sweep, targets

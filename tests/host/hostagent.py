@@ -1,5 +1,5 @@
 """Run Command on booted hosts for an offline execution (tests/statemachine/sm_harness.py): stands
-where ``sm_harness.Agent`` plays the agent. After each SendCommand the command moto recorded (its
+where ``sm_agent.Agent`` plays the agent. After each SendCommand the command moto recorded (its
 parameters, output bucket and prefix, as start_step sent them) runs on the booted host of its
 instance through the synthesized document and bundle (runcommand.RunCommand), the invocation of the
 runAgent step gets that step's status, and the status change SSM would send is returned for the
@@ -20,7 +20,8 @@ from machine import Machine
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.ssm.models import ssm_backends
 from runcommand import Invocation, RunCommand
-from sm_harness import REGION, ssm_invocation_event
+from sm_agent import ssm_invocation_event
+from sm_world import REGION
 
 from benchfleet.aws.fleet import targets
 from benchfleet.aws.steps import commands

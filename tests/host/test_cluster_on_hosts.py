@@ -37,7 +37,9 @@ from hostfleet import Disks, Fleet, Lan, provide_ubuntu_names, record
 from machine import Machine
 from runcommand import Invocation, RunCommand
 from secrets_standin import serve_in
-from sm_harness import BUCKET, REGION, FaultProxy, Harness, leftovers, offline_world, recording
+from sm_harness import Harness, leftovers, offline_world, recording
+from sm_moto import FaultProxy
+from sm_world import BUCKET, REGION
 from timestream_requests import dimensions, stored_records
 
 from benchfleet.aws import clients

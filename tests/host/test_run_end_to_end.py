@@ -27,7 +27,8 @@ from runcommand import RunCommand
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "statemachine"))
 
-from sm_harness import BUCKET, ENV, REGION, Harness, leftovers, setup_account
+from sm_harness import Harness, leftovers, setup_account
+from sm_world import BUCKET, ENV, REGION
 
 from benchfleet.aws import clients
 from benchfleet.plan import naming

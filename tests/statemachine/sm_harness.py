@@ -10,9 +10,9 @@ ASL's Retry/Catch see the exception's class name, as on AWS). Calls are serialis
 process runs one invocation at a time, and Powertools' Metrics is process-global.
 
 Everything else is real moto (EC2, RDS, SSM, S3, Secrets Manager, Timestream, CloudWatch) through
-the handlers, except what moto lacks, faked in ``MotoGaps``: the public SSM parameter of Ubuntu
+the handlers, except what moto lacks, faked in ``MotoGaps`` (sm_moto.py, with the stricter RDS and the fault proxy): the public SSM parameter of Ubuntu
 AMIs, DescribeInstanceInformation (PingStatus), ListCommandInvocations and DescribeDBEngineVersions. Run Command runs
-nothing in moto, so ``Agent`` plays the agent: after each SendCommand it writes the captured real
+nothing in moto, so ``Agent`` (sm_agent.py) plays the agent: after each SendCommand it writes the captured real
 agent output (tests/fixtures/agent; a TPC-C job's, tests/fixtures/agent-gotpc) where Run Command
 would, sets the invocation's status and, as EventBridge would on the invocation's status change,
 invokes the real step_callback handler with the event SSM sends (``ssm_invocation_event``;
@@ -32,7 +32,6 @@ input without overrides (a schedule's, as deployed) has its Wait states' seconds
 
 from __future__ import annotations
 
-import copy
 import functools
 import importlib
 import json
@@ -40,12 +39,9 @@ import re
 import threading
 import time
 import types
-from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 from unittest import mock
 
@@ -53,19 +49,12 @@ import boto3
 import jsonpath_ng
 import jsonpath_ng.ext
 import pytest
-from botocore.exceptions import ClientError
 from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.core import responses as moto_responses
-from moto.core import utils as moto_utils
 from moto.core.base_backend import BaseBackend
-from moto.ec2.exceptions import InvalidInstanceIdError
-from moto.ec2.models import ec2_backends
 from moto.ec2.models.core import TaggedEC2Resource
-from moto.ec2.utils import EC2_PREFIX_TO_RESOURCE, get_prefix
-from moto.rds.models import rds_backends
 from moto.s3.models import S3Backend
-from moto.ssm.models import ssm_backends
 from moto.stepfunctions.parser.asl.component.common.path import result_path
 from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
@@ -74,22 +63,23 @@ from moto.stepfunctions.parser.asl.utils import json_path
 from moto.timestreamwrite.models import TimestreamTable
 from moto.timestreamwrite.responses import TimestreamWriteResponse
 from sfn_limits import Payloads, as_strict_as_aws, size_of
+from sm_agent import FIXTURE_STEP_S, Agent
+from sm_moto import (
+    Call,
+    FaultProxy,
+    MotoGaps,
+    backend_urls,
+    list_objects_by_prefix,
+    method_names_from_class,
+    records_not_kept,
+    tags_by_lookup,
+    timestream_param,
+    timestream_writer,
+)
+from sm_world import ASL, BUCKET, DATABASE, DB_PREFIX, DOCUMENT, ENV, HANDLERS, OWNER, REGION
 
 from benchfleet.aws import clients
-from benchfleet.aws.steps import commands
 from benchfleet.plan import naming
-from benchfleet.workload import serverparams
-
-REGION = "us-east-1"
-ASL = Path(__file__).resolve().parents[2] / "statemachines" / "benchmark-run.asl.json"
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "agent"
-# go-tpc's (a TPC-C job's) steps, captured on the host tier: tests/fixtures/agent-gotpc/README.md.
-FIXTURES_GOTPC = Path(__file__).resolve().parents[1] / "fixtures" / "agent-gotpc"
-HANDLERS = {"Plan": "plan", "Provision": "provision", "Readiness": "readiness", "StartStep": "start_step",
-            "Collect": "collect", "Teardown": "teardown", "Summarize": "summarize", "StepCallback": "step_callback"}
-BUCKET = "bf-results"
-DATABASE = "benchfleet"
-DOCUMENT = "bf-agent"
 
 
 def function_arn(module: str) -> str:
@@ -125,363 +115,6 @@ class Context:
 
     def get_remaining_time_in_millis(self) -> int:
         return 60_000
-
-
-@dataclass
-class Call:
-    module: str
-    event: dict[str, Any]
-    result: Any = None
-    error: str | None = None
-
-
-class FaultProxy:
-    """A boto3 client whose named operations fail (``faults[op]``: a list of exceptions, consumed in
-    order, or a callable(kwargs) -> exception | None) and which counts calls; the rest is moto."""
-
-    def __init__(self, real: Any, faults: dict[str, Any] | None = None,
-                 extra: dict[str, Any] | None = None) -> None:
-        self._real = real
-        self.faults = faults or {}
-        self.extra = extra or {}
-        self.calls: Counter[str] = Counter()
-        self.records_per_call: list[int] = []
-        self.tables_per_call: list[str] = []
-
-    def __getattr__(self, name: str) -> Any:
-        # What moto lacks or is lenient about (``extra``) is faulted and counted like the rest.
-        attr = self.extra[name] if name in self.extra else getattr(self._real, name)
-        if not callable(attr) or name.startswith(("get_paginator", "exceptions", "meta", "can_paginate")):
-            return attr
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            self.calls[name] += 1
-            fault = self.faults.get(name)
-            if callable(fault):
-                exc = fault(kwargs)
-                if exc is not None:
-                    raise exc
-            elif fault:
-                raise fault.pop(0)
-            if name == "write_records":
-                assert len(kwargs["Records"]) <= 100, "WriteRecords takes at most 100 records"
-                self.records_per_call.append(len(kwargs["Records"]))
-                self.tables_per_call.append(kwargs["TableName"])
-            return attr(*args, **kwargs)
-
-        return call
-
-
-def client_error(code: str, op: str, message: str = "injected") -> ClientError:
-    return ClientError({"Error": {"Code": code, "Message": message}}, op)
-
-
-class MotoGaps:
-    """What moto does not implement, answered from moto's own state."""
-
-    def __init__(self, region: str = REGION) -> None:
-        self.ec2 = boto3.client("ec2", region_name=region)
-        # Read from moto's state: DescribeImages of every bundled AMI takes seconds to serialise.
-        self.ami = next(iter(ec2_backends[DEFAULT_ACCOUNT_ID][region].amis))
-        self.ami_requests: list[str] = []
-
-    def get_parameter(self, real: Any) -> Any:
-        def get(Name: str, **kw: Any) -> Any:
-            if Name.startswith("/aws/service/canonical/ubuntu/"):
-                self.ami_requests.append(Name)
-                return {"Parameter": {"Name": Name, "Value": self.ami, "Type": "String"}}
-            return real.get_parameter(Name=Name, **kw)
-        return get
-
-    def ssm(self, real: Any) -> FaultProxy:
-        """An SSM client of this region with what moto lacks answered here."""
-        return FaultProxy(real, extra={"get_parameter": self.get_parameter(real),
-                                       "describe_instance_information": self.describe_instance_information,
-                                       "list_command_invocations": self.list_command_invocations})
-
-    def rds(self, real: Any) -> FaultProxy:
-        strict = StrictRds(real, self.ec2.meta.region_name)
-        return FaultProxy(real, extra={"describe_db_engine_versions": self.describe_db_engine_versions,
-                                       **strict.operations()})
-
-    def describe_instance_information(self, Filters: list[dict[str, Any]], **_: Any) -> Any:
-        ids = [v for f in Filters if f["Key"] == "InstanceIds" for v in f["Values"]]
-        found = self.ec2.describe_instances(InstanceIds=ids)["Reservations"]
-        online = [i["InstanceId"] for r in found for i in r["Instances"] if i["State"]["Name"] == "running"]
-        return {"InstanceInformationList": [{"InstanceId": i, "PingStatus": "Online"} for i in online]}
-
-    def list_command_invocations(self, CommandId: str, InstanceId: str, **_: Any) -> Any:
-        """An invocation's own status (moto has no ListCommandInvocations), from moto's command."""
-        region = self.ec2.meta.region_name
-        command = ssm_backends[DEFAULT_ACCOUNT_ID][region].get_command_by_id(CommandId)
-        return {"CommandInvocations": [
-            {"CommandId": CommandId, "InstanceId": inv["InstanceId"], "Status": inv["Status"],
-             "StatusDetails": inv["StatusDetails"], "DocumentName": command.document_name}
-            for inv in command.invocations if inv["InstanceId"] == InstanceId]}
-
-    @staticmethod
-    def describe_db_engine_versions(Engine: str, **_: Any) -> Any:
-        versions = {"mysql": ["5.7.44", "8.0.36", "8.0.40", "8.4.3"], "mariadb": ["10.11.9", "11.4.4"],
-                    "aurora-mysql": ["5.7.mysql_aurora.2.12.4", "8.0.mysql_aurora.3.05.2",
-                                     "8.0.mysql_aurora.3.08.0"]}[Engine]
-
-        def family(version: str) -> str:  # as RDS names them: mysql8.0, mariadb10.11, aurora-mysql8.0
-            return Engine + ".".join(version.split(".")[:2])
-        return {"DBEngineVersions": [{"Engine": Engine, "EngineVersion": v, "DBParameterGroupFamily": family(v)}
-                                     for v in versions]}
-
-
-def built_layout(storage: dict[str, Any]) -> dict[str, Any]:
-    """The storage_layout an ec2 host's fingerprint reports once its install built ``storage`` (the
-    job's install.storage): the data directory bind-mounted from the array, every device in it."""
-    devices = storage.get("volumes") or [{"serial": f"AWS{i:017d}", "device": f"/dev/nvme{i + 1}n1"}
-                                         for i in range(int(storage.get("count") or 1))]
-    return {"data_dir": "/var/lib/mysql", "mount_point": "/var/lib/mysql", "filesystem": storage["filesystem"],
-            "source": "/dev/md0" if len(devices) > 1 else devices[0]["device"],
-            "built": {"type": storage["type"], "devices": devices, "level": storage.get("raid"),
-                      "filesystem": storage["filesystem"], "mount_point": "/mnt/benchfleet-data",
-                      "data_dir": "/var/lib/mysql"}}
-
-
-class StrictRds:
-    """Parameter groups as AWS treats them where moto is lenient: a group a database uses cannot be
-    deleted (InvalidDBParameterGroupState), a cluster cannot name a cluster parameter group that does
-    not exist, a group's family must be the database's, and ApplyMethod immediate is refused for a
-    static parameter (by benchfleet's catalogue: what RDS lists as static)."""
-
-    def __init__(self, real: Any, region: str) -> None:
-        self.real = real
-        self.region = region
-
-    def operations(self) -> dict[str, Any]:
-        return {"delete_db_parameter_group": self.delete_db_parameter_group,
-                "delete_db_cluster_parameter_group": self.delete_db_cluster_parameter_group,
-                "create_db_cluster": self.create_db_cluster,
-                "modify_db_parameter_group": self.modify("modify_db_parameter_group"),
-                "modify_db_cluster_parameter_group": self.modify("modify_db_cluster_parameter_group")}
-
-    @property
-    def backend(self) -> Any:
-        return rds_backends[DEFAULT_ACCOUNT_ID][self.region]
-
-    def delete_db_parameter_group(self, DBParameterGroupName: str) -> Any:
-        users = [d for d in self.backend.databases.values() if d.db_parameter_group_name == DBParameterGroupName]
-        if users:
-            raise client_error("InvalidDBParameterGroupState", "DeleteDBParameterGroup",
-                               "One or more database instances are still members of this parameter group")
-        return self.real.delete_db_parameter_group(DBParameterGroupName=DBParameterGroupName)
-
-    def delete_db_cluster_parameter_group(self, DBClusterParameterGroupName: str) -> Any:
-        if any(c.parameter_group == DBClusterParameterGroupName for c in self.backend.clusters.values()):
-            raise client_error("InvalidDBParameterGroupState", "DeleteDBClusterParameterGroup",
-                               "One or more DB clusters are still members of this parameter group")
-        return self.real.delete_db_cluster_parameter_group(DBClusterParameterGroupName=DBClusterParameterGroupName)
-
-    def create_db_cluster(self, **kwargs: Any) -> Any:
-        name = kwargs.get("DBClusterParameterGroupName")
-        if name and name not in self.backend.db_cluster_parameter_groups:
-            raise client_error("DBClusterParameterGroupNotFound", "CreateDBCluster", f"{name} not found")
-        return self.real.create_db_cluster(**kwargs)
-
-    def modify(self, operation: str) -> Callable[..., Any]:
-        catalogue = serverparams.load_catalogue()
-
-        def call(**kwargs: Any) -> Any:
-            name = kwargs.get("DBParameterGroupName") or kwargs.get("DBClusterParameterGroupName")
-            groups = self.backend.db_parameter_groups if "DBParameterGroupName" in kwargs \
-                else self.backend.db_cluster_parameter_groups
-            # A cluster parameter group is Aurora's; a DB parameter group says by its family.
-            aurora = name in groups and str(getattr(groups[name], "family", "aurora")).startswith("aurora")
-            for p in kwargs["Parameters"]:
-                rule = catalogue.rules.get(p["ParameterName"])
-                static = rule is not None and (rule.aurora[1] if aurora and rule.aurora else rule.rds) == "static"
-                if static and p["ApplyMethod"] == "immediate":
-                    raise client_error("InvalidParameterCombination", operation,
-                                       f"cannot use immediate apply method for static parameter {p['ParameterName']}")
-            assert len(kwargs["Parameters"]) <= 20, "ModifyDB*ParameterGroup takes at most 20 parameters"
-            return getattr(self.real, operation)(**kwargs)
-        return call
-
-
-def ssm_invocation_event(command_id: str, instance_id: str, status: str, document: str,
-                         region: str = REGION) -> dict[str, Any]:
-    """SSM's "EC2 Command Invocation Status-change Notification", as EventBridge delivers it."""
-    return {"version": "0", "id": "6a7e8feb-b491-4cf7-a9f1-bf3703467718",
-            "detail-type": "EC2 Command Invocation Status-change Notification", "source": "aws.ssm",
-            "account": DEFAULT_ACCOUNT_ID, "time": "2026-11-23T06:00:00Z", "region": region,
-            "resources": [f"arn:aws:ec2:{region}:{DEFAULT_ACCOUNT_ID}:instance/{instance_id}"],
-            "detail": {"command-id": command_id, "document-name": document, "instance-id": instance_id,
-                       "requested-date-time": "2026-11-23T05:59:58.123Z", "status": status}}
-
-
-FIXTURE_STEP_S = 240  # the captured measure step (tests/fixtures/agent/t0001.jsonl)
-
-
-def fitted(records: list[dict[str, Any]], step: dict[str, Any]) -> list[dict[str, Any]]:
-    """The captured step's records as a step of the plan's length and report interval would be (collect
-    checks sysbench's run time and sample count against the plan): its samples cut or repeated,
-    every ``report_interval_s``-th kept (their arrival times with them), its summary's total time the step's."""
-    duration, every = step.get("duration_s"), step.get("report_interval_s") or 1
-    if step.get("kind") == "prepare" or not duration or (duration == FIXTURE_STEP_S and every == 1):
-        return records
-    samples = [r for r in records if r["type"] == "sample"]
-    out = []
-    for second in range(every, duration + 1, every):
-        base = samples[(second - 1) % len(samples)]
-        # The agent's arrival times move with the second (its jitter kept): a repeated sample keeping
-        # its first lap's arrived_s would measure a negative interval, which collect rightly refuses.
-        moved = {"arrived_s": base["arrived_s"] - base["second"] + second} if "arrived_s" in base else {}
-        out.append({**base, "second": float(second), "time": samples[0]["time"] + second - 1, **moved})
-    summary = next(r for r in records if r["type"] == "summary")
-    return [*out, {**summary, "total_time_s": duration + 0.0069, "time": samples[0]["time"] + duration}]
-
-
-def fixture_of(job: dict[str, Any], step: str) -> Path:
-    """The captured agent output a step of ``job`` replays: sysbench's, or go-tpc's for a TPC-C job."""
-    folder, measured = (FIXTURES_GOTPC, "t0002") if job.get("gotpc") else (FIXTURES, "t0001")
-    return folder / f"{'prepare' if step == 'prepare' else measured}.jsonl"
-
-
-@functools.cache
-def captured_records(fixture: Path) -> tuple[dict[str, Any], ...]:
-    """A captured agent output's records, parsed once (every step of a large run replays one; parsing
-    it per step was about 5% of the handlers' time in tests/perf/cloud_scale.py). Copy before changing."""
-    return tuple(json.loads(line) for line in fixture.read_text().splitlines())
-
-
-@dataclass
-class Agent:
-    """Plays the agent for moto's SendCommand: per target, what the step ends as."""
-
-    s3: Any
-    # target_id (or "<target_id>:<variant>") -> ok | failed | timed_out | hang | garbage | lost (ran,
-    # but its status change never arrives) | undeliverable (never reached the agent's step)
-    outcome: dict[str, str] = field(default_factory=dict)
-    # Also play the CloudWatch agent: per-second cpu_usage_steal of the host for each measured second.
-    steal: bool = False
-    # Why a failed set-up step failed, by role (node | proxy), or another step, by its name: what the
-    # agent's error record says.
-    reasons: dict[str, str] = field(default_factory=lambda: {
-        "node": "did not reach Synced within 900 s: WSREP: gcs connect failed: Connection timed out",
-        "proxy": "apt-get install proxysql failed (exit 100): Unable to locate package proxysql"})
-
-    def ran(self, event: dict[str, Any], result: dict[str, Any]) -> dict[str, Any] | None:
-        """Run Command's end of the step: the status-change event it sends (None: the host hangs)."""
-        target_id, rep, step = event["target"]["id"], event["repetition"], event["step"]["name"]
-        variant = event["step"].get("variant")
-        # "<target>:<variant>": the outcome of that variant's steps only (a variant that cannot be applied);
-        # "<target>:<step>": of that step only (a cluster's node that never joins: "c1:setup-n2").
-        outcome = (self.outcome.get(f"{target_id}:{step}") or self.outcome.get(f"{target_id}:{variant}")
-                   or self.outcome.get(target_id, "ok"))
-        # Run Command of the target's region (start_step's answer says which).
-        region = result.get("region") or REGION
-        command = ssm_backends[DEFAULT_ACCOUNT_ID][region].get_command_by_id(result["command_id"])
-        status = {"failed": "Failed", "timed_out": "TimedOut", "hang": "InProgress",
-                  "undeliverable": "Failed"}.get(outcome, "Success")
-        for inv in command.invocations:
-            inv["Status"] = inv["StatusDetails"] = status
-            inv["ResponseCode"] = 3 if outcome == "failed" else 0
-            if outcome == "undeliverable":  # the agent never received it: no step of the document ran
-                inv["StatusDetails"], inv["ResponseCode"] = "Undeliverable", -1
-                continue
-            # AWS names a multi-step document's invocation by step; moto by plugin type.
-            inv["PluginName"] = commands.AGENT_PLUGIN
-        job = json.loads(command.parameters["JobJson"][0].replace("\\u0027", "'"))
-        if event["step"].get("kind") == "setup":  # a cluster's node or proxy set-up (benchfleet.cluster.jobs)
-            self.set_up(job, command, result, outcome)
-        elif outcome == "failed" and step in self.reasons:  # the agent's error record says why
-            self.write_output(command, result, {"type": "error", "stage": "health", "message": self.reasons[step]})
-        elif outcome in ("ok", "garbage", "lost"):
-            fixture = fixture_of(job, step)
-            lines, seconds = [], []
-            captured = [dict(r) for r in captured_records(fixture)]  # records are updated below
-            records = fitted(captured, event["step"])
-            if (job.get("status") or {}).get("sources") and not any(r["type"] == "status" for r in records):
-                records += self.status_readings(captured, records)
-            for record in records:
-                record.update(run_id=event["run_id"], target_id=target_id, repetition=rep,
-                              workload=(event["step"].get("workload") or event["workload"])["name"], step=step)
-                if variant:  # the agent's records name the variant and block its job names
-                    record.update(variant=variant, block=event["step"].get("block"))
-                if record["type"] == "sample":
-                    seconds.append(float(record["time"]))
-                if record["type"] == "fingerprint":  # what the agent reads from the host's IMDS
-                    record.update(self.placement(region, result["instance_id"]))
-                    storage = (job.get("install") or {}).get("storage")
-                    if storage:  # and the layout its install built (workloads/agent/benchfleet_storage.py)
-                        record["storage_layout"] = built_layout(storage)
-                if record["type"] == "status" and (job.get("status") or {}).get("sources"):
-                    # A cluster's client reads every node (and the proxy): one record per source, named so.
-                    lines += [json.dumps({**record, "source": source["name"]}, separators=(",", ":"))
-                              for source in job["status"]["sources"]]
-                    continue
-                if outcome == "garbage" and record["type"] == "sample":
-                    record["tps"] = "lots"  # what a broken agent might print: collect must refuse it
-                lines.append(json.dumps(record, separators=(",", ":")))
-            body = "Setting up the engine...\n" + "\n".join(lines) + "\n"
-            # Where start_step told Run Command to write: the host's own prefix.
-            prefix = command.output_s3_key_prefix
-            key = f"{prefix}/{result['command_id']}/{result['instance_id']}/awsrunShellScript/0.runAgent/stdout"
-            self.s3.put_object(Bucket=BUCKET, Key=key, Body=body.encode())
-            if self.steal and seconds:
-                self.publish_steal(region, result["instance_id"], seconds)
-        if outcome in ("hang", "lost"):
-            return None
-        return ssm_invocation_event(result["command_id"], result["instance_id"], status, command.document_name,
-                                    region)
-
-    @staticmethod
-    def status_readings(captured: list[dict[str, Any]], records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The captured status readings at the fitted step's seconds (``fitted`` keeps samples only)."""
-        readings = [r for r in captured if r["type"] == "status"]
-        samples = [r for r in records if r["type"] == "sample"]
-        return [{**readings[i % len(readings)], "second": s["second"], "time": s["time"]}
-                for i, s in enumerate(samples)]
-
-    def set_up(self, job: dict[str, Any], command: Any, result: dict[str, Any], outcome: str) -> None:
-        """What the agent prints for a set-up job: its ``setup`` record, or (``failed``) the error
-        record naming the node and the reason, as workloads/agent does."""
-        setup = job["setup"]
-        if outcome == "failed":
-            who = f"node {setup['node']}" if setup["role"] == "node" else f"proxy {setup['software']}"
-            stage = "node" if setup["role"] == "node" else "proxy-install"
-            record = {"type": "error", "stage": stage, "node": setup.get("node"),
-                      "message": f"{who}: {self.reasons.get(setup['role'], 'failed')}"}
-        elif outcome in ("ok", "lost"):
-            record = {"type": "setup", "role": setup["role"], "state": "Synced", "seconds": 1.5,
-                      **({"node": setup["node"], "cluster_size": setup["expected_size"]} if setup["role"] == "node"
-                         else {"software": setup["software"], "proxy_version": "2.7.1"})}
-        else:
-            return
-        self.write_output(command, result, record)
-
-    def write_output(self, command: Any, result: dict[str, Any], record: dict[str, Any]) -> None:
-        """Run Command's upload of the agent's output: one record after the document's own messages."""
-        body = "Setting up...\n" + json.dumps(record, separators=(",", ":")) + "\n"
-        key = (f"{command.output_s3_key_prefix}/{result['command_id']}/{result['instance_id']}"
-               "/awsrunShellScript/0.runAgent/stdout")
-        self.s3.put_object(Bucket=BUCKET, Key=key, Body=body.encode())
-
-    @staticmethod
-    def publish_steal(region: str, instance_id: str, seconds: list[float]) -> None:
-        """What the CloudWatch agent of cdk/lib/target-fleet.ts publishes: CWAgent cpu_usage_steal, per
-        second, dimensions InstanceId and cpu=cpu-total."""
-        dims = [{"Name": "InstanceId", "Value": instance_id}, {"Name": "cpu", "Value": "cpu-total"}]
-        data = [{"MetricName": "cpu_usage_steal", "Dimensions": dims, "Value": 1.5, "Unit": "Percent",
-                 "StorageResolution": 1, "Timestamp": datetime.fromtimestamp(t, UTC)} for t in seconds]
-        cloudwatch = boto3.client("cloudwatch", region_name=region)
-        for i in range(0, len(data), 500):
-            cloudwatch.put_metric_data(Namespace="CWAgent", MetricData=data[i:i + 500])
-
-    @staticmethod
-    def placement(region: str, instance_id: str) -> dict[str, str]:
-        """What the agent reads from the host's IMDS, read from moto's state (as the host would,
-        without a client and a DescribeInstances per step)."""
-        try:
-            instance = ec2_backends[DEFAULT_ACCOUNT_ID][region].get_instance(instance_id)
-        except InvalidInstanceIdError:  # an existing target's host that is not in moto: no metadata to read
-            return {}
-        return {"region": region, "availability_zone": str(instance.availability_zone)}
 
 
 class Harness:
@@ -656,15 +289,6 @@ def setup_account(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv(k, v)
 
 
-OWNER = "Benchfleet@us-east-1"
-DB_PREFIX = "bf2b97c5"
-
-ENV = {"AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION, "AWS_ACCESS_KEY_ID": "testing",
-       "AWS_SECRET_ACCESS_KEY": "testing", "POWERTOOLS_TRACE_DISABLED": "1",
-       "POWERTOOLS_SERVICE_NAME": "benchfleet", "POWERTOOLS_METRICS_NAMESPACE": "benchfleet",
-       "POWERTOOLS_LOG_LEVEL": "WARNING"}
-
-
 @contextmanager
 def offline_world() -> Iterator[Harness]:
     """A moto account with the state machine and the seam in place (tests/perf uses it too)."""
@@ -679,89 +303,12 @@ def offline_world() -> Iterator[Harness]:
             clients.reset()
 
 
-def records_not_kept(table: TimestreamTable, records: list[dict[str, Any]]) -> None:
-    """moto's Timestream table keeps every record written, about 8 KB each as moto holds them (11 GB
-    for a 200-target comparison), and nothing offline reads them back: FaultProxy counts each
-    write's records and table, tests/unit checks the records themselves. So a write still goes
-    through botocore's validation and moto's parsing and answer, and its records are let go."""
-
-
-def timestream_writer() -> Any:
-    """The handlers' Timestream client as benchfleet.aws.clients makes it (its configuration: botocore
-    does not check each value; FaultProxy still counts and bounds every request)."""
-    return boto3.client("timestream-write", region_name=REGION, config=clients.config("timestream-write"))
-
-
-def tags_by_lookup(resource: TaggedEC2Resource) -> list[dict[str, str]]:
-    """moto's own answer to a resource's tags (DescribeTags filtered on its id, an exact match), by
-    a lookup instead of a scan of every tag in the region: moto filters DescribeInstances on a tag
-    with this call per instance, so each teardown by tag in a 600-host comparison scanned 600 hosts'
-    tags 600 times (cubic in the targets over a run)."""
-    if not resource.id:  # type: ignore[attr-defined]
-        return []
-    resource_id: str = resource.id  # type: ignore[attr-defined]
-    kind = EC2_PREFIX_TO_RESOURCE.get(get_prefix(resource_id), "")
-    return [{"resource_id": resource_id, "key": key, "value": value, "resource_type": kind}
-            for key, value in resource.ec2_backend.tags.get(resource_id, {}).items()]  # type: ignore[attr-defined]
-
-
 # moto's executor parses every JSONPath at every use, building a new parser each time (a third of
 # the ASL's evaluation in a large run): the definition's few hundred paths are parsed once each. A
 # parsed path is only read when applied (``find``, ``update_or_create`` change the data, not the
 # path), so sharing it between iterations changes nothing.
 parse_path_ext = functools.lru_cache(maxsize=None)(jsonpath_ng.ext.parse)
 parse_path = functools.lru_cache(maxsize=None)(jsonpath_ng.parse)
-
-
-# moto's answer to each request redoes work whose result cannot change within a process, at a cost
-# measured with cProfile over the handlers of tests/perf/cloud_scale.py (20 targets x 3): a backend's
-# URL table is rebuilt per request (S3's after reloading its urls module: the module reads the
-# environment, which a harness does not change), a response class's methods are listed with
-# inspect.getmembers per request, and a Timestream write's JSON body is parsed again for each of its
-# three parameters. Each is done once here; moto answers the same.
-@functools.cache
-def method_names_from_class(clazz: object) -> list[str]:
-    return moto_utils.method_names_from_class(clazz)
-
-
-def backend_urls(backend: BaseBackend) -> Any:
-    """moto's URL table of ``backend``, built once (kept in the backend's own state, which moto's reset
-    clears)."""
-    if "_harness_urls" not in backend.__dict__:
-        backend.__dict__["_harness_urls"] = URLS_UNCACHED.fget(backend)
-    return backend.__dict__["_harness_urls"]
-
-
-URLS_UNCACHED = BaseBackend.urls
-LIST_OBJECTS_UNCACHED = S3Backend.list_objects
-
-
-def timestream_param(self: TimestreamWriteResponse, param_name: str, if_none: Any = None) -> Any:
-    """moto's _get_param of a JSON request, its body parsed once per request."""
-    if getattr(self, "_parsed_for", None) is not self.body:
-        self._parsed_for, self._parsed = self.body, json.loads(self.body) if self.body else {}
-    return self._parsed.get(param_name, if_none)
-
-
-def list_objects_by_prefix(self: S3Backend, bucket: Any, prefix: str | None, *args: Any, **kwargs: Any) -> Any:
-    """moto's list_objects over the keys under ``prefix`` only: moto reads every key of the bucket
-    per listing (a Python loop over each key's versions), and collect lists a step's output prefix
-    once per step while the bucket holds every earlier step's objects: quadratic in the steps of a
-    run (1.0 M keys read for 660 listings in a 20-target comparison, 100 times that at 200). The
-    names are filtered as moto filters them, at C speed, and moto lists those."""
-    if not prefix or not isinstance(getattr(bucket, "keys", None), dict):
-        return LIST_OBJECTS_UNCACHED(self, bucket, prefix, *args, **kwargs)
-    store = bucket.keys
-    under = type(store)()
-    # tuple(): the names copied in one step, as moto copies the store before reading it (an executor
-    # thread may put an object meanwhile).
-    for name in [k for k in tuple(dict.keys(store)) if k.startswith(prefix)]:
-        versions = dict.get(store, name)
-        if versions is not None:
-            dict.__setitem__(under, name, versions)
-    view = copy.copy(bucket)
-    view.keys = under
-    return LIST_OBJECTS_UNCACHED(self, view, prefix, *args, **kwargs)
 
 
 @contextmanager
@@ -886,7 +433,6 @@ def parameter_groups(run_id: str, region: str = REGION) -> list[str]:
     return [name for name, arn in groups
             if any(t["Key"] == naming.TAG_RUN_ID and t["Value"] == run_id
                    for t in rds.list_tags_for_resource(ResourceName=arn)["TagList"])]
-
 
 
 def recording(harness: Harness) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

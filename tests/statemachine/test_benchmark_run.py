@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 import boto3
-from sm_harness import BUCKET, REGION, leftovers, spec
+from sm_harness import leftovers, spec
+from sm_world import BUCKET, REGION
 
 from benchfleet.plan import naming
 

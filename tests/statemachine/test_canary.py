@@ -11,7 +11,8 @@ from typing import Any
 
 import boto3
 import pytest
-from sm_harness import BUCKET, REGION, leftovers
+from sm_harness import leftovers
+from sm_world import BUCKET, REGION
 from tests.glue_tables import create_glue_tables
 
 from benchfleet.cli.main import main

@@ -15,7 +15,8 @@ from typing import Any
 from unittest import mock
 
 import boto3
-from sm_harness import FIXTURES, REGION, spec
+from sm_harness import spec
+from sm_world import FIXTURES, REGION
 
 from benchfleet.aws.planning.controlplane import load_prices
 from benchfleet.aws.steps import cloudwatch as cw

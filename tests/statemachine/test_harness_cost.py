@@ -11,7 +11,8 @@ from unittest import mock
 import boto3
 from moto.s3.models import S3Backend
 from moto.s3.utils import _VersionedKeyStore
-from sm_harness import BUCKET, DATABASE, LIST_OBJECTS_UNCACHED, REGION, timestream_writer
+from sm_moto import LIST_OBJECTS_UNCACHED, timestream_writer
+from sm_world import BUCKET, DATABASE, REGION
 
 
 def listed(s3, prefix: str, page: int) -> list[str]:

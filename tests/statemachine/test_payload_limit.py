@@ -11,7 +11,9 @@ import json
 
 import pytest
 from sfn_limits import MAX_PAYLOAD_BYTES
-from sm_harness import BUCKET, client_error, leftovers, spec
+from sm_harness import leftovers, spec
+from sm_moto import client_error
+from sm_world import BUCKET
 
 from benchfleet.aws.errors import PlanRejected
 from benchfleet.aws.planning import runplan

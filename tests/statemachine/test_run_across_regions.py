@@ -18,20 +18,9 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
-from sm_harness import (
-    BUCKET,
-    ENV,
-    REGION,
-    FaultProxy,
-    Harness,
-    MotoGaps,
-    cleared,
-    client_error,
-    executing,
-    leftovers,
-    setup_account,
-    spec,
-)
+from sm_harness import Harness, cleared, executing, leftovers, setup_account, spec
+from sm_moto import FaultProxy, MotoGaps, client_error
+from sm_world import BUCKET, ENV, REGION
 from tests.conftest import HOME_REGION, TARGET_REGIONS
 
 from benchfleet.aws import clients

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import boto3
 import pytest
-from sm_harness import BUCKET, REGION, FaultProxy, leftovers, recording
+from sm_harness import leftovers, recording
+from sm_moto import FaultProxy
+from sm_world import BUCKET, REGION
 from timestream_requests import dimensions, stored_records
 
 from agent_modules import load

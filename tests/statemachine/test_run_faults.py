@@ -7,7 +7,9 @@ import json
 
 import boto3
 import pytest
-from sm_harness import BUCKET, REGION, client_error, leftovers, spec
+from sm_harness import leftovers, spec
+from sm_moto import client_error
+from sm_world import BUCKET, REGION
 from timestream_requests import dimensions, stored_records
 
 from benchfleet.plan import naming

@@ -8,7 +8,8 @@ import json
 from collections import Counter
 
 import boto3
-from sm_harness import BUCKET, REGION, leftovers, spec
+from sm_harness import leftovers, spec
+from sm_world import BUCKET, REGION
 
 from benchfleet.plan import naming
 

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sm_harness import BUCKET, leftovers, recording, spec
+from sm_harness import leftovers, recording, spec
+from sm_world import BUCKET
 from tests.agent_modules import load
 from timestream_requests import dimensions, stored_records
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 
 import boto3
-from sm_harness import BUCKET, OWNER, REGION, client_error, leftovers, parameter_groups, recording, spec
+from sm_harness import leftovers, parameter_groups, recording, spec
+from sm_moto import client_error
+from sm_world import BUCKET, OWNER, REGION
 from timestream_requests import dimensions, stored_records
 
 from benchfleet.aws.fleet import sweep

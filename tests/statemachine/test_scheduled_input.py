@@ -8,7 +8,8 @@ import json
 import uuid
 
 import pytest
-from sm_harness import BUCKET, Context, leftovers
+from sm_harness import Context, leftovers
+from sm_world import BUCKET
 
 from benchfleet.aws.errors import PlanRejected
 from handlers import plan as plan_handler

@@ -1,6 +1,6 @@
 """Step completion by callback, on what `cdk synth` deploys: the EventBridge rule's pattern (taken
 from the template) matches the event SSM sends when a step's Run Command ends -- the same event the
-offline executions deliver to the real handler (sm_harness.ssm_invocation_event) -- and nothing
+offline executions deliver to the real handler (sm_agent.ssm_invocation_event) -- and nothing
 else; it invokes step_callback, which may complete tasks of this state machine only."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from synth import ACCOUNT, REGION, Template
 from test_grants import allows, state_machine_name, statements_of
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "statemachine"))
-from sm_harness import ssm_invocation_event
+from sm_agent import ssm_invocation_event
 from tests.conftest import TARGET_REGIONS
 
 
