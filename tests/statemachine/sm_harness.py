@@ -9,15 +9,16 @@ backend and so Docker. We replace that one function: it maps the function ARN to
 ASL's Retry/Catch see the exception's class name, as on AWS). Calls are serialised: a Lambda
 process runs one invocation at a time, and Powertools' Metrics is process-global.
 
-Everything else is real moto (EC2, RDS, SSM, S3, Secrets Manager, Timestream, CloudWatch) through
-the handlers, except what moto lacks, faked in ``MotoGaps`` (sm_moto.py, with the stricter RDS and the fault proxy): the public SSM parameter of Ubuntu
-AMIs, DescribeInstanceInformation (PingStatus), ListCommandInvocations and DescribeDBEngineVersions. Run Command runs
-nothing in moto, so ``Agent`` (sm_agent.py) plays the agent: after each SendCommand it writes the captured real
-agent output (tests/fixtures/agent; a TPC-C job's, tests/fixtures/agent-gotpc) where Run Command
-would, sets the invocation's status and, as EventBridge would on the invocation's status change,
-invokes the real step_callback handler with the event SSM sends (``ssm_invocation_event``;
-tests/synthesized checks it matches the deployed rule's pattern), which completes the task "Start the
-step" waits on. A hanging host sends none.
+Everything else is real moto (EC2, RDS, SSM, S3, Secrets Manager, Timestream, CloudWatch) through the
+handlers, except what moto lacks, faked in ``MotoGaps`` (sm_moto.py, with the stricter RDS and the fault
+proxy): the public SSM parameter of Ubuntu AMIs, DescribeInstanceInformation (PingStatus),
+ListCommandInvocations and DescribeDBEngineVersions. Run Command runs nothing in moto, so ``Agent``
+(sm_agent.py) plays the agent: after each SendCommand it writes the captured real agent output
+(tests/fixtures/agent; a TPC-C job's, tests/fixtures/agent-gotpc) where Run Command would, sets the
+invocation's status and, as EventBridge would on the invocation's status change, invokes the real
+step_callback handler with the event SSM sends (``ssm_invocation_event``; tests/synthesized checks it
+matches the deployed rule's pattern), which completes the task "Start the step" waits on.
+A hanging host sends none.
 
 Stricter than moto where AWS is (``sfn_limits``): a state whose input or output passes 256 KiB
 fails the execution with ``States.DataLimitExceeded`` (the peak is in ``Harness.payloads``), and
