@@ -22,8 +22,8 @@ from tests.sysbench_logs import run_log
 
 from benchfleet.local.importer import import_logs
 from benchfleet.local.store import DuckDBStore
-from benchfleet.report import write_report
 from benchfleet.report.charts import _PALETTE
+from benchfleet.report.html import write_report
 
 pytestmark = pytest.mark.browser
 

@@ -40,7 +40,7 @@ def build(tree: Path, db: Path, out: Path) -> None:
     sys.path.insert(0, str(tree / "lambdas"))
     start = time.perf_counter()
     from benchfleet.local.store import DuckDBStore
-    from benchfleet.report import write_report
+    from benchfleet.report.html import write_report
 
     assert Path(sys.modules["benchfleet"].__file__ or "").is_relative_to(tree), "imported another tree"
     store = DuckDBStore(db)

@@ -105,7 +105,7 @@ def build(path: Path, out: Path) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lambdas"))
     start = time.perf_counter()
     from benchfleet.local.store import DuckDBStore
-    from benchfleet.report import write_report
+    from benchfleet.report.html import write_report
 
     store = DuckDBStore(path)
     try:

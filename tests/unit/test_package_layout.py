@@ -60,6 +60,15 @@ def test_no_module_is_over_800_lines_and_long_ones_say_why() -> None:
     assert unexplained == [], f"over {LONG_LINES} lines without '{LONG_REASON} ...' in the module docstring"
 
 
+def test_what_the_command_draws_loads_no_report_or_store_library() -> None:
+    """cli.ui (every command that prints a table) imports report.summary for its sentences; a package
+    file that re-exported the HTML report loaded Plotly and DuckDB with it on every command."""
+    code = "import sys, benchfleet.cli.ui\nprint(sorted({'plotly', 'duckdb'} & {n.split('.')[0] for n in sys.modules}))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={"PYTHONPATH": str(REPO / "lambdas"), "PATH": "/usr/bin:/bin"}).stdout
+    assert out.strip() == "[]"
+
+
 def handler_imports(handler: str) -> tuple[list[str], list[str]]:
     """(benchfleet modules, third-party top-level packages) importing ``handlers.<handler>`` loads."""
     code = ("import sys, json\n"
