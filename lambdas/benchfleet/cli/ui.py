@@ -23,10 +23,10 @@ from rich.text import Text
 
 from benchfleet.plan.model import Plan, PlanStep, TargetPlan
 from benchfleet.report import summary
+from benchfleet.report.summary import verdict_text
 from benchfleet.stats.caveats import words as caveat_words
 from benchfleet.stats.figures import percentile_of
 from benchfleet.stats.steps import step_tps
-from benchfleet.stats.verdict import design_words
 from benchfleet.workload.records import AgentOutput, Sample, StepSummary, sample_phase
 
 
@@ -395,22 +395,6 @@ def print_runs(runs: list[dict[str, Any]]) -> None:
         table.add_row(r["run_id"], r["name"], r["status"], mode, f"{r['started_at']:%Y-%m-%d %H:%M}",
                       f"${_fmt(r['estimated_cost_usd'], 2)}", (r.get("message") or "")[:60])
     console.print(table)
-
-
-def verdict_text(relative: dict[str, Any] | None, short: bool = False) -> str:
-    """What a comparison row says about its target against the baseline, in words (the verdict's own
-    ``words``, benchfleet.stats.verdict), marked ``paired:`` when the design was paired and followed by
-    the repetitions that would decide an inconclusive one."""
-    if not relative:
-        return "baseline"
-    if relative.get("refused"):  # benchfleet.stats.settings_refusal: the words, never the verdict
-        # ``short``: a terminal table's cell; print_refusals says why under the table.
-        return "no verdict (see below)" if short else str(relative["refused"]["words"])
-    words = str(relative.get("words") or relative.get("verdict"))
-    needed = relative.get("repetitions_needed")
-    if relative.get("verdict") == "inconclusive" and needed:
-        words += f" ~{needed} reps"
-    return f"{design_words(relative)}: {words}" if relative.get("design") == "paired" else words
 
 
 def print_refusals(rows: list[dict[str, Any]]) -> None:

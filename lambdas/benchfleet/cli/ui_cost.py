@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from benchfleet.cost.pricing import HEADLINE_MODELS, MODEL_LABELS, MODELS, line_words
+from benchfleet.report.summary import speedup_title
 
 
 def _money(value: Any, digits: int = 4) -> str:
@@ -253,16 +254,6 @@ def print_speedup(console: Console, stats: dict[str, Any]) -> None:
                       f"family and settings: {group['group']}); 95% CI: Welch unless marked paired (local servers "
                       "run in rounds); per doubling = speedup ** (1 / doublings of vCPUs), 2.00x is linear",
                       style="dim italic")
-
-
-def speedup_title(group: dict[str, Any]) -> str:
-    """A speedup group named by its targets, each with its size: 'c6g-2xlarge (8 vCPUs) against
-    c6g-large (2)' (the group's key, 'existing:c6g', names no target a reader gave)."""
-    sizes = {r["target_id"]: r["size"] for r in group["rows"]}
-    others = [t for t in sizes if t != group["baseline_target"]]
-    unit = "CPUs" if str(group["group"]).startswith("local:") else "vCPUs"
-    return (", ".join(f"{t} ({sizes[t]:g} {unit})" for t in others)
-            + f" against {group['baseline_target']} ({sizes[group['baseline_target']]:g})")
 
 
 def _speedup_interval(cell: dict[str, Any]) -> str:

@@ -453,7 +453,6 @@ def _storage_table(comparison: dict[str, Any]) -> str:
 
 
 def _summary_table(comparison: dict[str, Any]) -> str:
-    from benchfleet.cli.ui import verdict_text
 
     rows = []
     pct = percentile_of(comparison["rows"])
@@ -481,7 +480,7 @@ def _summary_table(comparison: dict[str, Any]) -> str:
             escape(charts.label_of(r)), _n(r["threads"]), _n(r["repetitions"]), _n(tps["mean"]), ci,
             f"{_n(tps['min'])} - {_n(tps['max'])}",
             f"{_n(lat['median'], 2)} <span class='ci'>({_n(lat['min'], 2)} - {_n(lat['max'], 2)})</span>", rel_ci,
-            f"<span class='{css}'>{escape(verdict_text(rel or None))}</span>",
+            f"<span class='{css}'>{escape(summary.verdict_text(rel or None))}</span>",
             _n(r["steal_mean_pct"], 2), _n(r.get("iowait_mean_pct"), 2),
             *([_money(r["cost_per_1000_tps"]) if r["cost_per_1000_tps"] is not None else _unpriced(priced, r)]
               if any(priced.values()) else []),
@@ -601,7 +600,6 @@ def _cross_zone_table(comparison: dict[str, Any]) -> str:
 
 
 def _speedup_tables(comparison: dict[str, Any]) -> str:
-    from benchfleet.cli.ui_cost import speedup_title
 
     groups = comparison.get("speedup") or []
     out = ["<h2>Speedup by size</h2>"]
@@ -629,7 +627,7 @@ def _speedup_tables(comparison: dict[str, Any]) -> str:
         headers = ["threads"]
         for r in others:
             headers += [f"{r['target_id']} ({r['size']:g} vCPUs)", "95% CI", "per doubling"]
-        out.append(f"<div class='card'><div class='note'>{escape(speedup_title(g))} (sizes of one family and "
+        out.append(f"<div class='card'><div class='note'>{escape(summary.speedup_title(g))} (sizes of one family and "
                    f"settings: {escape(g['group'])})</div>" + _table(headers, rows) + "</div>")
     return "".join(out)
 

@@ -220,7 +220,6 @@ def _header(runs: list[dict[str, Any]], labels: tuple[str, str], pair: dict[str,
 
 
 def _verdict_table(pair: dict[str, Any], labels: tuple[str, str]) -> str:
-    from benchfleet.cli.ui import verdict_text
 
     rows = []
     for r in pair["rows"]:
@@ -231,7 +230,7 @@ def _verdict_table(pair: dict[str, Any], labels: tuple[str, str]) -> str:
               else html._pct(rel.get("pct")) + " <span class='muted'>no interval</span>")
         rows.append([escape(compared_label(r)), escape(r["vs_target_id"]), html._n(r["threads"]),
                      html._n(r["repetitions"]), html._n(r["baseline_tps"]["mean"]), html._n(r["tps"]["mean"]), ci,
-                     f"<span class='{css}'>{escape(verdict_text(rel))}</span>",
+                     f"<span class='{css}'>{escape(summary.verdict_text(rel))}</span>",
                      f"<span class='caveat'>{escape(caveat_words(r.get('caveats')))}</span>" if r.get("caveats")
                      else ""])
     found = pair.get("multiplicity") or {}

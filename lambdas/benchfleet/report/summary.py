@@ -5,13 +5,18 @@ Every sentence is built from the verdict objects' fields (``benchfleet.stats.ver
 rows carry it: ``verdict``, ``pct``, ``ci_low_pct``/``ci_high_pct``, ``design``, ``unit``, ``pairs``,
 ``repetitions``, ``within_margin``, ``margin_pct``, ``repetitions_needed``, ``words``), never by
 reading the words back: a new verdict category or new words flow through as the verdict says them.
-Standard library only.
+Also the words of one table row (``verdict_text``) and of a speedup group (``speedup_title``), which
+the terminal and the report print alike. No library beyond stats.verdict: the command imports this
+for its sentences without loading the report's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
+
+# A table's short name of a design ("paired (3 reps, 6 blocks)"), not this module's sentence form.
+from benchfleet.stats.verdict import design_words as design_label
 
 Row = Mapping[str, Any]
 
@@ -193,3 +198,29 @@ def run_banner(run: Mapping[str, Any], trial: Mapping[str, Any] | None) -> str |
         parts.append(f"Not the spec's result: {trial.get('label')}. It shows that the comparison runs, not how "
                      "the targets compare.")
     return " ".join(parts) or None
+
+
+def verdict_text(relative: dict[str, Any] | None, short: bool = False) -> str:
+    """What a comparison row says about its target against the baseline, in words (the verdict's own
+    ``words``, benchfleet.stats.verdict), marked ``paired:`` when the design was paired and followed by
+    the repetitions that would decide an inconclusive one."""
+    if not relative:
+        return "baseline"
+    if relative.get("refused"):  # benchfleet.stats.settings_refusal: the words, never the verdict
+        # ``short``: a terminal table's cell; print_refusals says why under the table.
+        return "no verdict (see below)" if short else str(relative["refused"]["words"])
+    words = str(relative.get("words") or relative.get("verdict"))
+    needed = relative.get("repetitions_needed")
+    if relative.get("verdict") == "inconclusive" and needed:
+        words += f" ~{needed} reps"
+    return f"{design_label(relative)}: {words}" if relative.get("design") == "paired" else words
+
+
+def speedup_title(group: dict[str, Any]) -> str:
+    """A speedup group named by its targets, each with its size: 'c6g-2xlarge (8 vCPUs) against
+    c6g-large (2)' (the group's key, 'existing:c6g', names no target a reader gave)."""
+    sizes = {r["target_id"]: r["size"] for r in group["rows"]}
+    others = [t for t in sizes if t != group["baseline_target"]]
+    unit = "CPUs" if str(group["group"]).startswith("local:") else "vCPUs"
+    return (", ".join(f"{t} ({sizes[t]:g} {unit})" for t in others)
+            + f" against {group['baseline_target']} ({sizes[group['baseline_target']]:g})")
