@@ -24,12 +24,12 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from benchfleet.aws.api_service import TERMINAL
 from benchfleet.plan import naming
 
 DEFAULT_STACK = "Benchfleet"
 OUTPUT_NAME = "ApiUrl"
 SERVICE = "execute-api"
-TERMINAL = ("SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED")
 _REGION_IN_HOST = re.compile(r"\.execute-api\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?$")
 RETRY_STATUSES = (429, 500, 502, 503, 504)
 
