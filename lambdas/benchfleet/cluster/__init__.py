@@ -7,5 +7,6 @@
 
 ``galera`` and ``proxyconf`` are shipped to the hosts next to the agent (standard library only,
 Python 3.8), so this file stays a docstring: importing the package runs nothing. The local cluster
-is local.galera; the cloud one's provisioning aws.fleet.cluster.
+is local.galera; the cloud one's provisioning aws.fleet.cluster. Imports only the standard library
+and workload.serverstatus (the counters a node's job samples).
 """

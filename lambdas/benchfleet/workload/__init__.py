@@ -9,6 +9,6 @@
 
 ``sysbench``, ``gotpc``, ``mysqlcnf`` and ``serverstatus`` are shipped to the hosts next to the
 agent (standard library only, Python 3.8), so this file stays a docstring: importing the package
-runs nothing. ``records`` and ``validation`` may import spec and stats; nothing here imports plan,
-cost, local, report, cli or aws.
+runs nothing. ``serverparams`` (the catalogue's file), ``records`` and ``validation`` may import spec
+and stats; nothing here imports plan, cost, local, report, cli or aws.
 """
