@@ -66,7 +66,7 @@ from moto.ec2.models.core import TaggedEC2Resource
 from moto.ec2.utils import EC2_PREFIX_TO_RESOURCE, get_prefix
 from moto.rds.models import rds_backends
 from moto.s3.models import S3Backend
-from moto.ssm.models import ssm_backends
+from moto.ssm.models import SimpleSystemManagerBackend, ssm_backends
 from moto.stepfunctions.parser.asl.component.common.path import result_path
 from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
 from moto.stepfunctions.parser.asl.component.common.string import string_expression
@@ -747,6 +747,28 @@ def timestream_param(self: TimestreamWriteResponse, param_name: str, if_none: An
     return self._parsed.get(param_name, if_none)
 
 
+GET_COMMAND_UNINDEXED = SimpleSystemManagerBackend.get_command_by_id
+
+
+def command_by_id(self: SimpleSystemManagerBackend, command_id: str) -> Any:
+    """moto's get_command_by_id by an index: moto scans every command of the region per lookup, and
+    each step's command is looked up several times (the played agent, ListCommandInvocations,
+    GetCommandInvocation): quadratic in the steps of a run (7,200 commands at 200 targets x 3). moto
+    only appends commands; the index takes the new ones (the first of an id, as moto's scan finds it)
+    and is kept in the backend's own state, which moto's reset clears. An unknown id: moto's error."""
+    state, commands = self.__dict__, self._commands
+    index = state.setdefault("_harness_commands", {})
+    indexed = state.get("_harness_indexed", 0)
+    if indexed > len(commands):  # not the list indexed: start again
+        index.clear()
+        indexed = 0
+    for command in commands[indexed:]:
+        index.setdefault(command.command_id, command)
+    state["_harness_indexed"] = len(commands)
+    found = index.get(command_id)
+    return found if found is not None else GET_COMMAND_UNINDEXED(self, command_id)
+
+
 def list_objects_by_prefix(self: S3Backend, bucket: Any, prefix: str | None, *args: Any, **kwargs: Any) -> Any:
     """moto's list_objects over the keys under ``prefix`` only: moto reads every key of the bucket
     per listing (a Python loop over each key's versions), and collect lists a step's output prefix
@@ -806,6 +828,7 @@ def executing(h: Harness) -> Iterator[Harness]:
             mock.patch.object(BaseBackend, "urls", property(backend_urls)), \
             mock.patch.object(TimestreamWriteResponse, "_get_param", timestream_param), \
             mock.patch.object(S3Backend, "list_objects", list_objects_by_prefix), \
+            mock.patch.object(SimpleSystemManagerBackend, "get_command_by_id", command_by_id), \
             mock.patch.object(retrier_decl, "time", fake_time), \
             mock.patch.object(WaitFunction, "_wait_interval", wait), \
             as_strict_as_aws(h.payloads), ExitStack() as copiers:

@@ -11,11 +11,16 @@ import sys
 from unittest import mock
 
 import boto3
+import pytest
+from botocore.exceptions import ClientError
+from moto.core import DEFAULT_ACCOUNT_ID
 from moto.s3.models import S3Backend
 from moto.s3.utils import _VersionedKeyStore
+from moto.ssm.models import ssm_backends
 from sm_harness import (
     BUCKET,
     DATABASE,
+    GET_COMMAND_UNINDEXED,
     LIST_OBJECTS_UNCACHED,
     REGION,
     STATE_DATA_COPIERS,
@@ -71,6 +76,31 @@ def test_requests_do_not_rebuild_what_moto_answers_them_with(harness):
             ec2.describe_instances()
     assert url_module.call_count == 0
     assert getmembers.call_count == 0
+
+
+def test_a_command_is_found_without_reading_every_command_and_as_moto_finds_it(harness):
+    ssm = boto3.client("ssm", region_name=REGION)
+    sent = [ssm.send_command(InstanceIds=["i-0123456789abcdef0"], DocumentName="AWS-RunShellScript",
+                             Parameters={"commands": [f"echo {i}"]})["Command"]["CommandId"] for i in range(200)]
+    backend = ssm_backends[DEFAULT_ACCOUNT_ID][REGION]
+
+    class Counted(list):  # the commands moto keeps, counting each one read by a scan
+        read = 0
+
+        def __iter__(self):
+            for command in list.__iter__(self):
+                Counted.read += 1
+                yield command
+
+    wanted = [sent[0], sent[100], sent[-1]]
+    with mock.patch.object(backend, "_commands", Counted(backend._commands)):
+        answers = [ssm.get_command_invocation(CommandId=c, InstanceId="i-0123456789abcdef0") for c in wanted]
+    assert [a["CommandId"] for a in answers] == wanted
+    assert Counted.read == 0, f"{Counted.read} commands read to find 3"
+    for command_id in wanted:  # what moto's scan finds
+        assert backend.get_command_by_id(command_id) is GET_COMMAND_UNINDEXED(backend, command_id)
+    with pytest.raises(ClientError, match="InvalidCommandId"):  # and moto's answer to an unknown id
+        ssm.get_command_invocation(CommandId="00000000-0000-0000-0000-000000000000", InstanceId="i-0123456789abcdef0")
 
 
 def test_a_timestream_write_s_body_is_parsed_once(harness):
