@@ -192,3 +192,20 @@ def test_rds_targets_are_placed_by_describe_db_instances(aws):
                  started_at="2026-11-22T00:00:00Z", output_prefix=OUTPUT, rds=rds)
     row = body(s3, f"runs/{RUN}/rds-t/rep-1/target.json")
     assert (row["region"], row["availability_zone"]) == ("eu-north-1", "eu-north-1c")
+
+
+def test_summarize_reads_the_planned_target_rows_without_listing_the_run_s_raw_output(aws):
+    # At 200 targets the run's prefix holds tens of thousands of raw step outputs: listing them to find
+    # the target rows was most of Summarize's time (tests/perf/cloud_scale.py).
+    s3 = aws
+    store = AthenaStore(BUCKET, DATABASE, WORKGROUP, s3=s3, glue=boto3.client("glue"), athena=boto3.client("athena"))
+    collect_prepare(s3, store)
+    for step in range(50):  # the run's other raw output
+        s3.put_object(Bucket=BUCKET, Key=naming.raw_key(RUN, TARGET["id"], 1, f"t{step:04d}"), Body=b"{}")
+    listed: list[str] = []
+    s3.meta.events.register("provide-client-params.s3.ListObjectsV2",
+                            lambda params, **_: listed.append(params["Prefix"]))
+    assert finish(s3, store)["status"] == "SUCCEEDED"
+    (row,) = body(s3, f"runs/{RUN}/targets.json")
+    assert row == body(s3, f"runs/{RUN}/{TARGET['id']}/rep-1/target.json") and row["kind"] == "ec2"
+    assert listed == []

@@ -41,7 +41,7 @@ import threading
 import time
 import types
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
 from unittest import mock
@@ -56,6 +56,7 @@ from moto.core import responses as moto_responses
 from moto.core.base_backend import BaseBackend
 from moto.ec2.models.core import TaggedEC2Resource
 from moto.s3.models import S3Backend
+from moto.ssm.models import SimpleSystemManagerBackend
 from moto.stepfunctions.parser.asl.component.common.path import result_path
 from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
@@ -66,10 +67,13 @@ from moto.timestreamwrite.responses import TimestreamWriteResponse
 from sfn_limits import Payloads, as_strict_as_aws, size_of
 from sm_agent import FIXTURE_STEP_S, Agent
 from sm_moto import (
+    STATE_DATA_COPIERS,
+    STATE_DATA_COPY,
     Call,
     FaultProxy,
     MotoGaps,
     backend_urls,
+    command_by_id,
     list_objects_by_prefix,
     method_names_from_class,
     records_not_kept,
@@ -331,9 +335,12 @@ def executing(h: Harness) -> Iterator[Harness]:
             mock.patch.object(BaseBackend, "urls", property(backend_urls)), \
             mock.patch.object(TimestreamWriteResponse, "_get_param", timestream_param), \
             mock.patch.object(S3Backend, "list_objects", list_objects_by_prefix), \
+            mock.patch.object(SimpleSystemManagerBackend, "get_command_by_id", command_by_id), \
             mock.patch.object(retrier_decl, "time", fake_time), \
             mock.patch.object(WaitFunction, "_wait_interval", wait), \
-            as_strict_as_aws(h.payloads):
+            as_strict_as_aws(h.payloads), ExitStack() as copiers:
+        for module in STATE_DATA_COPIERS:
+            copiers.enter_context(mock.patch.object(module, "copy", STATE_DATA_COPY))
         yield h
 
 

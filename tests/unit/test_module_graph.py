@@ -20,7 +20,7 @@ def module_graph(root: Path) -> dict[str, set[str]]:
         deps: set[str] = set()
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                for alias in node.names:  # `from benchfleet import naming` is the module benchfleet.plan.naming
+                for alias in node.names:  # `from benchfleet.plan import naming` is the module benchfleet.plan.naming
                     full = f"{node.module}.{alias.name}"
                     deps.add(full if full in modules else node.module)
             elif isinstance(node, ast.Import):

@@ -144,6 +144,12 @@ def plan_targets_key(run_id: str) -> str:
     return f"runs/{run_id}/plan-targets.json"
 
 
+def target_row_key(run_id: str, target_id: str, repetition: int) -> str:
+    """One repetition's ``targets`` row, written by collect from its prepare step's fingerprint and read
+    by summarize (targets.json)."""
+    return f"runs/{run_id}/{target_id}/rep-{repetition}/target.json"
+
+
 def outcome_key(run_id: str, target_id: str, repetition: int) -> str:
     """One repetition's outcome (its steps' results, error, teardown), written by the state machine's
     "Record the outcome" state (statemachines/benchmark-run.asl.json builds the same key)."""

@@ -171,7 +171,7 @@ def target_row(*, run_id: str, target: dict[str, Any], kind: str, repetition: in
 
 def write_target_rows(s3: Any, store: ResultsStore, bucket: str, rows: list[dict[str, Any]]) -> int:
     for row in rows:
-        key = naming.raw_key(row["run_id"], row["target_id"], row["repetition"], "target").replace(".jsonl", ".json")
+        key = naming.target_row_key(row["run_id"], row["target_id"], row["repetition"])
         with aws_errors():
             s3.put_object(Bucket=bucket, Key=key, Body=json.dumps(row, default=str, sort_keys=True).encode(),
                           ContentType="application/json")

@@ -54,23 +54,22 @@ def _put_json(s3: Any, bucket: str, key: str, value: Any) -> None:
                       ContentType="application/json")
 
 
-def target_rows(s3: Any, bucket: str, run_id: str) -> list[dict[str, Any]]:
-    """The rows collect wrote (runs/<id>/<target>/rep-<n>/target.json), by target and repetition."""
-    rows = []
-    with aws_errors():
-        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=f"runs/{run_id}/"):
-            for obj in page.get("Contents", []):
-                if obj["Key"].endswith("/target.json"):
-                    rows.append(json.loads(s3.get_object(Bucket=bucket, Key=obj["Key"])["Body"].read()))
+def target_rows(s3: Any, bucket: str, run_id: str, planned: list[tuple[str, list[int]]]) -> list[dict[str, Any]]:
+    """The rows collect wrote (``naming.target_row_key``) of the planned repetitions, by target and
+    repetition; a repetition that never collected its prepare step has none. Read by key: listing the
+    run's prefix read every step's raw output key too (tens of thousands at 200 targets)."""
+    keys = [naming.target_row_key(run_id, t, r) for t, reps in planned for r in reps]
+    with ThreadPoolExecutor(max_workers=READERS) as pool:
+        rows = [row for row in pool.map(lambda key: read_json(s3, bucket, key), keys) if row is not None]
     return sorted(rows, key=lambda r: (str(r.get("target_id")), int(r.get("repetition") or 0)))
 
 
 def write_metadata(s3: Any, store: ResultsStore | None, bucket: str, *, summary: dict[str, Any],
-                   spec: dict[str, Any] | None) -> dict[str, Any]:
+                   spec: dict[str, Any] | None, planned: list[tuple[str, list[int]]]) -> dict[str, Any]:
     run_id = summary["run_id"]
     if spec is not None:
         _put_json(s3, bucket, f"runs/{run_id}/spec.json", spec)
-    rows = target_rows(s3, bucket, run_id)
+    rows = target_rows(s3, bucket, run_id, planned)
     _put_json(s3, bucket, f"runs/{run_id}/targets.json", rows)
     run = {"run_id": run_id, "name": summary["name"], "spec": spec, "status": summary["status"].lower(),
            "mode": "aws", "started_at": _time(summary["started_at"]), "ended_at": _time(summary["finished_at"]),
@@ -96,8 +95,8 @@ def planned_repetitions(s3: Any, bucket: str, plan: dict[str, Any] | None) -> li
     return [(str(t["target_id"]), [int(r) for r in t["repetitions"]]) for t in json.loads(body)]
 
 
-def read_outcome(s3: Any, bucket: str, key: str) -> dict[str, Any] | None:
-    """A repetition's recorded outcome, None when it recorded none."""
+def read_json(s3: Any, bucket: str, key: str) -> dict[str, Any] | None:
+    """The JSON object at ``key``, None when there is none."""
     try:
         with aws_errors():
             return dict(json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read()))
@@ -112,7 +111,7 @@ def outcomes(s3: Any, bucket: str, run_id: str,
     """Every planned repetition's outcome (``NO_OUTCOME`` as its error where none was recorded)."""
     keys = [(t, r) for t, reps in planned for r in reps]
     with ThreadPoolExecutor(max_workers=READERS) as pool:
-        found = list(pool.map(lambda k: read_outcome(s3, bucket, naming.outcome_key(run_id, *k)), keys))
+        found = list(pool.map(lambda k: read_json(s3, bucket, naming.outcome_key(run_id, *k)), keys))
     return {k: o if o is not None else {"target_id": k[0], "repetition": k[1], "error": NO_OUTCOME}
             for k, o in zip(keys, found, strict=True)}
 
@@ -148,7 +147,7 @@ def summarize(s3: Any, bucket: str, *, run_id: str, plan: dict[str, Any] | None,
     # that refuses the run's row must not leave the run without a status. Nor is its error
     # swallowed: the run fails, naming the store (dashboards would lose the run's name and baseline).
     try:
-        summary["metadata"] = write_metadata(s3, store, bucket, summary=summary, spec=spec)
+        summary["metadata"] = write_metadata(s3, store, bucket, summary=summary, spec=spec, planned=planned)
     except Exception as e:
         cause = f"{type(e).__name__}: {e}"[:1000]
         summary["metadata"] = {"error": cause}
