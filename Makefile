@@ -72,14 +72,17 @@ lock: $(UV)
 	@echo "uv.lock refreshed: review 'git diff uv.lock', run make check, commit. uv itself: edit .ci/uv.txt."
 
 # .ci/lambda-runtime.txt: pyproject's dev set at uv.lock's versions, but boto3/botocore at
-# .ci/lambda-runtime.in's floor (and what that floor needs: s3transfer, urllib3), with hashes.
+# .ci/lambda-runtime.in's floor (and what that floor needs: s3transfer, urllib3), with hashes. The
+# constraints file's temporary path is named for what it holds, so that a refresh that changes no
+# version changes no line.
 lambda-runtime-lock: $(UV)
 	@tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT && \
 	$(UV) export --frozen --extra dev --no-hashes --no-emit-project --no-header -q -o $$tmp/locked.txt && \
 	grep -vE '^(boto3|botocore|s3transfer|urllib3)==' $$tmp/locked.txt > $$tmp/constraints.txt && \
 	$(UV) pip compile pyproject.toml --extra dev --python-version 3.11 --generate-hashes -q \
 	  -c $$tmp/constraints.txt --override .ci/lambda-runtime.in --custom-compile-command 'make lock' \
-	  -o .ci/lambda-runtime.txt
+	  -o .ci/lambda-runtime.txt && \
+	sed -i "s|$$tmp/constraints.txt|uv.lock (without boto3, botocore, s3transfer, urllib3)|" .ci/lambda-runtime.txt
 
 # Fails naming each package pyproject.toml asks for that uv.lock does not satisfy (and when uv finds the
 # lock stale for any other reason).
