@@ -55,8 +55,9 @@ from moto.core import DEFAULT_ACCOUNT_ID
 from moto.core import responses as moto_responses
 from moto.core.base_backend import BaseBackend
 from moto.ec2.models.core import TaggedEC2Resource
+from moto.ec2.models.instances import InstanceBackend
 from moto.s3.models import S3Backend
-from moto.ssm.models import SimpleSystemManagerBackend
+from moto.ssm.models import Command, SimpleSystemManagerBackend
 from moto.stepfunctions.parser.asl.component.common.path import result_path
 from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
@@ -74,9 +75,12 @@ from sm_moto import (
     MotoGaps,
     backend_urls,
     command_by_id,
+    instances_of_targets,
     list_objects_by_prefix,
     method_names_from_class,
+    no_storage_metrics,
     records_not_kept,
+    reservations_of,
     tags_by_lookup,
     timestream_param,
     timestream_writer,
@@ -336,6 +340,9 @@ def executing(h: Harness) -> Iterator[Harness]:
             mock.patch.object(TimestreamWriteResponse, "_get_param", timestream_param), \
             mock.patch.object(S3Backend, "list_objects", list_objects_by_prefix), \
             mock.patch.object(SimpleSystemManagerBackend, "get_command_by_id", command_by_id), \
+            mock.patch.object(Command, "_get_instance_ids_from_targets", instances_of_targets), \
+            mock.patch.object(InstanceBackend, "get_reservations_by_instance_ids", reservations_of), \
+            mock.patch.object(S3Backend, "get_cloudwatch_metrics", no_storage_metrics), \
             mock.patch.object(retrier_decl, "time", fake_time), \
             mock.patch.object(WaitFunction, "_wait_interval", wait), \
             as_strict_as_aws(h.payloads), ExitStack() as copiers:

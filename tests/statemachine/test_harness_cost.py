@@ -5,6 +5,7 @@ bucket per listing, is multiplied by every step of every target)."""
 from __future__ import annotations
 
 import copy
+import datetime
 import inspect
 import json
 import sys
@@ -14,11 +15,20 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 from moto.core import DEFAULT_ACCOUNT_ID
+from moto.ec2.models import ec2_backends
+from moto.ec2.models.instances import InstanceBackend
 from moto.s3.models import S3Backend
 from moto.s3.utils import _VersionedKeyStore
 from moto.ssm.models import ssm_backends
 from sm_harness import spec
-from sm_moto import GET_COMMAND_UNINDEXED, LIST_OBJECTS_UNCACHED, STATE_DATA_COPIERS, copy_state_data, timestream_writer
+from sm_moto import (
+    GET_COMMAND_UNINDEXED,
+    LIST_OBJECTS_UNCACHED,
+    RESERVATIONS_BY_SCAN,
+    STATE_DATA_COPIERS,
+    copy_state_data,
+    timestream_writer,
+)
 from sm_world import BUCKET, DATABASE, REGION
 
 
@@ -93,6 +103,64 @@ def test_a_command_is_found_without_reading_every_command_and_as_moto_finds_it(h
         assert backend.get_command_by_id(command_id) is GET_COMMAND_UNINDEXED(backend, command_id)
     with pytest.raises(ClientError, match="InvalidCommandId"):  # and moto's answer to an unknown id
         ssm.get_command_invocation(CommandId="00000000-0000-0000-0000-000000000000", InstanceId="i-0123456789abcdef0")
+
+
+def launched(count: int, tag: str) -> list[str]:
+    ec2 = boto3.client("ec2", region_name=REGION)
+    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    return [i["InstanceId"] for _ in range(count) for i in ec2.run_instances(
+        ImageId=image, MinCount=2, MaxCount=2, TagSpecifications=[
+            {"ResourceType": "instance", "Tags": [{"Key": "cost-test", "Value": tag}]}])["Instances"]]
+
+
+def test_a_command_sent_to_instances_runs_on_those_only_and_targets_still_select(harness):
+    # moto filtered the region's instances on a command's empty Targets, which matched every one:
+    # a step's command had an invocation on every host of the comparison.
+    hosts, tagged = launched(10, "others"), launched(1, "chosen")
+    ssm = boto3.client("ssm", region_name=REGION)
+    backend = ssm_backends[DEFAULT_ACCOUNT_ID][REGION]
+    by_id = ssm.send_command(InstanceIds=[hosts[3]], DocumentName="AWS-RunShellScript",
+                             Parameters={"commands": ["true"]})["Command"]
+    assert by_id["InstanceIds"] == [hosts[3]]  # before: 22 instances
+    assert [i["InstanceId"] for i in backend.get_command_by_id(by_id["CommandId"]).invocations] == [hosts[3]]
+    by_tag = ssm.send_command(Targets=[{"Key": "tag:cost-test", "Values": ["chosen"]}],
+                              DocumentName="AWS-RunShellScript", Parameters={"commands": ["true"]})["Command"]
+    assert sorted(by_tag["InstanceIds"]) == sorted(tagged)  # moto's own selection by Targets
+
+
+def test_instances_are_found_by_id_without_copying_every_reservation_and_as_moto_finds_them(harness):
+    ids = launched(30, "many")  # 30 reservations of 2
+    ec2 = boto3.client("ec2", region_name=REGION)
+    backend = ec2_backends[DEFAULT_ACCOUNT_ID][REGION]
+    asked = [ids[5], ids[40], ids[41]]
+    with mock.patch.object(InstanceBackend, "all_reservations", side_effect=AssertionError("every reservation")):
+        answer = ec2.describe_instances(InstanceIds=asked)["Reservations"]
+        running = ec2.describe_instances(InstanceIds=asked, Filters=[
+            {"Name": "instance-state-name", "Values": ["running"]}])["Reservations"]
+    assert sorted(i["InstanceId"] for r in answer for i in r["Instances"]) == sorted(asked)
+    assert running == answer
+    expected = RESERVATIONS_BY_SCAN(backend, asked)  # what moto's scan answers
+    assert [(r.id, [i.id for i in r.instances]) for r in backend.get_reservations_by_instance_ids(asked)] == \
+        [(r.id, [i.id for i in r.instances]) for r in expected]
+    assert len(backend.reservations[expected[-1].id].instances) == 2  # the region's reservation is untouched
+    with pytest.raises(ClientError, match=r"InvalidInstanceID\.NotFound"):
+        ec2.describe_instances(InstanceIds=[ids[0], "i-0123456789abcdef0"])
+
+
+def test_get_metric_data_does_not_sum_every_object_s_size(harness):
+    # moto's CloudWatch computed S3's storage metrics over every object of every bucket per call.
+    s3, cw = boto3.client("s3", region_name=REGION), boto3.client("cloudwatch", region_name=REGION)
+    for i in range(20):
+        s3.put_object(Bucket=BUCKET, Key=f"costs/metrics/{i}", Body=b"x" * 10)
+    cw.put_metric_data(Namespace="CWAgent", MetricData=[{"MetricName": "cpu_usage_steal", "Value": 2.5}])
+    query = [{"Id": "steal", "MetricStat": {"Metric": {"Namespace": "CWAgent", "MetricName": "cpu_usage_steal"},
+                                            "Period": 60, "Stat": "Average"}}]
+    now = datetime.datetime.now(datetime.UTC)
+    sizes = mock.Mock(side_effect=AssertionError("every object's size"))
+    with mock.patch.object(_VersionedKeyStore, "item_size", sizes):
+        answer = cw.get_metric_data(MetricDataQueries=query, StartTime=now.replace(hour=0, minute=0),
+                                    EndTime=now.replace(hour=23, minute=59))
+    assert answer["MetricDataResults"][0]["Values"] == [2.5]  # CloudWatch still answers what was put
 
 
 def test_a_timestream_write_s_body_is_parsed_once(harness):
