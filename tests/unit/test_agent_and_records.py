@@ -193,6 +193,21 @@ def test_sysbench_failure_is_an_error_record_never_a_silent_zero(tmp_path: Path)
     assert code == 3 and "no final summary" in records[-1]["message"]
 
 
+def test_a_line_no_sysbench_prints_ends_the_step_with_its_error_not_a_traceback(tmp_path: Path) -> None:
+    fake = tmp_path / "sysbench"  # 1 MiB and a byte more, without a line break, then a second of waiting
+    fake.write_text("#!/bin/sh\necho 'sysbench 1.0.20'\nhead -c 1048577 /dev/zero | tr '\\0' x\nsleep 1\n")
+    fake.chmod(0o755)
+    job = {"run_id": "r", "target_id": "a", "repetition": 1, "workload": "w",
+           "step": {"name": "t0001", "kind": "measure", "threads": 1, "duration_s": 1},
+           "sysbench": {"test": "oltp_read_only", "options": {}}, "db": {}}
+    proc = subprocess.run([sys.executable, str(AGENT), "--job", "-"], input=json.dumps(job), capture_output=True,
+                          text=True, timeout=60, env=on_path(fake))
+    assert proc.returncode == 3 and "Traceback" not in proc.stderr
+    error = json.loads(proc.stdout.splitlines()[-1])
+    assert error["type"] == "error" and error["stage"] == "run"
+    assert error["message"] == "sysbench printed a line of more than 1,048,576 characters: not sysbench output"
+
+
 def test_cnf_renders_memory_shares_and_reports_engine_only_options() -> None:
     source = "[mysqld]\ninnodb_buffer_pool_size = 80%\nskip-log-bin\n[mysqld:mysql]\ninnodb_dedicated_server=OFF\n"
     r = render(source, "mariadb-10.11", 1024 * 1024 * 1024)

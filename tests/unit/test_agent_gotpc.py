@@ -67,6 +67,14 @@ def test_a_stopped_or_failed_run_is_a_failed_step(log: str, fragment: str, tmp_p
     assert not any(r["type"] == "summary" for r in records)
 
 
+def test_a_line_no_go_tpc_prints_ends_the_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    code, records, _ = replay(tmp_path, monkeypatch, capsys, "x" * (1 << 20) + "y\n", (OURS / "run.log").read_text())
+    assert code == emitting.EXIT_FAILED
+    assert records[-1]["message"] == "go-tpc printed a line of more than 1,048,576 characters: not go-tpc output"
+    assert not any(r["type"] in ("sample", "summary") for r in records)
+
+
 def test_a_deadlock_is_counted_and_the_step_goes_on(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     deadlock = ("[2026-12-07 02:29:09] execute run failed, err Error 1213: Deadlock found when trying to get "

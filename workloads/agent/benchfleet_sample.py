@@ -13,10 +13,11 @@ StatusPoller, which benchfleet_run starts and stops around the step.
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import subprocess
 import time
-from typing import Any, Deque, Dict, List, Optional, Tuple
+from typing import Any, Deque, Dict, Iterator, List, Optional, Tuple
 
 import benchfleet_diskstats
 import benchfleet_rows
@@ -115,48 +116,91 @@ class Meters:
         self.rows, self.rows_at_start = rows, rows_at_start
 
 
-def _tool_ended(proc: Any, head: List[str], tail: Any, poller: Any, emit: Any) -> Tuple[int, str, Any]:
-    """After a measuring tool (sysbench or go-tpc) ended: its exit code, its output kept (head and tail),
-    and the cluster status poller stopped; the third item is the error record to return when the poller
-    found a problem (None otherwise)."""
-    code = proc.wait()
-    text = "".join(head) + "".join(tail)
-    if poller is not None:
-        poller.stop()
-        poller.join()
-        if poller.problem:
-            return code, text, emit.error("cluster", poller.problem, exit_code=code, output_tail=text[-4000:])
-    return code, text, None
+class ToolOutput:
+    """What a measuring tool (sysbench or go-tpc) prints, read line by line as it arrives and kept for its
+    final summary and an error's tail: the head (its options) and the last lines, never all of a step's
+    output in memory. A line longer than MAX_LINE_CHARS is not the tool's output: the tool is killed and
+    the reading ends with ``too_long`` set."""
+
+    def __init__(self, tool: str, proc: "subprocess.Popen[str]") -> None:
+        self.tool, self.proc = tool, proc
+        self.head: List[str] = []
+        self.tail: Deque[str] = collections.deque(maxlen=KEPT_TAIL_LINES)
+        self.too_long = False
+
+    def lines(self) -> Iterator[Tuple[str, float]]:
+        """Each line with the monotonic time it arrived."""
+        assert self.proc.stdout is not None
+        while True:
+            line = self.proc.stdout.readline(MAX_LINE_CHARS + 1)
+            if not line:
+                return
+            arrived = time.monotonic()
+            if len(line) > MAX_LINE_CHARS:
+                self.proc.kill()
+                self.proc.wait()
+                self.too_long = True
+                return
+            (self.head if len(self.head) < KEPT_HEAD_LINES else self.tail).append(line)
+            yield line, arrived
+
+    def text(self) -> str:
+        return "".join(self.head) + "".join(self.tail)
+
+    def too_long_error(self, emit: Emitter) -> int:
+        return emit.error("run", "{} printed a line of more than {:,} characters: not {} output".format(
+            self.tool, MAX_LINE_CHARS, self.tool), output_tail="".join(self.tail)[-4000:])
+
+
+@contextlib.contextmanager
+def reading(proc: "subprocess.Popen[str]", cpu: CpuTimes) -> Iterator[None]:
+    """While a tool's output is read. Stopped from outside (Ctrl-C, SIGTERM from the runner or SSM), the
+    tool must not outlive the agent; the CPU meter's file is closed either way."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        proc.terminate()
+        proc.wait()
+        raise
+    finally:
+        cpu.close()
+
+
+class Ended:
+    """A measuring tool that has ended: its exit code and what it printed (ToolOutput.text), the cluster
+    status poller stopped; ``problem`` is the error record to return when the poller found one."""
+
+    def __init__(self, output: ToolOutput, poller: Optional[benchfleet_status.StatusPoller], emit: Emitter) -> None:
+        self.emit = emit
+        self.code = output.proc.wait()
+        self.text = output.text()
+        self.problem: Optional[int] = None
+        if poller is not None:
+            poller.stop()
+            poller.join()
+            if poller.problem:
+                self.problem = emit.error("cluster", poller.problem, exit_code=self.code,
+                                          output_tail=self.text[-4000:])
+
+    def failed(self, message: str) -> int:
+        """The step's error record: ``message``, the tool's exit code and the end of what it printed."""
+        return self.emit.error("run", message, exit_code=self.code, output_tail=self.text[-4000:])
 
 
 def read_sysbench(job: Dict[str, Any], emit: Emitter, proc: "subprocess.Popen[str]", meters: Meters,
                    started: float, duration: int,
                    poller: Optional[benchfleet_status.StatusPoller], settings: Optional[Dict[str, Any]]) -> int:
-    assert proc.stdout is not None
     cpu, before, disk, disk_before = meters.cpu, meters.before, meters.disk, meters.disk_before
     rows, rows_at_start = meters.rows, meters.rows_at_start
-    # What sysbench printed, for its final summary and the error's tail: the head (its options) and
-    # the last lines, never all of a step's output in memory.
-    head: List[str] = []
-    tail: Deque[str] = collections.deque(maxlen=KEPT_TAIL_LINES)
+    output = ToolOutput("sysbench", proc)
     failures: List[str] = []
     # sysbench writes unbuffered and starts its clock as it prints "Threads started!"; each report's
     # rates are over the real time since the previous report, but it prints that time rounded to the
     # second. The agent sees each line arrive, so it measures the seconds every report covers
     # (``arrived_s``: since "Threads started!" arrived, on the monotonic clock).
     threads_started: Optional[float] = None
-    try:
-        while True:
-            line = proc.stdout.readline(MAX_LINE_CHARS + 1)
-            if not line:
-                break
-            arrived = time.monotonic()
-            if len(line) > MAX_LINE_CHARS:
-                proc.kill()
-                proc.wait()
-                return emit.error("run", "sysbench printed a line of more than {:,} characters: not sysbench "
-                                  "output".format(MAX_LINE_CHARS), output_tail="".join(tail)[-4000:])
-            (head if len(head) < KEPT_HEAD_LINES else tail).append(line)
+    with reading(proc, cpu):
+        for line, arrived in output.lines():
             if ("FATAL" in line or line.startswith("ALERT")) and len(failures) < 5:
                 failures.append(line.strip())  # even from the middle of a long step's output
             if threads_started is None and line.startswith(THREADS_STARTED):
@@ -172,30 +216,22 @@ def read_sysbench(job: Dict[str, Any], emit: Emitter, proc: "subprocess.Popen[st
                       **cpu_percentages(before, after), **benchfleet_diskstats.disk_rates(disk_before, disk_after),
                       rows_in_table=rows.sample(interval.second, interval.tps))
             before, disk_before = after, disk_after
-    except KeyboardInterrupt:
-        # Stopped from outside (Ctrl-C, SIGTERM from the runner or SSM): sysbench must not outlive us.
-        proc.terminate()
-        proc.wait()
-        raise
-    finally:
-        cpu.close()
-    code, text, failed = _tool_ended(proc, head, tail, poller, emit)
-    if failed is not None:
-        return failed
+    if output.too_long:
+        return output.too_long_error(emit)
+    ended = Ended(output, poller, emit)
+    if ended.problem is not None:
+        return ended.problem
     try:
-        parsed = parse_output(text)
+        parsed = parse_output(ended.text)
     except SysbenchParseError as e:
-        return emit.error("run", "sysbench's output cannot be read: {}".format(e), exit_code=code,
-                          output_tail=text[-4000:])
+        return ended.failed("sysbench's output cannot be read: {}".format(e))
     errors = parsed.errors + [f for f in failures if f not in parsed.errors]
-    if code != 0 or errors:
-        return emit.error("run", "; ".join(errors[:5]) or "sysbench exited with code {}".format(code),
-                          exit_code=code, output_tail=text[-4000:])
+    if ended.code != 0 or errors:
+        return ended.failed("; ".join(errors[:5]) or "sysbench exited with code {}".format(ended.code))
     if parsed.summary is None:
-        return emit.error("run", "sysbench printed no final summary", exit_code=code, output_tail=text[-4000:])
+        return ended.failed("sysbench printed no final summary")
     if parsed.summary.events == 0:
-        return emit.error("run", "sysbench completed no event in {} s".format(duration), exit_code=code,
-                          output_tail=text[-4000:])
+        return ended.failed("sysbench completed no event in {} s".format(duration))
     fields = dict(parsed.summary.__dict__)
     if settings is not None:
         fields["settings"] = settings
@@ -211,12 +247,10 @@ def read_gotpc(job: Dict[str, Any], emit: Emitter, proc: "subprocess.Popen[str]"
     """go-tpc's step, read as it prints (benchfleet.workload.gotpc): a sample per interval with the CPU and disk
     read as the interval's first line arrives (its lines come together, an interval after the one
     before; go-tpc prints no time stamps), then its summary."""
-    assert proc.stdout is not None
     cpu, before, disk, disk_before = meters.cpu, meters.before, meters.disk, meters.disk_before
     every = int(job.get("report_interval_s") or 1)
     percentile = int(job["gotpc"]["percentile"])
-    head: List[str] = []
-    tail: Deque[str] = collections.deque(maxlen=KEPT_TAIL_LINES)
+    output = ToolOutput("go-tpc", proc)
     grouper = gotpc.IntervalGrouper()
     opened: Optional[Tuple[float, Any, Any]] = None  # the interval being printed: its arrival, CPU, disk
     count = 0
@@ -231,18 +265,8 @@ def read_gotpc(job: Dict[str, Any], emit: Emitter, proc: "subprocess.Popen[str]"
                   **benchfleet_diskstats.disk_rates(disk_before, at[2]), rows_in_table=None)
         before, disk_before = at[1], at[2]
 
-    try:
-        while True:
-            line = proc.stdout.readline(MAX_LINE_CHARS + 1)
-            if not line:
-                break
-            arrived = time.monotonic()
-            if len(line) > MAX_LINE_CHARS:
-                proc.kill()
-                proc.wait()
-                return emit.error("run", "go-tpc printed a line of more than {:,} characters".format(MAX_LINE_CHARS),
-                                  output_tail="".join(tail)[-4000:])
-            (head if len(head) < KEPT_HEAD_LINES else tail).append(line)
+    with reading(proc, cpu):
+        for line, arrived in output.lines():
             tx = gotpc.parse_line(line)
             if tx is None or tx.kind != "Current":
                 if line.strip() == "Finished" and opened is not None:
@@ -256,30 +280,23 @@ def read_gotpc(job: Dict[str, Any], emit: Emitter, proc: "subprocess.Popen[str]"
                 if done is not None and opened is not None:
                     emit_interval(done, opened)
                 opened = (arrived, cpu.read(), disk.read())
-    except KeyboardInterrupt:
-        proc.terminate()
-        proc.wait()
-        raise
-    finally:
-        cpu.close()
-    code, text, failed = _tool_ended(proc, head, tail, poller, emit)
-    if failed is not None:
-        return failed
+    if output.too_long:
+        return output.too_long_error(emit)
+    ended = Ended(output, poller, emit)
+    if ended.problem is not None:
+        return ended.problem
     try:
-        parsed = gotpc.parse_output(text)
+        parsed = gotpc.parse_output(ended.text)
     except gotpc.GoTpcParseError as e:
-        return emit.error("run", "go-tpc's output cannot be read: {}".format(e), exit_code=code,
-                          output_tail=text[-4000:])
+        return ended.failed("go-tpc's output cannot be read: {}".format(e))
     if parsed.stopped_by:
-        return emit.error("run", "go-tpc was stopped ({}) before its {} s: its figures cover less".format(
-            parsed.stopped_by, duration), exit_code=code, output_tail=text[-4000:])
-    if code != 0 or parsed.errors:
-        return emit.error("run", "; ".join(parsed.errors[:5]) or "go-tpc exited with code {}".format(code),
-                          exit_code=code, output_tail=text[-4000:])
+        return ended.failed("go-tpc was stopped ({}) before its {} s: its figures cover less".format(
+            parsed.stopped_by, duration))
+    if ended.code != 0 or parsed.errors:
+        return ended.failed("; ".join(parsed.errors[:5]) or "go-tpc exited with code {}".format(ended.code))
     fields = gotpc.summary_fields(parsed, percentile) if parsed.finished else None
     if fields is None:
-        return emit.error("run", "go-tpc printed no summary with New-Order transactions", exit_code=code,
-                          output_tail=text[-4000:])
+        return ended.failed("go-tpc printed no summary with New-Order transactions")
     if settings is not None:
         fields["settings"] = settings
     emit.emit("summary", time=time.time(), started=started, sysbench_version=None,
