@@ -36,6 +36,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from benchfleet.aws import api_service, clients
 from benchfleet.aws.api_service import IDEMPOTENCY_KEY, MAX_BODY_BYTES, MAX_PAGE, ApiError, RunService
+from benchfleet.aws.run_status import RunStatus
 from benchfleet.aws.settings import Settings
 from benchfleet.cost.ceiling import max_run_cost
 from benchfleet.plan.naming import RUN_ID
@@ -127,7 +128,7 @@ def list_runs(
                                             description="The `next` of the previous page")] = None,
     name: Annotated[str | None, Query(pattern=r"^[A-Za-z0-9_-]{1,63}$",
                                       description="Only runs of this comparison or schedule name")] = None,
-    status: Annotated[Literal["RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"] | None,
+    status: Annotated[RunStatus | None,
                       Query(description="Only runs in this state")] = None,
 ) -> Response[str]:
     return _json(200, service().list_runs(limit, next_token, name, status))

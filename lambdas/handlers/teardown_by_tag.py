@@ -18,14 +18,13 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from benchfleet.aws import clients
+from benchfleet.aws import clients, run_status
 from benchfleet.aws.fleet.sweep import region_clients, run_id_of, teardown_run
 from benchfleet.aws.settings import Settings
 from benchfleet.plan.naming import RUN_ID
 
 logger = Logger()
 metrics = Metrics()  # namespace from POWERTOOLS_METRICS_NAMESPACE, set by the CDK app
-FAILED_STATUSES = {"FAILED", "TIMED_OUT", "ABORTED"}
 
 
 class ExecutionDetail(BaseModel):
@@ -69,7 +68,7 @@ def teardown(event: dict[str, Any]) -> dict[str, Any]:
     expected = os.environ.get("STATE_MACHINE_ARN")
     if expected and detail.stateMachineArn != expected:
         return {"skipped": f"execution of another state machine: {detail.stateMachineArn}"}
-    if detail.status not in FAILED_STATUSES:
+    if detail.status not in run_status.FAILED:
         return {"skipped": f"status {detail.status}"}
     execution_input = detail.input
     if execution_input is None:  # the event omits inputs that are too large; ask for it

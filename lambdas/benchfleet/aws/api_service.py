@@ -58,8 +58,6 @@ from benchfleet.spec.loading import LoadedSpec, inline_loaded, problems_of
 from benchfleet.spec.workload import Workload
 from benchfleet.stats.resolution import plan_resolution
 
-# The Step Functions statuses a run's execution ends in (the API reports them; the command waits for one).
-TERMINAL = ("SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED")
 IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
 MAX_BODY_BYTES = 128 * 1024
 MAX_PAGE = 100

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from benchfleet.aws.api_service import TERMINAL
+from benchfleet.aws.run_status import TERMINAL
 from benchfleet.plan import naming
 
 DEFAULT_STACK = "Benchfleet"

@@ -22,7 +22,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from benchfleet.aws.api_service import TERMINAL
+from benchfleet.aws.run_status import TERMINAL
 from benchfleet.local.store import CloudCopy, DuckDBStore
 from benchfleet.plan.naming import RUN_ID
 from benchfleet.workload.records import AgentOutput, parse_agent_lines
