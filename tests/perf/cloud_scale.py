@@ -17,7 +17,13 @@ Run Command played with captured agent output). Prints one ``name=value`` per li
                          successful run and a run aborted midway (torn down by teardown_by_tag,
                          called with the event the EventBridge rule sends)
 
-    .venv/bin/python tests/perf/cloud_scale.py [--targets 200] [--repetitions 3]
+    .venv/bin/python tests/perf/cloud_scale.py [--targets 200] [--repetitions 3] [--breakdown]
+
+--breakdown also prints, for the large comparison, each handler's CPU per call and each AWS call's
+CPU per call by the handler that made it (``handler_cpu_ms[collect]=``, ``call_cpu_ms[collect
+timestream-write.WriteRecords]=``, each with its ``_calls[...]=``; calls under 1 s in all are left
+out): run it at two sizes to see what grows with the targets (how issue 41's item 17 found moto's
+SendCommand running each command on every host).
 """
 
 from __future__ import annotations
@@ -29,7 +35,10 @@ import json
 import logging
 import os
 import sys
+import threading
 import time
+from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +116,61 @@ def hosts(run_id: str) -> tuple[int, int]:
 FIGURES = sys.stdout
 
 
+class Breakdown:
+    """Thread CPU per handler call and per AWS call (the outermost botocore call of a thread, named by
+    the handler making it; ``-`` for the harness's own)."""
+
+    def __init__(self) -> None:
+        self.cpu: Counter[str] = Counter()
+        self.calls: Counter[str] = Counter()
+        self.local = threading.local()
+
+    def add(self, name: str, started: float) -> None:
+        self.cpu[name] += time.thread_time() - started
+        self.calls[name] += 1
+
+    @contextlib.contextmanager
+    def measuring(self, harness: Any) -> Iterator[None]:
+        from botocore.client import BaseClient
+
+        handler_call, api_call = harness._call, BaseClient._make_api_call
+
+        def timed_handler(call: Any, event: dict[str, Any]) -> Any:
+            started, self.local.module = time.thread_time(), call.module
+            try:
+                return handler_call(call, event)
+            finally:
+                self.local.module = None
+                self.add(f"handler {call.module}", started)
+
+        def timed_api(client: Any, operation: str, params: dict[str, Any]) -> Any:
+            if getattr(self.local, "inside", False):
+                return api_call(client, operation, params)
+            started, self.local.inside = time.thread_time(), True
+            try:
+                return api_call(client, operation, params)
+            finally:
+                self.local.inside = False
+                by = getattr(self.local, "module", None) or "-"
+                self.add(f"call {by} {client.meta.service_model.service_name}.{operation}", started)
+
+        harness._call = timed_handler
+        BaseClient._make_api_call = timed_api
+        try:
+            yield
+        finally:
+            BaseClient._make_api_call = api_call
+            del harness._call
+
+    def say(self) -> None:
+        for name, cpu in self.cpu.most_common():
+            kind, _, what = name.partition(" ")
+            if kind == "call" and cpu < 1.0:  # the calls that matter at this size
+                continue
+            say(f"{kind}_cpu_ms[{what}]={1000 * cpu / self.calls[name]:.2f}")
+            say(f"{kind}_calls[{what}]={self.calls[name]}")
+
+
 def say(line: str) -> None:
     """One figure, on the real stdout: the handlers' Powertools metrics (an EMF line per
     invocation, thousands in a large comparison) go to stdout too, and are dropped here."""
@@ -122,6 +186,8 @@ def measure() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--targets", type=int, default=200)
     parser.add_argument("--repetitions", type=int, default=3)
+    parser.add_argument("--breakdown", action="store_true",
+                        help="print each handler's and each AWS call's CPU per call in the large comparison")
     parser.add_argument("--abort-after-steps", type=int, default=None,
                         help="abort the second run after this many steps started (default: half of them)")
     args = parser.parse_args()
@@ -157,8 +223,10 @@ def measure() -> int:
         many = [{"id": f"t{i:03d}", "kind": "ec2", "instance_type": "m6g.large", "region": "us-east-1"}
                 for i in range(args.targets)]
         big = dict(spec, targets=many, repetitions=args.repetitions, budget_usd=None, baseline=None)
+        breakdown = Breakdown()
         started, handler_s, cpu = time.monotonic(), harness.handler_s, time.process_time()
-        result = harness.run(big, name="scale-many", timeout_s=7200)
+        with breakdown.measuring(harness) if args.breakdown else contextlib.nullcontext():
+            result = harness.run(big, name="scale-many", timeout_s=7200)
         say(f"many_targets={args.targets}")
         say(f"many_status={result['status']}")
         say(f"many_run_s={time.monotonic() - started:.1f}")
@@ -170,6 +238,7 @@ def measure() -> int:
         say(f"many_cpu_s_per_target={cpu / args.targets:.2f}")
         say(f"many_handler_s={harness.handler_s - handler_s:.1f}")
         say(f"many_history_events={len(result['history'])}")
+        breakdown.say()
         # Every state's input and output (and every Lambda payload and result) is measured by the
         # harness (sfn_limits, as strict as AWS: over 256 KiB fails the execution); the history's
         # events too, as a cross-check.
