@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import itertools
 import json
 import logging
@@ -178,6 +179,12 @@ def say(line: str) -> None:
 
 
 def main() -> int:
+    # The cyclic collector at its default pace (a young collection every 700 allocations, an older one
+    # every tenth) re-examines the offline world's millions of long-lived objects over and over: moto's
+    # state of hundreds of hosts and thousands of steps, in one process where AWS runs each Lambda in a
+    # small one of its own. Collected every 50,000 allocations, 30 targets took 120.7 CPU s instead of
+    # 137.7 (the collector's own time 11.6 s -> 1.9 s); 200 targets peaked at 3.5 GB instead of 3.3.
+    gc.set_threshold(50_000, 20, 10)
     with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
         return measure()
 
