@@ -158,8 +158,8 @@ def test_get_metric_data_does_not_sum_every_object_s_size(harness):
     now = datetime.datetime.now(datetime.UTC)
     sizes = mock.Mock(side_effect=AssertionError("every object's size"))
     with mock.patch.object(_VersionedKeyStore, "item_size", sizes):
-        answer = cw.get_metric_data(MetricDataQueries=query, StartTime=now.replace(hour=0, minute=0),
-                                    EndTime=now.replace(hour=23, minute=59))
+        answer = cw.get_metric_data(MetricDataQueries=query, StartTime=now - datetime.timedelta(hours=1),
+                                    EndTime=now + datetime.timedelta(hours=1))
     assert answer["MetricDataResults"][0]["Values"] == [2.5]  # CloudWatch still answers what was put
 
 
